@@ -1,0 +1,107 @@
+"""Loading JSON fixtures with validation at the boundary.
+
+Every fixture is checked against a JSON schema when it is loaded, and a violation becomes
+one FixtureError naming the file, the record and the field::
+
+    fixtures/docuctl/cases.json: record 3 (id 'rollback-restore'): field 'version': 'v9' is not one of ['v1', 'v2']
+
+Nothing downstream of a loader has to guard against a missing key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from labkit.errors import FixtureError
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+_SHORT = {"type": "string", "minLength": 1, "maxLength": 100}
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 2000}
+_VERSION = {"enum": ["v1", "v2"]}
+
+
+def record_list(fields: dict[str, Any], *, required: list[str] | None = None) -> dict[str, Any]:
+    """Schema of a JSON list of objects with exactly `fields` (all required unless stated)."""
+    return {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": fields,
+            "required": list(fields) if required is None else required,
+            "additionalProperties": False,
+        },
+    }
+
+
+DOCUMENTS = record_list(
+    {"id": _SHORT, "version": _VERSION, "title": _SHORT, "text": _TEXT, "command": _TEXT}
+)
+GLOSSARY = {
+    "type": "object",
+    "additionalProperties": {"type": "string", "pattern": "^[a-z0-9]+$"},
+    "propertyNames": {"pattern": "^[a-z0-9]+$"},
+}
+_CASE_FIELDS = {
+    "id": _SHORT,
+    "family": _SHORT,
+    "question": {"type": "string", "minLength": 1, "maxLength": 500},
+    "version": _VERSION,
+    "expected_doc": _SHORT,
+    "expected_command": _TEXT,
+}
+CASES = record_list(_CASE_FIELDS)
+# Adaptive cases also say which observation should change the next action, and why.
+ADAPTIVE_CASES = record_list(
+    {**_CASE_FIELDS, "observation": {"enum": ["empty_search", "conflicting_page"]}, "why": _TEXT}
+)
+
+
+def _where(data: Any, error: jsonschema.ValidationError) -> str:
+    path = list(error.absolute_path)
+    if not path:
+        return ""
+    head, rest = path[0], path[1:]
+    if isinstance(head, int):
+        record = data[head]
+        label = f" (id {record['id']!r})" if isinstance(record, dict) and "id" in record else ""
+        where = f"record {head}{label}"
+    else:
+        where = f"key {head!r}"
+    if rest:
+        where += f": field {'.'.join(map(str, rest))!r}"
+    elif error.validator == "required":
+        where += ": field " + repr(error.message.split("'")[1])
+    return where + ": "
+
+
+def load_json(path: str | Path, schema: dict[str, Any]) -> Any:
+    """Read `path` and validate it against `schema`; raise one FixtureError if either fails."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FixtureError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise FixtureError(f"{path}: cannot read ({error})") from None
+    except json.JSONDecodeError as error:
+        raise FixtureError(
+            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+        ) from None
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    if error is not None:
+        raise FixtureError(f"{path}: {_where(data, error)}{error.message}")
+    return data
+
+
+def unique_ids(path: str | Path, records: list[dict[str, Any]]) -> None:
+    """Refuse a list of records in which two share an id."""
+    seen: set[str] = set()
+    for index, record in enumerate(records):
+        if record["id"] in seen:
+            raise FixtureError(f"{path}: record {index}: field 'id': duplicate id {record['id']!r}")
+        seen.add(record["id"])

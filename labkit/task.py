@@ -1,0 +1,55 @@
+"""The task contract, validated before any controller sees it.
+
+A `Task` is what the assistant is asked to do: answer one question about one documentation
+version, for staging. Requests outside that (production, an unknown version, an empty or
+oversized question) are refused here, at the boundary, so no policy is ever asked to
+decide what to do with them. These are application boundaries, not model instructions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+VERSIONS = ("v1", "v2")
+ENVIRONMENT = "staging"
+
+
+class TaskError(ValueError):
+    """A request the assistant does not accept; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One validated request. Raises TaskError on construction if any field is out of bounds.
+
+    - id, family, version, environment: non-blank strings of at most 100 characters
+    - question: 1..500 characters, not blank
+    - version: "v1" or "v2";  environment: "staging" only
+    """
+
+    id: str
+    family: str
+    question: str
+    version: str = "v2"
+    environment: str = ENVIRONMENT
+
+    def __post_init__(self) -> None:
+        for name in ("id", "family", "version", "environment"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip() or len(value) > 100:
+                raise TaskError(f"Task.{name} must be a non-blank string of at most 100 characters")
+        question = self.question
+        if not isinstance(question, str) or not question.strip() or len(question) > 500:
+            raise TaskError("Task.question must contain 1..500 characters")
+        if self.version not in VERSIONS:
+            raise TaskError(f"Task.version {self.version!r} is not supported (v1 or v2)")
+        if self.environment != ENVIRONMENT:
+            raise TaskError(
+                f"Task.environment {self.environment!r} is refused: this assistant only covers staging"
+            )
+
+
+def task_from(case: dict[str, Any]) -> Task:
+    """The Task a case asks for (its id, family, question and version)."""
+    return Task(**{key: case[key] for key in ("id", "family", "question", "version")})
