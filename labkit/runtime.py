@@ -94,6 +94,11 @@ class Result(dict):
 
         return result_html(self)
 
+    def __repr__(self) -> str:
+        from labkit.display import trace_text
+
+        return trace_text(self)
+
 
 def validate_decision(value: Any, tools: Mapping[str, Tool]) -> dict[str, Any]:
     """Return `value` if it is a well-formed action for `tools`; raise ValueError otherwise.
