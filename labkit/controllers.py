@@ -61,7 +61,9 @@ def docuctl_tools(task: Task, docs: Documents | None = None) -> dict[str, Tool]:
     }
 
 
-def _outcome(stop: str, trace: list[dict[str, Any]], page: dict[str, str] | None = None, detail: str = "") -> Result:
+def _outcome(
+    stop: str, trace: list[dict[str, Any]], page: dict[str, str] | None = None, detail: str = ""
+) -> Result:
     """A controller's result in the runtime's shape, so one grader and renderer serve all."""
     tools = sum("result" in entry for entry in trace)
     return Result(
@@ -136,13 +138,19 @@ def revise_query(question: str, vocabulary: set[str]) -> str | None:
 def _search_and_read(task: Task, docs: Documents, *, fallback: bool) -> Result:
     trace: list[dict[str, Any]] = []
     query = task.question
-    hits = _step(trace, {"action": "search", "query": query},
-                 lambda: docs.search(query, task.version, expand=True, top_k=TOP_K))
+    hits = _step(
+        trace,
+        {"action": "search", "query": query},
+        lambda: docs.search(query, task.version, expand=True, top_k=TOP_K),
+    )
     if not hits and fallback:
         revised = revise_query(query, docs.vocabulary(task.version))
         if revised:
-            hits = _step(trace, {"action": "search", "query": revised},
-                         lambda: docs.search(revised, task.version, expand=True, top_k=TOP_K))
+            hits = _step(
+                trace,
+                {"action": "search", "query": revised},
+                lambda: docs.search(revised, task.version, expand=True, top_k=TOP_K),
+            )
     if not hits:
         return _outcome("needs_review", trace, detail="search found no page")
     id = hits[0]["id"]
@@ -224,8 +232,9 @@ def controllers(docs: Documents | None = None, *, adaptive: bool = True) -> dict
     docs = _docs(docs)
 
     def loop(policy: Callable, budget: int) -> Controller:
-        return lambda task: run(task, policy, tools=docuctl_tools(task, docs),
-                                max_turns=budget + 1, max_tools=budget)
+        return lambda task: run(
+            task, policy, tools=docuctl_tools(task, docs), max_turns=budget + 1, max_tools=budget
+        )
 
     table: dict[str, Controller] = {
         "keyword route": lambda task: keyword_route(task, docs),

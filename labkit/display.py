@@ -23,8 +23,11 @@ def _short(value: Any, limit: int = _MAX) -> str:
 def _describe(decision: Any) -> str:
     if not isinstance(decision, Mapping) or "action" not in decision:
         return _short(decision)
-    args = ", ".join(f"{k}={_short(v, 60)!r}" if isinstance(v, str) else f"{k}={_short(v, 60)}"
-                     for k, v in decision.items() if k != "action")
+    args = ", ".join(
+        f"{k}={_short(v, 60)!r}" if isinstance(v, str) else f"{k}={_short(v, 60)}"
+        for k, v in decision.items()
+        if k != "action"
+    )
     return f"{decision['action']}({args})"
 
 
@@ -35,9 +38,14 @@ def _observed(entry: Mapping[str, Any]) -> str:
         return ""
     result = entry["result"]
     if isinstance(result, list):
-        return f"{len(result)} hit(s): " + ", ".join(
-            str(hit.get("id", hit)) if isinstance(hit, Mapping) else _short(hit, 40) for hit in result
-        ) if result else "0 hits"
+        return (
+            f"{len(result)} hit(s): "
+            + ", ".join(
+                str(hit.get("id", hit)) if isinstance(hit, Mapping) else _short(hit, 40) for hit in result
+            )
+            if result
+            else "0 hits"
+        )
     if isinstance(result, Mapping) and "error" in result:
         return f"error: {_short(result['error'])}"
     if isinstance(result, Mapping) and "id" in result:
@@ -82,8 +90,10 @@ def result_html(result: Mapping[str, Any]) -> str:
         f"tool calls {result.get('tool_calls')}"
     )
     if result.get("stop") == "final":
-        summary += f" · answer <code>{esc(str(result.get('answer')))}</code> · citation " \
-                   f"<code>{esc(str(result.get('citation')))}</code>"
+        summary += (
+            f" · answer <code>{esc(str(result.get('answer')))}</code> · citation "
+            f"<code>{esc(str(result.get('citation')))}</code>"
+        )
     elif result.get("detail"):
         summary += f" · {esc(str(result.get('detail')))}"
     head = "<tr><th>turn</th><th>decision</th><th>observation</th><th>time</th><th>tokens</th></tr>"

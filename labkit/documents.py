@@ -14,9 +14,10 @@ the property tests compare against.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+import numpy as np
 
 from labkit.task import VERSIONS
 from labkit.text import words
@@ -50,11 +51,18 @@ class Documents:
         self.pages: list[Page] = [dict(page) for page in pages]
         self.aliases: dict[str, str] = dict(aliases or {})
         self._by_id: dict[str, Page] = {page["id"]: page for page in self.pages}
-        self._index: dict[str, dict[str, list[str]]] = {v: defaultdict(list) for v in VERSIONS}
-        for page in self.pages:
-            postings = self._index[page["version"]]
-            for term in words(page["title"] + " " + page["text"]):
-                postings[term].append(page["id"])
+        # Per version: pages sorted by id, so a page's position is its tie-break rank, and
+        # each term's postings are an array of those positions.
+        self._ranked: dict[str, list[Page]] = {}
+        self._index: dict[str, dict[str, np.ndarray]] = {}
+        for version in VERSIONS:
+            ranked = sorted((p for p in self.pages if p["version"] == version), key=lambda p: p["id"])
+            postings: dict[str, list[int]] = defaultdict(list)
+            for position, page in enumerate(ranked):
+                for term in words(page["title"] + " " + page["text"]):
+                    postings[term].append(position)
+            self._ranked[version] = ranked
+            self._index[version] = {t: np.array(p, dtype=np.int64) for t, p in postings.items()}
 
     def search(
         self, query: str, version: str, *, expand: bool = False, top_k: int = 1
@@ -65,11 +73,21 @@ class Documents:
         """
         _check_search(version, top_k)
         postings = self._index[version]
-        scores: Counter[str] = Counter()
-        for term in query_terms(query, self.aliases, expand=expand):
-            scores.update(postings.get(term, ()))
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:top_k]
-        return [{"id": id, "title": self._by_id[id]["title"]} for id, _ in ranked]
+        hits = [postings[t] for t in query_terms(query, self.aliases, expand=expand) if t in postings]
+        if not hits:
+            return []
+        ranked = self._ranked[version]
+        # Each page's score is how often its position occurs across the query terms'
+        # postings. Measured on 100,000 pages (benchmarks/search.py): a Counter over string
+        # ids was only 12x faster than the seed's scan, because frequent words have long
+        # postings; counting positions with numpy brings it past the 100x goal.
+        scores = np.bincount(np.concatenate(hits), minlength=len(ranked))
+        # Best score first, then lowest position (= smallest id): one sortable key per page.
+        keys = scores * len(ranked) + (len(ranked) - 1 - np.arange(len(ranked)))
+        k = min(top_k, int(np.count_nonzero(scores)))
+        best = np.argpartition(keys, -k)[-k:]
+        best = best[np.argsort(-keys[best])]
+        return [{"id": ranked[i]["id"], "title": ranked[i]["title"]} for i in best.tolist()]
 
     def read(self, id: str, version: str) -> Page:
         """Return a copy of page `id`; ValueError if it does not exist in `version`."""
@@ -103,5 +121,3 @@ def linear_search(
         if score:
             ranked.append((-score, page["id"], page["title"]))
     return [{"id": id, "title": title} for _, id, title in sorted(ranked)[:top_k]]
-
-

@@ -3,7 +3,8 @@
 Every fixture is checked against a JSON schema when it is loaded, and a violation becomes
 one FixtureError naming the file, the record and the field::
 
-    fixtures/docuctl/cases.json: record 3 (id 'rollback-restore'): field 'version': 'v9' is not one of ['v1', 'v2']
+    fixtures/docuctl/cases.json: record 0 (id 'deploy-build'): field 'version':
+    'v9' is not one of ['v1', 'v2']        (one line in practice)
 
 Nothing downstream of a loader has to guard against a missing key.
 """
@@ -38,9 +39,7 @@ def record_list(fields: dict[str, Any], *, required: list[str] | None = None) ->
     }
 
 
-DOCUMENTS = record_list(
-    {"id": _SHORT, "version": _VERSION, "title": _SHORT, "text": _TEXT, "command": _TEXT}
-)
+DOCUMENTS = record_list({"id": _SHORT, "version": _VERSION, "title": _SHORT, "text": _TEXT, "command": _TEXT})
 GLOSSARY = {
     "type": "object",
     "additionalProperties": {"type": "string", "pattern": "^[a-z0-9]+$"},

@@ -31,20 +31,32 @@ def evaluate(cases: Iterable[Case], controller: Callable[[Task], Mapping[str, An
     rows = []
     for case in cases:
         result = controller(task_from(case))
-        rows.append({"case": case["id"], "passed": outcome(case, result), "stop": result["stop"],
-                     "tool_calls": result["tool_calls"], "citation": result.get("citation"),
-                     "result": result})
+        rows.append(
+            {
+                "case": case["id"],
+                "passed": outcome(case, result),
+                "stop": result["stop"],
+                "tool_calls": result["tool_calls"],
+                "citation": result.get("citation"),
+                "result": result,
+            }
+        )
     return rows
 
 
-def compare(cases: Iterable[Case], controllers: Mapping[str, Callable[[Task], Mapping[str, Any]]]) -> pd.DataFrame:
+def compare(
+    cases: Iterable[Case], controllers: Mapping[str, Callable[[Task], Mapping[str, Any]]]
+) -> pd.DataFrame:
     """One row per controller: cases passed, cases total, tool calls summed over the cases."""
     cases = list(cases)
     table = {}
     for name, controller in controllers.items():
         rows = evaluate(cases, controller)
-        table[name] = {"passed": sum(r["passed"] for r in rows), "total": len(rows),
-                       "tool_calls": sum(r["tool_calls"] for r in rows)}
+        table[name] = {
+            "passed": sum(r["passed"] for r in rows),
+            "total": len(rows),
+            "tool_calls": sum(r["tool_calls"] for r in rows),
+        }
     frame = pd.DataFrame.from_dict(table, orient="index", columns=["passed", "total", "tool_calls"])
     frame.index.name = "controller"
     return frame

@@ -22,10 +22,18 @@ def register(sub: argparse._SubParsersAction) -> None:
             "added when the folder has adaptive cases."
         ),
     )
-    parser.add_argument("--fixtures", metavar="DIR", default=str(DOCUCTL),
-                        help="fixture folder (default: the course's fixtures/docuctl)")
-    parser.add_argument("--cases", choices=("base", "adaptive", "all"), default="base",
-                        help="which cases to grade (default: base, the seed's 18)")
+    parser.add_argument(
+        "--fixtures",
+        metavar="DIR",
+        default=str(DOCUCTL),
+        help="fixture folder (default: the course's fixtures/docuctl)",
+    )
+    parser.add_argument(
+        "--cases",
+        choices=("base", "adaptive", "all"),
+        default="base",
+        help="which cases to grade (default: base, the seed's 18)",
+    )
     parser.add_argument("--json", action="store_true", help="print {controller: {passed, total, tool_calls}}")
     parser.set_defaults(handler=handle)
 
@@ -34,8 +42,11 @@ def handle(args: argparse.Namespace) -> int:
     corpus = load_corpus(args.fixtures)
     if args.cases != "base" and not corpus.adaptive_cases:
         raise LabError(f"{args.fixtures}: --cases {args.cases} needs adaptive_cases.json")
-    cases = {"base": corpus.cases, "adaptive": corpus.adaptive_cases,
-             "all": corpus.cases + corpus.adaptive_cases}[args.cases]
+    cases = {
+        "base": corpus.cases,
+        "adaptive": corpus.adaptive_cases,
+        "all": corpus.cases + corpus.adaptive_cases,
+    }[args.cases]
     table = compare(cases, controllers(corpus.docs, adaptive=bool(corpus.adaptive_cases)))
     if args.json:
         rows = {name: {key: int(value) for key, value in row.items()} for name, row in table.iterrows()}

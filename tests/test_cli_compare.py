@@ -1,0 +1,144 @@
+"""`python -m labkit compare`: the seed's table, any corpus in the seed's schema, clean errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from labkit.cli import main
+
+SEED_TABLE = {
+    "keyword route": {"passed": 9, "total": 18, "tool_calls": 9},
+    "search/read workflow": {"passed": 17, "total": 18, "tool_calls": 36},
+    "scripted loop": {"passed": 17, "total": 18, "tool_calls": 36},
+}
+
+
+def run_cli(capsys, *argv):
+    try:
+        code = main(list(argv))
+    except SystemExit as exit:
+        code = exit.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_prints_the_seeds_table_plus_the_adaptive_controllers(capsys):
+    code, out, err = run_cli(capsys, "compare", "--json")
+    assert (code, err) == (0, "")
+    table = json.loads(out)
+    assert {name: table[name] for name in SEED_TABLE} == SEED_TABLE
+    assert (
+        table["fallback workflow"] == table["adaptive loop"] == {"passed": 17, "total": 18, "tool_calls": 36}
+    )
+
+
+def test_adaptive_cases_option(capsys):
+    code, out, _ = run_cli(capsys, "compare", "--cases", "adaptive", "--json")
+    assert code == 0
+    assert json.loads(out)["adaptive loop"] == {"passed": 6, "total": 6, "tool_calls": 18}
+
+
+def test_plain_output_is_a_table(capsys):
+    code, out, _ = run_cli(capsys, "compare")
+    assert code == 0
+    assert "search/read workflow      17     18          36" in out
+
+
+@pytest.fixture
+def unseen_corpus(tmp_path):
+    """A corpus the course has never seen: two topics in one version, three cases."""
+    pages = [
+        {
+            "id": "backup-v1",
+            "version": "v1",
+            "title": "Backups",
+            "text": "Take a snapshot backup of a volume.",
+            "command": "tool backup",
+        },
+        {
+            "id": "restore-v1",
+            "version": "v1",
+            "title": "Restore",
+            "text": "Restore a volume from a snapshot.",
+            "command": "tool restore",
+        },
+    ]
+    cases = [
+        {
+            "id": "c1",
+            "family": "backup",
+            "question": "How do I backup a volume?",
+            "version": "v1",
+            "expected_doc": "backup-v1",
+            "expected_command": "tool backup",
+        },
+        {
+            "id": "c2",
+            "family": "restore",
+            "question": "How do I recover a volume?",
+            "version": "v1",
+            "expected_doc": "restore-v1",
+            "expected_command": "tool restore",
+        },
+        {
+            "id": "c3",
+            "family": "restore",
+            "question": "Bring back a snapshot",
+            "version": "v1",
+            "expected_doc": "restore-v1",
+            "expected_command": "tool restore",
+        },
+    ]
+    (tmp_path / "documents.json").write_text(json.dumps(pages))
+    (tmp_path / "glossary.json").write_text(json.dumps({"recover": "restore"}))
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    return tmp_path
+
+
+def test_runs_on_a_corpus_it_has_never_seen(capsys, unseen_corpus):
+    code, out, _ = run_cli(capsys, "compare", "--fixtures", str(unseen_corpus), "--json")
+    assert code == 0
+    # c1: keyword 'backup'; c2: alias recover -> restore; c3: both pages mention snapshot,
+    # the tie goes to backup-v1 by id, so retrieval fails it.
+    assert json.loads(out) == {
+        "keyword route": {"passed": 1, "total": 3, "tool_calls": 1},
+        "search/read workflow": {"passed": 2, "total": 3, "tool_calls": 6},
+        "scripted loop": {"passed": 2, "total": 3, "tool_calls": 6},
+    }
+
+
+def test_unknown_option_is_one_line_and_exit_2(capsys):
+    code, out, err = run_cli(capsys, "compare", "--frobnicate")
+    assert code == 2 and out == ""
+    assert err == "labkit: error: unrecognized arguments: --frobnicate (see --help)\n"
+
+
+def test_missing_file_is_one_line_and_exit_2(capsys, unseen_corpus):
+    (unseen_corpus / "cases.json").unlink()
+    code, _, err = run_cli(capsys, "compare", "--fixtures", str(unseen_corpus))
+    assert code == 2
+    assert err == f"labkit compare: error: {unseen_corpus / 'cases.json'}: file not found\n"
+
+
+def test_malformed_file_is_one_line_and_exit_2(capsys, unseen_corpus):
+    (unseen_corpus / "documents.json").write_text('[{"id": "x"}]')
+    code, _, err = run_cli(capsys, "compare", "--fixtures", str(unseen_corpus))
+    assert code == 2
+    assert err.count("\n") == 1 and "record 0 (id 'x')" in err and "required property" in err
+
+
+def test_adaptive_cases_requested_where_there_are_none(capsys, unseen_corpus):
+    code, _, err = run_cli(capsys, "compare", "--fixtures", str(unseen_corpus), "--cases", "all")
+    assert code == 2 and "needs adaptive_cases.json" in err
+
+
+def test_module_entry_point_help_lists_compare():
+    done = subprocess.run([sys.executable, "-m", "labkit", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert "compare" in done.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "labkit", "compare", "--help"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "--fixtures DIR" in done.stdout

@@ -1,0 +1,41 @@
+"""Task validation happens at the boundary, before any controller runs."""
+
+import pytest
+
+from labkit import Task, TaskError, task_from
+
+
+def test_valid_task_defaults_to_v2_staging():
+    task = Task("t", "deploy", "How do I deploy?")
+    assert (task.version, task.environment) == ("v2", "staging")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"version": "v3"}, "Task.version 'v3' is not supported"),
+        ({"environment": "production"}, "only covers staging"),
+        ({"question": ""}, "Task.question must contain 1..500"),
+        ({"question": "   "}, "Task.question must contain 1..500"),
+        ({"question": "x" * 501}, "Task.question must contain 1..500"),
+        ({"id": "x" * 101}, "Task.id must be a non-blank string"),
+        ({"family": " "}, "Task.family must be a non-blank string"),
+        ({"id": 7}, "Task.id must be a non-blank string"),
+    ],
+)
+def test_out_of_contract_requests_are_refused_with_the_field_named(fields, message):
+    base = {"id": "t", "family": "deploy", "question": "How do I deploy?"}
+    with pytest.raises(TaskError, match=message):
+        Task(**(base | fields))
+
+
+def test_task_from_takes_only_the_contract_fields():
+    case = {
+        "id": "c",
+        "family": "f",
+        "question": "q",
+        "version": "v1",
+        "expected_doc": "d",
+        "expected_command": "x",
+    }
+    assert task_from(case) == Task("c", "f", "q", "v1")
