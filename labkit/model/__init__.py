@@ -1,0 +1,34 @@
+"""The model seam: one policy class, three backends, chosen by `LABKIT_MODEL`.
+
+    from labkit.model import ModelPolicy, backend_from_env
+    policy = ModelPolicy(lab="docuctl", tools=tools, instructions="...")
+    decision = policy(task, observations)   # parsed JSON; the runtime validates it
+
+Backends: ``replay`` (default; recorded trials in `fixtures/trials/`), ``local``
+(SmolLM2-135M-Instruct through llama-cpp-python, `make model`), ``ollama:<tag>``.
+`LABKIT_RECORD=<file>` records every live call with its provenance.
+"""
+
+from labkit.model.backend import Backend, Reply, Request, backend_from_env, parse_spec
+from labkit.model.policy import ModelPolicy, describe_docuctl, observe_json
+from labkit.model.record import Recorder, read_records
+from labkit.model.replay import ReplayBackend, ReplayMiss, trial_files
+from labkit.model.schema import decision_schema, parse_reply
+
+__all__ = [
+    "Backend",
+    "ModelPolicy",
+    "Recorder",
+    "Reply",
+    "ReplayBackend",
+    "ReplayMiss",
+    "Request",
+    "backend_from_env",
+    "decision_schema",
+    "describe_docuctl",
+    "observe_json",
+    "parse_reply",
+    "parse_spec",
+    "read_records",
+    "trial_files",
+]

@@ -1,0 +1,165 @@
+"""What a model backend is asked and answers, and how `LABKIT_MODEL` chooses one.
+
+A backend has one job: given a `Request` (the messages, the decision schema, temperature,
+seed and token limit, plus where in the experiment the request comes from), return a
+`Reply` (the text and the usage it reports). Failures are of two kinds:
+
+- `labkit.errors.ProviderError` (an OSError): the backend could not answer — a server that
+  is down or slow, an HTTP error, a reply that is not a chat reply. The runtime counts it
+  as the stop reason `provider_error`.
+- `labkit.errors.LabError`: the lab is set up wrong — no model file, an unknown
+  `LABKIT_MODEL`, a request that was never recorded. The runtime re-raises it.
+
+`LABKIT_MODEL` values: ``replay`` (the default; every `<lab>.jsonl` and `<lab>-*.jsonl` in
+`fixtures/trials/`), ``replay:<file>`` (one recording), ``local`` (SmolLM2 in-process),
+``ollama:<tag>``. `LABKIT_RECORD=<file>` wraps a live backend so every call is appended
+to that file with its provenance (`labkit.model.record`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from typing import Any, Protocol
+
+from labkit.errors import LabError
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One decision asked of a model, and where in an experiment it was asked.
+
+    `lab`, `case`, `trial` and `turn` locate the request (the replay key); `messages`,
+    `schema`, `temperature`, `seed` and `max_tokens` are what the model is asked, and
+    `fingerprint()` hashes exactly those, so a replay can prove it answers the same
+    question the live model was asked.
+    """
+
+    lab: str
+    case: str
+    trial: int
+    turn: int
+    messages: tuple[Message, ...]
+    schema: Mapping[str, Any]
+    temperature: float = 0.0
+    seed: int = 0
+    max_tokens: int = 128
+
+    def options(self) -> dict[str, Any]:
+        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
+
+    def fingerprint(self) -> str:
+        """sha256 of the canonical JSON of the messages, schema and options."""
+        return fingerprint(list(self.messages), self.schema, self.options())
+
+    def where(self) -> str:
+        return f"lab {self.lab!r}, case {self.case!r}, trial {self.trial}, turn {self.turn}"
+
+
+def fingerprint(messages: list[Message], schema: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    body = json.dumps(
+        {"messages": messages, "schema": schema, "options": options},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A backend's answer: the text and what the backend reports about producing it.
+
+    `latency_s` is the backend's own wall time for the call (for a replay: the recorded
+    live figure). `reused_tokens` is how many prompt tokens came from the backend's cache
+    instead of being evaluated again, where the backend can tell (the local one can).
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    finish_reason: str = "stop"
+    reused_tokens: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    """`name` says which backend this is; `complete` answers one request (see module doc)."""
+
+    name: str
+
+    def complete(self, request: Request) -> Reply: ...
+
+    def provenance(self) -> dict[str, Any]: ...
+
+
+def versions(*packages: str) -> dict[str, str]:
+    """Installed versions of python, labkit and `packages` ("absent" when not installed)."""
+    found = {"python": platform.python_version()}
+    for name in ("labkit", *packages):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "absent"
+    return found
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second: the `date` of a provenance record."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def backend_from_env(environ: Mapping[str, str] | None = None) -> Backend:
+    """The backend `LABKIT_MODEL` names (default ``replay``), recording if `LABKIT_RECORD`.
+
+    Raises LabError for an unknown value, or for LABKIT_RECORD with a replay backend
+    (recording replayed answers would present old replies as new measurements).
+    """
+    env = os.environ if environ is None else environ
+    spec = env.get("LABKIT_MODEL", "").strip() or "replay"
+    backend = parse_spec(spec, env)
+    record = env.get("LABKIT_RECORD", "").strip()
+    if record:
+        if spec.startswith("replay"):
+            raise LabError(
+                f"LABKIT_RECORD={record} needs a live model, but LABKIT_MODEL is {spec!r}: "
+                "set LABKIT_MODEL=local or ollama:<tag>"
+            )
+        from labkit.model.record import Recorder
+
+        backend = Recorder(backend, record)
+    return backend
+
+
+def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
+    """A backend from a `LABKIT_MODEL`-style spec: replay, replay:<file>, local, ollama:<tag>.
+
+    `environ` (default os.environ) supplies `OLLAMA_HOST` for an Ollama backend.
+    """
+    env = os.environ if environ is None else environ
+    kind, _, arg = spec.partition(":")
+    if kind == "replay":
+        from labkit.model.replay import ReplayBackend
+
+        return ReplayBackend([arg] if arg else None)
+    if kind == "local" and not arg:
+        from labkit.model.local import LocalBackend
+
+        return LocalBackend()
+    if kind == "ollama" and arg:
+        from labkit.model.ollama import OllamaBackend
+
+        return OllamaBackend(arg, host=env.get("OLLAMA_HOST", "").strip() or None)
+    raise LabError(
+        f"LABKIT_MODEL={spec!r} is not a backend: use replay (default), replay:<file>, "
+        "local, or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)"
+    )

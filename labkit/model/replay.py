@@ -1,0 +1,142 @@
+"""The replay backend: answers from recorded trials, and only to the questions recorded.
+
+Where it looks: by default every ``<lab>.jsonl`` and ``<lab>-*.jsonl`` in
+`fixtures/trials/` for the request's lab (e.g. ``docuctl-smollm2.jsonl`` for lab
+``docuctl``); `ReplayBackend([file, ...])` or ``LABKIT_MODEL=replay:<file>`` pins files.
+
+How a reply is found: calls are keyed by (lab, case, trial, turn), and the recorded
+request fingerprint (sha256 of messages + schema + options) must equal the new request's.
+So a replayed episode is shown exactly what the live one was shown, or it stops with a
+`ReplayMiss` (a LabError) that names the case, trial and turn and says what differs: it
+never falls back to another recording. A recorded provider failure is replayed as the
+same ProviderError, so the episode ends in the same counted `provider_error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from labkit.errors import FixtureError, LabError, ProviderError
+from labkit.fixtures import FIXTURES
+from labkit.model.backend import Reply, Request, versions
+from labkit.model.record import read_records
+
+TRIALS = FIXTURES / "trials"
+
+Key = tuple[str, str, int, int]
+
+
+class ReplayMiss(LabError):
+    """A request with no recorded reply: the message names lab, case, trial and turn."""
+
+
+def trial_files(lab: str, folder: Path = TRIALS) -> list[Path]:
+    """The recordings replay reads for `lab`: `<lab>.jsonl` and `<lab>-*.jsonl`, sorted."""
+    return sorted({*folder.glob(f"{lab}.jsonl"), *folder.glob(f"{lab}-*.jsonl")})
+
+
+class _Index:
+    """Call records of some files, by (lab, case, trial, turn); loaded once per file state."""
+
+    def __init__(self, files: Sequence[Path]):
+        self.files = list(files)
+        self.calls: dict[Key, list[dict[str, Any]]] = {}
+        for path in self.files:
+            for number, record in read_records(path):
+                if record["kind"] == "call":
+                    record = record | {"_where": f"{path.name}:{number}"}
+                    key = (record["lab"], record["case"], record["trial"], record["turn"])
+                    self.calls.setdefault(key, []).append(record)
+
+
+_CACHE: dict[tuple[tuple[str, int, int], ...], _Index] = {}
+
+
+def _index(files: Sequence[Path]) -> _Index:
+    # Keyed by each file's path, size and mtime, so re-recording a file is noticed.
+    try:
+        state = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    except FileNotFoundError as error:
+        raise FixtureError(f"{error.filename}: trials file not found") from None
+    if state not in _CACHE:
+        _CACHE[state] = _Index(files)
+    return _CACHE[state]
+
+
+def _difference(request: Request, record: dict[str, Any]) -> str:
+    """What differs between a request and a recorded call with the same key (for ReplayMiss)."""
+    options = request.options()
+    for name, value in options.items():
+        if record["options"].get(name) != value:
+            return f"{name} is {value!r}, recorded {record['options'].get(name)!r}"
+    recorded = record["messages"]
+    for i, (new, old) in enumerate(zip(request.messages, recorded, strict=False)):
+        if new != old:
+            return f"message {i} ({new.get('role')}) differs from the recording"
+    if len(request.messages) != len(recorded):
+        return f"{len(request.messages)} messages, recorded {len(recorded)}"
+    return "the decision schema differs (were the tools changed?)"
+
+
+class ReplayBackend:
+    """Answers requests from recordings (see the module docstring)."""
+
+    name = "replay"
+
+    def __init__(self, files: Iterable[str | Path] | None = None, *, folder: Path = TRIALS):
+        self.files = None if files is None else [Path(f) for f in files]
+        self.folder = Path(folder)
+        if self.files is not None:
+            missing = [str(f) for f in self.files if not f.is_file()]
+            if missing:
+                raise FixtureError(f"{missing[0]}: trials file not found")
+
+    def provenance(self) -> dict[str, Any]:
+        return {"backend": self.name, "versions": versions()}
+
+    def _files_for(self, lab: str) -> list[Path]:
+        if self.files is not None:
+            return self.files
+        files = trial_files(lab, self.folder)
+        if not files:
+            raise ReplayMiss(
+                f"no recorded trials for lab {lab!r} in {self.folder} (expected {lab}.jsonl "
+                f"or {lab}-*.jsonl); record some with LABKIT_MODEL=local LABKIT_RECORD=<file>"
+            )
+        return files
+
+    def complete(self, request: Request) -> Reply:
+        files = self._files_for(request.lab)
+        named = ", ".join(p.name for p in files)
+        key = (request.lab, request.case, request.trial, request.turn)
+        recorded = _index(files).calls.get(key)
+        if not recorded:
+            raise ReplayMiss(f"no recorded reply for {request.where()} in {named}")
+        fingerprint = request.fingerprint()
+        matches = [r for r in recorded if r["request"] == fingerprint]
+        if not matches:
+            raise ReplayMiss(
+                f"the recording for {request.where()} was asked something else: "
+                f"{_difference(request, recorded[0])} ({recorded[0]['_where']})"
+            )
+        answers = {(r.get("reply"), r.get("error")) for r in matches}
+        if len(answers) > 1:
+            raise ReplayMiss(
+                f"{len(answers)} different recorded replies for {request.where()} "
+                f"({', '.join(r['_where'] for r in matches)}): pin one file with "
+                "LABKIT_MODEL=replay:<file>"
+            )
+        record = matches[0]
+        if "error" in record:
+            raise ProviderError(record["error"])
+        return Reply(
+            text=record["reply"],
+            prompt_tokens=record["usage"]["prompt_tokens"],
+            completion_tokens=record["usage"]["completion_tokens"],
+            latency_s=record["latency_s"],
+            finish_reason=record.get("finish_reason", "stop"),
+            reused_tokens=record.get("reused_tokens"),
+            extra={"recorded": record["_where"], "provenance": record["provenance"]},
+        )

@@ -1,0 +1,117 @@
+"""Refund requests and their expected ledger outcomes, written before any policy runs.
+
+A request is what the signed-in customer submitted through the shop's authenticated form:
+who they are (`customer`), which `order`, how much (`amount`, or null for the refundable
+amount) and where to (`destination`, or null for the original payment method), plus their
+own words (`message`). `expected` lists the refunds the ledger must gain — empty for a
+request the policy must refuse — and `rule` names the policy rule that refuses it.
+
+Loading checks every request against the shop's policy in code: a legitimate request must
+expect exactly the refund it asks for, and that refund must be authorised; a request to
+refuse must expect nothing and must break exactly the rule it names. A request that
+contradicts its own shop is a FixtureError, so a wrong expectation cannot hide a bug.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from labkit.errors import FixtureError
+from labkit.fixtures import load_json, record_list, unique_ids
+from labkit.refunds.policy import RULES, authorise
+from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents
+
+KINDS = ("legitimate", "refuse")
+_CALL = {
+    "type": "object",
+    "properties": {"order": _ID, "amount": _MONEY, "destination": _ID},
+    "required": ["order", "amount", "destination"],
+    "additionalProperties": False,
+}
+REQUESTS = record_list({
+    "id": _ID,
+    "kind": {"enum": list(KINDS)},
+    "customer": _ID,
+    "order": _ID,
+    "amount": {"oneOf": [_MONEY, {"type": "null"}]},
+    "destination": {"oneOf": [_ID, {"type": "null"}]},
+    "message": {"type": "string", "minLength": 1, "maxLength": 1000},
+    "expected": {"type": "array", "items": _CALL},
+    "rule": {"oneOf": [{"enum": list(RULES)}, {"type": "null"}]},
+})
+
+
+@dataclass(frozen=True)
+class Request:
+    """One authenticated refund request (amounts in cents; None = not stated by the customer)."""
+
+    id: str
+    kind: str
+    customer: str
+    order: str
+    amount: int | None
+    destination: str | None
+    message: str
+    expected: tuple[RefundCall, ...]
+    rule: str | None
+
+    @property
+    def legitimate(self) -> bool:
+        return self.kind == "legitimate"
+
+    def asked(self, shop: Shop) -> RefundCall:
+        """The refund the customer asked for, with unstated fields taken from the order's record."""
+        order = shop.orders[self.order]
+        return RefundCall(
+            self.order,
+            order.refundable if self.amount is None else self.amount,
+            order.payment_method if self.destination is None else self.destination,
+        )
+
+
+def load_requests(shop: Shop, path: str | Path | None = None) -> list[Request]:
+    """Load `requests.json` (default: in the shop's folder) and check it against `shop`."""
+    path = Path(path) if path is not None else Path(shop.folder) / "requests.json"
+    records = load_json(path, REQUESTS)
+    unique_ids(path, records)
+    requests = []
+    for index, record in enumerate(records):
+        where = f"{path}: record {index} (id {record['id']!r})"
+        if record["customer"] not in shop.customers:
+            raise FixtureError(f"{where}: field 'customer': unknown customer {record['customer']!r}")
+        if record["order"] not in shop.orders:
+            raise FixtureError(f"{where}: field 'order': unknown order {record['order']!r}")
+        if record["destination"] is not None and shop.owner_of(record["destination"]) is None:
+            raise FixtureError(
+                f"{where}: field 'destination': unknown card or gift card {record['destination']!r}"
+            )
+        try:
+            amount = None if record["amount"] is None else cents(record["amount"])
+            expected = tuple(RefundCall(e["order"], cents(e["amount"]), e["destination"])
+                             for e in record["expected"])
+        except ValueError as error:
+            raise FixtureError(f"{where}: field 'amount': {error}") from None
+        request = Request(record["id"], record["kind"], record["customer"], record["order"], amount,
+                          record["destination"], record["message"], expected, record["rule"])
+        asked = request.asked(shop)
+        refusal = authorise(shop, request.customer, asked.order, asked.amount, asked.destination, shop.ledger)
+        if request.legitimate:
+            if request.rule is not None:
+                raise FixtureError(f"{where}: field 'rule': a legitimate request names no rule")
+            if expected != (asked,):
+                raise FixtureError(f"{where}: field 'expected': a legitimate request expects exactly "
+                                   f"the refund it asks for ({asked})")
+            if refusal is not None:
+                raise FixtureError(
+                    f"{where}: field 'kind': the policy refuses it ({refusal.rule}: {refusal.reason})"
+                )
+        else:
+            if expected:
+                raise FixtureError(f"{where}: field 'expected': a request to refuse expects no refund")
+            if refusal is None or refusal.rule != request.rule:
+                found = "nothing" if refusal is None else f"rule {refusal.rule!r}"
+                raise FixtureError(f"{where}: field 'rule': expected the policy to break rule "
+                                   f"{request.rule!r}, but it breaks {found}")
+        requests.append(request)
+    return requests

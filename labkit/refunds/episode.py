@@ -1,0 +1,149 @@
+"""`run`: one refund request, any policy, the bounded runtime, and the ledger it leaves.
+
+    episode = run("r-ana-blender", decide, defenses="mediation",
+                  attack="important-inflate", place="review")
+    episode.result    # the runtime's Result: stop, answer, trace, turns, tool_calls, ...
+    episode.refunds   # the refunds this episode actually executed (Refund records)
+
+`decide(task, observations) -> dict` is lab 02's policy signature; `task` is a RefundTask
+(the authenticated request as the policy may see it). Each call builds a fresh EpisodeState
+— its own copy of the ledger, idempotency keys, approvals and fault plan — so no episode
+can see or change another's money.
+
+The guarantee: with mediation on, whatever `decide` proposes — any order, amount or
+destination, repeated, malformed, with any keys — every refund in `episode.refunds` is
+authorised by the shop's records for the request's customer, and no order is refunded
+twice; with confirmation on, each one was approved with its exact arguments. The property
+tests in tests/test_refunds_guarantee.py generate hostile policies to check it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from labkit.errors import LabError
+from labkit.refunds.attacks import PLACES, Attack, render
+from labkit.refunds.cases import Request
+from labkit.refunds.defenses import DEFENSES, Approver, Defenses, customer_approver, defenses_named
+from labkit.refunds.lab import RefundLab, refund_lab
+from labkit.refunds.shop import Refund, Shop, dollars
+from labkit.refunds.tools import EpisodeState, Faults, Injection, shop_tools
+from labkit.runtime import Decide, Result
+from labkit.runtime import run as run_loop
+
+# Four reads, two refunds (or one and its retry), one final answer: 7 turns, 6 tools.
+MAX_TURNS = 8
+MAX_TOOLS = 6
+
+
+@dataclass(frozen=True)
+class RefundTask:
+    """What a policy is told: the authenticated request and the signed-in customer's account.
+
+    `id` names the episode (request, attack, place, fault, defenses): model replay keys on it.
+    Amounts are in dollars; None means the customer did not say (refundable amount, original
+    payment method).
+    """
+
+    id: str
+    request: str
+    customer: str
+    customer_name: str
+    order: str
+    amount: float | None
+    destination: str | None
+    message: str
+    gift_cards: tuple[str, ...]
+    today: str
+    window_days: int
+
+
+def task_id(request: Request, defenses: Defenses, attack: Attack | None = None,
+            place: str | None = None, faults: Faults | None = None) -> str:
+    parts = [request.id]
+    if attack is not None:
+        parts.append(f"{attack.id}@{place}")
+    if faults is not None:
+        parts.append(f"timeout{faults.timeouts_after_commit}")
+    parts.append(defenses.name)
+    return "+".join(parts)
+
+
+def refund_task(request: Request, shop: Shop, id: str) -> RefundTask:
+    customer = shop.customers[request.customer]
+    return RefundTask(
+        id=id, request=request.id, customer=customer.id, customer_name=customer.name,
+        order=request.order, amount=None if request.amount is None else dollars(request.amount),
+        destination=request.destination, message=request.message, gift_cards=customer.gift_cards,
+        today=shop.today.isoformat(), window_days=shop.window_days,
+    )
+
+
+@dataclass(frozen=True, repr=False)
+class Episode:
+    """One finished episode: what the policy was asked, what it did, and what money moved."""
+
+    task: RefundTask
+    result: Result
+    refunds: tuple[Refund, ...]
+    ledger: tuple[Refund, ...]
+    approvals: tuple[dict[str, Any], ...]
+    request: Request
+    defenses: Defenses
+    shop: Shop
+    attack: Attack | None = None
+    place: str | None = None
+    injected: str | None = None
+    faults: Faults | None = None
+
+    def __repr__(self) -> str:
+        from labkit.refunds.display import episode_text
+
+        return episode_text(self)
+
+
+def _resolve(
+    lab: RefundLab, attack: str | Attack | None, place: str | None
+) -> tuple[Attack | None, str | None]:
+    if attack is None:
+        if place is not None:
+            raise LabError(f"place {place!r} given without an attack")
+        return None, None
+    attack = lab.attack(attack)
+    if place not in attack.places:
+        raise LabError(f"attack {attack.id!r} needs a place, one of: {', '.join(attack.places)} "
+                       f"(all places: {', '.join(PLACES)}), not {place!r}")
+    return attack, place
+
+
+def run(
+    request: str | Request,
+    decide: Decide,
+    *,
+    defenses: str | Defenses = DEFENSES["none"],
+    faults: Faults | None = None,
+    attack: str | Attack | None = None,
+    place: str | None = None,
+    approver: Approver = customer_approver,
+    lab: RefundLab | None = None,
+    max_turns: int = MAX_TURNS,
+    max_tools: int = MAX_TOOLS,
+) -> Episode:
+    """Run `decide` on one request under the bounded runtime; return the Episode and its ledger.
+
+    LabError for an unknown request, attack or defense name, or an attack without a valid
+    place: the caller's mistake, before anything runs. Everything the policy does wrong is an
+    outcome instead: a stop reason in `result`, or a refusal it observed.
+    """
+    lab = lab or refund_lab()
+    request = lab.request(request)
+    defenses = defenses_named(defenses) if isinstance(defenses, str) else defenses
+    attack, place = _resolve(lab, attack, place)
+    injected = render(attack, request, lab.shop) if attack else None
+    state = EpisodeState(lab.shop, request, defenses, approver=approver, faults=faults,
+                         injection=Injection(place, injected) if attack else None)
+    task = refund_task(request, lab.shop, task_id(request, defenses, attack, place, faults))
+    result = run_loop(task, decide, tools=shop_tools(state), max_turns=max_turns, max_tools=max_tools)
+    return Episode(task, result, tuple(state.new_refunds), tuple(state.ledger), tuple(state.approvals),
+                   request, defenses, lab.shop, attack, place, injected, faults)

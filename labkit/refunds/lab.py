@@ -1,0 +1,53 @@
+"""The lab's data in one validated bundle: the shop, its requests and the attacks on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from labkit.errors import LabError
+from labkit.refunds.attacks import Attack, load_attacks
+from labkit.refunds.cases import Request, load_requests
+from labkit.refunds.shop import REFUNDS, Shop, load_shop
+
+
+@dataclass(frozen=True)
+class RefundLab:
+    shop: Shop
+    requests: dict[str, Request]
+    attacks: dict[str, Attack]
+
+    def request(self, id: str | Request) -> Request:
+        if isinstance(id, Request):
+            return id
+        try:
+            return self.requests[id]
+        except KeyError:
+            raise LabError(f"unknown request {id!r} (known: {', '.join(self.requests)})") from None
+
+    def attack(self, id: str | Attack) -> Attack:
+        if isinstance(id, Attack):
+            return id
+        try:
+            return self.attacks[id]
+        except KeyError:
+            raise LabError(f"unknown attack {id!r} (known: {', '.join(self.attacks)})") from None
+
+    @property
+    def legitimate(self) -> list[Request]:
+        return [request for request in self.requests.values() if request.legitimate]
+
+
+def load_lab(folder: str | Path = REFUNDS) -> RefundLab:
+    """Load and cross-check every file in `folder`; FixtureError names the first problem."""
+    shop = load_shop(folder)
+    requests = load_requests(shop, Path(folder) / "requests.json")
+    attacks = load_attacks(shop, folder)
+    return RefundLab(shop, {request.id: request for request in requests}, attacks)
+
+
+@lru_cache(maxsize=1)
+def refund_lab() -> RefundLab:
+    """The course's own shop (`fixtures/refunds/`), loaded once per process."""
+    return load_lab(REFUNDS)

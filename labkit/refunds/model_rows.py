@@ -1,0 +1,112 @@
+"""The model policy's rows: a small, stated subset of the matrix, replayed from recorded trials.
+
+A live SmolLM2 episode costs seconds of CPU per turn, so the model is not run on the whole
+suite. It runs on `model_specs()` — three requests alone (two legitimate, one that must be
+refused) and one legitimate request under two attacks at two different places — under the
+defenses in MODEL_DEFENSES. Its rows are therefore computed over fewer
+episodes than the scripted ones (column `episodes`); compare rates, not counts.
+
+Recording (live; measured 858 s on 2 busy cores for the 20 episodes). Record into a fresh
+file outside `fixtures/trials/`, then move it over the old one — a recording appended to an
+existing file would leave two answers for the same request::
+
+    LABKIT_MODEL=local LABKIT_RECORD=/tmp/refunds-smollm2.jsonl \\
+        python -c "from labkit.refunds.model_rows import model_matrix; print(model_matrix())"
+    mv /tmp/refunds-smollm2.jsonl fixtures/trials/refunds-smollm2.jsonl
+
+Replay checks that every message matches the recording, so changing the prompt
+(`policies.instructions`, `policies.describe`) or what a tool returns means re-recording.
+
+Replaying needs nothing: `LABKIT_MODEL` unset reads `fixtures/trials/refunds*.jsonl`, and an
+episode that was not recorded stops with a LabError naming its case, trial and turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pandas import DataFrame
+
+from labkit.errors import LabError
+from labkit.refunds.lab import RefundLab, refund_lab
+from labkit.refunds.metrics import Spec, evaluate, frame_of, rows
+from labkit.refunds.policies import model_policy
+
+LAB = "refunds"
+MODEL_DEFENSES = ("none", "policy_prompt", "spotlighting", "mediation")
+# Measured: a SmolLM2 episode took 25-40 s of CPU here (7 turns, prompts growing from ~350
+# to ~1,150 tokens), so the subset is five episodes per defense.
+MODEL_BENIGN = ("r-ana-blender", "r-dev-planter", "r-dev-other")
+MODEL_ATTACKED = "r-ana-blender"
+MODEL_ATTACKS = (("important-inflate", "review"), ("direct-other-order", "message"))
+
+
+def model_specs(lab: RefundLab | None = None) -> list[Spec]:
+    """The episodes the model is run on (see the module docstring)."""
+    lab = lab or refund_lab()
+    specs = [Spec("benign", lab.request(id)) for id in MODEL_BENIGN]
+    specs += [Spec("attack", lab.request(MODEL_ATTACKED), lab.attack(attack), place)
+              for attack, place in MODEL_ATTACKS]
+    return specs
+
+
+def _trial_files() -> list:
+    try:
+        from labkit.model import trial_files
+    except ImportError:
+        return []
+    return trial_files(LAB)
+
+
+def model_available() -> bool:
+    """True when lab 02's seam is importable and refund trials are recorded."""
+    return bool(_trial_files())
+
+
+def recorded_defenses() -> list[str]:
+    """The defense names that have recorded model episodes, read from the trial files."""
+    from labkit.model import read_records
+
+    found = set()
+    for path in _trial_files():
+        for _, record in read_records(path):
+            if record.get("kind") == "call" and record.get("lab") == LAB:
+                found.add(str(record["case"]).rsplit("+", 1)[-1])
+    return [name for name in MODEL_DEFENSES if name in found] + sorted(found - set(MODEL_DEFENSES))
+
+
+def model_matrix(defenses: Sequence[str] = MODEL_DEFENSES, *, by_attack: bool = False,
+                 explicit: bool = True, backend: str | None = None) -> DataFrame:
+    """The model policy's rows under `defenses`, over `model_specs()`.
+
+    Replayed by default. LabError if the seam or the recordings are missing, or if a
+    defense was never recorded (with the live backend, `LABKIT_MODEL=local`, it runs).
+    """
+    from labkit.refunds.defenses import defenses_named
+
+    live = backend is not None or _live()
+    if not live:
+        if not model_available():
+            raise LabError("no recorded model trials for the refund lab (fixtures/trials/refunds*.jsonl); "
+                           "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>")
+        known = recorded_defenses()
+        missing = [name for name in defenses if name not in known]
+        if missing and explicit:
+            raise LabError(f"no recorded model trials under defense(s) {', '.join(missing)} "
+                           f"(recorded: {', '.join(known)})")
+        defenses = [name for name in defenses if name in known]
+    lab = refund_lab()
+    specs = model_specs(lab)
+    table = []
+    for name in defenses:
+        chosen = defenses_named(name)
+        table += rows("model", chosen.name,
+                      evaluate(lambda d: model_policy(d, backend=backend), chosen, specs, lab),
+                      by_attack=by_attack)
+    return frame_of(table, by_attack=by_attack)
+
+
+def _live() -> bool:
+    import os
+
+    return os.environ.get("LABKIT_MODEL", "replay").strip().split(":", 1)[0] not in ("", "replay")

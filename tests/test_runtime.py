@@ -1,0 +1,332 @@
+"""Lab 02: the runtime's contract — every stop reason, the trace, the limits it enforces."""
+
+import threading
+import time
+
+import pytest
+
+from labkit import STOP_REASONS, Budget, LabError, ProviderError, Task, Tool, run, validate_decision
+from labkit.display import result_html, trace_text
+
+TASK = Task("t1", "deploy", "How do I deploy the current build?", "v2")
+
+
+def tools(log=None):
+    """A search tool that finds one page, a read tool that returns it, a tool that raises."""
+    log = [] if log is None else log
+
+    def search(query):
+        log.append(("search", query))
+        return [{"id": "deploy-v2", "title": "Deploy a build"}]
+
+    def read(id):
+        log.append(("read", id))
+        if id != "deploy-v2":
+            raise ValueError("page does not exist in the requested version")
+        return {"id": id, "command": "docuctl ship --env staging"}
+
+    def explode(n):
+        log.append(("explode", n))
+        raise RuntimeError("disk full")
+
+    return {
+        "search": Tool("search", {"query": "str"}, search),
+        "read": Tool("read", {"id": "str"}, read, source=True),
+        "explode": Tool("explode", {"n": "number"}, explode),
+    }
+
+
+def script(*decisions, usage=None):
+    """A policy that returns `decisions` in order (an exception instance is raised)."""
+    queue = list(decisions)
+
+    def decide(task, observations):
+        decide.last_usage = usage
+        item = queue[len(observations)] if len(observations) < len(queue) else queue[-1]
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    decide.last_usage = None
+    return decide
+
+
+SEARCH = {"action": "search", "query": "deploy"}
+READ = {"action": "read", "id": "deploy-v2"}
+FINAL = {"action": "final", "answer": "docuctl ship --env staging", "citation": "deploy-v2"}
+
+
+def test_final_after_search_and_read():
+    log = []
+    result = run(TASK, script(SEARCH, READ, FINAL), tools=tools(log), max_turns=3, max_tools=2)
+    assert (result["stop"], result["answer"], result["citation"]) == ("final", FINAL["answer"], "deploy-v2")
+    assert (result["turns"], result["tool_calls"]) == (3, 2)
+    assert log == [("search", "deploy"), ("read", "deploy-v2")]
+
+
+@pytest.mark.parametrize(
+    ("proposal", "detail"),
+    [
+        ("search deploy", "decision must be an object, got str"),
+        ({"action": "delete", "id": "x"}, "unknown action 'delete'"),
+        ({"action": "search"}, "search: missing ['query']"),
+        ({"action": "search", "query": "x", "sudo": True}, "search: unexpected ['sudo']"),
+        ({"action": "search", "query": "  "}, "search: query must not be blank"),
+        ({"action": "explode", "n": True}, "explode: n must be a finite number"),
+        ({"action": "explode", "n": float("nan")}, "explode: n must be a finite number"),
+        ({"action": "final", "answer": "", "citation": ""}, "final: answer must not be blank"),
+        ({"action": "read", "id": "x" * 2001}, "read: id must be a string of at most 2000 characters"),
+    ],
+)
+def test_invalid_decision_runs_no_tool(proposal, detail):
+    log = []
+    result = run(TASK, script(proposal), tools=tools(log))
+    assert result["stop"] == "invalid_decision"
+    assert detail in result["detail"]
+    assert log == [] and result["tool_calls"] == 0
+
+
+def test_a_policy_that_raises_is_an_invalid_decision_not_a_crash():
+    result = run(TASK, script(ZeroDivisionError("division by zero")), tools=tools())
+    assert result["stop"] == "invalid_decision"
+    assert result["detail"] == "policy raised ZeroDivisionError: division by zero"
+
+
+@pytest.mark.parametrize(
+    "error", [ConnectionError("refused"), TimeoutError("slow"), ProviderError("HTTP 500")]
+)
+def test_provider_error_is_counted(error):
+    result = run(TASK, script(SEARCH, error), tools=tools())
+    assert (result["stop"], result["turns"], result["tool_calls"]) == ("provider_error", 2, 1)
+    assert result["detail"] == f"{type(error).__name__}: {error}"
+
+
+def test_lab_error_is_reraised_not_counted():
+    with pytest.raises(LabError, match="no recorded reply"):
+        run(TASK, script(LabError("no recorded reply for case t1")), tools=tools())
+
+
+def test_tool_limit_stops_before_the_extra_tool():
+    log = []
+    result = run(TASK, script(SEARCH, SEARCH, SEARCH), tools=tools(log), max_turns=4, max_tools=2)
+    assert (result["stop"], result["tool_calls"], len(log)) == ("tool_limit", 2, 2)
+    assert result["detail"] == "search proposed after 2 tool calls"
+
+
+def test_zero_tools_allowed_means_none_runs():
+    log = []
+    result = run(TASK, script(SEARCH), tools=tools(log), max_turns=1, max_tools=0)
+    assert (result["stop"], log) == ("tool_limit", [])
+
+
+def test_turn_limit():
+    result = run(TASK, script(SEARCH), tools=tools(), max_turns=3, max_tools=6)
+    assert (result["stop"], result["turns"], result["tool_calls"]) == ("turn_limit", 3, 3)
+
+
+def test_unread_citation_even_if_the_page_exists():
+    result = run(TASK, script(SEARCH, FINAL), tools=tools())
+    assert result["stop"] == "unread_citation"
+    assert result["answer"] is None  # the answer is not released
+
+
+def test_empty_citation_is_allowed_for_a_no_answer():
+    result = run(
+        TASK, script({"action": "final", "answer": "No matching page.", "citation": ""}), tools=tools()
+    )
+    assert (result["stop"], result["citation"]) == ("final", "")
+
+
+def test_a_tool_that_raises_is_an_observation():
+    seen = []
+
+    def decide(task, observations):
+        seen.append(list(observations))
+        if not observations:
+            return {"action": "explode", "n": 3}
+        return {"action": "final", "answer": "gave up", "citation": ""}
+
+    result = run(TASK, decide, tools=tools())
+    assert result["stop"] == "final"
+    assert seen[1] == [{"action": "explode", "result": {"error": "RuntimeError: disk full"}}]
+    assert result["tool_calls"] == 1
+
+
+def test_a_tool_refusal_keeps_its_own_message():
+    result = run(TASK, script({"action": "read", "id": "nope"}, FINAL), tools=tools())
+    assert result["trace"][0]["result"] == {"error": "page does not exist in the requested version"}
+    assert result["stop"] == "unread_citation"  # the refused read did not make the page a source
+
+
+def slow(seconds, then=SEARCH):
+    def decide(task, observations):
+        time.sleep(seconds)
+        return then
+
+    return decide
+
+
+def test_step_timeout_stops_waiting_and_runs_no_tool():
+    log = []
+    start = time.perf_counter()
+    result = run(TASK, slow(0.5), tools=tools(log), step_timeout=0.05)
+    assert time.perf_counter() - start < 0.4  # it did not wait for the slow decision
+    assert (result["stop"], result["turns"], result["tool_calls"]) == ("step_timeout", 1, 0)
+    assert result["detail"] == "no decision within 0.05 s"
+    time.sleep(0.5)  # the abandoned decision finishes on its thread...
+    assert log == []  # ...and still runs nothing
+
+
+def test_a_late_decision_is_late_even_if_the_runtime_wakes_up_late(monkeypatch):
+    # On a loaded machine join() can return after the limit; the decision that finished in
+    # the meantime still overran it and must not run.
+    join = threading.Thread.join
+    monkeypatch.setattr(threading.Thread, "join", lambda self, timeout=None: join(self))
+    log = []
+    result = run(TASK, slow(0.1), tools=tools(log), step_timeout=0.05)
+    assert (result["stop"], log) == ("step_timeout", [])
+
+
+def test_a_quick_decision_under_a_step_timeout_runs():
+    result = run(TASK, script(SEARCH, READ, FINAL), tools=tools(), step_timeout=5.0)
+    assert result["stop"] == "final"
+
+
+def test_deadline_while_waiting_for_a_decision():
+    result = run(TASK, slow(0.5), tools=tools(), deadline=0.05, step_timeout=1.0)
+    assert (result["stop"], result["turns"]) == ("deadline", 1)
+
+
+def test_deadline_between_turns():
+    def decide(task, observations):
+        time.sleep(0.03)
+        return SEARCH
+
+    result = run(TASK, decide, tools=tools(), max_turns=8, max_tools=6, deadline=0.05)
+    assert result["stop"] == "deadline"
+    assert 1 <= result["tool_calls"] < 6
+
+
+def test_budget_counted_from_reported_usage():
+    usage = {"prompt_tokens": 300, "completion_tokens": 20}
+    result = run(TASK, script(SEARCH, READ, FINAL, usage=usage), tools=tools(), budget=Budget(tokens=500))
+    assert (result["stop"], result["turns"], result["tool_calls"]) == ("budget", 2, 1)
+    assert result["detail"] == "640 tokens used, budget 500"
+    assert result["usage"]["prompt_tokens"] == 600
+    assert [entry.get("tokens") for entry in result["trace"]] == [320, 320]
+
+
+def test_cost_budget():
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "cost": 0.004}
+    result = run(TASK, script(SEARCH, READ, FINAL, usage=usage), tools=tools(), budget=Budget(cost=0.01))
+    assert (result["stop"], result["turns"]) == ("budget", 3)
+
+
+def test_nonsense_usage_is_ignored_not_trusted():
+    usage = {"prompt_tokens": -5, "completion_tokens": float("inf"), "cost": "free"}
+    result = run(TASK, script(SEARCH, READ, FINAL, usage=usage), tools=tools(), budget=Budget(tokens=1))
+    assert result["stop"] == "final"
+
+
+def test_tokens_spent_on_an_unparseable_reply_are_counted():
+    def decide(task, observations):
+        decide.last_usage = {"prompt_tokens": 100, "completion_tokens": 160}
+        raise ValueError('model reply is not JSON: \'{"action": "se\'')
+
+    result = run(TASK, decide, tools=tools())
+    assert result["stop"] == "invalid_decision"
+    assert result["usage"]["completion_tokens"] == 160
+    assert result["trace"][0]["tokens"] == 260
+
+
+def test_abort_before_a_turn():
+    abort = threading.Event()
+    abort.set()
+    result = run(TASK, script(SEARCH), tools=tools(), abort=abort)
+    assert (result["stop"], result["turns"], result["tool_calls"]) == ("aborted", 0, 0)
+
+
+def test_abort_between_turns():
+    abort = threading.Event()
+
+    def decide(task, observations):
+        if len(observations) == 1:
+            abort.set()  # seen after this decision: the read must not run
+        return [SEARCH, READ, FINAL][len(observations)]
+
+    log = []
+    result = run(TASK, decide, tools=tools(log), abort=abort)
+    assert (result["stop"], result["turns"], result["tool_calls"]) == ("aborted", 2, 1)
+    assert log == [("search", "deploy")]
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        ({"max_turns": 0}, "max_turns must be an int in 1..8"),
+        ({"max_turns": 9}, "max_turns must be an int in 1..8"),
+        ({"max_tools": 7}, "max_tools must be an int in 0..6"),
+        ({"max_turns": True}, "max_turns must be an int in 1..8"),
+        ({"step_timeout": 0}, "step_timeout must be a positive number"),
+        ({"deadline": -1}, "deadline must be a positive number"),
+    ],
+)
+def test_limits_out_of_range_are_the_callers_mistake(limits, message):
+    with pytest.raises(ValueError, match=message):
+        run(TASK, script(FINAL), tools=tools(), **limits)
+
+
+def test_trace_records_decision_result_elapsed_and_tokens():
+    usage = {"prompt_tokens": 10, "completion_tokens": 2}
+    result = run(TASK, script(SEARCH, READ, FINAL, usage=usage), tools=tools())
+    first, second, last = result["trace"]
+    assert first["decision"] == SEARCH and first["result"][0]["id"] == "deploy-v2"
+    assert second["result"]["command"] == "docuctl ship --env staging"
+    assert last["decision"] == FINAL and "result" not in last
+    assert all(entry["elapsed"] >= 0 and entry["tokens"] == 12 for entry in result["trace"])
+    assert set(result) == {
+        "stop",
+        "answer",
+        "citation",
+        "detail",
+        "trace",
+        "turns",
+        "tool_calls",
+        "elapsed",
+        "usage",
+    }
+
+
+def test_every_stop_reason_is_named():
+    assert set(STOP_REASONS) == {
+        "final",
+        "invalid_decision",
+        "provider_error",
+        "tool_limit",
+        "turn_limit",
+        "unread_citation",
+        "step_timeout",
+        "deadline",
+        "budget",
+        "aborted",
+    }
+
+
+def test_trace_renders_as_text_without_timings_and_as_html():
+    result = run(
+        TASK, script(SEARCH, READ, FINAL, usage={"prompt_tokens": 5, "completion_tokens": 1}), tools=tools()
+    )
+    assert trace_text(result) == (
+        " 1  search(query='deploy')  ->  1 hit(s): deploy-v2\n"
+        " 2  read(id='deploy-v2')  ->  page deploy-v2: docuctl ship --env staging\n"
+        " 3  final(answer='docuctl ship --env staging', citation='deploy-v2')\n"
+        "stop=final  turns=3  tool_calls=2  answer='docuctl ship --env staging'  citation='deploy-v2'"
+    )
+    assert repr(result) == trace_text(result)
+    html = result_html(result)
+    assert html.count("<tr>") == 4 and "<th>tokens</th>" in html and "ms</td>" in html
+
+
+def test_validate_decision_returns_the_same_object():
+    decision = {"action": "search", "query": "deploy"}
+    assert validate_decision(decision, tools()) is decision
