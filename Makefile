@@ -14,8 +14,9 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
+# Jupyter refuses to run as root unless told; workshop containers often run as root.
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
