@@ -19,7 +19,7 @@ from typing import Any
 
 from labkit.controllers import ADAPTIVE_TOOL_BUDGET, BASE_TOOL_BUDGET, docuctl_tools
 from labkit.corpus import Corpus, docuctl
-from labkit.errors import LabError
+from labkit.errors import LabError, ProviderError
 from labkit.grading import outcome
 from labkit.model.backend import Backend
 from labkit.model.docuctl import LAB, PROMPTS, docuctl_policy
@@ -140,6 +140,12 @@ def run_trials(
     partial = record.with_name(record.name + ".partial")
     if partial.parent and not partial.parent.is_dir():
         raise LabError(f"{record}: folder {record.parent} does not exist")
+    # Ask the backend for its provenance before the first episode: a server that is down or
+    # a model that is missing is one clear message, not a file of provider_error episodes.
+    try:
+        backend.provenance()
+    except ProviderError as error:
+        raise LabError(f"{backend.name}: {error}; nothing was recorded") from None
     partial.unlink(missing_ok=True)  # a .partial file is by definition an abandoned run
     corpus = docuctl()
     chosen = cases_of(cases, corpus) if isinstance(cases, str) else list(cases)
