@@ -4,6 +4,16 @@ import json
 
 import pytest
 
+from labkit.orchestrator import model_reviser
+
+recorded = pytest.mark.skipif(not model_reviser.recorded(), reason="no recorded routing trials")
+
+
+@pytest.fixture
+def replay(monkeypatch):
+    monkeypatch.delenv("LABKIT_MODEL", raising=False)
+    monkeypatch.delenv("LABKIT_RECORD", raising=False)
+
 
 def test_json_results(cli):
     code, out, err = cli("routing", "--json", "--skip-timing")
@@ -41,7 +51,36 @@ def test_text_output_includes_the_timing_experiment(cli):
     code, out, _ = cli("routing")
     assert code == 0
     assert "2. Sequential against parallel" in out and "overhead_ms" in out
-    assert "route forward, not back" in out and "Scripted jobs" in out
+    assert "route forward, not back" in out and "Parts 1-4 and 6 use scripted jobs" in out
+
+
+@recorded
+def test_the_model_loop_is_replayed_in_text_and_json(cli, replay):
+    code, out, _ = cli("routing", "--json", "--skip-timing", "--limit", "30", "--max-visits", "2")
+    model = json.loads(out)["model_feedback"]
+    assert code == 0 and model["available"] is True
+    assert model["settings"] == {"max_visits": 5, "limit": 26}  # the recorded settings, whatever the options
+    assert model["chars"] == {"without feedback": [45] * 5, "with feedback": [45] * 5}
+    assert {name: run["status"] for name, run in model["runs"].items()} == {
+        "without feedback": "dead_letter", "with feedback": "dead_letter"}
+    assert model["source"].startswith("replayed from routing-smollm2.jsonl (local SmolLM2-135M-Instruct")
+    code, out, _ = cli("routing", "--skip-timing")
+    assert "5. The review loop with a model reviser, limit 26 characters, max_visits=5" in out
+    assert "   with feedback: last text 'Search is now much faster everywhere you look'" in out
+
+
+def test_a_missing_recording_is_one_line_and_the_rest_still_runs(cli, replay, monkeypatch):
+    monkeypatch.setattr(model_reviser, "recorded", lambda: False)
+    code, out, err = cli("routing", "--skip-timing")
+    assert (code, err) == (0, "")
+    lines = [line for line in out.splitlines() if line.startswith("5. ")]
+    assert lines == ["5. The review loop with a model reviser: not run: no recorded trials for lab "
+                     "'routing' (fixtures/trials/routing*.jsonl); record them with LABKIT_MODEL=local "
+                     "LABKIT_RECORD=<file>"]
+    assert "6. Next.Stop on a cache hit: completed" in out
+    code, out, _ = cli("routing", "--json", "--skip-timing")
+    assert json.loads(out)["model_feedback"] == {
+        "available": False, "note": lines[0].split("not run: ", 1)[1]}
 
 
 @pytest.mark.parametrize("argv, message", [

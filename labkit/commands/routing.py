@@ -1,4 +1,9 @@
-"""`labkit routing`: lab 04's experiments headless — validation, parallelism, retries, loops."""
+"""`labkit routing`: lab 04's experiments headless — validation, parallelism, retries, loops.
+
+The model part (the review loop with a model as the reviser) is replayed from
+`fixtures/trials/routing*.jsonl` unless `LABKIT_MODEL` names a live backend; when neither
+is there it is one line saying so, and the rest of the report is unchanged.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Run lab 04's experiments and print their tables: each graph validation error; "
             "one fan-out graph run sequentially and in parallel (real sleeps, about 0.7 s); "
             "a transient fault, a persistent one and an invalid input under one retry policy; "
-            "the draft -> revise -> review loop without and with feedback; Next.Stop on a "
-            "cache hit. Every job is scripted: these are control-flow results, not model results."
+            "the draft -> revise -> review loop without and with feedback; the same loop with "
+            "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set); "
+            "Next.Stop on a cache hit. Every other job is scripted: control-flow results."
         ),
     )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
@@ -36,6 +42,50 @@ def _records(frame: Any) -> dict[str, dict[str, Any]]:
     return frame.to_dict(orient="index")  # keeps each column's type: ints stay ints
 
 
+def model_feedback() -> dict[str, Any]:
+    """The loop with a model reviser at its recorded settings, as plain data for the report.
+
+    `{"available": False, "note": ...}` when lab 02's seam is not importable, or when replay
+    is asked for and nothing is recorded; a request the recording does not hold is a
+    ReplayMiss (a LabError: the lab is broken, not the experiment's result).
+    """
+    try:
+        from labkit.orchestrator import model_reviser as model
+    except ImportError as error:
+        return {"available": False, "note": f"lab 02's model seam is not importable ({error})"}
+    if not model.live() and not model.recorded():
+        return {"available": False,
+                "note": f"no recorded trials for lab {model.LAB!r} (fixtures/trials/{model.LAB}*.jsonl); "
+                        "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>"}
+    _, summary, runs, revisers = model.model_feedback_experiment()
+    return {"available": True, "source": model.source(revisers["with feedback"]),
+            "settings": dict(model.RECORDED),
+            "chars": {name: [len(text) for text in reviser.history] for name, reviser in revisers.items()},
+            "texts": {name: list(reviser.history) for name, reviser in revisers.items()},
+            "runs": _records(summary), "reasons": {name: run.reason for name, run in runs.items()}}
+
+
+def _print_model(model: dict[str, Any]) -> None:
+    if not model["available"]:
+        print(f"\n5. The review loop with a model reviser: not run: {model['note']}")
+        return
+    settings = model["settings"]
+    print(f"\n5. The review loop with a model reviser, limit {settings['limit']} characters, "
+          f"max_visits={settings['max_visits']}: characters per revision")
+    print(f"   {model['source']}")
+    print(lab.visit_table(model["chars"]).to_string())
+    print(_frame(model["runs"]).to_string())
+    for name, texts in model["texts"].items():
+        print(f"   {name}: last text {texts[-1]!r}" if texts else f"   {name}: no text")
+    print("   One model, temperature 0, one trial: a measurement of this model and prompt, not of models.")
+
+
+def _frame(records: dict[str, dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame.from_dict(records, orient="index").rename_axis("variant")
+
+
 def handle(args: argparse.Namespace) -> int:
     if not 1 <= args.max_visits <= 20:
         raise LabError(f"--max-visits must be between 1 and 20, got {args.max_visits}")
@@ -46,6 +96,7 @@ def handle(args: argparse.Namespace) -> int:
     retries, _ = lab.retry_experiment()
     chars, loops, runs = lab.feedback_experiment(max_visits=args.max_visits, limit=args.limit)
     stop = lab.cache_stop_experiment()
+    model = model_feedback()
     if args.json:
         print(json.dumps({
             "validation": errors["error"].to_dict(),
@@ -54,6 +105,7 @@ def handle(args: argparse.Namespace) -> int:
             "loop": {"chars": {name: [int(v) for v in column if v != "-"] for name, column in chars.items()},
                      "runs": _records(loops),
                      "reasons": {name: run.reason for name, run in runs.items()}},
+            "model_feedback": model,
             "stop": {"status": stop.status, "reason": stop.reason},
         }, indent=2))
         return 0
@@ -71,6 +123,7 @@ def handle(args: argparse.Namespace) -> int:
     print(loops.to_string())
     for name, run in runs.items():
         print(f"   {name}: {run.reason}")
-    print(f"\n5. Next.Stop on a cache hit: {stop.status}; {stop.reason}")
-    print("\nScripted jobs: these are control-flow results, not model-quality results.")
+    _print_model(model)
+    print(f"\n6. Next.Stop on a cache hit: {stop.status}; {stop.reason}")
+    print("\nParts 1-4 and 6 use scripted jobs: control-flow results, not model-quality results.")
     return 0

@@ -15,7 +15,9 @@ Modules, one job each: graph (declare and validate), route (Next and routers), r
 (RetryPolicy), clock (real and fake time), states (the state machine and its events),
 scheduler (the run), result (RunResult), timeline (spans and the Gantt chart),
 experiments (the notebook's experiments, shared with `python -m labkit routing`),
-exercises (checkers for the notebook's exercises).
+model_reviser (the feedback experiment with a model reviser through lab 02's seam, replayed;
+imported on its own so that the rest needs no model seam), exercises (checkers for the
+notebook's exercises).
 """
 
 from labkit.orchestrator.clock import Clock, FakeClock, RealClock

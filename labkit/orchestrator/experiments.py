@@ -9,7 +9,9 @@
 Every job here is scripted: the reviser is a rule, not a model. The experiments show
 what the *control layer* does with a reviser that ignores or uses feedback; whether a
 given model behaves like either is a separate measurement (seed 002 made one: without
-feedback, 33, 33, 33, 31 and 33 characters against a limit of 26).
+feedback, 33, 33, 33, 31 and 33 characters against a limit of 26). This lab's own model
+measurement, through lab 02's seam and replayed from recorded trials, is
+`labkit.orchestrator.model_reviser.model_feedback_experiment`.
 """
 
 from __future__ import annotations
@@ -238,14 +240,26 @@ def feedback_experiment(
         graph, reviser = loop_graph(feedback=feedback, limit=limit)
         runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
         lengths[name] = [len(text) for text in reviser.history]
-        rows.append({"variant": name, "status": result.status, "revise runs": result.visits["revise"],
-                     "review runs": result.visits["review"], "publish": str(result.states["publish"]),
-                     "published": result.results.get("publish", "-")})
-    visits = max(len(v) for v in lengths.values())
-    table = pd.DataFrame({name: [str(v[n]) if n < len(v) else "-" for n in range(visits)]
-                          for name, v in lengths.items()},
-                         index=pd.RangeIndex(1, visits + 1, name="revise visit"))
-    return table, pd.DataFrame(rows).set_index("variant"), runs
+        rows.append(summary_row(name, result))
+    return visit_table(lengths), pd.DataFrame(rows).set_index("variant"), runs
+
+
+def summary_row(variant: str, result: RunResult) -> dict[str, Any]:
+    """One variant of a loop run: status, runs of revise and review, publish's state and output."""
+    return {"variant": variant, "status": result.status, "revise runs": result.visits["revise"],
+            "review runs": result.visits["review"], "publish": str(result.states["publish"]),
+            "published": result.results.get("publish", "-")}
+
+
+def visit_table(lengths: Mapping[str, list[int]]) -> pd.DataFrame:
+    """Characters per revise visit, one column per variant; "-" where a variant stopped earlier.
+
+    Cells are strings so that a shorter column prints "-" rather than NaN (and 33, not 33.0).
+    """
+    visits = max((len(v) for v in lengths.values()), default=0)
+    return pd.DataFrame({name: [str(v[n]) if n < len(v) else "-" for n in range(visits)]
+                         for name, v in lengths.items()},
+                        index=pd.RangeIndex(1, visits + 1, name="revise visit"))
 
 
 # -- Next.Stop ----------------------------------------------------------------------------

@@ -1,0 +1,190 @@
+"""The feedback experiment with a model as the reviser, through lab 02's seam (replayed by default).
+
+`experiments.feedback_experiment` shows what the loop does with a *scripted* reviser that
+ignores or uses feedback. This module asks the real question of a model: in the same
+draft → revise → review → publish graph (`experiments.loop_graph`), `revise` is a
+`ModelReviser` that asks SmolLM2-135M-Instruct (or whatever `LABKIT_MODEL` names) to
+shorten the announcement. Only the router differs between the two variants:
+
+- ``without feedback``: `Next.back_to("revise")`; the reviser is told "Revise it again.";
+- ``with feedback``: `Next.back_to_with("revise", "33 characters, limit is 26")`; it is told
+  "33 characters, limit is 26. Revise it again."
+
+In both, the model sees its own previous replies (the conversation keeps them verbatim),
+so the one thing that differs is the reason. The review stays code (`len`), never the model.
+
+Replay keys. Each variant has its own task id (``announcement+no-feedback`` /
+``announcement+feedback``) and its own `ModelPolicy`; visit *n* of `revise` is turn *n* of
+that task (the policy counts turns as earlier observations + 1, and the reviser passes one
+observation per earlier visit). So (lab ``routing``, case, trial 0, turn = visit) names one
+recorded call, and its fingerprint pins the exact messages.
+
+Recording (live; measured 4.9 s wall time on 2 cores for both variants, ten calls of
+0.2-0.5 s each, model load included). Record into a fresh file outside `fixtures/trials/`,
+then move it over the old one (appending would leave two answers for one request)::
+
+    LABKIT_MODEL=local LABKIT_RECORD=/tmp/routing-smollm2.jsonl \\
+        python -m labkit.orchestrator.model_reviser
+    mv /tmp/routing-smollm2.jsonl fixtures/trials/routing-smollm2.jsonl
+
+Recorded (SmolLM2-135M-Instruct Q4_1, temperature 0, one trial per variant): the draft back
+unchanged, 45 characters, on all ten visits; both runs end as dead_letter, nothing published.
+
+Changing INSTRUCTIONS, `describe`, `observe`, DRAFT, LIMIT or the policy's options changes
+the messages, and replay then stops with a ReplayMiss (a LabError) naming case and turn.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
+from labkit.orchestrator.clock import FakeClock
+from labkit.orchestrator.experiments import DRAFT, LIMIT, loop_graph, summary_row, visit_table
+from labkit.orchestrator.result import RunResult
+from labkit.orchestrator.scheduler import Context
+
+LAB = "routing"
+RECORDED = {"max_visits": 5, "limit": LIMIT}  # what fixtures/trials/routing-smollm2.jsonl was made with
+VARIANTS = {"without feedback": "no-feedback", "with feedback": "feedback"}  # variant -> task id suffix
+# A worked example on another sentence, not a placeholder: measured with SmolLM2-135M, an
+# instruction showing `"answer": "<the shortened announcement>"` made it reply with that
+# placeholder, 28 characters, on all ten visits of both variants.
+INSTRUCTIONS = """\
+You shorten announcements. Keep the meaning, use fewer characters. Reply with exactly one \
+JSON object, as in the example: the shortened announcement is the answer.
+
+Example.
+User: Shorten this announcement to at most 20 characters:
+The new mobile app is now available for everyone
+Assistant: {"action": "final", "answer": "New app for everyone", "citation": "none"}"""
+AGAIN = "Revise it again."
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """The reviser's task: `id` keys the replay, `text` is the draft, `limit` is stated to it."""
+
+    id: str
+    text: str
+    limit: int
+
+
+def describe(task: Announcement) -> str:
+    """The first user message: the draft and the limit (both variants are told the limit)."""
+    return f"Shorten this announcement to at most {task.limit} characters:\n{task.text}"
+
+
+def observe(observation: Mapping[str, Any]) -> str:
+    """What the reviser is told on a later visit: the router's feedback, if any, then AGAIN."""
+    feedback = observation.get("result")
+    return f"{feedback}. {AGAIN}" if feedback else AGAIN
+
+
+def answer_of(decision: Any) -> str:
+    """The revised text in a model decision; ValueError (the revise job fails) if it has none."""
+    answer = decision.get("answer") if isinstance(decision, dict) else None
+    if isinstance(answer, str) and decision.get("action") == "final":
+        return answer
+    raise ValueError(f"the model's decision has no answer text: {decision!r}")
+
+
+@dataclass
+class ModelReviser:
+    """A `revise` job function backed by a model (see the module docstring).
+
+    One instance per variant: its `task.id` and its policy's turn counter are the replay
+    key. `history` lists the text of every visit, in order. On visit 1 it starts a new
+    conversation; on visit n it passes one observation per earlier visit (the Goto's
+    feedback, None for `back_to`), so the policy asks turn n.
+    """
+
+    variant: str
+    backend: Backend | None = None
+    limit: int = LIMIT
+    history: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        case = f"announcement+{VARIANTS.get(self.variant, self.variant)}"
+        self.task = Announcement(case, DRAFT, self.limit)
+        self.policy = ModelPolicy(LAB, tools={}, instructions=INSTRUCTIONS, describe=describe,
+                                  observe=observe, backend=self.backend, temperature=0.0)
+        self.observations: list[dict[str, Any]] = []
+
+    def __call__(self, ctx: Context) -> str:
+        if ctx.visit == 1:
+            self.observations = []
+        else:
+            self.observations.append({"action": "final", "result": ctx.feedback})
+        if len(self.observations) != ctx.visit - 1:  # pragma: no cover - one call per visit, no retries
+            raise RuntimeError(f"ModelReviser: visit {ctx.visit} after {len(self.observations)} observations")
+        text = answer_of(self.policy(self.task, list(self.observations)))
+        self.history.append(text)
+        return text
+
+
+def recorded() -> bool:
+    """True when replay has a recording for this lab (`fixtures/trials/routing*.jsonl`)."""
+    return bool(trial_files(LAB))
+
+
+def live() -> bool:
+    """True when `LABKIT_MODEL` names a live backend (local, ollama:…), not replay."""
+    return os.environ.get("LABKIT_MODEL", "replay").strip().split(":", 1)[0] not in ("", "replay")
+
+
+def source(reviser: ModelReviser) -> str:
+    """Where the reviser's last reply came from: the recording and its model, or the live backend."""
+    reply = reviser.policy.last_reply
+    if reply is None:
+        return "no reply yet"
+    extra = reply.extra or {}
+    if "recorded" not in extra:
+        return f"live {reviser.policy.backend.name}, temperature {reviser.policy.temperature:g}"
+    provenance = extra.get("provenance", {})
+    return (f"replayed from {extra['recorded'].split(':')[0]} ({provenance.get('backend')} "
+            f"{provenance.get('model', '')}, temperature {reviser.policy.temperature:g})")
+
+
+def model_feedback_experiment(
+    max_visits: int = RECORDED["max_visits"], limit: int = RECORDED["limit"], backend: Backend | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult], dict[str, ModelReviser]]:
+    """The feedback experiment with a `ModelReviser` in each variant, at temperature 0.
+
+    `backend` defaults to `backend_from_env()` (replay when `LABKIT_MODEL` is unset), shared
+    by both variants. Returns, as `feedback_experiment` does, the characters per visit and
+    a summary per variant, then the runs and the revisers (whose `history` holds the texts).
+    Raises ReplayMiss (a LabError) for a request that was never recorded — e.g. another
+    `limit`, since the limit is part of what the model is shown.
+    """
+    backend = backend_from_env() if backend is None else backend
+    lengths, rows, runs, revisers = {}, [], {}, {}
+    for name in VARIANTS:
+        revisers[name] = reviser = ModelReviser(name, backend=backend, limit=limit)
+        graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
+        runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
+        lengths[name] = [len(text) for text in reviser.history]
+        rows.append(summary_row(name, result))
+    return visit_table(lengths), pd.DataFrame(rows).set_index("variant"), runs, revisers
+
+
+def main() -> int:
+    """Run the experiment with `LABKIT_MODEL`'s backend; print the tables and the wall time."""
+    start = time.perf_counter()
+    chars, summary, _, revisers = model_feedback_experiment()
+    print(chars.to_string(), summary.to_string(), sep="\n\n")
+    for name, reviser in revisers.items():
+        print(f"{name}: {reviser.history}")
+    print(f"wall time: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

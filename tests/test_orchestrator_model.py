@@ -1,0 +1,130 @@
+"""Lab 04's feedback experiment with a model reviser: replay, the code criterion, replay misses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("labkit.model")
+
+from labkit.errors import LabError  # noqa: E402
+from labkit.model import ReplayBackend, ReplayMiss, Reply, read_records, trial_files  # noqa: E402
+from labkit.orchestrator import FakeClock  # noqa: E402
+from labkit.orchestrator import model_reviser as model  # noqa: E402
+from labkit.orchestrator.experiments import DRAFT, loop_graph  # noqa: E402
+
+DRAFT_CHARS = len(DRAFT)  # 45: SmolLM2 returned the draft unchanged on every visit
+
+
+class Shortener:
+    """A backend that 'revises' by dropping the last word of the previous text, and counts asks."""
+
+    name = "shortener"
+
+    def __init__(self) -> None:
+        self.requests = []
+
+    def provenance(self) -> dict:
+        return {"backend": self.name}
+
+    def complete(self, request) -> Reply:
+        self.requests.append(request)
+        words = DRAFT.split()[: len(DRAFT.split()) - request.turn]
+        text = json.dumps({"action": "final", "answer": " ".join(words), "citation": "none"})
+        return Reply(text=text, prompt_tokens=10, completion_tokens=5)
+
+
+@pytest.fixture
+def replay(monkeypatch):
+    monkeypatch.delenv("LABKIT_MODEL", raising=False)
+    monkeypatch.delenv("LABKIT_RECORD", raising=False)
+
+
+recorded = pytest.mark.skipif(not model.recorded(), reason="no recorded routing trials")
+
+
+@recorded
+def test_replay_reproduces_the_recorded_smollm2_run_exactly(replay):
+    chars, summary, runs, revisers = model.model_feedback_experiment()
+    assert {name: [len(text) for text in r.history] for name, r in revisers.items()} == {
+        "without feedback": [DRAFT_CHARS] * 5, "with feedback": [DRAFT_CHARS] * 5}
+    assert {name: run.status for name, run in runs.items()} == {
+        "without feedback": "dead_letter", "with feedback": "dead_letter"}
+    assert set(revisers["with feedback"].history) == {DRAFT}  # it copied the draft, told or not
+    assert runs["with feedback"].reason.endswith(
+        "last feedback: '45 characters, limit is 26'; cancelled: publish")
+    assert list(summary["publish"]) == ["cancelled", "cancelled"]
+    assert chars.to_dict(orient="list") == {name: ["45"] * 5 for name in model.VARIANTS}
+    assert model.source(revisers["with feedback"]) == (
+        "replayed from routing-smollm2.jsonl (local SmolLM2-135M-Instruct.Q4_1.gguf, temperature 0)")
+
+
+@recorded
+def test_the_recording_is_live_smollm2_at_temperature_0_one_call_per_visit():
+    calls = [record for path in trial_files(model.LAB) for _, record in read_records(path)
+             if record["kind"] == "call"]
+    assert sorted((c["case"], c["turn"]) for c in calls) == sorted(
+        (f"announcement+{suffix}", turn) for suffix in model.VARIANTS.values() for turn in range(1, 6))
+    assert {c["options"]["temperature"] for c in calls} == {0.0}
+    assert {(c["provenance"]["backend"], c["provenance"]["model"]) for c in calls} == {
+        ("local", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+
+
+def test_the_review_is_code_and_the_model_is_only_asked_to_revise():
+    backend = Shortener()
+    chars, summary, runs, revisers = model.model_feedback_experiment(backend=backend)
+    # Each lap drops one word; the review (len, in code) accepts the first text within 26.
+    assert revisers["with feedback"].history == ["Search is now much faster everywhere you",
+                                                 "Search is now much faster everywhere",
+                                                 "Search is now much faster"]
+    assert runs["with feedback"].results["publish"] == "Search is now much faster"  # 25 characters
+    # One model call per revise visit, keyed by the variant's task and the visit: no call
+    # came from the review, and none asked the model to judge anything.
+    asked = [(r.case, r.turn) for r in backend.requests]
+    assert asked == [("announcement+no-feedback", n) for n in range(1, 4)] + [
+        ("announcement+feedback", n) for n in range(1, 4)]
+    assert all(runs[name].visits["revise"] == runs[name].visits["review"] == 3 for name in runs)
+    assert not any("review" in m["content"].lower() or "judge" in m["content"].lower()
+                   for r in backend.requests for m in r.messages)
+
+
+def test_only_the_feedback_variant_is_told_why():
+    backend = Shortener()
+    model.model_feedback_experiment(backend=backend, max_visits=2)
+    told = {r.case: r.messages[-1]["content"] for r in backend.requests if r.turn == 2}
+    assert told == {"announcement+no-feedback": "Revise it again.",
+                    "announcement+feedback": "40 characters, limit is 26. Revise it again."}
+    # both see their own previous reply, verbatim, as the assistant's turn
+    assert all(r.messages[2]["role"] == "assistant" for r in backend.requests if r.turn == 2)
+
+
+@recorded
+def test_an_unrecorded_request_is_a_clear_replay_miss(replay):
+    with pytest.raises(ReplayMiss, match=r"case 'announcement\+no-feedback', trial 0, turn 1 was asked "
+                                         r"something else: message 1 \(user\) differs"):
+        model.model_feedback_experiment(limit=30)  # the limit is part of what the model is shown
+    reviser = model.ModelReviser("unrecorded", backend=ReplayBackend())
+    graph, _ = loop_graph(feedback=True, reviser=reviser)
+    with pytest.raises(LabError, match=r"no recorded reply for lab 'routing', "
+                                       r"case 'announcement\+unrecorded', trial 0, turn 1 in "
+                                       r"routing-smollm2.jsonl"):
+        graph.run(clock=FakeClock())
+
+
+@recorded
+def test_a_sixth_visit_was_never_recorded(replay):
+    with pytest.raises(ReplayMiss, match="turn 6"):
+        model.model_feedback_experiment(max_visits=6)
+
+
+def test_a_decision_without_answer_text_fails_the_revise_job():
+    class Silent(Shortener):
+        def complete(self, request):
+            return Reply(text=json.dumps({"action": "final", "answer": 3, "citation": "none"}))
+
+    reviser = model.ModelReviser("with feedback", backend=Silent())
+    graph, _ = loop_graph(feedback=True, reviser=reviser)
+    result = graph.run(clock=FakeClock())
+    assert result.status == "failed"
+    assert "has no answer text" in result.errors["revise"]
