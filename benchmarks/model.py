@@ -11,8 +11,15 @@
    last token), so all three evaluate one prompt token and then generate. Reported: the
    sums over the prompts, best of R repeats each, and (a)/(b), (c)/(b). Greedy decoding,
    as in the temperature-0 trials, so (a) and (c) must produce the same text: checked.
-2. Prompt reuse. Live episodes of the docuctl policy on the base prompt: prompt tokens
+2. State-constrained decisions (the constraint ladder's L3). The requests of the recorded
+   L3 temperature-0 run, rebuilt by replaying it (each carries the schema of its episode's
+   state): (a) the decision as the `local` backend makes it, *including building that
+   state's grammar from scratch* (the cache is emptied first), against (b) raw generation
+   of as many tokens. Goal: (a)/(b) <= 1.3x. The grammar build alone is reported too.
+3. Prompt reuse. Live episodes of the docuctl policy on the base prompt: prompt tokens
    per turn, and how many of them came from the cache instead of being evaluated again.
+4. One live lab-02 trial: the 24 docuctl cases at T=0, `example` prompt, rung L3, wall
+   time (goal: under 3 minutes on 2 cores); `--trial` to run it (it takes minutes).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from collections import defaultdict
 
 from labkit import docuctl, docuctl_tools, run, task_from
 from labkit.errors import LabError
-from labkit.model import read_records, trial_files
+from labkit.model import ReplayBackend, read_records, trial_files
 from labkit.model.docuctl import docuctl_policy
 from labkit.model.local import LocalBackend, engine
 
@@ -95,6 +102,83 @@ def latency(found, calls: list[dict], repeats: int) -> None:
     )
 
 
+def l3_requests(n: int) -> list:
+    """The first `n` requests of the recorded L3 T=0 example run, replayed to carry their schemas."""
+    from labkit.model.replay import TRIALS
+    from labkit.model.trials import limits_for, run_case
+
+    path = TRIALS / "docuctl-smollm2-example-l3-t0.jsonl"
+    if not path.is_file():
+        raise LabError(f"{path} not found: record the L3 run first")
+    seen: list = []
+
+    class Tap(ReplayBackend):
+        def complete(self, request):
+            seen.append(request)
+            return super().complete(request)
+
+    corpus = docuctl()
+    for case in corpus.cases + corpus.adaptive_cases:
+        if len(seen) >= n:
+            break
+        policy = docuctl_policy("example", backend=Tap([path]), rung="L3")
+        run_case(case, policy, limits=limits_for(case, corpus), corpus=corpus)
+    return seen[:n]
+
+
+def state_constrained(found, requests: list, repeats: int) -> None:
+    totals = defaultdict(float)
+    tokens_total = 0
+    for request in requests:
+        tokens = found.prompt_tokens(list(request.messages))
+        schema = dict(request.schema)
+        best = defaultdict(lambda: float("inf"))
+        for _ in range(repeats):
+            prime(found, tokens)
+            for sampler in found._grammars.values():
+                found.lib.llama_sampler_free(sampler)
+            found._grammars.clear()
+            start = time.perf_counter()
+            found.grammar(schema)
+            build = time.perf_counter() - start
+            found._grammars.clear()  # built again inside generate, timed as part of the decision
+            start = time.perf_counter()
+            constrained = found.generate(tokens, max_tokens=request.max_tokens, schema=schema)
+            best["constrained + grammar build"] = min(best["constrained + grammar build"],
+                                                      time.perf_counter() - start)
+            best["grammar build"] = min(best["grammar build"], build)
+            n = len(constrained.tokens) + (constrained.finish_reason == "stop")
+            prime(found, tokens)
+            raw = found.generate(tokens, max_tokens=n, stop_at_end=False)
+            best["raw"] = min(best["raw"], raw.seconds)
+        for name, seconds in best.items():
+            totals[name] += seconds
+        tokens_total += n
+    print(f"{len(requests)} L3 requests (state-dependent schemas), {tokens_total} generated tokens; "
+          f"best of {repeats}")
+    for name in ("raw", "constrained + grammar build", "grammar build"):
+        print(f"  {name:<28} {totals[name]:7.3f} s   {totals[name] / len(requests) * 1e3:7.1f} ms/decision")
+    ratio = totals["constrained + grammar build"] / totals["raw"]
+    print(f"ratio: state-constrained decision (grammar built per state) / raw generation = {ratio:.2f}x "
+          f"(goal <= 1.3x: {'met' if ratio <= 1.3 else 'NOT met'})")
+
+
+def live_trial() -> None:
+    import tempfile
+    from pathlib import Path
+
+    from labkit.model.trials import run_trials
+
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        episodes = run_trials(LocalBackend(), Path(folder) / "t.jsonl", cases="all", k=1,
+                              prompt="example", rung="L3")
+        seconds = time.perf_counter() - start
+    verdict = "met" if seconds < 180 else "NOT met"
+    print(f"one live lab-02 trial: {len(episodes)} cases, example prompt, L3, T=0: {seconds:.0f} s, "
+          f"{sum(e['passed'] for e in episodes)} passed (goal < 180 s: {verdict})")
+
+
 def reuse(episodes: int) -> None:
     corpus = docuctl()
     backend = LocalBackend()
@@ -142,11 +226,15 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--episodes", type=int, default=8)
+    parser.add_argument("--trial", action="store_true", help="also time one live 24-case L3 trial")
     args = parser.parse_args()
     found = engine()
     print(f"model {found.path.name}, n_ctx {found.n_ctx}, {found.llama.n_threads} thread(s)")
     latency(found, recorded_requests(args.prompts), args.repeats)
+    state_constrained(found, l3_requests(args.prompts), args.repeats)
     reuse(args.episodes)
+    if args.trial:
+        live_trial()
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from labkit.corpus import Corpus, docuctl
 from labkit.errors import LabError
 from labkit.grading import outcome
 from labkit.model.backend import Reply, Request
+from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.docuctl import docuctl_policy
 from labkit.model.record import read_records
 from labkit.model.replay import ReplayBackend
@@ -79,9 +80,14 @@ class _Tap:
 
 
 def _row(
-    policy: str, case: Mapping[str, Any], trial: int, result: Mapping[str, Any], replies: Sequence[Reply] = ()
+    policy: str,
+    case: Mapping[str, Any],
+    trial: int,
+    result: Mapping[str, Any],
+    replies: Sequence[Reply] = (),
+    **run: Any,
 ) -> Row:
-    return {
+    return run | {
         "policy": policy,
         "case": case["id"],
         "trial": trial,
@@ -126,6 +132,7 @@ def replay_trials(path: str | Path, corpus: Corpus | None = None) -> list[Row]:
             seed=record["seed"],
             trial=record["trial"],
             max_tokens=record["max_tokens"],
+            rung=record.get("rung", DEFAULT_RUNG),
         )
         limits = {k: record["limits"][k] for k in ("max_turns", "max_tools")}
         result = run_case(
@@ -139,7 +146,18 @@ def replay_trials(path: str | Path, corpus: Corpus | None = None) -> list[Row]:
                 f"{path}: line {number}: case {case['id']!r} trial {record['trial']} no longer "
                 f"replays as recorded: {'; '.join(changed)}"
             )
-        rows.append(_row(record["run"], case, record["trial"], result, tap.replies))
+        rows.append(
+            _row(
+                record["run"],
+                case,
+                record["trial"],
+                result,
+                tap.replies,
+                prompt=record["prompt"],
+                rung=record.get("rung", DEFAULT_RUNG),
+                temperature=record["temperature"],
+            )
+        )
     if not rows:
         raise LabError(f"{path}: no episode records (record trials with `python -m labkit trials`)")
     return rows

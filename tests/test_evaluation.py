@@ -117,16 +117,16 @@ def recording(tmp_path_factory):
 
 def test_recorded_trials_replay_and_grade(recording):
     found = replay_trials(recording)
-    assert len(found) == 12 and {row["policy"] for row in found} == {f"ollama:{MODEL} base T=0.5"}
+    assert len(found) == 12 and {row["policy"] for row in found} == {f"ollama:{MODEL} base L1 T=0.5"}
     assert sum(row["passed"] for row in found) == 0  # search-read-answer fails every adaptive case
     assert all(row["decisions"] == row["turns"] for row in found)
 
 
 def test_evaluation_puts_the_scripted_policies_beside_the_model(recording):
     table = summary(evaluate_trials([recording], scripted_k=2))
-    assert list(table.index) == ["scripted loop", "adaptive loop", f"ollama:{MODEL} base T=0.5"]
+    assert list(table.index) == ["scripted loop", "adaptive loop", f"ollama:{MODEL} base L1 T=0.5"]
     assert table.loc["adaptive loop", "pass@1"] == 1.0 and table.loc["scripted loop", "pass@1"] == 0.0
-    assert table.loc[f"ollama:{MODEL} base T=0.5", "tokens/decision"] == 210 + 18
+    assert table.loc[f"ollama:{MODEL} base L1 T=0.5", "tokens/decision"] == 210 + 18
 
 
 def test_a_recording_that_no_longer_replays_is_refused(recording, tmp_path):
@@ -174,7 +174,7 @@ def test_cli_evaluate_prints_the_table(recording, capsys):
 def test_cli_evaluate_json(recording, capsys):
     assert main(["evaluate", "--trials", str(recording), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    model = report["summary"][f"ollama:{MODEL} base T=0.5"]
+    model = report["summary"][f"ollama:{MODEL} base L1 T=0.5"]
     assert model["trials"] == 2 and model["pass^3"] is None  # undefined beyond 2 trials
     assert report["stops"]["adaptive loop"]["final"] == 30
 

@@ -1,12 +1,13 @@
 """Lab 02: the embedded model — finding and installing its file, its grammar, one live smoke test.
 
-The live test runs SmolLM2 for real on two cases, one trial each, and asserts only the
+The live test runs SmolLM2 for real on two cases at rung L3, one trial each, and asserts only the
 contract (a counted stop, limits held, provenance written, the recording replays), never a
 score. Without `make model` it is skipped with the reason; with CI=true it fails instead,
 because CI is meant to exercise the model (.ci/run runs `make model` first).
 """
 
 import importlib.util
+import json
 import os
 import zipfile
 
@@ -98,18 +99,28 @@ def require_model():
 
 
 @pytest.mark.live
-def test_live_smoke_two_cases_one_trial(tmp_path):
+def test_live_smoke_two_cases_one_trial_at_l3(tmp_path):
+    """Two live L3 episodes: the runtime's contract, the recording, and the grammar holding.
+
+    Every reply the live decoder produced must validate against the schema of its own turn's
+    state (rebuilt by replaying the recording): the constraint is enforced by the backend,
+    not hoped for. A final at L3 can only be the exact command of a page read.
+    """
+    import jsonschema
+
     require_model()
     corpus = docuctl()
     cases = [corpus.cases[0], corpus.adaptive_cases[0]]
     path = tmp_path / "docuctl-smoke.jsonl"
     backend = local.LocalBackend()
-    episodes = run_trials(backend, path, cases=cases, k=1, max_tokens=48, budget_tokens=4000)
+    builds = local.engine().grammar_builds
+    episodes = run_trials(backend, path, cases=cases, k=1, max_tokens=48, budget_tokens=4000, rung="L3",
+                          prompt="example")
 
     assert [e["case"] for e in episodes] == [case["id"] for case in cases]
     for case, record in zip(cases, episodes, strict=True):
         limits = limits_for(case, corpus)
-        assert record["stop"] in STOP_REASONS
+        assert record["stop"] in STOP_REASONS and record["rung"] == "L3"
         assert 1 <= record["turns"] <= limits["max_turns"]
         assert record["tool_calls"] <= limits["max_tools"]
         spent = record["usage"]["prompt_tokens"] + record["usage"]["completion_tokens"]
@@ -121,9 +132,30 @@ def test_live_smoke_two_cases_one_trial(tmp_path):
         provenance = call["provenance"]
         assert provenance["backend"] == "local" and provenance["model_sha256"] == local.MODEL_SHA256
         assert provenance["versions"]["llama_cpp_python"] == "0.3.36" and provenance["date"]
-        assert call["usage"]["completion_tokens"] <= 48
+        assert call["usage"]["completion_tokens"] <= 48 and call["rung"] == "L3"
         # Turn 1 starts from an empty cache; later turns extend the cached prompt.
         assert (call["reused_tokens"] == 0) == (call["turn"] == 1)
-    assert len(local.engine()._grammars) == 1  # compiled once for the process, not per call
-    # The recording replays to the outcomes the live run reached.
+    # One grammar per distinct state, not per call: at most one build per call.
+    assert 1 <= local.engine().grammar_builds - builds <= len(calls)
+
+    # Replay the recording, keeping each request, and check every live reply against its schema.
+    from labkit.model import ReplayBackend
+    from labkit.model.docuctl import docuctl_policy
+    from labkit.model.trials import run_case
+
+    asked = []
+
+    class Tap(ReplayBackend):
+        def complete(self, request):
+            reply = super().complete(request)
+            asked.append((request, reply))
+            return reply
+
+    for case, record in zip(cases, episodes, strict=True):
+        policy = docuctl_policy("example", backend=Tap([path]), rung="L3", max_tokens=48)
+        result = run_case(case, policy, limits=limits_for(case, corpus), budget_tokens=4000, corpus=corpus)
+        assert result["stop"] == record["stop"]
+    for request, reply in asked:
+        if reply.finish_reason == "stop":
+            jsonschema.validate(json.loads(reply.text), request.schema)
     assert [row["stop"] for row in replay_trials(path)] == [e["stop"] for e in episodes]

@@ -77,8 +77,8 @@ def test_recorded_model_rows_replay_offline_and_mediation_holds_for_the_model(mo
     defenses = list(rows.index.get_level_values("defense"))
     assert defenses == ["none", "policy_prompt", "spotlighting", "mediation"]
     assert set(rows["episodes"]) == {5}
-    mediated = rows.loc[("model", "mediation")]
+    mediated = rows.loc[("model L1", "mediation")]
     assert mediated["attack_success_rate"] == mediated["unauthorized_refunds"] == 0
     assert mediated["duplicate_refunds"] == 0
-    with pytest.raises(LabError, match="no recorded model trials under defense"):
+    with pytest.raises(LabError, match="no recorded model trials at rung L1 under defense"):
         model_matrix(["provenance"])

@@ -11,7 +11,7 @@ import pandas as pd
 from labkit.errors import LabError
 from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.metrics import COLUMNS, matrix
-from labkit.refunds.model_rows import MODEL_DEFENSES, model_available, model_matrix
+from labkit.refunds.model_rows import LADDER_DEFENSES, model_available, model_matrix, recorded_rungs
 from labkit.refunds.policies import POLICIES
 
 
@@ -60,8 +60,15 @@ def handle(args: argparse.Namespace) -> int:
     # The model runs where trials are recorded: by default only if any are, and then only
     # under the defenses recorded; asked for by name, a missing recording is an error.
     if "model" in policies and (args.policy is not None or model_available()):
-        chosen = defenses if args.defense else list(MODEL_DEFENSES)
-        frames.append(model_matrix(chosen, by_attack=args.by_attack, explicit=args.policy is not None))
+        chosen = defenses if args.defense else list(LADDER_DEFENSES)
+        # One block of rows per recorded rung of the constraint ladder; a defense asked for by
+        # name must be recorded at some rung.
+        model_frames = [model_matrix(chosen, by_attack=args.by_attack, explicit=False, rung=rung)
+                        for rung in recorded_rungs()]
+        if args.policy is not None and all(frame.empty for frame in model_frames):
+            # Its LabError names what is missing.
+            model_matrix(chosen, by_attack=args.by_attack, explicit=True)
+        frames += model_frames
     table = pd.concat([frame for frame in frames if not frame.empty] or frames)
     if args.json:
         records = table.reset_index().to_dict("records")

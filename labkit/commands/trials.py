@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 from labkit.errors import LabError
 from labkit.model.backend import parse_spec
+from labkit.model.constraints import RUNGS
 from labkit.model.docuctl import PROMPTS
 from labkit.model.policy import MAX_TOKENS
 from labkit.model.trials import CASE_SETS, run_trials
@@ -60,6 +61,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--prompt", choices=tuple(PROMPTS), default="base", help="system prompt (default base)"
     )
+    parser.add_argument(
+        "--rung",
+        choices=RUNGS,
+        default="L1",
+        help="constraint ladder rung: L0 prompt only, L1 static schema (default), L2 observed ids, "
+        "L3 observed ids + extractive final",
+    )
     parser.add_argument("--label", help="the run's name in evaluations (default: model, prompt, T)")
     parser.add_argument("--budget-tokens", type=_positive, metavar="N", help="token budget per episode")
     parser.add_argument(
@@ -91,11 +99,12 @@ def handle(args: argparse.Namespace) -> int:
             temperature=args.temperature,
             seed=args.seed,
             prompt=args.prompt,
+            rung=args.rung,
             label=args.label,
             budget_tokens=args.budget_tokens,
             max_tokens=args.max_tokens,
             progress=lambda pairs: tqdm(
-                pairs, desc=f"{args.model} {args.prompt} T={args.temperature:g}", unit="episode"
+                pairs, desc=f"{args.model} {args.prompt} {args.rung} T={args.temperature:g}", unit="episode"
             ),
         )
     except KeyboardInterrupt:

@@ -40,7 +40,10 @@ class Request:
     `lab`, `case`, `trial` and `turn` locate the request (the replay key); `messages`,
     `schema`, `temperature`, `seed` and `max_tokens` are what the model is asked, and
     `fingerprint()` hashes exactly those, so a replay can prove it answers the same
-    question the live model was asked.
+    question the live model was asked. `rung` is the constraint level the schema was built
+    at (`labkit.model.constraints`); `schema` is None at ``L0`` (no constraint: free text).
+    The rung is recorded beside the fingerprint, and replay refuses a recording made at
+    another rung.
     """
 
     lab: str
@@ -48,10 +51,11 @@ class Request:
     trial: int
     turn: int
     messages: tuple[Message, ...]
-    schema: Mapping[str, Any]
+    schema: Mapping[str, Any] | None
     temperature: float = 0.0
     seed: int = 0
     max_tokens: int = 128
+    rung: str = "L1"
 
     def options(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
@@ -64,7 +68,7 @@ class Request:
         return f"lab {self.lab!r}, case {self.case!r}, trial {self.trial}, turn {self.turn}"
 
 
-def fingerprint(messages: list[Message], schema: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+def fingerprint(messages: list[Message], schema: Mapping[str, Any] | None, options: Mapping[str, Any]) -> str:
     body = json.dumps(
         {"messages": messages, "schema": schema, "options": options},
         sort_keys=True,

@@ -15,11 +15,13 @@ search with alias expansion and top_k=2, and read, both bound to the task's vers
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labkit.controllers import docuctl_tools
 from labkit.errors import LabError
 from labkit.model.backend import Backend
+from labkit.model.constraints import StateRules
 from labkit.model.policy import ModelPolicy
 from labkit.runtime import Tool
 from labkit.task import Task
@@ -59,6 +61,32 @@ Assistant: {"action": "final", "answer": "docuctl plugins list --env staging", "
 PROMPTS = {"base": BASE, "example": EXAMPLE}
 
 
+def search_hits(task: Any, observations: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Page ids that a search returned in this episode, in the order first seen (L2's ids)."""
+    return [
+        hit["id"]
+        for o in observations
+        if o.get("action") == "search" and isinstance(o.get("result"), list)
+        for hit in o["result"]
+        if isinstance(hit, Mapping) and isinstance(hit.get("id"), str)
+    ]
+
+
+def pages_read(observations: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """L3's extractive finals: each page read in this episode, as (its exact command, its id)."""
+    finals = {}
+    for o in observations:
+        page = o.get("result")
+        if o.get("action") == "read" and isinstance(page, Mapping):
+            if isinstance(page.get("id"), str) and isinstance(page.get("command"), str):
+                finals[page["id"]] = {"answer": page["command"], "citation": page["id"]}
+    return list(finals.values())
+
+
+# L2: read and cite only what a search returned; L3: answer only with a read page's command.
+RULES = StateRules(slots={("read", "id"): search_hits, ("final", "citation"): search_hits}, finals=pages_read)
+
+
 def schema_tools() -> dict[str, Tool]:
     """The docuctl tools, for their names and params (the decision schema ignores versions)."""
     return docuctl_tools(Task("schema", "schema", "schema", "v2"))
@@ -71,9 +99,10 @@ def docuctl_policy(
     temperature: float = 0.0,
     seed: int = 0,
     trial: int = 0,
+    rung: str = "L1",
     **options: Any,
 ) -> ModelPolicy:
-    """A ModelPolicy for docuctl tasks with one of `PROMPTS` (LabError names the choices)."""
+    """A ModelPolicy for docuctl tasks with one of `PROMPTS` at `rung` (LabError names the choices)."""
     if prompt not in PROMPTS:
         raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
     return ModelPolicy(
@@ -84,5 +113,7 @@ def docuctl_policy(
         temperature=temperature,
         seed=seed,
         trial=trial,
+        rung=rung,
+        rules=RULES,
         **options,
     )

@@ -11,8 +11,10 @@ Design decisions, each measured on a 2-core machine (see `benchmarks/model.py`):
   kept across turns and episodes, behind a lock: a decision abandoned by the runtime's
   step timeout keeps running on its thread, and must not interleave with the next one.
 - The decision schema is turned into a GBNF grammar, and the grammar into a llama.cpp
-  sampler, once per process and schema; each call only resets it. Converting through
-  `response_format` on every call made the first decision take 16 s.
+  sampler, once per process and schema (an LRU of GRAMMAR_CACHE); each call only resets
+  it. Converting through `response_format` on every call made the first decision take
+  16 s. Rungs L2/L3 of the constraint ladder send a schema per episode state; building
+  one of those is measured by `benchmarks/model.py` and included in its ratio.
 - Constrained sampling checks the token the model would pick anyway against the grammar,
   and masks the whole vocabulary (49,152 tokens) only when that token is refused — the
   fast path llama.cpp's own sampler uses (common/sampling.cpp). Measured on 12 recorded
@@ -41,6 +43,7 @@ import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +67,10 @@ TOP_K, TOP_P, MIN_P = 40, 0.95, 0.05
 # highest-scoring ones before masking the whole vocabulary (exact for greedy: every token
 # outside them scores lower).
 SHORTLIST = 64
+# Grammars kept per engine, least recently used evicted. Rungs L2/L3 build one schema per
+# episode state (which ids were seen, which pages read); a state recurs across trials of a
+# case, so a small cache serves most turns.
+GRAMMAR_CACHE = 256
 
 
 def find_model_file() -> Path:
@@ -141,7 +148,8 @@ class Engine:
             bos_token=text(bos) if bos != -1 else "",
             stop_token_ids=[eos],
         )
-        self._grammars: dict[str, Any] = {}
+        self._grammars: OrderedDict[str, Any] = OrderedDict()
+        self.grammar_builds = 0
         # Reused token arrays: one slot for checking a sampled token, one for the vocabulary.
         lib = self.lib
         self._one = (lib.llama_token_data * 1)()
@@ -174,7 +182,9 @@ class Engine:
     def grammar(self, schema: dict[str, Any]) -> Any:
         """The llama.cpp grammar sampler for `schema`, built on first use and kept."""
         key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:
+        if key in self._grammars:
+            self._grammars.move_to_end(key)
+        else:
             from llama_cpp.llama_grammar import json_schema_to_gbnf
 
             # Converted directly: LlamaGrammar.from_json_schema is the same call, but a schema
@@ -184,6 +194,10 @@ class Engine:
             if not sampler:
                 raise LabError("llama.cpp refused the grammar built from the decision schema")
             self._grammars[key] = sampler
+            self.grammar_builds += 1
+            while len(self._grammars) > GRAMMAR_CACHE:
+                _, evicted = self._grammars.popitem(last=False)
+                self.lib.llama_sampler_free(evicted)
         return self._grammars[key]
 
     # -- sampling ----------------------------------------------------------------------
@@ -379,7 +393,7 @@ class LocalBackend:
                 max_tokens=request.max_tokens,
                 temperature=request.temperature,
                 seed=request.seed,
-                schema=dict(request.schema),
+                schema=None if request.schema is None else dict(request.schema),
                 fresh=request.turn == 1,
             )
         except RuntimeError as error:  # llama.cpp decode failures surface as RuntimeError

@@ -1,7 +1,9 @@
 """The `ollama:<tag>` backend: the official `ollama` client against `OLLAMA_HOST`.
 
 Each decision is one non-streaming `chat(model, messages, format=<decision schema>,
-options={temperature, seed, num_predict})`. Every way the server can fail becomes one
+options={temperature, seed, num_predict})`. The schema is the one the request's rung built
+for this turn (`labkit.model.constraints`: enums of observed ids at L2/L3, which Ollama's
+`format` supports); at rung L0 no `format` is sent. Every way the server can fail becomes one
 ProviderError (a counted `provider_error`) whose message names the host and what happened:
 
 - no server listening: the client raises the builtin ConnectionError;
@@ -107,7 +109,7 @@ class OllamaBackend:
             lambda: self.client.chat(
                 model=self.tag,
                 messages=list(request.messages),
-                format=dict(request.schema),
+                format=None if request.schema is None else dict(request.schema),
                 stream=False,
                 options={
                     "temperature": request.temperature,

@@ -1,8 +1,10 @@
 """`ModelPolicy`: a decision-loop policy that asks a language model, through one seam.
 
 `policy(task, observations)` turns the task and what the runtime observed so far into chat
-messages, asks the backend for one JSON decision constrained by the tools' schema, and
-returns the parsed JSON for the runtime to validate. It is a policy like any scripted
+messages, asks the backend for one JSON decision constrained at the policy's rung of the
+constraint ladder (`labkit.model.constraints`: none, the tools' static schema, or a schema
+of what is admissible in this episode's state), and returns the parsed JSON for the
+runtime to validate. It is a policy like any scripted
 one: it proposes; the runtime validates, executes and stops.
 
 The conversation the model sees, turn by turn::
@@ -32,6 +34,7 @@ from typing import Any
 
 from labkit.errors import LabError
 from labkit.model.backend import Backend, Message, Reply, Request, backend_from_env
+from labkit.model.constraints import StateRules, admissible_schema, check_rung, first_json_object
 from labkit.model.schema import MAX_CHARS, decision_schema, parse_reply
 from labkit.runtime import Tool
 
@@ -68,6 +71,9 @@ class ModelPolicy:
     - `backend`: default `backend_from_env()` (`LABKIT_MODEL`, replay when unset).
     - `temperature`, `seed`, `max_tokens`: sent with every request; `trial`: which trial
       of a case this policy is running (part of the replay key).
+    - `rung`: the constraint ladder's rung (`labkit.model.constraints`): L0 no schema, L1 the
+      static schema (default), L2/L3 a schema rebuilt each turn from the episode's
+      observations by `rules` (the lab's `StateRules`, required for L2 and L3).
     """
 
     def __init__(
@@ -84,6 +90,8 @@ class ModelPolicy:
         observe: Callable[[Mapping[str, Any]], str] | None = None,
         max_tokens: int = MAX_TOKENS,
         max_chars: int | None = MAX_CHARS,
+        rung: str = "L1",
+        rules: StateRules | None = None,
     ):
         if not isinstance(lab, str) or not lab.strip() or "/" in lab:
             raise LabError(f"ModelPolicy: lab must be a non-blank name without '/', got {lab!r}")
@@ -96,6 +104,12 @@ class ModelPolicy:
             self.schema = decision_schema(tools, max_chars=max_chars)
         except ValueError as error:
             raise LabError(f"ModelPolicy: {error}") from None
+        try:
+            self.rung = check_rung(rung, rules)
+        except LabError as error:
+            raise LabError(f"ModelPolicy: {error}") from None
+        self.rules = rules
+        self.max_chars = max_chars
         self.lab = lab
         self.tools = tools
         self.instructions = instructions
@@ -113,7 +127,7 @@ class ModelPolicy:
     def __repr__(self) -> str:
         return (
             f"ModelPolicy(lab={self.lab!r}, backend={self.backend.name!r}, "
-            f"temperature={self.temperature:g}, seed={self.seed}, trial={self.trial})"
+            f"rung={self.rung!r}, temperature={self.temperature:g}, seed={self.seed}, trial={self.trial})"
         )
 
     def messages(self, task: Any, observations: list[Mapping[str, Any]]) -> list[Message]:
@@ -130,6 +144,14 @@ class ModelPolicy:
             messages.append({"role": "user", "content": self.observe(observation)})
         return messages
 
+    def schema_for(self, task: Any, observations: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+        """The schema of the next decision at this policy's rung (None at L0; see constraints)."""
+        if self.rung == "L1":
+            return self.schema
+        return admissible_schema(
+            self.tools, self.rung, self.rules, task, observations, max_chars=self.max_chars
+        )
+
     def request(self, task: Any, observations: list[Mapping[str, Any]]) -> Request:
         """The backend request for the next decision of `task` after `observations`."""
         case = getattr(task, "id", None)
@@ -141,10 +163,11 @@ class ModelPolicy:
             trial=self.trial,
             turn=len(observations) + 1,
             messages=tuple(self.messages(task, observations)),
-            schema=self.schema,
+            schema=self.schema_for(task, observations),
             temperature=self.temperature,
             seed=self.seed,
             max_tokens=self.max_tokens,
+            rung=self.rung,
         )
 
     def __call__(self, task: Any, observations: list[Mapping[str, Any]]) -> Any:
@@ -158,4 +181,4 @@ class ModelPolicy:
         self.last_usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
         del replies[len(observations) :]
         replies.append(reply.text)
-        return parse_reply(reply.text)
+        return first_json_object(reply.text) if self.rung == "L0" else parse_reply(reply.text)

@@ -3,12 +3,14 @@
 A trials file holds one JSON object per line, of two kinds:
 
 - ``{"kind": "call", ...}`` — one model call: where it was asked (`lab`, `case`, `trial`,
-  `turn`), what was asked (`messages`, `options`, and `request`, the sha256 fingerprint of
-  messages + schema + options), what came back (`reply` and `finish_reason`, or `error`),
+  `turn`), what was asked (`rung`, the constraint level; `messages`, `options`, and
+  `request`, the sha256 fingerprint of messages + schema + options), what came back
+  (`reply` and `finish_reason`, or `error`),
   `usage`, `latency_s`, `reused_tokens`, and `provenance` (backend, model file sha256 or
   Ollama digest, the backend's settings, library versions, date). `Recorder` writes these.
 - ``{"kind": "episode", ...}`` — one run of the runtime, written by `labkit.model.trials`:
-  which run (label, prompt, temperature, seed), the limits it ran under, and its outcome.
+  which run (label, prompt, rung, temperature, seed), the limits it ran under, and its outcome.
+  Records written before rungs existed carry no `rung`: they were made at ``L1``.
   Evaluation replays the episode from the calls and checks it reproduces this outcome.
 
 Lines are appended with a single `write` on a file opened in append mode, so a reader
@@ -24,14 +26,17 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import fastjsonschema
 import jsonschema
 
 from labkit.errors import FixtureError, LabError, ProviderError
 from labkit.model.backend import Backend, Reply, Request, now, versions
+from labkit.model.constraints import RUNGS
 
 _COUNT = {"type": "integer", "minimum": 0}
 _TEXT = {"type": "string"}
 _ID = {"type": "string", "minLength": 1, "maxLength": 200}
+_RUNG = {"enum": list(RUNGS)}
 _USAGE = {
     "type": "object",
     "properties": {"prompt_tokens": _COUNT, "completion_tokens": _COUNT},
@@ -46,6 +51,7 @@ CALL = {
         "trial": _COUNT,
         "turn": {"type": "integer", "minimum": 1},
         "run": _TEXT,
+        "rung": _RUNG,
         "request": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
         "messages": {
             "type": "array",
@@ -97,6 +103,7 @@ EPISODE = {
         "case": _ID,
         "trial": _COUNT,
         "prompt": _ID,
+        "rung": _RUNG,
         "backend": _TEXT,
         "temperature": {"type": "number", "minimum": 0},
         "seed": {"type": "integer"},
@@ -140,15 +147,45 @@ _VALIDATORS = {
     "call": jsonschema.Draft202012Validator(CALL),
     "episode": jsonschema.Draft202012Validator(EPISODE),
 }
+# Compiled once: fastjsonschema checks a valid record ~20x faster than jsonschema (measured on
+# the committed recordings: 2.2 s of 3.0 s replaying them went to validation). A record it
+# rejects is checked again by jsonschema, whose best_match names the field in the message.
+_FAST = {kind: fastjsonschema.compile(schema) for kind, schema in (("call", CALL), ("episode", EPISODE))}
+# Files already read and validated, by (path, size, mtime): replay and evaluation read the
+# same recordings several times per process.
+_READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
+
+
+def _schema_error(kind: str, record: Any) -> Any:
+    try:
+        _FAST[kind](record)
+        return None
+    except fastjsonschema.JsonSchemaException:
+        return jsonschema.exceptions.best_match(_VALIDATORS[kind].iter_errors(record))
 
 
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, record) for every line of a trials file, each validated.
 
     Raises FixtureError naming the file, the line and the field for a missing file, a line
-    that is not JSON (such as a line cut off by a crash), or a record outside its schema.
+    that is not JSON (such as a line cut off by a crash), or a record outside its schema —
+    before yielding anything. A file read before, unchanged since (same size and mtime), is
+    not parsed again: its records are shared between readers, who must not modify them.
     """
     path = Path(path)
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise FixtureError(f"{path}: trials file not found") from None
+    except OSError as error:
+        raise FixtureError(f"{path}: cannot read ({error})") from None
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _READ:
+        _READ[key] = list(_parse(path))
+    yield from _READ[key]
+
+
+def _parse(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
@@ -165,7 +202,7 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         kind = record.get("kind") if isinstance(record, dict) else None
         if kind not in _VALIDATORS:
             raise FixtureError(f"{path}: line {number}: field 'kind' must be 'call' or 'episode'")
-        error = jsonschema.exceptions.best_match(_VALIDATORS[kind].iter_errors(record))
+        error = _schema_error(kind, record)
         if error is not None:
             field = ".".join(map(str, error.absolute_path))
             where = f"field {field!r}: " if field else ""
@@ -206,6 +243,7 @@ def call_record(
         "case": request.case,
         "trial": request.trial,
         "turn": request.turn,
+        "rung": request.rung,
         "request": request.fingerprint(),
         "messages": list(request.messages),
         "options": request.options(),

@@ -4,7 +4,8 @@ Where it looks: by default every ``<lab>.jsonl`` and ``<lab>-*.jsonl`` in
 `fixtures/trials/` for the request's lab (e.g. ``docuctl-smollm2.jsonl`` for lab
 ``docuctl``); `ReplayBackend([file, ...])` or ``LABKIT_MODEL=replay:<file>`` pins files.
 
-How a reply is found: calls are keyed by (lab, case, trial, turn), and the recorded
+How a reply is found: calls are keyed by (lab, case, trial, turn); the recorded rung must
+be the request's (a call recorded before rungs existed was made at L1), and the recorded
 request fingerprint (sha256 of messages + schema + options) must equal the new request's.
 So a replayed episode is shown exactly what the live one was shown, or it stops with a
 `ReplayMiss` (a LabError) that names the case, trial and turn and says what differs: it
@@ -21,6 +22,7 @@ from typing import Any
 from labkit.errors import FixtureError, LabError, ProviderError
 from labkit.fixtures import FIXTURES
 from labkit.model.backend import Reply, Request, versions
+from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.record import read_records
 
 TRIALS = FIXTURES / "trials"
@@ -114,6 +116,14 @@ class ReplayBackend:
         recorded = _index(files).calls.get(key)
         if not recorded:
             raise ReplayMiss(f"no recorded reply for {request.where()} in {named}")
+        rungs = {r.get("rung", DEFAULT_RUNG) for r in recorded}
+        if request.rung not in rungs:
+            raise ReplayMiss(
+                f"the recording for {request.where()} was made at rung {', '.join(sorted(rungs))}, "
+                f"and this request is at rung {request.rung} ({recorded[0]['_where']}): "
+                "a reply constrained one way is no answer to a request constrained another"
+            )
+        recorded = [r for r in recorded if r.get("rung", DEFAULT_RUNG) == request.rung]
         fingerprint = request.fingerprint()
         matches = [r for r in recorded if r["request"] == fingerprint]
         if not matches:

@@ -1,6 +1,7 @@
 """The decision schema a model is held to, derived from the tools, and parsing its reply.
 
-Every live backend constrains generation with `decision_schema(tools)`: one JSON object
+At rung L1 of the constraint ladder (the default; `labkit.model.constraints` has the
+others) every live backend constrains generation with `decision_schema(tools)`: one JSON object
 per turn, either a tool call ``{"action": <tool>, <each param>}`` or the final answer
 ``{"action": "final", "answer": str, "citation": str}``. A param of kind ``"str"`` becomes
 a JSON string, ``"number"`` a JSON number. The runtime still validates what comes back

@@ -1,9 +1,10 @@
 """Running recorded trials of the docuctl model policy: k episodes per case, to a file.
 
-`run_trials` runs `docuctl_policy` over lab 01's cases, k trials each, on the lab-01 tools
-and limits (base cases: 2 tools, 3 turns — the seed's budget; adaptive cases: 3 tools,
-4 turns — lab 01's stated adaptive budget), and writes every model call and every
-episode to one JSONL file (format: `labkit.model.record`). Trial t uses seed `seed + t`.
+`run_trials` runs `docuctl_policy` at one rung of the constraint ladder over lab 01's
+cases, k trials each, on the lab-01 tools and limits (base cases: 2 tools, 3 turns — the
+seed's budget; adaptive cases: 3 tools, 4 turns — lab 01's stated adaptive budget), and
+writes every model call and every episode to one JSONL file (format: `labkit.model.record`).
+Trial t uses seed `seed + t`.
 
 Nothing half-written: the file is built as `<file>.partial` and renamed to `<file>` only
 when every episode has run. An interrupted run leaves the `.partial` file, every line of
@@ -22,7 +23,8 @@ from labkit.corpus import Corpus, docuctl
 from labkit.errors import LabError, ProviderError
 from labkit.grading import outcome
 from labkit.model.backend import Backend
-from labkit.model.docuctl import LAB, PROMPTS, docuctl_policy
+from labkit.model.constraints import check_rung
+from labkit.model.docuctl import LAB, PROMPTS, RULES, docuctl_policy
 from labkit.model.policy import MAX_TOKENS
 from labkit.model.record import JsonlWriter, Recorder
 from labkit.runtime import Budget, Result, run
@@ -73,6 +75,7 @@ def episode_record(
     run_label: str,
     backend: str,
     prompt: str,
+    rung: str = "L1",
     trial: int,
     temperature: float,
     seed: int,
@@ -87,6 +90,7 @@ def episode_record(
         "case": case["id"],
         "trial": trial,
         "prompt": prompt,
+        "rung": rung,
         "backend": backend,
         "temperature": temperature,
         "seed": seed,
@@ -103,9 +107,9 @@ def episode_record(
     }
 
 
-def default_label(backend: Backend, prompt: str, temperature: float) -> str:
+def default_label(backend: Backend, prompt: str, temperature: float, rung: str = "L1") -> str:
     model = {"local": "SmolLM2-135M"}.get(backend.name, backend.name)
-    return f"{model} {prompt} T={temperature:g}"
+    return f"{model} {prompt} {rung} T={temperature:g}"
 
 
 def run_trials(
@@ -117,6 +121,7 @@ def run_trials(
     temperature: float = 0.0,
     seed: int = 0,
     prompt: str = "base",
+    rung: str = "L1",
     label: str | None = None,
     budget_tokens: int | None = None,
     max_tokens: int = MAX_TOKENS,
@@ -132,6 +137,7 @@ def run_trials(
         raise LabError(f"k must be an int in 1..20, got {k!r}")
     if prompt not in PROMPTS:
         raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
+    check_rung(rung, RULES)
     if budget_tokens is not None and (type(budget_tokens) is not int or budget_tokens < 1):
         raise LabError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
     record = Path(record)
@@ -149,7 +155,7 @@ def run_trials(
     partial.unlink(missing_ok=True)  # a .partial file is by definition an abandoned run
     corpus = docuctl()
     chosen = cases_of(cases, corpus) if isinstance(cases, str) else list(cases)
-    run_label = label or default_label(backend, prompt, temperature)
+    run_label = label or default_label(backend, prompt, temperature, rung)
     recorder = Recorder(backend, partial, run=run_label)
     writer = JsonlWriter(partial)
     pairs: Iterable[tuple[Case, int]] = [(case, trial) for trial in range(k) for case in chosen]
@@ -162,6 +168,7 @@ def run_trials(
             seed=seed + trial,
             trial=trial,
             max_tokens=max_tokens,
+            rung=rung,
         )
         limits = limits_for(case, corpus)
         result = run_case(case, policy, limits=limits, budget_tokens=budget_tokens, corpus=corpus)
@@ -171,6 +178,7 @@ def run_trials(
             run_label=run_label,
             backend=backend.name,
             prompt=prompt,
+            rung=rung,
             trial=trial,
             temperature=float(temperature),
             seed=seed + trial,

@@ -41,11 +41,14 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 import pandas as pd
 
+from labkit.errors import LabError
 from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
+from labkit.model.constraints import StateRules
 from labkit.orchestrator.clock import FakeClock
 from labkit.orchestrator.experiments import DRAFT, LIMIT, loop_graph, summary_row, visit_table
 from labkit.orchestrator.result import RunResult
@@ -66,6 +69,8 @@ User: Shorten this announcement to at most 20 characters:
 The new mobile app is now available for everyone
 Assistant: {"action": "final", "answer": "New app for everyone", "citation": "none"}"""
 AGAIN = "Revise it again."
+MAX_WORDS = 12  # 4,095 deletions: the enum of admissible answers stays a small grammar
+RUNGS = ("L1", "L2")  # L1: any text (the static schema); L2: only deletions of words from the draft
 
 
 @dataclass(frozen=True)
@@ -109,14 +114,27 @@ class ModelReviser:
     variant: str
     backend: Backend | None = None
     limit: int = LIMIT
+    rung: str = "L1"
     history: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         case = f"announcement+{VARIANTS.get(self.variant, self.variant)}"
         self.task = Announcement(case, DRAFT, self.limit)
+        rules = None
+        if self.rung == "L2":
+            rules = StateRules(slots={("final", "answer"): self.deletions,
+                                      ("final", "citation"): lambda task, observations: ["none"]})
         self.policy = ModelPolicy(LAB, tools={}, instructions=INSTRUCTIONS, describe=describe,
-                                  observe=observe, backend=self.backend, temperature=0.0)
+                                  observe=observe, backend=self.backend, temperature=0.0,
+                                  rung=self.rung, rules=rules)
         self.observations: list[dict[str, Any]] = []
+
+    def deletions(self, task: Announcement, observations: Any = ()) -> list[str]:
+        """L2's admissible answers: the current draft with any words cut (none or all but one).
+
+        The current draft is the last text this reviser wrote, or the original on visit 1.
+        """
+        return deletions_of(self.history[-1] if self.history else task.text)
 
     def __call__(self, ctx: Context) -> str:
         if ctx.visit == 1:
@@ -128,6 +146,18 @@ class ModelReviser:
         text = answer_of(self.policy(self.task, list(self.observations)))
         self.history.append(text)
         return text
+
+
+def deletions_of(text: str) -> list[str]:
+    """Every non-empty subsequence of the words of `text`, longest first, words in their order.
+
+    The draft itself (nothing cut) is included: a reviser may repeat itself, and whether it
+    does is what the experiment measures. 8 words give 255 texts.
+    """
+    words = text.split()
+    if len(words) > MAX_WORDS:
+        raise LabError(f"a deletion-constrained draft may have at most {MAX_WORDS} words, got {len(words)}")
+    return [" ".join(kept) for size in range(len(words), 0, -1) for kept in combinations(words, size)]
 
 
 def recorded() -> bool:
@@ -155,8 +185,12 @@ def source(reviser: ModelReviser) -> str:
 
 def model_feedback_experiment(
     max_visits: int = RECORDED["max_visits"], limit: int = RECORDED["limit"], backend: Backend | None = None,
+    rung: str = "L1",
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult], dict[str, ModelReviser]]:
     """The feedback experiment with a `ModelReviser` in each variant, at temperature 0.
+
+    `rung` ``L1`` lets the model write any text; ``L2`` holds each reply to a deletion of
+    words from the current draft (`deletions_of`), so the model chooses only what to cut.
 
     `backend` defaults to `backend_from_env()` (replay when `LABKIT_MODEL` is unset), shared
     by both variants. Returns, as `feedback_experiment` does, the characters per visit and
@@ -167,7 +201,9 @@ def model_feedback_experiment(
     backend = backend_from_env() if backend is None else backend
     lengths, rows, runs, revisers = {}, [], {}, {}
     for name in VARIANTS:
-        revisers[name] = reviser = ModelReviser(name, backend=backend, limit=limit)
+        if rung not in RUNGS:
+            raise LabError(f"the model reviser runs at rung L1 or L2, not {rung!r}")
+        revisers[name] = reviser = ModelReviser(name, backend=backend, limit=limit, rung=rung)
         graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
         runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
         lengths[name] = [len(text) for text in reviser.history]
@@ -178,10 +214,11 @@ def model_feedback_experiment(
 def main() -> int:
     """Run the experiment with `LABKIT_MODEL`'s backend; print the tables and the wall time."""
     start = time.perf_counter()
-    chars, summary, _, revisers = model_feedback_experiment()
-    print(chars.to_string(), summary.to_string(), sep="\n\n")
-    for name, reviser in revisers.items():
-        print(f"{name}: {reviser.history}")
+    for rung in sys.argv[1:] or ["L1"]:
+        chars, summary, _, revisers = model_feedback_experiment(rung=rung)
+        print(f"rung {rung}", chars.to_string(), summary.to_string(), sep="\n\n")
+        for name, reviser in revisers.items():
+            print(f"{name}: {reviser.history}")
     print(f"wall time: {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
 

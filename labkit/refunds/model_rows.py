@@ -34,6 +34,8 @@ from labkit.refunds.policies import model_policy
 
 LAB = "refunds"
 MODEL_DEFENSES = ("none", "policy_prompt", "spotlighting", "mediation")
+# Rung L2 is recorded under these: the prompt-level defenses and the deterministic ones.
+LADDER_DEFENSES = (*MODEL_DEFENSES, "provenance", "all_deterministic")
 # Measured: a SmolLM2 episode took 25-40 s of CPU here (7 turns, prompts growing from ~350
 # to ~1,150 tokens), so the subset is five episodes per defense.
 MODEL_BENIGN = ("r-ana-blender", "r-dev-planter", "r-dev-other")
@@ -63,24 +65,37 @@ def model_available() -> bool:
     return bool(_trial_files())
 
 
-def recorded_defenses() -> list[str]:
-    """The defense names that have recorded model episodes, read from the trial files."""
+def recorded_defenses(rung: str = "L1") -> list[str]:
+    """The defense names with model episodes recorded at `rung`, read from the trial files."""
     from labkit.model import read_records
+    from labkit.model.constraints import DEFAULT_RUNG
 
     found = set()
     for path in _trial_files():
         for _, record in read_records(path):
-            if record.get("kind") == "call" and record.get("lab") == LAB:
+            if (record.get("kind") == "call" and record.get("lab") == LAB
+                    and record.get("rung", DEFAULT_RUNG) == rung):
                 found.add(str(record["case"]).rsplit("+", 1)[-1])
     return [name for name in MODEL_DEFENSES if name in found] + sorted(found - set(MODEL_DEFENSES))
 
 
+def recorded_rungs() -> list[str]:
+    """The constraint rungs at which refund episodes are recorded, in ladder order."""
+    from labkit.model import read_records
+    from labkit.model.constraints import DEFAULT_RUNG, RUNGS
+
+    found = {record.get("rung", DEFAULT_RUNG) for path in _trial_files()
+             for _, record in read_records(path) if record.get("kind") == "call"}
+    return [rung for rung in RUNGS if rung in found]
+
+
 def model_matrix(defenses: Sequence[str] = MODEL_DEFENSES, *, by_attack: bool = False,
-                 explicit: bool = True, backend: str | None = None) -> DataFrame:
-    """The model policy's rows under `defenses`, over `model_specs()`.
+                 explicit: bool = True, backend: str | None = None, rung: str = "L1") -> DataFrame:
+    """The model policy's rows under `defenses`, over `model_specs()`, at constraint `rung`.
 
     Replayed by default. LabError if the seam or the recordings are missing, or if a
-    defense was never recorded (with the live backend, `LABKIT_MODEL=local`, it runs).
+    defense was never recorded at that rung (with the live backend, `LABKIT_MODEL=local`,
+    it runs). The rows' policy is named ``model L1``, ``model L2``...
     """
     from labkit.refunds.defenses import defenses_named
 
@@ -89,19 +104,24 @@ def model_matrix(defenses: Sequence[str] = MODEL_DEFENSES, *, by_attack: bool = 
         if not model_available():
             raise LabError("no recorded model trials for the refund lab (fixtures/trials/refunds*.jsonl); "
                            "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>")
-        known = recorded_defenses()
+        known = recorded_defenses(rung)
         missing = [name for name in defenses if name not in known]
         if missing and explicit:
-            raise LabError(f"no recorded model trials under defense(s) {', '.join(missing)} "
-                           f"(recorded: {', '.join(known)})")
+            raise LabError(f"no recorded model trials at rung {rung} under defense(s) {', '.join(missing)} "
+                           f"(recorded: {', '.join(known) or 'none'})")
         defenses = [name for name in defenses if name in known]
     lab = refund_lab()
     specs = model_specs(lab)
     table = []
     for name in defenses:
         chosen = defenses_named(name)
-        table += rows("model", chosen.name,
-                      evaluate(lambda d: model_policy(d, backend=backend), chosen, specs, lab),
+        shown = specs
+        if live:  # seconds of CPU per episode: show progress
+            from tqdm.auto import tqdm
+
+            shown = tqdm(specs, desc=f"model {rung} under {chosen.name}", unit="episode")
+        table += rows(f"model {rung}", chosen.name,
+                      evaluate(lambda d: model_policy(d, backend=backend, rung=rung), chosen, shown, lab),
                       by_attack=by_attack)
     return frame_of(table, by_attack=by_attack)
 

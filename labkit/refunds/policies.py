@@ -225,11 +225,13 @@ def describe(task: Any) -> str:
     )
 
 
-def model_policy(defenses: Defenses, *, backend: Any = None, trial: int = 0) -> Decide:
+def model_policy(defenses: Defenses, *, backend: Any = None, trial: int = 0, rung: str = "L1") -> Decide:
     """SmolLM2 (or any backend of lab 02's seam) as a refund policy under `defenses`.
 
     `backend`: a seam Backend, a spec such as ``"local"`` or ``"replay"``, or None for
     `LABKIT_MODEL` (replay when unset). Replay misses are LabErrors naming case and turn.
+    `rung`: the constraint ladder's rung, L0-L2 (`labkit.refunds.constraints`: at L2 order
+    ids, destinations and products only from what the episode observed).
     """
     try:
         from labkit.model import ModelPolicy, parse_spec
@@ -245,8 +247,11 @@ def model_policy(defenses: Defenses, *, backend: Any = None, trial: int = 0) -> 
     # The seam derives the decision schema from the tools' names and parameters only; the
     # tools that run are the episode's own, built fresh by `run`.
     tools = shop_tools(EpisodeState(lab.shop, sample, defenses))
+    from labkit.refunds.constraints import refund_rules
+
     return ModelPolicy(lab="refunds", tools=tools, instructions=instructions(defenses, lab.shop.window_days),
-                       describe=describe, backend=backend, temperature=0.0, seed=0, trial=trial)
+                       describe=describe, backend=backend, temperature=0.0, seed=0, trial=trial,
+                       rung=rung, rules=refund_rules(describe))
 
 
 def scripted(policy: Decide) -> PolicyFactory:
