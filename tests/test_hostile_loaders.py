@@ -88,6 +88,14 @@ def test_the_refund_lab_refuses_a_hostile_number_in_its_records(tmp_path):
         load_lab(folder)
 
 
+def test_the_refund_lab_refuses_an_empty_request_list(tmp_path):
+    folder = tmp_path / "refunds"
+    shutil.copytree(REFUNDS, folder)
+    (folder / "requests.json").write_text("[]")
+    with pytest.raises(FixtureError, match=r"requests.json: \[\] should be non-empty"):
+        load_lab(folder)
+
+
 # -- trials files ---------------------------------------------------------------------------
 
 
@@ -109,6 +117,35 @@ def test_read_records_names_file_and_line_for_a_hostile_line(tmp_path, line, cli
     code, out, err = cli("evaluate", "--trials", str(path))
     assert (code, out) == (2, "") and err.startswith(f"labkit evaluate: error: {path}: line 2: ")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field"),
+    [
+        ('"max_turns":', '"max_turns":99,"_":', "limits.max_turns"),
+        ('"max_tools":', '"max_tools":-1,"_":', "limits.max_tools"),
+        ('"turns":', f'"turns":{"1" + "0" * 400},"_":', "turns"),
+    ],
+    ids=["max_turns out of the runtime's range", "negative max_tools", "401-digit count"],
+)
+def test_an_episode_with_numbers_the_runtime_cannot_run_is_refused_by_the_loader(
+    tmp_path, cli, old, new, field
+):
+    path = tmp_path / "docuctl-limits.jsonl"
+    path.write_text(CALL + "\n" + EPISODE.replace(old, new, 1) + "\n")
+    code, out, err = cli("evaluate", "--trials", str(path))
+    assert (code, out) == (2, "")
+    assert (
+        err.startswith(f"labkit evaluate: error: {path}: line 2 (episode): field '{field}'")
+        and err.count("\n") == 1
+    )
+
+
+def test_a_401_digit_usage_in_a_call_is_refused_by_the_loader(tmp_path, cli):
+    path = tmp_path / "docuctl-usage.jsonl"
+    path.write_text(CALL.replace('"prompt_tokens":', f'"prompt_tokens":{"1" + "0" * 400},"_":', 1) + "\n")
+    with pytest.raises(FixtureError, match=r"line 1 \(call\): field 'usage.prompt_tokens'"):
+        list(read_records(path))
 
 
 def test_nan_latency_is_refused_even_where_the_schema_says_number(tmp_path):

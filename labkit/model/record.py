@@ -30,7 +30,7 @@ from labkit.errors import FixtureError, LabError, ProviderError
 from labkit.fixtures import parse_json
 from labkit.model.backend import Backend, Reply, Request, now, versions
 
-_COUNT = {"type": "integer", "minimum": 0}
+_COUNT = {"type": "integer", "minimum": 0, "maximum": 2**53}  # a larger count is no count: refused
 _TEXT = {"type": "string"}
 _ID = {"type": "string", "minLength": 1, "maxLength": 200}
 _USAGE = {
@@ -105,9 +105,9 @@ EPISODE = {
         "limits": {
             "type": "object",
             "properties": {
-                "max_turns": {"type": "integer"},
-                "max_tools": {"type": "integer"},
-                "budget_tokens": {"type": ["integer", "null"]},
+                "max_turns": {"type": "integer", "minimum": 1, "maximum": 8},  # the runtime's ranges
+                "max_tools": {"type": "integer", "minimum": 0, "maximum": 6},
+                "budget_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**53},
             },
             "required": ["max_turns", "max_tools", "budget_tokens"],
         },
