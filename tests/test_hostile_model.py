@@ -90,3 +90,27 @@ def test_trials_stop_with_one_line_after_consecutive_provider_failures(server, t
     partial = record.with_name(record.name + ".partial")
     kinds = [json.loads(line)["kind"] for line in partial.read_text().splitlines()]
     assert kinds.count("episode") == MAX_PROVIDER_FAILURES
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--seed", "argument --seed: must be at most"),
+        ("--budget-tokens", "argument --budget-tokens: must be at most"),
+        ("--max-tokens", "argument --max-tokens: must be at most"),
+        ("--k", "argument --k: must be at most"),
+    ],
+)
+def test_trials_options_too_big_to_use_are_one_line_before_anything_runs(cli, tmp_path, option, message):
+    code, out, err = cli("trials", "--model", "ollama:x", option, HUGE, "--record", str(tmp_path / "t.jsonl"))
+    assert (code, out) == (2, "") and message in err and err.count("\n") == 1 and len(err) < 300
+
+
+def test_run_trials_refuses_a_budget_the_runtime_cannot_hold(tmp_path):
+    from labkit.errors import LabError
+    from labkit.model.trials import run_trials
+
+    with pytest.raises(LabError, match="budget_tokens must be a positive int"):
+        run_trials(
+            OllamaBackend(MODEL, host="http://127.0.0.1:9"), tmp_path / "t.jsonl", budget_tokens=int(HUGE)
+        )

@@ -137,7 +137,7 @@ def run_trials(
         raise LabError(f"k must be an int in 1..20, got {k!r}")
     if prompt not in PROMPTS:
         raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
-    if budget_tokens is not None and (type(budget_tokens) is not int or budget_tokens < 1):
+    if budget_tokens is not None and (type(budget_tokens) is not int or not 1 <= budget_tokens <= 2**53):
         raise LabError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
     record = Path(record)
     if record.exists():
