@@ -158,7 +158,7 @@ def run_trials(
     recorder = Recorder(backend, partial, run=run_label)
     writer = JsonlWriter(partial)
     pairs: Iterable[tuple[Case, int]] = [(case, trial) for trial in range(k) for case in chosen]
-    episodes: list[dict[str, Any]] = []
+    episodes = []
     failures = 0
     for case, trial in progress(pairs) if progress else pairs:
         policy = docuctl_policy(
