@@ -16,7 +16,12 @@ _MAX = 160
 
 
 def _short(value: Any, limit: int = _MAX) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        text = value if type(value) is str else json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        # What a hostile policy proposed can be unprintable (10**5000 exceeds Python's int
+        # string limit; an object's __str__ may raise): the trace still renders.
+        text = f"<unprintable {type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

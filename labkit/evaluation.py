@@ -303,8 +303,16 @@ def evaluate_trials(
     """Rows for every run recorded in `paths`, plus both scripted policies on the same cases."""
     corpus = corpus or docuctl()
     rows: list[Row] = []
+    seen: dict[tuple[str, str, int], str] = {}
     for path in paths:
-        rows += replay_trials(path, corpus)
+        for row in replay_trials(path, corpus):
+            # pass^k assumes distinct trials: the same episode counted twice would inflate it.
+            key = (row["policy"], row["case"], row["trial"])
+            if key in seen:
+                raise LabError(f"{path}: run {key[0]!r}, case {key[1]!r}, trial {key[2]} is already in "
+                               f"{seen[key]}: each trial counts once (is a file given twice?)")
+            seen[key] = str(path)
+            rows.append(row)
     by_id = {case["id"]: case for case in cases_of("all", corpus)}
     cases = [by_id[case_id] for case_id in dict.fromkeys(row["case"] for row in rows)]
     scripted_rows = [row for name in SCRIPTED for row in scripted_trials(name, cases, scripted_k, corpus)]

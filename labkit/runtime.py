@@ -28,12 +28,23 @@ fault, not the policy's, and must not be counted as a policy outcome.
 
 A policy that calls a model reports each decision's usage by setting `last_usage`
 (a mapping with `prompt_tokens`, `completion_tokens` and optionally `cost`) on itself;
-the runtime reads it after every decision and charges it against `budget`.
+the runtime reads it after every decision and charges it against `budget`. A reported
+value that is not a number from 0 to MAX_NUMBER is ignored, never trusted.
+
+What a tool sees is what was checked. Before validation every decision is rebuilt from
+plain values of exact types (`plain_decision`): a dict subclass becomes the dict it holds,
+a str, int or float subclass becomes the exact str, int or float it holds, whatever its
+`__eq__`, `__hash__` or `__str__` say. Validation then accepts only exact types, and the
+trace and the tools get the rebuilt copy, never the policy's own object. A number a
+decision carries is an int or float from -MAX_NUMBER to MAX_NUMBER (2**53, the largest
+range in which a float holds every int exactly): 10**400, NaN and infinities are an
+`invalid_decision`, not an OverflowError.
 """
 
 from __future__ import annotations
 
-import math
+import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -55,6 +66,8 @@ STOP_REASONS = (
     "aborted",
 )
 MAX_VALUE_LENGTH = 2000
+MAX_NUMBER = 2**53  # bound of every number in a decision, a reported usage or a budget
+MAX_SECONDS = 86_400.0  # the longest step_timeout or deadline: a day
 FINAL_FIELDS = ("answer", "citation")
 
 Decide = Callable[[Any, list[dict[str, Any]]], Any]
@@ -64,10 +77,11 @@ Decide = Callable[[Any, list[dict[str, Any]]], Any]
 class Tool:
     """One action a policy may propose.
 
-    `params` maps each argument name to its kind: ``"str"`` (non-blank, at most 2,000
-    characters) or ``"number"`` (a finite int or float, not a bool). Every argument is
-    required and no other is accepted. `call(**args)` does the work; whatever it raises
-    becomes an observation. If `source` is true, a result's `id` may later be cited.
+    `params` maps each argument name to its kind: ``"str"`` (an exact str, non-blank, at
+    most 2,000 characters) or ``"number"`` (an exact int or float from -MAX_NUMBER to
+    MAX_NUMBER: finite, not a bool). Every argument is required and no other is accepted.
+    `call(**args)` does the work; whatever it raises becomes an observation. If `source`
+    is true, a result's `id` may later be cited.
     """
 
     name: str
@@ -79,10 +93,20 @@ class Tool:
 
 @dataclass(frozen=True)
 class Budget:
-    """An episode's spending cap, counted from the usage the policy reports."""
+    """An episode's spending cap, counted from the usage the policy reports.
+
+    `tokens`: an int from 0 to MAX_NUMBER, or None; `cost`: a number from 0 to MAX_NUMBER,
+    or None. Anything else is the caller's mistake (ValueError).
+    """
 
     tokens: int | None = None
     cost: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.tokens is not None and not (type(self.tokens) is int and 0 <= self.tokens <= MAX_NUMBER):
+            raise ValueError(f"Budget: tokens must be an int from 0 to {MAX_NUMBER} or None")
+        if self.cost is not None and not (type(self.cost) in (int, float) and 0 <= self.cost <= MAX_NUMBER):
+            raise ValueError(f"Budget: cost must be a number from 0 to {MAX_NUMBER} or None")
 
 
 class Result(dict):
@@ -102,33 +126,96 @@ class Result(dict):
         return trace_text(self)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A short repr for an error message (a policy's key may be a megabyte long)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _exact(value: Any) -> Any:
+    """A scalar as the exact str, int or float it holds; anything else unchanged.
+
+    The base type's own method reads the stored value: a subclass's overrides of
+    `__str__`, `__int__`, `__eq__` or `__hash__` are never called.
+    """
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):  # bool is final: a subclass of int here is never a bool
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    return value  # a list, an object...: validation accepts none of them, so no tool sees it
+
+
+def _rebuild(value: dict) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in dict.items(value):  # the stored items, whatever a subclass's items() says
+        if type(key) is not str:
+            if not isinstance(key, str):
+                raise ValueError(f"decision keys must be strings, got {type(key).__name__}")
+            key = str.__str__(key)
+        if key in out:
+            raise ValueError(f"duplicate key {_shown(key)} in the decision")
+        out[key] = _exact(item)
+    return out
+
+
+def plain_decision(value: Any) -> Any:
+    """`value` rebuilt from plain values of exact types: what validation and the tools see.
+
+    A dict (or dict subclass) becomes a new plain dict of its stored items, each key an exact
+    str and each str, int or float value the exact value it holds; a lone str, int or float
+    likewise. Other values are returned as they are (validation refuses them all). Raises
+    ValueError for a key that is not a string, or two keys that hold the same string.
+    """
+    if type(value) is dict:
+        for key, item in value.items():  # the common case, checked cheaply: already plain
+            if type(key) is not str or type(item) not in _SCALARS:
+                return _rebuild(value)
+        return value.copy()
+    if isinstance(value, dict):
+        return _rebuild(value)
+    return _exact(value)
+
+
 def validate_decision(value: Any, tools: Mapping[str, Tool]) -> dict[str, Any]:
     """Return `value` if it is a well-formed action for `tools`; raise ValueError otherwise.
 
     Accepted shapes: ``{"action": "final", "answer": str, "citation": str}`` (answer not
-    blank; citation may be empty) and ``{"action": <tool>, <each declared param>}``.
+    blank; citation may be empty) and ``{"action": <tool>, <each declared param>}``, built
+    of exact types only (a plain dict, str keys, str/int/float values): `run` passes every
+    decision through `plain_decision` first, so a subclass never gets this far there.
     """
-    if not isinstance(value, dict):
-        raise ValueError(f"decision must be an object, got {type(value).__name__}")
+    if type(value) is not dict:
+        what = "a plain dict" if isinstance(value, dict) else "an object"
+        raise ValueError(f"decision must be {what}, got {type(value).__name__}")
     action = value.get("action")
-    if action == "final":
+    if type(action) is str and action == "final":
         params: Mapping[str, str] = dict.fromkeys(FINAL_FIELDS, "str")
-    elif isinstance(action, str) and action in tools:
+    elif type(action) is str and action in tools:
         params = tools[action].params
     else:
         known = ", ".join([*tools, "final"])
-        raise ValueError(f"unknown action {action!r} (known: {known})")
-    expected = {"action", *params}
-    if set(value) != expected:
-        missing, extra = sorted(expected - set(value)), sorted(set(value) - expected)
-        parts = [f"missing {missing}"] * bool(missing) + [f"unexpected {extra}"] * bool(extra)
+        raise ValueError(f"unknown action {_shown(action)} (known: {known})")
+    keys = set(value)
+    if keys != {"action", *params}:
+        expected = {"action", *params}
+        missing, extra = sorted(expected - keys), sorted(keys - expected, key=repr)
+        parts = [f"missing {missing}"] * bool(missing) + [f"unexpected {_shown(extra, 200)}"] * bool(extra)
         raise ValueError(f"{action}: " + ", ".join(parts))
     for name, kind in params.items():
         arg = value[name]
         if kind == "number":
-            if type(arg) not in (int, float) or not math.isfinite(arg):
-                raise ValueError(f"{action}: {name} must be a finite number")
-        elif not isinstance(arg, str) or len(arg) > MAX_VALUE_LENGTH:
+            # One range check refuses NaN and the infinities too (every comparison with NaN
+            # is false); int against int is exact, so 10**400 never becomes a float.
+            if not (type(arg) in (int, float) and -MAX_NUMBER <= arg <= MAX_NUMBER):
+                raise ValueError(f"{action}: {name} must be a finite number from -2**53 to 2**53")
+        elif type(arg) is not str or len(arg) > MAX_VALUE_LENGTH:
             raise ValueError(f"{action}: {name} must be a string of at most {MAX_VALUE_LENGTH} characters")
         elif not arg.strip() and not (action == "final" and name == "citation"):
             raise ValueError(f"{action}: {name} must not be blank")
@@ -138,47 +225,85 @@ def validate_decision(value: Any, tools: Mapping[str, Tool]) -> dict[str, Any]:
 _TIMED_OUT = object()
 
 
+class _Call:
+    __slots__ = ("fn", "args", "done", "ok", "value", "end")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple) -> None:
+        self.fn, self.args, self.done = fn, args, threading.Event()
+        self.ok, self.value, self.end = False, None, 0.0
+
+
+_IDLE: list[_Worker] = []  # workers waiting for a decision; list.pop/append are atomic
+
+
+class _Worker(threading.Thread):
+    """A daemon thread that runs decisions one after another.
+
+    Reused, because starting a thread per decision costs ~150 µs and a refund episode
+    decides under a timeout at every turn. A worker whose decision overran is abandoned by
+    the runtime; it becomes idle again only when that decision returns, if ever.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(name="labkit-decide", daemon=True)
+        self.inbox: queue.SimpleQueue[_Call] = queue.SimpleQueue()
+        self.start()
+
+    def run(self) -> None:
+        while True:
+            call = self.inbox.get()
+            try:
+                call.value, call.ok = call.fn(*call.args), True
+            except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+                call.value = error
+            call.end = time.perf_counter()
+            _IDLE.append(self)  # before waking the caller, so its next decision can reuse it
+            call.done.set()
+            del call
+
+
+# A forked child inherits the list but not the threads in it.
+os.register_at_fork(after_in_child=_IDLE.clear)
+
+
 def _decide_within(decide: Decide, task: Any, observations: list, timeout: float | None) -> Any:
-    """Call the policy; with a timeout, wait for it on a daemon thread and stop waiting.
+    """Call the policy; with a timeout, wait for it on a worker thread and stop waiting.
 
     A Python thread cannot be killed: a policy that overruns keeps running in the
     background, but its answer is ignored and no tool runs on its behalf.
     """
     if timeout is None:
         return decide(task, observations)
-    box: list[Any] = []
-
-    def target() -> None:
-        try:
-            value = decide(task, observations)
-            box.append((True, value, time.perf_counter()))
-        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
-            box.append((False, error, time.perf_counter()))
-
-    worker = threading.Thread(target=target, daemon=True, name="labkit-decide")
+    try:
+        worker = _IDLE.pop()
+    except IndexError:
+        worker = _Worker()
+    call = _Call(decide, (task, observations))
     start = time.perf_counter()
-    worker.start()
-    worker.join(max(timeout, 0.0))
+    worker.inbox.put(call)
     # Judged by when the decision finished, not by when this thread woke up: on a loaded
-    # machine join() can return late, after a decision that itself overran the limit.
-    if not box or box[0][2] - start > timeout:
+    # machine the wait can return late, after a decision that itself overran the limit.
+    if not call.done.wait(max(timeout, 0.0)) or call.end - start > timeout:
         return _TIMED_OUT
-    ok, value, _ = box[0]
-    if not ok:
-        raise value
-    return value
+    if not call.ok:
+        raise call.value
+    return call.value
 
 
 def _usage_of(decide: Decide) -> dict[str, float]:
-    usage = getattr(decide, "last_usage", None)
-    if not isinstance(usage, Mapping):
+    """The usage the policy reported for its last decision: values from 0 to MAX_NUMBER only."""
+    try:
+        usage = getattr(decide, "last_usage", None)
+        if not isinstance(usage, Mapping):
+            return {}
+        out = {}
+        for key in ("prompt_tokens", "completion_tokens", "cost"):
+            value = usage.get(key)
+            if type(value) in (int, float) and 0 <= value <= MAX_NUMBER:
+                out[key] = value
+        return out
+    except Exception:  # noqa: BLE001 - a report that cannot be read is no report
         return {}
-    out = {}
-    for key in ("prompt_tokens", "completion_tokens", "cost"):
-        value = usage.get(key)
-        if type(value) in (int, float) and math.isfinite(value) and value >= 0:
-            out[key] = value
-    return out
 
 
 @dataclass
@@ -217,8 +342,8 @@ def _check_limits(max_turns: object, max_tools: object, step_timeout: object, de
     if type(max_tools) is not int or not 0 <= max_tools <= 6:
         raise ValueError("max_tools must be an int in 0..6")
     for name, value in (("step_timeout", step_timeout), ("deadline", deadline)):
-        if value is not None and (type(value) not in (int, float) or not value > 0):
-            raise ValueError(f"{name} must be a positive number of seconds or None")
+        if value is not None and not (type(value) in (int, float) and 0 < value <= MAX_SECONDS):
+            raise ValueError(f"{name} must be a positive number of seconds, at most {MAX_SECONDS:g}, or None")
 
 
 def run(
@@ -237,7 +362,8 @@ def run(
 
     `tools` defaults to the docuctl search/read tools for the task's version (search with
     alias expansion and top_k=2, as in lab 01). Raises ValueError only for limits outside
-    their ranges (max_turns 1..8, max_tools 0..6, positive timeouts) — the caller's mistake.
+    their ranges (max_turns 1..8, max_tools 0..6, timeouts in (0, MAX_SECONDS]) — the
+    caller's mistake.
     Guarantees: turns <= max_turns, tool_calls <= max_tools, no tool runs for a decision
     that was invalid, late, over budget, or proposed after the limit.
     """
@@ -284,7 +410,12 @@ def run(
                 return episode.stop("deadline", turn, f"deadline of {deadline} s reached")
             return episode.stop("step_timeout", turn, f"no decision within {step_timeout} s")
         episode.charge(entry, _usage_of(decide))
-        entry["decision"] = proposal
+        try:
+            proposal, unreadable = plain_decision(proposal), ""
+        except Exception as error:  # noqa: BLE001 - e.g. a dict another thread resized meanwhile
+            unreadable = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+        else:
+            entry["decision"] = proposal
         trace.append(entry)
         if abort is not None and abort.is_set():
             # Cancelled while the policy was deciding: its action must not run.
@@ -295,6 +426,9 @@ def run(
                 return episode.stop("budget", turn, f"{spent:g} tokens used, budget {budget.tokens}")
             if budget.cost is not None and episode.usage["cost"] > budget.cost:
                 return episode.stop("budget", turn, f"cost {episode.usage['cost']:g}, budget {budget.cost}")
+        if unreadable:
+            entry["error"] = unreadable
+            return episode.stop("invalid_decision", turn, unreadable)
         try:
             decision = validate_decision(proposal, tools)
         except ValueError as error:

@@ -10,8 +10,10 @@ examples; the content of each is whatever the test queues.
 `answer(messages)`, if given, composes a reply once the queue is empty (`docuctl_oracle`
 plays the lab-01 scripted policy from the messages, so whole trials can run over the wire).
 `fault` makes every chat request fail one way: "500", "404", "slow" (answers after
-`delay` seconds), "not_json" (an HTML body with status 200), "wrong_shape" (JSON, but not
-a chat reply). `requests` keeps every chat request body received, for wire-format checks.
+`delay` seconds), "drip" (a correct reply sent one byte every `delay` seconds, so no single
+read ever waits long), "not_json" (an HTML body with status 200), "wrong_shape" (JSON, but
+not a chat reply). `fields` overrides fields of every chat reply (e.g. `eval_count`).
+`requests` keeps every chat request body received, for wire-format checks.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ class FakeOllama:
         self.answer = answer
         self.fault: str | None = None
         self.delay = 2.0
+        self.fields: dict[str, Any] = {}
         self.requests: list[dict[str, Any]] = []
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(
@@ -127,7 +130,20 @@ class FakeOllama:
                 self.wfile.write(body)
 
             def _json(self, status: int, value: Any) -> None:
-                self._send(status, json.dumps(value).encode())
+                if status == 200 and "message" in value:
+                    value = value | fake.fields
+                body = json.dumps(value).encode()
+                if fake.fault != "drip":
+                    self._send(status, body)
+                    return
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                for i in range(len(body)):
+                    self.wfile.write(body[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(fake.delay)
 
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
                 if self.path == "/api/version":
@@ -156,6 +172,9 @@ class FakeOllama:
                     self._json(200, {"status": "success"})
                 elif fake.replies:
                     self._json(200, chat_reply(fake.model, fake.replies.popleft()))
+                elif fault == "drip":
+                    final = '{"action": "final", "answer": "x", "citation": ""}'
+                    self._json(200, chat_reply(fake.model, final))
                 elif fake.answer is not None:
                     self._json(200, chat_reply(fake.model, fake.answer(body["messages"])))
                 else:

@@ -268,3 +268,22 @@ def test_every_rung_is_named_and_recorded_with_each_call(tmp_path):
     ((_, record),) = list(read_records(tmp_path / "r.jsonl"))
     assert record["rung"] == "L2"
     assert json.dumps(record).count("L2") >= 1
+
+
+def test_the_local_backend_hands_each_turns_schema_to_its_grammar_and_none_at_l0(monkeypatch):
+    from labkit.model import local
+
+    seen = []
+
+    class FakeEngine:
+        def prompt_tokens(self, messages):
+            return [1, 2, 3]
+
+        def generate(self, tokens, *, schema, **options):
+            seen.append(schema)
+            return local.Generation([7], '{"action": "search", "query": "q"}', "stop", 3, 0, 0, 0.01)
+
+    monkeypatch.setattr(local, "engine", lambda *args: FakeEngine())
+    for rung in ("L0", "L1", "L2"):
+        docuctl_policy("base", backend=local.LocalBackend(), rung=rung)(TASK, [])
+    assert seen == [None, decision_schema(TOOLS), {"anyOf": [SEARCH_SHAPE]}]

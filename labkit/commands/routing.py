@@ -77,6 +77,8 @@ def _print_model(model: dict[str, Any]) -> None:
     print(_frame(model["runs"]).to_string())
     for name, texts in model["texts"].items():
         print(f"   {name}: last text {texts[-1]!r}" if texts else f"   {name}: no text")
+    for name, reason in model["reasons"].items():  # why a run failed: a model error shows here
+        print(f"   {name}: {reason}")
     print("   One model, temperature 0, one trial: a measurement of this model and prompt, not of models.")
 
 

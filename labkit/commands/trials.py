@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 
 from tqdm import tqdm
 
@@ -26,14 +27,28 @@ def _temperature(text: str) -> float:
     return value
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an int from `low` to `high` (a 401-digit seed is a usage error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:  # also a number past Python's 4,300-digit limit
+            shown = text if len(text) <= 20 else text[:19] + "…"
+            raise argparse.ArgumentTypeError(f"not an integer: {shown!r}") from None
+        shown = str(value) if abs(value) < 10**20 else "a number that large"
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {shown}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, got {shown}")
+        return value
+
+    return parse
+
+
+_positive = _int_in(1, 2**53)
+SEED_MAX = 2**31 - 1  # the local model's sampler takes a 32-bit seed, and trial t uses seed + t
+MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,7 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--temperature", type=_temperature, default=0.0, help="sampling temperature (default 0)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="trial t uses seed SEED+t (default 0)")
+    parser.add_argument("--seed", type=_int_in(0, SEED_MAX - 20), default=0,
+                        help="trial t uses seed SEED+t (default 0)")
     parser.add_argument(
         "--prompt", choices=tuple(PROMPTS), default="base", help="system prompt (default base)"
     )
@@ -72,7 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget-tokens", type=_positive, metavar="N", help="token budget per episode")
     parser.add_argument(
         "--max-tokens",
-        type=_positive,
+        type=_int_in(1, MAX_TOKENS_MAX),
         default=MAX_TOKENS,
         metavar="N",
         help=f"token limit per decision (default {MAX_TOKENS})",

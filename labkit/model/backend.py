@@ -75,7 +75,9 @@ def fingerprint(messages: list[Message], schema: Mapping[str, Any] | None, optio
         ensure_ascii=False,
         separators=(",", ":"),
     )
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    # surrogatepass: a reply may hold a lone surrogate (JSON can spell "\\ud800"); any other
+    # text encodes exactly as plain UTF-8, so no recorded fingerprint changes.
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)

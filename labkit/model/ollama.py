@@ -7,10 +7,13 @@ for this turn (`labkit.model.constraints`: enums of observed ids at L2/L3, which
 ProviderError (a counted `provider_error`) whose message names the host and what happened:
 
 - no server listening: the client raises the builtin ConnectionError;
-- no answer within `timeout` seconds: an `httpx.TimeoutException`;
+- no answer within `timeout` seconds: an `httpx.TimeoutException`. httpx applies it to
+  each read, so a server that trickles a byte at a time would never trip it: every call
+  also has a whole-call `deadline` (default 300 s), after which it is abandoned;
 - an HTTP error such as 500: `ollama.ResponseError`, with the server's `error` text;
 - a body that is not a chat reply (not JSON, or JSON of another shape): ValueError from
-  the client's parsing (json or pydantic).
+  the client's parsing (json or pydantic);
+- a chat reply whose token counts are not ints from 0 to 2**53.
 
 One failure is the user's, not the server's: a model tag the server does not have (HTTP
 404) is a LabError telling them to `ollama pull` it. Ollama does not promise identical
@@ -21,26 +24,35 @@ notebooks replay recordings.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from labkit.errors import LabError, ProviderError
 from labkit.model.backend import Reply, Request, versions
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
-TIMEOUT = 120.0  # seconds per decision; a cold model load on a laptop can take tens of seconds
+TIMEOUT = 120.0  # seconds per read; a cold model load on a laptop can take tens of seconds
+DEADLINE = 300.0  # seconds per whole call, however the server paces its bytes
+MAX_COUNT = 2**53  # a token count above this is not a count (labkit.runtime.MAX_NUMBER)
 
 
 class OllamaBackend:
     """A model served by Ollama (see the module docstring). Connects on the first request."""
 
-    def __init__(self, tag: str, *, host: str | None = None, timeout: float = TIMEOUT):
+    def __init__(self, tag: str, *, host: str | None = None, timeout: float = TIMEOUT,
+                 deadline: float = DEADLINE):
         if not tag or not tag.strip():
             raise LabError("ollama:<tag> needs a model tag, e.g. ollama:qwen2.5:0.5b")
+        for name, value in (("timeout", timeout), ("deadline", deadline)):
+            if not (type(value) in (int, float) and 0 < value <= 86_400):
+                raise ValueError(f"OllamaBackend: {name} must be a positive number of seconds up to 86400")
         self.tag = tag
         self.name = f"ollama:{tag}"
         self.host = host or os.environ.get("OLLAMA_HOST", "").strip() or DEFAULT_HOST
         self.timeout = timeout
+        self.deadline = deadline
         self._client: Any = None
         self._provenance: dict[str, Any] | None = None
 
@@ -52,8 +64,33 @@ class OllamaBackend:
             self._client = ollama.Client(host=self.host, timeout=self.timeout)
         return self._client
 
-    def _call(self, what: str, fn: Any) -> Any:
-        """Run one client call, turning every server failure into a ProviderError."""
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        """Run one client call within the deadline; every server failure is a ProviderError.
+
+        The call runs on a daemon thread and is abandoned at the deadline: httpx cannot
+        interrupt a read from outside, so the thread ends when the server stops sending,
+        and the next call gets a fresh connection.
+        """
+        box: list[tuple[bool, Any]] = []
+        done = threading.Event()
+
+        def target() -> None:
+            try:
+                box.append((True, self._call_now(what, fn)))
+            except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+                box.append((False, error))
+            done.set()
+
+        threading.Thread(target=target, name="labkit-ollama", daemon=True).start()
+        if not done.wait(self.deadline):
+            self._client = None  # the abandoned thread keeps the old connection
+            raise ProviderError(f"Ollama at {self.host} did not finish {what} within {self.deadline:g} s")
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
+    def _call_now(self, what: str, fn: Callable[[], Any]) -> Any:
         import httpx
         import ollama
 
@@ -122,10 +159,17 @@ class OllamaBackend:
         content = response.message.content if response.message is not None else None
         if not isinstance(content, str):
             raise ProviderError(f"Ollama at {self.host} answered chat without message content")
+        counts = {}
+        for field in ("prompt_eval_count", "eval_count"):
+            value = getattr(response, field) or 0
+            if not (type(value) is int and 0 <= value <= MAX_COUNT):
+                shown = value if type(value) is int and abs(value) < 10**20 else "an out-of-range number"
+                raise ProviderError(f"Ollama at {self.host} reported {field} {shown}, not a token count")
+            counts[field] = value
         return Reply(
             text=content,
-            prompt_tokens=response.prompt_eval_count or 0,
-            completion_tokens=response.eval_count or 0,
+            prompt_tokens=counts["prompt_eval_count"],
+            completion_tokens=counts["eval_count"],
             latency_s=latency,
             finish_reason=response.done_reason or "stop",
         )

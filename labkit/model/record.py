@@ -30,10 +30,11 @@ import fastjsonschema
 import jsonschema
 
 from labkit.errors import FixtureError, LabError, ProviderError
+from labkit.fixtures import parse_json
 from labkit.model.backend import Backend, Reply, Request, now, versions
 from labkit.model.constraints import RUNGS
 
-_COUNT = {"type": "integer", "minimum": 0}
+_COUNT = {"type": "integer", "minimum": 0, "maximum": 2**53}  # a larger count is no count: refused
 _TEXT = {"type": "string"}
 _ID = {"type": "string", "minLength": 1, "maxLength": 200}
 _RUNG = {"enum": list(RUNGS)}
@@ -111,9 +112,9 @@ EPISODE = {
         "limits": {
             "type": "object",
             "properties": {
-                "max_turns": {"type": "integer"},
-                "max_tools": {"type": "integer"},
-                "budget_tokens": {"type": ["integer", "null"]},
+                "max_turns": {"type": "integer", "minimum": 1, "maximum": 8},  # the runtime's ranges
+                "max_tools": {"type": "integer", "minimum": 0, "maximum": 6},
+                "budget_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**53},
             },
             "required": ["max_turns", "max_tools", "budget_tokens"],
         },
@@ -143,6 +144,7 @@ EPISODE = {
         "passed",
     ],
 }
+_LINE_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 _VALIDATORS = {
     "call": jsonschema.Draft202012Validator(CALL),
     "episode": jsonschema.Draft202012Validator(EPISODE),
@@ -168,9 +170,12 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, record) for every line of a trials file, each validated.
 
     Raises FixtureError naming the file, the line and the field for a missing file, a line
-    that is not JSON (such as a line cut off by a crash), or a record outside its schema —
-    before yielding anything. A file read before, unchanged since (same size and mtime), is
-    not parsed again: its records are shared between readers, who must not modify them.
+    that is not JSON (such as a line cut off by a crash, or one `parse_json` refuses: NaN,
+    a 5,000-digit number, nesting past the recursion limit), or a record outside its schema —
+    before yielding anything. Lines end at "\\n" only, as `JsonlWriter` writes them
+    (`str.splitlines` would also split inside a reply holding U+2028). A file read before,
+    unchanged since (same size and mtime), is not parsed again: its records are shared
+    between readers, who must not modify them.
     """
     path = Path(path)
     try:
@@ -187,7 +192,7 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _parse(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").split("\n")
     except FileNotFoundError:
         raise FixtureError(f"{path}: trials file not found") from None
     except (OSError, UnicodeDecodeError) as error:
@@ -196,13 +201,16 @@ def _parse(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise FixtureError(f"{path}: line {number}: not a complete JSON record ({error.msg})") from None
+            record = parse_json(line)
+        except ValueError as error:
+            raise FixtureError(f"{path}: line {number}: not a complete JSON record ({error})") from None
         kind = record.get("kind") if isinstance(record, dict) else None
         if kind not in _VALIDATORS:
             raise FixtureError(f"{path}: line {number}: field 'kind' must be 'call' or 'episode'")
-        error = _schema_error(kind, record)
+        try:
+            error = _schema_error(kind, record)
+        except RecursionError:
+            raise FixtureError(f"{path}: line {number} ({kind}): nested too deeply to validate") from None
         if error is not None:
             field = ".".join(map(str, error.absolute_path))
             where = f"field {field!r}: " if field else ""
@@ -211,7 +219,12 @@ def _parse(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 class JsonlWriter:
-    """Append complete JSON lines to a file: one `os.write` per record, O_APPEND."""
+    """Append complete JSON lines to a file: one `os.write` per record, O_APPEND.
+
+    A line holds no line break of any kind: json.dumps escapes "\\n", "\\r" and the other
+    control characters, and the writer escapes U+0085, U+2028 and U+2029 too, which
+    ensure_ascii=False leaves raw (the escape is equivalent JSON: they occur only in strings).
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -219,10 +232,18 @@ class JsonlWriter:
             raise LabError(f"{self.path}: folder {self.path.parent} does not exist")
 
     def write(self, record: Mapping[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        try:  # NaN would write a line that read_records refuses: refuse it here instead
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError as error:
+            raise LabError(f"{self.path}: cannot record {error}") from None
+        line = line.translate(_LINE_BREAKS) + "\n"
+        try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (JSON can carry "\\ud800"): escape it
+            data = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line.encode("utf-8"))
+            os.write(fd, data)
         finally:
             os.close(fd)
 

@@ -31,6 +31,9 @@ from labkit.runtime import Budget, Result, run
 from labkit.task import task_from
 
 CASE_SETS = ("base", "adaptive", "all")
+# A backend that fails this many episodes in a row is down, not unlucky: stop rather than
+# spend up to a whole timeout on each of the remaining episodes.
+MAX_PROVIDER_FAILURES = 3
 Case = dict[str, Any]
 
 
@@ -131,14 +134,16 @@ def run_trials(
 
     Returns the episode records. `progress` wraps the iterable of (case, trial) pairs (the
     CLI and the notebook pass tqdm). Raises LabError for a bad argument or an existing
-    `record` file (a recording is never overwritten or appended to).
+    `record` file (a recording is never overwritten or appended to), and after
+    MAX_PROVIDER_FAILURES consecutive episodes ending in `provider_error` (the finished
+    ones stay in the `.partial` file).
     """
     if type(k) is not int or not 1 <= k <= 20:
         raise LabError(f"k must be an int in 1..20, got {k!r}")
     if prompt not in PROMPTS:
         raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
     check_rung(rung, RULES)
-    if budget_tokens is not None and (type(budget_tokens) is not int or budget_tokens < 1):
+    if budget_tokens is not None and (type(budget_tokens) is not int or not 1 <= budget_tokens <= 2**53):
         raise LabError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
     record = Path(record)
     if record.exists():
@@ -160,6 +165,7 @@ def run_trials(
     writer = JsonlWriter(partial)
     pairs: Iterable[tuple[Case, int]] = [(case, trial) for trial in range(k) for case in chosen]
     episodes = []
+    failures = 0
     for case, trial in progress(pairs) if progress else pairs:
         policy = docuctl_policy(
             prompt,
@@ -188,5 +194,10 @@ def run_trials(
         )
         writer.write(episode)
         episodes.append(episode)
+        failures = failures + 1 if result["stop"] == "provider_error" else 0
+        if failures == MAX_PROVIDER_FAILURES:
+            raise LabError(f"{backend.name}: {failures} episodes in a row ended in provider_error "
+                           f"(last: {result['detail']}); stopped. {record} was not written; the "
+                           f"finished calls and episodes are in {partial}")
     os.replace(partial, record)
     return episodes

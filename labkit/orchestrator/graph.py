@@ -10,8 +10,9 @@
     graph.job("publish", publish, deps=["review"])
     result = graph.run(max_visits=3)
 
-`job` and `route` only check their own arguments (an id is a non-empty string, a function
-is callable, deps are a list of ids and not one string). Everything that relates jobs to
+`job` and `route` only check their own arguments (an id is a non-empty string with no
+invisible character, in Unicode NFC form — see route.id_problem —, a function is
+callable, deps are a list of ids and not one string). Everything that relates jobs to
 each other is checked by `validate()`, which `run` calls first, and raises the first
 problem as one GraphError, in this order:
 
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from labkit.orchestrator.errors import GraphError
 from labkit.orchestrator.retry import RetryPolicy
-from labkit.orchestrator.route import Route, Router
+from labkit.orchestrator.route import Route, Router, id_problem
 
 if TYPE_CHECKING:
     from labkit.orchestrator.clock import Clock
@@ -68,6 +69,10 @@ class Plan:
 
 
 def _check_id(value: object, what: str) -> str:
+    if isinstance(value, str):
+        value = str.__str__(value)  # the exact str it holds: a subclass's __eq__ plays no part in lookups
+        if problem := id_problem(value):
+            raise GraphError(f"{what} {problem}")
     if not isinstance(value, str) or not value.strip() or value != value.strip():
         raise GraphError(f"{what} must be a non-empty string without surrounding spaces, got {value!r}")
     return value
@@ -81,7 +86,11 @@ def _check_ids(values: object, what: str) -> tuple[str, ...]:
 
 def _suggest(name: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    # A suggestion that looks exactly like the name (another script's 'a') needs the escape.
+    written = "" if name.isascii() else f"written {ascii(name)}"
+    if close:
+        return f" ({written + '; ' if written else ''}did you mean {close[0]!r}?)"
+    return f" ({written})" if written else ""
 
 
 class Graph:

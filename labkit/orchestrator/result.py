@@ -11,6 +11,8 @@
 
 `reason` says why in one line, with the counts. Timings live only in `events` and
 `elapsed`; `summary()` and `table()` leave them out so a notebook can check them exactly.
+Each "; "-separated clause of a reason is at most MAX_CLAUSE characters: a loop of
+10,000 jobs, or a router's megabyte of feedback, is cut with "… (+N more characters)".
 """
 
 from __future__ import annotations
@@ -25,6 +27,22 @@ if TYPE_CHECKING:
     import pandas as pd
 
 STATUSES = ("completed", "failed", "dead_letter")
+MAX_CLAUSE = 300
+
+
+def _clause(text: str) -> str:
+    if len(text) <= MAX_CLAUSE:
+        return text
+    head = text[:MAX_CLAUSE]
+    head = head.rsplit(", ", 1)[0] if ", " in head else head  # end on a whole list item when there is one
+    return f"{head} … (+{len(text) - len(head):,} more characters)"
+
+
+def bounded(reason: str) -> str:
+    """`reason` with every "; "-separated clause cut to MAX_CLAUSE characters (see module doc)."""
+    if len(reason) <= MAX_CLAUSE:
+        return reason
+    return "; ".join(_clause(part) for part in reason.split("; "))
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,9 @@ class RunResult:
     events: tuple[Event, ...]
     elapsed: float
     stopped_by: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", bounded(self.reason))
 
     @property
     def ok(self) -> bool:

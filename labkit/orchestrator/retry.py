@@ -10,7 +10,9 @@ should add jitter.
 
 `retry_on` says which errors are worth another attempt: a tuple of exception types,
 matched with isinstance (so ConnectionResetError counts as a ConnectionError, unlike
-Temporal's exact type names), or a predicate ``error -> bool``. The default retries
+Temporal's exact type names), or a predicate ``error -> bool``. A predicate that raises
+answers "not retryable": the job fails, with what the predicate raised in its error, and
+the run goes on (as with a router that raises). The default retries
 ConnectionError and TimeoutError only — faults that may pass. InvalidInput is never
 retried, whatever `retry_on` says: an invalid input does not become valid by repeating it.
 
@@ -95,7 +97,11 @@ class RetryPolicy:
         """Why failed attempt `attempt` is not tried again, or None if it is."""
         if isinstance(error, InvalidInput):
             return "invalid input is never retried"
-        if not self.retryable(error):
+        try:
+            retryable = self.retryable(error)
+        except Exception as broken:  # noqa: BLE001 - the learner's predicate: a refusal, not a crash
+            return f"retry_on raised {type(broken).__name__}: {broken}; not retried"
+        if not retryable:
             return f"{type(error).__name__} is not retryable"
         if attempt >= self.max_attempts:
             return f"attempt {attempt} of {self.max_attempts}"

@@ -22,10 +22,16 @@ answer against a limit of 15). A length check is exact and costs nothing.
 Every target a router may return is declared with the route, up front (LangGraph's
 `path_map`), so validation can check it before anything runs; a router that returns an
 undeclared target at run time fails its job with that message instead of continuing.
+
+Job ids are compared as written, so two ids that look the same must be the same string:
+an id with an invisible character (zero-width space, no-break space, bidi control, ...)
+or not in Unicode NFC form ('re\u0301vise' for 'révise') is refused (`id_problem`), with
+the id shown escaped, rather than becoming a second job that looks like the first.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -33,6 +39,24 @@ from typing import Any, ClassVar, Literal
 from labkit.orchestrator.errors import GraphError
 
 Kind = Literal["continue", "goto", "stop"]
+# Control, format (zero-width, bidi), private-use, surrogate and unassigned characters, and
+# separators other than the plain space: none of them can be told apart by looking.
+_INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
+
+
+def id_problem(value: str) -> str | None:
+    """Why job id `value` could be mistaken for another, or None: see the module docstring."""
+    if value.isascii() and value.isprintable():
+        return None  # the common case, decided without a look at each character
+    for char in value:
+        category = unicodedata.category(char)
+        if category in _INVISIBLE or (category == "Zs" and char != " "):
+            name = unicodedata.name(char, "unnamed")
+            return f"{ascii(value)} contains the invisible character U+{ord(char):04X} ({name})"
+    if not unicodedata.is_normalized("NFC", value):
+        nfc = unicodedata.normalize("NFC", value)
+        return f"{ascii(value)} is not in Unicode NFC form: write it as {nfc!r} ({ascii(nfc)})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -52,6 +76,8 @@ class Next:
         if self.kind == "goto":
             if not isinstance(self.job, str) or not self.job:
                 raise GraphError(f"Next.back_to needs a job id (a non-empty string), got {self.job!r}")
+            if problem := id_problem(self.job):
+                raise GraphError(f"Next.back_to: job id {problem}")
             blank = not isinstance(self.feedback, str) or not self.feedback.strip()
             if self.feedback is not None and blank:
                 raise GraphError(f"feedback for {self.job!r} must be a non-blank string, "
@@ -101,6 +127,7 @@ class Route:
                     "Next.back_to(job), Next.back_to_with(job, feedback) or Next.Stop)")
         if decision.kind == "goto" and decision.job not in self.targets:
             declared = ", ".join(self.targets) or "none"
-            return (f"router on {self.job!r} returned {decision!r}, a target its route did not "
-                    f"declare (declared: {declared})")
+            written = "" if decision.job.isascii() else f" (written {ascii(decision.job)})"
+            return (f"router on {self.job!r} returned {decision!r}{written}, a target its route did "
+                    f"not declare (declared: {declared})")
         return None

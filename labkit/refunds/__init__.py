@@ -13,6 +13,9 @@ Modules, one job each: `shop` (records and texts), `policy` (the written policy 
 security checks), `defenses`, `tools` (the per-episode tools and the refund enforcement
 point), `episode` (`run`), `policies` (gullible, careful, model), `metrics` (ledger-based
 scoring and the matrix), `display`, `exercises`.
+
+The guarantee — what mediation promises for any policy, and where that promise stops — is
+stated in `labkit.refunds.episode`.
 """
 
 from labkit.refunds.attacks import PLACES, Attack, gold_calls, render, succeeded

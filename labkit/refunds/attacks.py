@@ -36,7 +36,7 @@ from typing import Any
 from labkit.errors import FixtureError
 from labkit.fixtures import load_json, record_list, unique_ids
 from labkit.refunds.cases import Request
-from labkit.refunds.shop import _ID, Refund, RefundCall, Shop, cents, money
+from labkit.refunds.shop import _ID, FrozenMap, Refund, RefundCall, Shop, cents, money
 
 PLACES = ("message", "note", "review", "help")
 CHECKS = {"order": ("order",), "destination": ("destination",), "over_refundable": (),
@@ -135,7 +135,8 @@ def attack_from(record: Mapping[str, Any], templates: Mapping[str, str], shop: S
                         f"{where}: field 'gold.{index}.amount': {value!r} is not an amount"
                     ) from None
     return Attack(record["id"], record["template"], templates[record["template"]], record["goal"],
-                  dict(check), tuple(dict(call) for call in record["gold"]), tuple(record["places"]))
+                  FrozenMap(check), tuple(FrozenMap(call) for call in record["gold"]),
+                  tuple(record["places"]))
 
 
 def load_attacks(shop: Shop, folder: str | Path | None = None) -> dict[str, Attack]:

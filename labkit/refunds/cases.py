@@ -39,7 +39,7 @@ REQUESTS = record_list({
     "message": {"type": "string", "minLength": 1, "maxLength": 1000},
     "expected": {"type": "array", "items": _CALL},
     "rule": {"oneOf": [{"enum": list(RULES)}, {"type": "null"}]},
-})
+}, min_items=1)  # no requests would score every metric over nothing
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,13 @@ to refuse or None. They run after provenance and mediation, before confirmation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from labkit.errors import LabError
 from labkit.refunds.cases import Request
-from labkit.refunds.shop import RefundCall, Shop
+from labkit.refunds.shop import FrozenMap, RefundCall, Shop
 
 if TYPE_CHECKING:
     from labkit.refunds.tools import EpisodeState
@@ -71,7 +71,9 @@ class Defenses:
         return Defenses(name=f"{self.name}+{other.name}", guards=self.guards + other.guards, **flags)
 
 
-DEFENSES: dict[str, Defenses] = {
+# Read-only: a policy runs in this process, and a preset it could replace would change
+# what `run(..., defenses="mediation")` means for every later episode.
+DEFENSES: Mapping[str, Defenses] = FrozenMap({
     "none": Defenses("none"),
     "policy_prompt": Defenses("policy_prompt", policy_text=True),
     "spotlighting": Defenses("spotlighting", spotlight=True),
@@ -81,7 +83,7 @@ DEFENSES: dict[str, Defenses] = {
     "idempotency": Defenses("idempotency", idempotency=True),
     "all_deterministic": Defenses("all_deterministic", mediation=True, provenance=True,
                                   confirmation=True, idempotency=True),
-}
+})
 
 
 def defenses_named(name: str) -> Defenses:

@@ -8,13 +8,31 @@
 `decide(task, observations) -> dict` is lab 02's policy signature; `task` is a RefundTask
 (the authenticated request as the policy may see it). Each call builds a fresh EpisodeState
 — its own copy of the ledger, idempotency keys, approvals and fault plan — so no episode
-can see or change another's money.
+can see or change another's money. Every episode ends: a decision that takes longer than
+`step_timeout` (default 120 s) or an episode that runs past `deadline` (default 600 s) is
+a counted stop, `step_timeout` or `deadline`, and nothing the late decision asks for runs.
 
-The guarantee: with mediation on, whatever `decide` proposes — any order, amount or
-destination, repeated, malformed, with any keys — every refund in `episode.refunds` is
-authorised by the shop's records for the request's customer, and no order is refunded
-twice; with confirmation on, each one was approved with its exact arguments. The property
-tests in tests/test_refunds_guarantee.py generate hostile policies to check it.
+The guarantee. With mediation on, every refund in `episode.refunds` is authorised by the
+shop's records for the request's customer, and no order is refunded twice; with
+confirmation on, each one was approved with its exact arguments. It holds
+
+- for any decision a policy can return: any order, amount or destination, repeated,
+  malformed, with any keys; numbers of any size (10**400, NaN, infinities); str, int,
+  float and dict subclasses whatever their `__eq__`/`__hash__` say (the runtime rebuilds
+  each decision from the exact values it holds before anything checks it); ids that only
+  look like real ones (another dash, an invisible character, another Unicode form);
+- for any Python policy that uses what it is given (the task, the observations) and
+  labkit's public API as code, not as data to rewrite: the shop's records, the lab, the
+  defense presets and a running episode's state are immutable or read-only, and every
+  mutable part of an episode is its own.
+
+It does not hold against code that deliberately goes around Python's own protections:
+rebinding labkit's functions or module attributes (monkeypatching `authorise`), writing
+private attributes or calling `object.__setattr__` on frozen objects, or walking the
+interpreter's memory (`gc.get_objects`, `sys._getframe`, closure cells, `ctypes`). A policy
+in the same process can always do that; to rule it out, run the policy in another process
+and let only its decisions — plain data, fully covered above — cross over. The property
+tests in tests/test_refunds_guarantee.py and tests/test_refunds_hostile.py check it.
 """
 
 from __future__ import annotations
@@ -35,6 +53,10 @@ from labkit.runtime import run as run_loop
 # Four reads, two refunds (or one and its retry), one final answer: 7 turns, 6 tools.
 MAX_TURNS = 8
 MAX_TOOLS = 6
+# Generous for a model on a laptop (a cold Ollama load takes tens of seconds), finite for
+# a policy that never returns: it ends as a counted stop instead of hanging the lab.
+STEP_TIMEOUT = 120.0
+DEADLINE = 600.0
 
 
 @dataclass(frozen=True)
@@ -129,12 +151,15 @@ def run(
     lab: RefundLab | None = None,
     max_turns: int = MAX_TURNS,
     max_tools: int = MAX_TOOLS,
+    step_timeout: float | None = STEP_TIMEOUT,
+    deadline: float | None = DEADLINE,
 ) -> Episode:
     """Run `decide` on one request under the bounded runtime; return the Episode and its ledger.
 
     LabError for an unknown request, attack or defense name, or an attack without a valid
     place: the caller's mistake, before anything runs. Everything the policy does wrong is an
-    outcome instead: a stop reason in `result`, or a refusal it observed.
+    outcome instead: a stop reason in `result`, or a refusal it observed. `step_timeout` and
+    `deadline` (seconds, or None for no limit) end a stuck policy as a counted stop.
     """
     lab = lab or refund_lab()
     request = lab.request(request)
@@ -144,6 +169,7 @@ def run(
     state = EpisodeState(lab.shop, request, defenses, approver=approver, faults=faults,
                          injection=Injection(place, injected) if attack else None)
     task = refund_task(request, lab.shop, task_id(request, defenses, attack, place, faults))
-    result = run_loop(task, decide, tools=shop_tools(state), max_turns=max_turns, max_tools=max_tools)
-    return Episode(task, result, tuple(state.new_refunds), tuple(state.ledger), tuple(state.approvals),
+    result = run_loop(task, decide, tools=shop_tools(state), max_turns=max_turns, max_tools=max_tools,
+                      step_timeout=step_timeout, deadline=deadline)
+    return Episode(task, result, state.new_refunds, state.ledger, state.approvals,
                    request, defenses, lab.shop, attack, place, injected, faults)

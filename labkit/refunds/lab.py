@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -9,14 +10,16 @@ from pathlib import Path
 from labkit.errors import LabError
 from labkit.refunds.attacks import Attack, load_attacks
 from labkit.refunds.cases import Request, load_requests
-from labkit.refunds.shop import REFUNDS, Shop, load_shop
+from labkit.refunds.shop import REFUNDS, FrozenMap, Shop, load_shop
 
 
 @dataclass(frozen=True)
 class RefundLab:
+    """The shop, its requests and its attacks, by id; immutable (see labkit.refunds.shop)."""
+
     shop: Shop
-    requests: dict[str, Request]
-    attacks: dict[str, Attack]
+    requests: Mapping[str, Request]
+    attacks: Mapping[str, Attack]
 
     def request(self, id: str | Request) -> Request:
         if isinstance(id, Request):
@@ -44,7 +47,7 @@ def load_lab(folder: str | Path = REFUNDS) -> RefundLab:
     shop = load_shop(folder)
     requests = load_requests(shop, Path(folder) / "requests.json")
     attacks = load_attacks(shop, folder)
-    return RefundLab(shop, {request.id: request for request in requests}, attacks)
+    return RefundLab(shop, FrozenMap({request.id: request for request in requests}), FrozenMap(attacks))
 
 
 @lru_cache(maxsize=1)

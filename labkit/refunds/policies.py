@@ -31,6 +31,7 @@ from typing import Any
 from labkit.errors import LabError
 from labkit.refunds.defenses import SPOTLIGHT_TEXT, Defenses
 from labkit.refunds.policy import POLICY_TEXT
+from labkit.refunds.shop import FrozenMap
 from labkit.runtime import Decide
 
 INSTRUCTION = re.compile(
@@ -258,8 +259,8 @@ def scripted(policy: Decide) -> PolicyFactory:
     return lambda defenses: policy
 
 
-POLICIES: dict[str, PolicyFactory] = {
+POLICIES: Mapping[str, PolicyFactory] = FrozenMap({  # read-only, like DEFENSES
     "gullible": scripted(gullible),
     "careful": scripted(careful),
     "model": model_policy,
-}
+})

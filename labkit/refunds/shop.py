@@ -8,7 +8,12 @@ which anyone outside the shop can write and which are therefore untrusted:
 `help.json` (help-centre pages with community answers).
 
 Money is held in integer cents from the moment it is loaded, so that "refund at most the
-refundable amount" is an exact comparison, never a float one. Loading refuses, with one
+refundable amount" is an exact comparison, never a float one.
+
+Records are immutable once loaded: every record is a frozen dataclass or a `FrozenMap`,
+every list a tuple. A policy runs in the same process as the shop, and the course's shop
+is loaded once per process (`refund_lab()`): a record a policy could change would steer
+every later episode, so none can be changed through any object labkit hands out. Loading refuses, with one
 FixtureError naming file, record and field: a schema violation, a duplicate id, an order
 of an unknown customer, a payment method that is not its customer's, an amount that is not
 the sum of its items, a ledger refund that does not match its order's customer.
@@ -17,11 +22,10 @@ the sum of its items, a ledger refund that does not match its order's customer.
 from __future__ import annotations
 
 import datetime as dt
-import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 from labkit.errors import FixtureError
 from labkit.fixtures import FIXTURES, load_json, record_list, unique_ids
@@ -29,6 +33,7 @@ from labkit.fixtures import FIXTURES, load_json, record_list, unique_ids
 REFUNDS = FIXTURES / "refunds"
 STATUSES = ("pending", "shipped", "delivered", "returned", "cancelled")
 MAX_CENTS = 1_000_000_00  # no refund in this shop is ever above a million: larger is malformed
+_MAX_DOLLARS = 10**13  # beyond this, dollars * 100 is no longer an exact float: refused before rounding
 
 _ID = {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,59}$"}
 _NAME = {"type": "string", "minLength": 1, "maxLength": 100}
@@ -69,10 +74,62 @@ REVIEWS = record_list({
 HELP = record_list({"id": _ID, "title": _NAME, "text": _TEXT})
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class FrozenMap(Mapping[K, V]):
+    """A read-only mapping: no item can be set, replaced or removed after construction.
+
+    The stdlib's `types.MappingProxyType` would do, but it can be neither pickled nor
+    deep-copied, and lab results travel to worker processes and into notebooks' copies.
+    """
+
+    __slots__ = ("_items",)
+    _items: dict[K, V]
+
+    def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
+        object.__setattr__(self, "_items", dict(items))
+
+    def __getitem__(self, key: K) -> V:
+        return self._items[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: K, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self._items,))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._items!r})"
+
+
 def cents(amount: float) -> int:
-    """`amount` in dollars as whole cents; ValueError if it is not a finite whole-cent amount."""
-    if type(amount) not in (int, float) or not math.isfinite(amount):
+    """`amount` in dollars as whole cents; ValueError if it is not a finite whole-cent amount.
+
+    Accepts an exact int or float only (not a bool, not a subclass). A magnitude above
+    10**13 dollars is refused before any arithmetic, so 10**400 or 1e307 is a ValueError,
+    never an OverflowError.
+    """
+    if type(amount) not in (int, float) or amount != amount:  # NaN is the one value unequal to itself
         raise ValueError(f"amount {amount!r} is not a finite number")
+    if not -_MAX_DOLLARS <= amount <= _MAX_DOLLARS:
+        raise ValueError(f"amount is out of range: {'over' if amount > 0 else 'under -'}10**13 dollars")
     whole = round(amount * 100)
     if abs(amount * 100 - whole) > 1e-6:
         raise ValueError(f"amount {amount!r} is not a whole number of cents")
@@ -155,7 +212,11 @@ class Refund:
 
 @dataclass(frozen=True)
 class Shop:
-    """Everything the shop holds. Records are trusted; messages, reviews and help are not."""
+    """Everything the shop holds. Records are trusted; messages, reviews and help are not.
+
+    Immutable, all the way down: `customers`, `orders` and `help` are FrozenMaps, `ledger`,
+    `messages` and `reviews` tuples, each message, review and help page a FrozenMap.
+    """
 
     name: str
     today: dt.date
@@ -163,9 +224,9 @@ class Shop:
     customers: Mapping[str, Customer]
     orders: Mapping[str, Order]
     ledger: tuple[Refund, ...]
-    messages: tuple[dict[str, str], ...]
-    reviews: tuple[dict[str, Any], ...]
-    help: Mapping[str, dict[str, str]]
+    messages: tuple[Mapping[str, str], ...]
+    reviews: tuple[Mapping[str, Any], ...]
+    help: Mapping[str, Mapping[str, str]]
     folder: Path = REFUNDS
 
     def owner_of(self, instrument: str) -> str | None:
@@ -274,5 +335,6 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
             raise _fail(folder / "reviews.json", index, record, "product",
                         f"no order contains product {record['product']!r}")
     help_pages = _load_list(folder, "help.json", HELP)
-    return Shop(head["name"], today, head["window_days"], customers, orders, tuple(ledger),
-                tuple(messages), tuple(reviews), {page["id"]: page for page in help_pages}, folder)
+    return Shop(head["name"], today, head["window_days"], FrozenMap(customers), FrozenMap(orders),
+                tuple(ledger), tuple(map(FrozenMap, messages)), tuple(map(FrozenMap, reviews)),
+                FrozenMap({page["id"]: FrozenMap(page) for page in help_pages}), folder)

@@ -4,8 +4,10 @@ Four tools only read: `lookup_order(order_id)`, `read_messages()`, `read_reviews
 `read_help(topic)`. `refund(order_id, amount, destination, idempotency_key)` is the only
 side effect, and the only enforcement point. In this order it:
 
-1. refuses malformed arguments (not whole positive cents, an unknown order, an unknown card
-   or gift card) — always, whatever the defenses; nothing is stored for the key;
+1. refuses malformed arguments (not exact strs and an exact number — the runtime hands it
+   nothing else, and the tool does not rely on that —, not whole positive cents, an unknown
+   order, an unknown card or gift card) — always, whatever the defenses; nothing is stored
+   for the key;
 2. with idempotency on, answers a key it has seen: the stored result if the arguments are
    the same (``"replayed": true``, no money moves), an error if they differ;
 3. asks, in turn, provenance, mediation, the learner's guards and the approver (each only
@@ -17,12 +19,18 @@ side effect, and the only enforcement point. In this order it:
 Every refusal is raised as ValueError, which the runtime hands back to the policy as an
 observation `{"error": ...}`: a refused refund is something the policy sees, not a stop.
 Refusals move no money: the ledger is appended at step 4 only.
+
+An EpisodeState cannot be changed from outside this module: what it was built with (shop,
+request, defenses, approver, faults, injection) are read-only attributes, and what the
+episode accumulates (ledger, approvals, untrusted text) is shown as tuples. A guard or an
+approver — code a learner writes, handed the state — reads it; it cannot switch a defense
+off or rewrite the ledger.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from labkit.refunds.cases import Request
@@ -57,40 +65,92 @@ class Injection:
     text: str
 
 
-@dataclass
 class EpisodeState:
-    """Everything one episode may change, created fresh for every run."""
+    """Everything one episode may change, created fresh for every run (see the module docstring).
 
-    shop: Shop
-    request: Request
-    defenses: Defenses
-    approver: Approver = customer_approver
-    faults: Faults | None = None
-    injection: Injection | None = None
-    ledger: list[Refund] = field(default_factory=list)
-    approvals: list[dict[str, Any]] = field(default_factory=list)
-    untrusted: list[str] = field(default_factory=list)  # untrusted text returned so far
-    keys: dict[str, tuple[RefundCall, bool, Any]] = field(default_factory=dict)
-    timeouts_left: int = 0
-    trusted: Trusted | None = None
+    Read-only from outside: `shop`, `request`, `defenses`, `approver`, `faults`,
+    `injection`, `trusted` (what provenance accepts, computed once before the policy runs),
+    and `ledger` (history included), `approvals`, `untrusted` as tuples.
+    """
 
-    def __post_init__(self) -> None:
-        self.ledger = list(self.shop.ledger)
-        self.timeouts_left = self.faults.timeouts_after_commit if self.faults else 0
-        self.trusted = trusted_values(self.request, self.shop)
+    __slots__ = ("_shop", "_request", "_defenses", "_approver", "_faults", "_injection", "_trusted",
+                 "_ledger", "_approvals", "_untrusted", "_keys", "_timeouts_left")
+
+    def __init__(self, shop: Shop, request: Request, defenses: Defenses,
+                 approver: Approver = customer_approver, faults: Faults | None = None,
+                 injection: Injection | None = None) -> None:
+        init = object.__setattr__
+        init(self, "_shop", shop)
+        init(self, "_request", request)
+        init(self, "_defenses", defenses)
+        init(self, "_approver", approver)
+        init(self, "_faults", faults)
+        init(self, "_injection", injection)
+        init(self, "_trusted", trusted_values(request, shop))
+        init(self, "_ledger", list(shop.ledger))
+        init(self, "_approvals", [])
+        init(self, "_untrusted", [])  # untrusted text returned so far
+        init(self, "_keys", {})  # idempotency key -> (call, ok, receipt or refusal)
+        init(self, "_timeouts_left", faults.timeouts_after_commit if faults else 0)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"an episode's state is read-only: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"an episode's state is read-only: cannot delete {name!r}")
+
+    @property
+    def shop(self) -> Shop:
+        return self._shop
+
+    @property
+    def request(self) -> Request:
+        return self._request
+
+    @property
+    def defenses(self) -> Defenses:
+        return self._defenses
+
+    @property
+    def approver(self) -> Approver:
+        return self._approver
+
+    @property
+    def faults(self) -> Faults | None:
+        return self._faults
+
+    @property
+    def injection(self) -> Injection | None:
+        return self._injection
+
+    @property
+    def trusted(self) -> Trusted:
+        return self._trusted
+
+    @property
+    def ledger(self) -> tuple[Refund, ...]:
+        return tuple(self._ledger)
+
+    @property
+    def approvals(self) -> tuple[dict[str, Any], ...]:
+        return tuple(dict(approval) for approval in self._approvals)
+
+    @property
+    def untrusted(self) -> tuple[str, ...]:
+        return tuple(self._untrusted)
 
     @property
     def history(self) -> int:
-        return len(self.shop.ledger)
+        return len(self._shop.ledger)
 
     @property
-    def new_refunds(self) -> list[Refund]:
-        return self.ledger[self.history:]
+    def new_refunds(self) -> tuple[Refund, ...]:
+        return tuple(self._ledger[self.history:])
 
     def untrusted_text(self, text: str) -> str:
         """Record `text` as returned untrusted text; mark it if spotlighting is on."""
-        self.untrusted.append(text)
-        return mark(text) if self.defenses.spotlight else text
+        self._untrusted.append(text)
+        return mark(text) if self._defenses.spotlight else text
 
     def injected(self, place: str) -> str | None:
         """The attack text placed at `place` in this episode, if any."""
@@ -115,7 +175,7 @@ def _lookup(state: EpisodeState, order_id: str) -> dict[str, Any]:
         "refundable": dollars(order.refundable),
         "payment_method": order.payment_method,
         "refunds": [{"refund": r.id, "amount": dollars(r.amount), "destination": r.destination}
-                    for r in state.ledger if r.order == order.id],
+                    for r in state._ledger if r.order == order.id],
         "note": state.untrusted_text(note) if note else "",
     }
 
@@ -157,7 +217,7 @@ def _refusal(state: EpisodeState, call: RefundCall) -> str | None:
         return f"refused (provenance): {reason}"
     if defenses.mediation:
         refusal = authorise(state.shop, state.request.customer, call.order, call.amount,
-                            call.destination, state.ledger)
+                            call.destination, state._ledger)
         if refusal is not None:
             return f"refused (mediation, {refusal.rule}): {refusal.reason}"
     for guard in defenses.guards:
@@ -166,8 +226,8 @@ def _refusal(state: EpisodeState, call: RefundCall) -> str | None:
             return f"refused ({getattr(guard, '__name__', 'guard')}): {reason}"
     if defenses.confirmation:
         approved = bool(state.approver(state.request, state.shop, call))
-        state.approvals.append({"order": call.order, "amount": dollars(call.amount),
-                                "destination": call.destination, "approved": approved})
+        state._approvals.append({"order": call.order, "amount": dollars(call.amount),
+                                 "destination": call.destination, "approved": approved})
         if not approved:
             return f"refused (confirmation): the approver said no to refunding {call}"
     return None
@@ -176,6 +236,11 @@ def _refusal(state: EpisodeState, call: RefundCall) -> str | None:
 def _refund(state: EpisodeState, order_id: str, amount: float, destination: str,
             idempotency_key: str) -> dict[str, Any]:
     # 1. Malformed arguments: refused whatever the defenses, and not remembered for the key.
+    # Exact strs only: a subclass could compare equal to anything in the checks below.
+    for name, text in (("order_id", order_id), ("destination", destination),
+                       ("idempotency_key", idempotency_key)):
+        if type(text) is not str:
+            raise ValueError(f"{name} must be a string, got {type(text).__name__}")
     value = cents(amount)
     if not 0 < value <= MAX_CENTS:
         raise ValueError(f"amount {amount!r} must be positive and at most {MAX_CENTS // 100}")
@@ -185,8 +250,8 @@ def _refund(state: EpisodeState, order_id: str, amount: float, destination: str,
         raise ValueError(f"no card or gift card {destination!r}")
     call = RefundCall(order_id, value, destination)
     # 2. Idempotency: the first result for a key is the only result for that key.
-    if state.defenses.idempotency and idempotency_key in state.keys:
-        first, ok, outcome = state.keys[idempotency_key]
+    if state.defenses.idempotency and idempotency_key in state._keys:
+        first, ok, outcome = state._keys[idempotency_key]
         if first != call:
             raise ValueError(f"idempotency key {idempotency_key!r} was first used for {first}, not {call}")
         if not ok:
@@ -196,21 +261,21 @@ def _refund(state: EpisodeState, order_id: str, amount: float, destination: str,
     reason = _refusal(state, call)
     if reason is not None:
         if state.defenses.idempotency:
-            state.keys[idempotency_key] = (call, False, reason)
+            state._keys[idempotency_key] = (call, False, reason)
         raise ValueError(reason)
     # 4. Commit.
-    refund = Refund(f"rf-{len(state.ledger) + 1:04d}", order_id, value, destination,
+    refund = Refund(f"rf-{len(state._ledger) + 1:04d}", order_id, value, destination,
                     state.request.customer, idempotency_key)
-    state.ledger.append(refund)
+    state._ledger.append(refund)
     if state.defenses.confirmation:
-        state.approvals[-1]["refund"] = refund.id
+        state._approvals[-1]["refund"] = refund.id
     receipt = {"refund": refund.id, "order": order_id, "amount": dollars(value),
                "destination": destination, "status": "paid"}
     if state.defenses.idempotency:
-        state.keys[idempotency_key] = (call, True, receipt)
+        state._keys[idempotency_key] = (call, True, receipt)
     # 5. The fault: the money has moved, but the answer is lost on the way back.
-    if state.timeouts_left > 0:
-        state.timeouts_left -= 1
+    if state._timeouts_left > 0:
+        object.__setattr__(state, "_timeouts_left", state._timeouts_left - 1)
         raise TimeoutError(TIMEOUT_MESSAGE)
     return dict(receipt)
 
