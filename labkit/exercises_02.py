@@ -19,20 +19,28 @@ from labkit.runtime import STOP_REASONS, Budget, run
 from labkit.task import Task, task_from
 
 EXERCISE_TASK = Task("exercise", "rollback", "How do I restore the last release?", "v2")
-# The limits the stop-reason exercise runs under: room for every reason to be reachable.
+# The limits the stop-reason exercise runs under. Every non-final action spends a tool, so
+# turn_limit needs max_turns <= max_tools and tool_limit needs max_turns > max_tools: no one
+# setting reaches both, and turn_limit gets its own.
 LIMITS = {"max_turns": 3, "max_tools": 2}
+TURN_LIMITS = {"max_turns": 2, "max_tools": 3}
 REACHABLE = ("final", "invalid_decision", "provider_error", "tool_limit", "turn_limit", "unread_citation")
 
 
 def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]], Any]) -> str:
-    """Exercise 1: write a policy that makes `run` stop with `reason` (max_turns 3, max_tools 2)."""
+    """Exercise 1: write a policy that makes `run` stop with `reason`.
+
+    Runs under max_turns 3, max_tools 2 — except turn_limit, under max_turns 2, max_tools 3
+    (see TURN_LIMITS: no single setting reaches both limits).
+    """
     if reason not in STOP_REASONS:
         return f"{reason!r} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}."
     if reason not in REACHABLE:
         reachable = ", ".join(REACHABLE)
         return f"{reason!r} needs a timer, a budget or a signal from the caller; try one of {reachable}."
     try:
-        result = run(EXERCISE_TASK, policy, tools=docuctl_tools(EXERCISE_TASK), **LIMITS)
+        limits = TURN_LIMITS if reason == "turn_limit" else LIMITS
+        result = run(EXERCISE_TASK, policy, tools=docuctl_tools(EXERCISE_TASK), **limits)
     except LabError as error:
         return f"Your policy raised a LabError, which the runtime re-raises: {error}"
     if result["stop"] == reason:

@@ -274,3 +274,35 @@ def test_every_checker_says_not_attempted_for_an_untouched_cell(module):
         if name in BUILD_IT:
             result = checker(None)
             assert not result.passed and "not attempted" in result.message
+
+
+# -- exercises and knobs that were broken --------------------------------------------------------
+
+
+def test_lab02_exercise1_every_policy_reachable_reason_is_reachable():
+    from labkit.exercises.lab02 import check_stop_policy
+
+    def searcher(task, observations):
+        return {"action": "search", "query": task.question}
+
+    assert check_stop_policy("turn_limit", searcher).startswith("Yes")
+    assert check_stop_policy("tool_limit", searcher).startswith("Yes")
+    assert check_stop_policy("turn_limit", lambda t, o: {"action": "nope"}).startswith("Not yet")
+
+
+def test_lab04_max_concurrency_knob_runs_at_most_that_many_at_once():
+    from labkit.orchestrator.experiments import parallel_experiment
+
+    table, runs = parallel_experiment(max_concurrency=2)
+    assert list(table.index) == ["sequential", "parallel", "max_concurrency=2"]
+    assert table.loc["max_concurrency=2", "expected_s"] == 0.28
+    running = peak = 0
+    for event in runs["max_concurrency=2"].events:
+        if event.new == "running":
+            running += 1
+        elif event.old == "running":
+            running -= 1
+        peak = max(peak, running)
+    assert peak == 2
+    with pytest.raises(Exception, match="max_concurrency must be an int"):
+        parallel_experiment(max_concurrency=0)

@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from labkit.errors import LabError
 from labkit.orchestrator.clock import FakeClock
 from labkit.orchestrator.errors import GraphError, InvalidInput
 from labkit.orchestrator.graph import Graph
@@ -108,8 +109,12 @@ def fan_graph(fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, flo
 
 def parallel_experiment(
     fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, float] = EDGE_SECONDS,
+    max_concurrency: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, RunResult]]:
     """Run `fan_graph` one job at a time, then with every fetch in flight at once.
+
+    `max_concurrency` adds a third row with that limit (the "Try it" knob of lab 04): its
+    expected wall time is plan + merge + the fetches packed greedily into that many slots.
 
     Expected wall time: the sum of all waits one at a time; plan + the longest fetch +
     merge in parallel. Overhead is measured wall time minus that (scheduler, event loop,
@@ -118,8 +123,18 @@ def parallel_experiment(
     graph = fan_graph(fetch, edge)
     expected = {"sequential": sum(fetch.values()) + sum(edge.values()),
                 "parallel": max(fetch.values()) + sum(edge.values())}
+    modes = [("sequential", 1), ("parallel", len(fetch))]
+    if max_concurrency is not None:
+        if type(max_concurrency) is not int or max_concurrency < 1:
+            raise LabError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        slots = [0.0] * max_concurrency
+        for seconds in fetch.values():  # declaration order, each to the slot that frees first
+            slots[slots.index(min(slots))] += seconds
+        mode = f"max_concurrency={max_concurrency}"
+        expected[mode] = max(slots) + sum(edge.values())
+        modes.append((mode, max_concurrency))
     runs, rows = {}, []
-    for mode, limit in (("sequential", 1), ("parallel", len(fetch))):
+    for mode, limit in modes:
         runs[mode] = result = graph.run(max_concurrency=limit)
         rows.append({"mode": mode, "max_concurrency": limit, "expected_s": round(expected[mode], 3),
                      "wall_s": round(result.elapsed, 3),
