@@ -6,13 +6,17 @@ refused) and one legitimate request under two attacks at two different places �
 defenses in MODEL_DEFENSES. Its rows are therefore computed over fewer
 episodes than the scripted ones (column `episodes`); compare rates, not counts.
 
-Recording (live; measured 858 s on 2 busy cores for the 20 episodes). Record into a fresh
-file outside `fixtures/trials/`, then move it over the old one — a recording appended to an
-existing file would leave two answers for the same request::
+Recording (live; measured 858 s on 2 busy cores for the 20 L1 episodes, about 107 s per
+episode at L2 on 2 cores shared with other runs). Record into a fresh file outside
+`fixtures/trials/`, then move it into place — a recording appended to an existing file
+would leave two answers for the same request::
 
     LABKIT_MODEL=local LABKIT_RECORD=/tmp/refunds-smollm2.jsonl \\
         python -c "from labkit.refunds.model_rows import model_matrix; print(model_matrix())"
     mv /tmp/refunds-smollm2.jsonl fixtures/trials/refunds-smollm2.jsonl
+    LABKIT_MODEL=local LABKIT_RECORD=/tmp/refunds-smollm2-l2.jsonl \\
+        python -c "from labkit.refunds.model_rows import model_matrix; print(model_matrix(rung='L2'))"
+    mv /tmp/refunds-smollm2-l2.jsonl fixtures/trials/refunds-smollm2-l2.jsonl
 
 Replay checks that every message matches the recording, so changing the prompt
 (`policies.instructions`, `policies.describe`) or what a tool returns means re-recording.
@@ -34,8 +38,10 @@ from labkit.refunds.policies import model_policy
 
 LAB = "refunds"
 MODEL_DEFENSES = ("none", "policy_prompt", "spotlighting", "mediation")
-# Rung L2 is recorded under these: the prompt-level defenses and the deterministic ones.
-LADDER_DEFENSES = (*MODEL_DEFENSES, "provenance", "all_deterministic")
+# Rung L2 is recorded under the same four: none, both prompt-level defenses and mediation.
+# Measured: an L2 episode took 107 s on 2 busy cores (7 turns, prompts of ~350-1,150 tokens),
+# so provenance and all_deterministic, whose effect the scripted rows already show, were left out.
+LADDER_DEFENSES = MODEL_DEFENSES
 # Measured: a SmolLM2 episode took 25-40 s of CPU here (7 turns, prompts growing from ~350
 # to ~1,150 tokens), so the subset is five episodes per defense.
 MODEL_BENIGN = ("r-ana-blender", "r-dev-planter", "r-dev-other")
@@ -130,3 +136,33 @@ def _live() -> bool:
     import os
 
     return os.environ.get("LABKIT_MODEL", "replay").strip().split(":", 1)[0] not in ("", "replay")
+
+
+def model_behaviour(defenses: Sequence[str] = MODEL_DEFENSES, *, rung: str = "L1") -> DataFrame:
+    """What the model *did* at `rung`, per defense, replayed: the counts behind the metrics.
+
+    Columns: episodes; decisions; lookups; refund proposals; of those, how many named an
+    order that exists; refunds paid (the ledger); the most common stop reason.
+    """
+    from collections import Counter
+
+    from labkit.refunds.defenses import defenses_named
+
+    known = set(recorded_defenses(rung))
+    lab = refund_lab()
+    table = []
+    for name in (d for d in defenses if d in known):
+        chosen = defenses_named(name)
+        scores = evaluate(lambda d: model_policy(d, rung=rung), chosen, model_specs(lab), lab)
+        decisions = [entry.get("decision") for s in scores for entry in s.episode.result["trace"]]
+        proposals = [d for d in decisions if isinstance(d, dict) and d.get("action") == "refund"]
+        stops = Counter(s.episode.result["stop"] for s in scores)
+        table.append({
+            "rung": rung, "defense": name, "episodes": len(scores), "decisions": len(decisions),
+            "lookups": sum(isinstance(d, dict) and d.get("action") == "lookup_order" for d in decisions),
+            "refund proposals": len(proposals),
+            "of a real order": sum(p.get("order_id") in lab.shop.orders for p in proposals),
+            "refunds paid": sum(len(s.episode.refunds) for s in scores),
+            "commonest stop": stops.most_common(1)[0][0] if stops else "-",
+        })
+    return DataFrame(table).set_index(["rung", "defense"]) if table else DataFrame()
