@@ -115,10 +115,13 @@ class ModelReviser:
     backend: Backend | None = None
     limit: int = LIMIT
     rung: str = "L1"
+    min_cut: int = 0
     history: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         case = f"announcement+{VARIANTS.get(self.variant, self.variant)}"
+        if self.min_cut:
+            case += f"+cut{self.min_cut}"
         self.task = Announcement(case, DRAFT, self.limit)
         rules = None
         if self.rung == "L2":
@@ -134,7 +137,7 @@ class ModelReviser:
 
         The current draft is the last text this reviser wrote, or the original on visit 1.
         """
-        return deletions_of(self.history[-1] if self.history else task.text)
+        return deletions_of(self.history[-1] if self.history else task.text, self.min_cut)
 
     def __call__(self, ctx: Context) -> str:
         if ctx.visit == 1:
@@ -148,16 +151,20 @@ class ModelReviser:
         return text
 
 
-def deletions_of(text: str) -> list[str]:
-    """Every non-empty subsequence of the words of `text`, longest first, words in their order.
+def deletions_of(text: str, min_cut: int = 0) -> list[str]:
+    """Every non-empty subsequence of the words of `text` with at least `min_cut` words cut,
+    longest first, words in their order.
 
-    The draft itself (nothing cut) is included: a reviser may repeat itself, and whether it
-    does is what the experiment measures. 8 words give 255 texts.
+    With `min_cut=0` the draft itself is included: a reviser may repeat itself, and whether
+    it does is one thing the experiment measures (8 words give 255 texts). With `min_cut=1`
+    it must cut something each visit, and the question becomes how much. A one-word draft
+    has nothing left to cut, and is its own only deletion.
     """
     words = text.split()
     if len(words) > MAX_WORDS:
         raise LabError(f"a deletion-constrained draft may have at most {MAX_WORDS} words, got {len(words)}")
-    return [" ".join(kept) for size in range(len(words), 0, -1) for kept in combinations(words, size)]
+    longest = max(len(words) - min_cut, 1)
+    return [" ".join(kept) for size in range(longest, 0, -1) for kept in combinations(words, size)]
 
 
 def recorded() -> bool:
@@ -185,12 +192,13 @@ def source(reviser: ModelReviser) -> str:
 
 def model_feedback_experiment(
     max_visits: int = RECORDED["max_visits"], limit: int = RECORDED["limit"], backend: Backend | None = None,
-    rung: str = "L1",
+    rung: str = "L1", min_cut: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult], dict[str, ModelReviser]]:
     """The feedback experiment with a `ModelReviser` in each variant, at temperature 0.
 
     `rung` ``L1`` lets the model write any text; ``L2`` holds each reply to a deletion of
-    words from the current draft (`deletions_of`), so the model chooses only what to cut.
+    words from the current draft (`deletions_of`), so the model chooses only what to cut;
+    `min_cut` is the fewest words it must cut per visit at L2 (0: it may repeat the draft).
 
     `backend` defaults to `backend_from_env()` (replay when `LABKIT_MODEL` is unset), shared
     by both variants. Returns, as `feedback_experiment` does, the characters per visit and
@@ -203,7 +211,10 @@ def model_feedback_experiment(
     for name in VARIANTS:
         if rung not in RUNGS:
             raise LabError(f"the model reviser runs at rung L1 or L2, not {rung!r}")
-        revisers[name] = reviser = ModelReviser(name, backend=backend, limit=limit, rung=rung)
+        if min_cut and rung != "L2":
+            raise LabError("min_cut applies to the deletion-constrained reviser (rung L2) only")
+        revisers[name] = reviser = ModelReviser(name, backend=backend, limit=limit, rung=rung,
+                                                min_cut=min_cut)
         graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
         runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
         lengths[name] = [len(text) for text in reviser.history]
@@ -214,9 +225,10 @@ def model_feedback_experiment(
 def main() -> int:
     """Run the experiment with `LABKIT_MODEL`'s backend; print the tables and the wall time."""
     start = time.perf_counter()
-    for rung in sys.argv[1:] or ["L1"]:
-        chars, summary, _, revisers = model_feedback_experiment(rung=rung)
-        print(f"rung {rung}", chars.to_string(), summary.to_string(), sep="\n\n")
+    for arg in sys.argv[1:] or ["L1"]:  # L1, L2, or L2+cut1 (L2 with at least one word cut per visit)
+        rung, _, cut = arg.partition("+cut")
+        chars, summary, _, revisers = model_feedback_experiment(rung=rung, min_cut=int(cut or 0))
+        print(f"rung {arg}", chars.to_string(), summary.to_string(), sep="\n\n")
         for name, reviser in revisers.items():
             print(f"{name}: {reviser.history}")
     print(f"wall time: {time.perf_counter() - start:.1f} s", file=sys.stderr)
