@@ -342,3 +342,19 @@ def test_the_deletion_reviser_only_ever_cuts_words():
             previous = text
     with pytest.raises(LabError, match="rung L1 or L2"):
         model_reviser.model_feedback_experiment(rung="L3")
+
+
+def test_the_reviser_made_to_cut_cuts_at_least_one_word_per_visit_and_replays():
+    from labkit.orchestrator import model_reviser
+
+    assert model_reviser.deletions_of("a b c", 1) == ["a b", "a c", "b c", "a", "b", "c"]
+    assert model_reviser.deletions_of("a", 1) == ["a"]  # nothing left to cut
+    _, loops, _, revisers = model_reviser.model_feedback_experiment(rung="L2", min_cut=1)
+    for reviser in revisers.values():
+        previous = model_reviser.DRAFT
+        for text in reviser.history:
+            assert len(text.split()) < len(previous.split()) and text in model_reviser.deletions_of(previous, 1)
+            previous = text
+    assert set(loops["status"]) == {"completed"}
+    with pytest.raises(LabError, match="min_cut applies"):
+        model_reviser.model_feedback_experiment(rung="L1", min_cut=1)
