@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from labkit.errors import FixtureError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -91,6 +92,12 @@ def load_json(path: str | Path, schema: dict[str, Any]) -> Any:
         raise FixtureError(
             f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
         ) from None
+    # Imported here, not at the top: jsonschema takes 1.0-1.4 s to import where rfc3987_syntax
+    # is installed (jupyter-events brings it; it builds an Earley parser at import), and the
+    # modules that import this one (corpus, refunds) are imported by `import labkit`'s
+    # names, by every CLI command and by every notebook. Paid once, at the first load.
+    import jsonschema
+
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
     if error is not None:
         raise FixtureError(f"{path}: {_where(data, error)}{error.message}")
