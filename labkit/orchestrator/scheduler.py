@@ -209,6 +209,7 @@ class _Run:
         self.ready: deque[int] = deque(i for i in range(n) if not plan.deps[i])
         self.inbox: deque[tuple[int, int, Outcome]] = deque()  # (job, its token then, outcome)
         self.wakeup: asyncio.Future | None = None
+        self.awaited: tuple[int, int] | None = None  # (job, token) the drive awaits directly, if any
         self.events: list[Event] = []
         self.failures: list[str] = []
         self.dead_letters: list[str] = []
@@ -268,6 +269,7 @@ class _Run:
 
     async def execute(self) -> RunResult:
         self.loop = asyncio.get_running_loop()
+        self.driver = asyncio.current_task()  # the task the drive runs in: whose cancellation ends the run
         try:
             await self._drive()
         finally:
@@ -288,9 +290,9 @@ class _Run:
             if not tasks:
                 return
             if not inbox:
-                only = next(iter(tasks.values())) if len(tasks) == 1 else None
-                if only is not None and not only.done():
-                    await self._await_only(only)
+                only = next(iter(tasks.items())) if len(tasks) == 1 else None
+                if only is not None and not only[1].done():
+                    await self._await_only(*only)
                 else:  # several in flight, or the one finished and its outcome is on its way
                     self.wakeup = self.loop.create_future()
                     await self.wakeup
@@ -304,26 +306,32 @@ class _Run:
                 if more is not None:  # a failure, Goto or Stop: it waits for the tasks it cancels
                     await more
 
-    async def _await_only(self, task: asyncio.Task) -> None:
-        """Wait for the one job in flight by awaiting its task: one trip through the event
-        loop fewer than `_arrived` waking the drive, a third of a chain's cost per job.
+    async def _await_only(self, i: int, task: asyncio.Task) -> None:
+        """Wait for job `i`, the one in flight, by awaiting its task. The general way takes
+        two callbacks in two trips through the event loop after the task ends (`_arrived`,
+        then the drive's wake-up); this takes one (the wake-up), which on a chain, one job in
+        flight at a time, cut the cost per job by a fifth (benchmarks/orchestrator.py).
 
         Nothing else of this run can happen meanwhile (no other job is in flight, and only
-        the drive starts, settles or withdraws jobs), and the task's outcome is in the inbox
-        before this returns (the task schedules `_arrived` before it finishes, and the
-        drive's wake-up after), so the run settles exactly what it would have.
+        the drive starts, settles or withdraws jobs), and the job's outcome is in the inbox
+        when this returns (`_visit` puts it there itself as its last act, seeing `awaited`,
+        and the drive wakes up after the task has finished), so the run settles exactly what
+        it would have, in the same place in the event loop's queue.
         """
-        current = asyncio.current_task()
-        asked = current.cancelling() if current is not None else 0
+        driver = self.driver
+        asked = driver.cancelling() if driver is not None else 0
+        self.awaited = (i, self.token[i])
         try:
             await task
         except asyncio.CancelledError:
-            if not task.done() or (current is not None and current.cancelling() > asked):
+            if not task.done() or (driver is not None and driver.cancelling() > asked):
                 raise  # the run itself is being cancelled, not (only) the job
             return  # the job cancelled itself: its outcome says so
+        finally:
+            self.awaited = None
         # Cancelling the run cancels the task it awaits, and a job may swallow that and return;
         # the run's own cancellation must not be lost with it.
-        if current is not None and current.cancelling() > asked:
+        if driver is not None and driver.cancelling() > asked:
             raise asyncio.CancelledError
 
     def _start_ready(self) -> None:
@@ -366,7 +374,8 @@ class _Run:
         in the event loop's queue exactly where a done callback on the task would go (a task
         schedules those with call_soon as it finishes), so runs settle in the same batches and
         log the same events in the same order as they did with a done callback, without the
-        callback's partial and registration (benchmarks/orchestrator.py, --against).
+        callback's partial and registration; or straight into the inbox when the drive awaits
+        this task itself (`_await_only`). benchmarks/scheduler_equivalence.py checks both.
         """
         job, visit, attempt = self.jobs[i], self.visits[i], 1
         clock, fn = self.clock, job.fn
@@ -402,13 +411,20 @@ class _Run:
                 self.attempts[i] += 1
                 self._log(i, RUNNING)
         except asyncio.CancelledError:
-            self.loop.call_soon(self._arrived, i, token, ("cancelled", None))
+            self._hand_over(i, token, ("cancelled", None))
             raise
         except (KeyboardInterrupt, SystemExit):
             raise  # as asyncio lets them out of a task: they end the run at once
         except BaseException as error:  # noqa: BLE001 - a LabError or a scheduler bug: settled, then raised
             outcome = ("raise", error)
-        self.loop.call_soon(self._arrived, i, token, outcome)
+        self._hand_over(i, token, outcome)
+
+    def _hand_over(self, i: int, token: int, outcome: Outcome) -> None:
+        """Give the scheduler job `i`'s outcome, from the job's task, as the task's last act."""
+        if self.awaited == (i, token):  # the drive awaits this very task: it wakes up next
+            self.inbox.append((i, token, outcome))
+        else:  # where a done callback would go: see `_visit`
+            self.loop.call_soon(self._arrived, i, token, outcome)
 
     # -- what a finished visit leads to --------------------------------------------------
 
