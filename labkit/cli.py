@@ -6,10 +6,11 @@ exit status 2, never a traceback: an unknown option (argparse), or any LabError 
 handler (a missing or malformed fixture, an unrecorded replay request, a server that is down).
 
 Only the command being run is imported. Its module imports what its experiment needs
-(pandas, matplotlib, jsonschema, the model seam: 1.5-2 s on the 2-core course machine), so
-`labkit --help` lists every command from `labkit.commands.SUMMARIES` without importing any
-of them, and `labkit compare ...` imports the compare module alone. A command module missing
-from SUMMARIES still works: it is imported for every invocation, as all of them once were.
+(pandas, matplotlib, jsonschema, the model seam): 2.16 s for all five modules on the 2-core
+course machine. So `labkit --help` lists every command from `labkit.commands.SUMMARIES`
+without importing any of them (0.044 s, benchmarks/startup.py), and `labkit compare ...`
+imports the compare module alone. A command module missing from SUMMARIES still works: it
+is imported for every invocation, as all of them once were.
 """
 
 from __future__ import annotations
