@@ -25,6 +25,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check labkit tests benchmarks
 
 benchmarks: $(STAMP)
+	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/runtime.py
 	$(BIN)/python benchmarks/orchestrator.py

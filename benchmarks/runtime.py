@@ -1,19 +1,33 @@
 """The runtime's overhead per validated step, against a bare loop doing the same calls.
 
-    python benchmarks/runtime.py [--episodes N]
+    python benchmarks/runtime.py [--episodes N] [--rounds R]
 
 Runs N episodes (default 100,000) of a scripted search → read → final policy through
 `labkit.run` with tools that do no work, and the same policy and tools in a bare loop that
 validates nothing, checks no limit and records nothing. The difference per step is what
 the runtime costs: validation, limits, the trace, the stop record. Both loops run in the
-same process, interleaved in rounds, and the best round of each is reported.
+same process, interleaved in rounds, and the best round of each is reported. Goal (issue
+13): <= 5 µs per validated step over the bare loop.
+
+Each round is timed twice over: in CPU time of this thread (`time.thread_time`) and in wall
+time. The overhead is judged on CPU time. Wall time also counts the moments the process
+waits for a core, and on a shared machine that inflates both loops by the same factor, so
+their *difference* in µs grows with the load while their ratio stays put: with this process
+sharing one core with two busy ones, the bare loop read 1.60 µs per step in wall time and
+the overhead 6.8 µs, against 0.54 µs and 2.25 µs in CPU time, the ratio 5.2-5.3x in both.
+A tracer does the same to every call (a profiler or coverage): 8.4 µs under cProfile. That
+is how one machine printed both 1.85 and 8-10 µs. The script prints the wall-time figures
+too and says when they disagree with the CPU-time ones.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import platform
+import sysconfig
 import time
+from collections.abc import Callable
 
 from labkit import Task, Tool, run
 
@@ -52,12 +66,20 @@ def through_runtime(task: Task) -> dict:
     return run(task, policy, tools=TOOLS, max_turns=3, max_tools=2)
 
 
-def timed(episode, n: int) -> float:
+def timed(episode: Callable[[Task], object], n: int) -> tuple[float, float]:
+    """(CPU seconds of this thread, wall seconds) for `n` episodes."""
     gc.collect()
-    start = time.perf_counter()
+    cpu, wall = time.thread_time(), time.perf_counter()
     for _ in range(n):
         episode(TASK)
-    return time.perf_counter() - start
+    return time.thread_time() - cpu, time.perf_counter() - wall
+
+
+def python_build() -> str:
+    config = sysconfig.get_config_var("CONFIG_ARGS") or ""
+    pgo = "PGO" if "--enable-optimizations" in config else "no PGO"
+    lto = ", LTO" if "--with-lto" in config else ""
+    return f"Python {platform.python_version()} ({platform.python_implementation()}, {pgo}{lto})"
 
 
 def main() -> None:
@@ -68,22 +90,26 @@ def main() -> None:
     result = through_runtime(TASK)
     assert (result["stop"], result["turns"], result["tool_calls"]) == ("final", 3, 2), result
     per_round = args.episodes // args.rounds
-    runtime_best, bare_best = float("inf"), float("inf")
+    best = {"runtime": [float("inf")] * 2, "bare": [float("inf")] * 2}  # [cpu, wall]
     for _ in range(args.rounds):
-        runtime_best = min(runtime_best, timed(through_runtime, per_round))
-        bare_best = min(bare_best, timed(bare, per_round))
+        for name, episode in (("runtime", through_runtime), ("bare", bare)):
+            for k, seconds in enumerate(timed(episode, per_round)):
+                best[name][k] = min(best[name][k], seconds)
     steps = per_round * STEPS
-    runtime_us, bare_us = runtime_best / steps * 1e6, bare_best / steps * 1e6
-    print(
-        f"{args.episodes:,} episodes of {STEPS} validated steps "
-        f"(best of {args.rounds} rounds of {per_round:,})"
-    )
-    print(f"bare loop (no validation, limits or trace): {bare_us:6.2f} µs per step")
-    print(f"labkit.run:                                 {runtime_us:6.2f} µs per step")
-    print(
-        f"runtime overhead: {runtime_us - bare_us:.2f} µs per validated step (goal <= 20 µs); "
-        f"ratio {runtime_us / bare_us:.1f}x the bare loop"
-    )
+    (run_cpu, run_wall), (bare_cpu, bare_wall) = ([s / steps * 1e6 for s in best[name]]
+                                                  for name in ("runtime", "bare"))
+    overhead, overhead_wall = run_cpu - bare_cpu, run_wall - bare_wall
+    print(f"{python_build()}, {platform.machine()}; {args.episodes:,} episodes of {STEPS} validated steps "
+          f"(best of {args.rounds} rounds of {per_round:,})")
+    print("                                           CPU time    wall time")
+    print(f"bare loop (no validation, limits or trace): {bare_cpu:6.2f} µs   {bare_wall:6.2f} µs per step")
+    print(f"labkit.run:                                 {run_cpu:6.2f} µs   {run_wall:6.2f} µs per step")
+    goal = "met" if overhead <= 5 else f"NOT met: {overhead:.2f} µs of CPU time, which no load explains"
+    print(f"runtime overhead: {overhead:.2f} µs per validated step in CPU time (goal <= 5 µs: {goal}); "
+          f"ratio {run_cpu / bare_cpu:.1f}x the bare loop")
+    if overhead_wall > 1.25 * overhead:
+        print(f"wall time says {overhead_wall:.2f} µs: this process waited for a core (a shared machine); "
+              f"the ratio ({run_wall / bare_wall:.1f}x) holds, the µs do not")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from labkit.errors import FixtureError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -126,6 +127,12 @@ def load_json(path: str | Path, schema: dict[str, Any]) -> Any:
         raise FixtureError(f"{path}: cannot read ({error})") from None
     except ValueError as error:
         raise FixtureError(f"{path}: not valid JSON ({error})") from None
+    # Imported here, not at the top: jsonschema takes 1.0-1.4 s to import where rfc3987_syntax
+    # is installed (jupyter-events brings it; it builds an Earley parser at import), and the
+    # modules that import this one (corpus, refunds) are imported by `import labkit`'s
+    # names, by every CLI command and by every notebook. Paid once, at the first load.
+    import jsonschema
+
     try:
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
     except RecursionError:  # parsed, but too deep for the validator's own recursion

@@ -1,1 +1,15 @@
-"""One module per CLI subcommand; each defines `register(subparsers)` (see labkit.cli)."""
+"""One module per CLI subcommand; each defines `register(subparsers)` (see labkit.cli).
+
+SUMMARIES holds each command's one-line help, the same text its `register` passes as
+`help=`, so that `labkit --help` can list the commands without importing their modules
+(tests/test_cli_startup.py checks that the two agree and that every module is listed).
+A module missing here still works; it is only imported on every invocation.
+"""
+
+SUMMARIES: dict[str, str] = {
+    "compare": "lab 01: keyword route vs search/read workflow vs scripted loop",
+    "evaluate": "lab 02: replay recorded trials and report pass@1, pass^k and stop reasons",
+    "refund-lab": "lab 03: refund attacks × defenses, from the shop's ledger",
+    "routing": "lab 04: task graph validation, parallel runs, retries, review loops",
+    "trials": "lab 02: run the model policy live over the docuctl cases and record every call",
+}

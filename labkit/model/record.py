@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import fastjsonschema
-import jsonschema
 
 from labkit.errors import FixtureError, LabError, ProviderError
 from labkit.fixtures import parse_json
@@ -145,14 +144,13 @@ EPISODE = {
     ],
 }
 _LINE_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-_VALIDATORS = {
-    "call": jsonschema.Draft202012Validator(CALL),
-    "episode": jsonschema.Draft202012Validator(EPISODE),
-}
+_SCHEMAS = {"call": CALL, "episode": EPISODE}
 # Compiled once: fastjsonschema checks a valid record ~20x faster than jsonschema (measured on
 # the committed recordings: 2.2 s of 3.0 s replaying them went to validation). A record it
-# rejects is checked again by jsonschema, whose best_match names the field in the message.
-_FAST = {kind: fastjsonschema.compile(schema) for kind, schema in (("call", CALL), ("episode", EPISODE))}
+# rejects is checked again by jsonschema, whose best_match names the field in the message;
+# jsonschema is imported only then (its import costs about 1 s where rfc3987_syntax is
+# installed, see labkit.fixtures).
+_FAST = {kind: fastjsonschema.compile(schema) for kind, schema in _SCHEMAS.items()}
 # Files already read and validated, by (path, size, mtime): replay and evaluation read the
 # same recordings several times per process.
 _READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
@@ -163,7 +161,10 @@ def _schema_error(kind: str, record: Any) -> Any:
         _FAST[kind](record)
         return None
     except fastjsonschema.JsonSchemaException:
-        return jsonschema.exceptions.best_match(_VALIDATORS[kind].iter_errors(record))
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(_SCHEMAS[kind])
+        return jsonschema.exceptions.best_match(validator.iter_errors(record))
 
 
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -205,7 +206,7 @@ def _parse(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         except ValueError as error:
             raise FixtureError(f"{path}: line {number}: not a complete JSON record ({error})") from None
         kind = record.get("kind") if isinstance(record, dict) else None
-        if kind not in _VALIDATORS:
+        if kind not in _SCHEMAS:
             raise FixtureError(f"{path}: line {number}: field 'kind' must be 'call' or 'episode'")
         try:
             error = _schema_error(kind, record)

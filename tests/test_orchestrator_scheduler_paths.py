@@ -1,0 +1,83 @@
+"""The scheduler's fast paths keep its contract: what they build, and cancelling a run.
+
+benchmarks/orchestrator.py measures the speed; these check only behaviour. The single job in
+flight is awaited directly (one trip through the event loop fewer per job on a chain), so
+cancelling the run must still reach that job and end the run, even when the job swallows
+the cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from labkit.orchestrator import Context, Event, FakeClock, Graph, State
+from labkit.orchestrator.scheduler import _context, _event
+
+
+def test_fast_constructors_build_what_the_dataclasses_build():
+    clock = FakeClock()
+    event = _event(0.5, "a", State.PENDING, State.RUNNING, 1, 2, "note")
+    assert event == Event(0.5, "a", State.PENDING, State.RUNNING, 1, 2, "note")
+    assert hash(event) == hash(Event(0.5, "a", State.PENDING, State.RUNNING, 1, 2, "note"))
+    context = _context("a", {"b": 1}, 1, 2, "fb", "prev", clock)
+    assert context == Context("a", {"b": 1}, 1, 2, "fb", "prev", clock)
+    with pytest.raises(AttributeError):
+        event.note = "changed"  # still frozen
+
+
+def _cancel_after_start(graph: Graph) -> None:
+    async def main() -> None:
+        run = asyncio.ensure_future(graph.run_async())
+        await asyncio.sleep(0.05)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(main())
+
+
+def test_cancelling_a_run_with_one_job_in_flight_cancels_that_job():
+    seen = []
+
+    async def slow(ctx: Context) -> None:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            seen.append(ctx.job)
+            raise
+
+    _cancel_after_start(Graph().job("slow", slow).job("after", slow, deps=["slow"]))
+    assert seen == ["slow"]
+
+
+def test_cancelling_a_run_is_not_lost_when_its_only_job_swallows_it():
+    started = []
+
+    async def stubborn(ctx: Context) -> str:
+        started.append(ctx.job)
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            return "kept going"
+        return "done"
+
+    _cancel_after_start(Graph().job("a", stubborn).job("b", stubborn, deps=["a"]))
+    assert started == ["a"]  # the run ended: b never started
+
+
+def test_a_chain_runs_each_job_once_in_order_with_two_events_each():
+    order = []
+
+    async def step(ctx: Context) -> int:
+        order.append(ctx.job)
+        return (ctx.input if ctx.inputs else 0) + 1
+
+    graph = Graph().job("j0", step)
+    for i in range(1, 50):
+        graph.job(f"j{i}", step, deps=[f"j{i - 1}"])
+    result = graph.run(clock=FakeClock())
+    assert order == [f"j{i}" for i in range(50)] and result.results["j49"] == 50
+    assert [(e.job, e.new) for e in result.events] == [
+        (f"j{i}", new) for i in range(50) for new in (State.RUNNING, State.COMPLETED)]
