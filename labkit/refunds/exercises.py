@@ -16,13 +16,13 @@ a policy that errs all come back as a failed Check that says what went wrong.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
 import pandas as pd
 
 from labkit.errors import LabError
+from labkit.exercises.check import Check
 from labkit.refunds.attacks import ATTACKS, attack_from, gold_calls, load_templates, succeeded
 from labkit.refunds.defenses import DEFENSES, Defenses
 from labkit.refunds.lab import refund_lab
@@ -32,17 +32,6 @@ from labkit.refunds.shop import Refund
 from labkit.refunds.tools import EpisodeState
 
 NOT_YET = "not attempted yet: replace None with your answer and run the cell again"
-
-
-@dataclass(frozen=True)
-class Check:
-    passed: bool
-    message: str
-    table: pd.DataFrame | None = None
-
-    def __repr__(self) -> str:
-        head = ("PASSED: " if self.passed else "NOT YET: ") + self.message
-        return head if self.table is None else f"{head}\n{self.table.to_string()}"
 
 
 def _attack(record: Any):
