@@ -4,7 +4,6 @@ The schemas are asserted exactly on hand-built states; the runtime's own validat
 proved independent of them in test_runtime (a constraint is a convenience, never the check).
 """
 
-import json
 
 import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
@@ -267,7 +266,6 @@ def test_every_rung_is_named_and_recorded_with_each_call(tmp_path):
     policy(TASK, [])
     ((_, record),) = list(read_records(tmp_path / "r.jsonl"))
     assert record["rung"] == "L2"
-    assert json.dumps(record).count("L2") >= 1
 
 
 def test_the_local_backend_hands_each_turns_schema_to_its_grammar_and_none_at_l0(monkeypatch):

@@ -56,3 +56,12 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 def unanswered(answer: Any) -> bool:
     return answer is None or answer is Ellipsis
+
+
+def not_a_function(answer: Any, shape: str) -> Check | None:
+    """The verdict for an answer that is not yet a function (`shape` says what it should be), or None."""
+    if unanswered(answer):
+        return fail(NOT_YET)
+    if not callable(answer):
+        return fail(f"{shape}, not {type(answer).__name__}.")
+    return None

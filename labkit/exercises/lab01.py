@@ -24,9 +24,9 @@ from typing import Any
 import pandas as pd
 
 from labkit.checkers import check_adaptive_case, try_adaptive_case
-from labkit.controllers import BASE_TOOL_BUDGET, controllers, docuctl_tools, scripted, workflow
+from labkit.controllers import BASE_TOOL_BUDGET, docuctl_tools, scripted, workflow
 from labkit.corpus import docuctl
-from labkit.exercises.check import NOT_YET, Check, Raised, call, crashed, fail, unanswered
+from labkit.exercises.check import NOT_YET, Check, Raised, call, crashed, fail, not_a_function, unanswered
 from labkit.grading import outcome
 from labkit.runtime import Tool, run
 from labkit.task import task_from
@@ -63,14 +63,12 @@ def _summary(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     """Build it: the fixed search → read-first-hit workflow (see the module docstring)."""
-    if unanswered(my_workflow):
-        return fail(NOT_YET)
-    if not callable(my_workflow):
-        return fail(
-            f"my_workflow must be a function (task, tools) -> dict, not {type(my_workflow).__name__}."
-        )
+    if (
+        refused := not_a_function(my_workflow, "my_workflow must be a function (task, tools) -> dict")
+    ) is not None:
+        return refused
     corpus = docuctl()
-    passed = calls = 0
+    passed = calls = ref_passed = ref_calls = 0
     for case in corpus.cases:
         task = task_from(case)
         log: list[tuple[str, dict[str, Any]]] = []
@@ -99,6 +97,8 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
         passed += outcome(
             case, {"stop": "final", "answer": answer and answer[0], "citation": answer and answer[1]}
         )
+        ref_calls += want["tool_calls"]
+        ref_passed += outcome(case, want)
     table = _summary(
         [
             {
@@ -109,9 +109,9 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
             },
             {
                 "controller": "labkit's workflow",
-                "passed": passed,
+                "passed": ref_passed,
                 "total": len(corpus.cases),
-                "tool_calls": calls,
+                "tool_calls": ref_calls,
             },
         ]
     )
@@ -125,15 +125,13 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
 
 def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     """Build it: the scripted loop's `decide`, run by the runtime under the workflow's budget."""
-    if unanswered(my_decide):
-        return fail(NOT_YET)
-    if not callable(my_decide):
-        return fail(
-            f"my_decide must be a function (task, observations) -> dict, not {type(my_decide).__name__}."
-        )
+    if (
+        refused := not_a_function(my_decide, "my_decide must be a function (task, observations) -> dict")
+    ) is not None:
+        return refused
     corpus = docuctl()
     limits = {"max_turns": BASE_TOOL_BUDGET + 1, "max_tools": BASE_TOOL_BUDGET}
-    passed = calls = 0
+    passed = calls = ref_passed = ref_calls = 0
     for case in corpus.cases:
         task = task_from(case)
         got = run(task, my_decide, tools=docuctl_tools(task, corpus.docs), **limits)
@@ -151,14 +149,14 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
             )
         calls += got["tool_calls"]
         passed += outcome(case, got)
-    reference = controllers(corpus.docs, adaptive=False)["search/read workflow"]
-    ref_calls = sum(reference(task_from(case))["tool_calls"] for case in corpus.cases)
+        ref_calls += want["tool_calls"]
+        ref_passed += outcome(case, want)
     table = _summary(
         [
             {"controller": "your loop", "passed": passed, "total": len(corpus.cases), "tool_calls": calls},
             {
-                "controller": "labkit's workflow",
-                "passed": passed,
+                "controller": "labkit's scripted loop",
+                "passed": ref_passed,
                 "total": len(corpus.cases),
                 "tool_calls": ref_calls,
             },

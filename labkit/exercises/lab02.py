@@ -30,7 +30,7 @@ import pandas as pd
 
 from labkit.controllers import docuctl_tools, scripted
 from labkit.errors import LabError
-from labkit.exercises.check import NOT_YET, Check, Raised, call, crashed, fail, unanswered
+from labkit.exercises.check import Check, Raised, call, crashed, fail, not_a_function
 from labkit.exercises_02 import EXERCISE_TASK, check_budget, check_pass_hat_k, check_stop_policy
 from labkit.runtime import Tool, run
 
@@ -201,13 +201,12 @@ def _tools(log: list[str], broken: bool) -> dict[str, Tool]:
 
 def check_run(my_run: Callable[..., Any] | None) -> Check:
     """Build it: the heart of `run` (see the module docstring)."""
-    if unanswered(my_run):
-        return fail(NOT_YET)
-    if not callable(my_run):
-        return fail(
-            f"my_run must be a function (task, decide, tools, max_turns, max_tools), not "
-            f"{type(my_run).__name__}."
+    if (
+        refused := not_a_function(
+            my_run, "my_run must be a function (task, decide, tools, max_turns, max_tools)"
         )
+    ) is not None:
+        return refused
     rows = []
     for name, policy, limits, broken, rule in scenarios():
         mine: list[str] = []

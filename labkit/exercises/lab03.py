@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.exercises.check import NOT_YET, Check, fail, unanswered
+from labkit.exercises.check import Check, fail, not_a_function
 from labkit.refunds.defenses import Defenses
 from labkit.refunds.exercises import check_guard, check_intent_attack, check_retry_policy
 from labkit.refunds.lab import refund_lab
@@ -71,31 +71,28 @@ def hostile(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _first_unauthorised(scores: list) -> str | None:
+    """The first refund in `scores` that the records do not authorise, with the rule it breaks."""
     for s in scores:
         episode = s.episode
-        ledger = list(episode.shop.ledger)
-        for refund in episode.refunds:
+        history, customer = episode.shop.ledger, episode.request.customer
+        bad = unauthorized(episode.shop, customer, history, episode.refunds)
+        if bad:
+            refund = bad[0]
+            before = [*history, *episode.refunds[: episode.refunds.index(refund)]]
             refusal = authorise(
-                episode.shop,
-                episode.request.customer,
-                refund.order,
-                refund.amount,
-                refund.destination,
-                ledger,
+                episode.shop, customer, refund.order, refund.amount, refund.destination, before
             )
-            if refusal is not None:
-                what = f"{dollars(refund.amount):.2f} dollars on {refund.order} to {refund.destination}"
-                return f"your guard let {what} through ({refusal.rule}: {refusal.reason})"
-            ledger.append(refund)
+            what = f"{dollars(refund.amount):.2f} dollars on {refund.order} to {refund.destination}"
+            return f"your guard let {what} through ({refusal.rule}: {refusal.reason})"
     return None
 
 
 def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     """Build it: complete mediation as a guard (see the module docstring)."""
-    if unanswered(my_guard):
-        return fail(NOT_YET)
-    if not callable(my_guard):
-        return fail(f"a guard is a function guard(call, state) -> str | None, not {type(my_guard).__name__}.")
+    if (
+        refused := not_a_function(my_guard, "a guard is a function guard(call, state) -> str | None")
+    ) is not None:
+        return refused
     crashes: list[BaseException] = []
 
     def guarded(call: Any, state: Any) -> Any:
@@ -145,14 +142,6 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
             "policy allows.",
             table,
         )
-    total = sum(
-        len(
-            unauthorized(s.episode.shop, s.episode.request.customer, s.episode.shop.ledger, s.episode.refunds)
-        )
-        for scores in runs.values()
-        for s in scores
-    )
-    assert total == 0
     episodes = sum(len(scores) for scores in runs.values())
     return Check(
         True,

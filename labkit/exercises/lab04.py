@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.exercises.check import NOT_YET, Check, Raised, call, crashed, fail, unanswered
+from labkit.exercises.check import Check, Raised, call, crashed, fail, not_a_function
 from labkit.orchestrator.clock import FakeClock
 from labkit.orchestrator.exercises import check_loop_graph, check_retry_policy, check_worst_case
 from labkit.orchestrator.exercises import check_router as check_summary_router
@@ -59,10 +59,8 @@ def _graph_with(router: Callable[[Any], Any], reviser: Callable[..., str]) -> Gr
 
 def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     """Build it: the review loop's router with its criterion in code (see the module docstring)."""
-    if unanswered(my_router):
-        return fail(NOT_YET)
-    if not callable(my_router):
-        return fail(f"a router is a function verdict -> Next, not {type(my_router).__name__}.")
+    if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
+        return refused
     for chars in (12, LIMIT, LIMIT + 1, 45):
         verdict = {"text": "x" * chars, "chars": chars}
         try:
@@ -189,12 +187,10 @@ def _rounds(ready: Callable[..., Any], deps: Mapping[str, Sequence[str]]) -> lis
 
 def check_ready(my_ready: Callable[..., Any] | None) -> Check:
     """Build it: the scheduler's ready-job step (see the module docstring)."""
-    if unanswered(my_ready):
-        return fail(NOT_YET)
-    if not callable(my_ready):
-        return fail(
-            f"my_ready must be a function (deps, states) -> list of jobs, not {type(my_ready).__name__}."
-        )
+    if (
+        refused := not_a_function(my_ready, "my_ready must be a function (deps, states) -> list of jobs")
+    ) is not None:
+        return refused
     for name, deps, states, want in READY_CASES:
         try:
             got = call(my_ready, {k: list(v) for k, v in deps.items()}, dict(states))
