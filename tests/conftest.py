@@ -18,3 +18,9 @@ def cli(capsys):
         return code, out, err
 
     return invoke
+
+
+@pytest.fixture(autouse=True)
+def _runs_in_tmp(tmp_path, monkeypatch):
+    """Checkers record progress under runs/; tests keep theirs in a temporary folder."""
+    monkeypatch.setenv("LABKIT_RUNS", str(tmp_path / "runs"))

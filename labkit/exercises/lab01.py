@@ -27,6 +27,7 @@ from labkit.checkers import check_adaptive_case, try_adaptive_case
 from labkit.controllers import BASE_TOOL_BUDGET, docuctl_tools, scripted, workflow
 from labkit.corpus import docuctl
 from labkit.exercises.check import NOT_YET, Check, Raised, call, crashed, fail, not_a_function, unanswered
+from labkit.exercises.progress import exercise
 from labkit.grading import outcome
 from labkit.runtime import Tool, run
 from labkit.task import task_from
@@ -61,6 +62,7 @@ def _summary(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("controller")
 
 
+@exercise("01", "workflow")
 def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     """Build it: the fixed search → read-first-hit workflow (see the module docstring)."""
     if (
@@ -123,6 +125,7 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     )
 
 
+@exercise("01", "decide")
 def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     """Build it: the scripted loop's `decide`, run by the runtime under the workflow's budget."""
     if (
@@ -173,6 +176,11 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
 STAGES = ("retrieval", "control", "answer")
 
 
+def _diagnosis(case_id: str, stage: str | None, reason: str | None = None) -> dict[str, Any]:
+    return {"case_id": case_id, "stage": stage, "reason": reason}
+
+
+@exercise("01", "failure_stage", payload=_diagnosis)
 def check_failure_stage(case_id: str, stage: str | None, reason: str | None = None) -> Check:
     """Exercise: which stage made the workflow fail `case_id`, and why — a diagnosis, not a lookup.
 

@@ -31,6 +31,7 @@ import pandas as pd
 from labkit.controllers import docuctl_tools, scripted
 from labkit.errors import LabError
 from labkit.exercises.check import Check, Raised, call, crashed, fail, not_a_function
+from labkit.exercises.progress import exercise
 from labkit.exercises_02 import EXERCISE_TASK, check_budget, check_pass_hat_k, check_stop_policy
 from labkit.runtime import Tool, run
 
@@ -199,6 +200,7 @@ def _tools(log: list[str], broken: bool) -> dict[str, Tool]:
     return {name: counted(tool) for name, tool in tools.items()}
 
 
+@exercise("02", "run")
 def check_run(my_run: Callable[..., Any] | None) -> Check:
     """Build it: the heart of `run` (see the module docstring)."""
     if (

@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.exercises.check import Check, fail, not_a_function
+from labkit.exercises.progress import exercise
 from labkit.refunds.defenses import Defenses
 from labkit.refunds.exercises import check_guard, check_intent_attack, check_retry_policy
 from labkit.refunds.lab import refund_lab
@@ -87,6 +88,7 @@ def _first_unauthorised(scores: list) -> str | None:
     return None
 
 
+@exercise("03", "mediation")
 def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     """Build it: complete mediation as a guard (see the module docstring)."""
     if (

@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.exercises.check import Check, Raised, call, crashed, fail, not_a_function
+from labkit.exercises.progress import exercise
 from labkit.orchestrator.clock import FakeClock
 from labkit.orchestrator.exercises import check_loop_graph, check_retry_policy, check_worst_case
 from labkit.orchestrator.exercises import check_router as check_summary_router
@@ -57,6 +58,7 @@ def _graph_with(router: Callable[[Any], Any], reviser: Callable[..., str]) -> Gr
     return graph
 
 
+@exercise("04", "router")
 def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     """Build it: the review loop's router with its criterion in code (see the module docstring)."""
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
@@ -185,6 +187,7 @@ def _rounds(ready: Callable[..., Any], deps: Mapping[str, Sequence[str]]) -> lis
     return rounds
 
 
+@exercise("04", "ready")
 def check_ready(my_ready: Callable[..., Any] | None) -> Check:
     """Build it: the scheduler's ready-job step (see the module docstring)."""
     if (

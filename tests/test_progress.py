@@ -1,0 +1,46 @@
+"""Checker outcomes are recorded as data for `labkit submit`, and recording never breaks a verdict."""
+
+import json
+
+from labkit.exercises import lab01, lab04
+from labkit.exercises.check import Check
+from labkit.exercises.progress import load_progress, progress_path, record
+
+
+def test_each_attempt_is_recorded_with_the_first_passing_one(tmp_path):
+    lab01.check_failure_stage("rollback-restore", "control", "wrong page")
+    lab01.check_failure_stage("rollback-restore", "retrieval", "the right page lost a tie in search")
+    lab01.check_failure_stage("rollback-restore", "retrieval", "the right page lost a tie in search")
+    entry = load_progress("01")["exercises"]["failure_stage"]
+    assert entry["attempts"] == 3
+    assert entry["first_passed_attempt"] == 2
+    assert entry["passed"] is True
+    assert entry["payload"] == {
+        "case_id": "rollback-restore",
+        "stage": "retrieval",
+        "reason": "the right page lost a tie in search",
+    }
+
+
+def test_an_unanswered_cell_is_recorded_as_not_passed():
+    verdict = lab04.check_router(None)
+    assert not verdict.passed
+    entry = load_progress("04")["exercises"]["router"]
+    assert entry == {**entry, "passed": False, "attempts": 1, "first_passed_attempt": None}
+
+
+def test_a_corrupt_progress_file_is_replaced_not_fatal():
+    path = progress_path("02")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    record("02", "run", Check(False, "x"))
+    assert json.loads(path.read_text())["exercises"]["run"]["attempts"] == 1
+
+
+def test_an_unwritable_runs_folder_warns_and_keeps_the_verdict(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("LABKIT_RUNS", str(blocker))
+    verdict = lab04.check_router(None)
+    assert not verdict.passed
+    assert "progress not saved" in capsys.readouterr().err
