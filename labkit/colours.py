@@ -1,0 +1,39 @@
+"""One colour per controller, policy and outcome, the same in every lab's charts.
+
+A learner who has seen the adaptive loop in dark green in lab 01 finds it in dark green in
+lab 02. Charts look names up here (`colour`) rather than take matplotlib's cycle, whose
+colour depends on the order a table happens to have. Outcomes put a final *correct* answer
+in green and a final *wrong* one in red-brown: ending with `final` is not being right.
+"""
+
+from __future__ import annotations
+
+# Fixed controllers are blues and greys, loops greens, the language model purple, and
+# lab 03's policies keep the same logic: the obedient one orange, the careful one green.
+CONTROLLERS = {
+    "keyword route": "#9e9e9e",
+    "search/read workflow": "#1565c0",
+    "workflow": "#1565c0",
+    "fallback workflow": "#64b5f6",
+    "two-rule workflow": "#0d47a1",
+    "spell-correct-first workflow": "#90caf9",
+    "scripted loop": "#66bb6a",
+    "adaptive loop": "#1b5e20",
+    "model": "#8e24aa",
+    "SmolLM2": "#8e24aa",
+    "gullible": "#ef6c00",
+    "careful": "#2e7d32",
+}
+
+OUTCOMES = {
+    "correct": "#2e7d32",
+    "wrong": "#8d2d1a",
+    "final": "#2e7d32",
+}
+
+FALLBACK = "#757575"
+
+
+def colour(name: str) -> str:
+    """The colour of controller or policy `name` (its prefix before " (" also counts)."""
+    return CONTROLLERS.get(name) or CONTROLLERS.get(name.split(" (")[0], FALLBACK)
