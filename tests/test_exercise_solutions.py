@@ -5,7 +5,6 @@ import pytest
 
 from labkit.exercises import Check, lab01, lab02, lab03, lab04
 from labkit.exercises_02 import REACHABLE
-from labkit.orchestrator.route import Next
 from labkit.refunds.policy import authorise
 from labkit.runtime import validate_decision
 
@@ -208,57 +207,6 @@ def test_lab03_wrong_guards_say_what_got_through_or_what_was_refused():
     verdict(lab03.check_mediation(42), False, "a guard is a function")
 
 
-# -- lab 04: the router and the ready-job step ---------------------------------------------------
-
-
-def my_router(verdict):
-    if verdict["chars"] <= 26:
-        return Next.Continue
-    return Next.back_to_with("revise", f"{verdict['chars']} characters, limit is 26")
-
-
-def my_ready(deps, states):
-    return [
-        job
-        for job, needs in deps.items()
-        if states[job] == "pending" and all(states[dep] == "completed" for dep in needs)
-    ]
-
-
-def test_lab04_router_and_ready_step_solutions_pass():
-    check = lab04.check_router(my_router)
-    verdict(check, True, "converges")
-    assert list(check.table["status"]) == ["completed", "dead_letter"]
-    verdict(lab04.check_ready(my_ready), True, "fewest rounds")
-
-
-def test_lab04_wrong_routers_and_steps_say_what_to_fix():
-    verdict(
-        lab04.check_router(lambda v: Next.Continue if v["chars"] <= 26 else Next.back_to("revise")),
-        False,
-        "without feedback",
-    )
-    verdict(
-        lab04.check_router(lambda v: Next.Continue if v["chars"] < 26 else Next.back_to_with("revise", "no")),
-        False,
-        "26 characters is within the limit",
-    )
-    verdict(lab04.check_router(lambda v: v["words"]), False, "raised KeyError")
-
-    def started_when_not_pending(deps, states):
-        return [
-            j
-            for j, needs in deps.items()
-            if states[j] == "pending" and all(states[d] != "pending" for d in needs)
-        ]
-
-    def alphabetical(deps, states):
-        return sorted(my_ready(deps, states))
-
-    verdict(lab04.check_ready(started_when_not_pending), False, "still running")
-    verdict(lab04.check_ready(alphabetical), False, "declaration order")
-
-
 BUILD_IT = ("check_workflow", "check_decide", "check_run", "check_mediation", "check_router", "check_ready")
 
 
@@ -283,21 +231,3 @@ def test_lab02_exercise1_every_policy_reachable_reason_is_reachable():
     assert check_stop_policy("turn_limit", searcher).startswith("Yes")
     assert check_stop_policy("tool_limit", searcher).startswith("Yes")
     assert check_stop_policy("turn_limit", lambda t, o: {"action": "nope"}).startswith("Not yet")
-
-
-def test_lab04_max_concurrency_knob_runs_at_most_that_many_at_once():
-    from labkit.orchestrator.experiments import parallel_experiment
-
-    table, runs = parallel_experiment(max_concurrency=2)
-    assert list(table.index) == ["sequential", "parallel", "max_concurrency=2"]
-    assert table.loc["max_concurrency=2", "expected_s"] == 0.28
-    running = peak = 0
-    for event in runs["max_concurrency=2"].events:
-        if event.new == "running":
-            running += 1
-        elif event.old == "running":
-            running -= 1
-        peak = max(peak, running)
-    assert peak == 2
-    with pytest.raises(Exception, match="max_concurrency must be an int"):
-        parallel_experiment(max_concurrency=0)

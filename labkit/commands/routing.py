@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-visits", type=int, default=5, metavar="N",
                         help="runs allowed per job in the review loop, 1..20 (default: 5)")
     parser.add_argument("--limit", type=int, default=lab.LIMIT, metavar="CHARS",
-                        help=f"the review's character limit, 1..200 (default: {lab.LIMIT}, seed 002's)")
+                        help=f"the review's character limit, 1..200 (default: {lab.LIMIT})")
     parser.add_argument("--skip-timing", action="store_true",
                         help="leave out the real-time experiment (the rest is deterministic)")
     parser.set_defaults(handler=handle)

@@ -8,9 +8,9 @@
 
 Every job here is scripted: the reviser is a rule, not a model. The experiments show
 what the *control layer* does with a reviser that ignores or uses feedback; whether a
-given model behaves like either is a separate measurement (seed 002 made one: without
-feedback, 33, 33, 33, 31 and 33 characters against a limit of 26). This lab's own model
-measurement, through lab 02's seam and replayed from recorded trials, is
+given model behaves like either is a separate measurement (harness-rs reports one in the
+docs of its `Next::Goto`, crates/harness-orchestrator/src/route.rs: without feedback, 33,
+33, 33, 31 and 33 characters against a limit of 26). This lab's own model measurement, through lab 02's seam and replayed from recorded trials, is
 `labkit.orchestrator.model_reviser.model_feedback_experiment`.
 """
 
@@ -32,7 +32,7 @@ from labkit.orchestrator.retry import RetryPolicy
 from labkit.orchestrator.route import Next
 from labkit.orchestrator.scheduler import Context
 
-LIMIT = 26  # seed 002's limit, in characters
+LIMIT = 26  # characters: the limit of harness-rs's route.rs example, so figures compare
 DRAFT = "Search is now much faster everywhere you look"
 FILLER = ("is", "you", "look")  # what the reviser always drops: 45 -> 33 characters
 EXPENDABLE = ("much", "now", "faster")  # what it cuts next, one word per revision, when told to
