@@ -10,7 +10,8 @@ Every job here is scripted: the reviser is a rule, not a model. The experiments 
 what the *control layer* does with a reviser that ignores or uses feedback; whether a
 given model behaves like either is a separate measurement (harness-rs reports one in the
 docs of its `Next::Goto`, crates/harness-orchestrator/src/route.rs: without feedback, 33,
-33, 33, 31 and 33 characters against a limit of 26). This lab's own model measurement, through lab 02's seam and replayed from recorded trials, is
+33, 33, 31 and 33 characters against a limit of 26). This lab's own model measurement,
+through lab 02's seam and replayed from recorded trials, is
 `labkit.orchestrator.model_reviser.model_feedback_experiment`.
 """
 
