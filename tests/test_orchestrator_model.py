@@ -138,3 +138,23 @@ def test_a_decision_without_answer_text_fails_the_revise_job():
     result = graph.run(clock=FakeClock())
     assert result.status == "failed"
     assert "has no answer text" in result.errors["revise"]
+
+
+@recorded
+def test_the_control_table_has_each_level_and_variant_as_recorded(replay):
+    table, revisers = model.control_table()
+    assert list(table.index.get_level_values(0).unique()) == [label for label, _, _ in model.CONTROLS]
+    free, deletions, cut = (table.xs(label)["characters per visit"].tolist()
+                            for label, _, _ in model.CONTROLS)
+    assert free == deletions == ["45 45 45 45 45"] * 2
+    assert cut == ["40 36 25"] * 2
+    assert table["same texts both variants"].all()
+    published = table.xs("must cut a word (L2, min_cut=1)")["published"].tolist()
+    assert published == ["Search is now much faster"] * 2
+    assert revisers["any text (L1)"]["with feedback"].history == [DRAFT] * 5
+
+
+def test_the_control_table_reaches_any_backend():
+    table, _ = model.control_table(backend=Shortener())
+    assert table.loc[("any text (L1)", "with feedback"), "characters per visit"] == "40 36 25"
+    assert table.loc[("any text (L1)", "with feedback"), "status"] == "completed"

@@ -222,6 +222,33 @@ def model_feedback_experiment(
     return visit_table(lengths), pd.DataFrame(rows).set_index("variant"), runs, revisers
 
 
+# What each level of control lets the reviser write: (label, rung, min_cut). Recorded for
+# all three in fixtures/trials/routing-smollm2*.jsonl.
+CONTROLS = (("any text (L1)", "L1", 0), ("deletions only (L2)", "L2", 0),
+            ("must cut a word (L2, min_cut=1)", "L2", 1))
+
+
+def control_table(backend: Backend | None = None) -> tuple[pd.DataFrame, dict[str, dict[str, ModelReviser]]]:
+    """The model feedback experiment at each level of CONTROLS, one row per (level, variant).
+
+    Columns: the characters of each revision, the run's status, what was published, and
+    whether the two variants of that level wrote the same texts. Returns the table and the
+    revisers per level (their `history` holds the texts).
+    """
+    rows, revisers = [], {}
+    for label, rung, min_cut in CONTROLS:
+        chars, summary, _, revisers[label] = model_feedback_experiment(backend=backend, rung=rung,
+                                                                       min_cut=min_cut)
+        texts = [reviser.history for reviser in revisers[label].values()]
+        for variant in VARIANTS:
+            rows.append({"reviser may write": label, "variant": variant,
+                         "characters per visit": " ".join(c for c in chars[variant] if c != "-"),
+                         "status": summary.loc[variant, "status"],
+                         "published": summary.loc[variant, "published"],
+                         "same texts both variants": texts[0] == texts[1]})
+    return pd.DataFrame(rows).set_index(["reviser may write", "variant"]), revisers
+
+
 def main() -> int:
     """Run the experiment with `LABKIT_MODEL`'s backend; print the tables and the wall time."""
     start = time.perf_counter()
