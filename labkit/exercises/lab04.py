@@ -126,8 +126,7 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     ).set_index("reviser")
     return Check(
         True,
-        f"within {LIMIT} continues, over it goes back with the count and the limit; the loop "
-        "converges with the scripted reviser and dead-letters a stubborn one.",
+        "your router converges with the scripted reviser and dead-letters one that never improves.",
         table,
     )
 
@@ -284,8 +283,7 @@ def check_retry_policy(policy: Any) -> Check:
                 "retry_on to connection errors and timeouts."
             )
     table = result.table().loc[["fetch"]].assign(waits=", ".join(f"{s:g}" for s in waits))
-    return Check(True, "4 attempts, waits 0.2, 0.4, 0.8 s, only transient errors retried: a job "
-                 "that fails 3 times then succeeds completes.", table)
+    return Check(True, "4 attempts, waits 0.2, 0.4, 0.8 s, and only transient errors retried.", table)
 
 
 # -- Exercise 2: what a Goto re-runs --------------------------------------------------------------
@@ -334,8 +332,7 @@ def _why(job: str, said: Any, runs: int, deps: Mapping[str, Sequence[str]], loop
     reason = f"it depends on {GOTO_TARGET}" if job != GOTO_TARGET else "it is the Goto's target"
     if via and GOTO_TARGET not in via and job != GOTO_TARGET:
         reason += f" through {' and '.join(via)}"
-    return (f"{job} ran {runs} time(s), not {said}: {reason}, and a Goto re-runs the target and "
-            "everything downstream of it.")
+    return f"{job} ran {runs} time(s), not {said}: {reason}, and a Goto re-runs its target and what depends on it."
 
 
 @exercise("04", "goto_runs", payload=lambda runs: runs if isinstance(runs, dict) else None)
@@ -356,8 +353,7 @@ def check_goto_runs(runs: Any) -> Check:
     table = pd.DataFrame({"you said": [runs[job] for job in deps], "runs": list(result.visits.values()),
                           "downstream of parse": [job in loop for job in deps]},
                          index=pd.Index(list(deps), name="job"))
-    return Check(True, "a Goto to parse re-ran parse and everything that depends on it; fetch and audit "
-                 "ran once, and publish ran once, after check continued.", table)
+    return Check(True, "a Goto to parse re-ran it and all that depends on it; the rest ran once.", table)
 
 
 # -- Exercise 3: the worst case ------------------------------------------------------------------
@@ -402,5 +398,5 @@ def check_worst_case(calls: Any) -> Check:
             calls, f"{calls} is not it: count the runs of the job, then the tries in each run."
         ))
     table = result.table().loc[["revise", "review"]]
-    return Check(True, f"{most} = max_visits × max_attempts: in a run built to hit both caps, revise was "
-                 f"called {most} times before the loop ended as {result.status}.", table)
+    return Check(True, f"{most} = max_visits × max_attempts: revise was called {most} times, then the loop "
+                 f"ended as {result.status}.", table)
