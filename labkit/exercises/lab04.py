@@ -332,7 +332,8 @@ def _why(job: str, said: Any, runs: int, deps: Mapping[str, Sequence[str]], loop
     reason = f"it depends on {GOTO_TARGET}" if job != GOTO_TARGET else "it is the Goto's target"
     if via and GOTO_TARGET not in via and job != GOTO_TARGET:
         reason += f" through {' and '.join(via)}"
-    return f"{job} ran {runs} time(s), not {said}: {reason}, and a Goto re-runs its target and what depends on it."
+    return (f"{job} ran {runs} time(s), not {said}: {reason}, and a Goto re-runs its target and what "
+            "depends on it.")
 
 
 @exercise("04", "goto_runs", payload=lambda runs: runs if isinstance(runs, dict) else None)
