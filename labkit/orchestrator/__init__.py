@@ -16,8 +16,8 @@ Modules, one job each: graph (declare and validate), route (Next and routers), r
 scheduler (the run), result (RunResult), timeline (spans and the Gantt chart),
 experiments (the notebook's experiments, shared with `python -m labkit routing`),
 model_reviser (the feedback experiment with a model reviser through lab 02's seam, replayed;
-imported on its own so that the rest needs no model seam). The notebook's checkers are in
-`labkit.exercises.lab04`.
+imported on its own so that the rest needs no model seam), tables (DataFrames that read left
+to right in JupyterLab). The notebook's checkers are in `labkit.exercises.lab04`.
 """
 
 from labkit.orchestrator.clock import Clock, FakeClock, RealClock
