@@ -44,3 +44,9 @@ def test_an_unwritable_runs_folder_warns_and_keeps_the_verdict(tmp_path, monkeyp
     verdict = lab04.check_router(None)
     assert not verdict.passed
     assert "progress not saved" in capsys.readouterr().err
+
+
+def test_a_long_verdict_is_wrapped_for_a_projector():
+    verdict = Check(False, "word " * 60)
+    lines = repr(verdict).splitlines()
+    assert len(lines) > 1 and max(map(len, lines)) <= 110

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -9,6 +10,9 @@ from typing import Any
 import pandas as pd
 
 NOT_YET = "not attempted yet: replace the `...` or None with your code and run the cell again"
+# JupyterLab breaks a text output at ~120 columns wherever it falls, mid-word included
+# (seen at 1400 px); wrapping here keeps a verdict readable on a projector.
+WIDTH = 110
 
 
 @dataclass(frozen=True)
@@ -20,7 +24,7 @@ class Check:
     table: pd.DataFrame | None = None
 
     def __repr__(self) -> str:
-        head = ("PASSED: " if self.passed else "NOT YET: ") + self.message
+        head = textwrap.fill(("PASSED: " if self.passed else "NOT YET: ") + self.message, WIDTH)
         return head if self.table is None else f"{head}\n{self.table.to_string()}"
 
     def __bool__(self) -> bool:
