@@ -8,7 +8,8 @@ one ends as it did live); the tables below group those rows by (prompt, rung).
 
 - `ladder_table`: pass@1 at T=0; pass^1..pass^5 at T=0.7; tool calls per success, tokens
   and seconds per decision over the T=0.7 episodes (seconds as recorded live);
-- `ladder_stops`: how the T=0.7 episodes ended, per prompt and rung;
+- `ladder_stops`: how the T=0.7 episodes ended, per prompt and rung (a final split into
+  correct and wrong);
 - `ladder_by_cases`: pass rate at T=0.7 on lab 01's base and adaptive cases;
 - `plot_ladder`: pass^k against k, one panel per prompt, one line per rung.
 """
@@ -25,10 +26,9 @@ from matplotlib.figure import Figure
 
 from labkit.corpus import Corpus, docuctl
 from labkit.errors import LabError
-from labkit.evaluation import K_MAX, STOP_COLORS, Row, reliability, replay_trials
+from labkit.evaluation import ENDINGS, K_MAX, Row, ending, plot_shares, reliability, replay_trials
 from labkit.model.constraints import RUNG_NAMES, RUNGS
 from labkit.model.replay import TRIALS
-from labkit.runtime import STOP_REASONS
 
 SAMPLED = 0.7  # the temperature of the repeated trials
 PROMPT_ORDER = ("base", "example")
@@ -99,15 +99,17 @@ def ladder_table(rows: Sequence[Row], k_max: int = K_MAX) -> pd.DataFrame:
 
 
 def ladder_stops(rows: Sequence[Row], temperature: float = SAMPLED) -> pd.DataFrame:
-    """Episodes per (prompt, rung) and stop reason at `temperature`, plus how many passed."""
+    """Episodes per (prompt, rung) and ending at `temperature`, graded.
+
+    `final` is split into "final, correct" (the episodes that passed) and "final, wrong"
+    (`labkit.evaluation.ending`); unused endings are left out.
+    """
     groups = _groups(rows, temperature)
-    counts = {key: Counter(r["stop"] for r in group) for key, group in groups.items()}
-    seen = [stop for stop in STOP_REASONS if any(stop in c for c in counts.values())]
-    frame = pd.DataFrame(
+    counts = {key: Counter(ending(r) for r in group) for key, group in groups.items()}
+    seen = [stop for stop in ENDINGS if any(stop in c for c in counts.values())]
+    return pd.DataFrame(
         [[counts[key][stop] for stop in seen] for key in groups], index=_index(list(groups)), columns=seen
     )
-    frame["passed"] = [sum(r["passed"] for r in group) for group in groups.values()]
-    return frame
 
 
 def ladder_by_cases(
@@ -160,19 +162,9 @@ def plot_ladder(table: pd.DataFrame) -> Figure:
 
 
 def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
-    """Share of episodes ending in each stop reason, one bar per (prompt, rung)."""
-    import matplotlib.pyplot as plt
-
-    reasons = [c for c in stops.columns if c in STOP_REASONS]
-    shares = stops[reasons].div(stops[reasons].sum(axis=1), axis=0)
+    """Share of episodes by ending (`ladder_stops`), one bar per (prompt, rung)."""
+    shares = stops.copy()
     shares.index = [f"{prompt} {rung}" for prompt, rung in shares.index]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(shares) + 1.5))
-    shares.iloc[::-1].plot.barh(
-        stacked=True, ax=ax, width=0.7, color=[STOP_COLORS.get(s, "#999999") for s in reasons]
+    return plot_shares(
+        shares, "How the model's episodes ended, per prompt and rung", f"share of episodes at T={SAMPLED:g}"
     )
-    ax.set_xlim(0, 1)
-    ax.set_xlabel(f"share of episodes at T={SAMPLED:g}")
-    ax.set_title("How the model's episodes ended, per prompt and rung")
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    return fig
