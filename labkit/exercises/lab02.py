@@ -54,6 +54,7 @@ __all__ = [
     "check_pass_hat_k",
     "check_run",
     "check_stop_policy",
+    "reference_table",
     "scenarios",
 ]
 
@@ -228,6 +229,17 @@ def _tools(log: list[str], broken: bool) -> dict[str, Tool]:
         return Tool(tool.name, tool.params, go, tool.source, tool.description)
 
     return {name: counted(tool) for name, tool in tools.items()}
+
+
+def reference_table() -> pd.DataFrame:
+    """labkit's `run` on every case `check_run` holds: what a matching `my_run` returns."""
+    rows = []
+    for name, policy, limits, broken, _ in scenarios():
+        got = run(TASK, policy, tools=_tools([], broken), **limits)
+        rows.append(
+            {"case": name, "stop": got["stop"], "turns": got["turns"], "tool calls": got["tool_calls"]}
+        )
+    return pd.DataFrame(rows).set_index("case")
 
 
 @exercise("02", "run")
