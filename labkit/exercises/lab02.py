@@ -397,7 +397,6 @@ def check_missing_rule(stop: str | None) -> Check:
     passed = sum(row["passed"] for row in rows)
     return Check(
         True,
-        f"without it, {finals} of these {len(rows)} episodes end `final`, and a grader reading only the stop "
-        f"counts {finals} successes; outcome() passes {passed + right}. Correctness is checked against the "
-        "case, outside the runtime.",
+        f"without it, {finals} of these {len(rows)} episodes end `final` (successes, to a stop-only grader); "
+        f"outcome() passes {passed + right}.",
     )
