@@ -12,6 +12,11 @@ identical, and the table shows it rather than assuming it).
 - tool calls per completed task = tool calls summed over all episodes / episodes passed:
   what one success costs, failures' tool calls included;
 - tokens and latency per decision: means over the model calls (latency as recorded live).
+
+Graded, a `final` stop is split: "final, correct" (the episode passed) or "final, wrong"
+(`ending`, used by `stop_counts` and the charts). `replay_case` replays one recorded model
+episode for display; `under_limits` runs the scripted loops under a pair of limits (lab
+02's knob).
 """
 
 from __future__ import annotations
