@@ -28,7 +28,6 @@ CONTROLLERS = {
 OUTCOMES = {
     "correct": "#2e7d32",
     "wrong": "#8d2d1a",
-    "final": "#2e7d32",
 }
 
 FALLBACK = "#757575"

@@ -12,6 +12,11 @@ identical, and the table shows it rather than assuming it).
 - tool calls per completed task = tool calls summed over all episodes / episodes passed:
   what one success costs, failures' tool calls included;
 - tokens and latency per decision: means over the model calls (latency as recorded live).
+
+Graded, a `final` stop is split: "final, correct" (the episode passed) or "final, wrong"
+(`ending`, used by `stop_counts` and the charts). `replay_case` replays one recorded model
+episode for display; `under_limits` runs the scripted loops under a pair of limits (lab
+02's knob).
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from labkit.colours import OUTCOMES
 from labkit.controllers import adaptive_policy, scripted
 from labkit.corpus import Corpus, docuctl
+from labkit.display import Graded, graded
 from labkit.errors import LabError
 from labkit.grading import outcome
 from labkit.model.backend import Reply, Request
@@ -36,9 +43,13 @@ from labkit.model.record import read_records
 from labkit.model.replay import ReplayBackend
 from labkit.model.trials import cases_of, limits_for, run_case
 from labkit.runtime import STOP_REASONS
+from labkit.task import task_from
 
 K_MAX = 5
 Row = dict[str, Any]
+# A final stop is not a success: graded tables and charts split it by the grade.
+CORRECT, WRONG = "final, correct", "final, wrong"
+ENDINGS = (CORRECT, WRONG, *STOP_REASONS[1:])
 
 
 def pass_hat_k(c: int, n: int, k: int) -> float:
@@ -182,6 +193,63 @@ def scripted_trials(
     ]
 
 
+def case_by_id(case_id: str, corpus: Corpus | None = None) -> dict[str, Any]:
+    """One of lab 01's 24 cases by id (LabError names the known ones)."""
+    cases = {case["id"]: case for case in cases_of("all", corpus)}
+    if case_id not in cases:
+        raise LabError(f"unknown docuctl case {case_id!r} (known: {', '.join(cases)})")
+    return cases[case_id]
+
+
+def replay_case(
+    case_id: str,
+    prompt: str = "base",
+    *,
+    rung: str = DEFAULT_RUNG,
+    budget_tokens: int | None = None,
+    corpus: Corpus | None = None,
+) -> Graded:
+    """SmolLM2's recorded temperature-0 episode on `case_id`, replayed and graded.
+
+    The recordings are loaded before the episode starts (by asking for its first reply
+    once), so the trace's times are the replay's, not the ~0.1-0.7 s of reading files; each
+    decision also carries `recorded_s`, the latency of the live call it replays, which the
+    trace shows marked *recorded*. Limits are the case's (`limits_for`). Raises ReplayMiss
+    (a LabError) for a case, prompt or rung that was not recorded.
+    """
+    corpus = corpus or docuctl()
+    case = case_by_id(case_id, corpus)
+    tap = _Tap(ReplayBackend())
+    policy = docuctl_policy(prompt, backend=tap, rung=rung)
+    tap.inner.complete(policy.request(task_from(case), []))  # loads the recordings, untimed
+    limits = limits_for(case, corpus)
+    result = run_case(case, policy, limits=limits, budget_tokens=budget_tokens, corpus=corpus)
+    for entry, reply in zip(result["trace"], tap.replies, strict=False):
+        entry["recorded_s"] = reply.latency_s
+    return graded(result, case)
+
+
+def under_limits(max_turns: int, max_tools: int, corpus: Corpus | None = None) -> pd.DataFrame:
+    """Both scripted loops on all 24 cases under one pair of limits: passes, tool calls, endings.
+
+    Every case gets the same `max_turns` and `max_tools` (the lab's defaults give the
+    adaptive cases one tool more); the endings are graded (`ending`).
+    """
+    corpus = corpus or docuctl()
+    cases = cases_of("all", corpus)
+    limits = {"max_turns": max_turns, "max_tools": max_tools}
+    rows = [
+        _row(name, case, 0, run_case(case, make(corpus), limits=limits, corpus=corpus))
+        for name, make in SCRIPTED.items()
+        for case in cases
+    ]
+    table = stop_counts(rows)
+    for column in ("tool_calls", "passed"):
+        totals = [sum(r[column] for r in rows if r["policy"] == policy) for policy in table.index]
+        table.insert(0, column.replace("_", " "), totals)
+    return table
+
+
 def summary(rows: Iterable[Row], k_max: int = K_MAX) -> pd.DataFrame:
     """One row per policy: cases, trials per case, pass@1, pass^1..k, cost per success and decision."""
     by_policy: dict[str, list[Row]] = defaultdict(list)
@@ -211,12 +279,22 @@ def summary(rows: Iterable[Row], k_max: int = K_MAX) -> pd.DataFrame:
     return frame
 
 
+def ending(row: Row) -> str:
+    """How a graded episode ended: its stop reason, with `final` split by the grade."""
+    if row["stop"] != "final":
+        return row["stop"]
+    return CORRECT if row["passed"] else WRONG
+
+
 def stop_counts(rows: Iterable[Row]) -> pd.DataFrame:
-    """Episodes per policy and stop reason (columns in STOP_REASONS order, unused ones left out)."""
+    """Episodes per policy and ending (ENDINGS order, unused ones left out).
+
+    Graded: `final` is split into "final, correct" and "final, wrong" (see `ending`).
+    """
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for row in rows:
-        counts[row["policy"]][row["stop"]] += 1
-    seen = [stop for stop in STOP_REASONS if any(stop in c for c in counts.values())]
+        counts[row["policy"]][ending(row)] += 1
+    seen = [stop for stop in ENDINGS if any(stop in c for c in counts.values())]
     frame = pd.DataFrame(
         [[counts[p][stop] for stop in seen] for p in counts], index=list(counts), columns=seen
     )
@@ -340,11 +418,14 @@ def plot_pass_k(table: pd.DataFrame) -> Figure:
     return fig
 
 
-# One colour per stop reason in every chart: a final answer green, the policy's failures warm,
-# the runtime's timers and budgets cool.
+# One colour per ending in every chart: a correct final in the course's green, a wrong one in
+# its red-brown (labkit.colours.OUTCOMES), the policy's failures warm, the runtime's timers
+# and budgets cool. `final` alone (ungraded) is neutral: it is not a success.
 STOP_COLORS = {
-    "final": "#2e7d32",
-    "invalid_decision": "#c62828",
+    CORRECT: OUTCOMES["correct"],
+    WRONG: OUTCOMES["wrong"],
+    "final": "#455a64",
+    "invalid_decision": "#fbc02d",
     "unread_citation": "#8e24aa",
     "tool_limit": "#ef6c00",
     "turn_limit": "#a1887f",
@@ -356,18 +437,25 @@ STOP_COLORS = {
 }
 
 
-def plot_stops(stops: pd.DataFrame) -> Figure:
-    """Share of episodes ending in each stop reason, one horizontal bar per policy."""
+def plot_shares(counts: pd.DataFrame, title: str, xlabel: str = "share of episodes") -> Figure:
+    """Stacked horizontal bars: each row's episodes by ending, as shares (first row on top)."""
     import matplotlib.pyplot as plt
 
-    shares = stops.div(stops.sum(axis=1), axis=0)
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(shares) + 1.5))
-    colors = [STOP_COLORS.get(stop, "#999999") for stop in shares.columns]
-    shares.iloc[::-1].plot.barh(stacked=True, ax=ax, width=0.7, color=colors)
+    endings = [c for c in counts.columns if c in STOP_COLORS]
+    shares = counts[endings].div(counts[endings].sum(axis=1), axis=0)
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(shares) + 1.5))
+    shares.iloc[::-1].plot.barh(
+        stacked=True, ax=ax, width=0.7, color=[STOP_COLORS[stop] for stop in endings]
+    )
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of episodes")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("")
-    ax.set_title("How episodes ended")
+    ax.set_title(title)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
+
+
+def plot_stops(stops: pd.DataFrame) -> Figure:
+    """Share of episodes by ending (`stop_counts`), one horizontal bar per policy."""
+    return plot_shares(stops, "How episodes ended")

@@ -8,8 +8,11 @@ one ends as it did live); the tables below group those rows by (prompt, rung).
 
 - `ladder_table`: pass@1 at T=0; pass^1..pass^5 at T=0.7; tool calls per success, tokens
   and seconds per decision over the T=0.7 episodes (seconds as recorded live);
-- `ladder_stops`: how the T=0.7 episodes ended, per prompt and rung;
+- `ladder_stops`: how the T=0.7 episodes ended, per prompt and rung (a final split into
+  correct and wrong);
 - `ladder_by_cases`: pass rate at T=0.7 on lab 01's base and adaptive cases;
+- `ladder_changes`, `wrong_finals`: what the rungs changed case by case at T=0;
+- `ladder_recordings`: the recordings behind it all, with their provenance;
 - `plot_ladder`: pass^k against k, one panel per prompt, one line per rung.
 """
 
@@ -25,10 +28,10 @@ from matplotlib.figure import Figure
 
 from labkit.corpus import Corpus, docuctl
 from labkit.errors import LabError
-from labkit.evaluation import K_MAX, STOP_COLORS, Row, reliability, replay_trials
-from labkit.model.constraints import RUNG_NAMES, RUNGS
+from labkit.evaluation import ENDINGS, K_MAX, WRONG, Row, ending, plot_shares, reliability, replay_trials
+from labkit.model.constraints import DEFAULT_RUNG, RUNG_NAMES, RUNGS
+from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
-from labkit.runtime import STOP_REASONS
 
 SAMPLED = 0.7  # the temperature of the repeated trials
 PROMPT_ORDER = ("base", "example")
@@ -99,15 +102,17 @@ def ladder_table(rows: Sequence[Row], k_max: int = K_MAX) -> pd.DataFrame:
 
 
 def ladder_stops(rows: Sequence[Row], temperature: float = SAMPLED) -> pd.DataFrame:
-    """Episodes per (prompt, rung) and stop reason at `temperature`, plus how many passed."""
+    """Episodes per (prompt, rung) and ending at `temperature`, graded.
+
+    `final` is split into "final, correct" (the episodes that passed) and "final, wrong"
+    (`labkit.evaluation.ending`); unused endings are left out.
+    """
     groups = _groups(rows, temperature)
-    counts = {key: Counter(r["stop"] for r in group) for key, group in groups.items()}
-    seen = [stop for stop in STOP_REASONS if any(stop in c for c in counts.values())]
-    frame = pd.DataFrame(
+    counts = {key: Counter(ending(r) for r in group) for key, group in groups.items()}
+    seen = [stop for stop in ENDINGS if any(stop in c for c in counts.values())]
+    return pd.DataFrame(
         [[counts[key][stop] for stop in seen] for key in groups], index=_index(list(groups)), columns=seen
     )
-    frame["passed"] = [sum(r["passed"] for r in group) for group in groups.values()]
-    return frame
 
 
 def ladder_by_cases(
@@ -160,19 +165,70 @@ def plot_ladder(table: pd.DataFrame) -> Figure:
 
 
 def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
-    """Share of episodes ending in each stop reason, one bar per (prompt, rung)."""
-    import matplotlib.pyplot as plt
-
-    reasons = [c for c in stops.columns if c in STOP_REASONS]
-    shares = stops[reasons].div(stops[reasons].sum(axis=1), axis=0)
+    """Share of episodes by ending (`ladder_stops`), one bar per (prompt, rung)."""
+    shares = stops.copy()
     shares.index = [f"{prompt} {rung}" for prompt, rung in shares.index]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(shares) + 1.5))
-    shares.iloc[::-1].plot.barh(
-        stacked=True, ax=ax, width=0.7, color=[STOP_COLORS.get(s, "#999999") for s in reasons]
+    return plot_shares(
+        shares, "How the model's episodes ended, per prompt and rung", f"share of episodes at T={SAMPLED:g}"
     )
-    ax.set_xlim(0, 1)
-    ax.set_xlabel(f"share of episodes at T={SAMPLED:g}")
-    ax.set_title("How the model's episodes ended, per prompt and rung")
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    return fig
+
+
+def ladder_recordings(paths: Iterable[str | Path] | None = None) -> pd.DataFrame:
+    """One row per recording: its prompt, rung, temperature, episodes, model calls and provenance."""
+    table = []
+    for path in ladder_files() if paths is None else [Path(p) for p in paths]:
+        records = [record for _, record in read_records(path)]
+        calls = [r for r in records if r["kind"] == "call"]
+        episodes = [r for r in records if r["kind"] == "episode"]
+        if not calls or not episodes:
+            raise LabError(f"{path}: a recording needs call and episode records")
+        made = calls[0]["provenance"]
+        table.append(
+            {
+                "file": path.name,
+                "prompt": episodes[0]["prompt"],
+                "rung": episodes[0].get("rung", DEFAULT_RUNG),
+                "T": calls[0]["options"]["temperature"],
+                "episodes": len(episodes),
+                "calls": len(calls),
+                "model sha256": made.get("model_sha256", "")[:12] + "…",
+                "llama-cpp-python": made.get("versions", {}).get("llama_cpp_python"),
+            }
+        )
+    return pd.DataFrame(table).set_index("file")
+
+
+def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
+    """Per prompt at T=0: cases passed per rung, what L3 changed against L1, and how L3 failed.
+
+    Columns: passed at each recorded rung (of the cases); "L3, not L1" and "L1, not L3" (cases
+    passed at one rung only); "L3 final, wrong" (a read page's exact command, not the right
+    page's) and "L3 other stops".
+    """
+    greedy = _groups(rows, 0.0)
+    table = {}
+    for prompt in dict.fromkeys(key[0] for key in greedy):
+        line: dict[str, int | float] = {}
+        passed = {}
+        for rung in RUNGS:
+            group = greedy.get((prompt, rung))
+            if group:
+                passed[rung] = {r["case"] for r in group if r["passed"]}
+                line[rung] = len(passed[rung])
+        both = {"L1", "L3"} <= set(passed)
+        line["L3, not L1"] = len(passed["L3"] - passed["L1"]) if both else math.nan
+        line["L1, not L3"] = len(passed["L1"] - passed["L3"]) if both else math.nan
+        l3 = greedy.get((prompt, "L3"), [])
+        line["L3 final, wrong"] = sum(ending(r) == WRONG for r in l3)
+        line["L3 other stops"] = sum(r["stop"] != "final" for r in l3)
+        table[prompt] = line
+    frame = pd.DataFrame.from_dict(table, orient="index")
+    frame.index.name = "prompt"
+    return frame
+
+
+def wrong_finals(rows: Sequence[Row], prompt: str, rung: str, temperature: float = 0.0) -> list[str]:
+    """The cases whose episode at (prompt, rung, temperature) ended final with a wrong answer."""
+    return sorted(
+        {r["case"] for r in _groups(rows, temperature).get((prompt, rung), []) if ending(r) == WRONG}
+    )

@@ -359,3 +359,31 @@ def test_the_reviser_made_to_cut_cuts_at_least_one_word_per_visit_and_replays():
     assert set(loops["status"]) == {"completed"}
     with pytest.raises(LabError, match="min_cut applies"):
         model_reviser.model_feedback_experiment(rung="L1", min_cut=1)
+
+
+def test_the_ladder_tables_split_a_final_by_its_grade_and_name_their_recordings():
+    from labkit.ladder import (
+        ladder_changes,
+        ladder_files,
+        ladder_recordings,
+        ladder_rows,
+        ladder_stops,
+        wrong_finals,
+    )
+
+    rows = ladder_rows()
+    stops = ladder_stops(rows)
+    assert "final" not in stops.columns
+    for (prompt, rung), line in stops.iterrows():
+        group = [r for r in rows if (r["prompt"], r["rung"], r["temperature"]) == (prompt, rung, 0.7)]
+        assert line.sum() == len(group)
+        assert line["final, correct"] == sum(r["passed"] for r in group)
+        assert line["final, wrong"] == sum(r["stop"] == "final" and not r["passed"] for r in group)
+    changes = ladder_changes(rows)
+    l3 = [r for r in rows if (r["prompt"], r["rung"], r["temperature"]) == ("example", "L3", 0.0)]
+    assert changes.loc["example", "L3"] == sum(r["passed"] for r in l3)
+    assert changes.loc["example", "L3 final, wrong"] == len(wrong_finals(rows, "example", "L3"))
+    assert changes.loc["example", ["L3", "L3 final, wrong", "L3 other stops"]].sum() == len(l3)
+    recordings = ladder_recordings()
+    assert list(recordings.index) == [path.name for path in ladder_files()]
+    assert recordings["episodes"].sum() == len(rows)

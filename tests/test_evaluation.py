@@ -11,14 +11,17 @@ from fake_ollama import FakeOllama, docuctl_oracle
 
 from labkit import LabError, docuctl
 from labkit.cli import main
+from labkit.display import result_html, trace_text
 from labkit.evaluation import (
     evaluate_trials,
     pass_hat_k,
     reliability,
+    replay_case,
     replay_trials,
     scripted_trials,
     stop_counts,
     summary,
+    under_limits,
 )
 from labkit.model.ollama import OllamaBackend
 from labkit.model.trials import run_trials
@@ -91,7 +94,46 @@ def test_summary_and_stop_counts():
     assert line["tools/success"] == round(8 / 3, 2)  # 4 episodes x 2 tools / 3 successes
     assert (line["tokens/decision"], line["reused %"]) == (110, 50)
     stops = stop_counts(episodes)
-    assert stops.to_dict("index") == {"p": {"final": 3, "tool_limit": 1}}
+    assert stops.to_dict("index") == {"p": {"final, correct": 3, "tool_limit": 1}}
+
+
+def test_stop_counts_split_a_final_by_its_grade():
+    episodes = rows({"a": [True], "b": [False]})
+    episodes[1]["stop"] = "final"  # ended final, but with the wrong answer
+    assert stop_counts(episodes).to_dict("index") == {"p": {"final, correct": 1, "final, wrong": 1}}
+
+
+def test_under_limits_is_the_knob_of_the_lab():
+    # Lab 01's budgets (3 tools on the adaptive cases) let the adaptive loop pass 23 of 24.
+    table = under_limits(4, 3)
+    assert table.loc["adaptive loop"].to_dict() == {
+        "passed": 23, "tool calls": 54, "final, correct": 23, "final, wrong": 1
+    }
+    # Two tools for every case: the six adaptive cases end at the tool limit.
+    table = under_limits(3, 2)
+    assert table.loc["adaptive loop", "tool_limit"] == 6 and table.loc["adaptive loop", "passed"] == 17
+    # A turn fewer than search, read and answer take: nothing passes, everything hits turn_limit.
+    table = under_limits(2, 2)
+    assert table.loc["adaptive loop", "turn_limit"] == 24 and table["passed"].sum() == 0
+
+
+def test_replay_case_is_graded_and_times_the_replay_not_the_file():
+    result = replay_case("deploy-build")
+    assert (result["stop"], result.correct, result["tool_calls"]) == ("tool_limit", False, 2)
+    assert [e["tokens"] for e in result["trace"]] == [255, 326, 411]
+    # Each decision carries the live call's latency; the runtime only waited on a lookup.
+    assert all(e["recorded_s"] > 0.1 for e in result["trace"])
+    expected = "outcome: no answer, expected 'docuctl ship --env staging' citing 'deploy-v2'"
+    assert trace_text(result).endswith(expected)
+    assert "s recorded" in result_html(result)
+    solved = replay_case("deploy-build", "example", rung="L3")
+    assert solved.correct and "stop: final, correct" in result_html(solved)
+    assert set(solved) == set(result)  # grading adds no key to the runtime's result
+
+
+def test_replay_case_of_an_unknown_case_names_the_known_ones():
+    with pytest.raises(LabError, match="unknown docuctl case 'nope' \\(known: deploy-build,"):
+        replay_case("nope")
 
 
 def test_summary_of_a_policy_that_never_succeeds():
@@ -176,7 +218,7 @@ def test_cli_evaluate_json(recording, capsys):
     report = json.loads(capsys.readouterr().out)
     model = report["summary"][f"ollama:{MODEL} base L1 T=0.5"]
     assert model["trials"] == 2 and model["pass^3"] is None  # undefined beyond 2 trials
-    assert report["stops"]["adaptive loop"]["final"] == 30
+    assert report["stops"]["adaptive loop"]["final, correct"] == 30
 
 
 def test_cli_trials_end_to_end_over_the_wire(tmp_path, capsys):
@@ -261,3 +303,40 @@ def test_cli_trials_with_the_server_down_is_one_message_and_no_file(tmp_path, ca
         "(is `ollama serve` running?); nothing was recorded\n"
     )
     assert not path.exists() and not path.with_name(path.name + ".partial").exists()
+
+
+# -- traces that tell a correct final from a wrong one -------------------------------------
+
+
+def test_a_graded_trace_says_final_correct_or_final_wrong():
+    from labkit import run, scripted, task_from
+    from labkit.colours import OUTCOMES
+    from labkit.display import graded
+
+    corpus = docuctl()
+    wrong_case = next(c for c in corpus.cases if c["id"] == "rollback-restore")
+    right_case = next(c for c in corpus.cases if c["id"] == "deploy-build")
+    wrong = graded(run(task_from(wrong_case), scripted, max_turns=3, max_tools=2), wrong_case)
+    right = graded(run(task_from(right_case), scripted, max_turns=3, max_tools=2), right_case)
+    assert wrong["stop"] == right["stop"] == "final"
+    assert repr(wrong).endswith(
+        "outcome: wrong answer, expected 'docuctl release revert --env staging' citing 'rollback-v2'"
+    )
+    assert repr(right).endswith("outcome: correct")
+    assert f"color:{OUTCOMES['wrong']}'>stop: final, wrong" in result_html(wrong)
+    assert f"color:{OUTCOMES['correct']}'>stop: final, correct" in result_html(right)
+    # Ungraded, a final is neither: no green, no "correct".
+    bare = result_html(run(task_from(wrong_case), scripted, max_turns=3, max_tools=2))
+    assert ">stop: final</b>" in bare and OUTCOMES["correct"] not in bare
+
+
+def test_html_trace_keeps_times_and_commands_whole_and_text_left():
+    from labkit import run, scripted, task_from
+
+    case = docuctl().cases[0]
+    page = result_html(run(task_from(case), scripted, max_turns=3, max_tools=2))
+    # The command is one unbreakable piece (a break inside "--env" reads as another flag).
+    assert "<span style='white-space:nowrap'>docuctl ship --env staging</span>" in page
+    assert "nowrap'>final(answer=&#x27;docuctl ship --env staging&#x27;</span>, <span" in page
+    assert page.count("<td style='white-space:nowrap;vertical-align:top'>") == 3  # the time column
+    assert page.count("<td style='text-align:left;vertical-align:top'>") == 9  # turn, decision, observation

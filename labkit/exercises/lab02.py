@@ -18,11 +18,20 @@ A tool that raises is an observation ``{"error": ...}``, not a stop. The checker
 their calls, and reports the first case where the stop, the counts, the answer, or a tool
 that ran when it must not, differ.
 
-Exercises: `check_stop_policy`, `check_pass_hat_k`, `check_budget` (re-exported).
+Exercises:
+
+1. `check_stop_policy(reason, policy)`: a policy that makes `run` stop with `reason`;
+2. `check_pass_hat_k(fn)`: pass^k of one case, by hand;
+3. `check_budget(tokens)`: the smallest token budget a replayed model episode fits in;
+4. `check_missing_rule(stop)`: which rule keeps a stop-only grader from being fooled.
+
+Model episodes are always replayed from `fixtures/trials/` (never `LABKIT_MODEL`), so a
+checker answers the same offline and in a live session.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -30,15 +39,37 @@ import pandas as pd
 
 from labkit.controllers import docuctl_tools, scripted
 from labkit.errors import LabError
-from labkit.exercises.check import Check, Raised, call, crashed, fail, not_a_function
+from labkit.evaluation import case_by_id, pass_hat_k, replay_trials
+from labkit.exercises.check import Check, Raised, call, crashed, fail, not_a_function, unanswered
 from labkit.exercises.progress import exercise
-from labkit.exercises_02 import EXERCISE_TASK, check_budget, check_pass_hat_k, check_stop_policy
-from labkit.runtime import Tool, run
+from labkit.grading import outcome
+from labkit.model.docuctl import docuctl_policy
+from labkit.model.replay import TRIALS, ReplayBackend
+from labkit.runtime import STOP_REASONS, Budget, Tool, run
+from labkit.task import Task, task_from
 
-__all__ = ["check_budget", "check_pass_hat_k", "check_run", "check_stop_policy", "scenarios"]
+__all__ = [
+    "check_budget",
+    "check_missing_rule",
+    "check_pass_hat_k",
+    "check_run",
+    "check_stop_policy",
+    "reference_table",
+    "scenarios",
+]
 
-TASK = EXERCISE_TASK
+TASK = Task("exercise", "rollback", "How do I restore the last release?", "v2")
 KEYS = ("stop", "turns", "tool_calls", "answer", "citation")
+# The limits exercise 1 runs under. Every non-final action spends a tool, so turn_limit
+# needs max_turns <= max_tools and tool_limit needs max_turns > max_tools: no one setting
+# reaches both, and turn_limit gets its own.
+LIMITS = {"max_turns": 3, "max_tools": 2}
+TURN_LIMITS = {"max_turns": 2, "max_tools": 3}
+REACHABLE = ("final", "invalid_decision", "provider_error", "tool_limit", "turn_limit", "unread_citation")
+BUDGET_CASE = "deploy-build"  # exercise 3: SmolLM2's base-prompt T=0 episode, replayed
+# Exercise 4: the example prompt at L1, temperature 0 — the run whose episodes the worked
+# example turned from tool_limit into unread_citation.
+RULE_RUN = TRIALS / "docuctl-smollm2-example-t0.jsonl"
 
 
 def _searcher(task: Any, observations: list) -> dict[str, Any]:
@@ -200,6 +231,17 @@ def _tools(log: list[str], broken: bool) -> dict[str, Tool]:
     return {name: counted(tool) for name, tool in tools.items()}
 
 
+def reference_table() -> pd.DataFrame:
+    """labkit's `run` on every case `check_run` holds: what a matching `my_run` returns."""
+    rows = []
+    for name, policy, limits, broken, _ in scenarios():
+        got = run(TASK, policy, tools=_tools([], broken), **limits)
+        rows.append(
+            {"case": name, "stop": got["stop"], "turns": got["turns"], "tool calls": got["tool_calls"]}
+        )
+    return pd.DataFrame(rows).set_index("case")
+
+
 @exercise("02", "run")
 def check_run(my_run: Callable[..., Any] | None) -> Check:
     """Build it: the heart of `run` (see the module docstring)."""
@@ -239,4 +281,122 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
     table = pd.DataFrame(rows).set_index("case")
     return Check(
         True, f"your run matches labkit's on all {len(rows)} cases, and no tool ran that should not.", table
+    )
+
+
+@exercise("02", "stop_policy", payload=lambda reason, policy: {"reason": str(reason)})
+def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]], Any] | None) -> Check:
+    """Exercise 1: a policy that makes `run` stop with `reason`.
+
+    Runs on the rollback question under max_turns 3, max_tools 2 — except turn_limit, under
+    max_turns 2, max_tools 3 (TURN_LIMITS: no single setting reaches both limits).
+    """
+    if reason not in STOP_REASONS:
+        return fail(f"{reason!r} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
+    if reason not in REACHABLE:
+        return fail(
+            f"{reason!r} needs a timer, a budget or a signal from the caller, which a policy alone "
+            f"cannot set; try one of {', '.join(REACHABLE)}."
+        )
+    if (refused := not_a_function(policy, "a policy is a function (task, observations)")) is not None:
+        return refused
+    limits = TURN_LIMITS if reason == "turn_limit" else LIMITS
+    try:
+        result = run(TASK, policy, tools=docuctl_tools(TASK), **limits)
+    except LabError as error:  # the runtime re-raises the lab's own errors, a policy's included
+        return fail(f"your policy raised a LabError, which the runtime re-raises rather than counts: {error}")
+    shown = ", ".join(f"{k}={v}" for k, v in limits.items())
+    if result["stop"] == reason:
+        detail = f" ({result['detail']})" if result["detail"] else ""
+        return Check(
+            True,
+            f"stop={reason} after {result['turns']} turn(s) and {result['tool_calls']} tool call(s) "
+            f"under {shown}{detail}.",
+        )
+    return fail(
+        f"under {shown} your policy ended with stop={result['stop']} "
+        f"({result['detail'] or 'no detail'}); the table of stop reasons says what each one needs."
+    )
+
+
+@exercise("02", "pass_hat_k")
+def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
+    """Exercise 2: pass^k for one case, c passes out of n trials (k <= n)."""
+    if (refused := not_a_function(fn, "my_pass_hat_k must be a function (c, n, k)")) is not None:
+        return refused
+    cases = [(5, 5, 5), (0, 5, 1), (3, 5, 1), (3, 5, 2), (4, 5, 4), (2, 5, 3), (9, 10, 5)]
+    for c, n, k in cases:
+        try:
+            got = call(fn, c, n, k)
+        except Raised as raised:
+            return crashed(raised.error, f"on ({c}, {n}, {k})")
+        want = pass_hat_k(c, n, k)
+        if not isinstance(got, int | float) or not math.isclose(got, want, abs_tol=1e-9):
+            with_replacement = isinstance(got, int | float) and math.isclose(got, (c / n) ** k)
+            hint = " That is (c/n)**k: the k trials are drawn without replacement." * with_replacement
+            return fail(f"fn({c}, {n}, {k}) = {got!r}, expected {want:.4f}.{hint}")
+    return Check(True, f"all {len(cases)} checks match C(c,k)/C(n,k).")
+
+
+def _budget_episode(budget: Budget | None) -> dict[str, Any]:
+    case = case_by_id(BUDGET_CASE)
+    task = task_from(case)
+    policy = docuctl_policy("base", backend=ReplayBackend())
+    return run(task, policy, tools=docuctl_tools(task), max_turns=3, max_tools=2, budget=budget)
+
+
+@exercise("02", "budget", payload=lambda tokens: {"tokens": tokens if type(tokens) is int else None})
+def check_budget(tokens: int | None) -> Check:
+    """Exercise 3: the smallest token budget under which the replayed episode is not cut short.
+
+    The episode is SmolLM2's recorded temperature-0 run on `BUDGET_CASE` with the `base`
+    prompt (replayed, so it spends exactly the tokens it spent live).
+    """
+    if unanswered(tokens):
+        return fail("not attempted yet: replace the `...` with a number of tokens and run the cell again")
+    if type(tokens) is not int or tokens < 1:
+        return fail(f"give the budget as a positive int of tokens, not {tokens!r}.")
+    free = _budget_episode(None)
+    needed = int(free["usage"]["prompt_tokens"] + free["usage"]["completion_tokens"])
+    capped = _budget_episode(Budget(tokens=tokens))
+    if capped["stop"] == "budget":
+        return fail(f"too small: the episode stopped with stop=budget ({capped['detail']}).")
+    if tokens > needed:
+        return fail("enough, but not the smallest budget that lets this episode finish: add up its tokens.")
+    turns = free["turns"]
+    return Check(True, f"{needed} tokens is exactly what the {turns} decisions of this episode spent.")
+
+
+@exercise("02", "missing_rule", payload=lambda stop: {"stop": str(stop)})
+def check_missing_rule(stop: str | None) -> Check:
+    """Exercise 4: the stop reason whose rule keeps a stop-only grader from counting failures.
+
+    Answered with what `RULE_RUN` (example prompt, L1, T=0) shows when that rule is lifted:
+    how many episodes would then have ended `final`, and how many of those answers
+    `labkit.grading.outcome` passes.
+    """
+    if unanswered(stop):
+        return fail("not attempted yet: name a stop reason (a string) and run the cell again")
+    if stop not in STOP_REASONS:
+        return fail(f"{stop!r} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
+    rows = replay_trials(RULE_RUN)
+    by_stop = pd.Series([row["stop"] for row in rows]).value_counts()
+    if stop != "unread_citation":
+        ended = ", ".join(f"{name} {count}" for name, count in by_stop.items())
+        return fail(
+            f"with the example prompt at L1 the episodes ended {ended}: removing the {stop} rule changes "
+            "few of them, if any. Which rule refused the answers the model did give?"
+        )
+    refused = [row for row in rows if row["stop"] == "unread_citation"]
+    proposed = [row["result"]["trace"][-1]["decision"] for row in refused]
+    right = sum(
+        outcome(case_by_id(row["case"]), {"stop": "final", "answer": d["answer"], "citation": d["citation"]})
+        for row, d in zip(refused, proposed, strict=True)
+    )
+    finals = len(refused) + int(by_stop.get("final", 0))
+    passed = sum(row["passed"] for row in rows)
+    return Check(
+        True,
+        f"without it, {finals} of these {len(rows)} episodes end `final` (successes, to a stop-only grader); "
+        f"outcome() passes {passed + right}.",
     )
