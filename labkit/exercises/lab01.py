@@ -275,7 +275,8 @@ def try_adaptive_case(case: dict[str, Any], corpus: Corpus | None = None) -> pd.
     rows = {}
     for name, controller in controllers(corpus.docs).items():
         (row,) = evaluate([case], controller)
-        rows[name] = {k: row[k] for k in ("passed", "stop", "tool_calls", "citation")}
+        rows[name] = {k: row[k] for k in ("passed", "stop", "tool_calls")}
+        rows[name]["citation"] = row["citation"] or ""
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
