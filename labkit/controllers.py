@@ -208,16 +208,18 @@ def _search_or_correct(steps: _Steps, question: str) -> list[dict[str, str]]:
     return hits
 
 
+def _read_first(steps: _Steps, hits: list[dict[str, str]]) -> dict[str, str] | str:
+    """Read the first hit, or say that the search found nothing (stop: needs_review)."""
+    return steps.read(hits[0]["id"]) if hits else "search found no page"
+
+
 def workflow(
     task: Task, docs: Documents | None = None, *, top_k: int = TOP_K, max_tools: int = BASE_TOOL_BUDGET
 ) -> Result:
     """Search the question, read the first hit, answer with its command."""
 
     def body(steps: _Steps) -> dict[str, str] | str:
-        hits = steps.search(task.question)
-        if not hits:
-            return "search found no page"
-        return steps.read(hits[0]["id"])
+        return _read_first(steps, steps.search(task.question))
 
     return _fixed(task, docs, body, top_k=top_k, max_tools=max_tools)
 
@@ -233,10 +235,7 @@ def spell_correct_first_workflow(
 
     def body(steps: _Steps) -> dict[str, str] | str:
         query = revise_query(task.question, steps.docs.vocabulary(task.version)) or task.question
-        hits = steps.search(query)
-        if not hits:
-            return "search found no page"
-        return steps.read(hits[0]["id"])
+        return _read_first(steps, steps.search(query))
 
     return _fixed(task, docs, body, top_k=top_k, max_tools=max_tools)
 
@@ -247,10 +246,7 @@ def fallback_workflow(
     """The workflow, plus: on no hits, search again with the spelling-corrected question."""
 
     def body(steps: _Steps) -> dict[str, str] | str:
-        hits = _search_or_correct(steps, task.question)
-        if not hits:
-            return "search found no page"
-        return steps.read(hits[0]["id"])
+        return _read_first(steps, _search_or_correct(steps, task.question))
 
     return _fixed(task, docs, body, top_k=top_k, max_tools=max_tools)
 
