@@ -39,7 +39,7 @@ from labkit.task import Task
 from labkit.text import words
 
 TOP_K = 2
-BASE_TOOL_BUDGET = 2  # the seed's comparison: the workflow and the loop share two tools
+BASE_TOOL_BUDGET = 2  # the baseline comparison: the workflow and the loop share two tools
 ADAPTIVE_TOOL_BUDGET = 3  # one more tool for every controller: a revised search or a second read
 NO_MATCH = "No matching page was found."
 
@@ -230,7 +230,7 @@ def spell_correct_first_workflow(
     """Correct the question's spelling before searching (every time), then the workflow's steps.
 
     Cheaper than the fallback on a misspelt question (no wasted first search), but it also
-    rewrites words that were only unknown, not wrong ("set" → "sets").
+    rewrites words that were only unknown, not wrong ("key" → "keys", "sets" → "set").
     """
 
     def body(steps: _Steps) -> dict[str, str] | str:
@@ -323,9 +323,9 @@ def controllers(
 
     Every controller gets the same search setting (`top_k`, 1..3) and the same tool budget
     (`max_tools`, 1..6; a loop gets one turn more, for its final answer). By default the
-    budget is the seed's two tools for its three controllers (adaptive=False) and three
+    budget is two tools for the baseline's three controllers (adaptive=False) and three
     tools for all seven when the adaptive ones join (one more: a corrected search or a
-    second read). The three seed controllers never use a third tool, so their rows do not
+    second read). The baseline's three never use a third tool, so their rows do not
     change with it. Raises ValueError for a top_k or max_tools outside its range.
     """
     docs = _docs(docs)

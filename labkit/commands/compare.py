@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--cases",
         choices=("base", "adaptive", "all"),
         default="base",
-        help="which cases to grade (default: base, the seed's 18)",
+        help="which cases to grade (default: base, the 18 baseline cases)",
     )
     parser.add_argument(
         "--top-k",
