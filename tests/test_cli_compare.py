@@ -1,6 +1,7 @@
 """`python -m labkit compare`: the seed's table, any corpus in the seed's schema, clean errors."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -15,26 +16,55 @@ SEED_TABLE = {
 
 
 
+ADDED = ("spell-correct-first workflow", "fallback workflow", "two-rule workflow", "adaptive loop")
+
+
 def test_json_prints_the_seeds_table_plus_the_adaptive_controllers(cli):
     code, out, err = cli("compare", "--json")
     assert (code, err) == (0, "")
     table = json.loads(out)
+    assert list(table) == [*SEED_TABLE, *ADDED]
     assert {name: table[name] for name in SEED_TABLE} == SEED_TABLE
-    assert (
-        table["fallback workflow"] == table["adaptive loop"] == {"passed": 17, "total": 18, "tool_calls": 36}
-    )
+    assert all(table[name] == {"passed": 17, "total": 18, "tool_calls": 36} for name in ADDED)
+
+
+def passed_and_calls(out):
+    return {name: (row["passed"], row["tool_calls"]) for name, row in json.loads(out).items()}
 
 
 def test_adaptive_cases_option(cli):
     code, out, _ = cli("compare", "--cases", "adaptive", "--json")
     assert code == 0
-    assert json.loads(out)["adaptive loop"] == {"passed": 6, "total": 6, "tool_calls": 18}
+    assert passed_and_calls(out) == {
+        "keyword route": (0, 1),
+        "search/read workflow": (0, 9),
+        "scripted loop": (0, 9),
+        "spell-correct-first workflow": (3, 12),
+        "fallback workflow": (3, 15),
+        "two-rule workflow": (6, 18),
+        "adaptive loop": (6, 18),
+    }
+
+
+def test_top_k_and_max_tools_reach_every_controller(cli):
+    _, out, _ = cli("compare", "--cases", "adaptive", "--top-k", "1", "--json")
+    assert passed_and_calls(out)["two-rule workflow"] == passed_and_calls(out)["adaptive loop"] == (3, 15)
+    _, out, _ = cli("compare", "--cases", "adaptive", "--max-tools", "2", "--json")
+    assert {name: passed for name, (passed, _) in passed_and_calls(out).items() if passed} == {
+        "spell-correct-first workflow": 3
+    }
+    code, out, err = cli("compare", "--top-k", "4")
+    assert (code, out) == (2, "")
+    assert err == (
+        "labkit compare: error: argument --top-k: invalid choice: 4 (choose from 1, 2, 3) (see --help)\n"
+    )
 
 
 def test_plain_output_is_a_table(cli):
     code, out, _ = cli("compare")
     assert code == 0
-    assert "search/read workflow      17     18          36" in out
+    assert re.search(r"^search/read workflow +17 +18 +36$", out, re.MULTILINE)
+    assert re.search(r"^two-rule workflow +17 +18 +36$", out, re.MULTILINE)
 
 
 @pytest.fixture

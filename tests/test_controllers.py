@@ -1,5 +1,6 @@
 """Lab 01: the seed's headline table, its named checks, and the adaptive extension."""
 
+import matplotlib
 import pytest
 
 from labkit import (
@@ -19,7 +20,8 @@ from labkit import (
     task_from,
     workflow,
 )
-from labkit.controllers import ADAPTIVE_TOOL_BUDGET
+from labkit.colours import colour
+from labkit.controllers import ADAPTIVE_TOOL_BUDGET, spell_correct_first_workflow, two_rule_workflow
 
 
 @pytest.fixture(scope="module")
@@ -52,19 +54,118 @@ def test_workflow_and_loop_share_retrieval_and_tool_budget(corpus):
     ]
 
 
-def test_adaptive_cases_table(corpus):
-    assert rows(compare(corpus.adaptive_cases, controllers(corpus.docs))) == {
+SEVEN = [
+    "keyword route",
+    "search/read workflow",
+    "scripted loop",
+    "spell-correct-first workflow",
+    "fallback workflow",
+    "two-rule workflow",
+    "adaptive loop",
+]
+
+
+def test_adaptive_cases_table_at_one_budget_of_three_tools(corpus):
+    table = compare(corpus.adaptive_cases, controllers(corpus.docs))
+    assert list(table.index) == SEVEN
+    assert rows(table) == {
         "keyword route": (0, 6, 1),
         "search/read workflow": (0, 6, 9),
         "scripted loop": (0, 6, 9),
+        "spell-correct-first workflow": (3, 6, 12),
         "fallback workflow": (3, 6, 15),
+        "two-rule workflow": (6, 6, 18),
         "adaptive loop": (6, 6, 18),
     }
 
 
+def test_the_adaptive_loop_is_matched_step_for_step_by_the_two_rule_workflow(corpus):
+    loop = controllers(corpus.docs)["adaptive loop"]
+    for case in corpus.cases + corpus.adaptive_cases:
+        fixed, adaptive = two_rule_workflow(task_from(case), corpus.docs), loop(task_from(case))
+        tools = [e["decision"] for e in adaptive["trace"] if e["decision"]["action"] != "final"]
+        assert [e["decision"] for e in fixed["trace"]] == tools, case["id"]
+        assert outcome(case, fixed) == outcome(case, adaptive), case["id"]
+
+
 def test_adaptive_controllers_match_the_fixed_ones_on_the_base_cases(corpus):
-    assert rows(compare(corpus.cases, controllers(corpus.docs)))["adaptive loop"] == (17, 18, 36)
-    assert rows(compare(corpus.cases, controllers(corpus.docs)))["fallback workflow"] == (17, 18, 36)
+    assert rows(compare(corpus.cases, controllers(corpus.docs))) == {
+        "keyword route": (9, 18, 9),
+        **{name: (17, 18, 36) for name in SEVEN[1:]},
+    }
+
+
+def test_spell_correct_first_searches_once_with_the_corrected_question(corpus):
+    case = next(c for c in corpus.adaptive_cases if c["id"] == "typo-health")
+    result = spell_correct_first_workflow(task_from(case))
+    assert [e["decision"] for e in result["trace"]] == [
+        {"action": "search", "query": "health check"},
+        {"action": "read", "id": "health-v1"},
+    ]
+    assert outcome(case, result)
+    # It rewrites words that were only unknown, not misspelt; on these cases that costs nothing.
+    config = next(c for c in corpus.cases if c["id"] == "config-region")
+    result = spell_correct_first_workflow(task_from(config))
+    assert result["trace"][0]["decision"]["query"] == "which config keys set the region"
+    assert outcome(config, result)
+
+
+@pytest.mark.parametrize("top_k, rules", [(1, (3, 6, 15)), (2, (6, 6, 18)), (3, (6, 6, 18))])
+def test_top_k_knob_changes_what_a_conflicting_page_can_fall_back_to(corpus, top_k, rules):
+    table = rows(compare(corpus.adaptive_cases, controllers(corpus.docs, top_k=top_k)))
+    assert table["two-rule workflow"] == table["adaptive loop"] == rules
+    assert table["spell-correct-first workflow"] == (3, 6, 12)
+    # With one hit there is no next hit to read: the conflicting-page cases fail.
+    case = next(c for c in corpus.adaptive_cases if c["id"] == "purge-cache")
+    result = two_rule_workflow(task_from(case), corpus.docs, top_k=top_k)
+    assert outcome(case, result) is (top_k > 1)
+
+
+def test_two_tools_each_leaves_only_the_rule_that_spends_no_extra_tool(corpus):
+    table = rows(compare(corpus.adaptive_cases, controllers(corpus.docs, max_tools=2)))
+    assert {name: passed for name, (passed, _, _) in table.items()} == {
+        name: 3 if name == "spell-correct-first workflow" else 0 for name in SEVEN
+    }
+
+
+@pytest.mark.parametrize("max_tools", [1, 2, 3, 4])
+def test_every_controller_keeps_the_shared_budget(corpus, max_tools):
+    for name, controller in controllers(corpus.docs, max_tools=max_tools).items():
+        for row in evaluate(corpus.cases + corpus.adaptive_cases, controller):
+            assert row["tool_calls"] <= max_tools, (name, row["case"])
+            assert row["stop"] in ("final", "needs_review", "tool_limit"), (name, row["case"])
+
+
+def test_a_fixed_workflow_past_its_budget_stops_with_tool_limit(corpus):
+    case = next(c for c in corpus.adaptive_cases if c["id"] == "typo-rollback")
+    result = fallback_workflow(task_from(case), corpus.docs, max_tools=2)
+    assert (result["stop"], result["tool_calls"], result["detail"]) == ("tool_limit", 2, "2 tool calls spent")
+    assert [e["decision"]["action"] for e in result["trace"]] == ["search", "search"]
+
+
+@pytest.mark.parametrize("bad", [{"top_k": 0}, {"top_k": "2"}, {"max_tools": 0}, {"max_tools": 7}])
+def test_controllers_refuse_settings_out_of_range(corpus, bad):
+    with pytest.raises(ValueError, match="top_k must be 1, 2 or 3|max_tools must be an int in 1..6"):
+        controllers(corpus.docs, **bad)
+
+
+def test_the_chart_gives_each_controller_its_colour_in_every_panel(corpus):
+    matplotlib.use("Agg")
+    from labkit.plots import ink, outcomes_vs_tool_calls
+
+    tables = {
+        "base": compare(corpus.cases, controllers(corpus.docs)),
+        "adaptive": compare(corpus.adaptive_cases, controllers(corpus.docs)),
+    }
+    fig = outcomes_vs_tool_calls(tables)
+    for ax in fig.axes:
+        labels = {text.get_text(): matplotlib.colors.to_hex(text.get_color()) for text in ax.texts}
+        assert labels == {name: ink(name) for name in SEVEN}
+        # a tie is drawn, not hidden: one marker (or ring) per controller, in its colour
+        markers = {matplotlib.colors.to_hex(dot.get_edgecolor()[0]) for dot in ax.collections}
+        assert len(ax.collections) == len(SEVEN) and markers == {colour(name) for name in SEVEN}
+    assert ink("search/read workflow") == colour("search/read workflow")
+    assert ink("spell-correct-first workflow") != colour("spell-correct-first workflow")
 
 
 def test_ambiguous_keyword_question_stops_with_zero_tool_calls():

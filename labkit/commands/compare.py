@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from labkit.controllers import controllers
+from labkit.controllers import TOP_K, controllers
 from labkit.corpus import DOCUCTL, load_corpus
 from labkit.errors import LabError
 from labkit.grading import compare
@@ -18,8 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Run every lab-01 controller on a docuctl-style fixture folder (documents.json, "
             "glossary.json, cases.json; adaptive_cases.json optional) and print cases passed "
-            "and tool calls per controller. The fallback workflow and the adaptive loop are "
-            "added when the folder has adaptive cases."
+            "and tool calls per controller. When the folder has adaptive cases, four more "
+            "controllers join (spell-correct-first, fallback and two-rule workflows, adaptive "
+            "loop) and every controller gets the same budget of three tools; otherwise two."
         ),
     )
     parser.add_argument(
@@ -32,7 +33,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--cases",
         choices=("base", "adaptive", "all"),
         default="base",
-        help="which cases to grade (default: base, the seed's 18)",
+        help="which cases to grade (default: base, the 18 baseline cases)",
+    )
+    parser.add_argument(
+        "--top-k",
+        type=int,
+        choices=(1, 2, 3),
+        default=TOP_K,
+        help=f"search hits every controller considers (default: {TOP_K})",
+    )
+    parser.add_argument(
+        "--max-tools",
+        type=int,
+        choices=range(1, 7),
+        metavar="{1..6}",
+        help="tool budget of every controller (default: 3 with adaptive cases, else 2)",
     )
     parser.add_argument("--json", action="store_true", help="print {controller: {passed, total, tool_calls}}")
     parser.set_defaults(handler=handle)
@@ -47,7 +62,12 @@ def handle(args: argparse.Namespace) -> int:
         "adaptive": corpus.adaptive_cases,
         "all": corpus.cases + corpus.adaptive_cases,
     }[args.cases]
-    table = compare(cases, controllers(corpus.docs, adaptive=bool(corpus.adaptive_cases)))
+    table = compare(
+        cases,
+        controllers(
+            corpus.docs, adaptive=bool(corpus.adaptive_cases), top_k=args.top_k, max_tools=args.max_tools
+        ),
+    )
     if args.json:
         rows = {name: {key: int(value) for key, value in row.items()} for name, row in table.iterrows()}
         print(json.dumps(rows, indent=2))

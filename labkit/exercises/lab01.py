@@ -12,8 +12,15 @@ first hit, answer with its command — with a different decider:
 Both are run on lab 01's 18 base cases and compared, case by case, with labkit's
 `workflow` and `scripted`; the first difference is reported in a sentence.
 
-Exercises: `check_failure_stage` (which stage made a case fail, with your reason) and
-`check_adaptive_case` (design a case that needs adaptive control), re-exported here.
+Exercises:
+
+- `check_failure_stage(case_id, stage, reason)`: which stage made the workflow fail a case
+  (retrieval, control or answer), and the evidence from its trace. More than one stage
+  can be defended; the reason has to name the evidence for the one chosen.
+- `check_adaptive_case(case)`: design a case the fixed workflow fails and the adaptive
+  loop passes; `try_adaptive_case(case)` validates it and shows every controller's row.
+- `check_two_tool_winner(name)`: with every controller held to two tools, which one
+  passes the most adaptive cases?
 """
 
 from __future__ import annotations
@@ -21,21 +28,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import jsonschema
 import pandas as pd
 
-from labkit.checkers import check_adaptive_case, try_adaptive_case
-from labkit.controllers import BASE_TOOL_BUDGET, docuctl_tools, scripted, workflow
-from labkit.corpus import docuctl
+from labkit.controllers import BASE_TOOL_BUDGET, controllers, docuctl_tools, scripted, workflow
+from labkit.corpus import Corpus, docuctl
 from labkit.exercises.check import NOT_YET, Check, Raised, call, crashed, fail, not_a_function, unanswered
 from labkit.exercises.progress import exercise
-from labkit.grading import outcome
+from labkit.fixtures import ADAPTIVE_CASES
+from labkit.grading import compare, evaluate, outcome
 from labkit.runtime import Tool, run
-from labkit.task import task_from
+from labkit.task import TaskError, task_from
 
 __all__ = [
     "check_adaptive_case",
     "check_decide",
     "check_failure_stage",
+    "check_two_tool_winner",
     "check_workflow",
     "try_adaptive_case",
 ]
@@ -174,10 +183,20 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
 
 
 STAGES = ("retrieval", "control", "answer")
+# What a reason must point at. Retrieval: the ranking put another page first. Control: the
+# expected page was among the hits, and the fixed next step (read the first) picked wrong.
+RANKING = ("rank", "first", "order", "score", "tie", "above", "ahead", "before", "top", "higher", "sort",
+           "alphabet")
+IN_HITS = ("hit", "second", "result", "returned", "found", "both", "list", "other", "among")
+STEP = ("read", "pick", "chose", "choose", "select", "check", "only", "always", "next", "blind")
 
 
 def _diagnosis(case_id: str, stage: str | None, reason: str | None = None) -> dict[str, Any]:
     return {"case_id": case_id, "stage": stage, "reason": reason}
+
+
+def _mentions(text: str, cues: tuple[str, ...]) -> bool:
+    return any(cue in text for cue in cues)
 
 
 @exercise("01", "failure_stage", payload=_diagnosis)
@@ -185,8 +204,9 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
     """Exercise: which stage made the workflow fail `case_id`, and why — a diagnosis, not a lookup.
 
     Retrieval is right when the reason blames the ranking (the expected page was not first).
-    Control is accepted too when the reason says the source *was* in the hits but the next
-    action (reading the first hit only) was wrong: both readings of that trace are defensible.
+    Control is right when the reason says the expected page *was* among the hits but the
+    fixed next step (read the first hit) was the wrong one: both readings of that trace are
+    defensible. Answer never is: the answer step copied the page it read exactly.
     """
     if unanswered(stage):
         return fail(NOT_YET)
@@ -199,31 +219,130 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
     result = workflow(task_from(case), corpus.docs)
     if result["citation"] == case["expected_doc"]:
         return fail(f"the workflow passes {case_id!r}; pick the case it fails.")
-    hits = result["trace"][0]["result"] or []
-    ids = [hit["id"] for hit in hits]
+    ids = [hit["id"] for hit in result["trace"][0]["result"] or []]
     expected = case["expected_doc"]
     if stage == "answer":
         return fail(
             "the answer step copied the command of the page it read, exactly: look at what it read, and why."
         )
-    text = (reason or "").casefold()
+    text = str(reason or "").casefold()
     if not text.strip():
         return fail(f"say why in `reason`: what did search rank first, and where was {expected!r}?")
-    mentions_rank = any(word in text for word in ("rank", "first", "order", "score", "tie", "second"))
-    if stage == "retrieval" and mentions_rank:
+    where = "second" if expected in ids[1:] else "nowhere in the hits"
+    if stage == "retrieval" and (_mentions(text, RANKING) or ids[0] in text):
         return Check(
             True,
-            f"retrieval: search ranked {ids[0]!r} first and {expected!r} "
-            f"{'second' if expected in ids[1:] else 'nowhere'}; a better ranking fixes it.",
+            f"retrieval: search ranked {ids[0]!r} first and {expected!r} {where}; a better ranking "
+            "fixes it for every controller at once. (Control is defensible too, with the right reason.)",
         )
-    in_hits = expected in ids and any(word in text for word in ("hit", "second", "other", "both", "read"))
-    if stage == "control" and in_hits:
+    in_hits = expected in ids[1:] and (_mentions(text, IN_HITS) or expected in text)
+    if stage == "control" and in_hits and _mentions(text, STEP):
         return Check(
             True,
             f"control: {expected!r} was among the hits, but the fixed next step reads only the "
-            "first one; a controller that checks the page could recover (section 8).",
+            "first one; a controller that checks the page before answering could recover. "
+            "(Retrieval is defensible too: the ranking put it second.)",
         )
     return fail(
         f"{stage} may be defensible, but your reason does not show it: name what search returned "
         f"({ids}) and which step went wrong."
+    )
+
+
+def try_adaptive_case(case: dict[str, Any], corpus: Corpus | None = None) -> pd.DataFrame:
+    """Validate a proposed adaptive case against the contract, then run every controller on it.
+
+    Raises ValueError naming the problem if the case breaks the schema, asks for something
+    `Task` refuses, or expects a page/command the corpus does not have. Returns one row per
+    controller (all seven, three tools each): passed, stop, tool calls, what it cited.
+    """
+    corpus = corpus or docuctl()
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(ADAPTIVE_CASES["items"]).iter_errors(case)
+    )
+    if error is not None:
+        where = ".".join(map(str, error.absolute_path)) or "case"
+        raise ValueError(f"{where}: {error.message}")
+    try:
+        task_from(case)
+        page = corpus.docs.read(case["expected_doc"], case["version"])
+    except TaskError as refused:
+        raise ValueError(f"the task contract refuses this case: {refused}") from None
+    except ValueError:
+        raise ValueError(f"expected_doc {case['expected_doc']!r} is not a {case['version']} page") from None
+    if page["command"] != case["expected_command"]:
+        raise ValueError(f"expected_command: page {page['id']!r} says {page['command']!r}")
+    rows = {}
+    for name, controller in controllers(corpus.docs).items():
+        (row,) = evaluate([case], controller)
+        rows[name] = {k: row[k] for k in ("passed", "stop", "tool_calls")}
+        rows[name]["citation"] = row["citation"] or ""
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def _case_payload(case: Any, corpus: Corpus | None = None) -> Any:
+    return case
+
+
+@exercise("01", "adaptive_case", payload=_case_payload)
+def check_adaptive_case(case: dict[str, Any] | None, corpus: Corpus | None = None) -> Check:
+    """Exercise: a valid case the fixed workflow fails and the adaptive loop passes.
+
+    The verdict's table is every controller's row on the case; a passing verdict also says
+    whether the two-rule workflow (the loop's rules, fixed in advance) passes it too.
+    """
+    if unanswered(case):
+        return fail(NOT_YET)
+    if not isinstance(case, dict):
+        return fail(f"a case is a dict with the fields of adaptive_cases.json, not {type(case).__name__}.")
+    try:
+        table = try_adaptive_case(case, corpus)
+    except ValueError as problem:
+        return fail(f"not a valid case: {problem}")
+    if bool(table.loc["search/read workflow", "passed"]):
+        return fail(
+            "the fixed workflow already solves this case, so it needs no adaptive control: "
+            "make its first search come back empty, or its first hit a page that conflicts.",
+            table,
+        )
+    if not bool(table.loc["adaptive loop", "passed"]):
+        stop = table.loc["adaptive loop", "stop"]
+        return fail(
+            f"the adaptive loop fails it too (stop={stop}): give it an observation it can act on.", table
+        )
+    calls = int(table.loc["adaptive loop", "tool_calls"])
+    same = "passes it too" if bool(table.loc["two-rule workflow", "passed"]) else "does not"
+    return Check(
+        True,
+        f"the workflow fails and the adaptive loop passes with {calls} tool calls; the two-rule "
+        f"workflow {same}.",
+        table,
+    )
+
+
+TWO_TOOLS = 2
+
+
+@exercise("01", "two_tool_winner")
+def check_two_tool_winner(name: str | None) -> Check:
+    """Exercise: with every controller held to two tools, which passes the most adaptive cases?"""
+    if unanswered(name):
+        return fail(NOT_YET)
+    corpus = docuctl()
+    table = compare(corpus.adaptive_cases, controllers(corpus.docs, max_tools=TWO_TOOLS))
+    if name not in table.index:
+        return fail(f"name one of the controllers: {', '.join(table.index)}.")
+    best = int(table["passed"].max())
+    got = int(table.loc[name, "passed"])
+    if got < best:
+        return fail(
+            f"with two tools the {name} passes {got} of {len(corpus.adaptive_cases)}; one controller passes "
+            f"{best}. Which one spends no extra tool when a question is misspelt?"
+        )
+    return Check(
+        True,
+        f"the {name} passes {got} of {len(corpus.adaptive_cases)} with two tools: it corrects the spelling "
+        "before its one search. The fallback, the two-rule workflow and the adaptive loop need a third "
+        "tool for their second search or second read, and stop at tool_limit.",
+        table,
     )
