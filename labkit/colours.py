@@ -11,13 +11,13 @@ from __future__ import annotations
 # Fixed controllers are blues and greys, loops greens, the language model purple, and
 # lab 03's policies keep the same logic: the obedient one orange, the careful one green.
 CONTROLLERS = {
-    "keyword route": "#9e9e9e",
+    "keyword route": "#757575",
     "search/read workflow": "#1565c0",
     "workflow": "#1565c0",
     "fallback workflow": "#0288d1",
     "two-rule workflow": "#0d47a1",
     "spell-correct-first workflow": "#5c6bc0",
-    "scripted loop": "#66bb6a",
+    "scripted loop": "#388e3c",
     "adaptive loop": "#1b5e20",
     "model": "#8e24aa",
     "SmolLM2": "#8e24aa",

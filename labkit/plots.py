@@ -7,25 +7,12 @@ from collections.abc import Mapping
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from labkit.colours import colour
 
 _LINE = 11  # points between two names stacked beside one marker
-
-
-def ink(name: str) -> str:
-    """The colour a controller's *name* is written in: its colour, darkened if too pale to read.
-
-    Markers keep `colour(name)` exactly; text in the palette's pale blues (#90caf9, relative
-    luminance 0.56) is hard to read on white on a projector, so it is darkened to 60%.
-    """
-    red, green, blue = to_rgb(colour(name))
-    if 0.2126 * red + 0.7152 * green + 0.0722 * blue <= 0.5:
-        return colour(name)
-    return to_hex((0.6 * red, 0.6 * green, 0.6 * blue))
 
 
 def _tie(ax: Axes, calls: int, passed: int, names: list[str], *, downward: bool) -> None:
@@ -36,14 +23,14 @@ def _tie(ax: Axes, calls: int, passed: int, names: list[str], *, downward: bool)
     for line, name in enumerate(names):
         offset = 4 - _LINE * line if downward else -4 + _LINE * (len(names) - 1 - line)
         ax.annotate(name, (calls, passed), textcoords="offset points", xytext=(10 + 3 * len(names), offset),
-                    va="center", fontsize=8, color=ink(name))
+                    va="center", fontsize=8, color=colour(name))
 
 
 def outcomes_vs_tool_calls(tables: Mapping[str, pd.DataFrame]) -> Figure:
     """One panel per case set: cases passed (y) against tool calls spent (x), per controller.
 
-    Each controller keeps its colour from `labkit.colours` in every panel and every lab (its
-    name is written in `ink(name)`, the same colour darkened where it is too pale to read).
+    Each controller keeps its colour from `labkit.colours` in every panel and every lab, for
+    its marker and its name alike.
     Controllers that land on the same point (the workflow and the scripted loop do) are
     drawn as concentric rings and named one under the other, so a tie is visible rather
     than hidden. Names sit below points in the upper half and above the rest; of two points
