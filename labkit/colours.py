@@ -21,7 +21,7 @@ CONTROLLERS = {
     "adaptive loop": "#1b5e20",
     "model": "#8e24aa",
     "SmolLM2": "#8e24aa",
-    "gullible": "#ef6c00",
+    "gullible": "#e65100",
     "careful": "#2e7d32",
 }
 
