@@ -12,7 +12,8 @@ Modules, one job each: `shop` (records and texts), `policy` (the written policy 
 `authorise`), `cases` (requests and expected outcomes), `attacks` (templates, goals,
 security checks), `defenses`, `tools` (the per-episode tools and the refund enforcement
 point), `episode` (`run`), `policies` (gullible, careful, model), `metrics` (ledger-based
-scoring and the matrix), `display`, `exercises`.
+scoring and the matrix), `display` (episode text, narrow tables). The build-it cell and
+exercises are checked by `labkit.exercises.lab03`.
 
 The guarantee — what mediation promises for any policy, and where that promise stops — is
 stated in `labkit.refunds.episode`.

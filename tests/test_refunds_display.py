@@ -1,0 +1,43 @@
+"""What lab 03 shows fits a JupyterLab output area: no printed line wider than WIDTH, and
+tables with short labels whose legend names every label."""
+
+from labkit import refunds as R
+from labkit.refunds.display import WIDTH, defense_legend, legend, short, success_by_attack
+
+
+def test_every_line_of_every_kind_of_episode_fits():
+    lab = R.refund_lab()
+    episodes = [R.run(request, R.gullible, attack=attack, place=place)
+                for request in ("r-ana-blender", "r-chloe-lamp") for attack in lab.attacks
+                for place in lab.attacks[attack].places]
+    episodes += [R.run(request, R.careful, defenses=defense, faults=R.Faults(1))
+                 for request in lab.requests for defense in ("none", "confirmation", "idempotency")]
+    for episode in episodes:
+        lines = str(episode).splitlines()
+        assert max(map(len, lines)) <= WIDTH, max(lines, key=len)
+        assert lines[-1].startswith(("ledger", "  rf-", "approvals"))
+
+
+def test_a_retry_shows_the_same_key_and_a_new_refund_a_new_one():
+    text = str(R.run("r-ana-blender", R.careful, defenses="idempotency", faults=R.Faults(1)))
+    assert text.count("idempotency_key='…+idempotency#0'") == 2
+    assert "(replayed: no new money)" in text
+
+
+def test_short_labels_and_their_legend():
+    table = short(R.matrix(["careful"], ["none"]))
+    assert list(table.columns) == ["benign", "attacked", "ASR", "unauth", "lost", "dupes", "over_ref", "n"]
+    text = legend(table)
+    assert all(f"{label} = " in text for label in table.columns)
+    assert max(map(len, text.splitlines())) <= WIDTH and "$" not in text
+
+
+def test_success_by_attack_is_a_narrow_attack_by_defense_table():
+    lab = R.refund_lab()
+    rates = success_by_attack(R.matrix(["gullible"], by_attack=True), list(lab.attacks))
+    assert list(rates.index) == list(lab.attacks)
+    assert list(rates.columns) == ["none", "prompt", "spotlight", "mediate", "provenance", "confirm", "idem",
+                                   "all_det"]
+    assert rates.loc["refund-failed-again", "provenance"] == 1.0 and rates["mediate"].sum() == 0
+    assert max(map(len, rates.to_string().splitlines())) <= WIDTH
+    assert "spotlight = spotlighting" in defense_legend(rates.columns)
