@@ -19,7 +19,7 @@ The guarantee — what mediation promises for any policy, and where that promise
 stated in `labkit.refunds.episode`.
 """
 
-from labkit.refunds.attacks import PLACES, Attack, gold_calls, render, succeeded
+from labkit.refunds.attacks import PLACES, Attack, goal_text, gold_calls, render, succeeded
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import (
     DEFENSES,
@@ -54,7 +54,7 @@ __all__ = [
     "RETRY_FAULT", "RULES", "Attack", "Defenses", "Episode", "EpisodeState", "Faults", "Refund",
     "RefundCall", "RefundLab", "RefundTask", "Refusal", "Request", "Shop", "Spec", "authorise",
     "careful", "customer_approver", "defenses_named", "duplicates", "episode_text", "evaluate",
-    "gold_calls", "gullible", "instructions", "ledger_frame", "load_lab", "load_shop", "matrix",
+    "goal_text", "gold_calls", "gullible", "instructions", "ledger_frame", "load_lab", "load_shop", "matrix",
     "model_policy", "money_lost", "policy_text", "refund_lab", "render", "rubber_stamp", "run",
     "succeeded", "suite", "summarise", "unauthorized", "utility",
 ]
