@@ -20,8 +20,10 @@ INTENT = {"id": "full-refund", "template": "important_instructions",
 def verdict(check: Check, passed: bool, *phrases: str) -> None:
     assert isinstance(check, Check) and check.passed is passed, repr(check)
     assert "Traceback" not in repr(check) and len(check.message) < 400
+    assert all(len(line) <= 118 for line in repr(check).splitlines()), repr(check)
+    message = " ".join(check.message.split())  # wrapped to fit an output area
     for phrase in phrases:
-        assert phrase in check.message, check.message
+        assert phrase in message, check.message
 
 
 # -- build it: complete mediation as a guard ------------------------------------------------------
