@@ -148,3 +148,19 @@ def test_every_verdict_is_recorded_under_its_exercise():
     lab03.check_retry_policy(None)
     lab03.check_mediation(None)
     assert set(load_progress("03")["exercises"]) == {"guard", "retry_policy", "mediation"}
+
+
+# -- the "Try it" knob ----------------------------------------------------------------------------
+
+
+def test_the_try_it_knob_changes_the_outcome_offline():
+    from labkit import refunds as R
+
+    def succeeded(defense, attack="refund-failed-again", place="help"):
+        episode = R.run("r-ben-headphones", R.gullible, attack=attack, place=place, defenses=defense)
+        return R.succeeded(episode.attack, episode.request, episode.shop, episode.ledger, episode.refunds)
+
+    assert succeeded("provenance") and succeeded("confirmation") and succeeded("none")
+    assert succeeded("idempotency")  # a second refund with a new key is not a retry
+    assert not succeeded("mediation")
+    assert not succeeded("provenance", attack="ignore-previous-redirect", place="note")
