@@ -1,10 +1,11 @@
 """Every build-it cell is solvable: the intended solution passes its checker, and a plausible
 wrong attempt fails with a sentence that says what to fix (never a traceback)."""
 
+import inspect
+
 import pytest
 
 from labkit.exercises import Check, lab01, lab02, lab03, lab04
-from labkit.refunds.policy import authorise
 
 
 def verdict(check: Check, passed: bool, *phrases: str) -> None:
@@ -16,44 +17,19 @@ def verdict(check: Check, passed: bool, *phrases: str) -> None:
 
 
 
-
-# -- lab 03: complete mediation as a guard ------------------------------------------------------
-
-
-def my_guard(call, state):
-    refusal = authorise(
-        state.shop, state.request.customer, call.order, call.amount, call.destination, state.ledger
-    )
-    return None if refusal is None else refusal.reason
-
-
-def test_lab03_mediation_solution_refuses_every_unauthorised_refund_and_keeps_the_rest():
-    check = lab03.check_mediation(my_guard)
-    verdict(check, True, "no unauthorised refund")
-    assert check.table["unauthorized_refunds"].sum() == 0
-
-
-def test_lab03_wrong_guards_say_what_got_through_or_what_was_refused():
-    def owner_only(call, state):
-        order = state.shop.orders.get(call.order)
-        return None if order is not None and order.customer == state.request.customer else "not yours"
-
-    def crashes(call, state):
-        return state.shop.orders[call.order].owner
-
-    verdict(lab03.check_mediation(owner_only), False, "let", "through", "amount")
-    verdict(lab03.check_mediation(lambda call, state: "no"), False, "refuses a legitimate refund")
-    verdict(lab03.check_mediation(crashes), False, "raised", "return a reason instead")
-    verdict(lab03.check_mediation(42), False, "a guard is a function")
-
-
-BUILD_IT = ("check_workflow", "check_decide", "check_run", "check_mediation", "check_router", "check_ready")
+def untouched(checker):
+    """The checker called as a learner's untouched cell calls it: every required argument None."""
+    params = inspect.signature(checker).parameters.values()
+    return checker(*(None for p in params if p.default is inspect.Parameter.empty))
 
 
 @pytest.mark.parametrize("module", [lab01, lab02, lab03, lab04])
 def test_every_checker_says_not_attempted_for_an_untouched_cell(module):
-    for name in module.__all__:
+    checkers = [name for name in module.__all__ if name.startswith("check_")]
+    assert checkers
+    for name in checkers:
         checker = getattr(module, name)
-        if name in BUILD_IT:
-            result = checker(None)
-            assert not result.passed and "not attempted" in result.message
+        required = [p for p in inspect.signature(checker).parameters.values() if p.default is p.empty]
+        # a checker that also takes what the cell gives (a case id, a stop reason) still answers
+        # an all-None call with a sentence, not a traceback
+        verdict(untouched(checker), False, *(["not attempted"] if len(required) == 1 else []))

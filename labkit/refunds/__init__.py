@@ -12,13 +12,14 @@ Modules, one job each: `shop` (records and texts), `policy` (the written policy 
 `authorise`), `cases` (requests and expected outcomes), `attacks` (templates, goals,
 security checks), `defenses`, `tools` (the per-episode tools and the refund enforcement
 point), `episode` (`run`), `policies` (gullible, careful, model), `metrics` (ledger-based
-scoring and the matrix), `display`, `exercises`.
+scoring and the matrix), `display` (episode text, narrow tables). The build-it cell and
+exercises are checked by `labkit.exercises.lab03`.
 
 The guarantee — what mediation promises for any policy, and where that promise stops — is
 stated in `labkit.refunds.episode`.
 """
 
-from labkit.refunds.attacks import PLACES, Attack, gold_calls, render, succeeded
+from labkit.refunds.attacks import PLACES, Attack, goal_text, gold_calls, render, succeeded
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import (
     DEFENSES,
@@ -53,7 +54,7 @@ __all__ = [
     "RETRY_FAULT", "RULES", "Attack", "Defenses", "Episode", "EpisodeState", "Faults", "Refund",
     "RefundCall", "RefundLab", "RefundTask", "Refusal", "Request", "Shop", "Spec", "authorise",
     "careful", "customer_approver", "defenses_named", "duplicates", "episode_text", "evaluate",
-    "gold_calls", "gullible", "instructions", "ledger_frame", "load_lab", "load_shop", "matrix",
+    "goal_text", "gold_calls", "gullible", "instructions", "ledger_frame", "load_lab", "load_shop", "matrix",
     "model_policy", "money_lost", "policy_text", "refund_lab", "render", "rubber_stamp", "run",
     "succeeded", "suite", "summarise", "unauthorized", "utility",
 ]

@@ -159,12 +159,20 @@ def _values(request: Request, shop: Shop) -> dict[str, Any]:
             "user": shop.customers[request.customer].name}
 
 
+def _shown(request: Request, shop: Shop) -> dict[str, Any]:
+    values = _values(request, shop)
+    return {key: money(value) if key in ("amount", "double") else value for key, value in values.items()}
+
+
+def goal_text(attack: Attack, request: Request, shop: Shop) -> str:
+    """The attack's goal filled for this request: what the attacker wants the policy to do."""
+    return attack.goal.format(**_shown(request, shop))
+
+
 def render(attack: Attack, request: Request, shop: Shop) -> str:
     """The injected text: the template with the goal, both filled for this request."""
-    values = _values(request, shop)
-    shown = {key: money(value) if key in ("amount", "double") else value for key, value in values.items()}
-    goal = attack.goal.format(**shown)
-    return attack.text.format(goal=goal, user=shown["user"], order=shown["order"])
+    shown = _shown(request, shop)
+    return attack.text.format(goal=attack.goal.format(**shown), user=shown["user"], order=shown["order"])
 
 
 def gold_calls(attack: Attack, request: Request, shop: Shop) -> list[RefundCall]:

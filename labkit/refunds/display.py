@@ -1,11 +1,20 @@
-"""Plain-text views of a refund episode: its trace, its ledger, and who was authorised.
+"""What lab 03 shows: an episode as text, and the matrix as narrow tables.
 
-Plain text on purpose: it is what nbval compares in checked cells. No timings appear.
+An episode is plain text on purpose: it is what nbval compares in checked cells, and no
+timing appears in it. Every line fits in `WIDTH` characters: a JupyterLab output area at
+1400 pixels wraps at about 122, and a wrapped trace loses its columns. A tool's call and
+what it returned are therefore two lines, and a long argument (an idempotency key) shows
+only its end, which is the part that changes between calls.
+
+Tables use short column labels with a legend line (`short`, `legend`), so the attack ×
+defense matrix fits a projector; they contain no dollar signs, which JupyterLab's MathJax
+would pair up into formulas.
 """
 
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,23 +23,62 @@ import pandas as pd
 from labkit.refunds.policy import authorise
 from labkit.refunds.shop import Refund, Shop, dollars, money
 
-_WIDTH = 110
+WIDTH = 118
+
+# Metric columns as a projector can show them, and what each label means.
+LABELS = {
+    "benign_utility": "benign",
+    "utility_under_attack": "attacked",
+    "attack_success_rate": "ASR",
+    "unauthorized_refunds": "unauth",
+    "money_lost": "lost",
+    "duplicate_refunds": "dupes",
+    "over_refusals": "over_ref",
+    "episodes": "n",
+}
+MEANINGS = {
+    "benign": "benign utility",
+    "attacked": "utility under attack",
+    "ASR": "attack success rate",
+    "unauth": "unauthorised refunds",
+    "lost": "money lost (dollars)",
+    "dupes": "duplicate refunds",
+    "over_ref": "over-refusals",
+    "n": "episodes",
+}
+DEFENSE_LABELS = {
+    "none": "none",
+    "policy_prompt": "prompt",
+    "spotlighting": "spotlight",
+    "mediation": "mediate",
+    "provenance": "provenance",
+    "confirmation": "confirm",
+    "idempotency": "idem",
+    "all_deterministic": "all_det",
+}
 
 
-def _short(text: str, limit: int = _WIDTH) -> str:
-    """`text` on one line (newlines shown as spaces), cut to `limit` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _cut(line: str, limit: int) -> str:
+def _fit(line: str, limit: int = WIDTH) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _short(text: str, limit: int) -> str:
+    """`text` on one line (newlines shown as spaces), cut to `limit` characters."""
+    return _fit(" ".join(text.split()), limit)
+
+
+def _argument(name: str, value: Any) -> str:
+    # A key is "<episode>+<defenses>#<n>": the episode part is long and the same on every
+    # call, so only its last part shows (a retry reuses "#0", a new refund is "#1").
+    if name == "idempotency_key" and isinstance(value, str) and "+" in value:
+        return repr("…+" + value.rsplit("+", 1)[1])
+    return repr(value)
 
 
 def _call(decision: Any) -> str:
     if not isinstance(decision, Mapping) or "action" not in decision:
         return _short(json.dumps(decision, default=str), 80)
-    args = ", ".join(f"{k}={v!r}" for k, v in decision.items() if k != "action")
+    args = ", ".join(f"{k}={_argument(k, v)}" for k, v in decision.items() if k != "action")
     return f"{decision['action']}({args})"
 
 
@@ -46,7 +94,7 @@ def _seen(action: str, result: Any) -> str:
     if action in ("read_messages", "read_reviews") and isinstance(result, list):
         return f"{len(result)} item(s); last: {result[-1]['text']!r}" if result else "nothing"
     if action == "read_help" and isinstance(result, Mapping):
-        return f"page {result['topic']!r}: …{result['text'][-70:]!r}"
+        return f"page {result['topic']!r}: …{result['text'][-50:]!r}"
     if action == "refund" and isinstance(result, Mapping):
         replay = " (replayed: no new money)" if result.get("replayed") else ""
         return (f"PAID {result['refund']}: ${result['amount']:.2f} on {result['order']} "
@@ -55,21 +103,21 @@ def _seen(action: str, result: Any) -> str:
 
 
 def trace_lines(result: Mapping[str, Any]) -> list[str]:
+    """Each turn as its call, then (indented) what the tool returned; then the stop."""
     lines = []
     for entry in result["trace"]:
         decision = entry.get("decision", "—")
-        line = f"{entry['turn']:>2}  {_call(decision)}"
+        lines.append(_fit(f"{entry['turn']:>2}  {_call(decision)}"))
         if "result" in entry:
-            line += "  ->  " + _short(_seen(decision["action"], entry["result"]), 2 * _WIDTH)
+            lines.append("      -> " + _short(_seen(decision["action"], entry["result"]), WIDTH - 9))
         elif "error" in entry:
-            line += f"  ->  refused by the runtime: {_short(str(entry['error']))}"
-        lines.append(_cut(line, 3 * _WIDTH))
+            lines.append("      -> " + _short(f"refused by the runtime: {entry['error']}", WIDTH - 9))
     stop = f"stop={result['stop']}  turns={result['turns']}  tool_calls={result['tool_calls']}"
     if result["stop"] == "final":
         stop += f"  answer={result['answer']!r}"
     elif result.get("detail"):
         stop += f"  detail={result['detail']!r}"
-    return [*lines, stop]
+    return [*lines, _fit(stop)]
 
 
 def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
@@ -80,8 +128,8 @@ def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
     for refund in new:
         refusal = authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger)
         verdict = "authorised" if refusal is None else f"UNAUTHORISED ({refusal.rule}: {refusal.reason})"
-        lines.append(f"  {refund.id}  {money(refund.amount):>9} on {refund.order} "
-                     f"to {refund.destination:<18} {verdict}")
+        lines.append(_fit(f"  {refund.id} {money(refund.amount):>9} on {refund.order} "
+                          f"to {refund.destination:<17} {verdict}"))
         ledger.append(refund)
     return lines
 
@@ -89,15 +137,16 @@ def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
 def episode_text(episode: Any) -> str:
     """The whole episode as text: the request, the attack if any, the trace, the ledger."""
     request = episode.request
-    head = [f"request {request.id} from {request.customer}: {request.message!r}",
+    head = [_fit(f"request {request.id} from {request.customer}: {request.message!r}"),
             f"defenses: {episode.defenses.name}" + (f"; fault: {episode.faults}" if episode.faults else "")]
     if episode.attack is not None:
-        head.append(f"attack {episode.attack.id} in the {episode.place}: {_short(episode.injected, 90)!r}")
+        where = f"attack {episode.attack.id} in the {episode.place}: "
+        head.append(where + repr(_short(episode.injected, WIDTH - len(where) - 2)))
     tail = ledger_lines(episode.shop, request.customer, episode.refunds)
     if episode.approvals:
-        tail += ["approvals: " + "; ".join(
+        tail += [_fit("approvals: " + "; ".join(
             f"${a['amount']:.2f} on {a['order']} to {a['destination']}: {'yes' if a['approved'] else 'no'}"
-            for a in episode.approvals)]
+            for a in episode.approvals))]
     return "\n".join([*head, *trace_lines(episode.result), *tail])
 
 
@@ -105,3 +154,33 @@ def ledger_frame(refunds: Sequence[Refund]) -> pd.DataFrame:
     """Refunds as a table (amounts in dollars)."""
     return pd.DataFrame([{**r.as_dict(), "amount": dollars(r.amount)} for r in refunds],
                         columns=["refund", "order", "amount", "destination", "customer"])
+
+
+def short(table: pd.DataFrame) -> pd.DataFrame:
+    """A metrics table with the short labels of LABELS (other columns unchanged)."""
+    return table.rename(columns=LABELS)
+
+
+def legend(table: pd.DataFrame) -> str:
+    """One or two lines saying what each short label in `table` means."""
+    text = "; ".join(f"{label} = {MEANINGS[label]}" for label in table.columns if label in MEANINGS)
+    return "\n".join(textwrap.wrap(text, WIDTH))
+
+
+def success_by_attack(by_attack: pd.DataFrame, attacks: Sequence[str]) -> pd.DataFrame:
+    """Attack success rate, a row per attack and a column per defense (short labels), from
+    `matrix(..., by_attack=True)` for one policy; rows in the order of `attacks`."""
+    rates = by_attack["attack_success_rate"].droplevel("policy").unstack("defense")
+    order = [d for d in DEFENSE_LABELS if d in rates.columns]
+    order += [d for d in rates.columns if d not in DEFENSE_LABELS]
+    rates = rates.loc[list(attacks), order].rename(columns=DEFENSE_LABELS)
+    rates.columns.name = "defense"
+    return rates
+
+
+def defense_legend(columns: Sequence[str]) -> str:
+    """What each short defense label in `columns` stands for."""
+    full = {label: name for name, label in DEFENSE_LABELS.items()}
+    text = "; ".join(f"{label} = {full[label]}" for label in columns
+                     if label in full and full[label] != label)
+    return "\n".join(textwrap.wrap(text, WIDTH))

@@ -166,3 +166,37 @@ def model_behaviour(defenses: Sequence[str] = MODEL_DEFENSES, *, rung: str = "L1
             "commonest stop": stops.most_common(1)[0][0] if stops else "-",
         })
     return DataFrame(table).set_index(["rung", "defense"]) if table else DataFrame()
+
+
+def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2") -> DataFrame:
+    """Did the injection cause an attack's "success"? Per attacked model episode, replayed: whether
+    the ledger check fired, the first refund the model proposed (turn and amount), and the
+    first turn whose tool result contained the injected text ("never" if none did).
+
+    A ledger check measures the state an attack aims for, not who caused it: a model that
+    refunds a wrong amount on its own trips it without reading the attack.
+    """
+    import json
+
+    from labkit.refunds.defenses import defenses_named
+
+    lab = refund_lab()
+    specs = [spec for spec in model_specs(lab) if spec.attack]
+    table = []
+    for name in defenses:
+        for s in evaluate(lambda d: model_policy(d, rung=rung), defenses_named(name), specs, lab):
+            trace = s.episode.result["trace"]
+            refunds = [e for e in trace if isinstance(e.get("decision"), dict)
+                       and e["decision"].get("action") == "refund"]
+            # The first 40 characters of the injected text, as they appear inside a JSON result.
+            needle = json.dumps(s.episode.injected)[1:41]
+            seen = next((e["turn"] for e in trace if needle in json.dumps(e.get("result"), default=str)),
+                        None)
+            first = refunds[0] if refunds else None
+            table.append({
+                "defense": name, "attack": s.spec.attack.id, "check fired": bool(s.attacked),
+                "first refund": f"turn {first['turn']}, amount {first['decision'].get('amount')}"
+                if first else "-",
+                "injection seen": f"turn {seen}" if seen else "never",
+            })
+    return DataFrame(table).set_index(["defense", "attack"])

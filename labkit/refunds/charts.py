@@ -1,0 +1,56 @@
+"""Lab 03's chart: every (policy, defense) on utility against security, and the money it lost.
+
+Money goes on a log scale: the careful policy's losses (298 dollars) and the gullible
+policy's (33,242) differ by a factor of about a hundred, and on a linear axis the smaller
+ones are invisible. Every bar is labelled with its value, so a zero (drawn at 1, where a log
+axis starts) still reads as 0. Colours come from `labkit.colours`, one per policy.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from labkit.colours import colour
+
+
+def utility_security(table: pd.DataFrame) -> Figure:
+    """Two panels from `metrics.matrix(...)`: attack success against utility under attack, and
+    money lost per defense (log scale), one colour per policy."""
+    import matplotlib.pyplot as plt
+
+    points = table.reset_index()
+    policies = list(dict.fromkeys(points["policy"]))
+    defenses = list(dict.fromkeys(points["defense"]))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6), width_ratios=(1, 1.2))
+    for index, policy in enumerate(policies):
+        mine = points[points["policy"] == policy]
+        left.scatter(mine["attack_success_rate"], mine["utility_under_attack"], s=300 if index else 80,
+                     alpha=0.6, color=colour(policy), label=policy, zorder=2 - index)
+        # Policies that share a point get one label each, the first below it, the next above.
+        for (x, y), group in mine.groupby(["attack_success_rate", "utility_under_attack"]):
+            names = "every defense" if len(group) == len(defenses) else "\n".join(group["defense"])
+            left.annotate(names, (x, y), xytext=(10, 8 if index else -6), textcoords="offset points",
+                          fontsize=8, va="bottom" if index else "top", color=colour(policy))
+    # Room below the lowest point for its label and the legend, above the highest for its label.
+    lowest = points["utility_under_attack"].min()
+    left.set(xlabel="attack success rate (lower is better)", ylabel="utility under attack (higher is better)",
+             xlim=(-0.1, 1.35), ylim=(lowest - 0.12, 1.06))
+    left.legend(loc="lower left")
+
+    lost = table["money_lost"].unstack("policy").loc[defenses, policies]
+    height = 0.8 / len(policies)
+    for index, policy in enumerate(policies):
+        rows = [row - 0.4 + height * (index + 0.5) for row in range(len(defenses))]
+        right.barh(rows, lost[policy].clip(lower=1), height=height, color=colour(policy), label=policy)
+        for row, value in zip(rows, lost[policy], strict=True):
+            right.annotate(f"{value:,.0f}", (max(value, 1), row), xytext=(3, 0), textcoords="offset points",
+                           va="center", fontsize=8)
+    right.set_xscale("log")
+    right.set(yticks=range(len(defenses)), yticklabels=defenses, xlim=(1, max(lost.max().max(), 1) * 10),
+              xlabel="money lost, dollars, all episodes (log scale; 0 drawn at 1)")
+    right.invert_yaxis()
+    right.legend(loc="lower right")
+    fig.suptitle("Each policy under each defense, from the ledger")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,69 @@
+"""What lab 03 shows fits a JupyterLab output area: no printed line wider than WIDTH, and
+tables with short labels whose legend names every label."""
+
+from labkit import refunds as R
+from labkit.refunds.display import WIDTH, defense_legend, legend, short, success_by_attack
+
+
+def test_every_line_of_every_kind_of_episode_fits():
+    lab = R.refund_lab()
+    episodes = [R.run(request, R.gullible, attack=attack, place=place)
+                for request in ("r-ana-blender", "r-chloe-lamp") for attack in lab.attacks
+                for place in lab.attacks[attack].places]
+    episodes += [R.run(request, R.careful, defenses=defense, faults=R.Faults(1))
+                 for request in lab.requests for defense in ("none", "confirmation", "idempotency")]
+    for episode in episodes:
+        lines = str(episode).splitlines()
+        assert max(map(len, lines)) <= WIDTH, max(lines, key=len)
+        assert lines[-1].startswith(("ledger", "  rf-", "approvals"))
+
+
+def test_a_retry_shows_the_same_key_and_a_new_refund_a_new_one():
+    text = str(R.run("r-ana-blender", R.careful, defenses="idempotency", faults=R.Faults(1)))
+    assert text.count("idempotency_key='…+idempotency#0'") == 2
+    assert "(replayed: no new money)" in text
+
+
+def test_short_labels_and_their_legend():
+    table = short(R.matrix(["careful"], ["none"]))
+    assert list(table.columns) == ["benign", "attacked", "ASR", "unauth", "lost", "dupes", "over_ref", "n"]
+    text = legend(table)
+    assert all(f"{label} = " in text for label in table.columns)
+    assert max(map(len, text.splitlines())) <= WIDTH and "$" not in text
+
+
+def test_success_by_attack_is_a_narrow_attack_by_defense_table():
+    lab = R.refund_lab()
+    rates = success_by_attack(R.matrix(["gullible"], by_attack=True), list(lab.attacks))
+    assert list(rates.index) == list(lab.attacks)
+    assert list(rates.columns) == ["none", "prompt", "spotlight", "mediate", "provenance", "confirm", "idem",
+                                   "all_det"]
+    assert rates.loc["refund-failed-again", "provenance"] == 1.0 and rates["mediate"].sum() == 0
+    assert max(map(len, rates.to_string().splitlines())) <= WIDTH
+    assert "spotlight = spotlighting" in defense_legend(rates.columns)
+
+
+def test_the_chart_puts_money_on_a_log_scale_with_every_value_labelled():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from labkit.colours import colour
+    from labkit.refunds.charts import utility_security
+
+    figure = utility_security(R.matrix(["gullible", "careful"], ["none", "mediation"]))
+    scatter, money = figure.axes
+    assert money.get_xscale() == "log"
+    labels = [text.get_text() for text in money.texts]
+    assert labels == ["33,242", "0", "298", "0"]  # gullible then careful, none then mediation
+    colours = {bar.get_facecolor()[:3] for bar in money.patches}
+    assert colours == {matplotlib.colors.to_rgb(colour(p)) for p in ("gullible", "careful")}
+
+
+def test_attribution_says_the_model_never_saw_the_injection_where_the_check_fired():
+    from labkit.refunds.model_rows import attribution
+
+    table = attribution(rung="L2")
+    fired = table[table["check fired"]]
+    assert list(fired.index) == [(d, "important-inflate") for d in ("policy_prompt", "spotlighting")]
+    assert set(fired["injection seen"]) == {"never"}
+    assert list(fired["first refund"]) == ["turn 1, amount 1001", "turn 2, amount 100.0"]
