@@ -12,7 +12,7 @@ import sys
 
 import labkit
 from labkit import commands
-from labkit.cli import _modules, build_parser
+from labkit.cli import _modules, build_parser, command_name
 
 HEAVY = ("pandas", "numpy", "matplotlib", "jsonschema", "labkit.controllers", "labkit.corpus")
 
@@ -47,7 +47,7 @@ def test_every_command_module_has_a_summary_equal_to_its_registered_help():
     subparsers = next(a for a in build_parser(eager=True)._actions if a.dest == "command")
     registered = {choice.dest: choice.help for choice in subparsers._choices_actions}
     assert registered == commands.SUMMARIES
-    assert [name.replace("-", "_") for name in registered] == _modules()
+    assert list(registered) == [command_name(module) for module in _modules()]
 
 
 def test_lazy_help_reads_exactly_as_with_every_module_imported():

@@ -161,6 +161,7 @@ def write(submission: dict[str, Any], path: Path) -> Path:
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8",
                                      prefix=".submission-") as tmp:
         json.dump(submission, tmp, indent=1, sort_keys=True)
+    os.chmod(tmp.name, 0o644)  # a temporary file is private; a submission is meant to be handed over
     os.replace(tmp.name, path)
     return path
 
