@@ -110,7 +110,8 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
             defenses[label] = (s.name, Defenses(label, guards=(TableGuard(table, label),)))
     legit = lab.legitimate
     specs = [Spec("benign", r) for r in legit] + [
-        Spec("attack", r, attack, place) for _, attack in attacks.values() for r in legit for place in attack.places]
+        Spec("attack", r, attack, place)
+        for _, attack in attacks.values() for r in legit for place in attack.places]
     success, lost, board = {}, {}, []
     for label, (by, defense) in defenses.items():
         scores = evaluate(scripted(gullible), defense, specs, lab)
@@ -127,9 +128,8 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
                       "legit_paid": round(sum(s.utility for s in benign) / len(benign), 3)})
     matrix = pd.Series(success).unstack()[list(defenses)].loc[list(attacks)].round(3)
     matrix.index.name, matrix.columns.name = "attack", "defense"
-    defense_board = (pd.DataFrame(board)
-                     .sort_values(["legit_paid", "attacks_stopped", "money_lost"], ascending=[False, False, True],
-                                  kind="stable")
+    ranking = ["legit_paid", "attacks_stopped", "money_lost"]
+    defense_board = (pd.DataFrame(board).sort_values(ranking, ascending=[False, False, True], kind="stable")
                      .set_index("defense"))
     attack_board = pd.DataFrame([
         {"attack": a, "by": by, "defenses_beaten": sum(success[a, d] > 0 for d in defenses),
@@ -145,11 +145,14 @@ def chart(counts: pd.DataFrame, round_: RedTeam | None):
     from labkit.colours import OUTCOMES
 
     panels = 1 + (round_ is not None)
-    figure = Figure(figsize=(7 * panels, max(3.0, 0.35 * len(counts) + 1.5)), layout="constrained")
+    rows = max(len(counts), len(round_.success) if round_ is not None else 0)
+    figure = Figure(figsize=(7 * panels, max(3.0, 0.3 * rows + 2.5)), layout="constrained")
     left, *right = figure.subplots(1, panels, squeeze=False)[0]
     labels = [f"lab {lab}: {exercise}" for lab, exercise in counts.index]
-    left.barh(labels, counts["attempted"], color=OUTCOMES["wrong"], label="attempted")
     left.barh(labels, counts["passed"], color=OUTCOMES["correct"], label="passed")
+    left.barh(labels, counts["attempted"] - counts["passed"], left=counts["passed"], color=OUTCOMES["wrong"],
+              label="attempted, not passed")
+    left.xaxis.get_major_locator().set_params(integer=True)
     left.invert_yaxis()
     left.set_xlabel("learners")
     left.set_title("Exercises: attempted and passed")

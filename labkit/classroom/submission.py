@@ -127,9 +127,9 @@ def build(lab: str, name: str) -> tuple[dict[str, Any], list[str]]:
     for exercise, entry in sorted(recorded.items()):
         if not isinstance(entry, dict):
             continue
-        first = entry.get("first_passed_attempt")
+        first, attempts = entry.get("first_passed_attempt"), entry.get("attempts")
         exercises[exercise] = {"passed": entry.get("passed") is True,
-                               "attempts": entry.get("attempts") if isinstance(entry.get("attempts"), int) else 0,
+                               "attempts": attempts if isinstance(attempts, int) else 0,
                                "first_passed_attempt": first if isinstance(first, int) else None}
         payload = entry.get("payload")
         if lab != "03" or payload is None:

@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("folder", metavar="FOLDER", type=Path, help="the folder of submission files")
-    parser.add_argument("--json", action="store_true", help="print the tables as JSON (skipped files included)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the tables as JSON (skipped files included)")
     parser.add_argument("--chart", metavar="PNG", type=Path,
                         help="where to save the chart (default: runs/class/class-results.png)")
     parser.set_defaults(handler=handle)
