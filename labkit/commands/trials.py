@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from tqdm import tqdm
+from tqdm.auto import tqdm
 
 from labkit.errors import LabError
 from labkit.model.backend import parse_spec
