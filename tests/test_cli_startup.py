@@ -81,3 +81,20 @@ def test_submodules_are_reachable_as_attributes():
         assert "no_such_thing" in str(error)
     else:
         raise AssertionError("labkit.no_such_thing resolved")
+
+
+
+def _run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_labkit_keeps_jsonschema_from_building_the_iri_parser_and_still_validates():
+    out = _run("import sys, labkit, jsonschema\n"
+               "jsonschema.Draft202012Validator({'type': 'object', 'required': ['id']}).validate({'id': 1})\n"
+               "print(sys.modules['rfc3987_syntax'])")
+    assert out == "None\n"
+    # A process that imported it first keeps it: labkit only fills an empty slot.
+    out = _run("import sys\ntry:\n    import rfc3987_syntax\nexcept ImportError:\n    pass\n"
+               "before = sys.modules.get('rfc3987_syntax')\nimport labkit\n"
+               "print(sys.modules.get('rfc3987_syntax') is before)")
+    assert out == "True\n"
