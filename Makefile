@@ -1,10 +1,11 @@
 # Two commands for a newcomer: `make lab` and `make test`. Both create .venv on first use.
 #
 # `make lab` installs what a learner's notebook needs (labkit + the `lab` extra), `make test`
-# adds the course's checks (the `test` and `grid` extras). Both install the exact versions in
-# requirements.txt, compiled from pyproject.toml by pip-tools (`make lock`): the learner set
-# through it as constraints, the full set from it as requirements, so pip resolves nothing
-# on its own and the notebooks' checked outputs see the pandas and matplotlib they expect.
+# adds the course's checks and tools (the `test`, `grid` and `rerun` extras). Both install the
+# exact versions in requirements.txt, compiled from pyproject.toml by pip-tools (`make lock`):
+# the learner set through it as constraints, the full set from it as requirements, so pip
+# resolves nothing on its own and the notebooks' checked outputs see the pandas and
+# matplotlib they expect.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -45,7 +46,7 @@ lint: $(TEST_STAMP)
 # add --upgrade-package NAME to move one on purpose.
 lock: $(TEST_STAMP)
 	$(BIN)/python -m pip install --quiet pip-tools
-	$(BIN)/pip-compile --quiet --extra lab --extra test --extra grid --strip-extras \
+	$(BIN)/pip-compile --quiet --extra lab --extra test --extra grid --extra rerun --strip-extras \
 		--no-emit-index-url --no-emit-find-links -o requirements.txt pyproject.toml
 
 benchmarks: $(TEST_STAMP)
