@@ -8,7 +8,7 @@ import pytest
 
 from labkit.classroom.guard_table import guard_table
 from labkit.classroom.merge import load_folder, pass_counts, red_team
-from labkit.classroom.submission import MAX_BYTES, build, read
+from labkit.classroom.submission import MAX_BYTES, build, read, submit
 from labkit.exercises.check import Check
 from labkit.exercises.progress import record
 from labkit.refunds.policy import authorise
@@ -73,6 +73,14 @@ def test_submit_mistakes_are_one_line_and_write_nothing(cli, tmp_path, argv, mes
     code, out, err = cli(*argv)
     assert code == 2 and message in err and err.count("\n") == 1 and out == ""
     assert not (tmp_path / "runs" / "submissions").exists()
+
+
+def test_submit_from_a_notebook_cell_returns_the_file(tmp_path, capsys):
+    record("04", "router", Check(True, "ok"))
+    path = submit(4, "ana")
+    assert path == tmp_path / "runs" / "submissions" / "lab04-ana.json" and read(path).lab == "04"
+    out = capsys.readouterr().out
+    assert out == f"wrote {path}: lab 04, 1 of 1 exercises passed. Hand this file to your instructor.\n"
 
 
 def test_a_lab01_submission_holds_no_attacks_or_guards():

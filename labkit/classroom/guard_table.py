@@ -37,8 +37,9 @@ What this approximates, stated rather than hidden:
 
 Format: {"format": "labkit-guard-table/1", "shop": <fingerprint of the domain>, "size": N,
 "verdicts": a string of N letters, in domain order, "a" (allowed), "r" (refused) or "e"
-(the guard raised: inside the tool that refuses too)}. About 8,000 points for the course's
-shop: a string of that many letters, checked with one regular expression when read back.
+(the guard raised: inside the tool that refuses too)}. 9,456 points for the course's shop
+(10 requests x 11 orders x 12 cards and gift cards x 2 ledger states x 3-5 amount classes):
+a string of that many letters, about 9.5 kB, checked letter by letter when read back.
 """
 
 from __future__ import annotations
@@ -149,8 +150,10 @@ def _state(lab: RefundLab, request: Request, refunded: str | None) -> EpisodeSta
 def guard_table(guard: Callable[[Any, Any], Any], lab: RefundLab | None = None) -> dict[str, Any]:
     """Tabulate `guard` over the domain (see the module docstring): a JSON-able dict.
 
-    Calls the guard once per point (about 8,000 for the course's shop). A point where it
-    raises is recorded as "e" and the tabulation goes on.
+    Calls the guard once per point (9,456 for the course's shop; 25 ms for a guard that
+    applies the refund policy). A point where it raises is recorded as "e" and the tabulation
+    goes on. Expose it as the payload of a checker: `@exercise("03", "mediation",
+    payload=guard_table)`.
     """
     lab_ = lab or refund_lab()
     dom = domain(lab)

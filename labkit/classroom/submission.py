@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -75,9 +76,9 @@ def _schema() -> dict[str, Any]:
     }
 
 
-def lab_number(text: str) -> str:
-    """'3', '03' or 'lab03' as '03'; LabError otherwise."""
-    digits = text.lower().removeprefix("lab")
+def lab_number(text: str | int) -> str:
+    """3, '3', '03' or 'lab03' as '03'; LabError otherwise."""
+    digits = str(text).lower().removeprefix("lab")
     if digits.isdigit() and digits.zfill(2) in LABS:
         return digits.zfill(2)
     raise LabError(f"unknown lab {text!r} (known: {', '.join(LABS)})")
@@ -111,7 +112,7 @@ def _attack_problem(record: Any) -> str | None:
     return None
 
 
-def build(lab: str, name: str) -> tuple[dict[str, Any], list[str]]:
+def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     """The submission for `lab` from the recorded progress, and notes on what was left out.
 
     LabError if no checker of that lab has run yet.
@@ -163,6 +164,29 @@ def write(submission: dict[str, Any], path: Path) -> Path:
         json.dump(submission, tmp, indent=1, sort_keys=True)
     os.chmod(tmp.name, 0o644)  # a temporary file is private; a submission is meant to be handed over
     os.replace(tmp.name, path)
+    return path
+
+
+def submit(lab: str | int, name: str, output: str | Path | None = None) -> Path:
+    """`labkit submit` from a notebook cell: write the submission, print where, return the path.
+
+    LabError (one line) if no checker of the lab has run yet or the name is not a plain name.
+    """
+    from labkit.paths import runs_dir
+
+    submission, notes = build(lab, name)
+    default = f"lab{submission['lab']}-{submission['name']}.json"
+    path = Path(output) if output is not None else runs_dir() / "submissions" / default
+    if path.is_dir():
+        path = path / default
+    write(submission, path)
+    for note in notes:
+        print(f"labkit submit: {note}", file=sys.stderr)
+    passed = sum(e["passed"] for e in submission["exercises"].values())
+    extra = (f", {len(submission['attacks'])} attack(s), {len(submission['guards'])} guard(s)"
+             if submission["lab"] == "03" else "")
+    print(f"wrote {path}: lab {submission['lab']}, {passed} of {len(submission['exercises'])} exercises "
+          f"passed{extra}. Hand this file to your instructor.")
     return path
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from labkit.classroom.submission import build, write
-from labkit.paths import runs_dir
+from labkit.classroom.submission import submit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,21 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--name", required=True, help="your name as the class round shows it (letters, "
                                                       "digits, '.', '_', '-'; up to 32)")
     parser.add_argument("-o", "--output", metavar="FILE", type=Path,
-                        help="where to write it (default: runs/submissions/labNN-NAME.json)")
+                        help="where to write it (default: runs/submissions/labNN-NAME.json; "
+                             "a folder: inside it)")
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    submission, notes = build(args.lab, args.name)
-    path = args.output or runs_dir() / "submissions" / f"lab{submission['lab']}-{submission['name']}.json"
-    if path.is_dir():
-        path = path / f"lab{submission['lab']}-{submission['name']}.json"
-    write(submission, path)
-    for note in notes:
-        print(f"labkit submit: {note}", file=sys.stderr)
-    passed = sum(e["passed"] for e in submission["exercises"].values())
-    extra = (f", {len(submission['attacks'])} attack(s), {len(submission['guards'])} guard(s)"
-             if submission["lab"] == "03" else "")
-    print(f"wrote {path}: lab {submission['lab']}, {passed} of {len(submission['exercises'])} exercises "
-          f"passed{extra}. Hand this file to your instructor.")
+    submit(args.lab, args.name, args.output)
     return 0
