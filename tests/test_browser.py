@@ -160,3 +160,9 @@ def test_run_all_in_jupyterlab_executes_every_cell_without_error(browser, jupyte
     if name.startswith("01_"):
         assert state["images"] >= 1, "lab 01 shows no chart"
     assert shot.stat().st_size > 10_000
+
+
+
+def test_without_chromium_the_reason_says_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", str(tmp_path / "no-chromium"))
+    assert _missing() == f"no chromium at {tmp_path / 'no-chromium'} (Debian: apt-get install chromium)"
