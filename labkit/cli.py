@@ -37,6 +37,11 @@ def _modules() -> list[str]:
     return sorted(info.name for info in pkgutil.iter_modules(commands.__path__))
 
 
+def command_name(module: str) -> str:
+    """The command a module adds: `refund_lab` -> `refund-lab`, `class_` -> `class` (a keyword)."""
+    return module.rstrip("_").replace("_", "-")
+
+
 def _command_of(argv: Sequence[str]) -> str | None:
     """The subcommand named in `argv`: its first argument that is not an option."""
     return next((arg for arg in argv if not arg.startswith("-")), None)
@@ -57,7 +62,7 @@ def build_parser(command: str | None = None, *, eager: bool = False) -> argparse
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
     for module in _modules():
-        name = module.replace("_", "-")
+        name = command_name(module)
         summary = commands.SUMMARIES.get(name)
         if eager or summary is None or name == command:
             importlib.import_module(f"{commands.__name__}.{module}").register(sub)

@@ -12,7 +12,7 @@ import sys
 
 import labkit
 from labkit import commands
-from labkit.cli import _modules, build_parser
+from labkit.cli import _modules, build_parser, command_name
 
 HEAVY = ("pandas", "numpy", "matplotlib", "jsonschema", "labkit.controllers", "labkit.corpus")
 
@@ -47,7 +47,7 @@ def test_every_command_module_has_a_summary_equal_to_its_registered_help():
     subparsers = next(a for a in build_parser(eager=True)._actions if a.dest == "command")
     registered = {choice.dest: choice.help for choice in subparsers._choices_actions}
     assert registered == commands.SUMMARIES
-    assert [name.replace("-", "_") for name in registered] == _modules()
+    assert list(registered) == [command_name(module) for module in _modules()]
 
 
 def test_lazy_help_reads_exactly_as_with_every_module_imported():
@@ -81,3 +81,20 @@ def test_submodules_are_reachable_as_attributes():
         assert "no_such_thing" in str(error)
     else:
         raise AssertionError("labkit.no_such_thing resolved")
+
+
+
+def _run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_labkit_keeps_jsonschema_from_building_the_iri_parser_and_still_validates():
+    out = _run("import sys, labkit, jsonschema\n"
+               "jsonschema.Draft202012Validator({'type': 'object', 'required': ['id']}).validate({'id': 1})\n"
+               "print(sys.modules['rfc3987_syntax'])")
+    assert out == "None\n"
+    # A process that imported it first keeps it: labkit only fills an empty slot.
+    out = _run("import sys\ntry:\n    import rfc3987_syntax\nexcept ImportError:\n    pass\n"
+               "before = sys.modules.get('rfc3987_syntax')\nimport labkit\n"
+               "print(sys.modules.get('rfc3987_syntax') is before)")
+    assert out == "True\n"

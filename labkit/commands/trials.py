@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 
-from tqdm import tqdm
+from tqdm.auto import tqdm
 
+from labkit.argtypes import SEED_MAX, int_in, positive, temperature
 from labkit.errors import LabError
 from labkit.model.backend import parse_spec
 from labkit.model.constraints import RUNGS
@@ -16,38 +16,6 @@ from labkit.model.docuctl import PROMPTS
 from labkit.model.policy import MAX_TOKENS
 from labkit.model.trials import CASE_SETS, run_trials
 
-
-def _temperature(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value <= 2:
-        raise argparse.ArgumentTypeError(f"must be in 0..2, got {value:g}")
-    return value
-
-
-def _int_in(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: an int from `low` to `high` (a 401-digit seed is a usage error)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:  # also a number past Python's 4,300-digit limit
-            shown = text if len(text) <= 20 else text[:19] + "…"
-            raise argparse.ArgumentTypeError(f"not an integer: {shown!r}") from None
-        shown = str(value) if abs(value) < 10**20 else "a number that large"
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {shown}")
-        if value > high:
-            raise argparse.ArgumentTypeError(f"must be at most {high}, got {shown}")
-        return value
-
-    return parse
-
-
-_positive = _int_in(1, 2**53)
-SEED_MAX = 2**31 - 1  # the local model's sampler takes a 32-bit seed, and trial t uses seed + t
 MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
 
 
@@ -68,11 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="live backend: local (SmolLM2 in-process) or ollama:<tag>",
     )
     parser.add_argument("--cases", choices=CASE_SETS, default="all", help="which cases (default: all 24)")
-    parser.add_argument("--k", type=_positive, default=1, help="trials per case (default 1)")
+    parser.add_argument("--k", type=positive, default=1, help="trials per case (default 1)")
     parser.add_argument(
-        "--temperature", type=_temperature, default=0.0, help="sampling temperature (default 0)"
+        "--temperature", type=temperature, default=0.0, help="sampling temperature (default 0)"
     )
-    parser.add_argument("--seed", type=_int_in(0, SEED_MAX - 20), default=0,
+    parser.add_argument("--seed", type=int_in(0, SEED_MAX - 20), default=0,
                         help="trial t uses seed SEED+t (default 0)")
     parser.add_argument(
         "--prompt", choices=tuple(PROMPTS), default="base", help="system prompt (default base)"
@@ -85,10 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "L3 observed ids + extractive final",
     )
     parser.add_argument("--label", help="the run's name in evaluations (default: model, prompt, T)")
-    parser.add_argument("--budget-tokens", type=_positive, metavar="N", help="token budget per episode")
+    parser.add_argument("--budget-tokens", type=positive, metavar="N", help="token budget per episode")
     parser.add_argument(
         "--max-tokens",
-        type=_int_in(1, MAX_TOKENS_MAX),
+        type=int_in(1, MAX_TOKENS_MAX),
         default=MAX_TOKENS,
         metavar="N",
         help=f"token limit per decision (default {MAX_TOKENS})",

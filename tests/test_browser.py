@@ -1,0 +1,168 @@
+"""The page a learner sees: JupyterLab in headless Chromium runs a lab with its own Run All.
+
+nbval executes the notebooks in a kernel; this test opens them in a real JupyterLab, started
+on a free loopback port with every Jupyter folder temporary (settings, runtime, workspaces)
+and the course's settings override (`labkit/jupyter_overrides.json`), on copies of the
+notebooks so that nothing the page saves reaches the checkout. For `00_start_here` and lab 01
+it clicks Run ▸ Run All Cells and then reads JupyterLab's own notebook model: every code cell
+executed, no error output; the page shows no news popup, and lab 01 shows a chart (an image
+output). A screenshot of each is kept in the test's temporary folder.
+
+Chromium is Debian's (`/usr/bin/chromium`, which `.ci/run` installs with apt-get), driven by
+the `playwright` package with `executable_path`: no `playwright install`. Without chromium or
+playwright the test is skipped with the reason; under CI=true that is a failure instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+TOKEN = "labkit-browser-test"
+START_TIMEOUT = 120  # s for JupyterLab to answer; a cold start on 2 busy cores took ~15 s
+RUN_TIMEOUT = 300  # s for one notebook's Run All
+
+pytestmark = pytest.mark.browser
+
+
+def _missing() -> str | None:
+    if not Path(CHROMIUM).is_file():
+        return f"no chromium at {CHROMIUM} (Debian: apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -r requirements.txt)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    """A JupyterLab server on a free loopback port over a copy of notebooks/; yields its URL."""
+    if (reason := _missing()) is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"the browser test must run under CI=true: {reason}")
+        pytest.skip(reason)
+    base = tmp_path_factory.mktemp("jupyterlab")
+    root = base / "notebooks"
+    root.mkdir()
+    for name in ("00_start_here.ipynb", *(p.name for p in NOTEBOOKS.glob("01_*.ipynb"))):
+        shutil.copy(NOTEBOOKS / name, root / name)
+    config = base / "config"
+    (config / "labconfig").mkdir(parents=True)
+    # The same file `python -m labkit.jupyter_settings` installs, here as a config-dir layer.
+    shutil.copy(ROOT / "labkit" / "jupyter_overrides.json",
+                config / "labconfig" / "default_setting_overrides.json")
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+           "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(base / "ws"),
+           "IPYTHONDIR": str(base / "ipython"), "LABKIT_RUNS": str(base / "runs"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    with socket.socket() as sock:  # a free port, released just before the server takes it
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = (base / "server.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+         "--port-retries=0", f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={TOKEN}",
+         "--LabApp.expose_app_in_browser=True", "--allow-root"],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not start: {(base / 'server.log').read_text()[-2000:]}")
+                time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(jupyterlab):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        # Chromium's sandbox needs user namespaces, which a root container lacks.
+        args = ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+        yield chromium
+        chromium.close()
+
+
+# Read from JupyterLab's own model of the open notebook (exposed by expose_app_in_browser).
+STATE = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = [];
+  for (const cell of panel.content.model.cells) {
+    if (cell.type !== 'code') continue;
+    const outputs = [];
+    for (let i = 0; i < cell.outputs.length; i++) {
+      const o = cell.outputs.get(i);
+      outputs.push({type: o.type, ename: o.toJSON().ename || null, evalue: o.toJSON().evalue || null});
+    }
+    cells.push({count: cell.executionCount, outputs});
+  }
+  return {busy: panel.sessionContext.session?.kernel?.status !== 'idle', cells};
+}"""
+
+
+def _run_all(browser, url: str, name: str, shot: Path) -> dict:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{url}/lab/tree/{name}?token={TOKEN}")
+        kernel = "window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel"
+        page.wait_for_function(f"() => {kernel}?.status === 'idle'", timeout=START_TIMEOUT * 1000)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        # Done when every code cell has an execution count and the kernel is idle again.
+        page.wait_for_function(
+            f"() => {{ const s = ({STATE})(); return !s.busy && s.cells.every(c => c.count !== null); }}",
+            timeout=RUN_TIMEOUT * 1000, polling=500)
+        state = page.evaluate(STATE)
+        state["images"] = page.locator(".jp-OutputArea-output img").count()
+        state["news"] = page.get_by_text("official Jupyter news").count()
+        page.screenshot(path=str(shot), full_page=False)
+        return state
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("pattern", ["00_start_here.ipynb", "01_*.ipynb"])
+def test_run_all_in_jupyterlab_executes_every_cell_without_error(browser, jupyterlab, pattern, tmp_path):
+    name = next(NOTEBOOKS.glob(pattern)).name
+    shot = tmp_path / f"{Path(name).stem}.png"
+    state = _run_all(browser, jupyterlab, name, shot)
+    assert state["cells"], "no code cell found in the page's notebook model"
+    assert all(cell["count"] is not None for cell in state["cells"])
+    errors = [o for cell in state["cells"] for o in cell["outputs"] if o["type"] == "error"]
+    assert errors == [], errors[:1]
+    assert state["news"] == 0, "JupyterLab's news popup is showing: the settings override was not applied"
+    if name.startswith("01_"):
+        assert state["images"] >= 1, "lab 01 shows no chart"
+    assert shot.stat().st_size > 10_000
+
+
+
+def test_without_chromium_the_reason_says_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", str(tmp_path / "no-chromium"))
+    assert _missing() == f"no chromium at {tmp_path / 'no-chromium'} (Debian: apt-get install chromium)"

@@ -1,0 +1,143 @@
+"""A lab-03 guard as a table of verdicts: exact for guards that read the records, honest where not."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from labkit.classroom.guard_table import (
+    FORMAT,
+    TableGuard,
+    amount_class,
+    domain,
+    guard_table,
+    landmarks,
+    representatives,
+    table_problem,
+)
+from labkit.exercises.lab03 import check_mediation
+from labkit.refunds.attacks import gold_calls
+from labkit.refunds.defenses import Defenses
+from labkit.refunds.lab import refund_lab
+from labkit.refunds.policy import authorise
+from labkit.refunds.shop import MAX_CENTS, Refund, RefundCall
+from labkit.refunds.tools import EpisodeState
+
+
+def mediation(call, state):
+    refusal = authorise(state.shop, state.request.customer, call.order, call.amount, call.destination,
+                        state.ledger)
+    return refusal and refusal.reason
+
+
+def intent(call, state):
+    """Only the refund the customer asked for (reads the request, not just the shop's rules)."""
+    return None if call == state.request.asked(state.shop) else "not what the customer asked for"
+
+
+def cap(call, state):
+    """A constant of its own: no refund above $50."""
+    return "over the cap" if call.amount > 50_00 else None
+
+
+def test_the_domain_covers_every_request_order_destination_and_ledger_bit():
+    lab, dom = refund_lab(), domain()
+    instruments = {i for c in lab.shop.customers.values() for i in (*c.payment_methods, *c.gift_cards)}
+    assert {p[0] for p in dom.points} == set(lab.requests)
+    assert {p[1] for p in dom.points} == set(lab.shop.orders)
+    assert {p[2] for p in dom.points} == instruments
+    assert {p[3] for p in dom.points} == {False, True}
+    assert len(dom.index) == len(dom.points) == len(guard_table(mediation)["verdicts"])
+
+
+@given(st.integers(1, MAX_CENTS))
+def test_every_amount_falls_in_a_class_the_table_holds(amount):
+    lab = refund_lab()
+    for request in lab.requests.values():
+        marks = landmarks(lab.shop, request, request.order)
+        assert amount_class(marks, amount) in {cls for cls, _ in representatives(marks)}
+
+
+def test_each_representative_lies_in_its_own_class():
+    lab = refund_lab()
+    for request in lab.requests.values():
+        for order in lab.shop.orders:
+            marks = landmarks(lab.shop, request, order)
+            for cls, amount in representatives(marks):
+                assert 0 < amount <= MAX_CENTS
+                assert amount_class(marks, amount) == cls
+
+
+def _states(lab, request):
+    """A fresh state, and one per order with that order refunded earlier in the episode."""
+    yield EpisodeState(lab.shop, request, Defenses("t"))
+    for order in lab.shop.orders.values():
+        state = EpisodeState(lab.shop, request, Defenses("t"))
+        state._ledger.append(Refund("rf-x", order.id, order.refundable or 1, order.payment_method,
+                                    request.customer))
+        yield state
+
+
+@pytest.mark.parametrize("guard", [mediation, intent], ids=["mediation", "intent"])
+def test_a_guard_that_reads_the_records_is_tabulated_exactly(guard):
+    # Every call an attack or a customer makes: each attack's gold calls and the asked refund,
+    # each at its own amount and at one cent more or less, in every ledger state.
+    lab = refund_lab()
+    table = TableGuard(guard_table(guard), "t")
+    checked = 0
+    for request in lab.requests.values():
+        calls = {request.asked(lab.shop)}
+        for attack in lab.attacks.values():
+            calls |= set(gold_calls(attack, request, lab.shop))
+        calls |= {RefundCall(c.order, c.amount + d, c.destination) for c in calls for d in (-1, 1)}
+        for state in _states(lab, request):
+            for call in calls:
+                if 0 < call.amount <= MAX_CENTS:
+                    assert bool(table(call, state)) == bool(guard(call, state)), (call, request.id)
+                    checked += 1
+    assert checked > 1000
+
+
+def test_the_tabulated_mediation_guard_passes_the_mediation_checker():
+    assert check_mediation(TableGuard(guard_table(mediation), "tabulated")).passed
+
+
+def test_a_guard_with_a_constant_of_its_own_is_judged_at_the_class_representative():
+    # The documented approximation: $50 is no landmark of o-1001 ($89 refundable), so every
+    # amount below $89 shares the verdict of the representative ($44.50: allowed).
+    lab = refund_lab()
+    request = lab.requests["r-ana-blender"]
+    state = EpisodeState(lab.shop, request, Defenses("t"))
+    call = RefundCall("o-1001", 60_00, "card-ana-4242")
+    assert cap(call, state) and not TableGuard(guard_table(cap), "t")(call, state)
+
+
+def test_a_guard_that_raises_is_recorded_and_still_refuses():
+    def flaky(call, state):
+        if call.destination.startswith("gift"):
+            raise KeyError(call.destination)
+        return None
+
+    table = guard_table(flaky)
+    assert set(table["verdicts"]) == {"a", "e"}
+    guard = TableGuard(table, "flaky")
+    lab = refund_lab()
+    state = EpisodeState(lab.shop, lab.requests["r-ana-blender"], Defenses("t"))
+    assert guard(RefundCall("o-1001", 8900, "gift-ana-01"), state)
+    assert not guard(RefundCall("o-1001", 8900, "card-ana-4242"), state)
+    assert guard.crashes == 1
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda t: [], "is an object"),
+    (lambda t: {**t, "format": "x"}, "format"),
+    (lambda t: {**t, "shop": "0" * 16}, "another version"),
+    (lambda t: {**t, "verdicts": t["verdicts"][:-1]}, "exactly"),
+    (lambda t: {**t, "verdicts": "x" + t["verdicts"][1:]}, "letters"),
+    (lambda t: {**t, "verdicts": None}, "exactly"),
+])
+def test_a_table_that_does_not_fit_the_shop_is_refused(change, problem):
+    table = guard_table(mediation)
+    assert table["format"] == FORMAT and table_problem(table) is None
+    assert problem in table_problem(change(table))
+    with pytest.raises(ValueError, match=problem):
+        TableGuard(change(table), "t")

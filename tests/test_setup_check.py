@@ -1,0 +1,45 @@
+"""00_start_here's setup check: each row says ok, FIX with a one-line fix, or optional."""
+
+import socket
+
+from fake_ollama import FakeOllama
+
+from labkit import setup_check
+from labkit.setup_check import environment, ollama_backend, ready, report
+
+
+def test_the_course_environment_passes_every_required_check():
+    table = report()
+    assert list(table.columns) == ["status", "found", "fix"]
+    assert set(table["status"]) <= {"ok", "FIX", "optional"}
+    assert ready(table) == "ready: every required check passed"
+    assert table.loc["model: replay (default)", "status"] == "ok"
+
+
+def test_an_ollama_server_that_answers_is_usable():
+    with FakeOllama("qwen2.5:0.5b") as server:
+        check, status, found, fix = ollama_backend(server.host)
+    assert status == "ok" and found == f"Ollama 0.5.1 at {server.host}" and fix == ""
+
+
+def test_no_ollama_server_is_optional_with_a_fix():
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    check, status, found, fix = ollama_backend(f"127.0.0.1:{port}")
+    assert status == "optional" and f"http://127.0.0.1:{port}" in found and "ollama serve" in fix
+
+
+def test_a_kernel_with_other_pinned_versions_is_told_to_switch(monkeypatch):
+    monkeypatch.setattr(setup_check.metadata, "version", lambda name: "0.0.1")
+    check, status, found, fix = environment()
+    assert status == "FIX" and "pandas 0.0.1 (course: 3.1.1)" in found and "make lab" in fix
+
+
+def test_a_check_that_crashes_is_a_fix_row_not_a_traceback():
+    def broken():
+        raise OSError("disk on fire")
+
+    table = report((setup_check.python_version, broken))
+    assert table.loc["broken", "status"] == "FIX" and "OSError: disk on fire" in table.loc["broken", "found"]
+    assert ready(table).startswith("not ready: fix broken")

@@ -1,0 +1,33 @@
+"""`make student`: output-free copies of the labs, solutions never included."""
+
+import json
+import shutil
+from pathlib import Path
+
+from labkit.student import main
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def test_student_copies_have_every_cell_and_no_output_and_no_solution(tmp_path, capsys):
+    source = tmp_path / "notebooks"
+    shutil.copytree(NOTEBOOKS, source)
+    (source / "solutions").mkdir(exist_ok=True)
+    shutil.copy(next(source.glob("01_*.ipynb")), source / "solutions" / "01_solution.ipynb")
+    assert main([str(source), str(tmp_path / "student")]) == 0
+    labs = sorted(p.name for p in source.glob("[0-9][0-9]_*.ipynb"))
+    assert sorted(p.name for p in (tmp_path / "student").iterdir()) == labs and len(labs) >= 4
+    for name in labs:
+        original = json.loads((source / name).read_text())
+        copy = json.loads((tmp_path / "student" / name).read_text())
+        assert [c["source"] for c in copy["cells"]] == [c["source"] for c in original["cells"]]
+        assert [c.get("metadata", {}).get("tags") for c in copy["cells"]] == \
+               [c.get("metadata", {}).get("tags") for c in original["cells"]]
+        code = [c for c in copy["cells"] if c["cell_type"] == "code"]
+        assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+    assert f"{len(labs)} output-free notebooks" in capsys.readouterr().out
+
+
+def test_student_copies_of_a_missing_folder_is_one_line_and_status_2(tmp_path, capsys):
+    assert main([str(tmp_path / "nope"), str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "out").exists()
