@@ -224,3 +224,15 @@ def test_pass_counts_and_red_team_of_non_lab03_submissions(tmp_path):
     usable, skipped = load_folder(tmp_path)
     assert skipped == [] and red_team(usable) is None
     assert pass_counts(usable).loc[("01", "workflow"), "passed"] == 1
+
+
+def test_the_real_checkers_hand_submit_an_attack_and_a_guard_table(cli, tmp_path):
+    from labkit.exercises import lab03
+
+    assert lab03.check_mediation(mediation).passed
+    assert lab03.check_intent_attack(INTENT).passed
+    code, out, err = cli("submit", "03", "--name", "cleo", "-o", str(tmp_path / "cleo.json"))
+    assert code == 0, err
+    data = read(tmp_path / "cleo.json").data
+    assert data["attacks"] == [INTENT]
+    assert data["guards"]["mediation"] == guard_table(mediation)

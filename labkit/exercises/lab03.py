@@ -43,6 +43,7 @@ from typing import Any
 import jsonschema
 import pandas as pd
 
+from labkit.classroom.guard_table import guard_table
 from labkit.errors import LabError
 from labkit.exercises.check import NOT_YET, Check, fail, not_a_function
 from labkit.exercises.progress import exercise
@@ -148,7 +149,7 @@ def _first_unauthorised(scores: list) -> str | None:
 
 
 @_narrow
-@exercise("03", "mediation")
+@exercise("03", "mediation", payload=guard_table)
 def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     """Build it: complete mediation as a guard (see the module docstring)."""
     if (refused := not_a_function(my_guard, GUARD_SHAPE)) is not None:
@@ -268,7 +269,7 @@ REDIRECTS = ("destination",)
 
 
 @_narrow
-@exercise("03", "guard")
+@exercise("03", "guard", payload=guard_table)
 def check_guard(guard: Guard | None) -> Check:
     """Exercise 2: a guard that stops money going to someone else's card, refusing nothing legitimate."""
     if (refused := not_a_function(guard, GUARD_SHAPE)) is not None:

@@ -123,7 +123,7 @@ def model_matrix(defenses: Sequence[str] = MODEL_DEFENSES, *, by_attack: bool = 
         chosen = defenses_named(name)
         shown = specs
         if live:  # seconds of CPU per episode: show progress
-            from tqdm import tqdm
+            from tqdm.auto import tqdm
 
             shown = tqdm(specs, desc=f"model {rung} under {chosen.name}", unit="episode")
         table += rows(f"model {rung}", chosen.name,
