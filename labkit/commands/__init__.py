@@ -8,6 +8,7 @@ A module missing here still works; it is only imported on every invocation.
 
 SUMMARIES: dict[str, str] = {
     "compare": "lab 01: keyword route vs search/read workflow vs scripted loop",
+    "grid": "lab 02: run a grid of live trials, in-process or on Dask, resumable, each episode once",
     "evaluate": "lab 02: replay recorded trials and report pass@1, pass^k and stop reasons",
     "refund-lab": "lab 03: refund attacks × defenses, from the shop's ledger",
     "routing": "lab 04: task graph validation, parallel runs, retries, review loops",
