@@ -31,10 +31,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("spec", metavar="SPEC", help="grid file (.toml or .json)")
     parser.add_argument("--record", required=True, metavar="FILE", help="JSONL file to append to (resumed)")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_int_in(1, MAX_WORKERS), metavar="N",
-                       help="run on a local Dask cluster of N worker processes (default: in this process)")
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
+    where.add_argument(
+        "--workers",
+        type=_int_in(1, MAX_WORKERS),
+        metavar="N",
+        help="run on a local Dask cluster of N worker processes (default: in this process)",
+    )
+    where.add_argument(
+        "--scheduler", metavar="ADDRESS", help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786"
+    )
     parser.add_argument("--json", action="store_true", help="print the evaluation as JSON")
     parser.set_defaults(handler=handle)
 
@@ -46,7 +51,9 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
         yield None
         return
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
+
+        from labkit.grid.run import local_cluster
     except ImportError:
         raise LabError("--workers and --scheduler need Dask: pip install 'dask[distributed]'") from None
     if args.scheduler:
@@ -57,11 +64,7 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
         with client:
             yield client
         return
-    # One thread per worker: an episode holds its model's lock for every decision anyway,
-    # and N processes on N cores is what the benchmark measures (benchmarks/grid.py).
-    cluster = LocalCluster(
-        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
-    )
+    cluster = local_cluster(args.workers)
     with cluster, Client(cluster) as client:
         yield client
 
@@ -87,11 +90,17 @@ def handle(args: argparse.Namespace) -> int:
             try:
                 ran = execute(work, client=client, on_episode=lambda _: bar.update())
             except KeyboardInterrupt:
-                bar.close()
-                print(f"labkit grid: interrupted; the finished episodes are in {args.record}: "
-                      "run the same command to resume", file=sys.stderr)
+                print(
+                    f"labkit grid: interrupted; the finished episodes are in {args.record}: "
+                    "run the same command to resume",
+                    file=sys.stderr,
+                )
                 return 130
-            bar.close()
-        print(f"{ran} episodes recorded in {time.perf_counter() - start:.0f} s; {args.record} holds all "
-              f"{work.total}", file=sys.stderr)
+            finally:
+                bar.close()
+        print(
+            f"{ran} episodes recorded in {time.perf_counter() - start:.0f} s; {args.record} holds all "
+            f"{work.total}",
+            file=sys.stderr,
+        )
     return evaluate.handle(argparse.Namespace(trials=[args.record], json=args.json))

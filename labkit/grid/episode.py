@@ -25,14 +25,16 @@ from labkit.model.record import Recorder
 from labkit.model.trials import cases_of, episode_record, limits_for, run_case
 
 Record = dict[str, Any]
-_BACKENDS: dict[str, Backend] = {}
+# Keyed by OLLAMA_HOST too: an Ollama backend is bound to the host it was made for.
+_BACKENDS: dict[tuple[str, str | None], Backend] = {}
 
 
 def backend(model: str) -> Backend:
     """This process's backend for a model spec, made at the first use and kept."""
-    if model not in _BACKENDS:
-        _BACKENDS[model] = parse_spec(model)
-    return _BACKENDS[model]
+    key = (model, os.environ.get("OLLAMA_HOST"))
+    if key not in _BACKENDS:
+        _BACKENDS[key] = parse_spec(model)
+    return _BACKENDS[key]
 
 
 def provenance(model: str) -> Record:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -105,8 +106,10 @@ def plan(grid: Grid, record: str | Path) -> Plan:
             raise LabError(f"{record} is not a file")
         cut = _cut_off_tail(record)
         if cut:
-            print(f"{record}: removed the {cut} line(s) of an episode cut off by an interrupted run",
-                  file=sys.stderr)
+            print(
+                f"{record}: removed the {cut} line(s) of an episode cut off by an interrupted run",
+                file=sys.stderr,
+            )
         for number, line in read_records(record):
             if line["kind"] != "episode":
                 continue
@@ -114,13 +117,17 @@ def plan(grid: Grid, record: str | Path) -> Plan:
             where = f"{record}: line {number}: case {line['case']!r} trial {line['trial']} of {line['run']!r}"
             episode = by_key.get(key)
             if episode is None:
-                raise FixtureError(f"{where} is not in grid {grid.path}: resume a recording with the grid "
-                                   "that wrote it, or choose another file")
+                raise FixtureError(
+                    f"{where} is not in grid {grid.path}: resume a recording with the grid "
+                    "that wrote it, or choose another file"
+                )
             settings = (line["run"], line["max_tokens"], line["limits"]["budget_tokens"])
             wanted = (episode.label, episode.max_tokens, episode.budget_tokens)
             if settings != wanted:
-                raise FixtureError(f"{where} was recorded with run, max_tokens, budget_tokens {settings}, "
-                                   f"and this grid asks {wanted}: choose another file")
+                raise FixtureError(
+                    f"{where} was recorded with run, max_tokens, budget_tokens {settings}, "
+                    f"and this grid asks {wanted}: choose another file"
+                )
             if key in seen:
                 raise FixtureError(f"{where} is recorded twice: this file cannot be resumed")
             seen.add(key)
@@ -153,7 +160,10 @@ def _on_dask(todo: list[Episode], client: Any) -> Iterator[tuple[Episode, list[R
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
 
-    futures = {client.submit(run_episode, e, key=e.task_key()): e for e in todo}
+    # The episode's key plus this run's: a key cancelled by an interrupted run may still be
+    # being forgotten by the scheduler, and a new future under it would come back cancelled.
+    run = uuid.uuid4().hex[:8]
+    futures = {client.submit(run_episode, e, key=f"{e.task_key()}-{run}"): e for e in todo}
     try:
         for future in as_completed(futures):
             episode = futures[future]
@@ -238,10 +248,34 @@ def _only_writer(path: Path) -> Iterator[None]:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise LabError(f"{path}: another grid run is recording into it; wait for it or stop it"
-                               ) from None
+                raise LabError(
+                    f"{path}: another grid run is recording into it; wait for it or stop it"
+                ) from None
         yield
     finally:
         if new and os.fstat(fd).st_size == 0:  # nothing recorded: leave no empty file behind
             path.unlink(missing_ok=True)
         os.close(fd)
+
+
+def local_cluster(workers: int) -> Any:
+    """A `distributed.LocalCluster` of `workers` processes, one thread each, logs quiet.
+
+    One thread per worker: an episode holds its model for every decision (the local
+    backend's engine lock), and N processes on N cores is what benchmarks/grid.py measures.
+    Logs are quiet so a failed episode is reported once, as one line, not as a worker's
+    traceback. The dashboard is off and the scheduler's HTTP port is any free one (the
+    default, 8787, is often taken by another cluster).
+    """
+    import logging
+
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": ":0"},
+        silence_logs=logging.CRITICAL,
+    )

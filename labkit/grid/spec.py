@@ -90,8 +90,15 @@ class Episode:
 
     def key(self) -> tuple[Any, ...]:
         """What identifies the episode in a recording: lab, backend, prompt, rung, T, seed, case, trial."""
-        return key_of(self.model, self.prompt, self.rung, self.temperature, self.seed + self.trial,
-                      self.case, self.trial)
+        return key_of(
+            backend_name(self.model),
+            self.prompt,
+            self.rung,
+            self.temperature,
+            self.seed + self.trial,
+            self.case,
+            self.trial,
+        )
 
     def task_key(self) -> str:
         """A Dask key for the episode: the same episode always has the same key."""
@@ -99,16 +106,24 @@ class Episode:
         return f"labkit-episode-{digest}"
 
 
-def key_of(backend: str, prompt: str, rung: str, temperature: float, seed: int, case: str,
-           trial: int) -> tuple[Any, ...]:
+def key_of(
+    backend: str, prompt: str, rung: str, temperature: float, seed: int, case: str, trial: int
+) -> tuple[Any, ...]:
     """An episode's identity; `seed` is the one it ran with (the cell's seed + trial)."""
     return (LAB, backend, prompt, rung, float(temperature), seed, case, trial)
 
 
 def record_key(record: dict[str, Any]) -> tuple[Any, ...]:
     """The key of an episode record (as `labkit trials` and the grid write them)."""
-    return key_of(record["backend"], record["prompt"], record.get("rung", "L1"), record["temperature"],
-                  record["seed"], record["case"], record["trial"])
+    return key_of(
+        record["backend"],
+        record["prompt"],
+        record.get("rung", "L1"),
+        record["temperature"],
+        record["seed"],
+        record["case"],
+        record["trial"],
+    )
 
 
 @dataclass(frozen=True)
@@ -138,8 +153,18 @@ class Grid:
     def episodes(self) -> list[Episode]:
         """Every episode: cell by cell, trial by trial, case by case (as `trials` orders them)."""
         return [
-            Episode(model, prompt, rung, temperature, seed, case, trial,
-                    self.label(model, prompt, rung, temperature, seed), self.max_tokens, self.budget_tokens)
+            Episode(
+                model,
+                prompt,
+                rung,
+                temperature,
+                seed,
+                case,
+                trial,
+                self.label(model, prompt, rung, temperature, seed),
+                self.max_tokens,
+                self.budget_tokens,
+            )
             for model, prompt, rung, temperature, seed in self.cells()
             for trial in range(self.k)
             for case in self.cases
@@ -191,8 +216,10 @@ def _check(path: Path, data: Any) -> None:
 
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data))
     if error is not None:
-        field = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p)
-                        for i, p in enumerate(error.absolute_path))
+        field = "".join(
+            f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p)
+            for i, p in enumerate(error.absolute_path)
+        )
         if error.validator == "required":
             field = error.message.split("'")[1]
         where = f"field {field!r}: " if field else ""
@@ -228,14 +255,17 @@ def load_spec(path: str | Path) -> Grid:
         except LabError as error:
             raise FixtureError(f"{path}: field 'models[{index}]': {error}") from None
         if model.startswith("replay:") and not Path(model.partition(":")[2]).is_file():
-            raise FixtureError(f"{path}: field 'models[{index}]': {model.partition(':')[2]}: "
-                               "trials file not found")
+            raise FixtureError(
+                f"{path}: field 'models[{index}]': {model.partition(':')[2]}: trials file not found"
+            )
     names = [backend_name(model) for model in models]
     for index, name in enumerate(names):
         if names.index(name) != index:
-            raise FixtureError(f"{path}: field 'models[{index}]': {models[index]!r} and "
-                               f"{models[names.index(name)]!r} are both {name!r}: their runs would share "
-                               "labels (run one grid per recording)")
+            raise FixtureError(
+                f"{path}: field 'models[{index}]': {models[index]!r} and "
+                f"{models[names.index(name)]!r} are both {name!r}: their runs would share "
+                "labels (run one grid per recording)"
+            )
     cases = _cases(path, data.get("cases", "all"))
     grid = Grid(
         path=str(path),
@@ -249,8 +279,6 @@ def load_spec(path: str | Path) -> Grid:
         max_tokens=data.get("max_tokens", MAX_TOKENS),
         budget_tokens=data.get("budget_tokens"),
     )
-    if len(set(grid.temperatures)) != len(grid.temperatures):  # 1 and 1.0 pass uniqueItems
-        raise FixtureError(f"{path}: field 'temperatures': a temperature is given twice")
     total = len(grid.cells()) * grid.k * len(grid.cases)
     if total > MAX_EPISODES:
         raise FixtureError(f"{path}: {total:,} episodes; a grid holds at most {MAX_EPISODES:,} (split it)")
