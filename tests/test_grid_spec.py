@@ -75,49 +75,35 @@ def test_the_committed_example_grids_load():
     assert sizes == {"local-smoke.toml": 24, "replay-small.toml": 24, "study.json": 2 * 2 * 4 * 2 * 5 * 24}
 
 
+def local_example_l2(tmp_path, extra=""):
+    """A grid of the local model with the example prompt at L2, T=0.7 (as one committed recording)."""
+    text = 'models = ["local"]\nprompts = ["example"]\ntemperatures = [0.7]\n' + extra
+    return load_spec(spec(tmp_path, text, f"grid{abs(hash(extra))}.toml"))
+
+
+def recording(tmp_path):
+    """A copy of the recording `labkit trials --model local --prompt example --rung L2 --k 5 -T 0.7` made."""
+    record = tmp_path / "out.jsonl"
+    shutil.copy(TRIALS / "docuctl-smollm2-example-l2-t07.jsonl", record)
+    return record
+
+
 def test_a_grid_of_the_local_model_resumes_a_trials_recording_as_complete(tmp_path):
     # The same model, prompt, rung, temperature and seeds give the same keys and labels as
     # `labkit trials` wrote: a grid finds nothing left to run in that recording.
-    record = tmp_path / "out.jsonl"
-    shutil.copy(TRIALS / "docuctl-smollm2-example-l2-t07.jsonl", record)
-    grid = load_spec(
-        spec(
-            tmp_path, 'models = ["local"]\nprompts = ["example"]\nrungs = ["L2"]\ntemperatures = [0.7]\nk = 5'
-        )
-    )
-    work = plan(grid, record)
+    record = recording(tmp_path)
+    work = plan(local_example_l2(tmp_path, 'rungs = ["L2"]\nk = 5'), record)
     assert (work.done, work.todo) == (120, [])
-    bigger = load_spec(
-        spec(
-            tmp_path,
-            'models = ["local"]\nprompts = ["example"]\nrungs = ["L2"]\ntemperatures = [0.7]\nk = 6',
-            "bigger.toml",
-        )
-    )
-    assert [(e.trial, e.seed + e.trial) for e in plan(bigger, record).todo][:2] == [(5, 5), (5, 5)]
-    assert len(plan(bigger, record).todo) == 24
+    more = plan(local_example_l2(tmp_path, 'rungs = ["L2"]\nk = 6'), record)
+    assert len(more.todo) == 24 and {(e.trial, e.seed + e.trial) for e in more.todo} == {(5, 5)}
 
 
 def test_resuming_another_grids_recording_is_refused(tmp_path):
-    record = tmp_path / "out.jsonl"
-    shutil.copy(TRIALS / "docuctl-smollm2-example-l2-t07.jsonl", record)
-    other = load_spec(
-        spec(
-            tmp_path, 'models = ["local"]\nprompts = ["example"]\nrungs = ["L3"]\ntemperatures = [0.7]\nk = 5'
-        )
-    )
+    record = recording(tmp_path)
     with pytest.raises(FixtureError, match=r"out.jsonl: line \d+: case .* is not in grid"):
-        plan(other, record)
-    capped = load_spec(
-        spec(
-            tmp_path,
-            'models = ["local"]\nprompts = ["example"]\nrungs = ["L2"]\n'
-            "temperatures = [0.7]\nk = 5\nmax_tokens = 64",
-            "capped.toml",
-        )
-    )
+        plan(local_example_l2(tmp_path, 'rungs = ["L3"]\nk = 5'), record)
     with pytest.raises(FixtureError, match=r"recorded with run, max_tokens, budget_tokens .*160.*64"):
-        plan(capped, record)
+        plan(local_example_l2(tmp_path, 'rungs = ["L2"]\nk = 5\nmax_tokens = 64'), record)
 
 
 BAD = {
