@@ -49,8 +49,9 @@ def timed(argv: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the command and its children) of one command."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        argv, cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)}, capture_output=True, text=True
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -68,21 +69,29 @@ def main() -> None:
         spec = Path(folder) / "grid.json"
         spec.write_text(json.dumps({"models": ["local"], "cases": cases}))
         print(f"grid: local SmolLM2, base, L1, T=0, k=1, {len(cases)} base cases = {len(cases)} episodes")
-        print(f"machine: {os.cpu_count()} cores; load average before: "
-              + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+        print(
+            f"machine: {os.cpu_count()} cores; load average before: "
+            + " ".join(f"{x:.2f}" for x in os.getloadavg())
+        )
         rows = {}
-        for name, extra in (("in-process", []), (f"--workers {args.workers}", ["--workers", str(args.workers)])):
+        modes = {"in-process": [], f"--workers {args.workers}": ["--workers", str(args.workers)]}
+        for name, extra in modes.items():
             record = Path(folder) / f"{name.strip('-').replace(' ', '')}.jsonl"
-            argv = [sys.executable, "-m", "labkit", "grid", str(spec), "--record", str(record), "--json", *extra]
-            wall, cpu = timed(argv)
+            argv = [sys.executable, "-m", "labkit", "grid", str(spec), "--record", str(record), "--json"]
+            wall, cpu = timed(argv + extra)
             rows[name] = (wall, cpu, record)
             print(f"{name:>12}: wall {wall:6.1f} s   CPU {cpu:6.1f} s   {len(cases) / wall:.3f} episodes/s")
         (one_wall, _, one), (many_wall, _, many) = rows.values()
-        threads = {json.loads(line)["provenance"]["n_threads"] for line in one.read_text().splitlines()
-                   if '"kind":"call"' in line}
+        threads = {
+            json.loads(line)["provenance"]["n_threads"]
+            for line in one.read_text().splitlines()
+            if '"kind":"call"' in line
+        }
         same = comparable(one) == comparable(many)
-        print(f"speedup (wall, in-process / --workers {args.workers}): {one_wall / many_wall:.2f}x; "
-              f"llama.cpp threads per process: {sorted(threads)}; same records: {same}")
+        print(
+            f"speedup (wall, in-process / --workers {args.workers}): {one_wall / many_wall:.2f}x; "
+            f"llama.cpp threads per process: {sorted(threads)}; same records: {same}"
+        )
         print("load average after: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
         if not same:
             sys.exit("benchmarks/grid.py: the two runs recorded different episodes")

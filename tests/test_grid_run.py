@@ -170,11 +170,12 @@ def test_resume_after_an_interrupted_run_records_every_key_exactly_once(tmp_path
         run(grid, record, client, on_episode=stop_after_five)
     assert len(episode_keys(record)) == 5
     # A run killed while writing an episode leaves its calls and half a line: resume drops them.
-    calls = [line for line in record.read_text().splitlines() if '"kind":"call"' in line][:2]
+    lines = record.read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if '"kind":"episode"' in line)
     with record.open("a") as handle:
-        handle.write("\n".join(calls) + "\n" + calls[0][:40])
+        handle.write("\n".join(lines[:first]) + "\n" + lines[first][:40])
     work = plan(grid, record)
-    assert (work.done, len(work.todo)) == (5, 7)
+    assert (work.done, len(work.todo), work.cut) == (5, 7, first + 1)
     assert execute(work, client=client) == 7
     keys = episode_keys(record)
     assert len(keys) == len(set(keys)) == 12

@@ -100,10 +100,27 @@ def test_a_grid_of_the_local_model_resumes_a_trials_recording_as_complete(tmp_pa
 
 def test_resuming_another_grids_recording_is_refused(tmp_path):
     record = recording(tmp_path)
-    with pytest.raises(FixtureError, match=r"out.jsonl: line \d+: case .* is not in grid"):
+    with pytest.raises(
+        FixtureError,
+        match=r"out.jsonl: line 1: a call of run 'SmolLM2-135M example L2 T=0.7', "
+        r"which is not in grid",
+    ):
         plan(local_example_l2(tmp_path, 'rungs = ["L3"]\nk = 5'), record)
+    with pytest.raises(FixtureError, match=r"out.jsonl: line \d+: case '\S+' trial 3 of .* is not in grid"):
+        plan(local_example_l2(tmp_path, 'rungs = ["L2"]\nk = 3'), record)  # trials 3 and 4 are not
     with pytest.raises(FixtureError, match=r"recorded with run, max_tokens, budget_tokens .*160.*64"):
         plan(local_example_l2(tmp_path, 'rungs = ["L2"]\nk = 5\nmax_tokens = 64'), record)
+
+
+def test_a_recording_of_calls_made_outside_the_grid_is_refused_and_left_as_it_is(tmp_path):
+    # LABKIT_RECORD writes calls without a run label and no episodes: not a grid's recording.
+    record = recording(tmp_path)
+    calls = [line for line in record.read_text().splitlines() if '"kind":"call"' in line][:3]
+    record.write_text("\n".join(line.replace('"run":', '"was":') for line in calls) + "\n")
+    before = record.read_text()
+    with pytest.raises(FixtureError, match=r"out.jsonl: line 1: a call of run None, which is not in grid"):
+        plan(local_example_l2(tmp_path, 'rungs = ["L2"]'), record)
+    assert record.read_text() == before
 
 
 BAD = {

@@ -77,6 +77,11 @@ def handle(args: argparse.Namespace) -> int:
 
     grid = load_spec(args.spec)
     work = plan(grid, args.record)
+    if work.cut:
+        print(
+            f"{args.record}: removed {work.cut} line(s) of an episode cut off by an interrupted run",
+            file=sys.stderr,
+        )
     print(
         f"{grid.path}: {len(grid.cells())} cells, {work.total} episodes; {work.done} already in "
         f"{args.record}, {len(work.todo)} to run",

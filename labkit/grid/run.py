@@ -12,7 +12,7 @@ arrives. Guarantees, each tested (tests/test_grid_*.py):
   key already in the file is not run again (resume), and a key is recorded at most once
   per run even if Dask delivers a result twice. A run killed at any moment loses at most
   the episodes in flight: lines after the file's last episode record are the cut-off
-  part of one, and `plan` removes them before resuming (saying so on stderr).
+  part of one, and `plan` removes them before resuming (and says how many in `Plan.cut`).
 - A worker that dies mid-episode (process killed, machine lost) is rescheduled by Dask on
   another worker (up to `distributed.scheduler.allowed-failures`, default 3 deaths per
   episode), and its episode is recorded once, when a worker finishes it.
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -50,68 +49,77 @@ class Plan:
     record: Path
     todo: list[Episode]
     done: int
+    cut: int = 0  # lines of an episode cut off by an interrupted run, removed by `plan`
 
     @property
     def total(self) -> int:
         return self.done + len(self.todo)
 
 
-def _cut_off_tail(path: Path) -> int:
+def _cut_off_tail(path: Path, labels: set[str]) -> int:
     """Remove the lines after the last episode record (an episode cut off mid-write); count them.
 
-    Only whole call records and one unterminated last line may follow the last episode
-    record; anything else there is left for `read_records` to report.
+    Only the whole call records of one episode of this grid (one run label, case and
+    trial), and one unterminated last line, may follow the last episode record; anything
+    else there is left in place, for the checks in `plan` to report.
     """
     data = path.read_bytes()
-    lines = data.split(b"\n")
-    end = 0  # the byte offset just past the last episode line
-    offset = 0
-    for line in lines[:-1]:  # the last piece has no "\n": complete only if empty
+    end = offset = 0  # end: the byte offset just past the last episode line
+    for line in data.split(b"\n")[:-1]:  # the last piece has no "\n": complete only if empty
         offset += len(line) + 1
-        try:
-            kind = json.loads(line).get("kind")
-        except (ValueError, AttributeError, RecursionError):
-            kind = None
-        if kind == "episode":
+        if _parsed(line).get("kind") == "episode":
             end = offset
-    tail = data[end:].split(b"\n")
-    whole, last = tail[:-1], tail[-1]
+    *whole, last = data[end:].split(b"\n")
+    owners = set()
     for line in whole:
-        try:
-            if json.loads(line).get("kind") != "call":
-                return 0
-        except (ValueError, AttributeError, RecursionError):
+        call = _parsed(line)
+        if call.get("kind") != "call" or call.get("run") not in labels:
             return 0
+        owners.add((call["run"], call.get("case"), call.get("trial")))
     cut = len(whole) + (1 if last else 0)
-    if cut:
+    if cut and len(owners) <= 1:
         with path.open("r+b") as handle:
             handle.truncate(end)
-    return cut
+        return cut
+    return 0
+
+
+def _parsed(line: bytes) -> dict[str, Any]:
+    """A line's JSON object, or {} if it is not one."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def plan(grid: Grid, record: str | Path) -> Plan:
     """The episodes of `grid` not yet in `record` (which may not exist yet).
 
-    Raises LabError naming the file and line if `record` holds an episode outside this grid
-    (another grid's recording), one recorded with other settings, or one recorded twice.
+    Removes the cut-off end of an interrupted run (`Plan.cut` counts the lines). Raises
+    FixtureError naming the file and line if `record` holds a call or an episode of a run
+    outside this grid (another grid's recording, or calls recorded by hand), an episode
+    recorded with other settings, or one recorded twice.
     """
     record = Path(record)
     if not record.parent.is_dir():
         raise LabError(f"{record}: folder {record.parent} does not exist")
     episodes = grid.episodes()
     by_key = {episode.key(): episode for episode in episodes}
+    labels = {episode.label for episode in episodes}
     seen: set[tuple[Any, ...]] = set()
+    cut = 0
     if record.exists():
         if not record.is_file():
             raise LabError(f"{record} is not a file")
-        cut = _cut_off_tail(record)
-        if cut:
-            print(
-                f"{record}: removed the {cut} line(s) of an episode cut off by an interrupted run",
-                file=sys.stderr,
-            )
+        cut = _cut_off_tail(record, labels)
         for number, line in read_records(record):
-            if line["kind"] != "episode":
+            if line["kind"] == "call":
+                if line.get("run") not in labels:
+                    raise FixtureError(
+                        f"{record}: line {number}: a call of run {line.get('run')!r}, which is "
+                        f"not in grid {grid.path}: choose another file"
+                    )
                 continue
             key = record_key(line)
             where = f"{record}: line {number}: case {line['case']!r} trial {line['trial']} of {line['run']!r}"
@@ -131,7 +139,7 @@ def plan(grid: Grid, record: str | Path) -> Plan:
             if key in seen:
                 raise FixtureError(f"{where} is recorded twice: this file cannot be resumed")
             seen.add(key)
-    return Plan(grid, record, [e for e in episodes if e.key() not in seen], len(seen))
+    return Plan(grid, record, [e for e in episodes if e.key() not in seen], len(seen), cut)
 
 
 def check_models(models: list[str], client: Any = None) -> None:
