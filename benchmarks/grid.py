@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/grid.py [--cases N] [--workers W]     (needs `make model`)
 
 Runs `python -m labkit grid` twice on one small grid — the local SmolLM2 backend, prompt
-base, rung L1, T=0, the first N base cases (default 8), k=1 — first in-process, then with
+base, rung L1, T=0, the first N base cases (default 6), k=1 — first in-process, then with
 `--workers W` (default 2), each into a fresh recording, and prints for each: wall time,
 CPU time (user + sys of the command and every process it started: Dask's workers are its
 children), episodes per second, and the speedup. It checks that both runs recorded the
@@ -61,7 +61,7 @@ def timed(argv: list[str]) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=8, help="how many base cases (default 8)")
+    parser.add_argument("--cases", type=int, default=6, help="how many base cases (default 6)")
     parser.add_argument("--workers", type=int, default=2, help="Dask workers (default 2)")
     args = parser.parse_args()
     cases = [case["id"] for case in cases_of("base")][: args.cases]

@@ -96,6 +96,20 @@ def test_replay_on_two_workers_records_what_one_process_records(tmp_path, client
     assert sorted(episode_keys(there)) == sorted(e.key() for e in replay_grid.episodes())
 
 
+def test_the_command_on_an_existing_cluster_records_what_it_records_in_process(
+    tmp_path, cli, client, replay_grid
+):
+    here, there = tmp_path / "here.jsonl", tmp_path / "there.jsonl"
+    assert cli("grid", replay_grid.path, "--record", str(here), "--json")[0] == 0
+    code, out, err = cli(
+        "grid", replay_grid.path, "--record", str(there), "--scheduler", client.scheduler.address
+    )
+    assert code == 0, err
+    assert "0 already in" in err and "12 episodes recorded" in err
+    assert "replay example L2 T=0.7" in out  # the evaluation table
+    assert comparable(here) == comparable(there)
+
+
 def test_ollama_on_two_workers_records_what_one_process_records(tmp_path, client, ollama_grid):
     here, there = tmp_path / "here.jsonl", tmp_path / "there.jsonl"
     assert run(ollama_grid, here) == run(ollama_grid, there, client) == 48
