@@ -268,15 +268,21 @@ def test_an_unrecorded_replay_request_is_one_line_and_keeps_nothing_half_done(tm
     assert not record.exists()
 
 
-def test_a_second_run_into_the_same_file_is_refused(tmp_path, replay_grid):
+def test_a_second_run_into_a_file_being_recorded_is_refused_and_cuts_nothing(tmp_path, replay_grid):
     fcntl = pytest.importorskip("fcntl")
-    grid = replay_grid
     record = tmp_path / "out.jsonl"
+    run(replay_grid, record)
+    lines = record.read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if '"kind":"episode"' in line)
     with record.open("a") as held:
+        held.write("\n".join(lines[:first]) + "\n")  # the first run is writing an episode's calls
+        held.flush()
         fcntl.flock(held, fcntl.LOCK_EX)
+        before = record.read_text()
         with pytest.raises(LabError, match="another grid run is recording into it"):
-            run(grid, record)
-    assert record.read_text() == ""
+            run(replay_grid, record)
+        assert record.read_text() == before
+    assert plan(replay_grid, record).cut == first  # once it has stopped, its unfinished episode goes
 
 
 def test_the_command_on_two_workers_prints_the_evaluation_of_a_grid_of_two_models(tmp_path, cli, ollama):

@@ -112,7 +112,8 @@ def plan(grid: Grid, record: str | Path) -> Plan:
     if record.exists():
         if not record.is_file():
             raise LabError(f"{record} is not a file")
-        cut = _cut_off_tail(record, labels)
+        with _only_writer(record):  # never cut the end of a file another run is writing
+            cut = _cut_off_tail(record, labels)
         for number, line in read_records(record):
             if line["kind"] == "call":
                 if line.get("run") not in labels:

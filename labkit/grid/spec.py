@@ -41,8 +41,8 @@ from labkit.model.policy import MAX_TOKENS
 from labkit.model.trials import CASE_SETS, cases_of, default_label
 
 K_MAX = 20  # trials per case, as `labkit trials --k` allows
-# A grid larger than this is almost surely a typo (k = 200 instead of 20 would be caught
-# by k's bound; ten models × ten seeds × ... is not): refused rather than queued for days.
+# More episodes than this is a week of model time at 6 s each: more likely an axis typed
+# wrong than a study, so it is refused rather than queued.
 MAX_EPISODES = 100_000
 
 
