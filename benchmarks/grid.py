@@ -10,6 +10,11 @@ children), episodes per second, and the speedup. It checks that both runs record
 same episodes with the same replies (timings and dates aside): the cluster must change
 how long a grid takes, never what it records.
 
+Measured on the 2-core course machine: 0.59x (load average 2.5-3.2) and 1.23x (4.0-6.6), the
+same records each time (README, "Scaling"). llama.cpp evaluates prompts on every core in one
+process already (`n_threads_batch` defaults to the core count), so two workers on two cores
+oversubscribe them.
+
 Both figures include what each run pays once: starting Python, loading the model (once
 in-process, once per worker) and, on the cluster, starting it. The load average is
 printed before and after: on a shared machine the figures hold only for that load.
