@@ -160,7 +160,7 @@ BAD = {
     ),
     "repeated value": ('models = ["local", "local"]', "field 'models': ['local', 'local'] has non-unique"),
     "not toml": ("models = [local", "not valid TOML"),
-    "not an object": ("", "field 'models': 'models' is a required property"),
+    "empty file": ("", "field 'models': 'models' is a required property"),
 }
 
 
