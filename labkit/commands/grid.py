@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from labkit.commands import evaluate
 from labkit.commands.trials import _int_in
 from labkit.errors import LabError
 
@@ -72,6 +71,7 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
 def handle(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from labkit.commands import evaluate  # pandas: only when a grid runs, not for --help
     from labkit.grid.run import check_models, execute, plan
     from labkit.grid.spec import load_spec
 
