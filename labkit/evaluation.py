@@ -127,7 +127,6 @@ def replay_trials(path: str | Path, corpus: Corpus | None = None) -> list[Row]:
     path = Path(path)
     corpus = corpus or docuctl()
     cases = {case["id"]: case for case in cases_of("all", corpus)}
-    backend = ReplayBackend([path])
     rows = []
     for number, record in read_records(path):
         if record["kind"] != "episode":
@@ -135,7 +134,7 @@ def replay_trials(path: str | Path, corpus: Corpus | None = None) -> list[Row]:
         case = cases.get(record["case"])
         if case is None:
             raise LabError(f"{path}: line {number}: unknown docuctl case {record['case']!r}")
-        tap = _Tap(backend)
+        tap = _Tap(ReplayBackend([path], run=record["run"]))  # a file may hold several runs
         policy = docuctl_policy(
             record["prompt"],
             backend=tap,

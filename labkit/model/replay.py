@@ -11,6 +11,9 @@ So a replayed episode is shown exactly what the live one was shown, or it stops 
 `ReplayMiss` (a LabError) that names the case, trial and turn and says what differs: it
 never falls back to another recording. A recorded provider failure is replayed as the
 same ProviderError, so the episode ends in the same counted `provider_error`.
+`ReplayBackend(files, run=label)` answers only from calls of that run (and calls recorded
+without a run label): one file may hold several runs asked the same question, as a grid
+of several models does (`labkit grid`), and each must get its own model's reply.
 """
 
 from __future__ import annotations
@@ -87,9 +90,12 @@ class ReplayBackend:
 
     name = "replay"
 
-    def __init__(self, files: Iterable[str | Path] | None = None, *, folder: Path = TRIALS):
+    def __init__(
+        self, files: Iterable[str | Path] | None = None, *, folder: Path = TRIALS, run: str | None = None
+    ):
         self.files = None if files is None else [Path(f) for f in files]
         self.folder = Path(folder)
+        self.run = run
         if self.files is not None:
             missing = [str(f) for f in self.files if not f.is_file()]
             if missing:
@@ -114,6 +120,8 @@ class ReplayBackend:
         named = ", ".join(p.name for p in files)
         key = (request.lab, request.case, request.trial, request.turn)
         recorded = _index(files).calls.get(key)
+        if recorded and self.run is not None:
+            recorded = [r for r in recorded if r.get("run", self.run) == self.run]
         if not recorded:
             raise ReplayMiss(f"no recorded reply for {request.where()} in {named}")
         rungs = {r.get("rung", DEFAULT_RUNG) for r in recorded}
