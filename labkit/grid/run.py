@@ -280,9 +280,16 @@ def local_cluster(workers: int) -> Any:
 
     from distributed import LocalCluster
 
+    from labkit.model.local import THREADS_ENV
+
+    # llama.cpp evaluates a prompt on every core by default: two workers on two cores then
+    # run four threads (measured: --workers 2 at 0.59x one process on 2 cores). Each worker
+    # gets its share of the cores instead.
+    share = max(1, (os.cpu_count() or 1) // workers)
     return LocalCluster(
         n_workers=workers,
         threads_per_worker=1,
+        env={THREADS_ENV: str(share)},
         processes=True,
         dashboard_address=None,
         scheduler_kwargs={"dashboard_address": ":0"},

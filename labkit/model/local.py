@@ -132,7 +132,10 @@ class Engine:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         try:
-            self.llama = self.lib.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+            # n_threads_batch (prompt evaluation) defaults to every core even when n_threads is
+            # set; a grid worker told to use one core must keep to it for prompts too.
+            self.llama = self.lib.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                                        n_threads_batch=n_threads, verbose=False)
         except (ValueError, RuntimeError) as error:
             raise LabError(f"{path}: llama.cpp cannot load it ({error}); run `make model`") from None
         self.path = path
@@ -345,6 +348,23 @@ def _close_engines() -> None:
         _ENGINES.clear()
 
 
+THREADS_ENV = "LABKIT_THREADS"
+
+
+def threads_from_env() -> int | None:
+    """`$LABKIT_THREADS` as a thread count for llama.cpp (None when unset: its own default).
+
+    Set by `labkit grid --workers N` for each worker, so N processes share the cores rather
+    than each running a prompt on all of them. LabError for anything but a whole number ≥ 1.
+    """
+    raw = os.environ.get(THREADS_ENV)
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise LabError(f"{THREADS_ENV}={raw!r}: expected a whole number of threads, at least 1")
+    return int(raw)
+
+
 class LocalBackend:
     """SmolLM2 in-process (see the module docstring). The model loads on the first request."""
 
@@ -355,7 +375,7 @@ class LocalBackend:
     ):
         self.model_path = None if model_path is None else Path(model_path)
         self.n_ctx = n_ctx
-        self.n_threads = n_threads
+        self.n_threads = n_threads if n_threads is not None else threads_from_env()
         self._provenance: dict[str, Any] | None = None
 
     @property
