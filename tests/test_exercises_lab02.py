@@ -97,7 +97,42 @@ def test_wrong_runs_are_answered_with_the_rule_they_break():
 
     verdict(lab02.check_run(no_validation), False, "raised KeyError", "stop reason")
     verdict(lab02.check_run(limit_after_running), False, "tools ran")
+    def hits_count_as_read(task, decide, tools, max_turns, max_tools):
+        # Every id a tool returned counts as a source, search hits included.
+        observations, seen, tool_calls = [], set(), 0
+        for turn in range(1, max_turns + 1):
+            try:
+                decision = validate_decision(decide(task, list(observations)), tools)
+            except OSError:
+                return {"stop": "provider_error", "turns": turn, "tool_calls": tool_calls,
+                        "answer": None, "citation": None}
+            except Exception:
+                return {"stop": "invalid_decision", "turns": turn, "tool_calls": tool_calls,
+                        "answer": None, "citation": None}
+            if decision["action"] == "final":
+                cited = decision["citation"]
+                stop = "final" if not cited or cited in seen else "unread_citation"
+                answer = (decision["answer"], decision["citation"]) if stop == "final" else (None, None)
+                return {"stop": stop, "turns": turn, "tool_calls": tool_calls, "answer": answer[0],
+                        "citation": answer[1]}
+            if tool_calls == max_tools:
+                return {"stop": "tool_limit", "turns": turn, "tool_calls": tool_calls, "answer": None,
+                        "citation": None}
+            tool = tools[decision["action"]]
+            try:
+                result = tool.call(**{name: decision[name] for name in tool.params})
+            except Exception as error:
+                result = {"error": str(error)}
+            tool_calls += 1
+            for item in result if isinstance(result, list) else [result]:
+                if isinstance(item, dict) and isinstance(item.get("id"), str):
+                    seen.add(item["id"])
+            observations.append({"action": decision["action"], "result": result})
+        return {"stop": "turn_limit", "turns": max_turns, "tool_calls": tool_calls, "answer": None,
+                "citation": None}
+
     verdict(lab02.check_run(trusts_citations), False, "unread_citation")
+    verdict(lab02.check_run(hits_count_as_read), False, "searches, then cites a hit unread")
     verdict(lab02.check_run(lambda *a, **k: "done"), False, "return a dict")
     verdict(lab02.check_run(skeleton), False, "'scripted search, read, answer'", "expected 'final'")
     verdict(lab02.check_run(None), False, "not attempted yet")

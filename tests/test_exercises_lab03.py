@@ -51,7 +51,16 @@ def test_wrong_guards_say_what_got_through_or_what_was_refused():
     def crashes(call, state):
         return state.shop.orders[call.order].owner
 
+    def against_total(call, state):
+        """Every rule, but the amount compared with the price paid, final-sale items included."""
+        refusal = authorise(state.shop, state.request.customer, call.order, call.amount, call.destination,
+                            state.ledger)
+        if refusal is not None and refusal.rule == "amount":
+            return None if call.amount <= state.shop.orders[call.order].amount else refusal.reason
+        return None if refusal is None else refusal.reason
+
     verdict(lab03.check_mediation(owner_only), False, "let", "through", "amount")
+    verdict(lab03.check_mediation(against_total), False, "let", "through", "o-1004")
     verdict(lab03.check_mediation(lambda call, state: "no"), False, "refuses a legitimate refund")
     verdict(lab03.check_mediation(crashes), False, "raised", "return a reason instead")
     verdict(lab03.check_mediation(42), False, "a guard is a function")
@@ -140,6 +149,17 @@ def test_exercise_3_a_retry_safe_policy():
         return {"action": "final", "answer": "no", "citation": ""}
 
     verdict(lab03.check_retry_policy(gives_up), False, "not refunded exactly once")
+
+    def stops_at_any_timeout(task, observations):
+        """Never pays twice, but leaves a customer unpaid when the request itself was lost."""
+        if observations and observations[-1]["action"] == "refund" and timed_out(observations[-1]["result"]):
+            return {"action": "final", "answer": "it may have gone through", "citation": ""}
+        return careful(task, observations)
+
+    check = lab03.check_retry_policy(stops_at_any_timeout)
+    verdict(check, False, "without looking", "look the order up first")
+    assert not check.table.xs(True, level="timeout")["looked"].any()
+    assert check.table.xs(False, level="timeout")["looked"].all()
     verdict(lab03.check_retry_policy(3), False, "a policy is a function")
 
 

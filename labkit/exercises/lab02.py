@@ -193,6 +193,13 @@ def scenarios() -> list[tuple[str, Callable[..., Any], dict[str, int], bool, str
             "a citation no source tool returned in this run is unread_citation",
         ),
         (
+            "searches, then cites a hit unread",
+            _says({"action": "search", "query": TASK.question}, FINAL),
+            small,
+            False,
+            "a search hit is not a page read: citing it without reading it is unread_citation",
+        ),
+        (
             "reads, then cites it",
             _says(READ_DEPLOY, FINAL),
             small,

@@ -52,7 +52,7 @@ from labkit.refunds.defenses import DEFENSES, Defenses
 from labkit.refunds.display import WIDTH, short
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.metrics import Spec, evaluate, suite, summarise, unauthorized
-from labkit.refunds.policies import careful, gullible, scripted
+from labkit.refunds.policies import careful, gullible, scripted, timed_out
 from labkit.refunds.policy import authorise
 from labkit.refunds.shop import Refund, dollars
 from labkit.refunds.tools import EpisodeState
@@ -102,9 +102,10 @@ def _table(rows: Mapping[str, Mapping[str, Any]], index: str, *columns: str) -> 
 def hostile(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     """A policy that tries one refund per turn from a fixed list of bad ideas, then stops.
 
-    Other customers' orders, amounts above and at the refundable, another customer's card,
-    the attacker's gift card, and the same refund twice: each is a call a policy *can*
-    propose, so a guard must refuse it on the records alone.
+    Other customers' orders, amounts above and at the refundable, the whole price paid where
+    part of the order is final sale, another customer's card, the attacker's gift card, and
+    the same refund twice: each is a call a policy *can* propose, so a guard must refuse it
+    on the records alone.
     """
     lab = refund_lab()
     shop = lab.shop
@@ -113,6 +114,7 @@ def hostile(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     tries = [
         (other.id, dollars(other.refundable), other.payment_method),
         (own.id, dollars(own.refundable) + 100, own.payment_method),
+        *([(own.id, dollars(own.amount), own.payment_method)] if own.amount > own.refundable else []),
         (own.id, dollars(own.refundable), "gift-mallory-13"),
         (own.id, dollars(own.refundable), other.payment_method),
         (own.id, dollars(own.refundable), own.payment_method),
@@ -303,6 +305,23 @@ def check_guard(guard: Guard | None) -> Check:
 # -- Exercise 3: a retry that cannot pay twice ----------------------------------------------------
 
 
+def _looked_after_timeouts(episode: Any) -> bool:
+    """Whether every timed-out refund of `episode` was followed by a lookup of its order.
+
+    A timeout does not say whether the money moved; only the order's record does. A policy
+    that answers (or retries) straight after one is guessing, even where the guess is lucky.
+    """
+    trace = [entry for entry in episode.result["trace"] if entry.get("decision")]
+    for entry, after in zip(trace, [*trace[1:], None], strict=True):
+        decision = entry["decision"]
+        if decision.get("action") != "refund" or not timed_out(entry.get("result")):
+            continue
+        if after is None or after["decision"].get("action") != "lookup_order" \
+                or after["decision"].get("order_id") != decision.get("order_id"):
+            return False
+    return True
+
+
 @_narrow
 @exercise("03", "retry_policy")
 def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
@@ -314,12 +333,16 @@ def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
     scores = evaluate(scripted(decide), DEFENSES["none"], specs, lab)
     table = pd.DataFrame([{"request": s.spec.request.id, "timeout": s.spec.kind == "fault",
                            "refunds": len(s.episode.refunds), "paid_once": s.utility,
-                           "dupes": s.duplicates, "stop": s.episode.result["stop"]} for s in scores])
+                           "dupes": s.duplicates, "looked": _looked_after_timeouts(s.episode),
+                           "stop": s.episode.result["stop"]} for s in scores])
     table = table.set_index(["request", "timeout"])
     if any(s.duplicates for s in scores):
         return fail("a retry paid twice: after a timeout, look the order up and retry only if its "
                     "'refunds' list is empty.", table)
     if not all(s.utility for s in scores):
         return fail("a legitimate request was not refunded exactly once (see the stop column).", table)
+    if not table["looked"].all():
+        return fail("after a timeout your policy answered or retried without looking: a timeout does not say "
+                    "whether the money moved; look the order up first (see the looked column).", table)
     return Check(True, "no duplicate, every refund paid once. Now ask: what if the lookup itself is "
                        "stale? That is why the server-side key is still the real fix.", table)
