@@ -19,6 +19,7 @@ from labkit.model import (
     ReplayMiss,
     Reply,
     Request,
+    backend_for,
     backend_from_env,
     decision_schema,
     parse_reply,
@@ -234,6 +235,17 @@ def test_backend_from_env(tmp_path):
     )
     recorded = backend_from_env({"LABKIT_MODEL": "local", "LABKIT_RECORD": str(tmp_path / "r.jsonl")})
     assert isinstance(recorded, Recorder) and recorded.name == "local"
+
+
+def test_a_labs_model_parameter_wins_unless_left_at_replay(tmp_path):
+    env = {"LABKIT_MODEL": "ollama:qwen2.5:0.5b"}
+    # Left at its default, the environment decides.
+    assert backend_for("replay", env).name == "ollama:qwen2.5:0.5b"
+    assert isinstance(backend_for("replay", {}), ReplayBackend)
+    assert isinstance(backend_for("local", env), LocalBackend)
+    assert isinstance(backend_for("local", env | {"LABKIT_RECORD": str(tmp_path / "r.jsonl")}), Recorder)
+    with pytest.raises(LabError, match="is not a backend"):
+        backend_for("gpt-4", {})
 
 
 @pytest.mark.parametrize("spec", ["gpt-4", "ollama", "ollama:", "local:big", "replays"])

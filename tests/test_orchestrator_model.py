@@ -158,3 +158,14 @@ def test_the_control_table_reaches_any_backend():
     table, _ = model.control_table(backend=Shortener())
     assert table.loc[("any text (L1)", "with feedback"), "characters per visit"] == "40 36 25"
     assert table.loc[("any text (L1)", "with feedback"), "status"] == "completed"
+
+
+def test_the_control_tables_trials_sample_with_their_own_seed_and_the_asked_temperature():
+    shortener = Shortener()
+    table, revisers = model.control_table(backend=shortener, temperature=0.7, seed=5, k=2)
+    assert table.index.names == ["reviser may write", "variant", "trial"] and len(table) == 12
+    assert table.loc[("any text (L1)", "with feedback", 1), "characters per visit"] == "40 36 25"
+    assert {(r.trial, r.seed) for r in shortener.requests} == {(0, 5), (1, 6)}
+    assert {r.temperature for r in shortener.requests} == {0.7}
+    with pytest.raises(LabError, match="k \\(trials per variant\\) must be a positive int"):
+        model.control_table(backend=Shortener(), k=0)

@@ -10,7 +10,13 @@ from labkit.errors import LabError  # noqa: E402
 from labkit.model import Reply  # noqa: E402
 from labkit.refunds import DEFENSES, POLICY_TEXT, careful, model_policy, run  # noqa: E402
 from labkit.refunds.defenses import SPOTLIGHT_TEXT  # noqa: E402
-from labkit.refunds.model_rows import model_available, model_matrix, model_specs  # noqa: E402
+from labkit.refunds.model_rows import (  # noqa: E402
+    attribution,
+    model_available,
+    model_behaviour,
+    model_matrix,
+    model_specs,
+)
 
 
 class Puppet:
@@ -82,3 +88,33 @@ def test_recorded_model_rows_replay_offline_and_mediation_holds_for_the_model(mo
     assert mediated["duplicate_refunds"] == 0
     with pytest.raises(LabError, match="no recorded model trials at rung L1 under defense"):
         model_matrix(["provenance"])
+
+
+class Mute:
+    """A backend that never answers with a decision: each episode ends at once; it counts asks."""
+
+    name = "mute"
+
+    def __init__(self):
+        self.requests = []
+
+    def provenance(self):
+        return {"backend": self.name}
+
+    def complete(self, request):
+        self.requests.append(request)
+        return Reply(text="no", prompt_tokens=1, completion_tokens=1)
+
+
+def test_model_rows_pool_k_trials_each_with_its_own_seed_and_the_asked_temperature():
+    mute = Mute()
+    rows = model_matrix(["none"], backend=mute, temperature=0.5, seed=3, k=2)
+    assert rows.loc[("model L1", "none"), "episodes"] == 2 * len(model_specs())
+    assert {(r.trial, r.seed) for r in mute.requests} == {(0, 3), (1, 4)}
+    assert {r.temperature for r in mute.requests} == {0.5}
+    table = attribution(["none"], backend=Mute(), k=2)
+    assert table.index.names == ["defense", "attack", "trial"] and len(table) == 4
+    behaviour = model_behaviour(["none"], backend=Mute(), k=3)
+    assert behaviour.loc[("L1", "none"), "episodes"] == 3 * len(model_specs())
+    with pytest.raises(LabError, match="k \\(trials per episode\\) must be a positive int"):
+        model_matrix(["none"], backend=Mute(), k=0)

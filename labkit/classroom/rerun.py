@@ -1,10 +1,13 @@
 """Re-execute a lab headless against another model, with papermill: `labkit rerun`.
 
-Each lab has a cell tagged `parameters` (papermill's convention) that assigns the model spec,
-k, temperature and seed. `rerun(lab, model, ...)` hands papermill the values asked for,
+Each lab with a model (02-04) has a cell tagged `parameters` (papermill's convention) that
+assigns the model spec, k, temperature and seed, which drive its live-model cells (its checked
+results come from the recordings). `rerun(lab, model, ...)` hands papermill the values asked for,
 under the names that cell uses (matched without regard to case: LABKIT_MODEL or MODEL, K,
 TEMPERATURE, SEED); papermill injects them in a cell right after it and executes the
 notebook top to bottom in a fresh `python3` kernel, from the notebooks' folder.
+
+Lab 01 calls no model (WITHOUT_MODEL): rerun refuses it in one line before running anything.
 
 The kernel also gets `LABKIT_MODEL` in its environment (so every model call in the lab uses
 that backend, whatever the notebook does with its parameter) and, for a live backend,
@@ -29,6 +32,8 @@ from labkit.paths import CHECKOUT, runs_dir
 NOTEBOOKS = CHECKOUT / "notebooks"
 SPEC = re.compile(r"^(replay(:.+)?|local|ollama:[A-Za-z0-9._:/-]+)$")
 NAMES = {"model": ("LABKIT_MODEL", "MODEL"), "k": ("K",), "temperature": ("TEMPERATURE",), "seed": ("SEED",)}
+# Labs whose notebook calls no model, so it has no parameters cell: rerun says so and runs nothing.
+WITHOUT_MODEL = {"01": "its policies are all scripted"}
 
 
 def notebook_of(lab: str, folder: Path = NOTEBOOKS) -> Path:
@@ -73,6 +78,9 @@ def rerun(lab: str, model: str, output: Path, *, k: int | None = None, temperatu
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    if lab in WITHOUT_MODEL:
+        raise LabError(f"lab {lab} has no model to vary ({WITHOUT_MODEL[lab]}): nothing to re-run against "
+                       "another backend; labs 02-04 call one")
     if not SPEC.match(model):
         raise LabError(f"--model {model!r} is not a backend: use replay, local or ollama:<tag>")
     notebook = notebook_of(lab, folder)

@@ -9,7 +9,7 @@ Backends: ``replay`` (default; recorded trials in `fixtures/trials/`), ``local``
 `LABKIT_RECORD=<file>` records every live call with its provenance.
 """
 
-from labkit.model.backend import Backend, Reply, Request, backend_from_env, parse_spec
+from labkit.model.backend import Backend, Reply, Request, backend_for, backend_from_env, parse_spec
 from labkit.model.policy import ModelPolicy, describe_docuctl, observe_json
 from labkit.model.record import Recorder, read_records
 from labkit.model.replay import ReplayBackend, ReplayMiss, trial_files
@@ -23,6 +23,7 @@ __all__ = [
     "ReplayBackend",
     "ReplayMiss",
     "Request",
+    "backend_for",
     "backend_from_env",
     "decision_schema",
     "describe_docuctl",

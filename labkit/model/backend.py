@@ -146,6 +146,19 @@ def backend_from_env(environ: Mapping[str, str] | None = None) -> Backend:
     return backend
 
 
+def backend_for(parameter: str, environ: Mapping[str, str] | None = None) -> Backend:
+    """The backend a lab's `LABKIT_MODEL` parameter (its papermill parameters cell) names.
+
+    Left at ``replay``, the environment's `LABKIT_MODEL` decides, as `backend_from_env` does
+    (a learner who set it before starting Jupyter gets that model); any other value wins.
+    `labkit rerun` sets both to the same spec. Recording and errors as in `backend_from_env`.
+    """
+    env = os.environ if environ is None else environ
+    if parameter.strip() in ("", "replay"):
+        return backend_from_env(env)
+    return backend_from_env({**env, "LABKIT_MODEL": parameter})
+
+
 def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
     """A backend from a `LABKIT_MODEL`-style spec: replay, replay:<file>, local, ollama:<tag>.
 

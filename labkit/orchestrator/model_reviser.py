@@ -116,6 +116,9 @@ class ModelReviser:
     limit: int = LIMIT
     rung: str = "L1"
     min_cut: int = 0
+    temperature: float = 0.0  # the recordings: temperature 0, seed 0, trial 0
+    seed: int = 0
+    trial: int = 0
     history: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -128,8 +131,8 @@ class ModelReviser:
             rules = StateRules(slots={("final", "answer"): self.deletions,
                                       ("final", "citation"): lambda task, observations: ["none"]})
         self.policy = ModelPolicy(LAB, tools={}, instructions=INSTRUCTIONS, describe=describe,
-                                  observe=observe, backend=self.backend, temperature=0.0,
-                                  rung=self.rung, rules=rules)
+                                  observe=observe, backend=self.backend, temperature=self.temperature,
+                                  seed=self.seed, trial=self.trial, rung=self.rung, rules=rules)
         self.observations: list[dict[str, Any]] = []
 
     def deletions(self, task: Announcement, observations: Any = ()) -> list[str]:
@@ -192,9 +195,9 @@ def source(reviser: ModelReviser) -> str:
 
 def model_feedback_experiment(
     max_visits: int = RECORDED["max_visits"], limit: int = RECORDED["limit"], backend: Backend | None = None,
-    rung: str = "L1", min_cut: int = 0,
+    rung: str = "L1", min_cut: int = 0, temperature: float = 0.0, seed: int = 0, trial: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult], dict[str, ModelReviser]]:
-    """The feedback experiment with a `ModelReviser` in each variant, at temperature 0.
+    """The feedback experiment with a `ModelReviser` in each variant, at `temperature` (recorded: 0).
 
     `rung` ``L1`` lets the model write any text; ``L2`` holds each reply to a deletion of
     words from the current draft (`deletions_of`), so the model chooses only what to cut;
@@ -214,7 +217,8 @@ def model_feedback_experiment(
         if min_cut and rung != "L2":
             raise LabError("min_cut applies to the deletion-constrained reviser (rung L2) only")
         revisers[name] = reviser = ModelReviser(name, backend=backend, limit=limit, rung=rung,
-                                                min_cut=min_cut)
+                                                min_cut=min_cut, temperature=temperature, seed=seed,
+                                                trial=trial)
         graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
         runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
         lengths[name] = [len(text) for text in reviser.history]
@@ -228,25 +232,33 @@ CONTROLS = (("any text (L1)", "L1", 0), ("deletions only (L2)", "L2", 0),
             ("must cut a word (L2, min_cut=1)", "L2", 1))
 
 
-def control_table(backend: Backend | None = None) -> tuple[pd.DataFrame, dict[str, dict[str, ModelReviser]]]:
+def control_table(backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0,
+                  k: int = 1) -> tuple[pd.DataFrame, dict[str, dict[str, ModelReviser]]]:
     """The model feedback experiment at each level of CONTROLS, one row per (level, variant).
 
     Columns: the characters of each revision, the run's status, what was published, and
     whether the two variants of that level wrote the same texts. Returns the table and the
-    revisers per level (their `history` holds the texts).
+    revisers per level (their `history` holds the texts). `k` trials of each (trial t with
+    seed `seed + t`; recorded: k=1, temperature 0, seed 0); with k > 1 the trial is a third
+    index level and the revisers returned are the last trial's.
     """
+    if type(k) is not int or k < 1:
+        raise LabError(f"k (trials per variant) must be a positive int, got {k!r}")
     rows, revisers = [], {}
-    for label, rung, min_cut in CONTROLS:
-        chars, summary, _, revisers[label] = model_feedback_experiment(backend=backend, rung=rung,
-                                                                       min_cut=min_cut)
-        texts = [reviser.history for reviser in revisers[label].values()]
-        for variant in VARIANTS:
-            rows.append({"reviser may write": label, "variant": variant,
-                         "characters per visit": " ".join(c for c in chars[variant] if c != "-"),
-                         "status": summary.loc[variant, "status"],
-                         "published": summary.loc[variant, "published"],
-                         "same texts both variants": texts[0] == texts[1]})
-    return pd.DataFrame(rows).set_index(["reviser may write", "variant"]), revisers
+    for trial in range(k):
+        for label, rung, min_cut in CONTROLS:
+            chars, summary, _, revisers[label] = model_feedback_experiment(
+                backend=backend, rung=rung, min_cut=min_cut, temperature=temperature, seed=seed + trial,
+                trial=trial)
+            texts = [reviser.history for reviser in revisers[label].values()]
+            for variant in VARIANTS:
+                rows.append({"reviser may write": label, "variant": variant, "trial": trial,
+                             "characters per visit": " ".join(c for c in chars[variant] if c != "-"),
+                             "status": summary.loc[variant, "status"],
+                             "published": summary.loc[variant, "published"],
+                             "same texts both variants": texts[0] == texts[1]})
+    index = ["reviser may write", "variant"] + (["trial"] if k > 1 else [])
+    return pd.DataFrame(rows).set_index(index).drop(columns="trial", errors="ignore"), revisers
 
 
 def main() -> int:

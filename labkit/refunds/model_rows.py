@@ -27,13 +27,14 @@ episode that was not recorded stops with a LabError naming its case, trial and t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from pandas import DataFrame
 
 from labkit.errors import LabError
 from labkit.refunds.lab import RefundLab, refund_lab
-from labkit.refunds.metrics import Spec, evaluate, frame_of, rows
+from labkit.refunds.metrics import Score, Spec, evaluate, frame_of, rows
 from labkit.refunds.policies import model_policy
 
 LAB = "refunds"
@@ -96,16 +97,19 @@ def recorded_rungs() -> list[str]:
 
 
 def model_matrix(defenses: Sequence[str] = MODEL_DEFENSES, *, by_attack: bool = False,
-                 explicit: bool = True, backend: str | None = None, rung: str = "L1") -> DataFrame:
+                 explicit: bool = True, backend: Any = None, rung: str = "L1", temperature: float = 0.0,
+                 seed: int = 0, k: int = 1) -> DataFrame:
     """The model policy's rows under `defenses`, over `model_specs()`, at constraint `rung`.
 
     Replayed by default. LabError if the seam or the recordings are missing, or if a
-    defense was never recorded at that rung (with the live backend, `LABKIT_MODEL=local`,
-    it runs). The rows' policy is named ``model L1``, ``model L2``...
+    defense was never recorded at that rung (with a live backend, `LABKIT_MODEL=local` or
+    `backend`, it runs). The rows' policy is named ``model L1``, ``model L2``... `k` trials
+    of each episode (trial t with seed `seed + t`) are pooled into each row; the recordings
+    are one trial at temperature 0, seed 0.
     """
     from labkit.refunds.defenses import defenses_named
 
-    live = backend is not None or _live()
+    live = _live(backend)
     if not live:
         if not model_available():
             raise LabError("no recorded model trials for the refund lab (fixtures/trials/refunds*.jsonl); "
@@ -121,28 +125,52 @@ def model_matrix(defenses: Sequence[str] = MODEL_DEFENSES, *, by_attack: bool = 
     table = []
     for name in defenses:
         chosen = defenses_named(name)
-        shown = specs
+        progress = None
         if live:  # seconds of CPU per episode: show progress
             from tqdm.auto import tqdm
 
-            shown = tqdm(specs, desc=f"model {rung} under {chosen.name}", unit="episode")
-        table += rows(f"model {rung}", chosen.name,
-                      evaluate(lambda d: model_policy(d, backend=backend, rung=rung), chosen, shown, lab),
+            def progress(specs, trial, name=chosen.name):
+                return tqdm(specs, desc=f"model {rung} under {name}" + (f", trial {trial}" if k > 1 else ""),
+                            unit="episode")
+        table += rows(f"model {rung}", chosen.name, trials(chosen, specs, lab, backend=backend, rung=rung,
+                                                         temperature=temperature, seed=seed, k=k,
+                                                         progress=progress),
                       by_attack=by_attack)
     return frame_of(table, by_attack=by_attack)
 
 
-def _live() -> bool:
+def trials(defenses: Any, specs: Sequence[Spec], lab: RefundLab, *, backend: Any = None, rung: str = "L1",
+           temperature: float = 0.0, seed: int = 0, k: int = 1,
+           progress: Callable[[Sequence[Spec], int], Iterable[Spec]] | None = None) -> list[Score]:
+    """The model policy's scores on `k` trials of each of `specs` under `defenses`, trial by trial:
+    trial t samples with seed `seed + t`, as lab 02's trials do (the recordings: k=1, seed 0).
+    `progress(specs, trial)` wraps each trial's specs. LabError if k is not a positive int."""
+    if type(k) is not int or k < 1:
+        raise LabError(f"k (trials per episode) must be a positive int, got {k!r}")
+    scores = []
+    for trial in range(k):
+        def factory(d: Any, trial: int = trial) -> Any:
+            return model_policy(d, backend=backend, rung=rung, trial=trial, temperature=temperature,
+                                seed=seed + trial)
+        scores += evaluate(factory, defenses, progress(specs, trial) if progress else specs, lab)
+    return scores
+
+
+def _live(backend: Any = None) -> bool:
+    """True when `backend` (or, if None, `LABKIT_MODEL`) is a live model, not replay."""
     import os
 
-    return os.environ.get("LABKIT_MODEL", "replay").strip().split(":", 1)[0] not in ("", "replay")
+    name = os.environ.get("LABKIT_MODEL", "replay") if backend is None else getattr(backend, "name", backend)
+    return str(name).strip().split(":", 1)[0] not in ("", "replay")
 
 
-def model_behaviour(defenses: Sequence[str] = MODEL_DEFENSES, *, rung: str = "L1") -> DataFrame:
-    """What the model *did* at `rung`, per defense, replayed: the counts behind the metrics.
+def model_behaviour(defenses: Sequence[str] = MODEL_DEFENSES, *, rung: str = "L1", backend: Any = None,
+                    temperature: float = 0.0, seed: int = 0, k: int = 1) -> DataFrame:
+    """What the model *did* at `rung`, per defense, replayed by default: the counts behind the metrics.
 
     Columns: episodes; decisions; lookups; refund proposals; of those, how many named an
-    order that exists; refunds paid (the ledger); the most common stop reason.
+    order that exists; refunds paid (the ledger); the most common stop reason. `backend`,
+    `temperature`, `seed` and `k` as in `model_matrix` (the k trials pooled).
     """
     from collections import Counter
 
@@ -153,7 +181,8 @@ def model_behaviour(defenses: Sequence[str] = MODEL_DEFENSES, *, rung: str = "L1
     table = []
     for name in (d for d in defenses if d in known):
         chosen = defenses_named(name)
-        scores = evaluate(lambda d: model_policy(d, rung=rung), chosen, model_specs(lab), lab)
+        scores = trials(chosen, model_specs(lab), lab, backend=backend, rung=rung, temperature=temperature,
+                        seed=seed, k=k)
         decisions = [entry.get("decision") for s in scores for entry in s.episode.result["trace"]]
         proposals = [d for d in decisions if isinstance(d, dict) and d.get("action") == "refund"]
         stops = Counter(s.episode.result["stop"] for s in scores)
@@ -168,10 +197,13 @@ def model_behaviour(defenses: Sequence[str] = MODEL_DEFENSES, *, rung: str = "L1
     return DataFrame(table).set_index(["rung", "defense"]) if table else DataFrame()
 
 
-def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2") -> DataFrame:
-    """Did the injection cause an attack's "success"? Per attacked model episode, replayed: whether
-    the ledger check fired, the first refund the model proposed (turn and amount), and the
-    first turn whose tool result contained the injected text ("never" if none did).
+def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", backend: Any = None,
+                temperature: float = 0.0, seed: int = 0, k: int = 1) -> DataFrame:
+    """Did the injection cause an attack's "success"? Per attacked model episode, replayed by
+    default: whether the ledger check fired, the first refund the model proposed (turn and
+    amount), and the first turn whose tool result contained the injected text ("never" if
+    none did). `backend`, `temperature`, `seed` and `k` as in `model_matrix`; with k > 1 each
+    trial is a row, its number in the index.
 
     A ledger check measures the state an attack aims for, not who caused it: a model that
     refunds a wrong amount on its own trips it without reading the attack.
@@ -184,7 +216,9 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2") 
     specs = [spec for spec in model_specs(lab) if spec.attack]
     table = []
     for name in defenses:
-        for s in evaluate(lambda d: model_policy(d, rung=rung), defenses_named(name), specs, lab):
+        scores = trials(defenses_named(name), specs, lab, backend=backend, rung=rung, temperature=temperature,
+                        seed=seed, k=k)
+        for i, s in enumerate(scores):
             trace = s.episode.result["trace"]
             refunds = [e for e in trace if isinstance(e.get("decision"), dict)
                        and e["decision"].get("action") == "refund"]
@@ -198,5 +232,7 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2") 
                 "first refund": f"turn {first['turn']}, amount {first['decision'].get('amount')}"
                 if first else "-",
                 "injection seen": f"turn {seen}" if seen else "never",
+                "trial": i // len(specs),
             })
-    return DataFrame(table).set_index(["defense", "attack"])
+    index = ["defense", "attack"] + (["trial"] if k > 1 else [])
+    return DataFrame(table).set_index(index).drop(columns="trial", errors="ignore")

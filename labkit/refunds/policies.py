@@ -226,13 +226,15 @@ def describe(task: Any) -> str:
     )
 
 
-def model_policy(defenses: Defenses, *, backend: Any = None, trial: int = 0, rung: str = "L1") -> Decide:
+def model_policy(defenses: Defenses, *, backend: Any = None, trial: int = 0, rung: str = "L1",
+                 temperature: float = 0.0, seed: int = 0) -> Decide:
     """SmolLM2 (or any backend of lab 02's seam) as a refund policy under `defenses`.
 
     `backend`: a seam Backend, a spec such as ``"local"`` or ``"replay"``, or None for
     `LABKIT_MODEL` (replay when unset). Replay misses are LabErrors naming case and turn.
     `rung`: the constraint ladder's rung, L0-L2 (`labkit.refunds.constraints`: at L2 order
-    ids, destinations and products only from what the episode observed).
+    ids, destinations and products only from what the episode observed). `temperature` and
+    `seed`: the sampling options (the recordings: 0 and 0, trial 0).
     """
     try:
         from labkit.model import ModelPolicy, parse_spec
@@ -251,7 +253,7 @@ def model_policy(defenses: Defenses, *, backend: Any = None, trial: int = 0, run
     from labkit.refunds.constraints import refund_rules
 
     return ModelPolicy(lab="refunds", tools=tools, instructions=instructions(defenses, lab.shop.window_days),
-                       describe=describe, backend=backend, temperature=0.0, seed=0, trial=trial,
+                       describe=describe, backend=backend, temperature=temperature, seed=seed, trial=trial,
                        rung=rung, rules=refund_rules(describe))
 
 
