@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from labkit.commands.trials import _int_in
+from labkit.argtypes import int_in
 from labkit.errors import LabError
 
 MAX_WORKERS = 256
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
-        type=_int_in(1, MAX_WORKERS),
+        type=int_in(1, MAX_WORKERS),
         metavar="N",
         help="run on a local Dask cluster of N worker processes (default: in this process)",
     )
