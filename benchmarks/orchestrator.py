@@ -281,15 +281,27 @@ def overlap(repeat: int, jobs: int = 8, seconds: float = 0.1) -> None:
           f"goal <= 1.15x: {verdict(wall / seconds <= 1.15, 'the event loop woke late')}")
 
 
-def scheduler_at(rev: str) -> types.ModuleType:
-    """labkit/orchestrator/scheduler.py as committed at `rev`, loaded as a module of its own."""
-    path = "labkit/orchestrator/scheduler.py"
+def _module_at(rev: str, path: str, name: str) -> types.ModuleType:
     source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True,
                             check=True).stdout
-    module = types.ModuleType(f"scheduler_at_{rev.replace('-', '_')}")
+    module = types.ModuleType(f"{name}_at_{rev.replace('-', '_')}")
     sys.modules[module.__name__] = module  # dataclasses looks its module up while building classes
     exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
     return module
+
+
+def scheduler_at(rev: str) -> types.ModuleType:
+    """labkit/orchestrator/scheduler.py as committed at `rev`, loaded as a module of its own,
+    with the states.py (Event, State) committed beside it: a scheduler checks the records it
+    builds against its own, so Event's form may change between revisions."""
+    key = "labkit.orchestrator.states"
+    states = _module_at(rev, "labkit/orchestrator/states.py", "states")
+    mine = sys.modules[key]
+    sys.modules[key] = states
+    try:
+        return _module_at(rev, "labkit/orchestrator/scheduler.py", "scheduler")
+    finally:
+        sys.modules[key] = mine
 
 
 def against(rev: str, repeat: int) -> None:

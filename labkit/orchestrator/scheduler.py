@@ -45,9 +45,8 @@ import inspect
 from collections import deque
 from collections.abc import Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
 from types import CoroutineType
-from typing import Any
+from typing import Any, NamedTuple
 
 from labkit.errors import LabError
 from labkit.orchestrator.clock import Clock, RealClock
@@ -76,8 +75,7 @@ _LIVE = (PENDING, RUNNING, RETRYING)  # states a Goto, a Stop or a failure upstr
 _SHOWN = 5  # job names listed in a reason before "… (+N more)"
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
+class Context(NamedTuple):
     """What a job's function receives.
 
     `inputs` maps each dependency's id to its result in the current visit. `visit` is the
@@ -85,6 +83,9 @@ class Context:
     and `previous` are set only on a visit started by a Goto naming this job: the Goto's
     feedback (None for `Next.back_to`) and this job's output from its previous visit.
     `clock` is the run's clock: `await ctx.clock.sleep(s)` waits in run time.
+
+    Immutable. A named tuple, like Event, because a run builds one per attempt: 0.14 µs
+    against 0.46 µs for a frozen dataclass (Python 3.11, the course machine).
     """
 
     job: str
@@ -103,49 +104,20 @@ class Context:
         return next(iter(self.inputs.values()))
 
 
-# Fast constructors for the two frozen, slotted dataclasses made on every job. A frozen
-# dataclass's __init__ sets each field through object.__setattr__ (its own __setattr__ is
-# what refuses); these set the same slots through their descriptors, which is what that call
-# ends up doing, and build an equal object. Measured on the 2-core course machine (Python
-# 3.11): 0.77 µs -> 0.42 µs each, and a run makes two Events and one Context per job.
-# Written out field by field because a loop over the fields costs more than it saves.
-_EVENT_FIELDS = ("time", "job", "old", "new", "visit", "attempt", "note")
-_CONTEXT_FIELDS = ("job", "inputs", "visit", "attempt", "feedback", "previous", "clock")
-for _cls, _names_here in ((Event, _EVENT_FIELDS), (Context, _CONTEXT_FIELDS)):
-    if tuple(f.name for f in fields(_cls)) != _names_here:  # a field added there must be set here
-        raise ImportError(f"scheduler: the fast constructor of {_cls.__name__} is out of date")
-_new = object.__new__
-_ev_time, _ev_job, _ev_old, _ev_new, _ev_visit, _ev_attempt, _ev_note = (
-    Event.__dict__[name].__set__ for name in _EVENT_FIELDS)
-_cx_job, _cx_inputs, _cx_visit, _cx_attempt, _cx_feedback, _cx_previous, _cx_clock = (
-    Context.__dict__[name].__set__ for name in _CONTEXT_FIELDS)
+# Both records are built with tuple.__new__ on the hot paths: the class's own __new__ is a
+# Python function that only forwards its arguments (0.26 µs against 0.14 µs per record).
+_tuple_new = tuple.__new__
 
 
 def _event(time: float, job: str, old: State, new: State, visit: int, attempt: int, note: str) -> Event:
-    """`Event(time, job, old, new, visit, attempt, note)`, built faster (see above)."""
-    event = _new(Event)
-    _ev_time(event, time)
-    _ev_job(event, job)
-    _ev_old(event, old)
-    _ev_new(event, new)
-    _ev_visit(event, visit)
-    _ev_attempt(event, attempt)
-    _ev_note(event, note)
-    return event
+    """`Event(time, job, old, new, visit, attempt, note)`, built as the hot paths build it."""
+    return _tuple_new(Event, (time, job, old, new, visit, attempt, note))
 
 
 def _context(job: str, inputs: Mapping[str, Any], visit: int, attempt: int, feedback: str | None,
              previous: Any, clock: Clock) -> Context:
-    """`Context(job, inputs, visit, attempt, feedback, previous, clock)`, built faster (see above)."""
-    context = _new(Context)
-    _cx_job(context, job)
-    _cx_inputs(context, inputs)
-    _cx_visit(context, visit)
-    _cx_attempt(context, attempt)
-    _cx_feedback(context, feedback)
-    _cx_previous(context, previous)
-    _cx_clock(context, clock)
-    return context
+    """`Context(job, inputs, visit, attempt, feedback, previous, clock)`, built as the hot paths build it."""
+    return _tuple_new(Context, (job, inputs, visit, attempt, feedback, previous, clock))
 
 
 def _names(ids: Iterable[str]) -> str:
