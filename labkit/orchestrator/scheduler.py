@@ -256,7 +256,15 @@ class _Run:
         return self._result()
 
     async def _drive(self) -> None:
-        inbox, tokens, tasks = self.inbox, self.token, self.tasks
+        """Start, wait, settle, until nothing is in flight. A visit that completed, on a job
+        without a router, is settled inline (the common case: log `completed`, release the
+        dependents); anything else goes to `_settle`. The clock is read once per batch of
+        outcomes, and again after anything `_settle` did, so event times never go back.
+        """
+        inbox, tokens, tasks, state, results = self.inbox, self.token, self.tasks, self.state, self.results
+        events, ids, visits, attempt, routes = self.events, self.ids, self.visits, self.attempt, self.routes
+        dependents, remaining, ready = self.dependents, self.remaining, self.ready
+        now, start = self.now, self.start
         while True:
             self._start_ready()
             if not tasks:
@@ -269,14 +277,26 @@ class _Run:
                     self.wakeup = self.loop.create_future()
                     await self.wakeup
                     self.wakeup = None
+            time = now() - start
             while inbox:
                 i, token, outcome = inbox.popleft()
                 if token != tokens[i]:
                     continue  # the job was reset or cancelled after this task started
                 del tasks[i]
+                if outcome[0] == "ok" and i not in routes and state[i] is RUNNING:  # `_settle`, inlined
+                    results[i] = outcome[1]
+                    state[i] = COMPLETED
+                    events.append(_tuple_new(Event, (time, ids[i], RUNNING, COMPLETED, visits[i], attempt[i],
+                                                     "")))
+                    for dependent in dependents[i]:
+                        remaining[dependent] -= 1
+                        if remaining[dependent] == 0 and state[dependent] is PENDING:
+                            ready.append(dependent)
+                    continue
                 more = self._settle(i, outcome)
                 if more is not None:  # a failure, Goto or Stop: it waits for the tasks it cancels
                     await more
+                time = now() - start
 
     async def _await_only(self, i: int, task: asyncio.Task) -> None:
         """Wait for job `i`, the one in flight, by awaiting its task. The general way takes
@@ -311,23 +331,27 @@ class _Run:
 
         The hot loop of a run (once per visit), hence the locals. `_log` is inlined:
         pending -> running is the one transition it would check, and it is checked here.
+        The clock is read once per call: jobs started together start at the same time.
         """
         ready, tasks, state, remaining = self.ready, self.tasks, self.state, self.remaining
+        if not ready or len(tasks) >= self.max_concurrency:
+            return
         ids, results, deps, token, visits = self.ids, self.results, self.deps, self.token, self.visits
-        events, now, start = self.events, self.now, self.start
+        events, now, carry, cap = self.events, self.now() - self.start, self.carry, self.max_concurrency
+        attempts, attempt = self.attempts, self.attempt
         create_task, visit = self.loop.create_task, self._visit
-        while ready and len(tasks) < self.max_concurrency:
+        while ready and len(tasks) < cap:
             i = ready.popleft()
             if state[i] is not PENDING or remaining[i]:
                 continue  # reset or cancelled while it waited for a slot
-            feedback, previous = self.carry.pop(i, (None, None)) if self.carry else (None, None)
+            feedback, previous = carry.pop(i, (None, None)) if carry else (None, None)
             visits[i] += 1
-            self.attempts[i] += 1
-            self.attempt[i] = 1
+            attempts[i] += 1
+            attempt[i] = 1
             token[i] += 1
             state[i] = RUNNING
-            events.append(_event(now() - start, ids[i], PENDING, RUNNING, visits[i], 1,
-                                 f"feedback: {feedback}" if feedback else ""))
+            events.append(_tuple_new(Event, (now, ids[i], PENDING, RUNNING, visits[i], 1,
+                                             f"feedback: {feedback}" if feedback else "")))
             needs = deps[i]
             if len(needs) == 1:  # a dict display: a comprehension is a function call in 3.11
                 inputs = {ids[needs[0]]: results[needs[0]]}
@@ -353,9 +377,9 @@ class _Run:
         clock, fn = self.clock, job.fn
         try:
             while True:
-                context = _context(job.id, inputs, visit, attempt, feedback, previous, clock)
                 try:
-                    value = fn(context)
+                    value = fn(_tuple_new(Context, (job.id, inputs, visit, attempt, feedback, previous,
+                                                    clock)))
                     if type(value) is CoroutineType or inspect.isawaitable(value):  # type(): 20x cheaper
                         value = await value
                     outcome: Outcome = ("ok", value)
@@ -389,12 +413,17 @@ class _Run:
             raise  # as asyncio lets them out of a task: they end the run at once
         except BaseException as error:  # noqa: BLE001 - a LabError or a scheduler bug: settled, then raised
             outcome = ("raise", error)
-        self._hand_over(i, token, outcome)
+        awaited = self.awaited  # `_hand_over`, inlined
+        if awaited is not None and awaited[0] == i and awaited[1] == token:
+            self.inbox.append((i, token, outcome))
+        else:
+            self.loop.call_soon(self._arrived, i, token, outcome)
 
     def _hand_over(self, i: int, token: int, outcome: Outcome) -> None:
         """Give the scheduler job `i`'s outcome, from the job's task, as the task's last act."""
-        if self.awaited == (i, token):  # the drive awaits this very task: it wakes up next
-            self.inbox.append((i, token, outcome))
+        awaited = self.awaited
+        if awaited is not None and awaited[0] == i and awaited[1] == token:  # the drive awaits this very
+            self.inbox.append((i, token, outcome))                             # task: it wakes up next
         else:  # where a done callback would go: see `_visit`
             self.loop.call_soon(self._arrived, i, token, outcome)
 
