@@ -130,22 +130,33 @@ class Graph:
 
     def validate(self) -> Plan:
         """Check the whole graph (see the module docstring); return the plan the scheduler runs."""
-        index: dict[str, int] = {}
-        for position, job in enumerate(self._jobs):
-            if job.id in index:
-                raise GraphError(f"job {job.id!r} is declared twice")
-            index[job.id] = position
-        deps = []
-        for job in self._jobs:
-            for dep in job.deps:
-                if dep not in index:
-                    raise GraphError(f"job {job.id!r} depends on unknown job {dep!r}{_suggest(dep, index)}")
-            deps.append(tuple(dict.fromkeys(index[dep] for dep in job.deps)))  # a repeated dep counts once
-        dependents: list[list[int]] = [[] for _ in self._jobs]
+        jobs = self._jobs
+        index = {job.id: position for position, job in enumerate(jobs)}
+        if len(index) != len(jobs):  # then find the first id seen twice, in declaration order
+            seen: set[str] = set()
+            for job in jobs:
+                if job.id in seen:
+                    raise GraphError(f"job {job.id!r} is declared twice")
+                seen.add(job.id)
+        # Positions of each job's dependencies, a repeated one counted once. Written for a
+        # graph of 10,000 jobs validated before every run: most jobs have 0 or 1 dependency.
+        deps: list[tuple[int, ...]] = []
+        for job in jobs:
+            names = job.deps
+            try:
+                if len(names) == 1:
+                    deps.append((index[names[0]],))
+                else:
+                    deps.append(tuple(dict.fromkeys([index[dep] for dep in names])) if names else ())
+            except KeyError:
+                dep = next(dep for dep in names if dep not in index)
+                raise GraphError(f"job {job.id!r} depends on unknown job {dep!r}"
+                                 f"{_suggest(dep, index)}") from None
+        dependents: list[list[int]] = [[] for _ in jobs]
         for position, job_deps in enumerate(deps):
             for dep in job_deps:
                 dependents[dep].append(position)  # in declaration order, since positions ascend
-        cycle = _find_cycle(dependents)
+        cycle = None if _acyclic(deps, dependents) else _find_cycle(dependents)
         if cycle:
             path = " -> ".join(self._jobs[i].id for i in cycle)
             raise GraphError(f"dependency cycle: {path} (declare a loop as a route, not as deps)")
@@ -190,6 +201,20 @@ class Graph:
     def __repr__(self) -> str:
         jobs, routes = len(self._jobs), len(self._routes)
         return f"Graph({jobs} job{'s' * (jobs != 1)}, {routes} route{'s' * (routes != 1)})"
+
+
+def _acyclic(deps: list[tuple[int, ...]], dependents: list[list[int]]) -> bool:
+    """True if the graph has no dependency cycle: Kahn's count of unfinished dependencies
+    reaches every job. Several times cheaper than `_find_cycle`'s depth-first search, which
+    then runs only to name the cycle."""
+    waiting = [len(job_deps) for job_deps in deps]
+    order = [i for i, count in enumerate(waiting) if not count]
+    for i in order:  # grows while it is walked
+        for dependent in dependents[i]:
+            waiting[dependent] -= 1
+            if not waiting[dependent]:
+                order.append(dependent)
+    return len(order) == len(deps)
 
 
 def _find_cycle(dependents: list[list[int]]) -> list[int] | None:
