@@ -111,7 +111,7 @@ def best_of(repeat: int, contenders: dict[str, Callable[[], Any]]) -> dict[str, 
 
 def ours(graph: Graph, module: types.ModuleType = current) -> Any:
     """Validate and run, as `graph.run` does, with the scheduler in `module`."""
-    result = asyncio.run(module.run_plan(graph.validate(), max_concurrency=CONCURRENCY))
+    result = module.run_plan_sync(graph.validate(), max_concurrency=CONCURRENCY)
     assert result.status == "completed" and len(result.events) == 2 * len(graph.jobs)
     return result
 

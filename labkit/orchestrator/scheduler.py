@@ -150,11 +150,30 @@ def run_plan_sync(plan: Plan, *, max_concurrency: int = 4, max_visits: int = 5,
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(run_plan(plan, **settings))
+        return asyncio.run(_boxed(run_plan(plan, **settings))).value
     # A Jupyter kernel already runs a loop in this thread, and asyncio.run refuses to nest:
     # give the run its own loop on a worker thread and wait for it.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="labkit-run") as pool:
         return pool.submit(lambda: asyncio.run(run_plan(plan, **settings))).result()
+
+
+class _Box:
+    """A run's result on its way out of `asyncio.run`, behind a repr that does not show it.
+
+    On Python 3.11, `asyncio.run` in the main thread formats repr() of its main task twice as
+    it puts back the SIGINT handler (signal._int_to_enum formats a ValueError naming the
+    handler, a partial holding the task), and a finished task's repr shows its result: a
+    RunResult's repr is its summary, a line per job. Measured on the 10,000-job fan: about
+    1 µs per job (benchmarks/orchestrator.py), for text nobody sees.
+    """
+
+    __slots__ = ("value",)
+
+
+async def _boxed(run: Coroutine[Any, Any, RunResult]) -> _Box:
+    box = _Box()
+    box.value = await run
+    return box
 
 
 class _Run:
@@ -250,8 +269,11 @@ class _Run:
                 task.cancel()
             if leftovers:
                 await asyncio.wait(leftovers)
-        unfinished = [f"{self.ids[i]} ({state})" for i, state in enumerate(self.state) if state not in FINAL]
-        if unfinished:
+        # Counted with list.count (C, identity first), not `in FINAL` per job: a State's hash is
+        # Enum.__hash__, a Python call.
+        if sum(map(self.state.count, FINAL)) != len(self.state):
+            unfinished = [f"{self.ids[i]} ({state})" for i, state in enumerate(self.state)
+                          if state not in FINAL]
             raise RuntimeError(f"scheduler bug: run ended with unfinished jobs: {_names(unfinished)}")
         return self._result()
 
@@ -538,8 +560,10 @@ class _Run:
             states=states,
             visits=dict(zip(self.ids, self.visits, strict=True)),
             attempts=dict(zip(self.ids, self.attempts, strict=True)),
-            results={self.ids[i]: self.results[i] for i, state in enumerate(self.state)
-                     if state in (COMPLETED, DEAD_LETTER)},
+            results=(dict(zip(self.ids, self.results, strict=True))
+                     if self.state.count(COMPLETED) == len(self.ids)  # the usual end: no filter
+                     else {self.ids[i]: self.results[i] for i, state in enumerate(self.state)
+                           if state in (COMPLETED, DEAD_LETTER)}),
             errors={self.ids[i]: note for i, note in sorted(self.errors.items())},
             events=tuple(self.events),
             elapsed=self.clock.now() - self.start,
