@@ -81,3 +81,27 @@ def test_a_chain_runs_each_job_once_in_order_with_two_events_each():
     assert order == [f"j{i}" for i in range(50)] and result.results["j49"] == 50
     assert [(e.job, e.new) for e in result.events] == [
         (f"j{i}", new) for i in range(50) for new in (State.RUNNING, State.COMPLETED)]
+
+
+async def _yield_once(ctx: Context) -> str:
+    await asyncio.sleep(0)
+    return ctx.job
+
+
+def _at_once(ctx: Context) -> str:
+    return ctx.job
+
+
+def test_outcomes_reach_the_scheduler_in_the_batches_the_event_loop_gives_them():
+    """Outcomes handed over one after another share one trip through the event loop
+    (scheduler._hand_over) and must reach the scheduler in the batches one callback each gave
+    them. z finishes on its first step, x1 and x2 one loop turn later, with z's outcome
+    waking the scheduler between them: it settles z and x1 together and starts d (which
+    needs only z) before it sees x2. Main's scheduler, one callback per outcome, logs this."""
+    graph = Graph().job("x1", _yield_once).job("z", _at_once).job("x2", _yield_once)
+    graph.job("d", _at_once, deps=["z"])
+    result = graph.run(clock=FakeClock())
+    assert [(e.job, str(e.new)) for e in result.events] == [
+        ("x1", "running"), ("z", "running"), ("x2", "running"),
+        ("z", "completed"), ("x1", "completed"), ("d", "running"),
+        ("x2", "completed"), ("d", "completed")]

@@ -200,6 +200,9 @@ class _Run:
         self.ready: deque[int] = deque(i for i in range(n) if not plan.deps[i])
         self.inbox: deque[tuple[int, int, Outcome]] = deque()  # (job, its token then, outcome)
         self.wakeup: asyncio.Future | None = None
+        self.batch: list[tuple[int, int, Outcome]] | None = None  # outcomes whose callback is queued
+        self.batch_mark = 0  # drive_calls when that callback was queued
+        self.drive_calls = 0  # times the drive's step was queued by what it awaits (see `_hand_over`)
         self.awaited: tuple[int, int] | None = None  # (job, token) the drive awaits directly, if any
         self.events: list[Event] = []
         self.failures: list[str] = []
@@ -219,10 +222,14 @@ class _Run:
         self.events.append(_event(self.now() - self.start, self.ids[i], old, new,
                                   self.visits[i], self.attempt[i], note))
 
-    def _arrived(self, i: int, token: int, outcome: Outcome) -> None:
-        self.inbox.append((i, token, outcome))
+    def _arrived(self, batch: list[tuple[int, int, Outcome]]) -> None:
+        """Outcomes handed over together reach the inbox (see `_hand_over`); wake the drive."""
+        if self.batch is batch:
+            self.batch = None
+        self.inbox.extend(batch)
         if self.wakeup is not None and not self.wakeup.done():
             self.wakeup.set_result(None)
+            self.drive_calls += 1
 
     async def _withdraw(self, jobs: Iterable[int]) -> None:
         """Take `jobs` away from their tasks; cancel the tasks still running and wait for them."""
@@ -236,7 +243,27 @@ class _Run:
                 task.cancel()
                 running.append(task)
         if running:
-            await asyncio.wait(running)
+            await self._all_done(running)
+
+    async def _all_done(self, tasks: list[asyncio.Task]) -> None:
+        """`await asyncio.wait(tasks)`, with the same callbacks in the same places, noting when
+        the drive's wake-up is queued (see `_hand_over`)."""
+        waiter, left = self.loop.create_future(), len(tasks)
+
+        def finished(task: asyncio.Task) -> None:
+            nonlocal left
+            left -= 1
+            if left <= 0 and not waiter.done():
+                self.drive_calls += 1
+                waiter.set_result(None)
+
+        for task in tasks:
+            task.add_done_callback(finished)
+        try:
+            await waiter
+        finally:
+            for task in tasks:
+                task.remove_done_callback(finished)
 
     async def _cancel(self, jobs: Iterable[int], note: str) -> list[int]:
         live = [i for i in jobs if self.state[i] in _LIVE]
@@ -435,19 +462,31 @@ class _Run:
             raise  # as asyncio lets them out of a task: they end the run at once
         except BaseException as error:  # noqa: BLE001 - a LabError or a scheduler bug: settled, then raised
             outcome = ("raise", error)
-        awaited = self.awaited  # `_hand_over`, inlined
-        if awaited is not None and awaited[0] == i and awaited[1] == token:
-            self.inbox.append((i, token, outcome))
-        else:
-            self.loop.call_soon(self._arrived, i, token, outcome)
+        self._hand_over(i, token, outcome)
 
     def _hand_over(self, i: int, token: int, outcome: Outcome) -> None:
-        """Give the scheduler job `i`'s outcome, from the job's task, as the task's last act."""
+        """Give the scheduler job `i`'s outcome, from the job's task, as the task's last act.
+
+        Main's scheduler (and this one's before) put each outcome into the inbox with a
+        callback of its own, `call_soon(_arrived)`, queued where a done callback on the task
+        would go. What the drive sees when it wakes up is every outcome whose callback ran
+        before the drive's own step. Outcomes handed over one after another share one callback
+        now (`batch`), queued where the first one's was: moving a later outcome up to that
+        place changes nothing the drive can see, unless the drive's step was queued in
+        between. So an outcome joins the batch only if the drive's step has not been queued
+        since the batch's callback was (`drive_calls` counts each time it is: the wake-up set,
+        the tasks of `_all_done` finished, the awaited task finished). On the 10,000-job
+        fan-out with 8 in flight: one callback instead of eight per round.
+        """
         awaited = self.awaited
         if awaited is not None and awaited[0] == i and awaited[1] == token:  # the drive awaits this very
             self.inbox.append((i, token, outcome))                             # task: it wakes up next
+            self.drive_calls += 1
+        elif self.batch is not None and self.batch_mark == self.drive_calls:
+            self.batch.append((i, token, outcome))
         else:  # where a done callback would go: see `_visit`
-            self.loop.call_soon(self._arrived, i, token, outcome)
+            self.batch, self.batch_mark = [(i, token, outcome)], self.drive_calls
+            self.loop.call_soon(self._arrived, self.batch)
 
     # -- what a finished visit leads to --------------------------------------------------
 
