@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from asyncio import Task
 from collections import deque
 from collections.abc import Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -305,17 +306,47 @@ class _Run:
         return self._result()
 
     async def _drive(self) -> None:
-        """Start, wait, settle, until nothing is in flight. A visit that completed, on a job
-        without a router, is settled inline (the common case: log `completed`, release the
-        dependents); anything else goes to `_settle`. The clock is read once per batch of
+        """Start, wait, settle, until nothing is in flight: the hot loop of a run, hence the
+        locals, and the two common steps written out here rather than called.
+
+        Starting (once per visit): ready jobs, in order, while slots are free: log `running`,
+        create the task. `_log` is inlined: pending -> running is the one transition it would
+        check, and it is checked here. Settling: a visit that completed, on a job without a
+        router, is settled here (log `completed`, release the dependents); anything else goes
+        to `_settle`. The clock is read once per batch of starts and once per batch of
         outcomes, and again after anything `_settle` did, so event times never go back.
         """
         inbox, tokens, tasks, state, results = self.inbox, self.token, self.tasks, self.state, self.results
         events, ids, visits, attempt, routes = self.events, self.ids, self.visits, self.attempt, self.routes
-        dependents, remaining, ready = self.dependents, self.remaining, self.ready
-        now, start = self.now, self.start
+        dependents, remaining, ready, deps = self.dependents, self.remaining, self.ready, self.deps
+        now, start, carry, attempts = self.now, self.start, self.carry, self.attempts
+        cap = self.max_concurrency
+        visit, loop = self._visit, self.loop
+        # asyncio.Task(coro, loop=loop) is what loop.create_task does when the loop has no task
+        # factory, without its Python-level wrapper (0.3 µs a job on the 10,000-job fan).
+        plain = loop.get_task_factory() is None
         while True:
-            self._start_ready()
+            if ready and len(tasks) < cap:
+                time = now() - start
+                while ready and len(tasks) < cap:
+                    i = ready.popleft()
+                    if state[i] is not PENDING or remaining[i]:
+                        continue  # reset or cancelled while it waited for a slot
+                    feedback, previous = carry.pop(i, (None, None)) if carry else (None, None)
+                    visits[i] += 1
+                    attempts[i] += 1
+                    attempt[i] = 1
+                    tokens[i] += 1
+                    state[i] = RUNNING
+                    events.append(_tuple_new(Event, (time, ids[i], PENDING, RUNNING, visits[i], 1,
+                                                     f"feedback: {feedback}" if feedback else "")))
+                    needs = deps[i]
+                    if len(needs) == 1:  # a dict display: a comprehension is a function call in 3.11
+                        inputs = {ids[needs[0]]: results[needs[0]]}
+                    else:
+                        inputs = {ids[d]: results[d] for d in needs} if needs else {}
+                    coroutine = visit(i, tokens[i], inputs, feedback, previous)
+                    tasks[i] = Task(coroutine, loop=loop) if plain else loop.create_task(coroutine)
             if not tasks:
                 return
             if not inbox:
@@ -323,7 +354,7 @@ class _Run:
                 if only is not None and not only[1].done():
                     await self._await_only(*only)
                 else:  # several in flight, or the one finished and its outcome is on its way
-                    self.wakeup = self.loop.create_future()
+                    self.wakeup = loop.create_future()
                     await self.wakeup
                     self.wakeup = None
             time = now() - start
@@ -374,39 +405,6 @@ class _Run:
         # the run's own cancellation must not be lost with it.
         if driver is not None and driver.cancelling() > asked:
             raise asyncio.CancelledError
-
-    def _start_ready(self) -> None:
-        """Start ready jobs, in order, while slots are free: log `running`, create the task.
-
-        The hot loop of a run (once per visit), hence the locals. `_log` is inlined:
-        pending -> running is the one transition it would check, and it is checked here.
-        The clock is read once per call: jobs started together start at the same time.
-        """
-        ready, tasks, state, remaining = self.ready, self.tasks, self.state, self.remaining
-        if not ready or len(tasks) >= self.max_concurrency:
-            return
-        ids, results, deps, token, visits = self.ids, self.results, self.deps, self.token, self.visits
-        events, now, carry, cap = self.events, self.now() - self.start, self.carry, self.max_concurrency
-        attempts, attempt = self.attempts, self.attempt
-        create_task, visit = self.loop.create_task, self._visit
-        while ready and len(tasks) < cap:
-            i = ready.popleft()
-            if state[i] is not PENDING or remaining[i]:
-                continue  # reset or cancelled while it waited for a slot
-            feedback, previous = carry.pop(i, (None, None)) if carry else (None, None)
-            visits[i] += 1
-            attempts[i] += 1
-            attempt[i] = 1
-            token[i] += 1
-            state[i] = RUNNING
-            events.append(_tuple_new(Event, (now, ids[i], PENDING, RUNNING, visits[i], 1,
-                                             f"feedback: {feedback}" if feedback else "")))
-            needs = deps[i]
-            if len(needs) == 1:  # a dict display: a comprehension is a function call in 3.11
-                inputs = {ids[needs[0]]: results[needs[0]]}
-            else:
-                inputs = {ids[d]: results[d] for d in needs} if needs else {}
-            tasks[i] = create_task(visit(i, token[i], inputs, feedback, previous))
 
     async def _visit(self, i: int, token: int, inputs: dict[str, Any], feedback: str | None,
                      previous: Any) -> None:
