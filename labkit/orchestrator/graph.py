@@ -30,9 +30,10 @@ when several jobs become ready at once.
 from __future__ import annotations
 
 import difflib
+import inspect
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from labkit.orchestrator.errors import GraphError
@@ -49,12 +50,23 @@ JobFn = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Job:
-    """One unit of work: an id, the jobs it needs first, its function, its retry policy."""
+    """One unit of work: an id, the jobs it needs first, its function, its retry policy.
+
+    `inline` (computed) says whether a visit is one plain call: `fn` is not a coroutine
+    function (nor is its __call__) and there is no retry policy, so the scheduler can run it
+    from an event-loop callback instead of a task of its own (scheduler._Run._call).
+    """
 
     id: str
     fn: JobFn
     deps: tuple[str, ...] = ()
     retry: RetryPolicy | None = None
+    inline: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fn = self.fn
+        coroutine = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+        object.__setattr__(self, "inline", self.retry is None and not coroutine)
 
 
 @dataclass(frozen=True)
