@@ -105,3 +105,49 @@ def test_outcomes_reach_the_scheduler_in_the_batches_the_event_loop_gives_them()
         ("x1", "running"), ("z", "running"), ("x2", "running"),
         ("z", "completed"), ("x1", "completed"), ("d", "running"),
         ("x2", "completed"), ("d", "completed")]
+
+
+class _AsyncCallable:
+    async def __call__(self, ctx: Context) -> str:
+        await asyncio.sleep(0)
+        return "called"
+
+
+def test_a_job_runs_inline_only_when_it_is_one_plain_call():
+    from labkit.orchestrator import RetryPolicy
+
+    graph = (Graph().job("plain", _at_once).job("coroutine", _yield_once).job("callable", _AsyncCallable())
+             .job("retried", _at_once, retry=RetryPolicy()).job("lambda", lambda ctx: 1))
+    assert {job.id: job.inline for job in graph.jobs} == {
+        "plain": True, "coroutine": False, "callable": False, "retried": False, "lambda": True}
+
+
+def test_a_plain_function_that_returns_a_coroutine_has_it_awaited():
+    graph = Graph().job("a", lambda ctx: _yield_once(ctx)).job("b", lambda ctx: ctx.input + "!", deps=["a"])
+    graph.job("c", _AsyncCallable(), deps=["a"])
+    result = graph.run(clock=FakeClock())
+    assert result.ok and result.results == {"a": "a", "b": "a!", "c": "called"}
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_inline_jobs_fail_cancel_and_raise_as_jobs_in_tasks_do(concurrency):
+    from labkit.errors import LabError
+
+    def cancels(ctx: Context) -> None:
+        raise asyncio.CancelledError
+
+    def fails(ctx: Context) -> None:
+        raise KeyError("missing")
+
+    graph = Graph().job("cancels", cancels).job("fails", fails).job("after", _at_once, deps=["fails"])
+    result = graph.run(max_concurrency=concurrency, clock=FakeClock())
+    assert (result.status, dict(result.errors)) == ("failed", {
+        "cancels": "CancelledError: the job cancelled its own task",
+        "fails": "KeyError: 'missing' (no retry policy)"})
+    assert result.states["after"] == State.CANCELLED
+
+    def broken(ctx: Context) -> None:
+        raise LabError("the lab is broken")
+
+    with pytest.raises(LabError, match="the lab is broken"):
+        Graph().job("broken", broken).job("other", _yield_once).run(max_concurrency=concurrency)
