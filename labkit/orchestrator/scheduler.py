@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from asyncio import Task
+import time
+from asyncio import Future, Task
 from collections import deque
 from collections.abc import Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -203,7 +204,8 @@ class _Run:
         self.ids = [job.id for job in plan.jobs]
         self.jobs, self.deps, self.dependents = plan.jobs, plan.deps, plan.dependents
         self.routes = plan.routes
-        self.now = clock.now
+        # RealClock.now is time.perf_counter behind a method call: read the counter directly.
+        self.now = time.perf_counter if type(clock) is RealClock else clock.now
         self.state: list[State] = [PENDING] * n
         self.remaining = [len(deps) for deps in plan.deps]  # dependencies not completed in this visit
         self.visits, self.attempts, self.attempt = [0] * n, [0] * n, [0] * n
@@ -320,7 +322,8 @@ class _Run:
                 await asyncio.wait(leftovers)
         # Counted with list.count (C, identity first), not `in FINAL` per job: a State's hash is
         # Enum.__hash__, a Python call.
-        if sum(map(self.state.count, FINAL)) != len(self.state):
+        everyone = len(self.state)  # the usual end: all completed, one pass that matches by identity
+        if self.state.count(COMPLETED) != everyone and sum(map(self.state.count, FINAL)) != everyone:
             unfinished = [f"{self.ids[i]} ({state})" for i, state in enumerate(self.state)
                           if state not in FINAL]
             raise RuntimeError(f"scheduler bug: run ended with unfinished jobs: {_names(unfinished)}")
@@ -379,7 +382,7 @@ class _Run:
                 if only is not None and not only[1].done():
                     await self._await_only(*only)
                 else:  # several in flight, or the one finished and its outcome is on its way
-                    self.wakeup = loop.create_future()
+                    self.wakeup = Future(loop=loop)  # loop.create_future(), without the Python layer
                     await self.wakeup
                     self.wakeup = None
             time = now() - start
