@@ -72,10 +72,10 @@ def fan(n: int) -> Shape:
     return [("source", [])] + [(m, ["source"]) for m in middle] + [("sink", middle)]
 
 
-def graph_of(shape: Shape) -> Graph:
+def graph_of(shape: Shape, fn: Callable = noop) -> Graph:
     graph = Graph()
     for job, deps in shape:
-        graph.job(job, noop, deps=deps)
+        graph.job(job, fn, deps=deps)
     return graph
 
 
@@ -148,6 +148,29 @@ async def seed_loop_gather(tasks: dict[str, Task]) -> None:
     """The seed's parallel variant (7.18): each round's ready tasks run together via gather."""
     while ready := _ready(tasks):
         await asyncio.gather(*(_execute(task) for task in ready))
+
+
+async def seed_loop_gather_capped(tasks: dict[str, Task]) -> None:
+    """The same rounds, each round gathered CONCURRENCY tasks at a time: the cap ours keeps."""
+    while ready := _ready(tasks):
+        for start in range(0, len(ready), CONCURRENCY):
+            await asyncio.gather(*(_execute(task) for task in ready[start:start + CONCURRENCY]))
+
+
+def plain_noop(ctx: Context | None) -> None:
+    return None
+
+
+async def _execute_plain(task: Task) -> None:
+    task.status = "running"
+    plain_noop(None)  # the same plain no-op our plain jobs run
+    task.status = "completed"
+
+
+async def seed_loop_gather_plain(tasks: dict[str, Task]) -> None:
+    """Seed loop + gather running plain functions: gather still needs a coroutine per job."""
+    while ready := _ready(tasks):
+        await asyncio.gather(*(_execute_plain(task) for task in ready))
 
 
 async def rescan_per_completion(tasks: dict[str, Task]) -> None:
@@ -236,30 +259,85 @@ def chain_section(repeat: int, small: tuple[int, int]) -> None:
     quadratic("seed loop", seed_loop, chain, lambda: graph_of(chain(small[1])), mine, small)
 
 
+async def _turns(n: int) -> None:
+    """n trips through the event loop, one callback each."""
+    loop = asyncio.get_running_loop()
+    done, left = loop.create_future(), [n]
+
+    def again() -> None:
+        left[0] -= 1
+        if left[0]:
+            loop.call_soon(again)
+        else:
+            done.set_result(None)
+
+    loop.call_soon(again)
+    await done
+
+
+async def _callbacks(n: int) -> None:
+    """n callbacks in one trip through the event loop."""
+    loop = asyncio.get_running_loop()
+    done, left = loop.create_future(), [n]
+
+    def one() -> None:
+        left[0] -= 1
+        if not left[0]:
+            done.set_result(None)
+
+    for _ in range(n):
+        loop.call_soon(one)
+    await done
+
+
 def fan_section(repeat: int, small: tuple[int, int]) -> None:
     print(f"\nfan-out/fan-in, {N:,} no-op async jobs (1 -> {N - 2:,} -> 1)")
     shape = fan(N)
     graph = graph_of(shape)
+    turns = 3 * -(-(N - 2) // CONCURRENCY)  # a batch of jobs: start, run, hand over; then settle
     best = best_of(repeat, {
         "ours": lambda: ours(graph),
         "gather": lambda: baseline(seed_loop_gather, shape),
+        "capped": lambda: baseline(seed_loop_gather_capped, shape),
         "floor": lambda: asyncio.run(floor_all_at_once(N)),
         "seed": lambda: baseline(seed_loop, shape),
+        "validate": graph.validate,
+        "turns": lambda: asyncio.run(_turns(turns)),
+        "callbacks": lambda: asyncio.run(_callbacks(turns)),
     })
-    mine, gather, floor, seed = best["ours"], best["gather"], best["floor"], best["seed"]
+    mine, gather, capped, floor, seed = (best[k] for k in ("ours", "gather", "capped", "floor", "seed"))
     line("ours (dependency counts)", N, mine, f"{per_job(mine)}  (wall {WALL['ours']:.3f} s)")
     print(f"    goal <= 15 µs per job: {verdict(mine / N <= 15e-6, f'{mine / floor:.1f}x the floor below')}")
     line("seed loop + gather", N, gather, per_job(gather))
     line("floor: a task per job, at once", N, floor, per_job(floor))
-    extra = (mine - floor) / N * 1e6
-    reason = (f"gather costs {gather / floor:.2f}x the floor, a task per job and nearly nothing else; "
-              f"ours adds {extra:.1f} µs per job for what gather does not do (two timestamped events, "
-              f"the job's context, its state, its concurrency slot, settling in batches)")
+    validation, loop_turns = best["validate"], max(best["turns"] - best["callbacks"], 0.0)
+    us = 1e6 / N
+    reason = (f"of ours, {floor * us:.1f} µs/job is the floor (gather's rounds add "
+              f"{(gather - floor) * us:.1f}), "
+              f"{validation * us:.1f} validating the graph (gather checks nothing), {loop_turns * us:.1f} in "
+              f"{turns:,} extra trips through the event loop (3 per batch of {CONCURRENCY}: gather runs all "
+              f"9,998 in one), and {(mine - floor - validation - loop_turns) * us:.1f} for the event log "
+              f"(20,000 events), states and settling")
     print(f"    ours is {times(gather / mine)} its speed (goal >= 1x: {verdict(mine <= gather, reason)})")
+    line(f"seed loop + gather, {CONCURRENCY} at once", N, capped,
+         f"{per_job(capped)}; ours is {times(capped / mine)} its speed at the same cap")
     line("seed loop (no concurrency)", N, seed, f"{per_job(seed)}; no goal: it awaits each job in turn, "
                                                  "no task per job")
     quadratic("rescan per completion", rescan_per_completion, fan, lambda: graph_of(fan(small[1])), mine,
               small)
+
+
+def plain_section(repeat: int) -> None:
+    print(f"\nfan-out/fan-in, {N:,} no-op plain (not async) jobs, as the lab's notebooks declare them")
+    shape = fan(N)
+    graph = graph_of(shape, plain_noop)
+    best = best_of(repeat, {"ours": lambda: ours(graph),
+                            "gather": lambda: baseline(seed_loop_gather_plain, shape)})
+    mine, gather = best["ours"], best["gather"]
+    line("ours (one callback per job)", N, mine, f"{per_job(mine)}  (wall {WALL['ours']:.3f} s)")
+    line("seed loop + gather", N, gather, f"{per_job(gather)}; a coroutine and a task per job")
+    reason = f"ours {per_job(mine - gather).strip()} more"
+    print(f"    ours is {times(gather / mine)} its speed (goal >= 1x: {verdict(mine <= gather, reason)})")
 
 
 def overlap(repeat: int, jobs: int = 8, seconds: float = 0.1) -> None:
@@ -328,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} CPUs; CPU time of this thread, best of {args.repeat} runs each, interleaved")
     chain_section(args.repeat, small)
     fan_section(args.repeat, small)
+    plain_section(args.repeat)
     overlap(args.repeat)
     if args.against:
         against(args.against, args.repeat)
