@@ -155,6 +155,7 @@ class Graph:
         # `ordered` stays True while every dependency is declared before its job: then the
         # declaration order is a running order and there can be no cycle to look for.
         deps: list[tuple[int, ...]] = []
+        dependents: list[list[int]] = [[] for _ in jobs]  # each in declaration order
         ordered = True
         for position, job in enumerate(jobs):
             names = job.deps
@@ -162,11 +163,14 @@ class Graph:
                 if len(names) == 1:
                     dep = index[names[0]]
                     deps.append((dep,))
+                    dependents[dep].append(position)
                     if dep >= position:
                         ordered = False
                 elif names:
                     positions = tuple(dict.fromkeys([index[dep] for dep in names]))
                     deps.append(positions)
+                    for dep in positions:
+                        dependents[dep].append(position)
                     if max(positions) >= position:
                         ordered = False
                 else:
@@ -175,10 +179,6 @@ class Graph:
                 dep = next(dep for dep in names if dep not in index)
                 raise GraphError(f"job {job.id!r} depends on unknown job {dep!r}"
                                  f"{_suggest(dep, index)}") from None
-        dependents: list[list[int]] = [[] for _ in jobs]
-        for position, job_deps in enumerate(deps):
-            for dep in job_deps:
-                dependents[dep].append(position)  # in declaration order, since positions ascend
         cycle = None if ordered or _acyclic(deps, dependents) else _find_cycle(dependents)
         if cycle:
             path = " -> ".join(self._jobs[i].id for i in cycle)
