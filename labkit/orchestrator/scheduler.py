@@ -15,7 +15,10 @@ Contract of one run (`Graph.run` / `Graph.run_async`):
   counting runs: its cap counted re-entries and so allowed one run more).
 - **Job functions** receive one `Context` and return the job's result; a coroutine
   function is awaited, a plain function runs on the event loop (so only async jobs
-  overlap: a blocking call in a plain function blocks the whole run).
+  overlap: a blocking call in a plain function blocks the whole run). A plain function
+  without a retry policy runs from an event-loop callback rather than a task of its own
+  (`Job.inline`): inside it `asyncio.current_task()` is None, and an awaitable it returns
+  is awaited in a task started then.
 - **Failures.** An exception from a job fails the attempt; the job's RetryPolicy decides
   whether it is tried again (none: one attempt). A job that fails for good cancels the
   jobs that depend on it, directly or not, and nothing else: independent siblings carry
