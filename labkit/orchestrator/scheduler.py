@@ -454,8 +454,8 @@ class _Run:
         The outcome is handed over by `_hand_over`, as this task's last act (see there), or
         straight into the inbox when the drive awaits this task itself (`_await_only`).
         benchmarks/scheduler_equivalence.py checks that runs settle in the same batches and log
-        the same events in the same order as main's scheduler, which handed each outcome over
-        with a callback of its own.
+        the same events in the same order as a scheduler that handed each outcome over with a
+        callback of its own (main's, when this was written).
         """
         job, visit, attempt = self.jobs[i], self.visits[i], 1
         clock, fn = self.clock, job.fn
@@ -579,16 +579,16 @@ class _Run:
     def _hand_over(self, i: int, token: int, outcome: Outcome) -> None:
         """Give the scheduler job `i`'s outcome, from the job's task, as the task's last act.
 
-        Main's scheduler (and this one's before) put each outcome into the inbox with a
-        callback of its own, `call_soon(_arrived)`, queued where a done callback on the task
-        would go. What the drive sees when it wakes up is every outcome whose callback ran
-        before the drive's own step. Outcomes handed over one after another share one callback
-        now (`batch`), queued where the first one's was: moving a later outcome up to that
-        place changes nothing the drive can see, unless the drive's step was queued in
-        between. So an outcome joins the batch only if the drive's step has not been queued
-        since the batch's callback was (`drive_calls` counts each time it is: the wake-up set,
-        the tasks of `_all_done` finished, the awaited task finished). On the 10,000-job
-        fan-out with 8 in flight: one callback instead of eight per round.
+        The scheduler used to put each outcome into the inbox with a callback of its own,
+        `call_soon(_arrived)`, queued where a done callback on the task would go. What the
+        drive sees when it wakes up is every outcome whose callback ran before the drive's own
+        step. Outcomes handed over one after another share one callback now (`batch`), queued
+        where the first one's was: moving a later outcome up to that place changes nothing
+        the drive can see, unless the drive's step was queued in between. So an outcome joins
+        the batch only if the drive's step has not been queued since the batch's callback was
+        (`drive_calls` counts each time it is: the wake-up set, the tasks of `_all_done`
+        finished, the awaited task finished). On the 10,000-job fan-out with 8 in flight:
+        one callback instead of eight per round.
         """
         awaited = self.awaited
         if awaited is not None and awaited[0] == i and awaited[1] == token:  # the drive awaits this very
