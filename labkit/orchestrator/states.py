@@ -57,9 +57,10 @@ class Event(NamedTuple):
     the error of a failed attempt, the backoff before a retry, the Goto that reset a job.
 
     Immutable. A named tuple rather than a frozen dataclass because a run logs two per job:
-    building one costs 0.14 µs against 0.59 µs (Python 3.11, the course machine; see
-    benchmarks/orchestrator.py). Being a tuple, it also compares equal to a plain tuple of
-    the same seven values.
+    building one costs 0.14 µs against 0.59 µs (timeit, Python 3.11, the course machine),
+    and on the 10,000-job fan-out of benchmarks/orchestrator.py the whole run went from
+    10.5 to 9.9 µs per job. Being a tuple, it also compares equal to a plain tuple of the
+    same seven values.
     """
 
     time: float
