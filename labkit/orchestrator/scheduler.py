@@ -76,6 +76,10 @@ from labkit.orchestrator.states import (
 Outcome = tuple[str, Any]
 """How a visit ended: ("ok", result), ("failed", note), ("cancelled", None) or ("raise", error)."""
 
+# What a job's value is checked against before `inspect.isawaitable` (0.4 µs: three isinstance
+# checks, one against an ABC) is asked: a coroutine is awaited, these plain data types never
+# are. Measured on the 10,000-job fan-out of plain functions: 0.4 µs a job less.
+_DATA = frozenset({type(None), bool, int, float, str, bytes, tuple, list, dict})
 _LIVE = (PENDING, RUNNING, RETRYING)  # states a Goto, a Stop or a failure upstream can still change
 _SHOWN = 5  # job names listed in a reason before "… (+N more)"
 
@@ -464,7 +468,8 @@ class _Run:
                 try:
                     value = fn(_tuple_new(Context, (job.id, inputs, visit, attempt, feedback, previous,
                                                     clock)))
-                    if type(value) is CoroutineType or inspect.isawaitable(value):  # type(): 20x cheaper
+                    kind = type(value)
+                    if kind is CoroutineType or (kind not in _DATA and inspect.isawaitable(value)):
                         value = await value
                     outcome: Outcome = ("ok", value)
                     break
@@ -534,7 +539,8 @@ class _Run:
             try:
                 value = job.fn(_tuple_new(Context, (job.id, inputs, self.visits[i], 1, feedback, previous,
                                                     self.clock)))
-                if type(value) is not CoroutineType and not inspect.isawaitable(value):
+                kind = type(value)
+                if kind in _DATA or (kind is not CoroutineType and not inspect.isawaitable(value)):
                     outcome: Outcome = ("ok", value)
                 else:  # it wants awaiting after all: carry on in a task, as `_visit` would
                     self.tasks[i] = task = Task(self._awaiting(i, token, value), loop=self.loop)
