@@ -151,3 +151,21 @@ def test_inline_jobs_fail_cancel_and_raise_as_jobs_in_tasks_do(concurrency):
 
     with pytest.raises(LabError, match="the lab is broken"):
         Graph().job("broken", broken).job("other", _yield_once).run(max_concurrency=concurrency)
+
+
+class _Ready:
+    """An awaitable that is not a coroutine: `await` gives 42."""
+
+    def __await__(self):
+        return (yield from asyncio.sleep(0, 42).__await__())
+
+
+@pytest.mark.parametrize("retry", [None, "policy"])
+def test_any_awaitable_a_job_returns_is_awaited_and_plain_data_is_kept(retry):
+    from labkit.orchestrator import RetryPolicy
+
+    policy = RetryPolicy() if retry else None
+    graph = Graph().job("awaitable", lambda ctx: _Ready(), retry=policy)
+    graph.job("data", lambda ctx: {"n": (1, 2.5, "x", None, [b"y"])}, retry=policy)
+    result = graph.run(clock=FakeClock())
+    assert result.results == {"awaitable": 42, "data": {"n": (1, 2.5, "x", None, [b"y"])}}
