@@ -417,7 +417,7 @@ def run(
                 return episode.stop("deadline", turn, f"deadline of {deadline} s reached")
             return episode.stop("step_timeout", turn, f"no decision within {step_timeout} s")
         # Read once, as `_reported` reads it, inlined: most policies report nothing (None), and
-        # then neither `_usage_of` nor `charge` would change anything (2.25 -> 1.96 µs a step,
+        # then neither `_usage_of` nor `charge` would change anything (2.6 -> 2.2 µs a step,
         # benchmarks/runtime.py; tests/test_runtime.py pins the trace for every kind of report).
         try:
             reported = getattr(decide, "last_usage", None)
