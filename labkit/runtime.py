@@ -290,10 +290,17 @@ def _decide_within(decide: Decide, task: Any, observations: list, timeout: float
     return call.value
 
 
-def _usage_of(decide: Decide) -> dict[str, float]:
-    """The usage the policy reported for its last decision: values from 0 to MAX_NUMBER only."""
+def _reported(decide: Decide) -> Any:
+    """The policy's `last_usage` as it stands (read once), or None if it cannot be read."""
     try:
-        usage = getattr(decide, "last_usage", None)
+        return getattr(decide, "last_usage", None)
+    except Exception:  # noqa: BLE001 - a report that cannot be read is no report
+        return None
+
+
+def _usage_of(usage: Any) -> dict[str, float]:
+    """The usage a policy reported (its `last_usage`): values from 0 to MAX_NUMBER only."""
+    try:
         if not isinstance(usage, Mapping):
             return {}
         out = {}
@@ -400,7 +407,7 @@ def run(
                 else (f"policy raised {type(error).__name__}: {error}")
             )
             # A model that answered with something unparseable still spent its tokens.
-            episode.charge(entry, _usage_of(decide))
+            episode.charge(entry, _usage_of(_reported(decide)))
             trace.append(entry | {"elapsed": time.perf_counter() - turn_start, "error": detail})
             return episode.stop("invalid_decision", turn, detail)
         entry["elapsed"] = time.perf_counter() - turn_start
@@ -409,7 +416,15 @@ def run(
             if deadline_binds:
                 return episode.stop("deadline", turn, f"deadline of {deadline} s reached")
             return episode.stop("step_timeout", turn, f"no decision within {step_timeout} s")
-        episode.charge(entry, _usage_of(decide))
+        # Read once, as `_reported` reads it, inlined: most policies report nothing (None), and
+        # then neither `_usage_of` nor `charge` would change anything (2.6 -> 2.2 µs a step,
+        # benchmarks/runtime.py; tests/test_runtime.py pins the trace for every kind of report).
+        try:
+            reported = getattr(decide, "last_usage", None)
+        except Exception:  # noqa: BLE001 - a report that cannot be read is no report
+            reported = None
+        if reported is not None:
+            episode.charge(entry, _usage_of(reported))
         try:
             proposal, unreadable = plain_decision(proposal), ""
         except Exception as error:  # noqa: BLE001 - e.g. a dict another thread resized meanwhile

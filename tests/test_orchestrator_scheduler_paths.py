@@ -81,3 +81,91 @@ def test_a_chain_runs_each_job_once_in_order_with_two_events_each():
     assert order == [f"j{i}" for i in range(50)] and result.results["j49"] == 50
     assert [(e.job, e.new) for e in result.events] == [
         (f"j{i}", new) for i in range(50) for new in (State.RUNNING, State.COMPLETED)]
+
+
+async def _yield_once(ctx: Context) -> str:
+    await asyncio.sleep(0)
+    return ctx.job
+
+
+def _at_once(ctx: Context) -> str:
+    return ctx.job
+
+
+def test_outcomes_reach_the_scheduler_in_the_batches_the_event_loop_gives_them():
+    """Outcomes handed over one after another share one trip through the event loop
+    (scheduler._hand_over) and must reach the scheduler in the batches one callback each gave
+    them. z finishes on its first step, x1 and x2 one loop turn later, with z's outcome
+    waking the scheduler between them: it settles z and x1 together and starts d (which
+    needs only z) before it sees x2. Main's scheduler, one callback per outcome, logs this."""
+    graph = Graph().job("x1", _yield_once).job("z", _at_once).job("x2", _yield_once)
+    graph.job("d", _at_once, deps=["z"])
+    result = graph.run(clock=FakeClock())
+    assert [(e.job, str(e.new)) for e in result.events] == [
+        ("x1", "running"), ("z", "running"), ("x2", "running"),
+        ("z", "completed"), ("x1", "completed"), ("d", "running"),
+        ("x2", "completed"), ("d", "completed")]
+
+
+class _AsyncCallable:
+    async def __call__(self, ctx: Context) -> str:
+        await asyncio.sleep(0)
+        return "called"
+
+
+def test_a_job_runs_inline_only_when_it_is_one_plain_call():
+    from labkit.orchestrator import RetryPolicy
+
+    graph = (Graph().job("plain", _at_once).job("coroutine", _yield_once).job("callable", _AsyncCallable())
+             .job("retried", _at_once, retry=RetryPolicy()).job("lambda", lambda ctx: 1))
+    assert {job.id: job.inline for job in graph.jobs} == {
+        "plain": True, "coroutine": False, "callable": False, "retried": False, "lambda": True}
+
+
+def test_a_plain_function_that_returns_a_coroutine_has_it_awaited():
+    graph = Graph().job("a", lambda ctx: _yield_once(ctx)).job("b", lambda ctx: ctx.input + "!", deps=["a"])
+    graph.job("c", _AsyncCallable(), deps=["a"])
+    result = graph.run(clock=FakeClock())
+    assert result.ok and result.results == {"a": "a", "b": "a!", "c": "called"}
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_inline_jobs_fail_cancel_and_raise_as_jobs_in_tasks_do(concurrency):
+    from labkit.errors import LabError
+
+    def cancels(ctx: Context) -> None:
+        raise asyncio.CancelledError
+
+    def fails(ctx: Context) -> None:
+        raise KeyError("missing")
+
+    graph = Graph().job("cancels", cancels).job("fails", fails).job("after", _at_once, deps=["fails"])
+    result = graph.run(max_concurrency=concurrency, clock=FakeClock())
+    assert (result.status, dict(result.errors)) == ("failed", {
+        "cancels": "CancelledError: the job cancelled its own task",
+        "fails": "KeyError: 'missing' (no retry policy)"})
+    assert result.states["after"] == State.CANCELLED
+
+    def broken(ctx: Context) -> None:
+        raise LabError("the lab is broken")
+
+    with pytest.raises(LabError, match="the lab is broken"):
+        Graph().job("broken", broken).job("other", _yield_once).run(max_concurrency=concurrency)
+
+
+class _Ready:
+    """An awaitable that is not a coroutine: `await` gives 42."""
+
+    def __await__(self):
+        return (yield from asyncio.sleep(0, 42).__await__())
+
+
+@pytest.mark.parametrize("retry", [None, "policy"])
+def test_any_awaitable_a_job_returns_is_awaited_and_plain_data_is_kept(retry):
+    from labkit.orchestrator import RetryPolicy
+
+    policy = RetryPolicy() if retry else None
+    graph = Graph().job("awaitable", lambda ctx: _Ready(), retry=policy)
+    graph.job("data", lambda ctx: {"n": (1, 2.5, "x", None, [b"y"])}, retry=policy)
+    result = graph.run(clock=FakeClock())
+    assert result.results == {"awaitable": 42, "data": {"n": (1, 2.5, "x", None, [b"y"])}}

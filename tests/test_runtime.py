@@ -330,3 +330,79 @@ def test_trace_renders_as_text_without_timings_and_as_html():
 def test_validate_decision_returns_the_same_object():
     decision = {"action": "search", "query": "deploy"}
     assert validate_decision(decision, tools()) is decision
+
+
+class _Reports:
+    """A policy object answering SEARCH, READ, FINAL whose `last_usage` is whatever `report` gives."""
+
+    def __init__(self, report):
+        self.report, self.reads, self.calls = report, 0, 0
+
+    def __call__(self, task, observations):
+        self.calls += 1
+        return (SEARCH, READ, FINAL)[len(observations)]
+
+    @property
+    def last_usage(self):
+        self.reads += 1
+        return self.report(self.calls)
+
+
+class _NoAttribute:
+    def __call__(self, task, observations):
+        return (SEARCH, READ, FINAL)[len(observations)]
+
+
+class _HostileGetattr(_NoAttribute):
+    def __getattr__(self, name):
+        raise RuntimeError(f"no {name} for you")
+
+
+class _LateReport(_NoAttribute):
+    """Sets `last_usage` on itself only from its second decision on."""
+
+    def __call__(self, task, observations):
+        if observations:
+            self.last_usage = {"prompt_tokens": len(observations), "completion_tokens": 1}
+        return super().__call__(task, observations)
+
+
+def _raises(calls):
+    raise RuntimeError("usage unavailable")
+
+
+USAGE_KINDS = {
+    # kind: (policy factory, tokens of each trace entry, the episode's usage)
+    "plain function, no attribute": (lambda: lambda t, o: (SEARCH, READ, FINAL)[len(o)], [None] * 3,
+                                     (0, 0, 0.0)),
+    "object, no attribute": (_NoAttribute, [None] * 3, (0, 0, 0.0)),
+    "attribute None": (lambda: script(SEARCH, READ, FINAL, usage=None), [None] * 3, (0, 0, 0.0)),
+    "empty mapping": (lambda: _Reports(lambda n: {}), [None] * 3, (0, 0, 0.0)),
+    "not a mapping": (lambda: _Reports(lambda n: [100, 15]), [None] * 3, (0, 0, 0.0)),
+    "values out of range": (lambda: _Reports(lambda n: {"prompt_tokens": -1, "completion_tokens": 2**60}),
+                            [None] * 3, (0, 0, 0.0)),
+    "reading raises": (lambda: _Reports(_raises), [None] * 3, (0, 0, 0.0)),
+    "__getattr__ raises": (_HostileGetattr, [None] * 3, (0, 0, 0.0)),
+    "prompt tokens only": (lambda: _Reports(lambda n: {"prompt_tokens": 7}), [7, 7, 7], (21, 0, 0.0)),
+    "changes each decision": (lambda: _Reports(lambda n: {"prompt_tokens": 10 * n, "completion_tokens": n,
+                                                          "cost": 0.5}),
+                              [11, 22, 33], (60, 6, 1.5)),
+    "set from the second decision": (_LateReport, [None, 2, 3], (3, 2, 0.0)),
+}
+
+
+@pytest.mark.parametrize("kind", USAGE_KINDS)
+def test_every_kind_of_usage_report_gives_the_same_trace_tokens(kind):
+    """Tokens are charged exactly when the policy reports a readable, in-range usage; the
+    runtime skips the charging when `last_usage` is None (or absent), and must not change a
+    trace by doing so: these expectations held before that shortcut, and hold after it."""
+    make, tokens, (prompt, completion, cost) = USAGE_KINDS[kind]
+    policy = make()
+    result = run(TASK, policy, tools=tools(), max_turns=3, max_tools=2)
+    assert result["stop"] == "final"
+    assert [entry.get("tokens") for entry in result["trace"]] == tokens
+    assert [set(entry) - {"turn", "elapsed", "decision", "result"} for entry in result["trace"]] == [
+        set() if n is None else {"tokens"} for n in tokens]
+    assert result["usage"] == {"prompt_tokens": prompt, "completion_tokens": completion, "cost": cost}
+    if isinstance(policy, _Reports):
+        assert policy.reads == 3  # read once per decision, never twice

