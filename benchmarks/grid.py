@@ -10,10 +10,9 @@ children), episodes per second, and the speedup. It checks that both runs record
 same episodes with the same replies (timings and dates aside): the cluster must change
 how long a grid takes, never what it records.
 
-Measured on the 2-core course machine: 0.59x (load average 2.5-3.2) and 1.23x (4.0-6.6), the
-same records each time (README, "Scaling"). llama.cpp evaluates prompts on every core in one
-process already (`n_threads_batch` defaults to the core count), so two workers on two cores
-oversubscribe them.
+Measured on the 2-core course machine with --cases 16, load 1.0-2.4: 1.25x and 1.27x with each
+worker on its share of the cores (LABKIT_THREADS, set by --workers), against 0.75x with llama.cpp's
+default of evaluating prompts on every core in every worker (README, "Scaling").
 
 Both figures include what each run pays once: starting Python, loading the model (once
 in-process, once per worker) and, on the cluster, starting it. The load average is
