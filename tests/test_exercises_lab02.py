@@ -4,23 +4,28 @@ plausible wrong attempt fails with a sentence that says what to fix (never a tra
 import math
 
 import pytest
+from verdicts import verdict
 
-from labkit.exercises import Check, lab02
+from labkit.exercises import lab02
 from labkit.exercises.progress import load_progress
 from labkit.runtime import validate_decision
-
-
-def verdict(check: Check, passed: bool, *phrases: str) -> None:
-    assert isinstance(check, Check) and check.passed is passed, repr(check)
-    assert "Traceback" not in repr(check) and len(check.message) < 400
-    for phrase in phrases:
-        assert phrase in check.message, check.message
-
 
 # -- build it: the heart of run --------------------------------------------------------------
 
 
-def my_run(task, decide, tools, max_turns, max_tools):
+def read_ids(tool, result):
+    """The ids a tool call makes readable: a source tool's page, nothing else."""
+    if tool.source and isinstance(result, dict) and isinstance(result.get("id"), str):
+        return {result["id"]}
+    return set()
+
+
+def run_reading(ids_read):
+    """The intended `my_run`, with `ids_read(tool, result)` deciding what counts as read."""
+    return lambda *args, **limits: my_run(*args, **limits, ids_read=ids_read)
+
+
+def my_run(task, decide, tools, max_turns, max_tools, ids_read=read_ids):
     observations, sources, tool_calls = [], set(), 0
 
     def stop(reason, turns, answer=None, citation=None):
@@ -50,8 +55,7 @@ def my_run(task, decide, tools, max_turns, max_tools):
         except Exception as error:
             result = {"error": str(error)}
         tool_calls += 1
-        if tool.source and isinstance(result, dict) and isinstance(result.get("id"), str):
-            sources.add(result["id"])
+        sources |= ids_read(tool, result)
         observations.append({"action": decision["action"], "result": result})
     return stop("turn_limit", max_turns)
 
@@ -97,39 +101,12 @@ def test_wrong_runs_are_answered_with_the_rule_they_break():
 
     verdict(lab02.check_run(no_validation), False, "raised KeyError", "stop reason")
     verdict(lab02.check_run(limit_after_running), False, "tools ran")
-    def hits_count_as_read(task, decide, tools, max_turns, max_tools):
-        # Every id a tool returned counts as a source, search hits included.
-        observations, seen, tool_calls = [], set(), 0
-        for turn in range(1, max_turns + 1):
-            try:
-                decision = validate_decision(decide(task, list(observations)), tools)
-            except OSError:
-                return {"stop": "provider_error", "turns": turn, "tool_calls": tool_calls,
-                        "answer": None, "citation": None}
-            except Exception:
-                return {"stop": "invalid_decision", "turns": turn, "tool_calls": tool_calls,
-                        "answer": None, "citation": None}
-            if decision["action"] == "final":
-                cited = decision["citation"]
-                stop = "final" if not cited or cited in seen else "unread_citation"
-                answer = (decision["answer"], decision["citation"]) if stop == "final" else (None, None)
-                return {"stop": stop, "turns": turn, "tool_calls": tool_calls, "answer": answer[0],
-                        "citation": answer[1]}
-            if tool_calls == max_tools:
-                return {"stop": "tool_limit", "turns": turn, "tool_calls": tool_calls, "answer": None,
-                        "citation": None}
-            tool = tools[decision["action"]]
-            try:
-                result = tool.call(**{name: decision[name] for name in tool.params})
-            except Exception as error:
-                result = {"error": str(error)}
-            tool_calls += 1
-            for item in result if isinstance(result, list) else [result]:
-                if isinstance(item, dict) and isinstance(item.get("id"), str):
-                    seen.add(item["id"])
-            observations.append({"action": decision["action"], "result": result})
-        return {"stop": "turn_limit", "turns": max_turns, "tool_calls": tool_calls, "answer": None,
-                "citation": None}
+    def every_id_returned(tool, result):
+        """Search hits count as read too: an id in any result, list or dict."""
+        items = result if isinstance(result, list) else [result]
+        return {item["id"] for item in items if isinstance(item, dict) and isinstance(item.get("id"), str)}
+
+    hits_count_as_read = run_reading(every_id_returned)
 
     verdict(lab02.check_run(trusts_citations), False, "unread_citation")
     verdict(lab02.check_run(hits_count_as_read), False, "searches, then cites a hit unread")

@@ -2,19 +2,12 @@
 checker, and plausible wrong attempts fail with a sentence that says what to fix."""
 
 import pytest
+from verdicts import verdict
 
 from labkit.errors import LabError
-from labkit.exercises import Check, lab04
+from labkit.exercises import lab04
 from labkit.orchestrator import Graph, Next, RetryPolicy
 from labkit.orchestrator.experiments import feedback_experiment, parallel_experiment
-
-
-def verdict(check: Check, passed: bool, *phrases: str) -> None:
-    assert isinstance(check, Check) and check.passed is passed, repr(check)
-    assert "Traceback" not in repr(check) and len(check.message) < 400
-    for phrase in phrases:
-        assert phrase in check.message, check.message
-
 
 # -- build it: the ready-job step and the router ------------------------------------------------
 
