@@ -311,3 +311,20 @@ def test_the_command_on_two_workers_prints_the_evaluation_of_a_grid_of_two_model
     assert summary["replay example L2 T=0.7"]["cases"] == len(recorded) == 6
     assert summary["replay example L2 T=0.7"]["pass@1"] == round(sum(recorded) / 6, 3)
     assert "12 episodes recorded" in err
+
+
+def test_each_worker_makes_its_backend_once_for_all_its_episodes(tmp_path, client, ollama_grid):
+    def made(clear=False):
+        from labkit.grid import episode
+
+        if clear:
+            episode._BACKENDS.clear()
+        return sorted(model for model, _ in episode._BACKENDS)
+
+    client.run(made, clear=True)
+    assert run(ollama_grid, tmp_path / "grid.jsonl", client) == 48
+    per_worker = client.run(made)
+    # 48 episodes over two workers, one backend made on each that ran any: never one per episode
+    assert len(per_worker) == 2
+    assert all(models in ([], [f"ollama:{MODEL}"]) for models in per_worker.values())
+    assert any(per_worker.values())
