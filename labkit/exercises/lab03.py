@@ -33,10 +33,7 @@ a policy that errs all come back as a failed Check that says what went wrong.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import json
-import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -49,7 +46,7 @@ from labkit.exercises.check import NOT_YET, Check, fail, not_a_function
 from labkit.exercises.progress import exercise
 from labkit.refunds.attacks import ATTACKS, Attack, attack_from, gold_calls, load_templates, succeeded
 from labkit.refunds.defenses import DEFENSES, Defenses
-from labkit.refunds.display import WIDTH, short
+from labkit.refunds.display import short
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.metrics import Spec, evaluate, suite, summarise, unauthorized
 from labkit.refunds.policies import careful, gullible, scripted, timed_out
@@ -64,18 +61,6 @@ ATTACK_FIELDS = ("id", "template", "goal", "check", "gold", "places")
 
 
 Guard = Callable[[Any, EpisodeState], Any]
-
-
-def _narrow(checker: Callable[..., Check]) -> Callable[..., Check]:
-    """`checker` with its verdict's sentence wrapped to fit an output area ("NOT YET: " included),
-    so JupyterLab does not break it inside a number; the recorded progress keeps one line."""
-
-    @functools.wraps(checker)
-    def narrow(*args: Any, **kwargs: Any) -> Check:
-        verdict = checker(*args, **kwargs)
-        return dataclasses.replace(verdict, message=textwrap.fill(verdict.message, WIDTH - len("NOT YET: ")))
-
-    return narrow
 
 
 def _guarded(guard: Guard, crashes: list[BaseException]) -> Guard:
@@ -150,7 +135,6 @@ def _first_unauthorised(scores: list) -> str | None:
     return None
 
 
-@_narrow
 @exercise("03", "mediation", payload=guard_table)
 def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     """Build it: complete mediation as a guard (see the module docstring)."""
@@ -224,7 +208,6 @@ def attack_record(record: Any, request: str = "r-dev-planter") -> dict[str, Any]
     return json.loads(json.dumps({field: record[field] for field in ATTACK_FIELDS if field in record}))
 
 
-@_narrow
 @exercise("03", "intent_attack", payload=attack_record)
 def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
     """Exercise 1: an attack that mediation lets through and confirmation stops."""
@@ -270,7 +253,6 @@ def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
 REDIRECTS = ("destination",)
 
 
-@_narrow
 @exercise("03", "guard", payload=guard_table)
 def check_guard(guard: Guard | None) -> Check:
     """Exercise 2: a guard that stops money going to someone else's card, refusing nothing legitimate."""
@@ -322,7 +304,6 @@ def _looked_after_timeouts(episode: Any) -> bool:
     return True
 
 
-@_narrow
 @exercise("03", "retry_policy")
 def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
     """Exercise 3: a policy whose retries cannot pay twice on a server without keys or checks."""
