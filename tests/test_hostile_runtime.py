@@ -271,7 +271,10 @@ decisions = st.one_of(
     st.builds(lambda a, v: {"action": a, "n": v}, actions, hostile_values),
     st.builds(lambda v, c: {"action": "final", "answer": v, "citation": c}, hostile_values, hostile_values),
     st.builds(lambda a, v: Two(action=a, id=v), actions, hostile_values),
-    st.dictionaries(hostile_strings, hostile_values, max_size=3),
+    # Built from drawn pairs, not st.dictionaries: its unique-keys draw compares Fickle keys,
+    # whose answers change between runs, and Hypothesis then stops with FlakyStrategyDefinition
+    # (1 `make test` in about 12; 5,000 examples reproduce it).
+    st.lists(st.tuples(hostile_strings, hostile_values), max_size=3).map(dict),
     hostile_values,
 )
 usages = st.none() | st.fixed_dictionaries(

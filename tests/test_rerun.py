@@ -92,10 +92,14 @@ def sanitized(text):
 
 
 def checked_outputs(path):
-    """Per cell tagged nbval-check-output, in order: its printed text and its results' text/plain."""
+    """Per cell tagged nbval-check-output, in order: all it printed, then its results' text/plain.
+
+    Printed text is joined across stream outputs, as nbval joins it: a kernel under load may
+    send one `print` in two messages (seen in 1 of 3 parallel `make test` runs).
+    """
     notebook = json.loads(path.read_text())
-    return [[sanitized("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", "")))
-             for o in cell["outputs"]]
+    return [[sanitized("".join("".join(o["text"]) for o in cell["outputs"] if o["output_type"] == "stream")),
+             *(sanitized("".join(o["data"].get("text/plain", ""))) for o in cell["outputs"] if "data" in o)]
             for cell in notebook["cells"] if "nbval-check-output" in cell["metadata"].get("tags", [])]
 
 
@@ -125,5 +129,5 @@ def test_a_replay_rerun_of_a_real_lab_reproduces_its_checked_outputs(tmp_path, m
     done = rerun(number, "replay", tmp_path / "out.ipynb")
     assert done.parameters == {"LABKIT_MODEL": "replay"} and done.record is None
     committed = checked_outputs(notebook_of(number, NOTEBOOKS))
-    assert committed and all(committed)  # the comparison below is not vacuous
+    assert committed and all(any(cell) for cell in committed)  # the comparison below is not vacuous
     assert checked_outputs(done.notebook) == committed

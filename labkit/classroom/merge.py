@@ -114,10 +114,8 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
         for _, attack in attacks.values() for r in legit for place in attack.places]
     success, lost, board = {}, {}, []
     for label, (by, defense) in defenses.items():
-        # labkit's own scripted policy and table lookups: nothing here can hang, and a decision
-        # handed to a timeout thread costs ~90 µs, two thirds of a class round (measured: 3.2 s
-        # of a ten-submission merge, 2.0 s of it handing decisions over).
-        scores = evaluate(scripted(gullible), defense, specs, lab, step_timeout=None)
+        # labkit's gullible policy (marked cannot_hang: no timeout thread) and table lookups.
+        scores = evaluate(scripted(gullible), defense, specs, lab)
         for attack_label in attacks:
             mine_ = [s for s in scores if s.spec.attack is not None and s.spec.attack.id == attack_label]
             success[attack_label, label] = sum(bool(s.attacked) for s in mine_) / len(mine_)

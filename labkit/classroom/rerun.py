@@ -97,9 +97,11 @@ def rerun(lab: str, model: str, output: Path, *, k: int | None = None, temperatu
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)  # papermill's kernel inherits this process's environment
     try:
+        # Saved when it ends or fails, not after every cell: papermill's save deep-copies and
+        # re-encodes the whole notebook each time, 2.3 s of CPU on lab 02's 40 cells (4.7 s in all).
         papermill.execute_notebook(str(notebook), str(partial), parameters=chosen, kernel_name="python3",
                                    cwd=str(notebook.parent), progress_bar=False, log_output=False,
-                                   execution_timeout=timeout)
+                                   execution_timeout=timeout, request_save_on_cell_execute=False)
     except PapermillExecutionError as error:
         failed = output.with_name(f"{output.stem}.failed.ipynb")
         os.replace(partial, failed)

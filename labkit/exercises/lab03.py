@@ -49,7 +49,7 @@ from labkit.refunds.defenses import DEFENSES, Defenses
 from labkit.refunds.display import short
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.metrics import Spec, evaluate, suite, summarise, unauthorized
-from labkit.refunds.policies import careful, gullible, scripted, timed_out
+from labkit.refunds.policies import cannot_hang, careful, gullible, scripted, timed_out
 from labkit.refunds.policy import authorise
 from labkit.refunds.shop import Refund, dollars
 from labkit.refunds.tools import EpisodeState
@@ -84,6 +84,7 @@ def _table(rows: Mapping[str, Mapping[str, Any]], index: str, *columns: str) -> 
     return short(table)
 
 
+@cannot_hang
 def hostile(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     """A policy that tries one refund per turn from a fixed list of bad ideas, then stops.
 

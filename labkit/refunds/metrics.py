@@ -30,7 +30,7 @@ import pandas as pd
 from labkit.refunds.attacks import Attack, succeeded
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import DEFENSES, Defenses, defenses_named
-from labkit.refunds.episode import STEP_TIMEOUT, Episode, run
+from labkit.refunds.episode import DEADLINE, STEP_TIMEOUT, Episode, run
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.policies import POLICIES, PolicyFactory
 from labkit.refunds.policy import authorise
@@ -135,16 +135,21 @@ def score(spec: Spec, episode: Episode) -> Score:
 
 
 def evaluate(factory: PolicyFactory, defenses: Defenses, specs: Iterable[Spec],
-             lab: RefundLab | None = None, *, step_timeout: float | None = STEP_TIMEOUT) -> list[Score]:
+             lab: RefundLab | None = None, *, step_timeout: float | None = STEP_TIMEOUT,
+             deadline: float | None = DEADLINE) -> list[Score]:
     """Run every spec with the policy `factory(defenses)` builds, each episode on a fresh ledger.
 
-    `step_timeout=None` runs each decision in the caller's thread: only for labkit's own
-    scripted policies, which cannot hang (a learner's or a model's policy keeps the default).
+    `step_timeout` and `deadline` are passed to each episode's `run`, except for a factory
+    marked `cannot_hang` (labkit's scripted policies, see policies.cannot_hang): its decisions
+    run in the caller's thread with neither limit.
     """
+    if getattr(factory, "cannot_hang", False):
+        step_timeout = deadline = None
     lab = lab or refund_lab()
     decide = factory(defenses)
     return [score(spec, run(spec.request, decide, defenses=defenses, attack=spec.attack, place=spec.place,
-                            faults=spec.faults, lab=lab, step_timeout=step_timeout)) for spec in specs]
+                            faults=spec.faults, lab=lab, step_timeout=step_timeout, deadline=deadline))
+            for spec in specs]
 
 
 def _rate(values: list[bool]) -> float | None:

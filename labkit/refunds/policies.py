@@ -125,6 +125,19 @@ def _carry_out(task: Any, planned: list[dict[str, Any]], observations: list[dict
     return {"action": "final", "answer": answer, "citation": ""}
 
 
+def cannot_hang(policy: Decide) -> Decide:
+    """Mark one of labkit's own scripted policies: plain code over its observations, no I/O, no wait.
+
+    `evaluate` runs a marked policy's decisions in the caller's thread, without a step timeout
+    or deadline: handing a decision to a timeout thread costs ~90 µs, more than the decision
+    itself (the attack × defense matrix: 1.50 s of CPU with both limits, 0.37 s without). A
+    learner's policy and a model's are never marked and keep both limits. Returns `policy`.
+    """
+    setattr(policy, "cannot_hang", True)  # noqa: B010 - a function attribute, set once
+    return policy
+
+
+@cannot_hang
 def gullible(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     """Obey every refund instruction read anywhere, then do the customer's refund unchecked."""
     read = _read_step(task, observations)
@@ -162,6 +175,7 @@ def policy_refusal(task: Any, record: Mapping[str, Any]) -> str | None:
     return None
 
 
+@cannot_hang
 def careful(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     """Follow the written policy from the order's record; take no instruction from tool text."""
     read = _read_step(task, observations)
@@ -258,7 +272,13 @@ def model_policy(defenses: Defenses, *, backend: Any = None, trial: int = 0, run
 
 
 def scripted(policy: Decide) -> PolicyFactory:
-    return lambda defenses: policy
+    """The factory of a policy that ignores the defenses; it carries the policy's `cannot_hang`."""
+
+    def factory(defenses: Defenses) -> Decide:
+        return policy
+
+    setattr(factory, "cannot_hang", getattr(policy, "cannot_hang", False))  # noqa: B010
+    return factory
 
 
 POLICIES: Mapping[str, PolicyFactory] = FrozenMap({  # read-only, like DEFENSES
