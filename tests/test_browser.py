@@ -137,7 +137,9 @@ def lab(browser, jupyterlab):
     page.goto(f"{jupyterlab}/lab?token={TOKEN}")
     page.wait_for_function("() => window.jupyterapp?.commands.hasCommand('docmanager:open')",
                            timeout=START_TIMEOUT * 1000)
-    page.evaluate("() => window.jupyterapp.restored")  # the layout is restored: nothing opens later
+    # The layout is restored: nothing opens later. Each evaluate returns nothing: playwright
+    # would serialise what the promise resolves to (here, a whole widget: 4 s of this process).
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
     yield page
     page.close()
 
@@ -174,7 +176,8 @@ DONE = """() => {
 
 def _run_all(page, name: str, shot: Path) -> dict:
     """Open `name` in the page, Run All, wait until every code cell has run; JupyterLab's state."""
-    page.evaluate("name => window.jupyterapp.commands.execute('docmanager:open', {path: name})", name)
+    page.evaluate("async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
+                  name)
     page.wait_for_function(
         "name => { const w = window.jupyterapp.shell.currentWidget;"
         " return w?.context?.path === name && w.sessionContext?.session?.kernel?.status === 'idle'; }",
