@@ -28,19 +28,19 @@ def _runs_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_RUNS", str(tmp_path / "runs"))
 
 
-# Files that take longest, longest first, in seconds of one worker's time measured on the 2-core
-# course machine (pytest --durations=0, summed per file). `make test` gives each xdist worker one
-# whole file at a time (--dist loadfile) in collection order (--no-loadscope-reorder); xdist's own
-# order, most tests first, handed out the 4-test browser file last and left the other worker idle
-# for its 13 s (50 s in all). Longest first, then the rest as collected, leaves only short files
-# for the end.
+# Files that take longest, longest first, in seconds of one worker's time measured alone on the
+# 2-core course machine (pytest -n 0 --durations=0, summed per file). `make test` gives each xdist
+# worker one whole file at a time (--dist loadfile) in collection order (--no-loadscope-reorder);
+# xdist's own order, most tests first, handed out the 4-test browser file last and left the other
+# worker idle for its 13 s (then 50 s in all). Longest first, then the rest as collected, leaves
+# only short files for the end.
 SLOWEST_FIRST = (
-    "tests/test_browser.py",  # 13 s: a JupyterLab server, Chromium, two Run Alls
-    "tests/test_grid_run.py",  # 10 s: Dask clusters
-    "tests/test_rerun.py",  # 7 s: papermill kernels
-    "tests/test_classroom.py",  # 5 s
-    "notebooks/03_refund_attack_lab.ipynb",  # 4 s each: a kernel per notebook
-    "notebooks/04_routing_cycles.ipynb",
+    "tests/test_browser.py",  # 8.7 s: a JupyterLab server, Chromium, two Run Alls
+    "tests/test_grid_run.py",  # 8.5 s: Dask clusters
+    "tests/test_rerun.py",  # 8.3 s: papermill kernels
+    "tests/test_classroom.py",  # 3.4 s
+    "notebooks/04_routing_cycles.ipynb",  # 2.5-3.4 s each: a kernel per notebook
+    "notebooks/03_refund_attack_lab.ipynb",
     "notebooks/02_decision_loop.ipynb",
 )
 
@@ -54,6 +54,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker more than the cores, since much of the suite waits rather than computes
     (kernels starting and stopping, a JupyterLab server, Dask processes, the lab 04 timing demos).
-    Measured on the 2-core course machine, three runs each: 2 workers 46.0-50.7 s, 3 workers
-    44.0-46.0 s, 4 workers 45.7 s."""
+    Measured on the 2-core course machine, `make test` without the live test: 2 workers 39.4 and
+    40.3 s, 3 workers 37.4 and 37.4 s, 4 workers 41.0 s."""
     return (os.cpu_count() or 1) + 1
