@@ -22,6 +22,23 @@ def cli(capsys):
     return invoke
 
 
+@pytest.fixture
+def decision_waits(monkeypatch):
+    """The timeout of every decision the runtime takes from now on, in order (None: the decision
+    ran in the caller's thread, without a timeout thread)."""
+    from labkit import runtime
+
+    waits: list[float | None] = []
+    decide_within = runtime._decide_within
+
+    def noted(decide, task, observations, timeout):
+        waits.append(timeout)
+        return decide_within(decide, task, observations, timeout)
+
+    monkeypatch.setattr(runtime, "_decide_within", noted)
+    return waits
+
+
 @pytest.fixture(autouse=True)
 def _runs_in_tmp(tmp_path, monkeypatch):
     """Checkers record progress under runs/; tests keep theirs in a temporary folder."""

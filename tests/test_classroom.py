@@ -131,24 +131,14 @@ def test_class_json_counts_and_the_red_team_read_from_the_ledger(cli, tmp_path):
     assert attacks["learner0"]["by"] == "learner0" and "learner3" not in attacks
 
 
-def test_the_class_round_hands_no_decision_to_a_timeout_thread(tmp_path, monkeypatch):
+def test_the_class_round_hands_no_decision_to_a_timeout_thread(tmp_path, decision_waits):
     # labkit's own scripted policy cannot hang; handing each of its ~23,000 decisions to a
     # timeout thread tripled the round's time. Neither a step timeout nor a deadline may do it.
-    from labkit import runtime
-
-    waits = []
-    decide_within = runtime._decide_within
-
-    def noted(decide, task, observations, timeout):
-        waits.append(timeout)
-        return decide_within(decide, task, observations, timeout)
-
-    monkeypatch.setattr(runtime, "_decide_within", noted)
     lab03_progress()
     _submissions(tmp_path / "class", count=1)
     usable, _ = load_folder(tmp_path / "class")
     assert red_team(usable) is not None
-    assert len(waits) > 1000 and set(waits) == {None}
+    assert len(decision_waits) > 1000 and set(decision_waits) == {None}
 
 
 def test_the_latest_submission_of_a_learner_wins(tmp_path):

@@ -228,25 +228,20 @@ def test_a_policy_that_never_returns_is_a_counted_stop(limits, stop):
     assert len(episode.refunds) == 1  # the first, prompt decision ran; the stuck one never does
 
 
-def test_evaluate_waits_for_any_policy_but_labkits_scripted_ones_within_its_limits(monkeypatch):
-    from labkit import runtime
+def test_evaluate_waits_for_any_policy_but_labkits_scripted_ones_within_its_limits(decision_waits):
     from labkit.refunds.metrics import Spec, evaluate
     from labkit.refunds.policies import scripted
 
-    waits = []
-    decide_within = runtime._decide_within
-    monkeypatch.setattr(runtime, "_decide_within", lambda d, t, o, timeout: (
-        waits.append(timeout), decide_within(d, t, o, timeout))[1])
     specs = [Spec("benign", refund_lab().request("r-ana-blender"))]
 
     def learners(task, observations):  # the same decisions, from a function labkit did not write
         return careful(task, observations)
 
     evaluate(scripted(learners), DEFENSES["none"], specs)
-    assert waits and None not in waits  # bounded by the step timeout
-    waits.clear()
+    assert decision_waits and None not in decision_waits  # bounded by the step timeout
+    decision_waits.clear()
     evaluate(scripted(careful), DEFENSES["none"], specs)
-    assert waits and set(waits) == {None}  # labkit's own: in the caller's thread
+    assert decision_waits and set(decision_waits) == {None}  # labkit's own: in the caller's thread
 
 
 # -- 7. hypothesis: hostile values against the refund tool ---------------------------------
