@@ -163,14 +163,20 @@ STATE = """() => {
 }"""
 
 
-# Polled until true: cheap, no outputs serialised (a chart's PNG is a long base64 string).
+# Polled until true: every code cell has run, or one failed (Run All stops there), and the kernel
+# is idle. Cheap: no output is serialised (a chart's PNG is a long base64 string).
 DONE = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
   if (panel.sessionContext.session?.kernel?.status !== 'idle') return false;
+  let waiting = false;
   for (const cell of panel.content.model.cells) {
-    if (cell.type === 'code' && cell.executionCount === null) return false;
+    if (cell.type !== 'code') continue;
+    for (let i = 0; i < cell.outputs.length; i++) {
+      if (cell.outputs.get(i).type === 'error') return true;
+    }
+    waiting = waiting || cell.executionCount === null;
   }
-  return true;
+  return !waiting;
 }"""
 
 
@@ -197,17 +203,16 @@ def test_run_all_in_jupyterlab_executes_every_cell_without_error(lab, pattern, t
     shot = tmp_path / f"{Path(name).stem}.png"
     state = _run_all(lab, name, shot)
     assert state["path"] == name, f"the page ran {state['path']}, not {name}"
+    errors = [o for cell in state["cells"] for o in cell["outputs"] if o["type"] == "error"]
+    assert errors == [], errors[:1]
     source = json.loads((NOTEBOOKS / name).read_text())["cells"]
     assert len(state["cells"]) == sum(cell["cell_type"] == "code" for cell in source)
     assert all(cell["count"] is not None for cell in state["cells"])
-    errors = [o for cell in state["cells"] for o in cell["outputs"] if o["type"] == "error"]
-    assert errors == [], errors[:1]
     assert state["news"] == 0, "JupyterLab's news popup is showing: the settings override was not applied"
     if name.startswith("01_"):  # read from the model: the page renders only the cells in view
         charts = [o for cell in state["cells"] for o in cell["outputs"] if "image/png" in o["mimes"]]
         assert charts, "lab 01 shows no chart"
     assert shot.stat().st_size > 10_000
-
 
 
 def test_without_chromium_the_reason_says_how_to_install_it(monkeypatch, tmp_path):
