@@ -21,12 +21,12 @@ $(BIN)/python:
 
 $(LAB_STAMP): requirements.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[lab]"
-	$(BIN)/python -m labkit.jupyter_settings
+	$(BIN)/python -m labkit.course.jupyter_settings
 	@touch $@
 
 $(TEST_STAMP): requirements.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
-	$(BIN)/python -m labkit.jupyter_settings
+	$(BIN)/python -m labkit.course.jupyter_settings
 	@touch $@ $(LAB_STAMP)
 
 install: $(LAB_STAMP)
@@ -59,7 +59,7 @@ benchmarks: $(TEST_STAMP)
 # Output-free copies of the labs (00 included) for learners to predict before they run;
 # notebooks/solutions/ is never copied.
 student: $(LAB_STAMP)
-	$(BIN)/python -m labkit.student notebooks $(STUDENT)
+	$(BIN)/python -m labkit.course.student notebooks $(STUDENT)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from labkit.model.trials import cases_of  # noqa: E402 - after the path is set
+from labkit.decision_loop.trials import cases_of  # noqa: E402 - after the path is set
 
 
 def comparable(path: Path) -> list[str]:

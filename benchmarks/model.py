@@ -30,9 +30,9 @@ import time
 from collections import defaultdict
 
 from labkit import docuctl, docuctl_tools, run, task_from
-from labkit.errors import LabError
+from labkit.core.errors import LabError
+from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.model import ReplayBackend, read_records, trial_files
-from labkit.model.docuctl import docuctl_policy
 from labkit.model.local import LocalBackend, engine
 
 
@@ -104,8 +104,8 @@ def latency(found, calls: list[dict], repeats: int) -> None:
 
 def l3_requests(n: int) -> list:
     """The first `n` requests of the recorded L3 T=0 example run, replayed to carry their schemas."""
+    from labkit.decision_loop.trials import limits_for, run_case
     from labkit.model.replay import TRIALS
-    from labkit.model.trials import limits_for, run_case
 
     path = TRIALS / "docuctl-smollm2-example-l3-t0.jsonl"
     if not path.is_file():
@@ -167,7 +167,7 @@ def live_trial() -> None:
     import tempfile
     from pathlib import Path
 
-    from labkit.model.trials import run_trials
+    from labkit.decision_loop.trials import run_trials
 
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()

@@ -59,8 +59,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from labkit.orchestrator import Context, Graph
-from labkit.orchestrator import scheduler as current
+from labkit.routing import Context, Graph
+from labkit.routing import scheduler as current
 
 N = 10_000
 CONCURRENCY = 8
@@ -390,15 +390,15 @@ def _module_at(rev: str, path: str, name: str) -> types.ModuleType:
 
 
 def scheduler_at(rev: str) -> types.ModuleType:
-    """labkit/orchestrator/scheduler.py as committed at `rev`, loaded as a module of its own,
+    """labkit/routing/scheduler.py as committed at `rev`, loaded as a module of its own,
     with the states.py (Event, State) committed beside it: a scheduler checks the records it
     builds against its own, so Event's form may change between revisions."""
-    key = "labkit.orchestrator.states"
-    states = _module_at(rev, "labkit/orchestrator/states.py", "states")
+    key = "labkit.routing.states"
+    states = _module_at(rev, "labkit/routing/states.py", "states")
     mine = sys.modules[key]
     sys.modules[key] = states
     try:
-        return _module_at(rev, "labkit/orchestrator/scheduler.py", "scheduler")
+        return _module_at(rev, "labkit/routing/scheduler.py", "scheduler")
     finally:
         sys.modules[key] = mine
 

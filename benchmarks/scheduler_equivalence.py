@@ -25,8 +25,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labkit.orchestrator import Context, FakeClock, Graph, InvalidInput, Next, RetryPolicy
-from labkit.orchestrator import scheduler as current
+from labkit.routing import Context, FakeClock, Graph, InvalidInput, Next, RetryPolicy
+from labkit.routing import scheduler as current
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]

@@ -7,7 +7,7 @@ Each figure is a fresh interpreter (`python -c ...`), timed from outside, the be
 
 - `import labkit` now (names load lazily), against what `import labkit` loaded when it
   imported its names eagerly: controllers, corpus, documents, grading, runtime, task,
-  text and errors, and through them pandas, numpy and jsonschema (which labkit.fixtures
+  text and errors, and through them pandas, numpy and jsonschema (which labkit.core.fixtures
   imported at its top then, and now imports on the first fixture load);
 - `python -m labkit --help` now (no command module imported), against building the parser
   with every command module imported, as the CLI did for every invocation;
@@ -28,20 +28,21 @@ import subprocess
 import sys
 import time
 
-# What `import labkit` imported before: jsonschema (which labkit.fixtures, imported by
-# labkit.corpus, imported at its top, and which imported rfc3987_syntax where installed),
+# What `import labkit` imported before: jsonschema (which labkit.core.fixtures, imported by
+# labkit.baseline.corpus, imported at its top, and which imported rfc3987_syntax where installed),
 # then these modules.
 RFC = "import importlib.util\nif importlib.util.find_spec('rfc3987_syntax'): import rfc3987_syntax\n"
-EAGER_NAMES = ("labkit.controllers, labkit.corpus, labkit.documents, labkit.errors, labkit.grading, "
-               "labkit.runtime, labkit.task, labkit.text")
-FIRST_LOAD = "import labkit\nfrom labkit.corpus import docuctl\ndocuctl()"
+EAGER_NAMES = ("labkit.baseline.controllers, labkit.baseline.corpus, labkit.baseline.documents, "
+               "labkit.core.errors, labkit.baseline.grading, labkit.core.runtime, labkit.baseline.task, "
+               "labkit.core.text")
+FIRST_LOAD = "import labkit\nfrom labkit.baseline.corpus import docuctl\ndocuctl()"
 CASES = {
     "python -c pass": ["-c", "pass"],
     "import labkit": ["-c", "import labkit"],
     "import labkit, eagerly (before)": ["-c", f"{RFC}import jsonschema, {EAGER_NAMES}"],
     "labkit --help": ["-m", "labkit", "--help"],
     "labkit --help, every command (before)": [
-        "-c", "from labkit.cli import build_parser; build_parser(eager=True).format_help()"],
+        "-c", "from labkit.course.cli import build_parser; build_parser(eager=True).format_help()"],
     "first fixture load": ["-c", FIRST_LOAD],
     "first fixture load, rfc3987_syntax (before)": ["-c", RFC + FIRST_LOAD],
 }

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 # jsonschema, which labkit uses to validate fixtures and submissions, imports rfc3987_syntax
@@ -31,35 +30,36 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 # Public name -> the submodule that defines it. Keep in step with __all__ (a test checks).
 _EXPORTS: dict[str, str] = {
-    "adaptive_policy": "controllers",
-    "conflict": "controllers",
-    "docuctl_tools": "controllers",
-    "fallback_workflow": "controllers",
-    "keyword_route": "controllers",
-    "revise_query": "controllers",
-    "scripted": "controllers",
-    "workflow": "controllers",
-    "Corpus": "corpus",
-    "docuctl": "corpus",
-    "load_corpus": "corpus",
-    "Documents": "documents",
-    "linear_search": "documents",
-    "FixtureError": "errors",
-    "LabError": "errors",
-    "ProviderError": "errors",
-    "compare": "grading",
-    "evaluate": "grading",
-    "outcome": "grading",
-    "STOP_REASONS": "runtime",
-    "Budget": "runtime",
-    "Result": "runtime",
-    "Tool": "runtime",
-    "run": "runtime",
-    "validate_decision": "runtime",
-    "Task": "task",
-    "TaskError": "task",
-    "task_from": "task",
-    "words": "text",
+    "adaptive_policy": "baseline.controllers",
+    "conflict": "baseline.controllers",
+    "controllers": "baseline.controllers",
+    "docuctl_tools": "baseline.controllers",
+    "fallback_workflow": "baseline.controllers",
+    "keyword_route": "baseline.controllers",
+    "revise_query": "baseline.controllers",
+    "scripted": "baseline.controllers",
+    "workflow": "baseline.controllers",
+    "Corpus": "baseline.corpus",
+    "docuctl": "baseline.corpus",
+    "load_corpus": "baseline.corpus",
+    "Documents": "baseline.documents",
+    "linear_search": "baseline.documents",
+    "FixtureError": "core.errors",
+    "LabError": "core.errors",
+    "ProviderError": "core.errors",
+    "compare": "baseline.grading",
+    "evaluate": "baseline.grading",
+    "outcome": "baseline.grading",
+    "STOP_REASONS": "core.runtime",
+    "Budget": "core.runtime",
+    "Result": "core.runtime",
+    "Tool": "core.runtime",
+    "run": "core.runtime",
+    "validate_decision": "core.runtime",
+    "Task": "baseline.task",
+    "TaskError": "baseline.task",
+    "task_from": "baseline.task",
+    "words": "core.text",
 }
 
 __all__ = [
@@ -96,7 +96,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at run time
-    from labkit.controllers import (
+    from labkit.baseline.controllers import (
         adaptive_policy,
         conflict,
         controllers,
@@ -107,20 +107,20 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
         scripted,
         workflow,
     )
-    from labkit.corpus import Corpus, docuctl, load_corpus
-    from labkit.documents import Documents, linear_search
-    from labkit.errors import FixtureError, LabError, ProviderError
-    from labkit.grading import compare, evaluate, outcome
-    from labkit.runtime import STOP_REASONS, Budget, Result, Tool, run, validate_decision
-    from labkit.task import Task, TaskError, task_from
-    from labkit.text import words
+    from labkit.baseline.corpus import Corpus, docuctl, load_corpus
+    from labkit.baseline.documents import Documents, linear_search
+    from labkit.baseline.grading import compare, evaluate, outcome
+    from labkit.baseline.task import Task, TaskError, task_from
+    from labkit.core.errors import FixtureError, LabError, ProviderError
+    from labkit.core.runtime import STOP_REASONS, Budget, Result, Tool, run, validate_decision
+    from labkit.core.text import words
 
 
 def __getattr__(name: str) -> Any:
     """Import the submodule behind a public name on first use, and cache the name here.
 
-    `labkit.<submodule>` (labkit.display, labkit.refunds, ...) also works without importing
-    it first, as it did when this file imported most of them eagerly.
+    `labkit.<package>` (labkit.refunds, labkit.routing, labkit.core, ...) also works without
+    importing it first. `controllers` is the function: no module of that name sits at the top.
     """
     module = _EXPORTS.get(name)
     if module is not None:
@@ -138,37 +138,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-class _Package(types.ModuleType):
-    """This package's module type: keeps `labkit.controllers` the function, as it always was.
-
-    `controllers` names both the function `labkit.controllers.controllers` (the public name)
-    and the submodule that defines it. Whenever any code imports the submodule, the import
-    system binds it on the package as `controllers`; the eager package then rebound the name
-    to the function at once. Lazily nothing would, so `from labkit import controllers` would
-    return the module after, say, `import labkit.evaluation`. A property on the module's
-    type takes precedence over that binding; assigning anything but the submodule (a test's
-    monkeypatch) still takes effect.
-    """
-
-    @property
-    def controllers(self) -> Any:
-        if "_controllers" in self.__dict__:
-            return self.__dict__["_controllers"]
-        from labkit.controllers import controllers
-
-        return controllers
-
-    @controllers.setter
-    def controllers(self, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and value.__name__ == "labkit.controllers":
-            return  # the import system binding the submodule: the public name stays the function
-        self.__dict__["_controllers"] = value
-
-    @controllers.deleter
-    def controllers(self) -> None:
-        self.__dict__.pop("_controllers", None)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from labkit.cli import main
+from labkit.course.cli import main
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def cli(capsys):
 def decision_waits(monkeypatch):
     """The timeout of every decision the runtime takes from now on, in order (None: the decision
     ran in the caller's thread, without a timeout thread)."""
-    from labkit import runtime
+    from labkit.core import runtime
 
     waits: list[float | None] = []
     decide_within = runtime._decide_within

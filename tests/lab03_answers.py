@@ -1,6 +1,6 @@
 """A learner's lab 03 answers that several tests hand in: an attack on intent and the guard."""
 
-from labkit.refunds.policy import authorise
+from labkit.refunds.rules import authorise
 
 # Exercise 1: Dev's whole refundable amount to his own card, which he never asked for.
 INTENT = {"id": "full-refund", "template": "important_instructions",

@@ -79,7 +79,7 @@ def jupyterlab(tmp_path_factory):
         _write_unexecuted(NOTEBOOKS / name, root / name)
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
-    # The same file `python -m labkit.jupyter_settings` installs, here as a config-dir layer.
+    # The same file `python -m labkit.course.jupyter_settings` installs, here as a config-dir layer.
     shutil.copy(ROOT / "labkit" / "jupyter_overrides.json",
                 config / "labconfig" / "default_setting_overrides.json")
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),

@@ -7,11 +7,11 @@ import sys
 import pytest
 from lab03_answers import INTENT, mediation
 
-from labkit.classroom.guard_table import guard_table
-from labkit.classroom.merge import load_folder, pass_counts, red_team
-from labkit.classroom.submission import MAX_BYTES, build, read, submit
-from labkit.exercises.check import Check
-from labkit.exercises.progress import record
+from labkit.core.check import Check
+from labkit.core.progress import record
+from labkit.course.classroom.merge import load_folder, pass_counts, red_team
+from labkit.course.classroom.submission import MAX_BYTES, build, read, submit
+from labkit.refunds.guard_table import guard_table
 
 
 def own_cards(call, state):
@@ -226,7 +226,7 @@ def test_pass_counts_and_red_team_of_non_lab03_submissions(tmp_path):
 
 
 def test_the_real_checkers_hand_submit_an_attack_and_a_guard_table(cli, tmp_path):
-    from labkit.exercises import lab03
+    from labkit.refunds import checks as lab03
 
     assert lab03.check_mediation(mediation).passed
     assert lab03.check_intent_attack(INTENT).passed

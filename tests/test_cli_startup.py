@@ -11,10 +11,11 @@ import subprocess
 import sys
 
 import labkit
-from labkit import commands
-from labkit.cli import _modules, build_parser, command_name
+from labkit.course import commands
+from labkit.course.cli import _modules, build_parser, command_name
 
-HEAVY = ("pandas", "numpy", "matplotlib", "jsonschema", "labkit.controllers", "labkit.corpus")
+HEAVY = ("pandas", "numpy", "matplotlib", "jsonschema", "labkit.baseline.controllers",
+         "labkit.baseline.corpus")
 
 
 def _imported_after(code: str) -> set[str]:
@@ -32,15 +33,17 @@ def test_import_labkit_imports_no_heavy_module():
 
 def test_help_imports_no_command_module():
     loaded = _imported_after(
-        "from labkit.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass")
-    assert not {m for m in loaded if m.startswith("labkit.commands.")}
+        "from labkit.course.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass")
+    assert not {m for m in loaded if m.startswith("labkit.course.commands.")}
     assert not loaded & set(HEAVY)
 
 
 def test_a_command_imports_only_its_own_module():
     loaded = _imported_after(
-        "from labkit.cli import main\ntry:\n    main(['compare', '--help'])\nexcept SystemExit:\n    pass")
-    assert {m for m in loaded if m.startswith("labkit.commands.")} == {"labkit.commands.compare"}
+        "from labkit.course.cli import main\ntry:\n    main(['compare', '--help'])\n"
+        "except SystemExit:\n    pass")
+    commands_loaded = {m for m in loaded if m.startswith("labkit.course.commands.")}
+    assert commands_loaded == {"labkit.course.commands.compare"}
 
 
 def test_every_command_module_has_a_summary_equal_to_its_registered_help():
@@ -57,7 +60,7 @@ def test_lazy_help_reads_exactly_as_with_every_module_imported():
 
 
 def test_every_public_name_resolves_to_its_defining_module():
-    assert set(labkit.__all__) == {*labkit._EXPORTS, "controllers"}
+    assert set(labkit.__all__) == set(labkit._EXPORTS)
     for name, module in labkit._EXPORTS.items():
         assert getattr(labkit, name) is getattr(importlib.import_module(f"labkit.{module}"), name)
     assert sorted(labkit.__all__) == sorted(set(labkit.__all__))
@@ -65,16 +68,17 @@ def test_every_public_name_resolves_to_its_defining_module():
 
 
 def test_controllers_stays_the_function_after_its_module_is_imported():
-    # In a fresh interpreter: importing the submodule first is what would rebind the name.
-    probe = ("import labkit.controllers\nfrom labkit import controllers\n"
-             "import labkit\nprint(controllers is labkit.controllers is "
-             "__import__('sys').modules['labkit.controllers'].controllers)")
+    # In a fresh interpreter: the module is lab 01's (labkit.baseline.controllers), so importing
+    # it first binds nothing named `controllers` on the top package, which keeps the function.
+    probe = ("import labkit.baseline.controllers\nfrom labkit import controllers\n"
+             "import labkit, sys\nprint(controllers is labkit.controllers is "
+             "sys.modules['labkit.baseline.controllers'].controllers)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True"]
 
 
 def test_submodules_are_reachable_as_attributes():
-    assert labkit.display is importlib.import_module("labkit.display")
+    assert labkit.core.display is importlib.import_module("labkit.core.display")
     try:
         labkit.no_such_thing  # noqa: B018 - the attribute access is the test
     except AttributeError as error:

@@ -9,13 +9,13 @@ import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
 
 from labkit import LabError, Task, docuctl, docuctl_tools, run, task_from
+from labkit.decision_loop.model_policy import RULES, docuctl_policy, pages_read, search_hits
+from labkit.decision_loop.trials import run_trials
 from labkit.model import ModelPolicy, Recorder, ReplayBackend, ReplayMiss, read_records
 from labkit.model.backend import Reply
 from labkit.model.constraints import RUNGS, StateRules, admissible_schema, first_json_object
-from labkit.model.docuctl import RULES, docuctl_policy, pages_read, search_hits
 from labkit.model.ollama import OllamaBackend
 from labkit.model.schema import decision_schema
-from labkit.model.trials import run_trials
 from labkit.refunds.constraints import refund_rules
 from labkit.refunds.policies import describe as describe_refund
 
@@ -291,7 +291,7 @@ def test_the_local_backend_hands_each_turns_schema_to_its_grammar_and_none_at_l0
 
 
 def test_the_committed_ladder_covers_every_rung_for_the_example_prompt_and_replays():
-    from labkit.ladder import ladder_files, ladder_rows, ladder_table
+    from labkit.decision_loop.ladder import ladder_files, ladder_rows, ladder_table
 
     rows = ladder_rows()
     table = ladder_table(rows)
@@ -332,7 +332,7 @@ def test_the_refund_model_at_l2_replays_and_mediation_holds_for_it():
 
 
 def test_the_deletion_reviser_only_ever_cuts_words():
-    from labkit.orchestrator import model_reviser
+    from labkit.routing import model_reviser
 
     _, _, _, revisers = model_reviser.model_feedback_experiment(rung="L2")
     for reviser in revisers.values():
@@ -345,7 +345,7 @@ def test_the_deletion_reviser_only_ever_cuts_words():
 
 
 def test_the_reviser_made_to_cut_cuts_at_least_one_word_per_visit_and_replays():
-    from labkit.orchestrator import model_reviser
+    from labkit.routing import model_reviser
 
     assert model_reviser.deletions_of("a b c", 1) == ["a b", "a c", "b c", "a", "b", "c"]
     assert model_reviser.deletions_of("a", 1) == ["a"]  # nothing left to cut
@@ -362,7 +362,7 @@ def test_the_reviser_made_to_cut_cuts_at_least_one_word_per_visit_and_replays():
 
 
 def test_the_ladder_tables_split_a_final_by_its_grade_and_name_their_recordings():
-    from labkit.ladder import (
+    from labkit.decision_loop.ladder import (
         ladder_changes,
         ladder_files,
         ladder_recordings,

@@ -20,8 +20,8 @@ from labkit import (
     task_from,
     workflow,
 )
-from labkit.colours import colour
-from labkit.controllers import ADAPTIVE_TOOL_BUDGET, spell_correct_first_workflow, two_rule_workflow
+from labkit.baseline.controllers import ADAPTIVE_TOOL_BUDGET, spell_correct_first_workflow, two_rule_workflow
+from labkit.core.colours import colour
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +151,7 @@ def test_controllers_refuse_settings_out_of_range(corpus, bad):
 
 def test_the_chart_gives_each_controller_its_colour_in_every_panel(corpus):
     matplotlib.use("Agg")
-    from labkit.plots import outcomes_vs_tool_calls
+    from labkit.baseline.plots import outcomes_vs_tool_calls
 
     tables = {
         "base": compare(corpus.cases, controllers(corpus.docs)),
@@ -167,7 +167,7 @@ def test_the_chart_gives_each_controller_its_colour_in_every_panel(corpus):
 
 
 def test_every_palette_colour_is_dark_enough_to_read_as_text_on_white():
-    from labkit.colours import CONTROLLERS, OUTCOMES
+    from labkit.core.colours import CONTROLLERS, OUTCOMES
 
     for name, hex_colour in {**CONTROLLERS, **OUTCOMES}.items():
         red, green, blue = matplotlib.colors.to_rgb(hex_colour)

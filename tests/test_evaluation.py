@@ -10,9 +10,9 @@ import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
 
 from labkit import LabError, docuctl
-from labkit.cli import main
-from labkit.display import result_html, trace_text
-from labkit.evaluation import (
+from labkit.core.display import result_html, trace_text
+from labkit.course.cli import main
+from labkit.decision_loop.evaluation import (
     evaluate_trials,
     pass_hat_k,
     reliability,
@@ -23,8 +23,8 @@ from labkit.evaluation import (
     summary,
     under_limits,
 )
+from labkit.decision_loop.trials import run_trials
 from labkit.model.ollama import OllamaBackend
-from labkit.model.trials import run_trials
 
 MODEL = "qwen2.5:0.5b"
 
@@ -310,8 +310,8 @@ def test_cli_trials_with_the_server_down_is_one_message_and_no_file(tmp_path, ca
 
 def test_a_graded_trace_says_final_correct_or_final_wrong():
     from labkit import run, scripted, task_from
-    from labkit.colours import OUTCOMES
-    from labkit.display import graded
+    from labkit.core.colours import OUTCOMES
+    from labkit.core.display import graded
 
     corpus = docuctl()
     wrong_case = next(c for c in corpus.cases if c["id"] == "rollback-restore")

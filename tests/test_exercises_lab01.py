@@ -4,7 +4,7 @@ plausible wrong answers fail with a sentence that says what to fix (never a trac
 import pytest
 from verdicts import verdict
 
-from labkit.exercises import lab01
+from labkit.baseline import checks as lab01
 
 # -- build it: the workflow and the loop's decide ----------------------------------------------
 

@@ -6,9 +6,9 @@ import math
 import pytest
 from verdicts import verdict
 
-from labkit.exercises import lab02
-from labkit.exercises.progress import load_progress
-from labkit.runtime import validate_decision
+from labkit.core.progress import load_progress
+from labkit.core.runtime import validate_decision
+from labkit.decision_loop import checks as lab02
 
 # -- build it: the heart of run --------------------------------------------------------------
 

@@ -7,12 +7,12 @@ import json
 from lab03_answers import INTENT, mediation
 from verdicts import verdict
 
-from labkit.exercises import lab03
-from labkit.exercises.check import NOT_YET
-from labkit.exercises.progress import load_progress
+from labkit.core.check import NOT_YET
+from labkit.core.progress import load_progress
 from labkit.refunds import careful
+from labkit.refunds import checks as lab03
 from labkit.refunds.policies import timed_out
-from labkit.refunds.policy import authorise
+from labkit.refunds.rules import authorise
 
 # -- build it: complete mediation as a guard ------------------------------------------------------
 

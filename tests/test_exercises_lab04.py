@@ -4,10 +4,10 @@ checker, and plausible wrong attempts fail with a sentence that says what to fix
 import pytest
 from verdicts import verdict
 
-from labkit.errors import LabError
-from labkit.exercises import lab04
-from labkit.orchestrator import Graph, Next, RetryPolicy
-from labkit.orchestrator.experiments import feedback_experiment, parallel_experiment
+from labkit.core.errors import LabError
+from labkit.routing import Graph, Next, RetryPolicy
+from labkit.routing import checks as lab04
+from labkit.routing.experiments import feedback_experiment, parallel_experiment
 
 # -- build it: the ready-job step and the router ------------------------------------------------
 

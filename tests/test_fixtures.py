@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from labkit import FixtureError, load_corpus
-from labkit.corpus import DOCUCTL
+from labkit.baseline.corpus import DOCUCTL
 
 
 @pytest.fixture

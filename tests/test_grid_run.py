@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
 
-from labkit.errors import LabError
-from labkit.grid.run import execute, local_cluster, plan
-from labkit.grid.spec import load_spec, record_key
+from labkit.core.errors import LabError
+from labkit.course.grid.run import execute, local_cluster, plan
+from labkit.course.grid.spec import load_spec, record_key
+from labkit.decision_loop.trials import cases_of
 from labkit.model.replay import ReplayMiss
-from labkit.model.trials import cases_of
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDING = ROOT / "fixtures" / "trials" / "docuctl-smollm2-example-l2-t07.jsonl"
@@ -315,7 +315,7 @@ def test_the_command_on_two_workers_prints_the_evaluation_of_a_grid_of_two_model
 
 def test_each_worker_makes_its_backend_once_for_all_its_episodes(tmp_path, client, ollama_grid):
     def made(clear=False):
-        from labkit.grid import episode
+        from labkit.course.grid import episode
 
         if clear:
             episode._BACKENDS.clear()

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from labkit.commands.trials import SEED_MAX
-from labkit.errors import FixtureError
-from labkit.grid.run import plan
-from labkit.grid.spec import load_spec
-from labkit.model.trials import cases_of
+from labkit.core.errors import FixtureError
+from labkit.course.commands.trials import SEED_MAX
+from labkit.course.grid.run import plan
+from labkit.course.grid.spec import load_spec
+from labkit.decision_loop.trials import cases_of
 
 GRIDS = Path(__file__).resolve().parents[1] / "fixtures" / "grids"
 TRIALS = Path(__file__).resolve().parents[1] / "fixtures" / "trials"

@@ -4,7 +4,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from labkit.classroom.guard_table import (
+from labkit.refunds.attacks import gold_calls
+from labkit.refunds.checks import check_mediation
+from labkit.refunds.defenses import Defenses
+from labkit.refunds.guard_table import (
     FORMAT,
     TableGuard,
     amount_class,
@@ -14,11 +17,8 @@ from labkit.classroom.guard_table import (
     representatives,
     table_problem,
 )
-from labkit.exercises.lab03 import check_mediation
-from labkit.refunds.attacks import gold_calls
-from labkit.refunds.defenses import Defenses
 from labkit.refunds.lab import refund_lab
-from labkit.refunds.policy import authorise
+from labkit.refunds.rules import authorise
 from labkit.refunds.shop import MAX_CENTS, Refund, RefundCall
 from labkit.refunds.tools import EpisodeState
 

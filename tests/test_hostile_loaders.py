@@ -13,8 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from labkit import FixtureError, LabError, Task, docuctl_tools, load_corpus, run
-from labkit.corpus import DOCUCTL
-from labkit.fixtures import CASES, load_json
+from labkit.baseline.corpus import DOCUCTL
+from labkit.core.fixtures import CASES, load_json
 from labkit.model import ModelPolicy, ReplayBackend, read_records
 from labkit.model.backend import Reply, Request
 from labkit.model.record import JsonlWriter, call_record

@@ -11,9 +11,9 @@ import pytest
 from fake_ollama import FakeOllama
 
 from labkit import Task, docuctl_tools, run
+from labkit.decision_loop.trials import MAX_PROVIDER_FAILURES
 from labkit.model import ModelPolicy
 from labkit.model.ollama import DEADLINE, OllamaBackend
-from labkit.model.trials import MAX_PROVIDER_FAILURES
 from labkit.refunds import DEFENSES, model_policy
 from labkit.refunds import run as refund_run
 
@@ -107,8 +107,8 @@ def test_trials_options_too_big_to_use_are_one_line_before_anything_runs(cli, tm
 
 
 def test_run_trials_refuses_a_budget_the_runtime_cannot_hold(tmp_path):
-    from labkit.errors import LabError
-    from labkit.model.trials import run_trials
+    from labkit.core.errors import LabError
+    from labkit.decision_loop.trials import run_trials
 
     with pytest.raises(LabError, match="budget_tokens must be a positive int"):
         run_trials(

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labkit import STOP_REASONS, Budget, Task, Tool, run, validate_decision
-from labkit.display import result_html, trace_text
-from labkit.runtime import MAX_NUMBER
+from labkit.core.display import result_html, trace_text
+from labkit.core.runtime import MAX_NUMBER
 
 TASK = Task("h1", "deploy", "How do I deploy?", "v2")
 HUGE = json.loads("1" + "0" * 400)  # a 401-digit JSON literal parses to exactly 10**400

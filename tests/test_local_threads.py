@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
 from labkit.model.local import THREADS_ENV, LocalBackend, threads_from_env
 
 
@@ -26,7 +26,7 @@ def test_a_bad_thread_count_is_one_line(monkeypatch, raw):
 def test_each_local_worker_gets_its_share_of_the_cores(monkeypatch):
     import distributed
 
-    from labkit.grid.run import local_cluster
+    from labkit.course.grid.run import local_cluster
 
     seen = {}
     monkeypatch.setattr(distributed, "LocalCluster", lambda **kwargs: seen.update(kwargs))

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from labkit import FixtureError, LabError, ProviderError, Task, docuctl, docuctl_tools, run, task_from
+from labkit.core.runtime import Tool
 from labkit.model import (
     ModelPolicy,
     Recorder,
@@ -28,7 +29,6 @@ from labkit.model import (
 )
 from labkit.model.local import LocalBackend
 from labkit.model.ollama import OllamaBackend
-from labkit.runtime import Tool
 
 TASK = Task("deploy-build", "deploy", "How do I deploy the current build?", "v2")
 SEARCH = '{"action": "search", "query": "deploy build"}'
@@ -391,7 +391,7 @@ def test_the_committed_recordings_cover_every_case():
 def test_a_replayed_model_episode_on_a_real_case():
     corpus = docuctl()
     case = corpus.cases[0]
-    from labkit.model.docuctl import docuctl_policy
+    from labkit.decision_loop.model_policy import docuctl_policy
 
     result = run(
         task_from(case),

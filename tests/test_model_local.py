@@ -14,11 +14,11 @@ import zipfile
 import pytest
 
 from labkit import STOP_REASONS, LabError, docuctl
-from labkit.evaluation import replay_trials
+from labkit.decision_loop.evaluation import replay_trials
+from labkit.decision_loop.model_policy import schema_tools
+from labkit.decision_loop.trials import limits_for, run_trials
 from labkit.model import decision_schema, local, read_records
 from labkit.model import install as installer
-from labkit.model.docuctl import schema_tools
-from labkit.model.trials import limits_for, run_trials
 
 
 def test_a_missing_model_path_override_is_named(monkeypatch, tmp_path):
@@ -139,9 +139,9 @@ def test_live_smoke_two_cases_one_trial_at_l3(tmp_path):
     assert 1 <= local.engine().grammar_builds - builds <= len(calls)
 
     # Replay the recording, keeping each request, and check every live reply against its schema.
+    from labkit.decision_loop.model_policy import docuctl_policy
+    from labkit.decision_loop.trials import run_case
     from labkit.model import ReplayBackend
-    from labkit.model.docuctl import docuctl_policy
-    from labkit.model.trials import run_case
 
     asked = []
 

@@ -9,8 +9,8 @@ import asyncio
 
 import pytest
 
-from labkit.errors import LabError
-from labkit.orchestrator import (
+from labkit.core.errors import LabError
+from labkit.routing import (
     FINAL,
     Context,
     FakeClock,
@@ -25,7 +25,7 @@ from labkit.orchestrator import (
     plot_timeline,
     spans,
 )
-from labkit.orchestrator.experiments import DRAFT, Reviser, loop_graph
+from labkit.routing.experiments import DRAFT, Reviser, loop_graph
 
 
 def noop(ctx: Context) -> None:

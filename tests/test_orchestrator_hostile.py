@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labkit.orchestrator import Context, FakeClock, Graph, GraphError, Next, RetryPolicy
-from labkit.orchestrator.result import MAX_CLAUSE
+from labkit.routing import Context, FakeClock, Graph, GraphError, Next, RetryPolicy
+from labkit.routing.result import MAX_CLAUSE
 
 NFC = "r\u00e9vise"
 NFD = unicodedata.normalize("NFD", NFC)

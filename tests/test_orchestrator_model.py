@@ -8,11 +8,11 @@ import pytest
 
 pytest.importorskip("labkit.model")
 
-from labkit.errors import LabError  # noqa: E402
+from labkit.core.errors import LabError  # noqa: E402
 from labkit.model import ReplayBackend, ReplayMiss, Reply, read_records, trial_files  # noqa: E402
-from labkit.orchestrator import FakeClock  # noqa: E402
-from labkit.orchestrator import model_reviser as model  # noqa: E402
-from labkit.orchestrator.experiments import DRAFT, loop_graph  # noqa: E402
+from labkit.routing import FakeClock  # noqa: E402
+from labkit.routing import model_reviser as model  # noqa: E402
+from labkit.routing.experiments import DRAFT, loop_graph  # noqa: E402
 
 DRAFT_CHARS = len(DRAFT)  # 45: SmolLM2 returned the draft unchanged on every visit
 

@@ -20,7 +20,7 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labkit.orchestrator import (
+from labkit.routing import (
     FINAL,
     STATUSES,
     Context,

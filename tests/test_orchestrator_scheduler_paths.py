@@ -12,8 +12,8 @@ import asyncio
 
 import pytest
 
-from labkit.orchestrator import Context, Event, FakeClock, Graph, State
-from labkit.orchestrator.scheduler import _context, _event
+from labkit.routing import Context, Event, FakeClock, Graph, State
+from labkit.routing.scheduler import _context, _event
 
 
 def test_fast_constructors_build_what_the_dataclasses_build():
@@ -114,7 +114,7 @@ class _AsyncCallable:
 
 
 def test_a_job_runs_inline_only_when_it_is_one_plain_call():
-    from labkit.orchestrator import RetryPolicy
+    from labkit.routing import RetryPolicy
 
     graph = (Graph().job("plain", _at_once).job("coroutine", _yield_once).job("callable", _AsyncCallable())
              .job("retried", _at_once, retry=RetryPolicy()).job("lambda", lambda ctx: 1))
@@ -131,7 +131,7 @@ def test_a_plain_function_that_returns_a_coroutine_has_it_awaited():
 
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_inline_jobs_fail_cancel_and_raise_as_jobs_in_tasks_do(concurrency):
-    from labkit.errors import LabError
+    from labkit.core.errors import LabError
 
     def cancels(ctx: Context) -> None:
         raise asyncio.CancelledError
@@ -162,7 +162,7 @@ class _Ready:
 
 @pytest.mark.parametrize("retry", [None, "policy"])
 def test_any_awaitable_a_job_returns_is_awaited_and_plain_data_is_kept(retry):
-    from labkit.orchestrator import RetryPolicy
+    from labkit.routing import RetryPolicy
 
     policy = RetryPolicy() if retry else None
     graph = Graph().job("awaitable", lambda ctx: _Ready(), retry=policy)

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from labkit.orchestrator.tables import LEFT, align_text_left, html
+from labkit.routing.tables import LEFT, align_text_left, html
 
 
 def test_text_columns_are_left_aligned_and_numbers_are_not():

@@ -2,9 +2,10 @@
 
 import json
 
-from labkit.exercises import lab01, lab04
-from labkit.exercises.check import Check
-from labkit.exercises.progress import load_progress, progress_path, record
+from labkit.baseline import checks as lab01
+from labkit.core.check import Check
+from labkit.core.progress import load_progress, progress_path, record
+from labkit.routing import checks as lab04
 
 
 def test_each_attempt_is_recorded_with_the_first_passing_one(tmp_path):

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from labkit.errors import FixtureError
+from labkit.core.errors import FixtureError
 from labkit.refunds import (
     DEFENSES,
     gold_calls,

@@ -47,7 +47,7 @@ def test_the_chart_puts_money_on_a_log_scale_with_every_value_labelled():
     import matplotlib
 
     matplotlib.use("Agg")
-    from labkit.colours import colour
+    from labkit.core.colours import colour
     from labkit.refunds.charts import utility_security
 
     figure = utility_security(R.matrix(["gullible", "careful"], ["none", "mediation"]))

@@ -19,9 +19,9 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labkit.core.runtime import STOP_REASONS
 from labkit.refunds import MAX_TOOLS, MAX_TURNS, PLACES, Defenses, Faults, refund_lab, run
 from labkit.refunds.shop import REFUNDS
-from labkit.runtime import STOP_REASONS
 
 LAB = refund_lab()
 RAW_ORDERS = {o["id"]: o for o in json.loads((REFUNDS / "orders.json").read_text())}

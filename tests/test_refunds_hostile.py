@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_refunds_guarantee import RAW_LEDGER, RAW_ORDERS, allowed_by_records
 
+from labkit.core.runtime import STOP_REASONS
 from labkit.refunds import DEFENSES, Defenses, Faults, careful, refund_lab, run
-from labkit.runtime import STOP_REASONS
 
 LAB = refund_lab()
 HUGE = json.loads("1" + "0" * 400)

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("labkit.model")
 
-from labkit.errors import LabError  # noqa: E402
+from labkit.core.errors import LabError  # noqa: E402
 from labkit.model import Reply  # noqa: E402
 from labkit.refunds import DEFENSES, POLICY_TEXT, careful, model_policy, run  # noqa: E402
 from labkit.refunds.defenses import SPOTLIGHT_TEXT  # noqa: E402

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
 from labkit.refunds import (
     DEFENSES,
     Defenses,

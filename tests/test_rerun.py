@@ -12,10 +12,10 @@ pytest.importorskip("papermill", reason="labkit rerun needs the `rerun` extra (p
 
 from papermill.inspection import inspect_notebook  # noqa: E402
 
-from labkit.classroom.rerun import NOTEBOOKS, WITHOUT_MODEL, notebook_of, rerun  # noqa: E402
-from labkit.errors import LabError  # noqa: E402
-from labkit.exercises.progress import LABS  # noqa: E402
-from labkit.paths import CHECKOUT  # noqa: E402
+from labkit.core.errors import LabError  # noqa: E402
+from labkit.core.paths import CHECKOUT  # noqa: E402
+from labkit.core.progress import LABS  # noqa: E402
+from labkit.course.classroom.rerun import NOTEBOOKS, WITHOUT_MODEL, notebook_of, rerun  # noqa: E402
 
 PARAMETERS = 'LABKIT_MODEL = "replay"\nK = 1\nTEMPERATURE = 0.0\nSEED = 0'
 SHOW = ('import os\nprint(LABKIT_MODEL, K, TEMPERATURE, SEED, os.environ["LABKIT_MODEL"], '

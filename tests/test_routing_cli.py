@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from labkit.orchestrator import model_reviser
+from labkit.routing import model_reviser
 
 recorded = pytest.mark.skipif(not model_reviser.recorded(), reason="no recorded routing trials")
 

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from labkit import STOP_REASONS, Budget, LabError, ProviderError, Task, Tool, run, validate_decision
-from labkit.display import result_html, trace_text
+from labkit.core.display import result_html, trace_text
 
 TASK = Task("t1", "deploy", "How do I deploy the current build?", "v2")
 

@@ -4,8 +4,8 @@ import socket
 
 from fake_ollama import FakeOllama
 
-from labkit import setup_check
-from labkit.setup_check import environment, ollama_backend, ready, report
+from labkit.course import setup_check
+from labkit.course.setup_check import environment, ollama_backend, ready, report
 
 
 def test_the_course_environment_passes_every_required_check():

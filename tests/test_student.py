@@ -4,7 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
-from labkit.student import main
+from labkit.course.student import main
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 

@@ -1,7 +1,7 @@
 """The one assertion every exercise test makes about a checker's answer."""
 
+from labkit.core.check import WIDTH
 from labkit.exercises import Check
-from labkit.exercises.check import WIDTH
 
 
 def verdict(check: Check, passed: bool, *phrases: str) -> None:

@@ -10,6 +10,6 @@ shows a traceback: an answer that crashes is reported as "your function raised
 KeyError: 'id' on case deploy-build".
 """
 
-from labkit.exercises.check import Check
+from labkit.core.check import Check
 
 __all__ = ["Check"]

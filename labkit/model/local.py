@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from labkit.errors import LabError, ProviderError
+from labkit.core.errors import LabError, ProviderError
 from labkit.model.backend import Message, Reply, Request, versions
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

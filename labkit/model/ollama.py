@@ -29,13 +29,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from labkit.errors import LabError, ProviderError
+from labkit.core.errors import LabError, ProviderError
 from labkit.model.backend import Reply, Request, versions
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 TIMEOUT = 120.0  # seconds per read; a cold model load on a laptop can take tens of seconds
 DEADLINE = 300.0  # seconds per whole call, however the server paces its bytes
-MAX_COUNT = 2**53  # a token count above this is not a count (labkit.runtime.MAX_NUMBER)
+MAX_COUNT = 2**53  # a token count above this is not a count (labkit.core.runtime.MAX_NUMBER)
 
 
 class OllamaBackend:

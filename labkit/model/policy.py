@@ -32,11 +32,11 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
+from labkit.core.runtime import Tool
 from labkit.model.backend import Backend, Message, Reply, Request, backend_from_env
 from labkit.model.constraints import StateRules, admissible_schema, check_rung, first_json_object
 from labkit.model.schema import MAX_CHARS, decision_schema, parse_reply
-from labkit.runtime import Tool
 
 MAX_TOKENS = 160  # two 100-character strings of ordinary words fit; a valid SmolLM2 reply takes ~20-40
 

@@ -8,7 +8,7 @@ A trials file holds one JSON object per line, of two kinds:
   (`reply` and `finish_reason`, or `error`),
   `usage`, `latency_s`, `reused_tokens`, and `provenance` (backend, model file sha256 or
   Ollama digest, the backend's settings, library versions, date). `Recorder` writes these.
-- ``{"kind": "episode", ...}`` — one run of the runtime, written by `labkit.model.trials`:
+- ``{"kind": "episode", ...}`` — one run of the runtime, written by `labkit.decision_loop.trials`:
   which run (label, prompt, rung, temperature, seed), the limits it ran under, and its outcome.
   Records written before rungs existed carry no `rung`: they were made at ``L1``.
   Evaluation replays the episode from the calls and checks it reproduces this outcome.
@@ -28,8 +28,8 @@ from typing import Any
 
 import fastjsonschema
 
-from labkit.errors import FixtureError, LabError, ProviderError
-from labkit.fixtures import parse_json
+from labkit.core.errors import FixtureError, LabError, ProviderError
+from labkit.core.fixtures import parse_json
 from labkit.model.backend import Backend, Reply, Request, now, versions
 from labkit.model.constraints import RUNGS
 
@@ -149,7 +149,7 @@ _SCHEMAS = {"call": CALL, "episode": EPISODE}
 # the committed recordings: 2.2 s of 3.0 s replaying them went to validation). A record it
 # rejects is checked again by jsonschema, whose best_match names the field in the message;
 # jsonschema is imported only then (its import costs about 1 s where rfc3987_syntax is
-# installed, see labkit.fixtures).
+# installed, see labkit.core.fixtures).
 _FAST = {kind: fastjsonschema.compile(schema) for kind, schema in _SCHEMAS.items()}
 # Files already read and validated, by (path, size, mtime): replay and evaluation read the
 # same recordings several times per process.

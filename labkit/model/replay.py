@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import FixtureError, LabError, ProviderError
-from labkit.fixtures import FIXTURES
+from labkit.core.errors import FixtureError, LabError, ProviderError
+from labkit.core.fixtures import FIXTURES
 from labkit.model.backend import Reply, Request, versions
 from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.record import read_records

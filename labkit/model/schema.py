@@ -5,7 +5,7 @@ others) every live backend constrains generation with `decision_schema(tools)`: 
 per turn, either a tool call ``{"action": <tool>, <each param>}`` or the final answer
 ``{"action": "final", "answer": str, "citation": str}``. A param of kind ``"str"`` becomes
 a JSON string, ``"number"`` a JSON number. The runtime still validates what comes back
-(`labkit.runtime.validate_decision`): a constrained decoder is a convenience, not a check.
+(`labkit.core.runtime.validate_decision`): a constrained decoder is a convenience, not a check.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from labkit.runtime import FINAL_FIELDS, Tool
+from labkit.core.runtime import FINAL_FIELDS, Tool
 
 # Caps the length of every string the model writes. Measured with SmolLM2-135M: without a
 # cap a search query ran to 78 tokens of version-number-like noise ("2.0.0.2-b08-24-…") and

@@ -13,7 +13,7 @@ Modules, one job each: `shop` (records and texts), `policy` (the written policy 
 security checks), `defenses`, `tools` (the per-episode tools and the refund enforcement
 point), `episode` (`run`), `policies` (gullible, careful, model), `metrics` (ledger-based
 scoring and the matrix), `display` (episode text, narrow tables). The build-it cell and
-exercises are checked by `labkit.exercises.lab03`.
+exercises are checked by `labkit.refunds.checks`.
 
 The guarantee — what mediation promises for any policy, and where that promise stops — is
 stated in `labkit.refunds.episode`.
@@ -45,7 +45,7 @@ from labkit.refunds.metrics import (
     utility,
 )
 from labkit.refunds.policies import POLICIES, careful, gullible, instructions, model_policy
-from labkit.refunds.policy import POLICY_TEXT, RULES, Refusal, authorise, policy_text
+from labkit.refunds.rules import POLICY_TEXT, RULES, Refusal, authorise, policy_text
 from labkit.refunds.shop import Refund, RefundCall, Shop, load_shop
 from labkit.refunds.tools import EpisodeState, Faults
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import FixtureError
-from labkit.fixtures import load_json, record_list, unique_ids
+from labkit.core.errors import FixtureError
+from labkit.core.fixtures import load_json, record_list, unique_ids
 from labkit.refunds.cases import Request
 from labkit.refunds.shop import _ID, FrozenMap, Refund, RefundCall, Shop, cents, money
 

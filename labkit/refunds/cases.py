@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.errors import FixtureError
-from labkit.fixtures import load_json, record_list, unique_ids
-from labkit.refunds.policy import RULES, authorise
+from labkit.core.errors import FixtureError
+from labkit.core.fixtures import load_json, record_list, unique_ids
+from labkit.refunds.rules import RULES, authorise
 from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents
 
 KINDS = ("legitimate", "refuse")

@@ -3,7 +3,7 @@
 Money goes on a log scale: the careful policy's losses (298 dollars) and the gullible
 policy's (33,242) differ by a factor of about a hundred, and on a linear axis the smaller
 ones are invisible. Every bar is labelled with its value, so a zero (drawn at 1, where a log
-axis starts) still reads as 0. Colours come from `labkit.colours`, one per policy.
+axis starts) still reads as 0. Colours come from `labkit.core.colours`, one per policy.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from labkit.colours import colour
+from labkit.core.colours import colour
 
 
 def utility_security(table: pd.DataFrame) -> Figure:

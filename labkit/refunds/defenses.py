@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
 from labkit.refunds.cases import Request
 from labkit.refunds.shop import FrozenMap, RefundCall, Shop
 

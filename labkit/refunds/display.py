@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.refunds.policy import authorise
+from labkit.refunds.rules import authorise
 from labkit.refunds.shop import Refund, Shop, dollars, money
 
 WIDTH = 118

@@ -40,15 +40,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
+from labkit.core.runtime import Decide, Result
+from labkit.core.runtime import run as run_loop
 from labkit.refunds.attacks import PLACES, Attack, render
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import DEFENSES, Approver, Defenses, customer_approver, defenses_named
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.shop import Refund, Shop, dollars
 from labkit.refunds.tools import EpisodeState, Faults, Injection, shop_tools
-from labkit.runtime import Decide, Result
-from labkit.runtime import run as run_loop
 
 # Four reads, two refunds (or one and its retry), one final answer: 7 turns, 6 tools.
 MAX_TURNS = 8

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
 from labkit.refunds.attacks import Attack, load_attacks
 from labkit.refunds.cases import Request, load_requests
 from labkit.refunds.shop import REFUNDS, FrozenMap, Shop, load_shop

@@ -33,7 +33,7 @@ from labkit.refunds.defenses import DEFENSES, Defenses, defenses_named
 from labkit.refunds.episode import DEADLINE, STEP_TIMEOUT, Episode, run
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.policies import POLICIES, PolicyFactory
-from labkit.refunds.policy import authorise
+from labkit.refunds.rules import authorise
 from labkit.refunds.shop import Refund, Shop
 from labkit.refunds.tools import Faults
 
@@ -211,7 +211,7 @@ def frame_of(table: list[dict], *, by_attack: bool = False) -> pd.DataFrame:
 
 
 def policy_named(name: str) -> PolicyFactory:
-    from labkit.errors import LabError
+    from labkit.core.errors import LabError
 
     try:
         return POLICIES[name]

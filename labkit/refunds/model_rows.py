@@ -32,7 +32,7 @@ from typing import Any
 
 from pandas import DataFrame
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, evaluate, frame_of, rows
 from labkit.refunds.policies import model_policy

@@ -28,11 +28,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from labkit.errors import LabError
+from labkit.core.errors import LabError
+from labkit.core.runtime import Decide
 from labkit.refunds.defenses import SPOTLIGHT_TEXT, Defenses
-from labkit.refunds.policy import POLICY_TEXT
+from labkit.refunds.rules import POLICY_TEXT
 from labkit.refunds.shop import FrozenMap
-from labkit.runtime import Decide
 
 INSTRUCTION = re.compile(
     r"refund order (?P<order>[a-z0-9-]+) for \$(?P<amount>[\d,]+(?:\.\d{1,2})?)"

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from labkit.errors import FixtureError
-from labkit.fixtures import FIXTURES, load_json, record_list, unique_ids
+from labkit.core.errors import FixtureError
+from labkit.core.fixtures import FIXTURES, load_json, record_list, unique_ids
 
 REFUNDS = FIXTURES / "refunds"
 STATUSES = ("pending", "shipped", "delivered", "returned", "cancelled")

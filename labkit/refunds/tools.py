@@ -33,6 +33,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from labkit.core.runtime import Tool
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import (
     Approver,
@@ -43,9 +44,8 @@ from labkit.refunds.defenses import (
     provenance_refusal,
     trusted_values,
 )
-from labkit.refunds.policy import authorise
+from labkit.refunds.rules import authorise
 from labkit.refunds.shop import MAX_CENTS, Refund, RefundCall, Shop, cents, dollars
-from labkit.runtime import Tool
 
 TIMEOUT_MESSAGE = "the payment service did not answer in time; the refund may or may not have been paid"
 

@@ -1,0 +1,77 @@
+"""A lab-01 fixture folder: documents, glossary, cases and (optionally) adaptive cases.
+
+Any folder holding `documents.json`, `glossary.json` and `cases.json` in the seed's schema
+is a corpus; `adaptive_cases.json` is optional. Loading validates each file's schema, that
+page ids are unique, and that every case's expected page exists in the case's version and
+carries exactly the expected command — a case that contradicts its own corpus is refused
+before any controller runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from labkit.baseline.documents import Documents
+from labkit.core.errors import FixtureError
+from labkit.core.fixtures import ADAPTIVE_CASES, CASES, DOCUMENTS, FIXTURES, GLOSSARY, load_json, unique_ids
+
+DOCUCTL = FIXTURES / "docuctl"
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Validated contents of one fixture folder."""
+
+    folder: Path
+    docs: Documents
+    cases: list[dict[str, Any]]
+    adaptive_cases: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _check_cases(path: Path, cases: list[dict[str, Any]], docs: Documents) -> None:
+    unique_ids(path, cases)
+    for index, case in enumerate(cases):
+        where = f"{path}: record {index} (id {case['id']!r})"
+        try:
+            page = docs.read(case["expected_doc"], case["version"])
+        except ValueError:
+            raise FixtureError(
+                f"{where}: field 'expected_doc': no page {case['expected_doc']!r} "
+                f"in version {case['version']}"
+            ) from None
+        if page["command"] != case["expected_command"]:
+            raise FixtureError(
+                f"{where}: field 'expected_command': page {page['id']!r} says "
+                f"{page['command']!r}, not {case['expected_command']!r}"
+            )
+
+
+def load_corpus(folder: str | Path = DOCUCTL) -> Corpus:
+    """Load and validate a fixture folder; raise FixtureError naming the first problem."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FixtureError(f"{folder}: not a folder")
+    pages = load_json(folder / "documents.json", DOCUMENTS)
+    unique_ids(folder / "documents.json", pages)
+    docs = Documents(pages, load_json(folder / "glossary.json", GLOSSARY))
+    cases = load_json(folder / "cases.json", CASES)
+    _check_cases(folder / "cases.json", cases, docs)
+    adaptive: list[dict[str, Any]] = []
+    if (folder / "adaptive_cases.json").exists():
+        adaptive = load_json(folder / "adaptive_cases.json", ADAPTIVE_CASES)
+        _check_cases(folder / "adaptive_cases.json", adaptive, docs)
+        clash = {case["id"] for case in cases} & {case["id"] for case in adaptive}
+        if clash:
+            raise FixtureError(
+                f"{folder / 'adaptive_cases.json'}: case ids also used in cases.json: {sorted(clash)}"
+            )
+    return Corpus(folder, docs, cases, adaptive)
+
+
+@lru_cache(maxsize=1)
+def docuctl() -> Corpus:
+    """The course's own docuctl corpus, loaded once per process."""
+    return load_corpus(DOCUCTL)

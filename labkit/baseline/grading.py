@@ -1,0 +1,62 @@
+"""Grading, independent of every controller: success is defined before any of them runs.
+
+`outcome(case, result)` passes only a final stop that returns the case's exact command
+and cites the case's expected page (in the case's version). A policy cannot pass by saying
+it is done, by paraphrasing, or by citing the right topic in the wrong version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from labkit.baseline.task import Task, task_from
+
+Case = dict[str, Any]
+
+
+def outcome(case: Case, result: Mapping[str, Any]) -> bool:
+    """True iff `result` is a final answer with the expected command and citation."""
+    return (
+        result.get("stop") == "final"
+        and result.get("citation") == case["expected_doc"]
+        and result.get("answer") == case["expected_command"]
+    )
+
+
+def evaluate(cases: Iterable[Case], controller: Callable[[Task], Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Run `controller` on every case; one row per case with its result and grade."""
+    rows = []
+    for case in cases:
+        result = controller(task_from(case))
+        rows.append(
+            {
+                "case": case["id"],
+                "passed": outcome(case, result),
+                "stop": result["stop"],
+                "tool_calls": result["tool_calls"],
+                "citation": result.get("citation"),
+                "result": result,
+            }
+        )
+    return rows
+
+
+def compare(
+    cases: Iterable[Case], controllers: Mapping[str, Callable[[Task], Mapping[str, Any]]]
+) -> pd.DataFrame:
+    """One row per controller: cases passed, cases total, tool calls summed over the cases."""
+    cases = list(cases)
+    table = {}
+    for name, controller in controllers.items():
+        rows = evaluate(cases, controller)
+        table[name] = {
+            "passed": sum(r["passed"] for r in rows),
+            "total": len(rows),
+            "tool_calls": sum(r["tool_calls"] for r in rows),
+        }
+    frame = pd.DataFrame.from_dict(table, orient="index", columns=["passed", "total", "tool_calls"])
+    frame.index.name = "controller"
+    return frame

@@ -1,0 +1,215 @@
+"""Readable renderings of episode results for notebooks: an HTML table, and plain text.
+
+A `Result` displays itself through `result_html` in JupyterLab; `trace_text` gives the
+same content as plain lines, which is what nbval compares in checked cells (timings are
+left out of it on purpose: they differ on every run).
+
+`final` means the runtime accepted a well-formed answer, not that the answer is right.
+A bare `Result` cannot know which: its stop line says `final` in a neutral colour. Grade it
+against its case (`graded(result, case)`, using `labkit.baseline.grading.outcome`) and it renders as
+*final, correct* (green) or *final, wrong* (red-brown, with what was expected), the colours
+of `labkit.core.colours.OUTCOMES`.
+
+Legibility in JupyterLab, whose tables right-align and wrap anywhere by default: text
+columns are left-aligned; a time (`0.83 ms`) never wraps; a command or argument never
+breaks inside itself (`--env` split after its first dash reads as a different flag), only
+between arguments. A replayed model decision can carry `recorded_s`, the latency of the
+live call it replays; the time column then shows that, marked *recorded*, rather than the
+microseconds a lookup in a file took.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from labkit.core.colours import OUTCOMES
+from labkit.core.runtime import Result
+
+_MAX = 160
+UNGRADED = "#455a64"  # a final nobody has graded yet: neither right nor wrong
+STOPPED = "#b35900"  # any other stop reason
+LEFT = "text-align:left;vertical-align:top"
+KEEP = "white-space:nowrap"
+
+
+def _short(value: Any, limit: int = _MAX) -> str:
+    try:
+        text = value if type(value) is str else json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        # What a hostile policy proposed can be unprintable (10**5000 exceeds Python's int
+        # string limit; an object's __str__ may raise): the trace still renders.
+        text = f"<unprintable {type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _arguments(decision: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{k}={_short(v, 60)!r}" if isinstance(v, str) else f"{k}={_short(v, 60)}"
+        for k, v in decision.items()
+        if k != "action"
+    ]
+
+
+def _is_action(decision: Any) -> bool:
+    return isinstance(decision, Mapping) and "action" in decision
+
+
+def _describe(decision: Any) -> str:
+    if not _is_action(decision):
+        return _short(decision)
+    return f"{decision['action']}({', '.join(_arguments(decision))})"
+
+
+def _observed_parts(entry: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """(a lead-in, the pieces that must not break inside) of what the runtime observed."""
+    if "error" in entry and "result" not in entry:
+        return "refused: ", [str(entry["error"])]
+    if "result" not in entry:
+        return "", []
+    result = entry["result"]
+    if isinstance(result, list):
+        if not result:
+            return "0 hits", []
+        ids = [str(hit.get("id", hit)) if isinstance(hit, Mapping) else _short(hit, 40) for hit in result]
+        return f"{len(result)} hit(s): ", ids
+    if isinstance(result, Mapping) and "error" in result:
+        return "error: ", [_short(result["error"])]
+    if isinstance(result, Mapping) and "id" in result:
+        return f"page {result['id']}: ", [_short(result.get("command", ""), 80)]
+    return "", [_short(result)]
+
+
+def _observed(entry: Mapping[str, Any]) -> str:
+    lead, parts = _observed_parts(entry)
+    return lead + ", ".join(parts)
+
+
+def _expected(case: Mapping[str, Any]) -> str:
+    return f"{case['expected_command']!r} citing {case['expected_doc']!r}"
+
+
+def trace_text(result: Mapping[str, Any]) -> str:
+    """The episode as plain text: one line per turn, then the stop line. No timings.
+
+    A graded result (`graded`) adds one line: ``outcome: correct``, or ``outcome: wrong
+    answer`` (or ``no answer``) with what the case expected.
+    """
+    lines = []
+    for entry in result.get("trace", []):
+        line = f"{entry.get('turn', '?'):>2}  {_describe(entry.get('decision', '—'))}"
+        seen = _observed(entry)
+        lines.append(line + (f"  ->  {seen}" if seen else ""))
+    stop = f"stop={result.get('stop')}  turns={result.get('turns')}  tool_calls={result.get('tool_calls')}"
+    if result.get("stop") == "final":
+        stop += f"  answer={result.get('answer')!r}  citation={result.get('citation')!r}"
+    elif result.get("detail"):
+        stop += f"  detail={result.get('detail')!r}"
+    lines.append(stop)
+    case = getattr(result, "case", None)
+    if case is not None:
+        if result.correct:  # type: ignore[attr-defined]
+            lines.append("outcome: correct")
+        else:
+            what = "wrong answer" if result.get("stop") == "final" else "no answer"
+            lines.append(f"outcome: {what}, expected {_expected(case)}")
+    return "\n".join(lines)
+
+
+def _kept(pieces: list[str], joiner: str = ", ") -> str:
+    """Pieces joined where a line may break, each piece itself unbreakable."""
+    return joiner.join(f"<span style='{KEEP}'>{html.escape(piece)}</span>" for piece in pieces)
+
+
+def _decision_html(decision: Any) -> str:
+    if not _is_action(decision):
+        return f"<code>{_kept([_short(decision)])}</code>"
+    args = _arguments(decision)
+    if not args:
+        return f"<code>{_kept([str(decision['action']) + '()'])}</code>"
+    head = [f"{decision['action']}({args[0]}"] + args[1:]
+    head[-1] += ")"
+    return f"<code>{_kept(head)}</code>"
+
+
+def _time(entry: Mapping[str, Any]) -> str:
+    recorded, elapsed = entry.get("recorded_s"), entry.get("elapsed")
+    if isinstance(recorded, int | float):
+        return f"{recorded:.2f} s recorded"
+    if elapsed is None:
+        return ""
+    ms = elapsed * 1000
+    return f"{ms:.3f} ms" if ms < 0.1 else f"{ms:.2f} ms"  # a scripted decision takes microseconds
+
+
+def stop_label(result: Mapping[str, Any]) -> tuple[str, str]:
+    """(label, colour) of how an episode ended: 'final, correct' / 'final, wrong' once graded."""
+    stop = str(result.get("stop"))
+    case = getattr(result, "case", None)
+    if stop != "final":
+        return stop, STOPPED
+    if case is None:
+        return stop, UNGRADED
+    return ("final, correct", OUTCOMES["correct"]) if result.correct else ("final, wrong", OUTCOMES["wrong"])  # type: ignore[attr-defined]
+
+
+def result_html(result: Mapping[str, Any]) -> str:
+    """An HTML table of the trace (turn, decision, observation, time, tokens) and the stop."""
+    esc = html.escape
+    rows = []
+    for entry in result.get("trace", []):
+        lead, parts = _observed_parts(entry)
+        rows.append(
+            "<tr>"
+            f"<td style='{LEFT}'>{esc(str(entry.get('turn', '')))}</td>"
+            f"<td style='{LEFT}'>{_decision_html(entry.get('decision', '—'))}</td>"
+            f"<td style='{LEFT}'>{esc(lead)}{_kept(parts)}</td>"
+            f"<td style='{KEEP};vertical-align:top'>{_time(entry)}</td>"
+            f"<td style='vertical-align:top'>{esc(str(entry.get('tokens', '')))}</td>"
+            "</tr>"
+        )
+    label, colour = stop_label(result)
+    summary = (
+        f"<b style='color:{colour}'>stop: {esc(label)}</b> · turns {result.get('turns')} · "
+        f"tool calls {result.get('tool_calls')}"
+    )
+    if result.get("stop") == "final":
+        summary += (
+            f" · answer <code style='{KEEP}'>{esc(str(result.get('answer')))}</code> · citation "
+            f"<code style='{KEEP}'>{esc(str(result.get('citation')))}</code>"
+        )
+        case = getattr(result, "case", None)
+        if case is not None and not result.correct:  # type: ignore[attr-defined]
+            summary += (
+                f" · expected <code style='{KEEP}'>{esc(case['expected_command'])}</code> citing "
+                f"<code style='{KEEP}'>{esc(case['expected_doc'])}</code>"
+            )
+    elif result.get("detail"):
+        summary += f" · {esc(str(result.get('detail')))}"
+    # Numbers keep JupyterLab's right alignment; text columns are read from the left.
+    head = "".join(f"<th style='{LEFT}'>{name}</th>" for name in ("turn", "decision", "observation"))
+    head += "<th>time</th><th>tokens</th>"
+    table = f"<table><tr>{head}</tr>{''.join(rows)}</table>" if rows else ""
+    return f"<div>{summary}{table}</div>"
+
+
+class Graded(Result):
+    """A Result graded against its case: renders *final, correct* or *final, wrong*.
+
+    The same dict as the result (every key, nothing added); `case` and `correct` are
+    attributes, so code that counts stops sees exactly what the runtime returned.
+    """
+
+    case: Mapping[str, Any]
+    correct: bool
+
+
+def graded(result: Mapping[str, Any], case: Mapping[str, Any]) -> Graded:
+    """`result` graded by `labkit.baseline.grading.outcome` against `case`, for display."""
+    from labkit.baseline.grading import outcome
+
+    out = Graded(result)
+    out.case, out.correct = case, outcome(case, result)
+    return out

@@ -1,0 +1,151 @@
+"""Loading JSON fixtures with validation at the boundary.
+
+Every fixture is checked against a JSON schema when it is loaded, and a violation becomes
+one FixtureError naming the file, the record and the field::
+
+    fixtures/docuctl/cases.json: record 0 (id 'deploy-build'): field 'version':
+    'v9' is not one of ['v1', 'v2']        (one line in practice)
+
+Nothing downstream of a loader has to guard against a missing key, nor against a value
+JSON can spell but Python cannot hold: `parse_json` refuses NaN, the infinities (written
+out or as 1e400), numbers with more digits than Python converts (4,300) and nesting past
+the recursion limit, each as one line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from labkit.core.errors import FixtureError
+
+if TYPE_CHECKING:
+    import jsonschema
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+_SHORT = {"type": "string", "minLength": 1, "maxLength": 100}
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 2000}
+_VERSION = {"enum": ["v1", "v2"]}
+
+
+def record_list(
+    fields: dict[str, Any], *, required: list[str] | None = None, min_items: int = 0
+) -> dict[str, Any]:
+    """Schema of a JSON list of objects with exactly `fields` (all required unless stated)."""
+    return {
+        "type": "array",
+        "minItems": min_items,
+        "items": {
+            "type": "object",
+            "properties": fields,
+            "required": list(fields) if required is None else required,
+            "additionalProperties": False,
+        },
+    }
+
+
+DOCUMENTS = record_list(
+    {"id": _SHORT, "version": _VERSION, "title": _SHORT, "text": _TEXT, "command": _TEXT}, min_items=1
+)
+GLOSSARY = {
+    "type": "object",
+    "additionalProperties": {"type": "string", "pattern": "^[a-z0-9]+$"},
+    "propertyNames": {"pattern": "^[a-z0-9]+$"},
+}
+_CASE_FIELDS = {
+    "id": _SHORT,
+    "family": _SHORT,
+    "question": {"type": "string", "minLength": 1, "maxLength": 500},
+    "version": _VERSION,
+    "expected_doc": _SHORT,
+    "expected_command": _TEXT,
+}
+CASES = record_list(_CASE_FIELDS, min_items=1)  # no cases would score 0 of 0: refused instead
+# Adaptive cases also say which observation should change the next action, and why.
+ADAPTIVE_CASES = record_list(
+    {**_CASE_FIELDS, "observation": {"enum": ["empty_search", "conflicting_page"]}, "why": _TEXT}, min_items=1
+)
+
+
+def _where(data: Any, error: jsonschema.ValidationError) -> str:
+    path = list(error.absolute_path)
+    if not path:
+        return ""
+    head, rest = path[0], path[1:]
+    if isinstance(head, int):
+        record = data[head]
+        label = f" (id {record['id']!r})" if isinstance(record, dict) and "id" in record else ""
+        where = f"record {head}{label}"
+    else:
+        where = f"key {head!r}"
+    if rest:
+        where += f": field {'.'.join(map(str, rest))!r}"
+    elif error.validator == "required":
+        where += ": field " + repr(error.message.split("'")[1])
+    return where + ": "
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"{text[:20]} is too large for a float")
+    return value
+
+
+def parse_json(text: str) -> Any:
+    """`json.loads(text)`, refusing what Python cannot hold as a plain finite value.
+
+    Raises ValueError with one line — ``line L, column C: <what>`` for a syntax error, or
+    what was refused: NaN or Infinity, a float that overflows (1e400), an integer of more
+    than 4,300 digits, nesting deeper than the recursion limit.
+    """
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"line {error.lineno}, column {error.colno}: {error.msg}") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as error:  # the int digit limit, or one of the refusals above
+        raise ValueError(str(error).split(";")[0]) from None
+
+
+def load_json(path: str | Path, schema: dict[str, Any]) -> Any:
+    """Read `path` and validate it against `schema`; raise one FixtureError if either fails."""
+    path = Path(path)
+    try:
+        data = parse_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FixtureError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise FixtureError(f"{path}: cannot read ({error})") from None
+    except ValueError as error:
+        raise FixtureError(f"{path}: not valid JSON ({error})") from None
+    # Imported here, not at the top: jsonschema takes 1.0-1.4 s to import where rfc3987_syntax
+    # is installed (jupyter-events brings it; it builds an Earley parser at import), and the
+    # modules that import this one (corpus, refunds) are imported by `import labkit`'s
+    # names, by every CLI command and by every notebook. Paid once, at the first load.
+    import jsonschema
+
+    try:
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    except RecursionError:  # parsed, but too deep for the validator's own recursion
+        raise FixtureError(f"{path}: nested too deeply to validate") from None
+    if error is not None:
+        raise FixtureError(f"{path}: {_where(data, error)}{error.message}")
+    return data
+
+
+def unique_ids(path: str | Path, records: list[dict[str, Any]]) -> None:
+    """Refuse a list of records in which two share an id."""
+    seen: set[str] = set()
+    for index, record in enumerate(records):
+        if record["id"] in seen:
+            raise FixtureError(f"{path}: record {index}: field 'id': duplicate id {record['id']!r}")
+        seen.add(record["id"])

@@ -1,0 +1,105 @@
+"""A learner's checker outcomes, kept as data in `runs/progress/labNN.json`.
+
+Every public checker is wrapped with `@exercise(lab, name)`: after it answers, the verdict
+is recorded (latest message, attempts, the attempt that first passed, and an optional JSON
+`payload` such as the attack a learner wrote). `python -m labkit submit LAB` turns this file
+into a submission. Recording never changes the verdict and never raises: a progress file
+that cannot be written costs one warning line, not the learner's answer.
+
+File shape: {"lab": "03", "exercises": {name: {"passed", "message", "attempts",
+"first_passed_attempt", "updated", "payload"}}}. Written whole, through a temporary file,
+so an interrupted write leaves the previous file intact.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ParamSpec
+
+from labkit.core.check import Check
+from labkit.core.paths import runs_dir
+
+P = ParamSpec("P")
+LABS = ("01", "02", "03", "04")
+
+
+def progress_path(lab: str) -> Path:
+    return runs_dir() / "progress" / f"lab{lab}.json"
+
+
+def load_progress(lab: str) -> dict[str, Any]:
+    """The recorded progress for `lab` (an empty record when none or unreadable)."""
+    empty: dict[str, Any] = {"lab": lab, "exercises": {}}
+    try:
+        data = json.loads(progress_path(lab).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return empty
+    if not isinstance(data, dict) or not isinstance(data.get("exercises"), dict):
+        return empty
+    return data
+
+
+def record(lab: str, name: str, verdict: Check, payload: Any = None) -> None:
+    """Add one attempt at `name` to the lab's progress file; warn in one line on failure."""
+    data = load_progress(lab)
+    entry = data["exercises"].get(name)
+    entry = entry if isinstance(entry, dict) else {}
+    attempts = int(entry.get("attempts", 0)) + 1 if isinstance(entry.get("attempts", 0), int) else 1
+    first = entry.get("first_passed_attempt")
+    if first is None and verdict.passed:
+        first = attempts
+    data["exercises"][name] = {
+        "passed": verdict.passed,
+        "message": verdict.message,
+        "attempts": attempts,
+        "first_passed_attempt": first,
+        "updated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "payload": payload,
+    }
+    path = progress_path(lab)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(data, indent=1, sort_keys=True, default=str)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8") as tmp:
+            tmp.write(text)
+        os.replace(tmp.name, path)
+    except OSError as error:
+        print(f"labkit: progress not saved ({error})", file=sys.stderr)
+
+
+def exercise(
+    lab: str, name: str, payload: Callable[..., Any] | None = None
+) -> Callable[[Callable[P, Check]], Callable[P, Check]]:
+    """Record every verdict of the wrapped checker under (`lab`, `name`).
+
+    `payload(*args, **kwargs)` (the checker's own arguments) may return JSON-able data to
+    keep with the verdict, e.g. the attack record a learner wrote; it is computed only after
+    the verdict and any error in it is ignored (the payload is then None).
+    """
+    if lab not in LABS:
+        raise ValueError(f"lab must be one of {LABS}, not {lab!r}")
+
+    def wrap(check: Callable[P, Check]) -> Callable[P, Check]:
+        @functools.wraps(check)
+        def checked(*args: P.args, **kwargs: P.kwargs) -> Check:
+            verdict = check(*args, **kwargs)
+            data = None
+            if payload is not None:
+                try:
+                    data = payload(*args, **kwargs)
+                except Exception:  # noqa: BLE001 - a payload is optional evidence, never a failure
+                    data = None
+            record(lab, name, verdict, data)
+            return verdict
+
+        checked.exercise = (lab, name)  # type: ignore[attr-defined]
+        return checked
+
+    return wrap

@@ -1,0 +1,19 @@
+"""One module per CLI subcommand; each defines `register(subparsers)` (see labkit.course.cli).
+
+SUMMARIES holds each command's one-line help, the same text its `register` passes as
+`help=`, so that `labkit --help` can list the commands without importing their modules
+(tests/test_cli_startup.py checks that the two agree and that every module is listed).
+A module missing here still works; it is only imported on every invocation.
+"""
+
+SUMMARIES: dict[str, str] = {
+    "class": "class round: merge a folder of submissions into pass counts and lab 03's red-team leaderboard",
+    "compare": "lab 01: keyword route vs search/read workflow vs scripted loop",
+    "grid": "lab 02: run a grid of live trials, in-process or on Dask, resumable, each episode once",
+    "evaluate": "lab 02: replay recorded trials and report pass@1, pass^k and stop reasons",
+    "refund-lab": "lab 03: refund attacks × defenses, from the shop's ledger",
+    "rerun": "re-execute a lab headless against another model (papermill) and record its calls",
+    "routing": "lab 04: task graph validation, parallel runs, retries, review loops",
+    "submit": "write one JSON of your work on a lab (checker outcomes; lab 03: your attacks and guard)",
+    "trials": "lab 02: run the model policy live over the docuctl cases and record every call",
+}

@@ -1,0 +1,81 @@
+"""`labkit class FOLDER`: the class round, from a folder of `labkit submit` files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from labkit.core.errors import LabError
+from labkit.core.paths import runs_dir
+from labkit.course.classroom.merge import chart, load_folder, pass_counts, red_team
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "class",
+        help="class round: merge a folder of submissions into pass counts and lab 03's red-team leaderboard",
+        description=(
+            "Read every *.json in FOLDER as a submission (data only: nothing in it is run). Print per "
+            "exercise how many learners attempted and passed it, and for lab 03 every submitted attack "
+            "against every deterministic defense and every submitted guard, scored from the ledger. A "
+            "file that cannot be used is named on one line and skipped."
+        ),
+    )
+    parser.add_argument("folder", metavar="FOLDER", type=Path, help="the folder of submission files")
+    parser.add_argument("--json", action="store_true",
+                        help="print the tables as JSON (skipped files included)")
+    parser.add_argument("--chart", metavar="PNG", type=Path,
+                        help="where to save the chart (default: runs/class/class-results.png)")
+    parser.set_defaults(handler=handle)
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    def plain(value: object) -> object:
+        value = value.item() if hasattr(value, "item") else value
+        return None if isinstance(value, float) and math.isnan(value) else value
+
+    return [{k: plain(v) for k, v in row.items()} for row in frame.reset_index().to_dict("records")]
+
+
+def handle(args: argparse.Namespace) -> int:
+    if not args.folder.is_dir():
+        raise LabError(f"{args.folder}: not a folder")
+    submissions, skipped = load_folder(args.folder)
+    if not submissions:
+        for line in skipped:
+            print(line, file=sys.stderr)
+        raise LabError(f"no usable submission in {args.folder} ({len(skipped)} file(s) skipped)")
+    counts = pass_counts(submissions)
+    round_ = red_team(submissions)
+    path = args.chart or runs_dir() / "class" / "class-results.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    chart(counts, round_).savefig(path, dpi=100)
+    if args.json:
+        out = {"submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions],
+               "skipped": skipped, "exercises": _records(counts), "chart": str(path)}
+        if round_ is not None:
+            out["red_team"] = {"success": _records(round_.success), "defenses": _records(round_.defenses),
+                               "attacks": _records(round_.attacks)}
+        print(json.dumps(out, indent=2))
+        return 0
+    for line in skipped:
+        print(line, file=sys.stderr)
+    with pd.option_context("display.width", 120, "display.max_columns", 30, "display.max_colwidth", 40):
+        print(f"{len(submissions)} submission(s) from {args.folder}, {len(skipped)} skipped.\n")
+        print("Exercises: learners who attempted and passed each one")
+        print(counts.to_string(), "\n")
+        if round_ is not None:
+            print("Lab 03 red team: defenses, best first (gullible policy, every attack at every place; "
+                  "from the ledger)")
+            print(round_.defenses.to_string(), "\n")
+            print("Lab 03 red team: attacks, strongest first")
+            print(round_.attacks.to_string(), "\n")
+            print("Attack success rate, attack x defense:")
+            print(round_.success.to_string(), "\n")
+    print(f"chart: {path}")
+    return 0

@@ -1,0 +1,78 @@
+"""`labkit compare`: lab 01's controller comparison on a fixture folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from labkit.baseline.controllers import TOP_K, controllers
+from labkit.baseline.corpus import DOCUCTL, load_corpus
+from labkit.baseline.grading import compare
+from labkit.core.errors import LabError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "compare",
+        help="lab 01: keyword route vs search/read workflow vs scripted loop",
+        description=(
+            "Run every lab-01 controller on a docuctl-style fixture folder (documents.json, "
+            "glossary.json, cases.json; adaptive_cases.json optional) and print cases passed "
+            "and tool calls per controller. When the folder has adaptive cases, four more "
+            "controllers join (spell-correct-first, fallback and two-rule workflows, adaptive "
+            "loop) and every controller gets the same budget of three tools; otherwise two."
+        ),
+    )
+    parser.add_argument(
+        "--fixtures",
+        metavar="DIR",
+        default=str(DOCUCTL),
+        help="fixture folder (default: the course's fixtures/docuctl)",
+    )
+    parser.add_argument(
+        "--cases",
+        choices=("base", "adaptive", "all"),
+        default="base",
+        help="which cases to grade (default: base, the 18 baseline cases)",
+    )
+    parser.add_argument(
+        "--top-k",
+        type=int,
+        choices=(1, 2, 3),
+        default=TOP_K,
+        help=f"search hits every controller considers (default: {TOP_K})",
+    )
+    parser.add_argument(
+        "--max-tools",
+        type=int,
+        choices=range(1, 7),
+        metavar="{1..6}",
+        help="tool budget of every controller (default: 3 with adaptive cases, else 2)",
+    )
+    parser.add_argument("--json", action="store_true", help="print {controller: {passed, total, tool_calls}}")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    corpus = load_corpus(args.fixtures)
+    if args.cases != "base" and not corpus.adaptive_cases:
+        raise LabError(f"{args.fixtures}: --cases {args.cases} needs adaptive_cases.json")
+    cases = {
+        "base": corpus.cases,
+        "adaptive": corpus.adaptive_cases,
+        "all": corpus.cases + corpus.adaptive_cases,
+    }[args.cases]
+    table = compare(
+        cases,
+        controllers(
+            corpus.docs, adaptive=bool(corpus.adaptive_cases), top_k=args.top_k, max_tools=args.max_tools
+        ),
+    )
+    if args.json:
+        rows = {name: {key: int(value) for key, value in row.items()} for name, row in table.iterrows()}
+        print(json.dumps(rows, indent=2))
+    else:
+        print(f"Task: return the exact staging command with a version-matched citation ({args.cases} cases).")
+        print(table.to_string())
+        print("Scripted policies: these are control-flow results, not model-quality scores.")
+    return 0

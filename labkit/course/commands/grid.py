@@ -1,0 +1,111 @@
+"""`labkit grid`: run a trial grid (models × prompts × rungs × temperatures × seeds × k × cases)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from labkit.core.errors import LabError
+from labkit.course.argtypes import int_in
+
+MAX_WORKERS = 256
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "grid",
+        help="lab 02: run a grid of live trials, in-process or on Dask, resumable, each episode once",
+        description=(
+            "Run every episode of the grid in SPEC (a .toml or .json file: models, prompts, rungs, "
+            "temperatures, seeds, k, cases; see fixtures/grids/) and append each, as it finishes, to "
+            "FILE in the format `labkit trials` writes. Episodes already in FILE are skipped, so "
+            "running the same command again resumes an interrupted run. At the end, print the "
+            "evaluation of FILE (as `labkit evaluate`)."
+        ),
+    )
+    parser.add_argument("spec", metavar="SPEC", help="grid file (.toml or .json)")
+    parser.add_argument("--record", required=True, metavar="FILE", help="JSONL file to append to (resumed)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        type=int_in(1, MAX_WORKERS),
+        metavar="N",
+        help="run on a local Dask cluster of N worker processes (default: in this process)",
+    )
+    where.add_argument(
+        "--scheduler", metavar="ADDRESS", help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786"
+    )
+    parser.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    parser.set_defaults(handler=handle)
+
+
+@contextmanager
+def _client(args: argparse.Namespace) -> Iterator[Any]:
+    """None (run in this process), or a Dask client of a local or an existing cluster."""
+    if not (args.workers or args.scheduler):
+        yield None
+        return
+    try:
+        from distributed import Client
+
+        from labkit.course.grid.run import local_cluster
+    except ImportError:
+        raise LabError("--workers and --scheduler need Dask: pip install 'dask[distributed]'") from None
+    if args.scheduler:
+        try:
+            client = Client(args.scheduler, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as error:
+            raise LabError(f"cannot reach the Dask scheduler at {args.scheduler} ({error})") from None
+        with client:
+            yield client
+        return
+    cluster = local_cluster(args.workers)
+    with cluster, Client(cluster) as client:
+        yield client
+
+
+def handle(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from labkit.course.commands import evaluate  # pandas: only when a grid runs, not for --help
+    from labkit.course.grid.run import check_models, execute, plan
+    from labkit.course.grid.spec import load_spec
+
+    grid = load_spec(args.spec)
+    work = plan(grid, args.record)
+    if work.cut:
+        print(
+            f"{args.record}: removed {work.cut} line(s) of an episode cut off by an interrupted run",
+            file=sys.stderr,
+        )
+    print(
+        f"{grid.path}: {len(grid.cells())} cells, {work.total} episodes; {work.done} already in "
+        f"{args.record}, {len(work.todo)} to run",
+        file=sys.stderr,
+    )
+    start = time.perf_counter()
+    if work.todo:
+        with _client(args) as client:
+            check_models(list(dict.fromkeys(e.model for e in work.todo)), client)
+            bar = tqdm(total=work.total, initial=work.done, unit="episode", desc="grid", file=sys.stderr)
+            try:
+                ran = execute(work, client=client, on_episode=lambda _: bar.update())
+            except KeyboardInterrupt:
+                print(
+                    f"labkit grid: interrupted; the finished episodes are in {args.record}: "
+                    "run the same command to resume",
+                    file=sys.stderr,
+                )
+                return 130
+            finally:
+                bar.close()
+        print(
+            f"{ran} episodes recorded in {time.perf_counter() - start:.0f} s; {args.record} holds all "
+            f"{work.total}",
+            file=sys.stderr,
+        )
+    return evaluate.handle(argparse.Namespace(trials=[args.record], json=args.json))

@@ -1,0 +1,46 @@
+"""`labkit rerun LAB --model SPEC -o OUT.ipynb`: a lab re-executed headless against another model."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from labkit.core.errors import LabError
+from labkit.course.argtypes import SEED_MAX, int_in, positive, temperature
+from labkit.course.classroom.rerun import rerun
+from labkit.course.classroom.submission import lab_number
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "rerun",
+        help="re-execute a lab headless against another model (papermill) and record its calls",
+        description=(
+            "Run lab LAB top to bottom in a fresh kernel with LABKIT_MODEL=SPEC and the given k, "
+            "temperature and seed injected after its parameters cell; record every live model call "
+            "under runs/rerun/; write the executed notebook to OUT only if every cell ran."
+        ),
+    )
+    parser.add_argument("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4")
+    parser.add_argument("--model", required=True, metavar="SPEC",
+                        help="replay, local or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)")
+    parser.add_argument("--k", type=positive, help="trials per case (default: the notebook's)")
+    parser.add_argument("--temperature", type=temperature, help="0..2 (default: the notebook's)")
+    parser.add_argument("--seed", type=int_in(0, SEED_MAX), help="(default: the notebook's)")
+    parser.add_argument("-o", "--output", required=True, type=Path, metavar="OUT.ipynb",
+                        help="where to write the executed notebook")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        import papermill  # noqa: F401
+    except ImportError:
+        raise LabError("rerun needs papermill: pip install -c requirements.txt -e '.[rerun]'") from None
+    done = rerun(lab_number(args.lab), args.model, args.output, k=args.k, temperature=args.temperature,
+                 seed=args.seed)
+    injected = ", ".join(f"{name}={value!r}" for name, value in done.parameters.items())
+    print(f"wrote {done.notebook} ({injected})")
+    if done.record is not None:
+        print(f"model calls recorded in {done.record}; replay them with LABKIT_MODEL=replay:{done.record}")
+    return 0

@@ -1,0 +1,131 @@
+"""`labkit routing`: lab 04's experiments headless — validation, parallelism, retries, loops.
+
+The model part (the review loop with a model as the reviser) is replayed from
+`fixtures/trials/routing*.jsonl` unless `LABKIT_MODEL` names a live backend; when neither
+is there it is one line saying so, and the rest of the report is unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from labkit.core.errors import LabError
+from labkit.routing import experiments as lab
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "routing",
+        help="lab 04: task graph validation, parallel runs, retries, review loops",
+        description=(
+            "Run lab 04's experiments and print their tables: each graph validation error; "
+            "one fan-out graph run sequentially and in parallel (real sleeps, about 0.7 s); "
+            "a transient fault, a persistent one and an invalid input under one retry policy; "
+            "the draft -> revise -> review loop without and with feedback; the same loop with "
+            "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set); "
+            "Next.Stop on a cache hit. Every other job is scripted: control-flow results."
+        ),
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    parser.add_argument("--max-visits", type=int, default=5, metavar="N",
+                        help="runs allowed per job in the review loop, 1..20 (default: 5)")
+    parser.add_argument("--limit", type=int, default=lab.LIMIT, metavar="CHARS",
+                        help=f"the review's character limit, 1..200 (default: {lab.LIMIT})")
+    parser.add_argument("--skip-timing", action="store_true",
+                        help="leave out the real-time experiment (the rest is deterministic)")
+    parser.set_defaults(handler=handle)
+
+
+def _records(frame: Any) -> dict[str, dict[str, Any]]:
+    return frame.to_dict(orient="index")  # keeps each column's type: ints stay ints
+
+
+def model_feedback() -> dict[str, Any]:
+    """The loop with a model reviser at its recorded settings, as plain data for the report.
+
+    `{"available": False, "note": ...}` when lab 02's seam is not importable, or when replay
+    is asked for and nothing is recorded; a request the recording does not hold is a
+    ReplayMiss (a LabError: the lab is broken, not the experiment's result).
+    """
+    try:
+        from labkit.routing import model_reviser as model
+    except ImportError as error:
+        return {"available": False, "note": f"lab 02's model seam is not importable ({error})"}
+    if not model.live() and not model.recorded():
+        return {"available": False,
+                "note": f"no recorded trials for lab {model.LAB!r} (fixtures/trials/{model.LAB}*.jsonl); "
+                        "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>"}
+    _, summary, runs, revisers = model.model_feedback_experiment()
+    return {"available": True, "source": model.source(revisers["with feedback"]),
+            "settings": dict(model.RECORDED),
+            "chars": {name: [len(text) for text in reviser.history] for name, reviser in revisers.items()},
+            "texts": {name: list(reviser.history) for name, reviser in revisers.items()},
+            "runs": _records(summary), "reasons": {name: run.reason for name, run in runs.items()}}
+
+
+def _print_model(model: dict[str, Any]) -> None:
+    if not model["available"]:
+        print(f"\n5. The review loop with a model reviser: not run: {model['note']}")
+        return
+    settings = model["settings"]
+    print(f"\n5. The review loop with a model reviser, limit {settings['limit']} characters, "
+          f"max_visits={settings['max_visits']}: characters per revision")
+    print(f"   {model['source']}")
+    print(lab.visit_table(model["chars"]).to_string())
+    print(_frame(model["runs"]).to_string())
+    for name, texts in model["texts"].items():
+        print(f"   {name}: last text {texts[-1]!r}" if texts else f"   {name}: no text")
+    for name, reason in model["reasons"].items():  # why a run failed: a model error shows here
+        print(f"   {name}: {reason}")
+    print("   One model, temperature 0, one trial: a measurement of this model and prompt, not of models.")
+
+
+def _frame(records: dict[str, dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame.from_dict(records, orient="index").rename_axis("variant")
+
+
+def handle(args: argparse.Namespace) -> int:
+    if not 1 <= args.max_visits <= 20:
+        raise LabError(f"--max-visits must be between 1 and 20, got {args.max_visits}")
+    if not 1 <= args.limit <= 200:
+        raise LabError(f"--limit must be between 1 and 200 characters, got {args.limit}")
+    errors = lab.validation_errors()
+    parallel = None if args.skip_timing else lab.parallel_experiment()[0]
+    retries, _ = lab.retry_experiment()
+    chars, loops, runs = lab.feedback_experiment(max_visits=args.max_visits, limit=args.limit)
+    stop = lab.cache_stop_experiment()
+    model = model_feedback()
+    if args.json:
+        print(json.dumps({
+            "validation": errors["error"].to_dict(),
+            "parallel": None if parallel is None else _records(parallel),
+            "retries": _records(retries),
+            "loop": {"chars": {name: [int(v) for v in column if v != "-"] for name, column in chars.items()},
+                     "runs": _records(loops),
+                     "reasons": {name: run.reason for name, run in runs.items()}},
+            "model_feedback": model,
+            "stop": {"status": stop.status, "reason": stop.reason},
+        }, indent=2))
+        return 0
+    print("1. Validation: each broken graph is refused before anything runs.")
+    for mistake, error in errors["error"].items():
+        print(f"   {mistake:<28} {error}")
+    if parallel is not None:
+        print("\n2. Sequential against parallel (real time; expected = sum of waits, or the critical path):")
+        print(parallel.to_string())
+    print("\n3. Retries: 3 attempts, waits 0.5 s doubling, every Exception retryable (fake clock):")
+    print(retries.to_string())
+    print(f"\n4. The review loop, limit {args.limit} characters, max_visits={args.max_visits}: "
+          "characters per revision")
+    print(chars.to_string())
+    print(loops.to_string())
+    for name, run in runs.items():
+        print(f"   {name}: {run.reason}")
+    _print_model(model)
+    print(f"\n6. Next.Stop on a cache hit: {stop.status}; {stop.reason}")
+    print("\nParts 1-4 and 6 use scripted jobs: control-flow results, not model-quality results.")
+    return 0

@@ -1,0 +1,32 @@
+"""`labkit submit LAB --name NAME`: a learner's work on one lab as one JSON file for the class round."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from labkit.course.classroom.submission import submit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "submit",
+        help="write one JSON of your work on a lab (checker outcomes; lab 03: your attacks and guard)",
+        description=(
+            "Read what the lab's checkers recorded (runs/progress/labNN.json) and write one JSON file "
+            "to hand to the instructor: each exercise passed or not and after how many attempts; for "
+            "lab 03 also the attack you wrote and your guard, as a table of its verdicts (data, never code)."
+        ),
+    )
+    parser.add_argument("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4 (or 01, lab03, ...)")
+    parser.add_argument("--name", required=True, help="your name as the class round shows it (letters, "
+                                                      "digits, '.', '_', '-'; up to 32)")
+    parser.add_argument("-o", "--output", metavar="FILE", type=Path,
+                        help="where to write it (default: runs/submissions/labNN-NAME.json; "
+                             "a folder: inside it)")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    submit(args.lab, args.name, args.output)
+    return 0

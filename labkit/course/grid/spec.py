@@ -1,0 +1,295 @@
+"""A trial grid as data: which episodes to run, read from a small TOML or JSON file.
+
+A grid names the axes of a model study; every combination is one *cell* (one run label,
+one row of the evaluation), and each cell runs k trials of every chosen case::
+
+    models = ["local", "ollama:qwen2.5:0.5b"]   # backends, as `labkit trials --model` takes them
+    prompts = ["base", "example"]               # default ["base"]
+    rungs = ["L1", "L3"]                        # default ["L1"]
+    temperatures = [0.0, 0.7]                   # default [0.0]
+    seeds = [0]                                 # default [0]; trial t uses seed + t
+    k = 5                                       # trials per case, 1..20 (default 1)
+    cases = "base"                              # a case set (base, adaptive, all) or case ids
+    max_tokens = 160                            # optional, as `labkit trials --max-tokens`
+    budget_tokens = 2000                        # optional, as `labkit trials --budget-tokens`
+
+A cell's episode is exactly the episode `labkit trials` records with the same model,
+prompt, rung, temperature, seed and limits, labelled as `trials` labels it (plus
+`seed=S` when the grid has more than one seed, so cells stay apart in the evaluation).
+`load_spec` refuses anything else with one line naming the file and the field: an unknown
+axis, a value of the wrong type or out of range, an unknown model, prompt, rung, case set
+or case id, a repeated value, or two models that would share a run label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from labkit.core.errors import FixtureError, LabError
+from labkit.core.fixtures import parse_json
+from labkit.course.commands.trials import MAX_TOKENS_MAX, SEED_MAX
+from labkit.decision_loop.model_policy import LAB, PROMPTS
+from labkit.decision_loop.trials import CASE_SETS, cases_of, default_label
+from labkit.model.constraints import RUNGS
+from labkit.model.policy import MAX_TOKENS
+
+K_MAX = 20  # trials per case, as `labkit trials --k` allows
+# More episodes than this is a week of model time at 6 s each: more likely an axis typed
+# wrong than a study, so it is refused rather than queued.
+MAX_EPISODES = 100_000
+
+
+def _list(items: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "minItems": 1, "maxItems": 100, "uniqueItems": True, "items": items}
+
+
+AXES: dict[str, Any] = {
+    "lab": {"const": LAB},
+    "models": _list({"type": "string", "minLength": 1, "maxLength": 200}),
+    "prompts": _list({"enum": list(PROMPTS)}),
+    "rungs": _list({"enum": list(RUNGS)}),
+    "temperatures": _list({"type": "number", "minimum": 0, "maximum": 2}),
+    "seeds": _list({"type": "integer", "minimum": 0, "maximum": SEED_MAX - K_MAX}),
+    "k": {"type": "integer", "minimum": 1, "maximum": K_MAX},
+    "cases": {
+        "oneOf": [
+            {"enum": list(CASE_SETS)},
+            _list({"type": "string", "minLength": 1, "maxLength": 100}),
+        ]
+    },
+    "max_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_TOKENS_MAX},
+    "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 2**53},
+}
+SCHEMA = {"type": "object", "properties": AXES, "required": ["models"]}
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One episode of a grid: a cell (model .. budget_tokens, label) and a case and trial.
+
+    `seed` is the cell's seed; the episode runs, and is recorded, with seed `seed + trial`.
+    """
+
+    model: str
+    prompt: str
+    rung: str
+    temperature: float
+    seed: int
+    case: str
+    trial: int
+    label: str
+    max_tokens: int = MAX_TOKENS
+    budget_tokens: int | None = None
+
+    def key(self) -> tuple[Any, ...]:
+        """What identifies the episode in a recording: lab, backend, prompt, rung, T, seed, case, trial."""
+        return key_of(
+            backend_name(self.model),
+            self.prompt,
+            self.rung,
+            self.temperature,
+            self.seed + self.trial,
+            self.case,
+            self.trial,
+        )
+
+    def task_key(self) -> str:
+        """A Dask key for the episode: the same episode always has the same key."""
+        digest = hashlib.sha256(json.dumps(self.key()).encode()).hexdigest()[:20]
+        return f"labkit-episode-{digest}"
+
+
+def key_of(
+    backend: str, prompt: str, rung: str, temperature: float, seed: int, case: str, trial: int
+) -> tuple[Any, ...]:
+    """An episode's identity; `seed` is the one it ran with (the cell's seed + trial)."""
+    return (LAB, backend, prompt, rung, float(temperature), seed, case, trial)
+
+
+def record_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    """The key of an episode record (as `labkit trials` and the grid write them)."""
+    return key_of(
+        record["backend"],
+        record["prompt"],
+        record.get("rung", "L1"),
+        record["temperature"],
+        record["seed"],
+        record["case"],
+        record["trial"],
+    )
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A validated grid: its axes, and the episodes they expand to (`episodes()`)."""
+
+    path: str
+    models: tuple[str, ...]
+    prompts: tuple[str, ...] = ("base",)
+    rungs: tuple[str, ...] = ("L1",)
+    temperatures: tuple[float, ...] = (0.0,)
+    seeds: tuple[int, ...] = (0,)
+    k: int = 1
+    cases: tuple[str, ...] = ()
+    max_tokens: int = MAX_TOKENS
+    budget_tokens: int | None = None
+
+    def label(self, model: str, prompt: str, rung: str, temperature: float, seed: int) -> str:
+        """The run label of a cell: `labkit trials`' default label, plus the seed if seeds vary."""
+        label = default_label(SimpleNamespace(name=backend_name(model)), prompt, temperature, rung)
+        return label + (f" seed={seed}" if len(self.seeds) > 1 else "")
+
+    def cells(self) -> list[tuple[str, str, str, float, int]]:
+        """(model, prompt, rung, temperature, seed) of every cell, in the spec's order."""
+        return list(itertools.product(self.models, self.prompts, self.rungs, self.temperatures, self.seeds))
+
+    def episodes(self) -> list[Episode]:
+        """Every episode: cell by cell, trial by trial, case by case (as `trials` orders them)."""
+        return [
+            Episode(
+                model,
+                prompt,
+                rung,
+                temperature,
+                seed,
+                case,
+                trial,
+                self.label(model, prompt, rung, temperature, seed),
+                self.max_tokens,
+                self.budget_tokens,
+            )
+            for model, prompt, rung, temperature, seed in self.cells()
+            for trial in range(self.k)
+            for case in self.cases
+        ]
+
+
+def backend_name(model: str) -> str:
+    """The name a backend spec's backend reports (`Backend.name`), without constructing it.
+
+    Raises LabError for a spec `labkit trials --model` would not take.
+    """
+    kind, _, arg = model.partition(":")
+    if kind == "replay":
+        return "replay"
+    if kind == "local" and not arg:
+        return "local"
+    if kind == "ollama" and arg:
+        return model
+    raise LabError(f"{model!r} is not a backend: use replay, replay:<file>, local or ollama:<tag>")
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FixtureError(f"{path}: grid spec not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise FixtureError(f"{path}: cannot read ({error})") from None
+    if path.suffix == ".toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise FixtureError(f"{path}: not valid TOML ({error})") from None
+    if path.suffix == ".json":
+        try:
+            return parse_json(text)
+        except ValueError as error:
+            raise FixtureError(f"{path}: not valid JSON ({error})") from None
+    raise FixtureError(f"{path}: a grid spec is a .toml or .json file")
+
+
+def _check(path: Path, data: Any) -> None:
+    if not isinstance(data, dict):
+        raise FixtureError(f"{path}: a grid spec is an object of axes ({', '.join(AXES)})")
+    unknown = [name for name in data if name not in AXES]
+    if unknown:
+        raise FixtureError(f"{path}: unknown axis {unknown[0]!r} (known: {', '.join(AXES)})")
+    import jsonschema  # 1 s where rfc3987_syntax is installed: only when a grid is loaded
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data))
+    if error is not None:
+        field = "".join(
+            f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p)
+            for i, p in enumerate(error.absolute_path)
+        )
+        if error.validator == "required":
+            field = error.message.split("'")[1]
+        where = f"field {field!r}: " if field else ""
+        raise FixtureError(f"{path}: {where}{_plain(error)}")
+    # JSON Schema counts 1.0 as an integer; a count or a seed written 1.0 is refused instead.
+    for name in ("k", "max_tokens", "budget_tokens", "seeds"):
+        values = data.get(name, [])
+        for value in values if isinstance(values, list) else [values]:
+            if type(value) is not int:
+                raise FixtureError(f"{path}: field {name!r}: {value!r} is not an integer")
+
+
+def _plain(error: Any) -> str:
+    """jsonschema's message, except for `cases`, whose oneOf message would list the schemas."""
+    if error.absolute_path and error.absolute_path[0] == "cases" and error.validator == "oneOf":
+        return f"must be one of {', '.join(CASE_SETS)} or a list of case ids, got {error.instance!r}"
+    message = error.message
+    return message if len(message) <= 200 else message[:199] + "…"
+
+
+def load_spec(path: str | Path) -> Grid:
+    """Read and validate a grid spec (see the module docstring); one FixtureError line if it is wrong.
+
+    A case set is expanded here to its case ids, in lab 01's order.
+    """
+    path = Path(path)
+    data = _read(path)
+    _check(path, data)
+    models = tuple(data["models"])
+    for index, model in enumerate(models):
+        try:
+            backend_name(model)
+        except LabError as error:
+            raise FixtureError(f"{path}: field 'models[{index}]': {error}") from None
+        if model.startswith("replay:") and not Path(model.partition(":")[2]).is_file():
+            raise FixtureError(
+                f"{path}: field 'models[{index}]': {model.partition(':')[2]}: trials file not found"
+            )
+    names = [backend_name(model) for model in models]
+    for index, name in enumerate(names):
+        if names.index(name) != index:
+            raise FixtureError(
+                f"{path}: field 'models[{index}]': {models[index]!r} and "
+                f"{models[names.index(name)]!r} are both {name!r}: their runs would share "
+                "labels (run one grid per recording)"
+            )
+    cases = _cases(path, data.get("cases", "all"))
+    grid = Grid(
+        path=str(path),
+        models=models,
+        prompts=tuple(data.get("prompts", ("base",))),
+        rungs=tuple(data.get("rungs", ("L1",))),
+        temperatures=tuple(float(t) for t in data.get("temperatures", (0.0,))),
+        seeds=tuple(data.get("seeds", (0,))),
+        k=data.get("k", 1),
+        cases=cases,
+        max_tokens=data.get("max_tokens", MAX_TOKENS),
+        budget_tokens=data.get("budget_tokens"),
+    )
+    total = len(grid.cells()) * grid.k * len(grid.cases)
+    if total > MAX_EPISODES:
+        raise FixtureError(f"{path}: {total:,} episodes; a grid holds at most {MAX_EPISODES:,} (split it)")
+    return grid
+
+
+def _cases(path: Path, chosen: str | list[str]) -> tuple[str, ...]:
+    if isinstance(chosen, str):
+        return tuple(case["id"] for case in cases_of(chosen))
+    known = [case["id"] for case in cases_of("all")]
+    for index, case in enumerate(chosen):
+        if case not in known:
+            raise FixtureError(f"{path}: field 'cases[{index}]': no {LAB} case {case!r}")
+    return tuple(chosen)

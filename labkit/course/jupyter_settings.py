@@ -1,0 +1,39 @@
+"""Turn off JupyterLab's news popup for this environment: `python -m labkit.course.jupyter_settings`.
+
+On first open JupyterLab asks "Would you like to get notified about official Jupyter news?"
+in a toast that covers a notebook's outputs. `jupyter_overrides.json` (next to this file)
+sets the news feed and update check off; `install()` copies it into the environment's
+JupyterLab settings as `<sys.prefix>/share/jupyter/lab/settings/overrides.d/labkit.json`,
+a layer JupyterLab reads on start and that leaves any other override file alone.
+(`make lab` runs it; pip cannot do it for an editable install, which skips data files.)
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("jupyter_overrides.json")
+
+
+def target(prefix: str | Path = sys.prefix) -> Path:
+    return Path(prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.d" / "labkit.json"
+
+
+def installed(prefix: str | Path = sys.prefix) -> bool:
+    """Is the override in place, with the content this labkit ships?"""
+    path = target(prefix)
+    return path.is_file() and path.read_bytes() == SOURCE.read_bytes()
+
+
+def install(prefix: str | Path = sys.prefix) -> Path:
+    """Copy the override into `prefix`'s JupyterLab settings; return where it went."""
+    path = target(prefix)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SOURCE, path)
+    return path
+
+
+if __name__ == "__main__":
+    print(f"JupyterLab's news popup is off for this environment: {install()}")

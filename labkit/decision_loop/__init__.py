@@ -1,0 +1,12 @@
+"""Lab 02, `notebooks/02_decision_loop.ipynb`: the runtime's stop reasons, and a language
+model behind the same runtime on the constraint ladder.
+
+The runtime itself is shared (`labkit.core.runtime`: lab 03 runs on it too); what is lab 02's
+lives here:
+
+- `model_policy`: the docuctl prompt and the model policy built on `labkit.model`;
+- `trials`: running and recording k trials of a policy over the docuctl cases;
+- `evaluation`: replayed trials as rows, pass@1 and pass^k, stop reasons, latency;
+- `ladder`: the constraint ladder's tables and charts across rungs;
+- `checks`: the build-it cell's and the exercises' checkers (`labkit.exercises.lab02`).
+"""

@@ -1,0 +1,119 @@
+"""The docuctl model policy: the prompts lab 02 measures, and a constructor.
+
+Two prompts, each a row of the evaluation:
+
+- ``base``: what the assistant is for, the three decision shapes, and the same strategy
+  the adaptive scripted policy follows (search, read, answer; read the other hit when a
+  page is production-only or deprecated; search again after an empty search).
+- ``example``: ``base`` plus one worked example episode on a page that is not in the
+  corpus (so it cannot leak an answer). A small, honest prompt change, measured as its own
+  row rather than folded into the first.
+
+The tools shown to the model are the lab-01 tools (`labkit.baseline.controllers.docuctl_tools`):
+search with alias expansion and top_k=2, and read, both bound to the task's version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labkit.baseline.controllers import docuctl_tools
+from labkit.baseline.task import Task
+from labkit.core.errors import LabError
+from labkit.core.runtime import Tool
+from labkit.model.backend import Backend
+from labkit.model.constraints import StateRules
+from labkit.model.policy import ModelPolicy
+
+LAB = "docuctl"
+
+BASE = """\
+You are a documentation assistant for docuctl, a command-line tool. Answer the user's \
+question with the exact staging command from the documentation of the version asked, and \
+cite the page you read.
+
+Each turn, reply with exactly one JSON object, one of:
+{"action": "search", "query": "<a few words>"}  search the documentation; returns up to 2 pages as {id, title}
+{"action": "read", "id": "<page id>"}  read a page returned by search; returns its text and command
+{"action": "final", "answer": "<command>", "citation": "<page id>"}  answer with the page's \
+command, copied exactly, citing the page you read
+
+Search first, then read the best hit, then answer. A page that says "Production only" or \
+"Deprecated" does not answer a staging question: read the other hit. If a search finds \
+nothing, search again with the misspelt words corrected."""
+
+EXAMPLE = (
+    BASE
+    + """
+
+Example.
+User: Question: How do I list the installed plugins?
+Documentation version: v2
+Assistant: {"action": "search", "query": "list installed plugins"}
+User: Result of search: [{"id": "plugins-v2", "title": "Plugins"}]
+Assistant: {"action": "read", "id": "plugins-v2"}
+User: Result of read: {"id": "plugins-v2", "version": "v2", "title": "Plugins", \
+"text": "List or install plugins.", "command": "docuctl plugins list --env staging"}
+Assistant: {"action": "final", "answer": "docuctl plugins list --env staging", "citation": "plugins-v2"}"""
+)
+
+PROMPTS = {"base": BASE, "example": EXAMPLE}
+
+
+def search_hits(task: Any, observations: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Page ids that a search returned in this episode, in the order first seen (L2's ids)."""
+    return [
+        hit["id"]
+        for o in observations
+        if o.get("action") == "search" and isinstance(o.get("result"), list)
+        for hit in o["result"]
+        if isinstance(hit, Mapping) and isinstance(hit.get("id"), str)
+    ]
+
+
+def pages_read(observations: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """L3's extractive finals: each page read in this episode, as (its exact command, its id)."""
+    finals = {}
+    for o in observations:
+        page = o.get("result")
+        if o.get("action") == "read" and isinstance(page, Mapping):
+            if isinstance(page.get("id"), str) and isinstance(page.get("command"), str):
+                finals[page["id"]] = {"answer": page["command"], "citation": page["id"]}
+    return list(finals.values())
+
+
+# L2: read and cite only what a search returned; L3: answer only with a read page's command.
+RULES = StateRules(slots={("read", "id"): search_hits, ("final", "citation"): search_hits}, finals=pages_read)
+
+
+def schema_tools() -> dict[str, Tool]:
+    """The docuctl tools, for their names and params (the decision schema ignores versions)."""
+    return docuctl_tools(Task("schema", "schema", "schema", "v2"))
+
+
+def docuctl_policy(
+    prompt: str = "base",
+    *,
+    backend: Backend | None = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    trial: int = 0,
+    rung: str = "L1",
+    **options: Any,
+) -> ModelPolicy:
+    """A ModelPolicy for docuctl tasks with one of `PROMPTS` at `rung` (LabError names the choices)."""
+    if prompt not in PROMPTS:
+        raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
+    return ModelPolicy(
+        lab=LAB,
+        tools=schema_tools(),
+        instructions=PROMPTS[prompt],
+        backend=backend,
+        temperature=temperature,
+        seed=seed,
+        trial=trial,
+        rung=rung,
+        rules=RULES,
+        **options,
+    )

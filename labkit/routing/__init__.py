@@ -1,0 +1,37 @@
+"""Lab 04: a task graph with validation, concurrency, retries, routers and bounded loops.
+
+    from labkit.routing import Graph, Next, RetryPolicy, FakeClock
+
+    graph = Graph()
+    graph.job("draft", write_draft)
+    graph.job("revise", revise, deps=["draft"])
+    graph.job("review", measure, deps=["revise"])
+    graph.route("review", lambda n: Next.Continue if n <= 26 else
+                Next.back_to_with("revise", f"{n} characters, limit is 26"), targets=["revise"])
+    graph.job("publish", publish, deps=["review"])
+    result = graph.run(max_visits=3)      # status, reason, states, visits, attempts, events
+
+Modules, one job each: graph (declare and validate), route (Next and routers), retry
+(RetryPolicy), clock (real and fake time), states (the state machine and its events),
+scheduler (the run), result (RunResult), timeline (spans and the Gantt chart),
+experiments (the notebook's experiments, shared with `python -m labkit routing`),
+model_reviser (the feedback experiment with a model reviser through lab 02's seam, replayed;
+imported on its own so that the rest needs no model seam), tables (DataFrames that read left
+to right in JupyterLab). The notebook's checkers are in `labkit.routing.checks`.
+"""
+
+from labkit.routing.clock import Clock, FakeClock, RealClock
+from labkit.routing.errors import GraphError, InvalidInput
+from labkit.routing.graph import Graph, Job, Plan
+from labkit.routing.result import STATUSES, RunResult
+from labkit.routing.retry import RetryPolicy
+from labkit.routing.route import Next, Route, Router
+from labkit.routing.scheduler import Context
+from labkit.routing.states import FINAL, TRANSITIONS, Event, State, legal
+from labkit.routing.timeline import Span, plot_timeline, spans
+
+__all__ = [
+    "FINAL", "STATUSES", "TRANSITIONS", "Clock", "Context", "Event", "FakeClock", "Graph",
+    "GraphError", "InvalidInput", "Job", "Next", "Plan", "RealClock", "RetryPolicy", "Route",
+    "Router", "RunResult", "Span", "State", "legal", "plot_timeline", "spans",
+]

@@ -1,0 +1,403 @@
+"""Lab 04's build-it cells and exercises.
+
+Build it, part 1: `check_ready(my_ready)`. The scheduler's ready-job step:
+`my_ready(deps, states)` gets each job's dependencies (``{job: [dep, ...]}``, in declaration
+order) and each job's state (``"pending"``, ``"running"``, ``"completed"``, ``"failed"``,
+``"cancelled"``) and returns the jobs that may start now — pending, with every dependency
+completed — in declaration order. Checked on hand-built states, then by running whole graphs
+round by round with your step.
+
+Build it, part 2: `check_router(my_router)`. The review loop's router: `my_router(verdict)`
+gets the review's result ``{"text": ..., "chars": n}`` and returns `Next.Continue` when the
+text fits the 26-character limit, otherwise `Next.back_to_with("revise", feedback)` with a
+feedback that states the count and the limit. The checker runs your router in the lab's
+draft → revise → review → publish graph, on the real scheduler and a fake clock, with the
+scripted reviser (it must converge and publish within the limit) and with a reviser that
+never improves (it must end as a dead letter, publish never run).
+
+Exercises, each answered by running the real scheduler on a fake clock, never by reading
+the learner's source:
+
+1. `check_retry_policy(policy)`: 3 retries after the first try, waits 0.2, 0.4, 0.8 s,
+   connection errors and timeouts only.
+2. `check_goto_runs(runs)`: how many times each job of `goto_graph()` runs when its `check`
+   sends the work back to `parse` once (a Goto re-runs the target and what depends on it).
+3. `check_worst_case(calls)`: the most calls of one job's function in one run, under
+   `max_visits=4` and `max_attempts=3` (shown by `worst_case_run`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from labkit.core.check import Check, Raised, call, crashed, fail, not_a_function, unanswered
+from labkit.core.progress import exercise
+from labkit.routing.clock import FakeClock
+from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, retry_graph
+from labkit.routing.graph import Graph
+from labkit.routing.result import RunResult
+from labkit.routing.retry import RetryPolicy
+from labkit.routing.route import Next
+from labkit.routing.scheduler import Context
+
+__all__ = [
+    "check_goto_runs",
+    "check_ready",
+    "check_retry_policy",
+    "check_router",
+    "check_worst_case",
+    "goto_graph",
+    "worst_case_run",
+]
+
+STUBBORN = "Search now much faster everywhere"  # 33 characters, whatever it is told
+
+
+def _graph_with(router: Callable[[Any], Any], reviser: Callable[..., str]) -> Graph:
+    """The lab's review loop (draft → revise → review → publish) routed by `router`."""
+    graph = Graph()
+    graph.job("draft", lambda ctx: DRAFT)
+    graph.job("revise", reviser, deps=["draft"])
+    graph.job("review", lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}, deps=["revise"])
+    graph.route("review", router, targets=["revise"])
+    graph.job("publish", lambda ctx: ctx.input["text"], deps=["review"])
+    return graph
+
+
+@exercise("04", "router")
+def check_router(my_router: Callable[[Any], Any] | None) -> Check:
+    """Build it: the review loop's router with its criterion in code (see the module docstring)."""
+    if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
+        return refused
+    for chars in (12, LIMIT, LIMIT + 1, 45):
+        verdict = {"text": "x" * chars, "chars": chars}
+        try:
+            decision = call(my_router, verdict)
+        except Raised as raised:
+            return crashed(raised.error, f"on a verdict of {chars} characters")
+        if chars <= LIMIT and decision != Next.Continue:
+            return fail(
+                f"{chars} characters is within the limit of {LIMIT}, but your router returned "
+                f"{decision!r}: it should be Next.Continue."
+            )
+        if chars > LIMIT:
+            if not isinstance(decision, Next) or decision.kind != "goto" or decision.job != "revise":
+                return fail(
+                    f"{chars} characters is over the limit, but your router returned {decision!r}: "
+                    "send it back to 'revise'."
+                )
+            if decision.feedback is None:
+                return fail(
+                    "over the limit your router goes back without feedback: a reviser not told why "
+                    "repeats itself. Use Next.back_to_with."
+                )
+            if str(chars) not in decision.feedback or str(LIMIT) not in decision.feedback:
+                return fail(
+                    f"the feedback {decision.feedback!r} should state the count ({chars}) and the "
+                    f"limit ({LIMIT})."
+                )
+    converging = _graph_with(my_router, Reviser()).run(max_visits=5, clock=FakeClock())
+    stubborn = _graph_with(my_router, lambda ctx: STUBBORN).run(max_visits=5, clock=FakeClock())
+    if converging.status != "completed" or len(converging.results.get("publish", "")) > LIMIT:
+        return fail(f"with the scripted reviser the loop ended {converging.status} ({converging.reason}).")
+    if stubborn.status != "dead_letter" or stubborn.visits["publish"]:
+        return fail(
+            f"with a reviser that never improves the loop ended {stubborn.status}; it should end as a "
+            "dead letter without publishing."
+        )
+    table = pd.DataFrame(
+        [
+            {
+                "reviser": "scripted",
+                "status": converging.status,
+                "revise runs": converging.visits["revise"],
+                "published": converging.results["publish"],
+            },
+            {
+                "reviser": "never improves",
+                "status": stubborn.status,
+                "revise runs": stubborn.visits["revise"],
+                "published": "-",
+            },
+        ]
+    ).set_index("reviser")
+    return Check(
+        True,
+        "your router converges with the scripted reviser and dead-letters one that never improves.",
+        table,
+    )
+
+
+# (deps, states, the jobs that may start now): each a rule of the ready step.
+READY_CASES: list[tuple[str, dict[str, list[str]], dict[str, str], list[str]]] = [
+    (
+        "nothing has run yet",
+        {"a": [], "b": ["a"], "c": []},
+        {"a": "pending", "b": "pending", "c": "pending"},
+        ["a", "c"],
+    ),
+    ("a dependency is still running", {"a": [], "b": ["a"]}, {"a": "running", "b": "pending"}, []),
+    (
+        "a dependency completed",
+        {"a": [], "b": ["a"], "c": ["a"]},
+        {"a": "completed", "b": "pending", "c": "pending"},
+        ["b", "c"],
+    ),
+    (
+        "one of two dependencies completed",
+        {"a": [], "b": [], "c": ["a", "b"]},
+        {"a": "completed", "b": "running", "c": "pending"},
+        [],
+    ),
+    ("a dependency failed", {"a": [], "b": ["a"]}, {"a": "failed", "b": "pending"}, []),
+    (
+        "one job is running and one completed",
+        {"a": [], "b": [], "c": []},
+        {"a": "running", "b": "completed", "c": "pending"},
+        ["c"],
+    ),
+    (
+        "jobs are declared z, m, a",
+        {"z": [], "m": [], "a": []},
+        {"z": "pending", "m": "pending", "a": "pending"},
+        ["z", "m", "a"],
+    ),
+]
+GRAPHS = {
+    "diamond": {"fetch": [], "parse": ["fetch"], "stats": ["fetch"], "report": ["parse", "stats"]},
+    "chain": {"a": [], "b": ["a"], "c": ["b"], "d": ["c"]},
+    "fan-out/fan-in": {
+        "start": [],
+        **{f"w{i}": ["start"] for i in range(4)},
+        "join": [f"w{i}" for i in range(4)],
+    },
+}
+ROUNDS = {
+    "diamond": [["fetch"], ["parse", "stats"], ["report"]],
+    "chain": [["a"], ["b"], ["c"], ["d"]],
+    "fan-out/fan-in": [["start"], ["w0", "w1", "w2", "w3"], ["join"]],
+}
+
+
+def _rounds(ready: Callable[..., Any], deps: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """Run `deps` round by round: start every ready job, let them all complete, repeat."""
+    states = dict.fromkeys(deps, "pending")
+    rounds: list[list[str]] = []
+    while any(state == "pending" for state in states.values()) and len(rounds) <= len(deps):
+        started = list(call(ready, {k: list(v) for k, v in deps.items()}, dict(states)))
+        if not started:
+            break
+        rounds.append(started)
+        states.update(dict.fromkeys(started, "completed"))
+    return rounds
+
+
+def _ready_hint(deps: Mapping[str, Sequence[str]], states: Mapping[str, str], got: list[Any],
+                want: list[str]) -> str:
+    """What is wrong with one answer of the ready step, in one sentence."""
+    for job in got:
+        if job not in states:
+            return f"{job!r} is not a job of this graph."
+        if states[job] != "pending":
+            return f"{job} is {states[job]}, and only a pending job may start (nothing is started again)."
+        waiting = [dep for dep in deps[job] if states[dep] != "completed"]
+        if waiting:
+            return (f"{job} still needs {waiting[0]}, which is {states[waiting[0]]}: a job starts only "
+                    "when every dependency completed.")
+    missing = [job for job in want if job not in got]
+    if missing:
+        return f"{missing[0]} may start: it is pending and every dependency completed."
+    return "return them in declaration order, so a run never depends on the alphabet or a hash map."
+
+
+@exercise("04", "ready")
+def check_ready(my_ready: Callable[..., Any] | None) -> Check:
+    """Build it: the scheduler's ready-job step (see the module docstring)."""
+    if (
+        refused := not_a_function(my_ready, "my_ready must be a function (deps, states) -> list of jobs")
+    ) is not None:
+        return refused
+    for name, deps, states, want in READY_CASES:
+        try:
+            got = call(my_ready, {k: list(v) for k, v in deps.items()}, dict(states))
+        except Raised as raised:
+            return crashed(raised.error, f"when {name}")
+        if list(got) != want:
+            return fail(f"When {name}, your step returned {list(got)}, not {want}: " + _ready_hint(
+                deps, states, list(got), want))
+    rows = []
+    for name, deps in GRAPHS.items():
+        try:
+            rounds = _rounds(my_ready, deps)
+        except Raised as raised:
+            return crashed(raised.error, f"running the {name} graph")
+        if rounds != ROUNDS[name]:
+            return fail(
+                f"Running the {name} graph round by round with your step started {rounds}; expected "
+                f"{ROUNDS[name]}."
+            )
+        rows.append({"graph": name, "rounds": len(rounds), "jobs": len(deps)})
+    return Check(
+        True,
+        "your step starts exactly the jobs whose dependencies completed; each graph ran in its "
+        "fewest rounds.",
+        pd.DataFrame(rows).set_index("graph"),
+    )
+
+
+# -- Exercise 1: a retry policy ------------------------------------------------------------------
+
+WANT_WAITS = [0.2, 0.4, 0.8]
+
+
+@exercise("04", "retry_policy")
+def check_retry_policy(policy: Any) -> Check:
+    """Exercise 1: 3 retries after the first try, waits 0.2, 0.4, 0.8 s, transient errors only."""
+    if unanswered(policy):
+        return fail("not attempted yet: replace the None with a RetryPolicy(...) and run the cell again")
+    if not isinstance(policy, RetryPolicy):
+        return fail(f"expected a RetryPolicy(...), not {type(policy).__name__}.")
+    if policy.max_attempts != 4:
+        return fail(
+            f"max_attempts={policy.max_attempts} allows {policy.max_attempts - 1} retries; it counts the "
+            "first try, so 3 retries need 4."
+        )
+    clock = FakeClock()
+    result = retry_graph(flaky(3, ConnectionResetError("reset by peer")), policy).run(clock=clock)
+    waits = [round(s, 6) for s in clock.sleeps]
+    if waits != WANT_WAITS:
+        return fail(
+            f"the waits were {waits}; expected {WANT_WAITS}: set initial_interval (the first wait) "
+            "and backoff_factor (how each wait grows)."
+        )
+    for error in (TimeoutError("slow"), ConnectionResetError("reset")):
+        if not policy.retryable(error):
+            return fail(f"a {type(error).__name__} is not retried, but it may pass on the next try.")
+    for error in (ValueError("bad argument"), KeyError("missing")):
+        if policy.retryable(error):
+            return fail(
+                f"a {type(error).__name__} is retried: repeating a bad call will not fix it. Keep "
+                "retry_on to connection errors and timeouts."
+            )
+    table = result.table().loc[["fetch"]].assign(waits=", ".join(f"{s:g}" for s in waits))
+    return Check(True, "4 attempts, waits 0.2, 0.4, 0.8 s, and only transient errors retried.", table)
+
+
+# -- Exercise 2: what a Goto re-runs --------------------------------------------------------------
+
+GOTO_TARGET = "parse"
+
+
+def goto_graph() -> Graph:
+    """fetch → parse → (summarize, index) → check → publish, and audit beside parse.
+
+    `check` sends the work back to `parse` on its first visit and continues on its second.
+    """
+    graph = Graph()
+    graph.job("fetch", lambda ctx: "page")
+    graph.job("parse", lambda ctx: "sections", deps=["fetch"])
+    graph.job("audit", lambda ctx: "logged", deps=["fetch"])
+    graph.job("summarize", lambda ctx: "summary", deps=["parse"])
+    graph.job("index", lambda ctx: "index", deps=["parse"])
+    graph.job("check", lambda ctx: ctx.visit, deps=["summarize", "index"])
+    graph.route(
+        "check",
+        lambda visit: Next.back_to_with(GOTO_TARGET, "summary too long") if visit == 1 else Next.Continue,
+        targets=[GOTO_TARGET],
+    )
+    graph.job("publish", lambda ctx: "published", deps=["check"])
+    return graph
+
+
+def _downstream(deps: Mapping[str, Sequence[str]], target: str) -> set[str]:
+    """`target` and every job that depends on it, directly or through others."""
+    found = {target}
+    for job, needs in deps.items():  # declaration order lists a job after its dependencies
+        if found.intersection(needs):
+            found.add(job)
+    return found
+
+
+def _why(job: str, said: Any, runs: int, deps: Mapping[str, Sequence[str]], loop: set[str]) -> str:
+    if job not in loop:
+        return (f"{job} ran {runs} time(s), not {said}: it is not {GOTO_TARGET} and does not depend on "
+                f"it, so a Goto to {GOTO_TARGET} leaves it alone.")
+    if job == "publish":
+        return (f"publish ran {runs} time(s), not {said}: it waits for check, which sent the work "
+                "back before publish could start, then continued.")
+    via = [dep for dep in deps[job] if dep in loop]
+    reason = f"it depends on {GOTO_TARGET}" if job != GOTO_TARGET else "it is the Goto's target"
+    if via and GOTO_TARGET not in via and job != GOTO_TARGET:
+        reason += f" through {' and '.join(via)}"
+    return (f"{job} ran {runs} time(s), not {said}: {reason}, and a Goto re-runs its target and what "
+            "depends on it.")
+
+
+@exercise("04", "goto_runs", payload=lambda runs: runs if isinstance(runs, dict) else None)
+def check_goto_runs(runs: Any) -> Check:
+    """Exercise 2: `runs` maps each job of `goto_graph()` to how many times it runs."""
+    graph = goto_graph()
+    plan = graph.validate()
+    deps = {job.id: list(job.deps) for job in plan.jobs}
+    if unanswered(runs) or (isinstance(runs, dict) and any(unanswered(v) for v in runs.values())):
+        return fail("not attempted yet: replace each None with a number of runs and run the cell again")
+    if not isinstance(runs, dict) or set(runs) != set(deps):
+        return fail(f"give a dict with one count per job: {', '.join(deps)}.")
+    result = graph.run(clock=FakeClock())
+    loop = _downstream(deps, GOTO_TARGET)
+    for job in deps:
+        if runs[job] != result.visits[job]:
+            return fail(_why(job, runs[job], result.visits[job], deps, loop))
+    table = pd.DataFrame({"you said": [runs[job] for job in deps], "runs": list(result.visits.values()),
+                          "downstream of parse": [job in loop for job in deps]},
+                         index=pd.Index(list(deps), name="job"))
+    return Check(True, "a Goto to parse re-ran it and all that depends on it; the rest ran once.", table)
+
+
+# -- Exercise 3: the worst case ------------------------------------------------------------------
+
+def worst_case_run(max_visits: int = 4, max_attempts: int = 3) -> RunResult:
+    """A loop built to hit both caps: every visit of `revise` fails until its last attempt,
+    and the review never accepts. `result.attempts["revise"]` counts every call of revise."""
+    def revise(ctx: Context) -> str:
+        if ctx.attempt < max_attempts:
+            raise ConnectionError("provider unreachable")
+        return DRAFT
+
+    graph = Graph()
+    graph.job("draft", lambda ctx: DRAFT)
+    graph.job("revise", revise, deps=["draft"],
+              retry=RetryPolicy(max_attempts=max_attempts, initial_interval=0.1))
+    graph.job("review", lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}, deps=["revise"])
+    graph.route("review", lambda verdict: Next.back_to_with("revise", f"{verdict['chars']} characters"),
+                targets=["revise"])
+    graph.job("publish", lambda ctx: ctx.input["text"], deps=["review"])
+    return graph.run(max_visits=max_visits, clock=FakeClock())
+
+
+@exercise("04", "worst_case")
+def check_worst_case(calls: Any) -> Check:
+    """Exercise 3: with max_visits=4 and max_attempts=3, the most calls of one job in one run."""
+    if unanswered(calls):
+        return fail("not attempted yet: replace the None with a number and run the cell again")
+    if type(calls) is not int:
+        return fail(f"answer with a whole number of calls, not {calls!r}.")
+    result = worst_case_run(4, 3)
+    most = result.attempts["revise"]
+    hints = {
+        4: "4 counts the visits only: each visit may make up to max_attempts tries.",
+        3: "3 counts the tries of one visit: the loop may run the job up to max_visits times.",
+        7: "the tries are not added to the visits: every visit gets its own max_attempts tries.",
+        6: "the tries are not added to the visits: every visit gets its own max_attempts tries.",
+        15: "max_visits counts runs with the first included, so 4 visits are 4 runs, not 5.",
+    }
+    if calls != most:
+        return fail(hints.get(
+            calls, f"{calls} is not it: count the runs of the job, then the tries in each run."
+        ))
+    table = result.table().loc[["revise", "review"]]
+    return Check(True, f"{most} = max_visits × max_attempts: revise was called {most} times, then the loop "
+                 f"ended as {result.status}.", table)

@@ -1,0 +1,290 @@
+"""Lab 04's experiments, shared by the notebook and `python -m labkit routing`.
+
+- `validation_errors()`: one broken graph per rule, and the error each one gets.
+- `parallel_experiment()`: the same fan-out graph at max_concurrency 1 and 4, real sleeps.
+- `retry_experiment()`: a transient fault, the same fault every time, and an invalid input.
+- `feedback_experiment()`: the draft → revise → review loop, with and without feedback.
+- `cache_stop_experiment()`: Next.Stop ends a run early as a success.
+
+Every job here is scripted: the reviser is a rule, not a model. The experiments show
+what the *control layer* does with a reviser that ignores or uses feedback; whether a
+given model behaves like either is a separate measurement (harness-rs reports one in the
+docs of its `Next::Goto`, crates/harness-orchestrator/src/route.rs: without feedback, 33,
+33, 33, 31 and 33 characters against a limit of 26). This lab's own model measurement,
+through lab 02's seam and replayed from recorded trials, is
+`labkit.routing.model_reviser.model_feedback_experiment`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from labkit.core.errors import LabError
+from labkit.routing.clock import FakeClock
+from labkit.routing.errors import GraphError, InvalidInput
+from labkit.routing.graph import Graph
+from labkit.routing.result import RunResult
+from labkit.routing.retry import RetryPolicy
+from labkit.routing.route import Next
+from labkit.routing.scheduler import Context
+
+LIMIT = 26  # characters: the limit of harness-rs's route.rs example, so figures compare
+DRAFT = "Search is now much faster everywhere you look"
+FILLER = ("is", "you", "look")  # what the reviser always drops: 45 -> 33 characters
+EXPENDABLE = ("much", "now", "faster")  # what it cuts next, one word per revision, when told to
+LOOP_SECONDS = {"draft": 1.0, "revise": 0.6, "review": 0.1, "publish": 0.3}  # virtual, for the chart
+
+
+def _noop(ctx: Context) -> None:
+    return None
+
+
+# -- validation --------------------------------------------------------------------------
+
+def _broken_graphs() -> dict[str, Graph]:
+    within = lambda verdict: Next.Continue  # noqa: E731 - the router is not the point here
+    duplicate = Graph().job("draft", _noop).job("draft", _noop)
+    unknown = Graph().job("draft", _noop).job("revise", _noop, deps=["draft"]).job(
+        "review", _noop, deps=["revize"])
+    cycle = Graph().job("draft", _noop).job("review", _noop, deps=["draft", "revise"]).job(
+        "revise", _noop, deps=["review"])
+    base = lambda: Graph().job("draft", _noop).job("revise", _noop, deps=["draft"]).job(  # noqa: E731
+        "review", _noop, deps=["revise"]).job("publish", _noop, deps=["review"])
+    return {
+        "duplicate id": duplicate,
+        "unknown dependency": unknown,
+        "dependency cycle": cycle,
+        "route on an unknown job": base().route("reviw", within, targets=["revise"]),
+        "route to an unknown target": base().route("review", within, targets=["revize"]),
+        "route forward, not back": base().route("review", within, targets=["publish"]),
+    }
+
+
+def validation_errors() -> pd.DataFrame:
+    """One row per rule: the mistake and the GraphError message `validate()` raises."""
+    rows = []
+    for case, graph in _broken_graphs().items():
+        try:
+            graph.validate()
+        except GraphError as error:
+            rows.append({"mistake": case, "error": str(error)})
+        else:  # pragma: no cover - each graph above breaks exactly one rule
+            raise AssertionError(f"{case}: validate() accepted a broken graph")
+    return pd.DataFrame(rows).set_index("mistake")
+
+
+def undeclared_goto() -> RunResult:
+    """A router that returns a target its route did not declare: the job fails, visibly."""
+    graph = (Graph().job("draft", lambda ctx: DRAFT)
+             .job("revise", lambda ctx: ctx.input, deps=["draft"])
+             .job("review", lambda ctx: len(ctx.input), deps=["revise"])
+             .job("publish", _noop, deps=["review"]))
+    graph.route("review", lambda chars: Next.back_to("draft"), targets=["revise"])
+    return graph.run(clock=FakeClock())
+
+
+# -- sequential against parallel ------------------------------------------------------------
+
+FETCH_SECONDS = {"fetch_a": 0.04, "fetch_b": 0.08, "fetch_c": 0.12, "fetch_d": 0.16}
+EDGE_SECONDS = {"plan": 0.02, "merge": 0.02}
+
+
+def fan_graph(fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, float] = EDGE_SECONDS) -> Graph:
+    """plan → fetch_* (independent) → merge; each job waits its seconds with asyncio.sleep."""
+    def waits(seconds: float) -> Callable[[Context], Any]:
+        async def job(ctx: Context) -> float:
+            await asyncio.sleep(seconds)
+            return seconds
+        return job
+
+    graph = Graph().job("plan", waits(edge["plan"]))
+    for name, seconds in fetch.items():
+        graph.job(name, waits(seconds), deps=["plan"])
+    return graph.job("merge", waits(edge["merge"]), deps=list(fetch))
+
+
+def parallel_experiment(
+    fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, float] = EDGE_SECONDS,
+    max_concurrency: int | None = None,
+) -> tuple[pd.DataFrame, dict[str, RunResult]]:
+    """Run `fan_graph` one job at a time, then with every fetch in flight at once.
+
+    `max_concurrency` adds a third row with that limit (the "Try it" knob of lab 04): its
+    expected wall time is plan + merge + the fetches packed greedily into that many slots.
+
+    Expected wall time: the sum of all waits one at a time; plan + the longest fetch +
+    merge in parallel. Overhead is measured wall time minus that (scheduler, event loop,
+    timer resolution). Real time: the figures vary from run to run.
+    """
+    graph = fan_graph(fetch, edge)
+    expected = {"sequential": sum(fetch.values()) + sum(edge.values()),
+                "parallel": max(fetch.values()) + sum(edge.values())}
+    modes = [("sequential", 1), ("parallel", len(fetch))]
+    if max_concurrency is not None:
+        if type(max_concurrency) is not int or max_concurrency < 1:
+            raise LabError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        slots = [0.0] * max_concurrency
+        for seconds in fetch.values():  # declaration order, each to the slot that frees first
+            slots[slots.index(min(slots))] += seconds
+        mode = f"max_concurrency={max_concurrency}"
+        expected[mode] = max(slots) + sum(edge.values())
+        modes.append((mode, max_concurrency))
+    runs, rows = {}, []
+    for mode, limit in modes:
+        runs[mode] = result = graph.run(max_concurrency=limit)
+        rows.append({"mode": mode, "max_concurrency": limit, "expected_s": round(expected[mode], 3),
+                     "wall_s": round(result.elapsed, 3),
+                     "overhead_ms": round((result.elapsed - expected[mode]) * 1000, 1)})
+    return pd.DataFrame(rows).set_index("mode"), runs
+
+
+# -- retries ----------------------------------------------------------------------------------
+
+def flaky(failures: int, error: BaseException) -> Callable[[Context], str]:
+    """A job that raises `error` on its first `failures` attempts, then returns 'page'."""
+    def job(ctx: Context) -> str:
+        if ctx.attempt <= failures:
+            raise error
+        return "page"
+    return job
+
+
+RETRY_CASES: dict[str, tuple[int, BaseException]] = {
+    "transient (fails twice)": (2, ConnectionError("provider unreachable")),
+    "persistent (fails always)": (99, ConnectionError("provider unreachable")),
+    "invalid input": (99, InvalidInput("no page named 'stagin'")),
+}
+
+
+def retry_graph(job: Callable[[Context], Any], policy: RetryPolicy) -> Graph:
+    """fetch (with `policy`) → summarize, and an independent audit job beside them."""
+    return (Graph().job("fetch", job, retry=policy)
+            .job("summarize", lambda ctx: f"summary of {ctx.input}", deps=["fetch"])
+            .job("audit", lambda ctx: "logged"))
+
+
+def retry_experiment(policy: RetryPolicy | None = None) -> tuple[pd.DataFrame, dict[str, RunResult]]:
+    """Each case of RETRY_CASES under one policy (default: 3 attempts, 0.5 s doubling, and
+    every Exception retryable — so the invalid input shows the rule, not the filter)."""
+    policy = policy or RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,))
+    rows, runs = [], {}
+    for case, (failures, error) in RETRY_CASES.items():
+        clock = FakeClock()
+        runs[case] = result = retry_graph(flaky(failures, error), policy).run(clock=clock)
+        rows.append({"case": case, "status": result.status, "fetch attempts": result.attempts["fetch"],
+                     "waits (s)": ", ".join(f"{s:g}" for s in clock.sleeps) or "-",
+                     "summarize": str(result.states["summarize"]), "audit": str(result.states["audit"])})
+    return pd.DataFrame(rows).set_index("case"), runs
+
+
+# -- the review loop --------------------------------------------------------------------------
+
+@dataclass
+class Reviser:
+    """The scripted reviser. Without feedback it rewrites the draft the only way it knows
+    (dropping FILLER: 33 characters, every time). Told why it was rejected, it cuts one
+    more EXPENDABLE word from its previous version per revision."""
+
+    history: list[str] = field(default_factory=list)
+
+    def __call__(self, ctx: Context) -> str:
+        if ctx.feedback is None or ctx.previous is None:
+            text = " ".join(w for w in ctx.inputs["draft"].split() if w not in FILLER)
+        else:
+            words = ctx.previous.split()
+            cut = next((w for w in EXPENDABLE if w in words), None)
+            text = " ".join(w for w in words if w != cut)
+        self.history.append(text)
+        return text
+
+
+def within_limit(verdict: Mapping[str, Any], *, limit: int = LIMIT, feedback: bool = True) -> Next:
+    """The acceptance criterion, in code: continue within `limit`, otherwise back to revise."""
+    if verdict["chars"] <= limit:
+        return Next.Continue
+    if not feedback:
+        return Next.back_to("revise")
+    return Next.back_to_with("revise", f"{verdict['chars']} characters, limit is {limit}")
+
+
+def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Context], Any]:
+    if not seconds:
+        return fn
+
+    async def job(ctx: Context) -> Any:
+        await ctx.clock.sleep(seconds)  # virtual seconds on a FakeClock: a picture of the loop
+        return fn(ctx)
+    return job
+
+
+def loop_graph(*, feedback: bool, limit: int = LIMIT, seconds: Mapping[str, float] | None = None,
+               reviser: Callable[[Context], str] | None = None) -> tuple[Graph, Callable[[Context], str]]:
+    """draft → revise → review → publish, with `within_limit` routing review back to revise.
+
+    `reviser` defaults to a fresh Reviser; `seconds` gives jobs virtual durations (for a
+    FakeClock timeline). Returns the graph and the reviser, whose `history` (for a
+    Reviser) lists every version it wrote.
+    """
+    seconds = seconds or {}
+    reviser = reviser or Reviser()
+    graph = Graph()
+    graph.job("draft", _timed(lambda ctx: DRAFT, seconds.get("draft")))
+    graph.job("revise", _timed(reviser, seconds.get("revise")), deps=["draft"])
+    measure = lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}  # noqa: E731
+    graph.job("review", _timed(measure, seconds.get("review")), deps=["revise"])
+    graph.route("review", lambda verdict: within_limit(verdict, limit=limit, feedback=feedback),
+                targets=["revise"])
+    graph.job("publish", _timed(lambda ctx: ctx.input["text"], seconds.get("publish")), deps=["review"])
+    return graph, reviser
+
+
+def feedback_experiment(
+    max_visits: int = 5, limit: int = LIMIT,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult]]:
+    """The loop with `back_to` (no feedback) and with `back_to_with` (feedback), same reviser.
+
+    Returns the characters of each revision per variant (one row per visit), a summary
+    (status, runs of revise and review, publish's state, what was published) and the runs.
+    """
+    lengths, rows, runs = {}, [], {}
+    for name, feedback in (("without feedback", False), ("with feedback", True)):
+        graph, reviser = loop_graph(feedback=feedback, limit=limit)
+        runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
+        lengths[name] = [len(text) for text in reviser.history]
+        rows.append(summary_row(name, result))
+    return visit_table(lengths), pd.DataFrame(rows).set_index("variant"), runs
+
+
+def summary_row(variant: str, result: RunResult) -> dict[str, Any]:
+    """One variant of a loop run: status, runs of revise and review, publish's state and output."""
+    return {"variant": variant, "status": result.status, "revise runs": result.visits["revise"],
+            "review runs": result.visits["review"], "publish": str(result.states["publish"]),
+            "published": result.results.get("publish", "-")}
+
+
+def visit_table(lengths: Mapping[str, list[int]]) -> pd.DataFrame:
+    """Characters per revise visit, one column per variant; "-" where a variant stopped earlier.
+
+    Cells are strings so that a shorter column prints "-" rather than NaN (and 33, not 33.0).
+    """
+    visits = max((len(v) for v in lengths.values()), default=0)
+    return pd.DataFrame({name: [str(v[n]) if n < len(v) else "-" for n in range(visits)]
+                         for name, v in lengths.items()},
+                        index=pd.RangeIndex(1, visits + 1, name="revise visit"))
+
+
+# -- Next.Stop ----------------------------------------------------------------------------
+
+def cache_stop_experiment(hit: bool = True) -> RunResult:
+    """lookup → check (Stop on a cache hit) → compute → store: a hit skips the expensive half."""
+    graph = (Graph().job("lookup", lambda ctx: "cached answer" if hit else None)
+             .job("check", lambda ctx: ctx.input is not None, deps=["lookup"])
+             .job("compute", lambda ctx: "fresh answer", deps=["check"])
+             .job("store", _noop, deps=["compute"]))
+    graph.route("check", lambda found: Next.Stop if found else Next.Continue)
+    return graph.run(clock=FakeClock())

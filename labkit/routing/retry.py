@@ -1,0 +1,108 @@
+"""Retry policies as plain data: how many attempts, how long to wait, which errors qualify.
+
+``RetryPolicy(max_attempts=3, initial_interval=0.5, backoff_factor=2.0, max_interval=128.0)``
+(LangGraph's defaults) means: at most 3 attempts *counting the first try* (Temporal's
+`maximum_attempts`; Prefect's `retries=2` is the same policy), waiting 0.5 s after the
+first failure and 1 s after the second. The wait after failed attempt n is
+``min(initial_interval * backoff_factor ** (n - 1), max_interval)``. There is no jitter:
+the waits are exact so tests can assert them; a fleet of clients sharing one provider
+should add jitter.
+
+`retry_on` says which errors are worth another attempt: a tuple of exception types,
+matched with isinstance (so ConnectionResetError counts as a ConnectionError, unlike
+Temporal's exact type names), or a predicate ``error -> bool``. A predicate that raises
+answers "not retryable": the job fails, with what the predicate raised in its error, and
+the run goes on (as with a router that raises). The default retries
+ConnectionError and TimeoutError only — faults that may pass. InvalidInput is never
+retried, whatever `retry_on` says: an invalid input does not become valid by repeating it.
+
+A job without a policy gets exactly one attempt. A job in a loop can be called at most
+``max_visits * max_attempts`` times in one run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from labkit.routing.errors import GraphError, InvalidInput
+
+RetryOn = tuple[type[BaseException], ...] | Callable[[BaseException], bool]
+
+
+def _is_error_type(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When a failed attempt is tried again, and after how long. Validated on construction."""
+
+    max_attempts: int = 3
+    initial_interval: float = 0.5
+    backoff_factor: float = 2.0
+    max_interval: float = 128.0
+    retry_on: RetryOn = (ConnectionError, TimeoutError)
+
+    def __post_init__(self) -> None:
+        if type(self.max_attempts) is not int or self.max_attempts < 1:
+            raise GraphError(f"max_attempts must be an int >= 1 (it counts the first try), "
+                             f"got {self.max_attempts!r}")
+        for name in ("initial_interval", "backoff_factor", "max_interval"):
+            value = getattr(self, name)
+            if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+                raise GraphError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.backoff_factor < 1:
+            raise GraphError(f"backoff_factor must be >= 1 (waits never shrink), got {self.backoff_factor!r}")
+        if self.max_interval < self.initial_interval:
+            raise GraphError(f"max_interval ({self.max_interval!r}) must be >= initial_interval "
+                             f"({self.initial_interval!r})")
+        retry_on = self.retry_on
+        if _is_error_type(retry_on):  # a lone class is callable too: never mistake it for a predicate
+            retry_on = (retry_on,)
+        elif isinstance(retry_on, list):
+            retry_on = tuple(retry_on)
+        if isinstance(retry_on, tuple):
+            bad = [item for item in retry_on if not _is_error_type(item)]
+            if bad:
+                raise GraphError(f"retry_on must hold exception types, got {bad[0]!r}")
+        elif not callable(retry_on):
+            raise GraphError(f"retry_on must be a tuple of exception types or a function "
+                             f"error -> bool, got {retry_on!r}")
+        object.__setattr__(self, "retry_on", retry_on)
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt `attempt` (1-based) before the next one."""
+        try:
+            raw = self.initial_interval * self.backoff_factor ** (attempt - 1)
+        except OverflowError:  # 2.0 ** 2000: the cap applies long before
+            raw = math.inf
+        return float(min(raw, self.max_interval))
+
+    def delays(self) -> list[float]:
+        """Every wait one visit can incur: max_attempts - 1 of them."""
+        return [self.delay(n) for n in range(1, self.max_attempts)]
+
+    def retryable(self, error: BaseException) -> bool:
+        """True if `error` is the kind this policy retries (never for InvalidInput)."""
+        if isinstance(error, InvalidInput):
+            return False
+        if isinstance(self.retry_on, tuple):
+            return isinstance(error, self.retry_on)
+        return bool(self.retry_on(error))
+
+    def refusal(self, error: BaseException, attempt: int) -> str | None:
+        """Why failed attempt `attempt` is not tried again, or None if it is."""
+        if isinstance(error, InvalidInput):
+            return "invalid input is never retried"
+        try:
+            retryable = self.retryable(error)
+        except Exception as broken:  # noqa: BLE001 - the learner's predicate: a refusal, not a crash
+            return f"retry_on raised {type(broken).__name__}: {broken}; not retried"
+        if not retryable:
+            return f"{type(error).__name__} is not retryable"
+        if attempt >= self.max_attempts:
+            return f"attempt {attempt} of {self.max_attempts}"
+        return None
