@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema
 import pandas as pd
 
 from labkit.baseline.controllers import BASE_TOOL_BUDGET, controllers, docuctl_tools, scripted, workflow
@@ -36,7 +35,7 @@ from labkit.baseline.corpus import Corpus, docuctl
 from labkit.baseline.grading import compare, evaluate, outcome
 from labkit.baseline.task import TaskError, task_from
 from labkit.core.check import NOT_YET, Check, Raised, call, crashed, fail, not_a_function, unanswered
-from labkit.core.fixtures import ADAPTIVE_CASES
+from labkit.core.fixtures import ADAPTIVE_CASES, schema_error
 from labkit.core.progress import exercise
 from labkit.core.runtime import Tool, run
 
@@ -257,9 +256,7 @@ def try_adaptive_case(case: dict[str, Any], corpus: Corpus | None = None) -> pd.
     controller (all seven, three tools each): passed, stop, tool calls, what it cited.
     """
     corpus = corpus or docuctl()
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(ADAPTIVE_CASES["items"]).iter_errors(case)
-    )
+    error = schema_error(ADAPTIVE_CASES["items"], case)
     if error is not None:
         where = ".".join(map(str, error.absolute_path)) or "case"
         raise ValueError(f"{where}: {error.message}")

@@ -116,25 +116,48 @@ def parse_json(text: str) -> Any:
         raise ValueError(str(error).split(";")[0]) from None
 
 
-def load_json(path: str | Path, schema: dict[str, Any]) -> Any:
-    """Read `path` and validate it against `schema`; raise one FixtureError if either fails."""
-    path = Path(path)
+def read_text(path: str | Path, what: str = "file") -> str:
+    """The UTF-8 text of `path`, or one FixtureError: ``<path>: <what> not found`` if there is
+    no such file, ``<path>: cannot read (<why>)`` if it cannot be read or is not UTF-8."""
     try:
-        data = parse_json(path.read_text(encoding="utf-8"))
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise FixtureError(f"{path}: file not found") from None
+        raise FixtureError(f"{path}: {what} not found") from None
     except (OSError, UnicodeDecodeError) as error:
         raise FixtureError(f"{path}: cannot read ({error})") from None
+
+
+def read_json(path: str | Path, what: str = "file") -> Any:
+    """`parse_json` of `read_text(path, what)`; ``<path>: not valid JSON (<why>)`` if it is not."""
+    text = read_text(path, what)  # outside the try: FixtureError is a ValueError
+    try:
+        return parse_json(text)
     except ValueError as error:
         raise FixtureError(f"{path}: not valid JSON ({error})") from None
+
+
+def schema_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
+    """The error jsonschema's `best_match` picks in `data` against `schema`, or None if valid.
+
+    The caller words the message (where the error is: `error.absolute_path`; what it is:
+    `error.message`), as each file format names its records differently. Data nested too
+    deeply for the validator raises RecursionError.
+    """
     # Imported here, not at the top: jsonschema takes 1.0-1.4 s to import where rfc3987_syntax
     # is installed (jupyter-events brings it; it builds an Earley parser at import), and the
-    # modules that import this one (corpus, refunds) are imported by `import labkit`'s
-    # names, by every CLI command and by every notebook. Paid once, at the first load.
+    # modules that validate (corpus, refunds, submissions, grid specs, the lab checks) are
+    # imported by `import labkit`'s names, by every CLI command and by every notebook. Paid
+    # once, at the first validation.
     import jsonschema
 
+    return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+
+
+def load_json(path: str | Path, schema: dict[str, Any]) -> Any:
+    """Read `path` and validate it against `schema`; raise one FixtureError if either fails."""
+    data = read_json(path)
     try:
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+        error = schema_error(schema, data)
     except RecursionError:  # parsed, but too deep for the validator's own recursion
         raise FixtureError(f"{path}: nested too deeply to validate") from None
     if error is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from labkit.core.text import shorten
+
 
 def temperature(text: str) -> float:
     try:
@@ -27,8 +29,7 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
         try:
             value = int(text)
         except ValueError:  # also a number past Python's 4,300-digit limit
-            shown = text if len(text) <= 20 else text[:19] + "…"
-            raise argparse.ArgumentTypeError(f"not an integer: {shown!r}") from None
+            raise argparse.ArgumentTypeError(f"not an integer: {shorten(text, 20)!r}") from None
         shown = str(value) if abs(value) < 10**20 else "a number that large"
         if value < low:
             raise argparse.ArgumentTypeError(f"must be at least {low}, got {shown}")

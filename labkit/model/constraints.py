@@ -31,6 +31,7 @@ from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.core.runtime import Tool
+from labkit.core.text import shorten
 from labkit.model.schema import MAX_CHARS, decision_schema
 
 RUNGS = ("L0", "L1", "L2", "L3")
@@ -163,5 +164,4 @@ def first_json_object(text: str) -> Any:
         except (json.JSONDecodeError, RecursionError):
             continue
         return value
-    shown = text if len(text) <= 80 else text[:79] + "…"
-    raise ValueError(f"no JSON object in the model's reply: {shown!r}")
+    raise ValueError(f"no JSON object in the model's reply: {shorten(text, 80)!r}")

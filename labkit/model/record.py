@@ -29,7 +29,7 @@ from typing import Any
 import fastjsonschema
 
 from labkit.core.errors import FixtureError, LabError, ProviderError
-from labkit.core.fixtures import parse_json
+from labkit.core.fixtures import parse_json, read_text, schema_error
 from labkit.model.backend import Backend, Reply, Request, now, versions
 from labkit.model.constraints import RUNGS
 
@@ -161,10 +161,7 @@ def _schema_error(kind: str, record: Any) -> Any:
         _FAST[kind](record)
         return None
     except fastjsonschema.JsonSchemaException:
-        import jsonschema
-
-        validator = jsonschema.Draft202012Validator(_SCHEMAS[kind])
-        return jsonschema.exceptions.best_match(validator.iter_errors(record))
+        return schema_error(_SCHEMAS[kind], record)
 
 
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -192,12 +189,7 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _parse(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except FileNotFoundError:
-        raise FixtureError(f"{path}: trials file not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise FixtureError(f"{path}: cannot read ({error})") from None
+    lines = read_text(path, "trials file").split("\n")
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

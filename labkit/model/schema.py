@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from labkit.core.runtime import FINAL_FIELDS, Tool
+from labkit.core.text import shorten
 
 # Caps the length of every string the model writes. Measured with SmolLM2-135M: without a
 # cap a search query ran to 78 tokens of version-number-like noise ("2.0.0.2-b08-24-…") and
@@ -70,5 +71,4 @@ def parse_reply(text: str) -> Any:
     try:
         return json.loads(text)
     except (json.JSONDecodeError, TypeError):
-        shown = text if len(text) <= 80 else text[:79] + "…"
-        raise ValueError(f"model reply is not JSON: {shown!r}") from None
+        raise ValueError(f"model reply is not JSON: {shorten(text, 80)!r}") from None

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import FixtureError
-from labkit.core.fixtures import load_json, record_list, unique_ids
+from labkit.core.fixtures import load_json, record_list, schema_error, unique_ids
 from labkit.refunds.cases import Request
 from labkit.refunds.shop import _ID, FrozenMap, Refund, RefundCall, Shop, cents, money
 
@@ -102,6 +102,19 @@ def load_templates(path: str | Path) -> dict[str, str]:
         if "goal" not in _fields(text):
             raise FixtureError(f"{path}: key {name!r}: the template has no {{goal}} placeholder")
     return templates
+
+
+def schema_problem(record: Any) -> str | None:
+    """Why one attack record breaks the ATTACKS schema, or None if it fits.
+
+    One phrase naming the field, ``field 'check.kind': 'x' is not one of [...]``, or
+    ``field 'record'`` when the record as a whole is wrong (not an object, a field missing).
+    """
+    error = schema_error(ATTACKS, [record])
+    if error is None:
+        return None
+    field = ".".join(map(str, list(error.absolute_path)[1:])) or "record"
+    return f"field {field!r}: {error.message}"
 
 
 def attack_from(record: Mapping[str, Any], templates: Mapping[str, str], shop: Shop,

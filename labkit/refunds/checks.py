@@ -37,13 +37,12 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import jsonschema
 import pandas as pd
 
 from labkit.core.check import NOT_YET, Check, fail, not_a_function
 from labkit.core.errors import LabError
 from labkit.core.progress import exercise
-from labkit.refunds.attacks import ATTACKS, Attack, attack_from, gold_calls, load_templates, succeeded
+from labkit.refunds.attacks import Attack, attack_from, gold_calls, load_templates, schema_problem, succeeded
 from labkit.refunds.defenses import DEFENSES, Defenses
 from labkit.refunds.display import short
 from labkit.refunds.guard_table import guard_table
@@ -191,10 +190,8 @@ def _attack(record: Any) -> Attack:
     lab = refund_lab()
     if not isinstance(record, Mapping):
         raise LabError(f"an attack record is a dict like those in attacks.json, not {type(record).__name__}")
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(ATTACKS).iter_errors([record]))
-    if error is not None:
-        field = ".".join(map(str, list(error.absolute_path)[1:])) or "record"
-        raise LabError(f"field {field!r}: {error.message}")
+    if (problem := schema_problem(record)) is not None:
+        raise LabError(problem)
     templates = load_templates(lab.shop.folder / "templates.json")
     return attack_from(record, templates, lab.shop, "your attack")
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from labkit.core.text import shorten
 from labkit.refunds.rules import authorise
 from labkit.refunds.shop import Refund, Shop, dollars, money
 
@@ -59,7 +60,7 @@ DEFENSE_LABELS = {
 
 
 def _fit(line: str, limit: int = WIDTH) -> str:
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return shorten(line, limit)
 
 
 def _short(text: str, limit: int) -> str:

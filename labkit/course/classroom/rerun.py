@@ -28,6 +28,7 @@ from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.core.paths import CHECKOUT, runs_dir
+from labkit.core.text import shorten
 
 NOTEBOOKS = CHECKOUT / "notebooks"
 SPEC = re.compile(r"^(replay(:.+)?|local|ollama:[A-Za-z0-9._:/-]+)$")
@@ -106,7 +107,7 @@ def rerun(lab: str, model: str, output: Path, *, k: int | None = None, temperatu
         failed = output.with_name(f"{output.stem}.failed.ipynb")
         os.replace(partial, failed)
         raise LabError(f"lab {lab} stopped at cell {error.exec_count}: {error.ename}: "
-                       f"{str(error.evalue).splitlines()[0][:200] if error.evalue else ''} "
+                       f"{shorten(str(error.evalue).splitlines()[0], 200) if error.evalue else ''} "
                        f"(the notebook up to there: {failed})") from None
     finally:
         for name, value in saved.items():

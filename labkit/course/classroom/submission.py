@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import LabError
-from labkit.core.fixtures import parse_json
+from labkit.core.fixtures import parse_json, schema_error
 from labkit.core.progress import LABS, load_progress
+from labkit.core.text import shorten
 
 FORMAT = "labkit-submission/1"
 MAX_BYTES = 1_000_000  # a lab-03 submission with two guard tables is about 25 kB
@@ -95,20 +96,16 @@ def check_name(name: str) -> str:
 
 def _attack_problem(record: Any) -> str | None:
     """Why `record` is not an attack on the course's shop (one phrase), or None."""
-    import jsonschema
-
-    from labkit.refunds.attacks import ATTACKS, attack_from, load_templates
+    from labkit.refunds.attacks import attack_from, load_templates, schema_problem
     from labkit.refunds.lab import refund_lab
 
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(ATTACKS).iter_errors([record]))
-    if error is not None:
-        field = ".".join(map(str, list(error.absolute_path)[1:])) or "record"
-        return f"field {field!r}: {error.message}"[:200]
+    if (problem := schema_problem(record)) is not None:
+        return shorten(problem, 200)
     lab = refund_lab()
     try:
         attack_from(record, load_templates(lab.shop.folder / "templates.json"), lab.shop, "attack")
-    except LabError as problem:
-        return str(problem)[:200]
+    except LabError as refused:
+        return shorten(str(refused), 200)
     return None
 
 
@@ -215,8 +212,6 @@ def shown(name: str) -> str:
 
 def read(path: Path) -> Submission:
     """Read and check one submission file; SubmissionError (one phrase) if it is not usable."""
-    import jsonschema
-
     from labkit.refunds.guard_table import table_problem
 
     try:
@@ -242,12 +237,12 @@ def read(path: Path) -> Submission:
     except ValueError as error:
         raise SubmissionError(f"not valid JSON ({error})") from None
     try:
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(_schema()).iter_errors(data))
+        error = schema_error(_schema(), data)
     except RecursionError:
         raise SubmissionError("nested too deeply") from None
     if error is not None:
         where = ".".join(shown(str(part)) for part in error.absolute_path) or "the file"
-        raise SubmissionError(f"{where}: {error.message}"[:300])
+        raise SubmissionError(shorten(f"{where}: {error.message}", 300))
     if data["lab"] != "03" and (data["attacks"] or data["guards"]):
         raise SubmissionError(f"attacks and guards belong to lab 03, not lab {data['lab']}")
     for index, record in enumerate(data["attacks"]):

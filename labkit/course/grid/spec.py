@@ -33,7 +33,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from labkit.core.errors import FixtureError, LabError
-from labkit.core.fixtures import parse_json
+from labkit.core.fixtures import read_json, read_text, schema_error
+from labkit.core.text import shorten
 from labkit.course.commands.trials import MAX_TOKENS_MAX, SEED_MAX
 from labkit.decision_loop.model_policy import LAB, PROMPTS
 from labkit.decision_loop.trials import CASE_SETS, cases_of, default_label
@@ -187,22 +188,13 @@ def backend_name(model: str) -> str:
 
 
 def _read(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FixtureError(f"{path}: grid spec not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise FixtureError(f"{path}: cannot read ({error})") from None
     if path.suffix == ".toml":
         try:
-            return tomllib.loads(text)
+            return tomllib.loads(read_text(path, "grid spec"))
         except tomllib.TOMLDecodeError as error:
             raise FixtureError(f"{path}: not valid TOML ({error})") from None
     if path.suffix == ".json":
-        try:
-            return parse_json(text)
-        except ValueError as error:
-            raise FixtureError(f"{path}: not valid JSON ({error})") from None
+        return read_json(path, "grid spec")
     raise FixtureError(f"{path}: a grid spec is a .toml or .json file")
 
 
@@ -212,9 +204,7 @@ def _check(path: Path, data: Any) -> None:
     unknown = [name for name in data if name not in AXES]
     if unknown:
         raise FixtureError(f"{path}: unknown axis {unknown[0]!r} (known: {', '.join(AXES)})")
-    import jsonschema  # 1 s where rfc3987_syntax is installed: only when a grid is loaded
-
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data))
+    error = schema_error(SCHEMA, data)
     if error is not None:
         field = "".join(
             f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p)
@@ -236,8 +226,7 @@ def _plain(error: Any) -> str:
     """jsonschema's message, except for `cases`, whose oneOf message would list the schemas."""
     if error.absolute_path and error.absolute_path[0] == "cases" and error.validator == "oneOf":
         return f"must be one of {', '.join(CASE_SETS)} or a list of case ids, got {error.instance!r}"
-    message = error.message
-    return message if len(message) <= 200 else message[:199] + "…"
+    return shorten(error.message, 200)
 
 
 def load_spec(path: str | Path) -> Grid:

@@ -1,0 +1,120 @@
+"""The shared helpers of labkit.core: reading a fixture, the schema error, cutting a string."""
+
+import pytest
+
+from labkit.core.errors import FixtureError
+from labkit.core.fixtures import read_json, read_text, schema_error
+from labkit.core.text import shorten
+from labkit.course.grid.spec import load_spec
+from labkit.refunds.attacks import schema_problem
+
+# -- read_text, read_json -------------------------------------------------------------------------
+
+
+def test_read_text_returns_the_files_text(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("é\n", encoding="utf-8")
+    assert read_text(path) == "é\n"
+
+
+def test_read_text_names_what_was_not_found(tmp_path):
+    path = tmp_path / "nowhere.jsonl"
+    with pytest.raises(FixtureError) as default:
+        read_text(path)
+    with pytest.raises(FixtureError) as named:
+        read_text(path, "trials file")
+    assert (str(default.value), str(named.value)) == (
+        f"{path}: file not found",
+        f"{path}: trials file not found",
+    )
+
+
+def test_read_text_refuses_a_file_that_is_not_utf8_in_one_line(tmp_path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'{"name": "caf\xe9"}')
+    with pytest.raises(FixtureError) as caught:
+        read_text(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: cannot read (") and "utf-8" in message and "\n" not in message
+
+
+def test_read_text_refuses_a_folder(tmp_path):
+    with pytest.raises(FixtureError, match=r": cannot read \("):
+        read_text(tmp_path)
+
+
+def test_read_json_parses_and_refuses_what_parse_json_refuses(tmp_path):
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text('{"a": [1, 2.5]}')
+    bad.write_text('{"a": NaN}')
+    assert read_json(good) == {"a": [1, 2.5]}
+    with pytest.raises(FixtureError) as caught:
+        read_json(bad)
+    assert str(caught.value) == f"{bad}: not valid JSON (NaN is not a number JSON allows)"
+
+
+def test_read_json_names_what_was_not_found(tmp_path):
+    with pytest.raises(FixtureError, match=r"spec.json: grid spec not found$"):
+        read_json(tmp_path / "spec.json", "grid spec")
+
+
+# -- schema_error -----------------------------------------------------------------------------------
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def test_schema_error_is_none_for_valid_data():
+    assert schema_error(SCHEMA, {"n": 3}) is None
+
+
+def test_schema_error_is_the_best_match_with_its_path():
+    error = schema_error(SCHEMA, {"n": "three"})
+    assert (list(error.absolute_path), error.message) == (["n"], "'three' is not of type 'integer'")
+    assert schema_error(SCHEMA, {}).message == "'n' is a required property"
+
+
+def test_schema_error_lets_recursion_error_through():
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        schema_error({"items": {"$ref": "#"}}, deep)
+
+
+def test_an_attack_records_schema_problem_names_the_field():
+    assert schema_problem("not a record") == "field 'record': 'not a record' is not of type 'object'"
+    problem = schema_problem({"id": "a", "template": "t", "goal": "g", "check": {"kind": "nope"},
+                              "gold": [{"order": "o", "amount": "1", "destination": "d"}],
+                              "places": ["message"]})
+    assert problem.startswith("field 'check.kind': 'nope' is not one of [")
+
+
+def test_a_grid_spec_of_another_kind_is_refused_before_it_is_read(tmp_path):
+    with pytest.raises(FixtureError, match=r"spec.yaml: a grid spec is a .toml or .json file$"):
+        load_spec(tmp_path / "spec.yaml")
+
+
+# -- shorten ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"),
+    [
+        ("", 1, ""),
+        ("abc", 3, "abc"),
+        ("abcd", 3, "ab…"),
+        ("abcd", 1, "…"),
+        ("x" * 500, 80, "x" * 79 + "…"),
+    ],
+)
+def test_shorten_keeps_what_fits_and_cuts_the_rest_with_an_ellipsis(text, limit, expected):
+    assert shorten(text, limit) == expected
+
+
+def test_shorten_never_exceeds_its_limit():
+    assert all(len(shorten("y" * n, limit)) <= limit for n in range(12) for limit in range(1, 12))
+
+
+def test_shorten_refuses_a_limit_with_no_room_for_the_ellipsis():
+    with pytest.raises(ValueError, match="limit must be at least 1, got 0"):
+        shorten("abc", 0)
