@@ -1,13 +1,31 @@
-"""The verdict every checker returns, and running a learner's code without a traceback."""
+"""The verdict every checker returns, and running a learner's code as untrusted input.
+
+A learner's answer can raise, hang, print a flood, mutate what it is handed or not be an
+answer at all; a checker must still answer with one verdict sentence. `call` runs their
+function on copies of its arguments within a time limit and wraps whatever goes wrong in
+`Raised`; `crashed` turns that into a sentence naming the exception and the learner's own line;
+`captured` (used by `labkit.core.progress.exercise` around every checker) keeps what their code
+prints out of the verdict's way and says how much there was.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import io
+import linecache
+import signal
 import textwrap
-from collections.abc import Callable
+import threading
+import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from labkit.core.text import shorten
 
 NOT_YET = "not attempted yet: replace the `...` or None with your code and run the cell again"
 # JupyterLab breaks a text output at ~120 columns wherever it falls, mid-word included
@@ -36,26 +54,144 @@ def fail(message: str, table: pd.DataFrame | None = None) -> Check:
 
 
 def crashed(error: BaseException, where: str) -> Check:
-    """A learner's function raised: name the exception and where, nothing more."""
-    text = str(error)
+    """A learner's function raised or overran: name the exception, where, and their line."""
+    if isinstance(error, TimedOut):
+        return Check(False, f"your function did not return within {error.seconds:g} s {where}; "
+                            "look for a loop that never ends or a long sleep, and run the check again.")
+    text = shorten(str(error), 300)
     shown = f"{type(error).__name__}: {text}" if text else type(error).__name__
-    return Check(False, f"your function raised {shown} {where}; fix that first.")
+    line = learner_line(error)
+    at = f" at {line}" if line else ""
+    return Check(False, f"your function raised {shown} {where}{at}; fix that first.")
 
 
 class Raised(Exception):
-    """Carries a learner's exception out of a checker's loop (see `call`)."""
+    """Carries a learner's exception (or a `TimedOut`) out of a checker's loop (see `call`)."""
 
     def __init__(self, error: BaseException):
         super().__init__(str(error))
         self.error = error
 
 
-def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call the learner's `fn`, wrapping anything it raises in Raised (never a traceback)."""
+class TimedOut(BaseException):
+    """A learner's function ran past its time limit.
+
+    A BaseException, like KeyboardInterrupt, so that the learner's own `except Exception:`
+    (or the runtime's, which counts a failing policy as `invalid_decision`) does not swallow it.
+    """
+
+    def __init__(self, seconds: float):
+        super().__init__(f"did not return within {seconds:g} s")
+        self.seconds = seconds
+
+
+# Seconds a learner's function gets for one call: every case in the checkers takes
+# milliseconds (measured: the slowest correct answer, lab 03's guard over a whole episode
+# suite, 0.4 s for ~9,900 calls), so 3 s is only ever reached by a hang or a sleep.
+LIMIT_S = 3.0
+
+
+def _signals_usable() -> bool:
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float = LIMIT_S) -> Iterator[None]:
+    """Raise TimedOut in this thread if the block runs longer than `seconds`.
+
+    In the main thread (where a notebook cell runs) an interval timer raises TimedOut inside
+    the learner's code and again every 50 ms until the block ends, so even a bare `except:` in
+    a loop cannot keep it running. Elsewhere (another thread, Windows) the block is not
+    limited here; `call` then waits for the function on a daemon thread instead. A block
+    inside another limit keeps the outer, earlier deadline.
+    """
+    if not _signals_usable():
+        yield
+        return
+    outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if outer_left and outer_left <= seconds:
+        yield  # an enclosing limit ends first: it will fire
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimedOut(seconds)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     try:
-        return fn(*args, **kwargs)
-    except Exception as error:  # noqa: BLE001 - the verdict names the learner's error
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer_left:
+            signal.setitimer(signal.ITIMER_REAL, outer_left, outer_interval)
+
+
+def _in_thread(fn: Callable[..., Any], args: tuple, kwargs: dict, seconds: float) -> Any:
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = fn(*args, **kwargs)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, name="labkit-answer", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():  # a Python thread cannot be stopped: it is left to finish, ignored
+        raise TimedOut(seconds)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def copied(value: Any) -> Any:
+    """A deep copy of what a learner's function is handed, so it cannot change the checker's data.
+
+    Values that cannot be copied (a lock, a generator) are handed as they are.
+    """
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # noqa: BLE001 - uncopyable values are passed through
+        return value
+
+
+def call(fn: Callable[..., Any], *args: Any, limit: float = LIMIT_S, **kwargs: Any) -> Any:
+    """Call the learner's `fn` on copies of its arguments, within `limit` seconds.
+
+    Anything it raises, and running past the limit (TimedOut), is wrapped in Raised: a checker
+    turns it into a verdict (`crashed`), never a traceback.
+    """
+    args, kwargs = copied(args), copied(kwargs)
+    try:
+        if _signals_usable():
+            with time_limit(limit):
+                return fn(*args, **kwargs)
+        return _in_thread(fn, args, kwargs, limit)
+    except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict names the learner's error
         raise Raised(error) from None
+
+
+_LABKIT = str(Path(__file__).resolve().parents[1])
+_STDLIB = str(Path(contextlib.__file__).resolve().parent)
+
+
+def learner_line(error: BaseException) -> str:
+    """Where in the learner's code `error` was raised: "line 3: `return hits + [x]`", or "".
+
+    The innermost frame that is neither labkit's nor the standard library's is the learner's
+    (a notebook cell, or a module of theirs); its source comes from linecache, which IPython
+    fills for every cell.
+    """
+    frames = traceback.extract_tb(error.__traceback__)
+    for frame in reversed(frames):
+        where = str(Path(frame.filename).resolve()) if not frame.filename.startswith("<") else ""
+        if where.startswith((_LABKIT, _STDLIB)) or "site-packages" in where:
+            continue
+        code = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
+        return f"line {frame.lineno}: `{shorten(code, 100)}`" if code else f"line {frame.lineno}"
+    return ""
 
 
 def unanswered(answer: Any) -> bool:
