@@ -230,17 +230,17 @@ def test_a_policy_that_never_returns_is_a_counted_stop(limits, stop):
 
 def test_evaluate_waits_for_any_policy_but_labkits_scripted_ones_within_its_limits(decision_waits):
     from labkit.refunds.metrics import Spec, evaluate
-    from labkit.refunds.policies import scripted
+    from labkit.refunds.policies import factory_of
 
     specs = [Spec("benign", refund_lab().request("r-ana-blender"))]
 
     def learners(task, observations):  # the same decisions, from a function labkit did not write
         return careful(task, observations)
 
-    evaluate(scripted(learners), DEFENSES["none"], specs)
+    evaluate(factory_of(learners), DEFENSES["none"], specs)
     assert decision_waits and None not in decision_waits  # bounded by the step timeout
     decision_waits.clear()
-    evaluate(scripted(careful), DEFENSES["none"], specs)
+    evaluate(factory_of(careful), DEFENSES["none"], specs)
     assert decision_waits and set(decision_waits) == {None}  # labkit's own: in the caller's thread
 
 

@@ -2,8 +2,10 @@
 
 import pytest
 
-from labkit.refunds import COLUMNS, DEFENSES, careful, gullible, matrix, refund_lab, run, suite
+from labkit.refunds import COLUMNS, DEFENSES, POLICIES, careful, gullible, matrix, refund_lab, run, suite
+from labkit.refunds.attacks import succeeded
 from labkit.refunds.metrics import duplicates, money_lost, utility
+from labkit.refunds.policies import factory_of
 
 LAB = refund_lab()
 
@@ -105,3 +107,28 @@ def test_idempotency_dedupes_a_gullible_retry_but_not_an_obeyed_repeat():
     repeat = run("r-ana-blender", gullible, defenses="idempotency", attack="refund-failed-again",
                  place="note")
     assert len(repeat.refunds) == 2  # a new key each time: not a retry, so not deduplicated
+
+
+def test_one_matrix_cell_counted_by_hand_from_the_ledgers(table):
+    # What notebook 03 does next to the matrix: run the cell's episodes one by one, judge each
+    # with its attack's security check on the ledger, and count.
+    hits = []
+    for request in (r for r in LAB.requests.values() if r.legitimate):
+        for attack in LAB.attacks.values():
+            for place in attack.places:
+                episode = run(request, gullible, defenses="provenance", attack=attack, place=place)
+                hits.append(succeeded(attack, request, LAB.shop, episode.ledger, episode.refunds))
+    assert (sum(hits), len(hits)) == (16, 144)
+    assert round(sum(hits) / len(hits), 3) == table.loc[("gullible", "provenance"), "attack_success_rate"]
+
+
+def test_factory_of_returns_the_same_policy_under_every_defense_and_keeps_its_mark():
+    def learners(task, observations):  # not one of labkit's own: not marked cannot_hang
+        return careful(task, observations)
+
+    for policy, marked in ((careful, True), (gullible, True), (learners, False)):
+        factory = factory_of(policy)
+        assert all(factory(defenses) is policy for defenses in DEFENSES.values())
+        assert getattr(factory, "cannot_hang", False) is marked
+    assert POLICIES["careful"](DEFENSES["mediation"]) is careful
+    assert POLICIES["gullible"](DEFENSES["spotlighting"]) is gullible

@@ -1,6 +1,7 @@
 """Lab 03, the refund attack lab: a fictional shop, a refund tool, injected text, defenses.
 
-The policy proposes; the refund tool enforces. Everything a learner needs::
+Used by notebooks/03_refund_attack_lab.ipynb (and its solutions notebook). The policy
+proposes; the refund tool enforces. Everything a learner needs::
 
     from labkit import refunds
     episode = refunds.run("r-ana-blender", refunds.gullible, defenses="mediation",
@@ -8,12 +9,26 @@ The policy proposes; the refund tool enforces. Everything a learner needs::
     episode.refunds                      # the money that actually moved
     refunds.matrix(["gullible", "careful"])   # the attack × defense matrix
 
-Modules, one job each: `shop` (records and texts), `policy` (the written policy and
-`authorise`), `cases` (requests and expected outcomes), `attacks` (templates, goals,
-security checks), `defenses`, `tools` (the per-episode tools and the refund enforcement
-point), `episode` (`run`), `policies` (gullible, careful, model), `metrics` (ledger-based
-scoring and the matrix), `display` (episode text, narrow tables). The build-it cell and
-exercises are checked by `labkit.refunds.checks`.
+`run` is one episode; `evaluate` scores a policy over a suite of cases, from the ledger.
+
+Modules, one job each:
+
+- `shop`         the shop's records and texts, immutable.
+- `rules`        the written refund policy: RULES, POLICY_TEXT and `authorise`.
+- `cases`        the requests and their expected outcomes.
+- `attacks`      templates, goals and each attack's security check.
+- `defenses`     the defense switches and presets.
+- `tools`        the per-episode tools and the refund enforcement point.
+- `episode`      `run`, and the guarantee mediation gives.
+- `policies`     gullible, careful, the model, and `factory_of`.
+- `metrics`      ledger-based scoring (`evaluate`) and the matrix.
+- `display`, `charts`  episode text, narrow tables, the utility-security chart.
+- `model_rows`, `constraints`  the model's replayed rows and its constraint rules.
+- `guard_table`  a learner's guard as data, for the class's red-team round.
+- `checks`       the build-it cell and exercises (`labkit.exercises.lab03` re-exports it).
+
+The package imports nothing from `labkit.course`: the course wing imports the lab, never
+the other way round.
 
 The guarantee — what mediation promises for any policy, and where that promise stops — is
 stated in `labkit.refunds.episode`.

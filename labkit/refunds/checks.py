@@ -48,7 +48,7 @@ from labkit.refunds.display import short
 from labkit.refunds.guard_table import guard_table
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.metrics import Spec, evaluate, suite, summarise, unauthorized
-from labkit.refunds.policies import cannot_hang, careful, gullible, scripted, timed_out
+from labkit.refunds.policies import cannot_hang, careful, factory_of, gullible, timed_out
 from labkit.refunds.rules import authorise
 from labkit.refunds.shop import Refund, dollars
 from labkit.refunds.tools import EpisodeState
@@ -145,10 +145,10 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     defenses = Defenses("your mediation", guards=(_guarded(my_guard, crashes),))
     specs = suite(lab)
     runs = {
-        "gullible": evaluate(scripted(gullible), defenses, specs, lab),
-        "careful": evaluate(scripted(careful), defenses, specs, lab),
+        "gullible": evaluate(factory_of(gullible), defenses, specs, lab),
+        "careful": evaluate(factory_of(careful), defenses, specs, lab),
         "hostile": evaluate(
-            scripted(hostile), defenses, [Spec("benign", r) for r in lab.requests.values()], lab
+            factory_of(hostile), defenses, [Spec("benign", r) for r in lab.requests.values()], lab
         ),
     }
     if crashes:
@@ -231,7 +231,7 @@ def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
         return fail("its security check trips on the customer's own refund: it would count every honest "
                     "episode as an attack.")
     specs = [Spec("attack", target, attack, place) for place in attack.places]
-    rows = {name: summarise(evaluate(scripted(gullible), DEFENSES[name], specs, lab))
+    rows = {name: summarise(evaluate(factory_of(gullible), DEFENSES[name], specs, lab))
             for name in ("none", "mediation", "provenance", "confirmation", "all_deterministic")}
     table = _table(rows, "defense", "attack_success_rate", "unauthorized_refunds", "money_lost")
     if table.loc["none", "ASR"] == 0:
@@ -260,7 +260,7 @@ def check_guard(guard: Guard | None) -> Check:
     crashes: list[BaseException] = []
     defenses = Defenses("your_guard", guards=(_guarded(guard, crashes),))
     specs = suite(lab, faults=False)
-    scores = {name: evaluate(scripted(policy), defenses, specs, lab)
+    scores = {name: evaluate(factory_of(policy), defenses, specs, lab)
               for name, policy in (("gullible", gullible), ("careful", careful))}
     if crashes:
         error = crashes[0]
@@ -309,7 +309,7 @@ def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
         return refused
     lab = refund_lab()
     specs = [s for s in suite(lab) if s.kind in ("benign", "fault") and s.request.legitimate]
-    scores = evaluate(scripted(decide), DEFENSES["none"], specs, lab)
+    scores = evaluate(factory_of(decide), DEFENSES["none"], specs, lab)
     table = pd.DataFrame([{"request": s.spec.request.id, "timeout": s.spec.kind == "fault",
                            "refunds": len(s.episode.refunds), "paid_once": s.utility,
                            "dupes": s.duplicates, "looked": _looked_after_timeouts(s.episode),

@@ -13,7 +13,7 @@ Deterministic (code in the refund tool; a policy cannot talk its way past them):
 
 - ``mediation``     complete mediation: every refund is checked against the shop's records
                     for the authenticated customer — owner, status, window, once per order,
-                    amount, destination (`policy.authorise`).
+                    amount, destination (`rules.authorise`).
 - ``provenance``    order, amount and destination must each be a value found in the
                     authenticated request or the shop's records for this customer, never one
                     that only appears in text a tool returned. It checks where a value *could*

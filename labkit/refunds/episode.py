@@ -154,11 +154,13 @@ def run(
     step_timeout: float | None = STEP_TIMEOUT,
     deadline: float | None = DEADLINE,
 ) -> Episode:
-    """Run `decide` on one request under the bounded runtime; return the Episode and its ledger.
+    """One episode: `decide` on one request under the bounded runtime; returns the Episode.
 
-    LabError for an unknown request, attack or defense name, or an attack without a valid
-    place: the caller's mistake, before anything runs. Everything the policy does wrong is an
-    outcome instead: a stop reason in `result`, or a refusal it observed. `step_timeout` and
+    The Episode holds the runtime's Result and the money that moved (`refunds`, `ledger`);
+    it scores nothing (`evaluate` scores a policy over many episodes). LabError for an
+    unknown request, attack or defense name, or an attack without a valid place: the
+    caller's mistake, before anything runs. Everything the policy does wrong is an outcome
+    instead: a stop reason in `result`, or a refusal it observed. `step_timeout` and
     `deadline` (seconds, or None for no limit) end a stuck policy as a counted stop.
     """
     lab = lab or refund_lab()

@@ -271,8 +271,13 @@ def model_policy(defenses: Defenses, *, backend: Any = None, trial: int = 0, run
                        rung=rung, rules=refund_rules(describe))
 
 
-def scripted(policy: Decide) -> PolicyFactory:
-    """The factory of a policy that ignores the defenses; it carries the policy's `cannot_hang`."""
+def factory_of(policy: Decide) -> PolicyFactory:
+    """The PolicyFactory that returns `policy` under any defenses (for a policy that reads no prompt).
+
+    `evaluate` and `matrix` take factories, because a model's prompt depends on the defenses;
+    `factory_of(careful)` lets a plain decide function stand in for one. The factory carries
+    the policy's `cannot_hang` mark, so labkit's own policies still run without a timeout thread.
+    """
 
     def factory(defenses: Defenses) -> Decide:
         return policy
@@ -282,7 +287,7 @@ def scripted(policy: Decide) -> PolicyFactory:
 
 
 POLICIES: Mapping[str, PolicyFactory] = FrozenMap({  # read-only, like DEFENSES
-    "gullible": scripted(gullible),
-    "careful": scripted(careful),
+    "gullible": factory_of(gullible),
+    "careful": factory_of(careful),
     "model": model_policy,
 })

@@ -1,10 +1,13 @@
-"""The refund policy, twice: once in words for people and prompts, once in code for the tool.
+"""The written refund policy, twice: in words for people and prompts, in code for the tool.
 
-`POLICY_TEXT` is what a learner reads and what the "policy text in the prompt" defense puts
-in front of a model. `authorise` is the same policy as a function of the shop's records and
-ledger: it is what the refund tool runs under complete mediation, and what the metrics use
-to decide whether a refund in the ledger was authorised. It looks only at records — never at
-anything a policy said or a tool returned — so no text can talk it into a refund.
+`POLICY_TEXT` is what a learner reads in notebooks/03_refund_attack_lab.ipynb and what the
+"policy text in the prompt" defense puts in front of a model. `authorise` is the same policy
+as a function of the shop's records and ledger: it is what the refund tool runs under
+complete mediation, what the metrics use to decide whether a refund in the ledger was
+authorised, and what `checks` uses to find the first unauthorised refund. It looks
+only at records — never at anything a policy said or a tool returned — so no text can talk
+it into a refund. `RULES` names its checks in the order it makes them; a Refusal names the
+first one broken.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class Refusal:
 
 
 def policy_text(shop: Shop) -> str:
+    """POLICY_TEXT with `shop`'s refund window filled in."""
     return POLICY_TEXT.format(window=shop.window_days)
 
 

@@ -91,7 +91,7 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
     from labkit.refunds.guard_table import TableGuard
     from labkit.refunds.lab import refund_lab
     from labkit.refunds.metrics import Spec, evaluate
-    from labkit.refunds.policies import gullible, scripted
+    from labkit.refunds.policies import factory_of, gullible
 
     mine = [s for s in submissions if s.lab == "03"]
     if not mine:
@@ -115,7 +115,7 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
     success, lost, board = {}, {}, []
     for label, (by, defense) in defenses.items():
         # labkit's gullible policy (marked cannot_hang: no timeout thread) and table lookups.
-        scores = evaluate(scripted(gullible), defense, specs, lab)
+        scores = evaluate(factory_of(gullible), defense, specs, lab)
         for attack_label in attacks:
             mine_ = [s for s in scores if s.spec.attack is not None and s.spec.attack.id == attack_label]
             success[attack_label, label] = sum(bool(s.attacked) for s in mine_) / len(mine_)
