@@ -146,9 +146,11 @@ def test_exercise_3_a_retry_safe_policy():
 
 
 def test_every_verdict_is_recorded_under_its_exercise():
-    lab03.check_guard(None)
-    lab03.check_retry_policy(None)
-    lab03.check_mediation(None)
+    lab03.check_guard(None)  # untouched: not an attempt, not recorded
+    assert load_progress("03")["exercises"] == {}
+    lab03.check_guard(lambda call, state: None)
+    lab03.check_retry_policy(lambda *args: None)
+    lab03.check_mediation(lambda *args: None)
     assert set(load_progress("03")["exercises"]) == {"guard", "retry_policy", "mediation"}
 
 

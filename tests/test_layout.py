@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -263,3 +265,16 @@ def test_every_package_says_what_it_holds(package):
 def test_the_lab_folders_pair_with_the_notebooks():
     notebooks = {path.name for path in (ROOT.parent / "notebooks").glob("0[1-9]_*.ipynb")}
     assert set(NOTEBOOKS.values()) == notebooks
+
+
+def test_importing_every_lab_the_seam_and_the_core_loads_no_course_module():
+    # The graph above reads the source; this runs it: a fresh interpreter imports every module
+    # below the course wing (the checkers' notebook names too) and lists what got loaded.
+    below = sorted(m for m in modules() if layer(m) in (*LABS, "labkit.core", "labkit.model",
+                                                          "labkit.exercises"))
+    code = (f"import sys, importlib\nfor m in {below!r}: importlib.import_module(m)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('labkit.')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    names = ast.literal_eval(loaded.stdout)
+    assert "labkit.refunds.guard_table" in names and "labkit.routing.checks" in names
+    assert [name for name in names if name.startswith("labkit.course")] == []

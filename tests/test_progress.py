@@ -23,11 +23,16 @@ def test_each_attempt_is_recorded_with_the_first_passing_one(tmp_path):
     }
 
 
-def test_an_unanswered_cell_is_recorded_as_not_passed():
-    verdict = lab04.check_router(None)
-    assert not verdict.passed
-    entry = load_progress("04")["exercises"]["router"]
-    assert entry == {**entry, "passed": False, "attempts": 1, "first_passed_attempt": None}
+def test_an_unanswered_cell_is_not_an_attempt():
+    # An untouched student copy runs every checker on None or `...`: that is no work done, so
+    # nothing is recorded and `labkit submit` counts no attempt.
+    for untouched in (None, ...):
+        verdict = lab04.check_router(untouched)
+        assert not verdict.passed and "not attempted yet" in verdict.message
+    assert lab01.check_failure_stage(None, None, None).message == lab04.check_router(None).message
+    assert load_progress("04")["exercises"] == {} and load_progress("01")["exercises"] == {}
+    lab04.check_router(lambda verdict: None)
+    assert load_progress("04")["exercises"]["router"]["attempts"] == 1
 
 
 def test_a_corrupt_progress_file_is_replaced_not_fatal():
@@ -42,7 +47,7 @@ def test_an_unwritable_runs_folder_warns_and_keeps_the_verdict(tmp_path, monkeyp
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("LABKIT_RUNS", str(blocker))
-    verdict = lab04.check_router(None)
+    verdict = lab04.check_router(lambda verdict: None)
     assert not verdict.passed
     assert "progress not saved" in capsys.readouterr().err
 

@@ -40,10 +40,12 @@ class Check:
     passed: bool
     message: str
     table: pd.DataFrame | None = None
+    printed: str = ""  # what the learner's code printed during the check, cut (see `captured`)
 
     def __repr__(self) -> str:
         head = textwrap.fill(("PASSED: " if self.passed else "NOT YET: ") + self.message, WIDTH)
-        return head if self.table is None else f"{head}\n{self.table.to_string()}"
+        body = head if self.table is None else f"{head}\n{self.table.to_string()}"
+        return f"{body}\n{self.printed}" if self.printed else body
 
     def __bool__(self) -> bool:
         return self.passed
@@ -192,6 +194,49 @@ def learner_line(error: BaseException) -> str:
         code = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
         return f"line {frame.lineno}: `{shorten(code, 100)}`" if code else f"line {frame.lineno}"
     return ""
+
+
+class _Kept(io.TextIOBase):
+    """A text stream that keeps the first `limit` characters written to it and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.count, self.parts = limit, 0, []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            text = str(text)
+        room = self.limit - sum(map(len, self.parts))
+        if room > 0:
+            self.parts.append(text[:room])
+        self.count += len(text)
+        return len(text)
+
+    def summary(self, lines: int = 5) -> str:
+        """One note for the verdict: how much was printed, and its first few lines."""
+        if not self.count:
+            return ""
+        head = "".join(self.parts).splitlines()[:lines]
+        shown = "\n".join(f"  | {shorten(line, WIDTH - 4)}" for line in head)
+        return (f"(your code printed {self.count:,} characters while it was checked; "
+                f"the first {len(head)} line(s):)\n{shown}")
+
+
+PRINT_KEPT = 2000  # characters of a learner's output kept for the verdict's note
+
+
+@contextlib.contextmanager
+def captured(limit: int = PRINT_KEPT) -> Iterator[_Kept]:
+    """Everything printed (stdout and stderr) inside the block goes to one bounded `_Kept`.
+
+    A checker calls a learner's guard thousands of times: one debug `print()` in it would
+    otherwise flood the cell with thousands of lines above the verdict.
+    """
+    kept = _Kept(limit)
+    with contextlib.redirect_stdout(kept), contextlib.redirect_stderr(kept):
+        yield kept
 
 
 def unanswered(answer: Any) -> bool:

@@ -13,6 +13,7 @@ so an interrupted write leaves the previous file intact.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -23,8 +24,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ParamSpec
 
-from labkit.core.check import Check
+from labkit.core.check import NOT_YET, Check, TimedOut, captured, unanswered
 from labkit.core.paths import runs_dir
+from labkit.core.text import shorten
 
 P = ParamSpec("P")
 LABS = ("01", "02", "03", "04")
@@ -89,7 +91,13 @@ def exercise(
     def wrap(check: Callable[P, Check]) -> Callable[P, Check]:
         @functools.wraps(check)
         def checked(*args: P.args, **kwargs: P.kwargs) -> Check:
-            verdict = check(*args, **kwargs)
+            answers = [*args, *kwargs.values()]
+            if not answers or all(unanswered(answer) for answer in answers):
+                return Check(False, NOT_YET)  # nothing written yet: not an attempt, not recorded
+            with captured() as printed:
+                verdict = _judged(check, args, kwargs)
+            if printed.count:
+                verdict = dataclasses.replace(verdict, printed=printed.summary())
             data = None
             if payload is not None:
                 try:
@@ -103,3 +111,21 @@ def exercise(
         return checked
 
     return wrap
+
+
+def _judged(check: Callable[..., Check], args: tuple, kwargs: dict) -> Check:
+    """The checker's verdict; if the checker itself fails on an answer, a verdict saying so.
+
+    Every checker turns a learner's mistake into a sentence; this is the net under them for an
+    answer nobody foresaw (an exotic type, labkit's own error raised from the learner's code).
+    """
+    try:
+        verdict = check(*args, **kwargs)
+    except (Exception, TimedOut) as error:  # noqa: BLE001 - a traceback is never the answer
+        return Check(False, f"this answer could not be checked ({type(error).__name__}: "
+                            f"{shorten(str(error), 200)}); check that it has the shape the "
+                            "exercise asks for.")
+    if not isinstance(verdict, Check):
+        return Check(False, "this answer could not be checked; check that it has the shape the "
+                            "exercise asks for.")
+    return verdict

@@ -1,0 +1,151 @@
+"""A learner's answer as untrusted input (labkit.core.check): time limits, copies, lines, output."""
+
+import threading
+import time
+
+import pytest
+
+from labkit.core.check import (
+    Check,
+    Raised,
+    TimedOut,
+    call,
+    captured,
+    copied,
+    crashed,
+    learner_line,
+    time_limit,
+)
+from labkit.core.progress import exercise, load_progress
+
+
+def test_a_function_that_sleeps_is_stopped_at_the_limit():
+    start = time.perf_counter()
+    with pytest.raises(Raised) as raised:
+        call(time.sleep, 60, limit=0.2)
+    assert isinstance(raised.value.error, TimedOut)
+    assert time.perf_counter() - start < 2
+    verdict = crashed(raised.value.error, "on case deploy-build")
+    assert verdict.message.startswith("your function did not return within 0.2 s on case deploy-build")
+
+
+def test_a_loop_that_swallows_every_exception_is_still_stopped():
+    def stubborn():
+        while True:
+            try:
+                while True:
+                    pass
+            except Exception:  # noqa: BLE001 - what a learner might write
+                continue
+
+    start = time.perf_counter()
+    with pytest.raises(Raised) as raised:
+        call(stubborn, limit=0.2)
+    assert isinstance(raised.value.error, TimedOut) and time.perf_counter() - start < 2
+
+
+def test_outside_the_main_thread_the_limit_holds_through_a_daemon_thread():
+    outcome = {}
+
+    def checker():
+        try:
+            call(time.sleep, 60, limit=0.2)
+        except Raised as raised:
+            outcome["error"] = raised.error
+
+    worker = threading.Thread(target=checker)
+    worker.start()
+    worker.join(5)
+    assert isinstance(outcome.get("error"), TimedOut)
+
+
+def test_a_limit_inside_a_shorter_one_keeps_the_earlier_deadline():
+    start = time.perf_counter()
+    with pytest.raises(TimedOut), time_limit(0.2), time_limit(30):
+        time.sleep(10)
+    assert time.perf_counter() - start < 2
+
+
+def test_the_timer_is_off_after_the_block_and_an_outer_timer_is_restored():
+    with time_limit(0.3):
+        with time_limit(0.1):
+            pass
+        with pytest.raises(TimedOut):
+            time.sleep(2)  # the outer limit is still armed
+    time.sleep(0.4)  # nothing fires after the block
+
+
+def test_the_learners_function_gets_copies_of_what_it_is_handed():
+    shared = {"action": "final", "answer": "x", "citation": "y"}
+
+    def mutating(decision):
+        decision.pop("action")
+        return len(decision)
+
+    assert call(mutating, shared) == 2
+    assert shared == {"action": "final", "answer": "x", "citation": "y"}
+    lock = threading.Lock()
+    assert copied(lock) is lock  # what cannot be copied is handed as it is
+
+
+def test_a_crash_names_the_learners_own_line():
+    def learners(hits):
+        total = 0
+        return hits + [total]
+
+    with pytest.raises(Raised) as raised:
+        call(learners, ("a", "b"))
+    line = learner_line(raised.value.error)
+    assert line.startswith("line ") and "return hits + [total]" in line
+    message = crashed(raised.value.error, "on case x").message
+    assert message.startswith(
+        'your function raised TypeError: can only concatenate tuple (not "list") to tuple')
+    assert "on case x at line" in message and "`return hits + [total]`" in message
+
+
+def test_a_crash_inside_labkit_or_the_standard_library_still_names_the_learners_line():
+    import json
+
+    def learners(value):
+        return json.dumps(value)
+
+    with pytest.raises(Raised) as raised:
+        call(learners, {1, 2})
+    assert "return json.dumps(value)" in learner_line(raised.value.error)
+
+
+def test_output_is_kept_bounded_and_counted():
+    with captured(limit=50) as kept:
+        for i in range(1000):
+            print(f"debug {i}")
+    assert kept.count == sum(len(f"debug {i}\n") for i in range(1000))
+    note = kept.summary(lines=3)
+    assert note.startswith(f"(your code printed {kept.count:,} characters")
+    assert note.splitlines()[1:] == ["  | debug 0", "  | debug 1", "  | debug 2"]
+
+
+@exercise("02", "probe")
+def _checker(answer):
+    if answer == "boom":
+        raise RuntimeError("the checker itself broke")
+    if answer == "not a check":
+        return "yes"
+    print("a learner's debug line\n" * 3000, end="")
+    return Check(answer == "right", "ok")
+
+
+def test_every_checker_keeps_output_out_of_the_way_and_never_raises():
+    verdict = _checker("right")
+    assert verdict.passed and verdict.printed.startswith("(your code printed 69,000 characters")
+    assert len(repr(verdict).splitlines()) <= 8
+    broken = _checker("boom")
+    assert not broken.passed
+    assert "could not be checked (RuntimeError: the checker itself broke)" in broken.message
+    assert not _checker("not a check").passed
+
+
+def test_an_untouched_answer_is_not_recorded_as_an_attempt():
+    assert not _checker(None).passed and not _checker(...).passed
+    assert "probe" not in load_progress("02")["exercises"]
+    _checker("wrong")
+    assert load_progress("02")["exercises"]["probe"]["attempts"] == 1
