@@ -214,7 +214,7 @@ def test_a_loop_cannot_cite_a_page_it_did_not_read():
     def liar(task, observations):
         return {"action": "final", "answer": "docuctl ship --env staging", "citation": "deploy-v2"}
 
-    result = run(task, liar, max_turns=3, max_tools=2)
+    result = run(task, liar, tools=docuctl_tools(task), max_turns=3, max_tools=2)
     assert (result["stop"], result["tool_calls"]) == ("unread_citation", 0)
 
 
@@ -226,7 +226,7 @@ def test_a_loop_reading_another_versions_page_gets_an_error_observation():
             return {"action": "read", "id": "rollback-v1"}
         return {"action": "final", "answer": str(observations[-1]["result"]), "citation": ""}
 
-    result = run(task, policy, max_turns=3, max_tools=2)
+    result = run(task, policy, tools=docuctl_tools(task), max_turns=3, max_tools=2)
     assert result["trace"][0]["result"] == {"error": "page does not exist in the requested version"}
     assert result["tool_calls"] == 1
 
@@ -271,13 +271,15 @@ def test_adaptive_loop_changes_its_next_action_on_the_named_observation(corpus, 
 
 def test_scripted_loop_with_two_tools_cannot_take_the_adaptive_route(corpus):
     case = next(c for c in corpus.adaptive_cases if c["id"] == "purge-cache")
-    result = run(task_from(case), adaptive_policy(corpus.docs), max_turns=3, max_tools=2)
+    task = task_from(case)
+    tools = docuctl_tools(task, corpus.docs)
+    result = run(task, adaptive_policy(corpus.docs), tools=tools, max_turns=3, max_tools=2)
     assert (result["stop"], result["tool_calls"]) == ("tool_limit", 2)
 
 
 def test_scripted_policy_answers_the_read_page():
     task = Task("t", "deploy", "How do I deploy the current build?")
-    result = run(task, scripted, max_turns=3, max_tools=2)
+    result = run(task, scripted, tools=docuctl_tools(task), max_turns=3, max_tools=2)
     assert (result["stop"], result["answer"], result["citation"]) == (
         "final",
         "docuctl ship --env staging",

@@ -308,16 +308,22 @@ def test_cli_trials_with_the_server_down_is_one_message_and_no_file(tmp_path, ca
 # -- traces that tell a correct final from a wrong one -------------------------------------
 
 
+def _scripted_loop(case):
+    from labkit import docuctl_tools, run, scripted, task_from
+
+    task = task_from(case)
+    return run(task, scripted, tools=docuctl_tools(task), max_turns=3, max_tools=2)
+
+
 def test_a_graded_trace_says_final_correct_or_final_wrong():
-    from labkit import run, scripted, task_from
+    from labkit.baseline.grading import graded
     from labkit.core.colours import OUTCOMES
-    from labkit.core.display import graded
 
     corpus = docuctl()
     wrong_case = next(c for c in corpus.cases if c["id"] == "rollback-restore")
     right_case = next(c for c in corpus.cases if c["id"] == "deploy-build")
-    wrong = graded(run(task_from(wrong_case), scripted, max_turns=3, max_tools=2), wrong_case)
-    right = graded(run(task_from(right_case), scripted, max_turns=3, max_tools=2), right_case)
+    wrong = graded(_scripted_loop(wrong_case), wrong_case)
+    right = graded(_scripted_loop(right_case), right_case)
     assert wrong["stop"] == right["stop"] == "final"
     assert repr(wrong).endswith(
         "outcome: wrong answer, expected 'docuctl release revert --env staging' citing 'rollback-v2'"
@@ -326,15 +332,13 @@ def test_a_graded_trace_says_final_correct_or_final_wrong():
     assert f"color:{OUTCOMES['wrong']}'>stop: final, wrong" in result_html(wrong)
     assert f"color:{OUTCOMES['correct']}'>stop: final, correct" in result_html(right)
     # Ungraded, a final is neither: no green, no "correct".
-    bare = result_html(run(task_from(wrong_case), scripted, max_turns=3, max_tools=2))
+    bare = result_html(_scripted_loop(wrong_case))
     assert ">stop: final</b>" in bare and OUTCOMES["correct"] not in bare
 
 
 def test_html_trace_keeps_times_and_commands_whole_and_text_left():
-    from labkit import run, scripted, task_from
-
     case = docuctl().cases[0]
-    page = result_html(run(task_from(case), scripted, max_turns=3, max_tools=2))
+    page = result_html(_scripted_loop(case))
     # The command is one unbreakable piece (a break inside "--env" reads as another flag).
     assert "<span style='white-space:nowrap'>docuctl ship --env staging</span>" in page
     assert "nowrap'>final(answer=&#x27;docuctl ship --env staging&#x27;</span>, <span" in page

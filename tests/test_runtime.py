@@ -178,13 +178,17 @@ def test_step_timeout_stops_waiting_and_runs_no_tool():
 
 
 def test_a_late_decision_is_late_even_if_the_runtime_wakes_up_late(monkeypatch):
-    # On a loaded machine join() can return after the limit; the decision that finished in
-    # the meantime still overran it and must not run.
-    join = threading.Thread.join
-    monkeypatch.setattr(threading.Thread, "join", lambda self, timeout=None: join(self))
+    # On a loaded machine the wait can return after the limit, with the decision done in the
+    # meantime; it still overran the limit and must not run. Here the wait for the decision
+    # (the one wait of exactly step_timeout) returns only once the decision is done.
+    wait = threading.Event.wait
+    monkeypatch.setattr(threading.Event, "wait",
+                        lambda self, timeout=None: wait(self, 5.0 if timeout == 0.05 else timeout))
     log = []
     result = run(TASK, slow(0.1), tools=tools(log), step_timeout=0.05)
-    assert (result["stop"], log) == ("step_timeout", [])
+    assert (result["stop"], result["detail"], log) == ("step_timeout", "no decision within 0.05 s", [])
+    [entry] = result["trace"]
+    assert entry == {"turn": 1, "elapsed": entry["elapsed"], "error": "no decision in time"}
 
 
 def test_a_quick_decision_under_a_step_timeout_runs():
@@ -406,3 +410,54 @@ def test_every_kind_of_usage_report_gives_the_same_trace_tokens(kind):
     assert result["usage"] == {"prompt_tokens": prompt, "completion_tokens": completion, "cost": cost}
     if isinstance(policy, _Reports):
         assert policy.reads == 3  # read once per decision, never twice
+
+
+# -- the runtime's place in labkit: it takes its tools, and knows no lab ------------------------
+
+
+def test_the_tools_are_the_callers_to_give():
+    with pytest.raises(TypeError, match="tools"):
+        run(TASK, script(FINAL))  # type: ignore[call-arg]
+
+
+def test_core_imports_no_lab_and_display_imports_no_runtime():
+    import subprocess
+    import sys
+
+    probe = ("import sys\nimport labkit.core.{module}\n"
+             "print(sorted(m for m in sys.modules if m.startswith('labkit.')))")
+    loaded = {}
+    for module in ("runtime", "display", "decisions", "timeouts", "result"):
+        done = subprocess.run([sys.executable, "-c", probe.format(module=module)],
+                              capture_output=True, text=True, check=True)
+        loaded[module] = set(eval(done.stdout))  # noqa: S307 - our own probe's printed list
+    labs = ("labkit.baseline", "labkit.decision_loop", "labkit.refunds", "labkit.routing", "labkit.course")
+    for module, names in loaded.items():
+        assert not [name for name in names if name.startswith(labs)], module
+    assert "labkit.core.result" in loaded["runtime"]
+    # Result imports display when it renders; display must not import the runtime back.
+    assert not loaded["display"] & {"labkit.core.runtime", "labkit.core.result", "labkit.core.decisions"}
+
+
+def test_the_runtimes_names_are_still_importable_from_labkit_core_runtime():
+    from labkit.core import decisions, result, runtime
+
+    for name in ("Tool", "Decide", "FINAL_FIELDS", "MAX_NUMBER", "MAX_VALUE_LENGTH", "plain_decision",
+                 "validate_decision"):
+        assert getattr(runtime, name) is getattr(decisions, name)
+    assert (runtime.Result, runtime.STOP_REASONS) == (result.Result, result.STOP_REASONS)
+    assert runtime.run is run and runtime.Budget is Budget
+
+
+def test_any_graded_result_renders_its_grade_without_knowing_the_lab():
+    class Marked(dict):
+        correct = False
+        expected = ("docuctl ship --env prod", "deploy-v2")
+
+    result = Marked(run(TASK, script(SEARCH, READ, FINAL), tools=tools()))
+    assert trace_text(result).endswith(
+        "outcome: wrong answer, expected 'docuctl ship --env prod' citing 'deploy-v2'")
+    assert ">stop: final, wrong</b>" in result_html(result)
+    assert "expected <code style='white-space:nowrap'>docuctl ship --env prod</code>" in result_html(result)
+    Marked.correct = True
+    assert trace_text(result).endswith("outcome: correct") and "final, correct" in result_html(result)

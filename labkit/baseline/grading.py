@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.baseline.task import Task, task_from
+from labkit.core.result import Result
 
 Case = dict[str, Any]
 
@@ -24,6 +25,29 @@ def outcome(case: Case, result: Mapping[str, Any]) -> bool:
         and result.get("citation") == case["expected_doc"]
         and result.get("answer") == case["expected_command"]
     )
+
+
+class Graded(Result):
+    """A Result graded against its case: renders *final, correct* or *final, wrong*.
+
+    The same dict as the result (every key, nothing added); `case` and `correct` are
+    attributes, so code that counts stops sees exactly what the runtime returned. `expected`
+    (the case's command and page) is what `labkit.core.display` shows next to a wrong answer.
+    """
+
+    case: Mapping[str, Any]
+    correct: bool
+
+    @property
+    def expected(self) -> tuple[str, str]:
+        return self.case["expected_command"], self.case["expected_doc"]
+
+
+def graded(result: Mapping[str, Any], case: Case) -> Graded:
+    """`result` graded by `outcome` against `case`, for display."""
+    out = Graded(result)
+    out.case, out.correct = case, outcome(case, result)
+    return out
 
 
 def evaluate(cases: Iterable[Case], controller: Callable[[Task], Mapping[str, Any]]) -> list[dict[str, Any]]:

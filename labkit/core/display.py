@@ -5,10 +5,11 @@ same content as plain lines, which is what nbval compares in checked cells (timi
 left out of it on purpose: they differ on every run).
 
 `final` means the runtime accepted a well-formed answer, not that the answer is right.
-A bare `Result` cannot know which: its stop line says `final` in a neutral colour. Grade it
-against its case (`graded(result, case)`, using `labkit.baseline.grading.outcome`) and it renders as
-*final, correct* (green) or *final, wrong* (red-brown, with what was expected), the colours
-of `labkit.core.colours.OUTCOMES`.
+A bare `Result` cannot know which: its stop line says `final` in a neutral colour. A result
+that carries a grade, as the attributes `correct` (a bool) and `expected` (the answer and
+citation the grader wanted), renders as *final, correct* (green) or *final, wrong*
+(red-brown, with what was expected), the colours of `labkit.core.colours.OUTCOMES`. Lab 01's
+`labkit.baseline.grading.graded(result, case)` makes one; this module knows no lab.
 
 Legibility in JupyterLab, whose tables right-align and wrap anywhere by default: text
 columns are left-aligned; a time (`0.83 ms`) never wraps; a command or argument never
@@ -26,7 +27,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from labkit.core.colours import OUTCOMES
-from labkit.core.runtime import Result
 
 _MAX = 160
 UNGRADED = "#455a64"  # a final nobody has graded yet: neither right nor wrong
@@ -87,15 +87,21 @@ def _observed(entry: Mapping[str, Any]) -> str:
     return lead + ", ".join(parts)
 
 
-def _expected(case: Mapping[str, Any]) -> str:
-    return f"{case['expected_command']!r} citing {case['expected_doc']!r}"
+def _grade(result: Mapping[str, Any]) -> bool | None:
+    """The result's grade (`correct`), or None for a result nobody graded."""
+    return getattr(result, "correct", None)
+
+
+def _expected(result: Mapping[str, Any]) -> str:
+    answer, citation = result.expected  # type: ignore[attr-defined]
+    return f"{answer!r} citing {citation!r}"
 
 
 def trace_text(result: Mapping[str, Any]) -> str:
     """The episode as plain text: one line per turn, then the stop line. No timings.
 
-    A graded result (`graded`) adds one line: ``outcome: correct``, or ``outcome: wrong
-    answer`` (or ``no answer``) with what the case expected.
+    A graded result (see the module docstring) adds one line: ``outcome: correct``, or
+    ``outcome: wrong answer`` (or ``no answer``) with what the grader expected.
     """
     lines = []
     for entry in result.get("trace", []):
@@ -108,13 +114,13 @@ def trace_text(result: Mapping[str, Any]) -> str:
     elif result.get("detail"):
         stop += f"  detail={result.get('detail')!r}"
     lines.append(stop)
-    case = getattr(result, "case", None)
-    if case is not None:
-        if result.correct:  # type: ignore[attr-defined]
+    correct = _grade(result)
+    if correct is not None:
+        if correct:
             lines.append("outcome: correct")
         else:
             what = "wrong answer" if result.get("stop") == "final" else "no answer"
-            lines.append(f"outcome: {what}, expected {_expected(case)}")
+            lines.append(f"outcome: {what}, expected {_expected(result)}")
     return "\n".join(lines)
 
 
@@ -146,13 +152,12 @@ def _time(entry: Mapping[str, Any]) -> str:
 
 def stop_label(result: Mapping[str, Any]) -> tuple[str, str]:
     """(label, colour) of how an episode ended: 'final, correct' / 'final, wrong' once graded."""
-    stop = str(result.get("stop"))
-    case = getattr(result, "case", None)
+    stop, correct = str(result.get("stop")), _grade(result)
     if stop != "final":
         return stop, STOPPED
-    if case is None:
+    if correct is None:
         return stop, UNGRADED
-    return ("final, correct", OUTCOMES["correct"]) if result.correct else ("final, wrong", OUTCOMES["wrong"])  # type: ignore[attr-defined]
+    return ("final, correct", OUTCOMES["correct"]) if correct else ("final, wrong", OUTCOMES["wrong"])
 
 
 def result_html(result: Mapping[str, Any]) -> str:
@@ -180,11 +185,11 @@ def result_html(result: Mapping[str, Any]) -> str:
             f" · answer <code style='{KEEP}'>{esc(str(result.get('answer')))}</code> · citation "
             f"<code style='{KEEP}'>{esc(str(result.get('citation')))}</code>"
         )
-        case = getattr(result, "case", None)
-        if case is not None and not result.correct:  # type: ignore[attr-defined]
+        if _grade(result) is False:
+            answer, citation = result.expected  # type: ignore[attr-defined]
             summary += (
-                f" · expected <code style='{KEEP}'>{esc(case['expected_command'])}</code> citing "
-                f"<code style='{KEEP}'>{esc(case['expected_doc'])}</code>"
+                f" · expected <code style='{KEEP}'>{esc(str(answer))}</code> citing "
+                f"<code style='{KEEP}'>{esc(str(citation))}</code>"
             )
     elif result.get("detail"):
         summary += f" · {esc(str(result.get('detail')))}"
@@ -194,22 +199,3 @@ def result_html(result: Mapping[str, Any]) -> str:
     table = f"<table><tr>{head}</tr>{''.join(rows)}</table>" if rows else ""
     return f"<div>{summary}{table}</div>"
 
-
-class Graded(Result):
-    """A Result graded against its case: renders *final, correct* or *final, wrong*.
-
-    The same dict as the result (every key, nothing added); `case` and `correct` are
-    attributes, so code that counts stops sees exactly what the runtime returned.
-    """
-
-    case: Mapping[str, Any]
-    correct: bool
-
-
-def graded(result: Mapping[str, Any], case: Mapping[str, Any]) -> Graded:
-    """`result` graded by `labkit.baseline.grading.outcome` against `case`, for display."""
-    from labkit.baseline.grading import outcome
-
-    out = Graded(result)
-    out.case, out.correct = case, outcome(case, result)
-    return out

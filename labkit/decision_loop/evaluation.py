@@ -32,10 +32,9 @@ from matplotlib.figure import Figure
 
 from labkit.baseline.controllers import adaptive_policy, scripted
 from labkit.baseline.corpus import Corpus, docuctl
-from labkit.baseline.grading import outcome
+from labkit.baseline.grading import Graded, graded, outcome
 from labkit.baseline.task import task_from
 from labkit.core.colours import OUTCOMES
-from labkit.core.display import Graded, graded
 from labkit.core.errors import LabError
 from labkit.core.runtime import STOP_REASONS
 from labkit.decision_loop.model_policy import docuctl_policy
