@@ -12,8 +12,8 @@ from labkit.core.errors import LabError
 from labkit.course.argtypes import SEED_MAX, int_in, positive, temperature
 from labkit.decision_loop.model_policy import PROMPTS
 from labkit.decision_loop.trials import CASE_SETS, run_trials
-from labkit.model.backend import parse_spec
 from labkit.model.constraints import RUNGS
+from labkit.model.factory import parse_spec
 from labkit.model.policy import MAX_TOKENS
 
 MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
