@@ -14,15 +14,12 @@ from labkit.core.display import result_html, trace_text
 from labkit.course.cli import main
 from labkit.decision_loop.evaluation import (
     evaluate_trials,
-    pass_hat_k,
-    reliability,
     replay_case,
     replay_trials,
     scripted_trials,
-    stop_counts,
-    summary,
     under_limits,
 )
+from labkit.decision_loop.tables import pass_hat_k, reliability, stop_counts, summary
 from labkit.decision_loop.trials import run_trials
 from labkit.model.ollama import OllamaBackend
 
