@@ -9,7 +9,7 @@ import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
 
 from labkit import LabError, Task, docuctl, docuctl_tools, run, task_from
-from labkit.decision_loop.model_policy import RULES, docuctl_policy, pages_read, search_hits
+from labkit.decision_loop.model_policy import RULES, describe_docuctl, docuctl_policy, pages_read, search_hits
 from labkit.decision_loop.trials import run_trials
 from labkit.model import ModelPolicy, Recorder, ReplayBackend, ReplayMiss, read_records
 from labkit.model.backend import Reply
@@ -262,7 +262,7 @@ def test_recordings_from_before_rungs_replay_as_l1_only():
 def test_every_rung_is_named_and_recorded_with_each_call(tmp_path):
     assert RUNGS == ("L0", "L1", "L2", "L3")
     backend = Recorder(Scripted('{"action": "search", "query": "q"}'), tmp_path / "r.jsonl")
-    policy = ModelPolicy("docuctl", TOOLS, "x", backend=backend, rung="L2", rules=RULES)
+    policy = ModelPolicy("docuctl", TOOLS, "x", describe_docuctl, backend=backend, rung="L2", rules=RULES)
     policy(TASK, [])
     ((_, record),) = list(read_records(tmp_path / "r.jsonl"))
     assert record["rung"] == "L2"

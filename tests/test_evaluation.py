@@ -14,15 +14,12 @@ from labkit.core.display import result_html, trace_text
 from labkit.course.cli import main
 from labkit.decision_loop.evaluation import (
     evaluate_trials,
-    pass_hat_k,
-    reliability,
     replay_case,
     replay_trials,
     scripted_trials,
-    stop_counts,
-    summary,
     under_limits,
 )
+from labkit.decision_loop.tables import pass_hat_k, reliability, stop_counts, summary
 from labkit.decision_loop.trials import run_trials
 from labkit.model.ollama import OllamaBackend
 
@@ -146,6 +143,22 @@ def test_scripted_policies_are_run_not_assumed():
     found = scripted_trials("scripted loop", corpus.cases, k=2, corpus=corpus)
     assert len(found) == 36
     assert summary(found).loc["scripted loop", "pass@1"] == round(17 / 18, 3)  # lab 01's 17/18
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"k": 21}, "k must be an int in 1..20, got 21"),
+        ({"k": 0}, "k must be an int in 1..20, got 0"),
+        ({"max_tokens": 8193}, "max_tokens must be an int in 1..8192, got 8193"),
+        ({"max_tokens": 0}, "max_tokens must be an int in 1..8192, got 0"),
+    ],
+)
+def test_run_trials_refuses_limits_past_the_commands_before_recording(tmp_path, options, message):
+    path = tmp_path / "docuctl-refused.jsonl"
+    with pytest.raises(LabError, match=message):
+        run_trials(OllamaBackend(MODEL, host="http://127.0.0.1:9"), path, **options)
+    assert not path.exists() and not path.with_name(path.name + ".partial").exists()
 
 
 @pytest.fixture(scope="module")

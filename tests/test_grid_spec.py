@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from labkit.core.errors import FixtureError
-from labkit.course.commands.trials import SEED_MAX
+from labkit.course.argtypes import SEED_MAX
 from labkit.course.grid.run import plan
 from labkit.course.grid.spec import load_spec
 from labkit.decision_loop.trials import cases_of
@@ -206,3 +206,24 @@ def test_a_spec_in_json_reads_as_the_same_grid_in_toml(tmp_path):
     from_json = load_spec(spec(tmp_path, json.dumps(axes), "grid.json"))
     from_toml = load_spec(GRIDS / "replay-small.toml")
     assert from_json.episodes() == from_toml.episodes()
+
+
+def test_no_library_module_imports_a_command():
+    """Commands import the library (limits included: `labkit.decision_loop.trials`), never back."""
+    import ast
+
+    import labkit
+
+    root = Path(labkit.__file__).parent
+    commands = root / "course" / "commands"
+    importers = []
+    for path in sorted(root.rglob("*.py")):
+        if commands in path.parents or path == root / "course" / "cli.py":  # the CLI registers them
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if any(name.startswith("labkit.course.commands") for name in names):
+                importers.append(str(path.relative_to(root)))
+    assert importers == []

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from labkit import FixtureError, LabError, Task, docuctl_tools, load_corpus, run
 from labkit.baseline.corpus import DOCUCTL
 from labkit.core.fixtures import CASES, load_json
+from labkit.decision_loop.model_policy import describe_docuctl
 from labkit.model import ModelPolicy, ReplayBackend, read_records
 from labkit.model.backend import Reply, Request
 from labkit.model.record import JsonlWriter, call_record
@@ -160,7 +161,7 @@ def test_a_hostile_line_in_a_replay_file_is_a_setup_error_not_the_models_invalid
     path = tmp_path / "docuctl-bad.jsonl"
     path.write_text(CALL + "\n" + CALL.replace('"turn":', f'"turn":{BIG},"z":', 1) + "\n")
     task = Task("deploy-build", "deploy", "How do I deploy the current build?", "v2")
-    policy = ModelPolicy("docuctl", docuctl_tools(task), "x", backend=ReplayBackend([path]))
+    policy = ModelPolicy("docuctl", docuctl_tools(task), "x", describe_docuctl, backend=ReplayBackend([path]))
     with pytest.raises(LabError, match=f"{path.name}: line 2"):
         run(task, policy, tools=docuctl_tools(task))
 

@@ -11,6 +11,7 @@ import pytest
 from fake_ollama import FakeOllama
 
 from labkit import Task, docuctl_tools, run
+from labkit.decision_loop.model_policy import describe_docuctl
 from labkit.decision_loop.trials import MAX_PROVIDER_FAILURES
 from labkit.model import ModelPolicy
 from labkit.model.ollama import DEADLINE, OllamaBackend
@@ -30,7 +31,8 @@ def server():
 
 def episode(backend):
     policy = ModelPolicy(
-        lab="docuctl", tools=docuctl_tools(TASK), instructions="One JSON action.", backend=backend
+        lab="docuctl", tools=docuctl_tools(TASK), instructions="One JSON action.", describe=describe_docuctl,
+        backend=backend,
     )
     return run(TASK, policy, tools=docuctl_tools(TASK), max_turns=3, max_tools=2)
 

@@ -5,14 +5,18 @@ the way a model would, so the seam's own code (prompting, parsing, recording, re
 runs for real.
 """
 
+import ast
 import json
 import time
+from pathlib import Path
 
 import jsonschema
 import pytest
 
+import labkit.model
 from labkit import FixtureError, LabError, ProviderError, Task, docuctl, docuctl_tools, run, task_from
 from labkit.core.runtime import Tool
+from labkit.decision_loop.model_policy import describe_docuctl
 from labkit.model import (
     ModelPolicy,
     Recorder,
@@ -61,6 +65,7 @@ def policy(backend, **options):
         lab="docuctl",
         tools=docuctl_tools(TASK),
         instructions="Answer with one JSON action.",
+        describe=describe_docuctl,
         backend=backend,
         **options,
     )
@@ -109,7 +114,8 @@ def test_schema_accepts_exactly_the_decision_shapes(decision, ok):
 def test_a_tool_named_final_is_refused():
     with pytest.raises(LabError, match="may not be called 'final'"):
         ModelPolicy(
-            lab="x", tools={"final": Tool("final", {}, lambda: None)}, instructions="", backend=Scripted()
+            lab="x", tools={"final": Tool("final", {}, lambda: None)}, instructions="", describe=str,
+            backend=Scripted(),
         )
 
 
@@ -190,12 +196,18 @@ def test_provider_failure_is_a_counted_provider_error():
     assert "cannot reach Ollama" in result["detail"]
 
 
-def test_default_describe_needs_a_docuctl_task():
+def test_describe_docuctl_needs_a_docuctl_task():
     class Refund:
         id = "r1"
 
-    with pytest.raises(LabError, match="pass describe= for a Refund"):
+    with pytest.raises(LabError, match="not a Refund: pass ModelPolicy another describe="):
         policy(Scripted(SEARCH))(Refund(), [])
+
+
+def test_the_seam_must_be_told_how_a_task_is_shown():
+    # labkit.model knows no lab, so it has no default way to show a task to the model.
+    with pytest.raises(TypeError, match="describe"):
+        ModelPolicy(lab="docuctl", tools=docuctl_tools(TASK), instructions="x", backend=Scripted())
 
 
 def test_describe_and_observe_can_be_replaced():
@@ -306,7 +318,8 @@ def test_replay_refuses_a_changed_request(recorded):
     with pytest.raises(ReplayMiss, match="turn 1 was asked something else: temperature is 0.5, recorded 0.0"):
         episode(ReplayBackend([path]), temperature=0.5)
     changed = ModelPolicy(
-        lab="docuctl", tools=docuctl_tools(TASK), instructions="Be brief.", backend=ReplayBackend([path])
+        lab="docuctl", tools=docuctl_tools(TASK), instructions="Be brief.", describe=describe_docuctl,
+        backend=ReplayBackend([path]),
     )
     with pytest.raises(ReplayMiss, match=r"message 0 \(system\) differs from the recording"):
         run(TASK, changed, tools=docuctl_tools(TASK))
@@ -425,3 +438,60 @@ def test_a_late_reply_from_an_abandoned_episode_does_not_leak_into_the_next():
     assert result["stop"] == "final"
     third = backend.requests[-1].messages
     assert (third[2]["content"], third[4]["content"]) == (SEARCH, READ)
+
+
+# -- the seam's imports -------------------------------------------------------------------
+
+MODEL_DIR = Path(labkit.model.__file__).parent
+MODULES = {"labkit.model"} | {
+    f"labkit.model.{path.stem}" for path in MODEL_DIR.glob("*.py") if path.stem != "__init__"
+}
+
+
+def model_imports() -> dict[str, set[str]]:
+    """Each labkit.model module -> the labkit modules it imports anywhere (lazy imports included)."""
+    graph = {}
+    for path in sorted(MODEL_DIR.glob("*.py")):
+        name = "labkit.model" if path.stem == "__init__" else f"labkit.model.{path.stem}"
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                assert node.level == 0, f"{path.name}: relative import"
+                found.add(node.module)
+                # `from labkit.model import backend` names a module, not a function
+                found |= {f"{node.module}.{a.name}" for a in node.names} & MODULES
+        graph[name] = {module for module in found if module == "labkit" or module.startswith("labkit.")}
+    return graph
+
+
+def test_the_model_seam_imports_only_labkit_core_and_itself():
+    graph = model_imports()
+    assert "labkit.model.factory" in graph and len(graph) == len(MODULES)
+    outside = {
+        (module, imported)
+        for module, imports in graph.items()
+        for imported in imports
+        if not imported.startswith(("labkit.core.", "labkit.model"))
+    }
+    assert outside == set()
+
+
+def test_no_import_circle_inside_the_model_seam():
+    graph = {module: {i for i in imports if i in MODULES} for module, imports in model_imports().items()}
+    # the package imports its modules; a module that imported the package would close a circle
+    assert not any("labkit.model" in imports for module, imports in graph.items() if module != "labkit.model")
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, f"import circle: {' -> '.join((*path, module))}"
+        if module in done:
+            return
+        for imported in sorted(graph[module]):
+            visit(imported, (*path, module))
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, ())
+    assert graph["labkit.model.backend"] == set()  # the types every backend imports import no backend

@@ -8,6 +8,7 @@ import pytest
 from fake_ollama import DIGEST, FakeOllama
 
 from labkit import LabError, Task, docuctl_tools, run
+from labkit.decision_loop.model_policy import describe_docuctl
 from labkit.model import ModelPolicy, Recorder, read_records
 from labkit.model.ollama import OllamaBackend
 
@@ -26,7 +27,8 @@ def server():
 
 def episode(backend, **options):
     policy = ModelPolicy(
-        lab="docuctl", tools=docuctl_tools(TASK), instructions="One JSON action.", backend=backend, **options
+        lab="docuctl", tools=docuctl_tools(TASK), instructions="One JSON action.", describe=describe_docuctl,
+        backend=backend, **options,
     )
     return run(TASK, policy, tools=docuctl_tools(TASK), max_turns=3, max_tools=2)
 
@@ -45,6 +47,7 @@ def test_the_request_is_ollamas_documented_chat_format(server):
         lab="docuctl",
         tools=docuctl_tools(TASK),
         instructions="One JSON action.",
+        describe=describe_docuctl,
         backend=OllamaBackend(MODEL, host=server.host),
         temperature=0.3,
         seed=7,

@@ -4,9 +4,11 @@ model behind the same runtime on the constraint ladder.
 The runtime itself is shared (`labkit.core.runtime`: lab 03 runs on it too); what is lab 02's
 lives here:
 
-- `model_policy`: the docuctl prompt and the model policy built on `labkit.model`;
+- `model_policy`: the docuctl prompts, how a task is shown, and the model policy built on
+  `labkit.model`;
 - `trials`: running and recording k trials of a policy over the docuctl cases;
-- `evaluation`: replayed trials as rows, pass@1 and pass^k, stop reasons, latency;
+- `evaluation`: trials run or replayed, one graded row per episode;
+- `tables`: what the rows add up to: pass@1 and pass^k, endings, latency, decisions;
 - `ladder`: the constraint ladder's tables and charts across rungs;
 - `checks`: the build-it cell's and the exercises' checkers (`labkit.exercises.lab02`).
 """

@@ -44,8 +44,9 @@ from labkit.core.check import Check, Raised, call, crashed, fail, not_a_function
 from labkit.core.errors import LabError
 from labkit.core.progress import exercise
 from labkit.core.runtime import STOP_REASONS, Budget, Tool, run
-from labkit.decision_loop.evaluation import case_by_id, pass_hat_k, replay_trials
+from labkit.decision_loop.evaluation import case_by_id, replay_trials
 from labkit.decision_loop.model_policy import docuctl_policy
+from labkit.decision_loop.tables import pass_hat_k
 from labkit.model.replay import TRIALS, ReplayBackend
 
 __all__ = [

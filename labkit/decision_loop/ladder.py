@@ -13,7 +13,8 @@ one ends as it did live); the tables below group those rows by (prompt, rung).
 - `ladder_by_cases`: pass rate at T=0.7 on lab 01's base and adaptive cases;
 - `ladder_changes`, `wrong_finals`: what the rungs changed case by case at T=0;
 - `ladder_recordings`: the recordings behind it all, with their provenance;
-- `plot_ladder`: pass^k against k, one panel per prompt, one line per rung.
+- `plot_ladder`: pass^k against k, one panel per prompt, one line per rung;
+- `plot_ladder_stops` (on `plot_shares`): the endings of `ladder_stops` as shares.
 """
 
 from __future__ import annotations
@@ -27,17 +28,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from labkit.baseline.corpus import Corpus, docuctl
+from labkit.core.colours import OUTCOMES
 from labkit.core.errors import LabError
-from labkit.decision_loop.evaluation import (
-    ENDINGS,
-    K_MAX,
-    WRONG,
-    Row,
-    ending,
-    plot_shares,
-    reliability,
-    replay_trials,
-)
+from labkit.decision_loop.evaluation import replay_trials
+from labkit.decision_loop.tables import CORRECT, ENDINGS, K_MAX, WRONG, Row, ending, reliability
 from labkit.model.constraints import DEFAULT_RUNG, RUNG_NAMES, RUNGS
 from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
@@ -114,7 +108,7 @@ def ladder_stops(rows: Sequence[Row], temperature: float = SAMPLED) -> pd.DataFr
     """Episodes per (prompt, rung) and ending at `temperature`, graded.
 
     `final` is split into "final, correct" (the episodes that passed) and "final, wrong"
-    (`labkit.decision_loop.evaluation.ending`); unused endings are left out.
+    (`labkit.decision_loop.tables.ending`); unused endings are left out.
     """
     groups = _groups(rows, temperature)
     counts = {key: Counter(ending(r) for r in group) for key, group in groups.items()}
@@ -142,6 +136,44 @@ def ladder_by_cases(
             }
         )
     return pd.DataFrame(table, index=_index(list(groups)))
+
+
+# One colour per ending in every chart: a correct final in the course's green, a wrong one in
+# its red-brown (labkit.core.colours.OUTCOMES), the policy's failures warm, the runtime's timers
+# and budgets cool. `final` alone (ungraded) is neutral: it is not a success.
+STOP_COLORS = {
+    CORRECT: OUTCOMES["correct"],
+    WRONG: OUTCOMES["wrong"],
+    "final": "#455a64",
+    "invalid_decision": "#fbc02d",
+    "unread_citation": "#8e24aa",
+    "tool_limit": "#ef6c00",
+    "turn_limit": "#a1887f",
+    "provider_error": "#424242",
+    "step_timeout": "#1565c0",
+    "deadline": "#42a5f5",
+    "budget": "#00897b",
+    "aborted": "#78909c",
+}
+
+
+def plot_shares(counts: pd.DataFrame, title: str, xlabel: str = "share of episodes") -> Figure:
+    """Stacked horizontal bars: each row's episodes by ending, as shares (first row on top)."""
+    import matplotlib.pyplot as plt
+
+    endings = [c for c in counts.columns if c in STOP_COLORS]
+    shares = counts[endings].div(counts[endings].sum(axis=1), axis=0)
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(shares) + 1.5))
+    shares.iloc[::-1].plot.barh(
+        stacked=True, ax=ax, width=0.7, color=[STOP_COLORS[stop] for stop in endings]
+    )
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
 
 
 def plot_ladder(table: pd.DataFrame) -> Figure:

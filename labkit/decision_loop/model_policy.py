@@ -1,4 +1,4 @@
-"""The docuctl model policy: the prompts lab 02 measures, and a constructor.
+"""The docuctl model policy: the prompts lab 02 measures, how a task is shown, and a constructor.
 
 Two prompts, each a row of the evaluation:
 
@@ -11,6 +11,7 @@ Two prompts, each a row of the evaluation:
 
 The tools shown to the model are the lab-01 tools (`labkit.baseline.controllers.docuctl_tools`):
 search with alias expansion and top_k=2, and read, both bound to the task's version.
+What is docuctl's lives here, not in `labkit.model`, which knows no lab.
 """
 
 from __future__ import annotations
@@ -61,6 +62,20 @@ Assistant: {"action": "final", "answer": "docuctl plugins list --env staging", "
 PROMPTS = {"base": BASE, "example": EXAMPLE}
 
 
+def describe_docuctl(task: Any) -> str:
+    """How a docuctl Task is shown to the model: its question and documentation version.
+
+    Raises LabError for a task without both (another lab's task needs its own describe=).
+    """
+    try:
+        return f"Question: {task.question}\nDocumentation version: {task.version}"
+    except AttributeError:
+        raise LabError(
+            f"describe_docuctl shows a docuctl Task (question, version), not a {type(task).__name__}: "
+            "pass ModelPolicy another describe="
+        ) from None
+
+
 def search_hits(task: Any, observations: Sequence[Mapping[str, Any]]) -> list[str]:
     """Page ids that a search returned in this episode, in the order first seen (L2's ids)."""
     return [
@@ -109,6 +124,7 @@ def docuctl_policy(
         lab=LAB,
         tools=schema_tools(),
         instructions=PROMPTS[prompt],
+        describe=describe_docuctl,
         backend=backend,
         temperature=temperature,
         seed=seed,

@@ -31,6 +31,10 @@ from labkit.model.policy import MAX_TOKENS
 from labkit.model.record import JsonlWriter, Recorder
 
 CASE_SETS = ("base", "adaptive", "all")
+# The limits of a recorded run, shared by `labkit trials` and `labkit grid` (which import them
+# from here: the library does not import its commands).
+MAX_TRIALS = 20  # trials per case, the most `labkit trials --k` and a grid's `k` allow
+MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
 # A backend that fails this many episodes in a row is down, not unlucky: stop rather than
 # spend up to a whole timeout on each of the remaining episodes.
 MAX_PROVIDER_FAILURES = 3
@@ -133,13 +137,16 @@ def run_trials(
     """Run k trials of every case in `cases` (a case set's name, or cases); write them to `record`.
 
     Returns the episode records. `progress` wraps the iterable of (case, trial) pairs (the
-    CLI and the notebook pass tqdm). Raises LabError for a bad argument or an existing
+    CLI and the notebook pass tqdm). Raises LabError for a bad argument (`k` past MAX_TRIALS,
+    `max_tokens` past MAX_TOKENS_MAX, an unknown prompt or rung) or an existing
     `record` file (a recording is never overwritten or appended to), and after
     MAX_PROVIDER_FAILURES consecutive episodes ending in `provider_error` (the finished
     ones stay in the `.partial` file).
     """
-    if type(k) is not int or not 1 <= k <= 20:
-        raise LabError(f"k must be an int in 1..20, got {k!r}")
+    if type(k) is not int or not 1 <= k <= MAX_TRIALS:
+        raise LabError(f"k must be an int in 1..{MAX_TRIALS}, got {k!r}")
+    if type(max_tokens) is not int or not 1 <= max_tokens <= MAX_TOKENS_MAX:
+        raise LabError(f"max_tokens must be an int in 1..{MAX_TOKENS_MAX}, got {max_tokens!r}")
     if prompt not in PROMPTS:
         raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
     check_rung(rung, RULES)

@@ -1,7 +1,7 @@
 """The model seam: one policy class, three backends, chosen by `LABKIT_MODEL`.
 
     from labkit.model import ModelPolicy, backend_from_env
-    policy = ModelPolicy(lab="docuctl", tools=tools, instructions="...")
+    policy = ModelPolicy(lab="docuctl", tools=tools, instructions="...", describe=describe)
     decision = policy(task, observations)   # parsed JSON; the runtime validates it
 
 Backends: ``replay`` (default; recorded trials in `fixtures/trials/`), ``local``
@@ -9,8 +9,9 @@ Backends: ``replay`` (default; recorded trials in `fixtures/trials/`), ``local``
 `LABKIT_RECORD=<file>` records every live call with its provenance.
 """
 
-from labkit.model.backend import Backend, Reply, Request, backend_for, backend_from_env, parse_spec
-from labkit.model.policy import ModelPolicy, describe_docuctl, observe_json
+from labkit.model.backend import Backend, Reply, Request
+from labkit.model.factory import backend_for, backend_from_env, parse_spec
+from labkit.model.policy import ModelPolicy, observe_json
 from labkit.model.record import Recorder, read_records
 from labkit.model.replay import ReplayBackend, ReplayMiss, trial_files
 from labkit.model.schema import decision_schema, parse_reply
@@ -26,7 +27,6 @@ __all__ = [
     "backend_for",
     "backend_from_env",
     "decision_schema",
-    "describe_docuctl",
     "observe_json",
     "parse_reply",
     "parse_spec",

@@ -1,4 +1,4 @@
-"""What a model backend is asked and answers, and how `LABKIT_MODEL` chooses one.
+"""What a model backend is asked and answers: the types every backend shares.
 
 A backend has one job: given a `Request` (the messages, the decision schema, temperature,
 seed and token limit, plus where in the experiment the request comes from), return a
@@ -10,25 +10,20 @@ seed and token limit, plus where in the experiment the request comes from), retu
 - `labkit.core.errors.LabError`: the lab is set up wrong — no model file, an unknown
   `LABKIT_MODEL`, a request that was never recorded. The runtime re-raises it.
 
-`LABKIT_MODEL` values: ``replay`` (the default; every `<lab>.jsonl` and `<lab>-*.jsonl` in
-`fixtures/trials/`), ``replay:<file>`` (one recording), ``local`` (SmolLM2 in-process),
-``ollama:<tag>``. `LABKIT_RECORD=<file>` wraps a live backend so every call is appended
-to that file with its provenance (`labkit.model.record`).
+Which backend a lab gets (`LABKIT_MODEL`) is `labkit.model.factory`'s job. This module imports
+no backend, so every backend can import it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any, Protocol
-
-from labkit.core.errors import LabError
 
 Message = dict[str, str]
 
@@ -122,63 +117,3 @@ def versions(*packages: str) -> dict[str, str]:
 def now() -> str:
     """The current UTC time, ISO 8601 to the second: the `date` of a provenance record."""
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def backend_from_env(environ: Mapping[str, str] | None = None) -> Backend:
-    """The backend `LABKIT_MODEL` names (default ``replay``), recording if `LABKIT_RECORD`.
-
-    Raises LabError for an unknown value, or for LABKIT_RECORD with a replay backend
-    (recording replayed answers would present old replies as new measurements).
-    """
-    env = os.environ if environ is None else environ
-    spec = env.get("LABKIT_MODEL", "").strip() or "replay"
-    backend = parse_spec(spec, env)
-    record = env.get("LABKIT_RECORD", "").strip()
-    if record:
-        if spec.startswith("replay"):
-            raise LabError(
-                f"LABKIT_RECORD={record} needs a live model, but LABKIT_MODEL is {spec!r}: "
-                "set LABKIT_MODEL=local or ollama:<tag>"
-            )
-        from labkit.model.record import Recorder
-
-        backend = Recorder(backend, record)
-    return backend
-
-
-def backend_for(parameter: str, environ: Mapping[str, str] | None = None) -> Backend:
-    """The backend a lab's `LABKIT_MODEL` parameter (its papermill parameters cell) names.
-
-    Left at ``replay``, the environment's `LABKIT_MODEL` decides, as `backend_from_env` does
-    (a learner who set it before starting Jupyter gets that model); any other value wins.
-    `labkit rerun` sets both to the same spec. Recording and errors as in `backend_from_env`.
-    """
-    env = os.environ if environ is None else environ
-    if parameter.strip() in ("", "replay"):
-        return backend_from_env(env)
-    return backend_from_env({**env, "LABKIT_MODEL": parameter})
-
-
-def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
-    """A backend from a `LABKIT_MODEL`-style spec: replay, replay:<file>, local, ollama:<tag>.
-
-    `environ` (default os.environ) supplies `OLLAMA_HOST` for an Ollama backend.
-    """
-    env = os.environ if environ is None else environ
-    kind, _, arg = spec.partition(":")
-    if kind == "replay":
-        from labkit.model.replay import ReplayBackend
-
-        return ReplayBackend([arg] if arg else None)
-    if kind == "local" and not arg:
-        from labkit.model.local import LocalBackend
-
-        return LocalBackend()
-    if kind == "ollama" and arg:
-        from labkit.model.ollama import OllamaBackend
-
-        return OllamaBackend(arg, host=env.get("OLLAMA_HOST", "").strip() or None)
-    raise LabError(
-        f"LABKIT_MODEL={spec!r} is not a backend: use replay (default), replay:<file>, "
-        "local, or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)"
-    )

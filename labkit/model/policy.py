@@ -34,22 +34,12 @@ from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.core.runtime import Tool
-from labkit.model.backend import Backend, Message, Reply, Request, backend_from_env
+from labkit.model.backend import Backend, Message, Reply, Request
 from labkit.model.constraints import StateRules, admissible_schema, check_rung, first_json_object
+from labkit.model.factory import backend_from_env
 from labkit.model.schema import MAX_CHARS, decision_schema, parse_reply
 
 MAX_TOKENS = 160  # two 100-character strings of ordinary words fit; a valid SmolLM2 reply takes ~20-40
-
-
-def describe_docuctl(task: Any) -> str:
-    """How a docuctl Task is shown to the model: its question and documentation version."""
-    try:
-        return f"Question: {task.question}\nDocumentation version: {task.version}"
-    except AttributeError:
-        raise LabError(
-            f"ModelPolicy: the default describe= shows a docuctl Task (question, version); "
-            f"pass describe= for a {type(task).__name__}"
-        ) from None
 
 
 def observe_json(observation: Mapping[str, Any]) -> str:
@@ -65,9 +55,10 @@ class ModelPolicy:
       and `<lab>-*.jsonl`).
     - `tools`: the runtime's tools; the decision schema is derived from their names and
       params, plus `final {answer, citation}`.
-    - `instructions`: the system prompt. `describe(task)`: the first user message (default:
-      a docuctl Task's question and version). `observe(observation)`: how each result is
-      shown (default: ``Result of <action>: <JSON>``).
+    - `instructions`: the system prompt. `describe(task)`: the first user message; required,
+      because how a task is shown is the lab's choice, and this seam knows no lab (lab 02's is
+      `labkit.decision_loop.model_policy.describe_docuctl`). `observe(observation)`: how each
+      result is shown (default: ``Result of <action>: <JSON>``).
     - `backend`: default `backend_from_env()` (`LABKIT_MODEL`, replay when unset).
     - `temperature`, `seed`, `max_tokens`: sent with every request; `trial`: which trial
       of a case this policy is running (part of the replay key).
@@ -81,7 +72,7 @@ class ModelPolicy:
         lab: str,
         tools: Mapping[str, Tool],
         instructions: str,
-        describe: Callable[[Any], str] | None = None,
+        describe: Callable[[Any], str],
         backend: Backend | None = None,
         temperature: float = 0.0,
         seed: int = 0,
@@ -113,7 +104,7 @@ class ModelPolicy:
         self.lab = lab
         self.tools = tools
         self.instructions = instructions
-        self.describe = describe or describe_docuctl
+        self.describe = describe
         self.observe = observe or observe_json
         self.backend = backend_from_env() if backend is None else backend
         self.temperature = float(temperature)

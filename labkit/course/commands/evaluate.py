@@ -9,7 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.decision_loop.evaluation import K_MAX, evaluate_trials, latency, stop_counts, summary
+from labkit.decision_loop.evaluation import evaluate_trials
+from labkit.decision_loop.tables import K_MAX, latency, stop_counts, summary
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -11,12 +11,10 @@ from tqdm.auto import tqdm
 from labkit.core.errors import LabError
 from labkit.course.argtypes import SEED_MAX, int_in, positive, temperature
 from labkit.decision_loop.model_policy import PROMPTS
-from labkit.decision_loop.trials import CASE_SETS, run_trials
-from labkit.model.backend import parse_spec
+from labkit.decision_loop.trials import CASE_SETS, MAX_TOKENS_MAX, MAX_TRIALS, run_trials
 from labkit.model.constraints import RUNGS
+from labkit.model.factory import parse_spec
 from labkit.model.policy import MAX_TOKENS
-
-MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--temperature", type=temperature, default=0.0, help="sampling temperature (default 0)"
     )
-    parser.add_argument("--seed", type=int_in(0, SEED_MAX - 20), default=0,
+    parser.add_argument("--seed", type=int_in(0, SEED_MAX - MAX_TRIALS), default=0,
                         help="trial t uses seed SEED+t (default 0)")
     parser.add_argument(
         "--prompt", choices=tuple(PROMPTS), default="base", help="system prompt (default base)"
@@ -70,8 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     if args.model.startswith("replay"):
         raise LabError(f"--model {args.model}: trials are recorded from a live model (local or ollama:<tag>)")
-    if args.k > 20:
-        raise LabError(f"--k {args.k}: at most 20 trials per case")
+    if args.k > MAX_TRIALS:
+        raise LabError(f"--k {args.k}: at most {MAX_TRIALS} trials per case")
     backend = parse_spec(args.model)
     start = time.perf_counter()
     try:

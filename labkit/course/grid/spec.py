@@ -35,13 +35,12 @@ from typing import Any
 from labkit.core.errors import FixtureError, LabError
 from labkit.core.fixtures import read_json, read_text, schema_error
 from labkit.core.text import shorten
-from labkit.course.commands.trials import MAX_TOKENS_MAX, SEED_MAX
+from labkit.course.argtypes import SEED_MAX
 from labkit.decision_loop.model_policy import LAB, PROMPTS
-from labkit.decision_loop.trials import CASE_SETS, cases_of, default_label
+from labkit.decision_loop.trials import CASE_SETS, MAX_TOKENS_MAX, MAX_TRIALS, cases_of, default_label
 from labkit.model.constraints import RUNGS
 from labkit.model.policy import MAX_TOKENS
 
-K_MAX = 20  # trials per case, as `labkit trials --k` allows
 # More episodes than this is a week of model time at 6 s each: more likely an axis typed
 # wrong than a study, so it is refused rather than queued.
 MAX_EPISODES = 100_000
@@ -57,8 +56,8 @@ AXES: dict[str, Any] = {
     "prompts": _list({"enum": list(PROMPTS)}),
     "rungs": _list({"enum": list(RUNGS)}),
     "temperatures": _list({"type": "number", "minimum": 0, "maximum": 2}),
-    "seeds": _list({"type": "integer", "minimum": 0, "maximum": SEED_MAX - K_MAX}),
-    "k": {"type": "integer", "minimum": 1, "maximum": K_MAX},
+    "seeds": _list({"type": "integer", "minimum": 0, "maximum": SEED_MAX - MAX_TRIALS}),
+    "k": {"type": "integer", "minimum": 1, "maximum": MAX_TRIALS},
     "cases": {
         "oneOf": [
             {"enum": list(CASE_SETS)},

@@ -1,0 +1,181 @@
+"""Lab 02's tables from episode rows: pass@1, pass^k, cost, endings, latency, decisions.
+
+A row is one graded episode (`labkit.decision_loop.evaluation` makes them: `policy`, `case`,
+`trial`, `passed`, `stop`, tool calls, tokens, latency, and the runtime's `result`).
+
+- pass@1 = mean over cases of c/n, the chance one trial passes (c of n trials passed);
+- pass^k = mean over cases of C(c, k) / C(n, k), the chance that k trials drawn without
+  replacement from a case's n all pass (τ-bench's reliability measure; pass^1 = pass@1).
+  Undefined (NaN) for k > n: one trial at temperature 0 says nothing about the second.
+- tool calls per completed task = tool calls summed over all episodes / episodes passed:
+  what one success costs, failures' tool calls included;
+- tokens and latency per decision: means over the model calls (latency as recorded live).
+
+Graded, a `final` stop is split: "final, correct" (the episode passed) or "final, wrong"
+(`ending`, used by `stop_counts` and the ladder's tables and charts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from labkit.core.runtime import STOP_REASONS
+
+K_MAX = 5  # pass^k is shown for k = 1..K_MAX
+Row = dict[str, Any]
+# A final stop is not a success: graded tables and charts split it by the grade.
+CORRECT, WRONG = "final, correct", "final, wrong"
+ENDINGS = (CORRECT, WRONG, *STOP_REASONS[1:])
+
+
+def pass_hat_k(c: int, n: int, k: int) -> float:
+    """C(c, k) / C(n, k): the chance that k of n trials, c of which passed, all pass."""
+    if not (type(n) is int and type(c) is int and type(k) is int) or not 0 <= c <= n or not 1 <= k:
+        raise ValueError(f"need ints 0 <= c <= n and k >= 1, got c={c}, n={n}, k={k}")
+    if k > n:
+        return math.nan
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def reliability(rows: Iterable[Row], k_max: int = K_MAX) -> dict[str, float]:
+    """pass@1 and pass^1..pass^k_max over `rows` (one per episode: case, passed)."""
+    per_case: dict[str, list[bool]] = defaultdict(list)
+    for row in rows:
+        per_case[row["case"]].append(bool(row["passed"]))
+    if not per_case:
+        raise ValueError("no episodes to evaluate")
+    counts = [(sum(results), len(results)) for results in per_case.values()]
+    out = {"pass@1": sum(c / n for c, n in counts) / len(counts)}
+    for k in range(1, k_max + 1):
+        out[f"pass^{k}"] = sum(pass_hat_k(c, n, k) for c, n in counts) / len(counts)
+    return out
+
+
+def summary(rows: Iterable[Row], k_max: int = K_MAX) -> pd.DataFrame:
+    """One row per policy: cases, trials per case, pass@1, pass^1..k, cost per success and decision."""
+    by_policy: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        by_policy[row["policy"]].append(row)
+    table = {}
+    for policy, group in by_policy.items():
+        trials = Counter(row["case"] for row in group)
+        passed = sum(row["passed"] for row in group)
+        decisions = sum(row["decisions"] for row in group)
+        line: dict[str, Any] = {"cases": len(trials), "trials": max(trials.values())}
+        line |= {name: round(value, 3) for name, value in reliability(group, k_max).items()}
+        tools = sum(row["tool_calls"] for row in group)
+        line["tools/success"] = round(tools / passed, 2) if passed else math.nan
+        prompt = sum(row["prompt_tokens"] for row in group)
+        line["tokens/decision"] = (
+            round((prompt + sum(row["completion_tokens"] for row in group)) / decisions)
+            if decisions
+            else math.nan
+        )
+        line["reused %"] = (
+            round(100 * sum(row["reused_tokens"] for row in group) / prompt) if prompt else math.nan
+        )
+        table[policy] = line
+    frame = pd.DataFrame.from_dict(table, orient="index")
+    frame.index.name = "policy"
+    return frame
+
+
+def ending(row: Row) -> str:
+    """How a graded episode ended: its stop reason, with `final` split by the grade."""
+    if row["stop"] != "final":
+        return row["stop"]
+    return CORRECT if row["passed"] else WRONG
+
+
+def stop_counts(rows: Iterable[Row]) -> pd.DataFrame:
+    """Episodes per policy and ending (ENDINGS order, unused ones left out).
+
+    Graded: `final` is split into "final, correct" and "final, wrong" (see `ending`).
+    """
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in rows:
+        counts[row["policy"]][ending(row)] += 1
+    seen = [stop for stop in ENDINGS if any(stop in c for c in counts.values())]
+    frame = pd.DataFrame(
+        [[counts[p][stop] for stop in seen] for p in counts], index=list(counts), columns=seen
+    )
+    frame.index.name = "policy"
+    return frame
+
+
+def latency(rows: Iterable[Row]) -> pd.DataFrame:
+    """Mean and total recorded model latency per policy (decisions of scripted policies excluded)."""
+    table = {}
+    for policy, group in pd.DataFrame(list(rows)).groupby("policy", sort=False):
+        decisions = int(group["decisions"].sum())
+        if decisions:
+            table[policy] = {
+                "decisions": decisions,
+                "seconds/decision": round(float(group["latency_s"].sum()) / decisions, 3),
+                "seconds in total": round(float(group["latency_s"].sum()), 1),
+            }
+    frame = pd.DataFrame.from_dict(table, orient="index")
+    frame.index.name = "policy"
+    return frame
+
+
+def decision_profile(rows: Iterable[Row]) -> pd.DataFrame:
+    """What each policy's decisions looked like, as shares (NaN where the situation never arose).
+
+    - search first: episodes whose first decision is a search;
+    - reads a hit: reads of a page id that an earlier search in the episode returned;
+    - repeats: decisions identical to the one just before them (the loop going nowhere);
+    - final cites a read: final answers whose citation is a page read in the episode;
+    - final copies it: final answers equal, word for word, to that page's command.
+    """
+    tallies: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in rows:
+        tally = tallies[row["policy"]]
+        decisions = [entry.get("decision") for entry in row["result"]["trace"]]
+        hits, pages, previous = set(), {}, None
+        tally["episodes"] += 1
+        tally["search first"] += (
+            bool(decisions) and isinstance(decisions[0], dict) and (decisions[0].get("action") == "search")
+        )
+        for entry, decision in zip(row["result"]["trace"], decisions, strict=True):
+            if not isinstance(decision, dict):
+                continue
+            tally["decisions"] += 1
+            tally["repeats"] += decision == previous
+            tally["after first"] += previous is not None
+            previous = decision
+            action, result = decision.get("action"), entry.get("result")
+            if action == "read":
+                tally["reads"] += 1
+                tally["reads a hit"] += decision.get("id") in hits
+                if isinstance(result, dict) and "command" in result:
+                    pages[result["id"]] = result["command"]
+            elif action == "search" and isinstance(result, list):
+                hits |= {hit["id"] for hit in result}
+            elif action == "final":
+                tally["finals"] += 1
+                cited = decision.get("citation") in pages
+                tally["final cites a read"] += cited
+                tally["final copies it"] += cited and decision.get("answer") == pages[decision["citation"]]
+
+    def share(part: int, whole: int) -> float:
+        return round(part / whole, 2) if whole else math.nan
+
+    table = {
+        policy: {
+            "search first": share(t["search first"], t["episodes"]),
+            "reads a hit": share(t["reads a hit"], t["reads"]),
+            "repeats": share(t["repeats"], t["after first"]),
+            "final cites a read": share(t["final cites a read"], t["finals"]),
+            "final copies it": share(t["final copies it"], t["finals"]),
+        }
+        for policy, t in tallies.items()
+    }
+    frame = pd.DataFrame.from_dict(table, orient="index")
+    frame.index.name = "policy"
+    return frame
