@@ -30,54 +30,18 @@ when several jobs become ready at once.
 from __future__ import annotations
 
 import difflib
-import inspect
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
+from labkit.routing.clock import Clock
 from labkit.routing.errors import GraphError
+from labkit.routing.plan import Job, JobFn, Plan
+from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Route, Router, id_problem
+from labkit.routing.scheduler import run_plan, run_plan_sync
 
-if TYPE_CHECKING:
-    from labkit.routing.clock import Clock
-    from labkit.routing.result import RunResult
-
-JobFn = Callable[..., Any]
-"""A job: `fn(ctx)` returning its result, or a coroutine that does (see scheduler.Context)."""
-
-
-@dataclass(frozen=True)
-class Job:
-    """One unit of work: an id, the jobs it needs first, its function, its retry policy.
-
-    `inline` (computed) says whether a visit is one plain call: `fn` is not a coroutine
-    function (nor is its __call__) and there is no retry policy, so the scheduler can run it
-    from an event-loop callback instead of a task of its own (scheduler._Run._call).
-    """
-
-    id: str
-    fn: JobFn
-    deps: tuple[str, ...] = ()
-    retry: RetryPolicy | None = None
-    inline: bool = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        fn = self.fn
-        coroutine = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
-        object.__setattr__(self, "inline", self.retry is None and not coroutine)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A validated graph in the scheduler's terms: jobs by position, edges both ways."""
-
-    jobs: tuple[Job, ...]
-    index: Mapping[str, int]
-    deps: tuple[tuple[int, ...], ...]
-    dependents: tuple[tuple[int, ...], ...]
-    routes: Mapping[int, Route]
+__all__ = ["Graph", "Job", "JobFn", "Plan"]
 
 
 def _check_id(value: object, what: str) -> str:
@@ -208,16 +172,12 @@ class Graph:
         Works inside a running event loop too (a Jupyter kernel): the run then gets its own
         loop on a worker thread. In async code, `await graph.run_async(...)` instead.
         """
-        from labkit.routing.scheduler import run_plan_sync
-
         return run_plan_sync(self.validate(), max_concurrency=max_concurrency,
                              max_visits=max_visits, clock=clock)
 
     async def run_async(self, *, max_concurrency: int = 4, max_visits: int = 5,
                         clock: Clock | None = None) -> RunResult:
         """`run`, as a coroutine on the caller's event loop."""
-        from labkit.routing.scheduler import run_plan
-
         return await run_plan(self.validate(), max_concurrency=max_concurrency,
                               max_visits=max_visits, clock=clock)
 
