@@ -1,9 +1,8 @@
-"""The scheduler's fast paths keep its contract: what they build, and cancelling a run.
+"""The scheduler on the event loop: the records it hands out, cancelling a run, batches, tasks.
 
-benchmarks/orchestrator.py measures the speed; these check only behaviour. The single job in
-flight is awaited directly (one trip through the event loop fewer per job on a chain), so
-cancelling the run must still reach that job and end the run, even when the job swallows
-the cancellation.
+benchmarks/orchestrator.py measures the speed; these check only behaviour. Cancelling the
+run must reach the job in flight and end the run, even when the job swallows the
+cancellation; outcomes are settled in the batches the event loop delivers them in.
 """
 
 from __future__ import annotations
@@ -13,18 +12,26 @@ import asyncio
 import pytest
 
 from labkit.routing import Context, Event, FakeClock, Graph, State
-from labkit.routing.scheduler import _context, _event
 
 
-def test_fast_constructors_build_what_the_dataclasses_build():
-    clock = FakeClock()
-    event = _event(0.5, "a", State.PENDING, State.RUNNING, 1, 2, "note")
-    assert event == Event(0.5, "a", State.PENDING, State.RUNNING, 1, 2, "note")
-    assert hash(event) == hash(Event(0.5, "a", State.PENDING, State.RUNNING, 1, 2, "note"))
-    context = _context("a", {"b": 1}, 1, 2, "fb", "prev", clock)
-    assert context == Context("a", {"b": 1}, 1, 2, "fb", "prev", clock)
+def test_events_and_contexts_are_immutable_records():
+    clock, seen = FakeClock(), []
+
+    def record(ctx: Context) -> str:
+        seen.append(ctx)
+        return "x"
+
+    result = Graph().job("a", record).job("b", record, deps=["a"]).run(clock=clock)
+    assert seen == [Context("a", {}, 1, 1, None, None, clock),
+                    Context("b", {"a": "x"}, 1, 1, None, None, clock)]
+    event = result.events[0]
+    assert event == Event(0.0, "a", State.PENDING, State.RUNNING, 1, 1, "")
+    assert event == (0.0, "a", "pending", "running", 1, 1, "")  # a tuple: compares with a plain one
+    assert hash(event) == hash(Event(0.0, "a", State.PENDING, State.RUNNING, 1, 1, ""))
     with pytest.raises(AttributeError):
-        event.note = "changed"  # still frozen
+        event.note = "changed"  # frozen
+    with pytest.raises(AttributeError):
+        seen[1].feedback = "changed"
 
 
 def _cancel_after_start(graph: Graph) -> None:
@@ -93,11 +100,11 @@ def _at_once(ctx: Context) -> str:
 
 
 def test_outcomes_reach_the_scheduler_in_the_batches_the_event_loop_gives_them():
-    """Outcomes handed over one after another share one trip through the event loop
-    (scheduler._hand_over) and must reach the scheduler in the batches one callback each gave
-    them. z finishes on its first step, x1 and x2 one loop turn later, with z's outcome
-    waking the scheduler between them: it settles z and x1 together and starts d (which
-    needs only z) before it sees x2. Main's scheduler, one callback per outcome, logs this."""
+    """Each outcome reaches the scheduler through its task's done callback, and the scheduler
+    settles every outcome whose callback ran before it woke up, in that order. z finishes on
+    its first step, x1 and x2 one loop turn later, with z's outcome waking the scheduler
+    between them: it settles z and x1 together and starts d (which needs only z) before it
+    sees x2."""
     graph = Graph().job("x1", _yield_once).job("z", _at_once).job("x2", _yield_once)
     graph.job("d", _at_once, deps=["z"])
     result = graph.run(clock=FakeClock())
@@ -113,13 +120,28 @@ class _AsyncCallable:
         return "called"
 
 
-def test_a_job_runs_inline_only_when_it_is_one_plain_call():
+def test_every_visit_runs_in_a_task_of_its_own_whatever_the_function():
     from labkit.routing import RetryPolicy
 
-    graph = (Graph().job("plain", _at_once).job("coroutine", _yield_once).job("callable", _AsyncCallable())
-             .job("retried", _at_once, retry=RetryPolicy()).job("lambda", lambda ctx: 1))
-    assert {job.id: job.inline for job in graph.jobs} == {
-        "plain": True, "coroutine": False, "callable": False, "retried": False, "lambda": True}
+    tasks: dict[str, asyncio.Task | None] = {}
+
+    def plain(ctx: Context) -> str:
+        tasks[ctx.job] = asyncio.current_task()
+        return ctx.job
+
+    async def coroutine(ctx: Context) -> str:
+        return plain(ctx)
+
+    async def main() -> None:
+        graph = (Graph().job("plain", plain).job("coroutine", coroutine).job("lambda", lambda ctx: plain(ctx))
+                 .job("retried", plain, retry=RetryPolicy()).job("after", plain, deps=["plain"]))
+        assert (await graph.run_async(clock=FakeClock())).ok
+        run = asyncio.current_task()
+        assert set(tasks) == {"plain", "coroutine", "lambda", "retried", "after"}
+        assert all(task is not None and task is not run for task in tasks.values())
+        assert len({id(task) for task in tasks.values()}) == 5
+
+    asyncio.run(main())
 
 
 def test_a_plain_function_that_returns_a_coroutine_has_it_awaited():

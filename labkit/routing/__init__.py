@@ -11,22 +11,23 @@
     graph.job("publish", publish, deps=["review"])
     result = graph.run(max_visits=3)      # status, reason, states, visits, attempts, events
 
-Modules, one job each: graph (declare and validate), route (Next and routers), retry
-(RetryPolicy), clock (real and fake time), states (the state machine and its events),
-scheduler (the run), result (RunResult), timeline (spans and the Gantt chart),
-experiments (the notebook's experiments, shared with `python -m labkit routing`),
-model_reviser (the feedback experiment with a model reviser through lab 02's seam, replayed;
-imported on its own so that the rest needs no model seam), tables (DataFrames that read left
-to right in JupyterLab). The notebook's checkers are in `labkit.routing.checks`.
+Modules, one job each: graph (declare and validate), plan (the validated graph, Job and the
+Context a job receives), route (Next and routers), retry (RetryPolicy), clock (real and fake
+time), states (the state machine and its events), scheduler (the run), result (RunResult),
+timeline (spans and the Gantt chart), experiments (the notebook's experiments, shared with
+`python -m labkit routing`), model_reviser (the feedback experiment with a model reviser
+through lab 02's seam, replayed; imported on its own so that the rest needs no model seam),
+tables (DataFrames that read left to right in JupyterLab). The notebook's checkers are in
+`labkit.routing.checks`.
 """
 
 from labkit.routing.clock import Clock, FakeClock, RealClock
 from labkit.routing.errors import GraphError, InvalidInput
-from labkit.routing.graph import Graph, Job, Plan
+from labkit.routing.graph import Graph
+from labkit.routing.plan import Context, Job, Plan
 from labkit.routing.result import STATUSES, RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Next, Route, Router
-from labkit.routing.scheduler import Context
 from labkit.routing.states import FINAL, TRANSITIONS, Event, State, legal
 from labkit.routing.timeline import Span, plot_timeline, spans
 

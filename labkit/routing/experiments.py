@@ -28,10 +28,10 @@ from labkit.core.errors import LabError
 from labkit.routing.clock import FakeClock
 from labkit.routing.errors import GraphError, InvalidInput
 from labkit.routing.graph import Graph
+from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Next
-from labkit.routing.scheduler import Context
 
 LIMIT = 26  # characters: the limit of harness-rs's route.rs example, so figures compare
 DRAFT = "Search is now much faster everywhere you look"

@@ -30,54 +30,16 @@ when several jobs become ready at once.
 from __future__ import annotations
 
 import difflib
-import inspect
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
+from labkit.routing.clock import Clock
 from labkit.routing.errors import GraphError
+from labkit.routing.plan import Job, JobFn, Plan
+from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Route, Router, id_problem
-
-if TYPE_CHECKING:
-    from labkit.routing.clock import Clock
-    from labkit.routing.result import RunResult
-
-JobFn = Callable[..., Any]
-"""A job: `fn(ctx)` returning its result, or a coroutine that does (see scheduler.Context)."""
-
-
-@dataclass(frozen=True)
-class Job:
-    """One unit of work: an id, the jobs it needs first, its function, its retry policy.
-
-    `inline` (computed) says whether a visit is one plain call: `fn` is not a coroutine
-    function (nor is its __call__) and there is no retry policy, so the scheduler can run it
-    from an event-loop callback instead of a task of its own (scheduler._Run._call).
-    """
-
-    id: str
-    fn: JobFn
-    deps: tuple[str, ...] = ()
-    retry: RetryPolicy | None = None
-    inline: bool = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        fn = self.fn
-        coroutine = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
-        object.__setattr__(self, "inline", self.retry is None and not coroutine)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A validated graph in the scheduler's terms: jobs by position, edges both ways."""
-
-    jobs: tuple[Job, ...]
-    index: Mapping[str, int]
-    deps: tuple[tuple[int, ...], ...]
-    dependents: tuple[tuple[int, ...], ...]
-    routes: Mapping[int, Route]
+from labkit.routing.scheduler import run_plan, run_plan_sync
 
 
 def _check_id(value: object, what: str) -> str:
@@ -150,36 +112,17 @@ class Graph:
                 if job.id in seen:
                     raise GraphError(f"job {job.id!r} is declared twice")
                 seen.add(job.id)
-        # Positions of each job's dependencies, a repeated one counted once. Written for a
-        # graph of 10,000 jobs validated before every run: most jobs have 0 or 1 dependency.
-        # `ordered` stays True while every dependency is declared before its job: then the
-        # declaration order is a running order and there can be no cycle to look for.
-        deps: list[tuple[int, ...]] = []
+        deps: list[tuple[int, ...]] = []  # positions of each job's dependencies, a repeat counted once
         dependents: list[list[int]] = [[] for _ in jobs]  # each in declaration order
-        ordered = True
         for position, job in enumerate(jobs):
-            names = job.deps
-            try:
-                if len(names) == 1:
-                    dep = index[names[0]]
-                    deps.append((dep,))
-                    dependents[dep].append(position)
-                    if dep >= position:
-                        ordered = False
-                elif names:
-                    positions = tuple(dict.fromkeys([index[dep] for dep in names]))
-                    deps.append(positions)
-                    for dep in positions:
-                        dependents[dep].append(position)
-                    if max(positions) >= position:
-                        ordered = False
-                else:
-                    deps.append(())
-            except KeyError:
-                dep = next(dep for dep in names if dep not in index)
-                raise GraphError(f"job {job.id!r} depends on unknown job {dep!r}"
-                                 f"{_suggest(dep, index)}") from None
-        cycle = None if ordered or _acyclic(deps, dependents) else _find_cycle(dependents)
+            for dep in job.deps:
+                if dep not in index:
+                    raise GraphError(f"job {job.id!r} depends on unknown job {dep!r}{_suggest(dep, index)}")
+            positions = tuple(dict.fromkeys(index[dep] for dep in job.deps))
+            deps.append(positions)
+            for dep in positions:
+                dependents[dep].append(position)
+        cycle = _find_cycle(dependents)
         if cycle:
             path = " -> ".join(self._jobs[i].id for i in cycle)
             raise GraphError(f"dependency cycle: {path} (declare a loop as a route, not as deps)")
@@ -208,36 +151,18 @@ class Graph:
         Works inside a running event loop too (a Jupyter kernel): the run then gets its own
         loop on a worker thread. In async code, `await graph.run_async(...)` instead.
         """
-        from labkit.routing.scheduler import run_plan_sync
-
         return run_plan_sync(self.validate(), max_concurrency=max_concurrency,
                              max_visits=max_visits, clock=clock)
 
     async def run_async(self, *, max_concurrency: int = 4, max_visits: int = 5,
                         clock: Clock | None = None) -> RunResult:
         """`run`, as a coroutine on the caller's event loop."""
-        from labkit.routing.scheduler import run_plan
-
         return await run_plan(self.validate(), max_concurrency=max_concurrency,
                               max_visits=max_visits, clock=clock)
 
     def __repr__(self) -> str:
         jobs, routes = len(self._jobs), len(self._routes)
         return f"Graph({jobs} job{'s' * (jobs != 1)}, {routes} route{'s' * (routes != 1)})"
-
-
-def _acyclic(deps: list[tuple[int, ...]], dependents: list[list[int]]) -> bool:
-    """True if the graph has no dependency cycle: Kahn's count of unfinished dependencies
-    reaches every job. Several times cheaper than `_find_cycle`'s depth-first search, which
-    then runs only to name the cycle."""
-    waiting = [len(job_deps) for job_deps in deps]
-    order = [i for i, count in enumerate(waiting) if not count]
-    for i in order:  # grows while it is walked
-        for dependent in dependents[i]:
-            waiting[dependent] -= 1
-            if not waiting[dependent]:
-                order.append(dependent)
-    return len(order) == len(deps)
 
 
 def _find_cycle(dependents: list[list[int]]) -> list[int] | None:

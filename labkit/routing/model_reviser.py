@@ -51,8 +51,8 @@ from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
 from labkit.model.constraints import StateRules
 from labkit.routing.clock import FakeClock
 from labkit.routing.experiments import DRAFT, LIMIT, loop_graph, summary_row, visit_table
+from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
-from labkit.routing.scheduler import Context
 
 LAB = "routing"
 RECORDED = {"max_visits": 5, "limit": LIMIT}  # what fixtures/trials/routing-smollm2.jsonl was made with
