@@ -251,19 +251,19 @@ def test_a_provider_that_goes_down_stops_the_run_and_records_none_of_its_failure
 def test_an_unrecorded_replay_request_is_one_line_and_keeps_nothing_half_done(tmp_path, cli, client):
     path = tmp_path / "miss.toml"
     path.write_text(
-        'models = ["replay"]\nprompts = ["base"]\nrungs = ["L2"]\ntemperatures = [0.7]\ncases = "adaptive"'
-    )  # base L2 was recorded at T=0 only
+        'models = ["replay"]\nprompts = ["base"]\nrungs = ["L2"]\ntemperatures = [0.3]\ncases = "adaptive"'
+    )  # base L2 was recorded at T=0 and T=0.7 only
     record = tmp_path / "out.jsonl"
     code, out, err = cli("grid", str(path), "--record", str(record))
     assert code == 2 and out == ""
     last = err.strip().splitlines()[-1]
     assert last.startswith(
         "labkit grid: error: the recording for lab 'docuctl', case 'typo-rollback', "
-        "trial 0, turn 1 was asked something else: temperature is 0.7, recorded 0.0"
+        "trial 0, turn 1 was asked something else: temperature is 0.3, recorded 0.0"
     )
     assert not record.exists()
     # raised on a worker, it comes back as the same error
-    with pytest.raises(ReplayMiss, match="temperature is 0.7, recorded 0.0"):
+    with pytest.raises(ReplayMiss, match="temperature is 0.3, recorded 0.0"):
         run(load_spec(path), record, client)
     assert not record.exists()
 
