@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from labkit.core.text import shorten
+
 MAX_VALUE_LENGTH = 2000  # the longest string argument a decision may carry
 MAX_NUMBER = 2**53  # bound of every number in a decision, a reported usage or a budget
 FINAL_FIELDS = ("answer", "citation")
@@ -52,8 +54,7 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def _shown(value: Any, limit: int = 60) -> str:
     """A short repr for an error message (a policy's key may be a megabyte long)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(repr(value), limit)
 
 
 def _exact(value: Any) -> Any:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from labkit.core.colours import OUTCOMES
+from labkit.core.text import shorten
 
 _MAX = 160
 UNGRADED = "#455a64"  # a final nobody has graded yet: neither right nor wrong
@@ -42,7 +43,7 @@ def _short(value: Any, limit: int = _MAX) -> str:
         # What a hostile policy proposed can be unprintable (10**5000 exceeds Python's int
         # string limit; an object's __str__ may raise): the trace still renders.
         text = f"<unprintable {type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit)
 
 
 def _arguments(decision: Mapping[str, Any]) -> list[str]:
