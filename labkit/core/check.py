@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.text import shorten
+from labkit.core.timeouts import TIMED_OUT, call_within
 
 NOT_YET = "not attempted yet: replace the `...` or None with your code and run the cell again"
 # JupyterLab breaks a text output at ~120 columns wherever it falls, mid-word included
@@ -129,25 +130,6 @@ def time_limit(seconds: float = LIMIT_S) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, outer_left, outer_interval)
 
 
-def _in_thread(fn: Callable[..., Any], args: tuple, kwargs: dict, seconds: float) -> Any:
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = fn(*args, **kwargs)
-        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
-            outcome["error"] = error
-
-    worker = threading.Thread(target=target, name="labkit-answer", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():  # a Python thread cannot be stopped: it is left to finish, ignored
-        raise TimedOut(seconds)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
-
-
 def copied(value: Any) -> Any:
     """A deep copy of what a learner's function is handed, so it cannot change the checker's data.
 
@@ -170,7 +152,12 @@ def call(fn: Callable[..., Any], *args: Any, limit: float = LIMIT_S, **kwargs: A
         if _signals_usable():
             with time_limit(limit):
                 return fn(*args, **kwargs)
-        return _in_thread(fn, args, kwargs, limit)
+        # Not the main thread (or no SIGALRM): wait on a daemon thread, as the runtime's step
+        # timeout does; an overrunning call keeps running there, its answer ignored.
+        value = call_within(lambda: fn(*args, **kwargs), (), limit)
+        if value is TIMED_OUT:
+            raise TimedOut(limit)
+        return value
     except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict names the learner's error
         raise Raised(error) from None
 
