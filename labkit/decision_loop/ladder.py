@@ -6,8 +6,9 @@ temperature 0.7 with k seeded trials per case (pass^k). `ladder_rows` replays ev
 recorded episode through the runtime (`labkit.decision_loop.evaluation.replay_trials`, which checks each
 one ends as it did live); the tables below group those rows by (prompt, rung).
 
-- `ladder_table`: pass@1 at T=0; pass^1..pass^5 at T=0.7, each with its 95% interval (a
-  bootstrap over cases, `labkit.decision_loop.tables.rate_intervals`: `low`/`high` columns);
+- `ladder_table`: pass@1 at T=0; pass^1..pass^5 at T=0.7, with `intervals=True` each with its
+  95% interval (a bootstrap over cases, `labkit.decision_loop.tables.rate_intervals`: `low`/`high`
+  columns);
   tool calls per success, tokens and seconds per decision over the T=0.7 episodes (seconds as
   recorded live);
 - `ladder_with_baselines`: every model run beside the baselines of
@@ -97,12 +98,14 @@ def _index(keys: Sequence[tuple[str, str]]) -> pd.MultiIndex:
     return pd.MultiIndex.from_tuples(keys, names=["prompt", "rung"])
 
 
-def ladder_table(rows: Sequence[Row], k_max: int = K_MAX) -> pd.DataFrame:
+def ladder_table(rows: Sequence[Row], k_max: int = K_MAX, *, intervals: bool = False) -> pd.DataFrame:
     """One row per (prompt, rung): see the module docstring for the columns.
 
-    Each rate is followed by its 95% interval, `<rate> low` and `<rate> high` (a bootstrap over
-    cases, seeded: `rate_intervals`). A cell is NaN where that run was not recorded (e.g. no
-    T=0 trials for a rung) or a case has fewer than k trials.
+    With `intervals`, each rate is followed by its 95% interval, `<rate> low` and `<rate> high`
+    (a bootstrap over cases, seeded: `rate_intervals`), which `plot_ladder` draws as error bars.
+    (Off by default for now: lab 02's notebook checks the table's columns as they were.) A cell
+    is NaN where that run was not recorded (e.g. no T=0 trials for a rung) or a case has fewer
+    than k trials.
     """
     greedy, sampled = _groups(rows, 0.0), _groups(rows, SAMPLED)
     keys = sorted({*greedy, *sampled}, key=lambda k: (PROMPT_ORDER.index(k[0]), RUNGS.index(k[1])))
@@ -131,6 +134,8 @@ def ladder_table(rows: Sequence[Row], k_max: int = K_MAX) -> pd.DataFrame:
         line["s/decision"] = (
             round(sum(r["latency_s"] for r in group) / decisions, 2) if decisions else math.nan
         )
+        if not intervals:
+            line = {name: value for name, value in line.items() if not name.endswith((" low", " high"))}
         table.append(line)
     return pd.DataFrame(table, index=_index(keys))
 

@@ -98,7 +98,7 @@ def _baselines(args: argparse.Namespace) -> int:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if args.baselines:
+    if getattr(args, "baselines", False):  # `labkit grid` calls this with trials and json only
         return _baselines(args)
     rows = evaluate_trials(args.trials)
     table, stops, timing = summary(rows), stop_counts(rows), latency(rows)
