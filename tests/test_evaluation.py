@@ -357,3 +357,127 @@ def test_html_trace_keeps_times_and_commands_whole_and_text_left():
     assert "nowrap'>final(answer=&#x27;docuctl ship --env staging&#x27;</span>, <span" in page
     assert page.count("<td style='white-space:nowrap;vertical-align:top'>") == 3  # the time column
     assert page.count("<td style='text-align:left;vertical-align:top'>") == 9  # turn, decision, observation
+
+
+# -- intervals on every rate (issue 19) --------------------------------------------------------
+
+
+def test_summary_gives_pass_at_1_and_pass_hat_k_their_bootstrap_intervals():
+    # Two cases with per-case pass rates 1.0 and 0.5: a resample of 2 cases has mean 1, 0.75
+    # or 0.5, so the 95% interval is [0.5, 1.0]; pass^2 per case is 1 and 0 -> [0, 1].
+    line = summary(rows({"a": [True, True], "b": [False, True]}), k_max=2).loc["p"]
+    assert (line["pass@1"], line["pass@1 low"], line["pass@1 high"]) == (0.75, 0.5, 1.0)
+    assert (line["pass^2"], line["pass^2 low"], line["pass^2 high"]) == (0.5, 0.0, 1.0)
+
+
+def test_rate_intervals_are_seeded_and_nan_beyond_the_trials_run():
+    from labkit.decision_loop.tables import rate_intervals
+
+    episodes = rows({f"c{i}": [i % 3 == 0, i % 2 == 0] for i in range(12)})
+    assert rate_intervals(episodes, 2) == rate_intervals(episodes, 2)
+    found = rate_intervals(episodes, 3)
+    assert found["pass@1"].low < found["pass@1"].estimate < found["pass@1"].high
+    assert all(math.isnan(v) for v in (found["pass^3"].estimate, found["pass^3"].low, found["pass^3"].high))
+
+
+def test_a_share_of_episodes_is_wilson_at_one_trial_and_clustered_beyond():
+    from labkit.core.intervals import wilson
+    from labkit.decision_loop.tables import share_interval
+
+    once = rows({"a": [True], "b": [False], "c": [False], "d": [False]})
+    assert share_interval(once, lambda row: row["passed"]) == wilson(1, 4)
+    twice = rows({"a": [True, True], "b": [False, False]})
+    found = share_interval(twice, lambda row: row["passed"])
+    assert (found.estimate, found.low, found.high) == (0.5, 0.0, 1.0)  # two cases, not four episodes
+
+
+def test_a_paired_difference_compares_the_same_cases():
+    from labkit.decision_loop.tables import paired_difference
+
+    better = rows({"a": [True], "b": [True], "c": [True], "d": [False]})
+    worse = rows({"a": [False], "b": [False], "c": [False], "d": [False], "e": [True]})  # e: not shared
+    found = paired_difference(better, worse)
+    assert found.estimate == 0.75 and found.excludes(0)
+    same = paired_difference(better, better)
+    assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0) and not same.excludes(0)
+    with pytest.raises(ValueError, match="share none"):
+        paired_difference(rows({"x": [True]}), rows({"y": [True]}))
+
+
+def ladder_rows_of(outcomes, prompt="example", rung="L3", temperature=0.0, policy=None):
+    return [
+        row | {"prompt": prompt, "rung": rung, "temperature": temperature,
+               "policy": policy or f"{prompt} {rung} T={temperature:g}"}
+        for row in rows(outcomes)
+    ]
+
+
+def test_the_ladder_table_has_an_interval_beside_every_rate():
+    from labkit.decision_loop.ladder import ladder_table
+
+    greedy = ladder_rows_of({"a": [True], "b": [False]})
+    sampled = ladder_rows_of({"a": [True] * 5, "b": [True, False, False, False, False]}, temperature=0.7)
+    assert "pass^5 low" not in ladder_table(greedy + sampled).columns  # as lab 02's notebook checks it
+    line = ladder_table(greedy + sampled, intervals=True).loc[("example", "L3")]
+    assert (line["pass@1 T=0"], line["pass@1 T=0 low"], line["pass@1 T=0 high"]) == (0.5, 0.0, 1.0)
+    assert (line["pass^1"], line["pass^1 low"], line["pass^1 high"]) == (0.6, 0.2, 1.0)
+    assert (line["pass^5"], line["pass^5 low"], line["pass^5 high"]) == (0.5, 0.0, 1.0)
+
+
+def test_the_ladder_chart_has_error_bars():
+    from matplotlib.container import ErrorbarContainer
+
+    from labkit.decision_loop.ladder import ladder_table, plot_ladder
+
+    sampled = ladder_rows_of({"a": [True] * 5, "b": [True, False, False, False, False]}, temperature=0.7)
+    fig = plot_ladder(ladder_table(sampled, intervals=True))
+    bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 1 and bars[0].has_yerr
+
+
+def test_baselines_sit_beside_the_model_with_paired_comparisons():
+    from labkit.decision_loop.ladder import ladder_with_baselines, plot_with_baselines
+
+    cases = ["a", "b", "c", "d"]
+    model = ladder_rows_of({"a": [True], "b": [True], "c": [False], "d": [False]})
+    scripted = ladder_rows_of({c: [c != "d"] for c in cases}, policy="scripted loop")
+    best = ladder_rows_of({c: [True] for c in cases}, policy="adaptive loop")
+    chance = ladder_rows_of({c: [False, False] for c in cases}, policy="random L3")
+    baselines = [r | {"baseline": r["policy"]} for r in scripted + best + chance]
+    table = ladder_with_baselines(model, baselines)
+    assert list(table.index) == ["example L3 T=0", "scripted loop", "adaptive loop", "random L3"]
+    assert table.attrs["best baseline"] == "adaptive loop"
+    assert list(table["kind"]) == ["model", "baseline", "baseline", "baseline"]
+    line = table.loc["example L3 T=0"]
+    assert (line["pass@1"], line["vs scripted"], line["vs best"]) == (0.5, -0.25, -0.5)
+    # Four cases are few: even -0.5 has an interval reaching 0 (resamples of a and b only).
+    assert line["vs scripted low"] < 0 and line["vs scripted high"] == 0.0
+    assert (line["vs best low"], line["vs best high"]) == (-1.0, 0.0)
+    assert math.isnan(table.loc["scripted loop", "vs scripted"])
+    assert math.isnan(table.loc["adaptive loop", "vs best"])
+    assert table.loc["random L3", "trials"] == 2 and table.loc["random L3", "pass@1 high"] == 0.0
+    fig = plot_with_baselines(table)
+    assert len(fig.axes[0].patches) == 4
+
+
+def test_cli_evaluate_baselines_prints_every_row_with_its_interval(recording, capsys):
+    assert main(["evaluate", "--trials", str(recording), "--baselines", "--seeds", "3"]) == 0
+    out = capsys.readouterr().out
+    model = f"ollama:{MODEL} base L1 T=0.5"
+    for row in (model, "random L0", "random L3", "search, then answer L3", "scripted loop", "adaptive loop"):
+        assert row in out
+    assert "1.000 [1.000, 1.000]" in out  # the adaptive loop passes all 6 adaptive cases
+    assert "vs best (adaptive loop)" in out and "not distinguishable" in out
+    assert main(["evaluate", "--trials", str(recording), "--baselines", "--seeds", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["best baseline"] == "adaptive loop"
+    line = report["ladder"][model]
+    found = (line["kind"], line["cases"], line["trials"], line["pass@1"], line["vs best"])
+    assert found == ("model", 6, 2, 0.0, -1.0)
+    assert report["ladder"]["random L3"]["trials"] == 3
+
+
+def test_cli_evaluate_refuses_a_seed_count_out_of_range(recording, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["evaluate", "--trials", str(recording), "--baselines", "--seeds", "0"])
+    assert stop.value.code == 2 and "--seeds" in capsys.readouterr().err

@@ -1,7 +1,9 @@
 """A lab-01 fixture folder: documents, glossary, cases and (optionally) adaptive cases.
 
 Any folder holding `documents.json`, `glossary.json` and `cases.json` in the seed's schema
-is a corpus; `adaptive_cases.json` is optional. Loading validates each file's schema, that
+is a corpus; `adaptive_cases.json` and `rewrite_cases.json` (lab 02's cases whose question
+shares no word with its page or the glossary, in the schema of `cases.json`) are optional.
+Loading validates each file's schema, that
 page ids are unique, and that every case's expected page exists in the case's version and
 carries exactly the expected command — a case that contradicts its own corpus is refused
 before any controller runs.
@@ -29,6 +31,7 @@ class Corpus:
     docs: Documents
     cases: list[dict[str, Any]]
     adaptive_cases: list[dict[str, Any]] = field(default_factory=list)
+    rewrite_cases: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _check_cases(path: Path, cases: list[dict[str, Any]], docs: Documents) -> None:
@@ -59,16 +62,17 @@ def load_corpus(folder: str | Path = DOCUCTL) -> Corpus:
     docs = Documents(pages, load_json(folder / "glossary.json", GLOSSARY))
     cases = load_json(folder / "cases.json", CASES)
     _check_cases(folder / "cases.json", cases, docs)
-    adaptive: list[dict[str, Any]] = []
-    if (folder / "adaptive_cases.json").exists():
-        adaptive = load_json(folder / "adaptive_cases.json", ADAPTIVE_CASES)
-        _check_cases(folder / "adaptive_cases.json", adaptive, docs)
-        clash = {case["id"] for case in cases} & {case["id"] for case in adaptive}
-        if clash:
-            raise FixtureError(
-                f"{folder / 'adaptive_cases.json'}: case ids also used in cases.json: {sorted(clash)}"
-            )
-    return Corpus(folder, docs, cases, adaptive)
+    optional: dict[str, list[dict[str, Any]]] = {}
+    for name, schema in (("adaptive_cases.json", ADAPTIVE_CASES), ("rewrite_cases.json", CASES)):
+        optional[name] = []
+        if (folder / name).exists():
+            optional[name] = load_json(folder / name, schema)
+            _check_cases(folder / name, optional[name], docs)
+            earlier = [case for found in [cases, *optional.values()][:-1] for case in found]
+            clash = {case["id"] for case in earlier} & {case["id"] for case in optional[name]}
+            if clash:
+                raise FixtureError(f"{folder / name}: case ids used in an earlier case file: {sorted(clash)}")
+    return Corpus(folder, docs, cases, optional["adaptive_cases.json"], optional["rewrite_cases.json"])
 
 
 @lru_cache(maxsize=1)

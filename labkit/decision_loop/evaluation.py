@@ -28,7 +28,7 @@ from labkit.baseline.task import task_from
 from labkit.core.errors import LabError
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.tables import K_MAX, Row, stop_counts
-from labkit.decision_loop.trials import cases_of, limits_for, run_case
+from labkit.decision_loop.trials import cases_of, known_cases, limits_for, run_case
 from labkit.model.backend import Reply, Request
 from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.record import read_records
@@ -86,7 +86,7 @@ def replay_trials(path: str | Path, corpus: Corpus | None = None) -> list[Row]:
     """
     path = Path(path)
     corpus = corpus or docuctl()
-    cases = {case["id"]: case for case in cases_of("all", corpus)}
+    cases = known_cases(corpus)
     rows = []
     for number, record in read_records(path):
         if record["kind"] != "episode":
@@ -225,7 +225,7 @@ def evaluate_trials(
                                f"{seen[key]}: each trial counts once (is a file given twice?)")
             seen[key] = str(path)
             rows.append(row)
-    by_id = {case["id"]: case for case in cases_of("all", corpus)}
+    by_id = known_cases(corpus)
     cases = [by_id[case_id] for case_id in dict.fromkeys(row["case"] for row in rows)]
     scripted_rows = [row for name in SCRIPTED for row in scripted_trials(name, cases, scripted_k, corpus)]
     return scripted_rows + rows

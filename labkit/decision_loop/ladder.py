@@ -6,14 +6,22 @@ temperature 0.7 with k seeded trials per case (pass^k). `ladder_rows` replays ev
 recorded episode through the runtime (`labkit.decision_loop.evaluation.replay_trials`, which checks each
 one ends as it did live); the tables below group those rows by (prompt, rung).
 
-- `ladder_table`: pass@1 at T=0; pass^1..pass^5 at T=0.7; tool calls per success, tokens
-  and seconds per decision over the T=0.7 episodes (seconds as recorded live);
+- `ladder_table`: pass@1 at T=0; pass^1..pass^5 at T=0.7, with `intervals=True` each with its
+  95% interval (a bootstrap over cases, `labkit.decision_loop.tables.rate_intervals`: `low`/`high`
+  columns);
+  tool calls per success, tokens and seconds per decision over the T=0.7 episodes (seconds as
+  recorded live);
+- `ladder_with_baselines`: every model run beside the baselines of
+  `labkit.decision_loop.baselines` on the same cases, in one table: pass@1 and pass^5 with
+  their intervals, the share of wrong finals (Wilson), and the paired difference of each row
+  from the scripted loop and from the best baseline;
 - `ladder_stops`: how the T=0.7 episodes ended, per prompt and rung (a final split into
   correct and wrong);
 - `ladder_by_cases`: pass rate at T=0.7 on lab 01's base and adaptive cases;
 - `ladder_changes`, `wrong_finals`: what the rungs changed case by case at T=0;
 - `ladder_recordings`: the recordings behind it all, with their provenance;
-- `plot_ladder`: pass^k against k, one panel per prompt, one line per rung;
+- `plot_ladder`: pass^k against k with error bars, one panel per prompt, one line per rung;
+- `plot_with_baselines`: pass@1 with error bars, one bar per row of `ladder_with_baselines`;
 - `plot_ladder_stops` (on `plot_shares`): the endings of `ladder_stops` as shares.
 """
 
@@ -23,6 +31,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -30,8 +39,21 @@ from matplotlib.figure import Figure
 from labkit.baseline.corpus import Corpus, docuctl
 from labkit.core.colours import OUTCOMES
 from labkit.core.errors import LabError
+from labkit.decision_loop.baselines import baseline_rows
 from labkit.decision_loop.evaluation import replay_trials
-from labkit.decision_loop.tables import CORRECT, ENDINGS, K_MAX, WRONG, Row, ending, reliability
+from labkit.decision_loop.tables import (
+    CORRECT,
+    ENDINGS,
+    K_MAX,
+    WRONG,
+    Row,
+    ending,
+    interval_columns,
+    paired_difference,
+    rate_intervals,
+    share_interval,
+)
+from labkit.decision_loop.trials import known_cases
 from labkit.model.constraints import DEFAULT_RUNG, RUNG_NAMES, RUNGS
 from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
@@ -76,22 +98,34 @@ def _index(keys: Sequence[tuple[str, str]]) -> pd.MultiIndex:
     return pd.MultiIndex.from_tuples(keys, names=["prompt", "rung"])
 
 
-def ladder_table(rows: Sequence[Row], k_max: int = K_MAX) -> pd.DataFrame:
+def ladder_table(rows: Sequence[Row], k_max: int = K_MAX, *, intervals: bool = False) -> pd.DataFrame:
     """One row per (prompt, rung): see the module docstring for the columns.
 
-    A cell is NaN where that run was not recorded (e.g. no T=0 trials for a rung).
+    With `intervals`, each rate is followed by its 95% interval, `<rate> low` and `<rate> high`
+    (a bootstrap over cases, seeded: `rate_intervals`), which `plot_ladder` draws as error bars.
+    (Off by default for now: lab 02's notebook checks the table's columns as they were.) A cell
+    is NaN where that run was not recorded (e.g. no T=0 trials for a rung) or a case has fewer
+    than k trials.
     """
     greedy, sampled = _groups(rows, 0.0), _groups(rows, SAMPLED)
     keys = sorted({*greedy, *sampled}, key=lambda k: (PROMPT_ORDER.index(k[0]), RUNGS.index(k[1])))
+    nan = {"estimate": math.nan, "low": math.nan, "high": math.nan}
     table = []
     for key in keys:
         line: dict[str, float | str] = {"constraint": RUNG_NAMES[key[1]]}
-        line["pass@1 T=0"] = round(reliability(greedy[key])["pass@1"], 3) if key in greedy else math.nan
+        if key in greedy:
+            line = interval_columns(line, "pass@1 T=0", rate_intervals(greedy[key], 1)["pass@1"])
+        else:
+            line |= {"pass@1 T=0": math.nan, "pass@1 T=0 low": math.nan, "pass@1 T=0 high": math.nan}
         group = sampled.get(key, [])
-        found = reliability(group, k_max) if group else {}
+        found = rate_intervals(group, k_max) if group else {}
         line["trials"] = max(Counter(r["case"] for r in group).values()) if group else 0
         for k in range(1, k_max + 1):
-            line[f"pass^{k}"] = round(found[f"pass^{k}"], 3) if group else math.nan
+            name = f"pass^{k}"
+            if group:
+                line = interval_columns(line, name, found[name])
+            else:
+                line |= {name: nan["estimate"], f"{name} low": nan["low"], f"{name} high": nan["high"]}
         passed = sum(r["passed"] for r in group)
         decisions = sum(r["decisions"] for r in group)
         line["tools/success"] = round(sum(r["tool_calls"] for r in group) / passed, 2) if passed else math.nan
@@ -100,8 +134,75 @@ def ladder_table(rows: Sequence[Row], k_max: int = K_MAX) -> pd.DataFrame:
         line["s/decision"] = (
             round(sum(r["latency_s"] for r in group) / decisions, 2) if decisions else math.nan
         )
+        if not intervals:
+            line = {name: value for name, value in line.items() if not name.endswith((" low", " high"))}
         table.append(line)
     return pd.DataFrame(table, index=_index(keys))
+
+
+def _model_order(row: Row) -> tuple[int, int, float]:
+    """Model rows by prompt, rung, temperature; rows without them (another lab's) last, as given."""
+    if row.get("prompt") in PROMPT_ORDER and row.get("rung") in RUNGS:
+        return (*_key(row), float(row.get("temperature", 0.0)))
+    return (len(PROMPT_ORDER), len(RUNGS), 0.0)
+
+
+def ladder_with_baselines(
+    rows: Sequence[Row],
+    baselines: Sequence[Row] | None = None,
+    *,
+    k: int = K_MAX,
+    corpus: Corpus | None = None,
+) -> pd.DataFrame:
+    """The model's runs and the baselines on the same cases, one table, one row per policy.
+
+    `rows` are model episodes (`ladder_rows`, or `evaluation.replay_trials` of any recording);
+    `baselines` default to `labkit.decision_loop.baselines.baseline_rows` on the cases of
+    `rows` (a few seconds). A row is a baseline when it carries a `baseline` key. Columns:
+
+    - kind (model or baseline), cases, trials (most trials of any case);
+    - pass@1 and pass^k, each with its 95% bootstrap interval over cases (low, high; pass^k
+      NaN where a case ran fewer than k trials);
+    - final, wrong: the share of episodes that ended in a wrong final answer (`share_interval`:
+      Wilson at one trial per case), with low and high;
+    - vs scripted, vs best: the paired difference of pass@1 from the scripted loop and from
+      the best baseline (highest pass@1, the first of a tie; named in
+      `frame.attrs["best baseline"]`) on the cases both ran, with low and high (NaN on the
+      row itself). A difference whose interval contains 0 is not distinguishable from none.
+
+    Raises LabError for no model rows.
+    """
+    if not rows:
+        raise LabError("no model episodes to put beside the baselines")
+    if baselines is None:
+        known = known_cases(corpus)
+        cases = [known[case] for case in dict.fromkeys(row["case"] for row in rows) if case in known]
+        baselines = baseline_rows(cases, corpus=corpus)
+    groups: dict[str, list[Row]] = defaultdict(list)
+    for row in [*sorted(rows, key=_model_order), *baselines]:
+        groups[row["policy"]].append(row)
+    kinds = {policy: "baseline" if "baseline" in group[0] else "model" for policy, group in groups.items()}
+    rates = {policy: rate_intervals(group, k) for policy, group in groups.items()}
+    candidates = [policy for policy in groups if kinds[policy] == "baseline"]
+    best = max(candidates, key=lambda policy: rates[policy]["pass@1"].estimate) if candidates else None
+    scripted = "scripted loop" if "scripted loop" in groups else None
+    table = {}
+    for policy, group in groups.items():
+        trials = Counter(row["case"] for row in group)
+        line: dict[str, Any] = {"kind": kinds[policy], "cases": len(trials), "trials": max(trials.values())}
+        line = interval_columns(line, "pass@1", rates[policy]["pass@1"])
+        line = interval_columns(line, f"pass^{k}", rates[policy][f"pass^{k}"])
+        line = interval_columns(line, WRONG, share_interval(group, lambda row: ending(row) == WRONG))
+        for name, other in (("vs scripted", scripted), ("vs best", best)):
+            if other is None or other == policy:
+                line |= {name: math.nan, f"{name} low": math.nan, f"{name} high": math.nan}
+            else:
+                line = interval_columns(line, name, paired_difference(group, groups[other]))
+        table[policy] = line
+    frame = pd.DataFrame.from_dict(table, orient="index")
+    frame.index.name = "policy"
+    frame.attrs["best baseline"] = best
+    return frame
 
 
 def ladder_stops(rows: Sequence[Row], temperature: float = SAMPLED) -> pd.DataFrame:
@@ -177,19 +278,32 @@ def plot_shares(counts: pd.DataFrame, title: str, xlabel: str = "share of episod
 
 
 def plot_ladder(table: pd.DataFrame) -> Figure:
-    """pass^k against k: one panel per prompt, one line per rung (whatever the data shows)."""
+    """pass^k against k: one panel per prompt, one line per rung (whatever the data shows).
+
+    Each point carries its 95% interval as an error bar when the table has the `low`/`high`
+    columns (`ladder_table` does).
+    """
     import matplotlib.pyplot as plt
 
-    columns = [c for c in table.columns if c.startswith("pass^")]
+    columns = [c for c in table.columns if c.startswith("pass^") and not c.endswith((" low", " high"))]
     ks = [int(c.split("^")[1]) for c in columns]
     prompts = list(dict.fromkeys(table.index.get_level_values("prompt")))
     fig, axes = plt.subplots(1, len(prompts), figsize=(5 * len(prompts), 3.6), sharey=True, squeeze=False)
     for ax, prompt in zip(axes[0], prompts, strict=True):
         for rung, row in table.loc[prompt].iterrows():
-            ax.plot(
+            values = [row[c] for c in columns]
+            errors = None
+            if all(f"{c} low" in row.index for c in columns):  # error bars: the 95% intervals
+                errors = [
+                    [v - row[f"{c} low"] for v, c in zip(values, columns, strict=True)],
+                    [row[f"{c} high"] - v for v, c in zip(values, columns, strict=True)],
+                ]
+            ax.errorbar(
                 ks,
-                [row[c] for c in columns],
+                values,
+                yerr=errors,
                 marker="o",
+                capsize=3,
                 color=RUNG_COLORS.get(str(rung)),
                 label=f"{rung} {RUNG_NAMES.get(str(rung), '')}",
             )
@@ -201,6 +315,29 @@ def plot_ladder(table: pd.DataFrame) -> Figure:
     axes[0][0].set_ylabel(f"pass^k at T={SAMPLED:g}")
     axes[0][-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.suptitle("SmolLM2-135M on the 24 docuctl cases, one line per constraint rung")
+    fig.tight_layout()
+    return fig
+
+
+def plot_with_baselines(table: pd.DataFrame, title: str = "pass@1 with its 95% interval") -> Figure:
+    """One horizontal bar per row of `ladder_with_baselines`: pass@1 with its interval (first on top).
+
+    Model rows in the course's blue, baselines in grey; the best baseline's pass@1 is a line.
+    """
+    import matplotlib.pyplot as plt
+
+    shown = table.iloc[::-1]
+    fig, ax = plt.subplots(figsize=(8, 0.38 * len(shown) + 1.5))
+    errors = [shown["pass@1"] - shown["pass@1 low"], shown["pass@1 high"] - shown["pass@1"]]
+    colours = [RUNG_COLORS["L3"] if kind == "model" else RUNG_COLORS["L0"] for kind in shown["kind"]]
+    ax.barh(list(shown.index), shown["pass@1"], xerr=errors, color=colours, capsize=3)
+    best = table.attrs.get("best baseline")
+    if best in table.index:
+        ax.axvline(table.loc[best, "pass@1"], color="#424242", linestyle="--", linewidth=1, label=best)
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("pass@1 (share of cases; mean over trials)")
+    ax.set_title(title)
     fig.tight_layout()
     return fig
 

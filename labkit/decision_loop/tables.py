@@ -13,17 +13,25 @@ A row is one graded episode (`labkit.decision_loop.evaluation` makes them: `poli
 
 Graded, a `final` stop is split: "final, correct" (the episode passed) or "final, wrong"
 (`ending`, used by `stop_counts` and the ladder's tables and charts).
+
+Every rate has a 95% interval (`labkit.core.intervals`): pass@1 and pass^k a bootstrap over
+cases (`rate_intervals`: a case's trials are resampled together, seeded, so the same rows give
+the same interval); a share of episodes (`share_interval`) the Wilson interval when each case
+ran once, the same bootstrap over cases otherwise; two policies on the same cases are compared
+by the paired per-case difference (`paired_difference`). `summary` shows pass@1's and
+pass^k_max's intervals as `low`/`high` columns.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
+from labkit.core.intervals import SEED, Interval, bootstrap, paired, wilson
 from labkit.core.runtime import STOP_REASONS
 
 K_MAX = 5  # pass^k is shown for k = 1..K_MAX
@@ -56,8 +64,92 @@ def reliability(rows: Iterable[Row], k_max: int = K_MAX) -> dict[str, float]:
     return out
 
 
+def _by_case(rows: Iterable[Row]) -> dict[str, list[bool]]:
+    per_case: dict[str, list[bool]] = defaultdict(list)
+    for row in rows:
+        per_case[row["case"]].append(bool(row["passed"]))
+    if not per_case:
+        raise ValueError("no episodes to evaluate")
+    return per_case
+
+
+def _mean_of_one(groups: list[list[float]]) -> float:
+    return math.fsum(group[0] for group in groups) / len(groups)
+
+
+NAN = Interval(math.nan, math.nan, math.nan)
+
+
+def rate_intervals(rows: Iterable[Row], k_max: int = K_MAX, *, seed: int = SEED) -> dict[str, Interval]:
+    """pass@1 and pass^1..pass^k_max over `rows`, each with its 95% bootstrap interval over cases.
+
+    Each statistic is a mean over cases of a per-case value (c/n, C(c,k)/C(n,k)), so resampling
+    those values by case is the clustered bootstrap (`labkit.core.intervals.bootstrap`, seeded:
+    the same rows give the same intervals). pass^k is NaN (estimate and bounds) when a case ran
+    fewer than k trials. Raises ValueError for no rows.
+    """
+    counts = [(sum(results), len(results)) for results in _by_case(rows).values()]
+
+    def interval(values: list[float]) -> Interval:
+        if any(math.isnan(v) for v in values):
+            return NAN
+        return bootstrap({str(i): [v] for i, v in enumerate(values)}, _mean_of_one, seed=seed)
+
+    out = {"pass@1": interval([c / n for c, n in counts])}
+    for k in range(1, k_max + 1):
+        out[f"pass^{k}"] = interval([pass_hat_k(c, n, k) for c, n in counts])
+    return out
+
+
+def share_interval(rows: Iterable[Row], which: Callable[[Row], bool], *, seed: int = SEED) -> Interval:
+    """The share of episodes for which `which(row)` holds, with its 95% interval.
+
+    Wilson's interval when every case ran once (the episodes are independent); with several
+    trials per case they are not, and the interval is the bootstrap over cases of the mean
+    per-case share. Raises ValueError for no rows.
+    """
+    per_case: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        per_case[row["case"]].append(1.0 if which(row) else 0.0)
+    if not per_case:
+        raise ValueError("no episodes to evaluate")
+    if all(len(values) == 1 for values in per_case.values()):
+        return wilson(int(sum(v[0] for v in per_case.values())), len(per_case))
+    shares = {case: [sum(values) / len(values)] for case, values in per_case.items()}
+    return bootstrap(shares, _mean_of_one, seed=seed)
+
+
+def case_rates(rows: Iterable[Row]) -> dict[str, float]:
+    """Each case's pass rate over its trials (what a paired comparison compares)."""
+    return {case: sum(results) / len(results) for case, results in _by_case(rows).items()}
+
+
+def paired_difference(
+    rows: Iterable[Row], against: Iterable[Row], *, seed: int = SEED
+) -> Interval:
+    """pass@1 of `rows` minus pass@1 of `against` on the cases both ran, paired by case.
+
+    The mean per-case difference of pass rates with its 95% bootstrap interval over those
+    cases (`labkit.core.intervals.paired`): a difference is a difference only when the
+    interval excludes 0. Raises ValueError when the two share no case.
+    """
+    return paired(case_rates(rows), case_rates(against), seed=seed)
+
+
+def interval_columns(line: Mapping[str, Any], name: str, interval: Interval) -> dict[str, Any]:
+    """`line` with `name`, `name low`, `name high` set from `interval`, rounded to 3 places."""
+    return dict(line) | {
+        name: round(interval.estimate, 3),
+        f"{name} low": round(interval.low, 3),
+        f"{name} high": round(interval.high, 3),
+    }
+
+
 def summary(rows: Iterable[Row], k_max: int = K_MAX) -> pd.DataFrame:
-    """One row per policy: cases, trials per case, pass@1, pass^1..k, cost per success and decision."""
+    """One row per policy: cases, trials per case, pass@1, pass^1..k, cost per success and decision.
+
+    pass@1 and pass^k_max come with their 95% intervals (`rate_intervals`) as `low`/`high` columns.
+    """
     by_policy: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         by_policy[row["policy"]].append(row)
@@ -68,6 +160,9 @@ def summary(rows: Iterable[Row], k_max: int = K_MAX) -> pd.DataFrame:
         decisions = sum(row["decisions"] for row in group)
         line: dict[str, Any] = {"cases": len(trials), "trials": max(trials.values())}
         line |= {name: round(value, 3) for name, value in reliability(group, k_max).items()}
+        found = rate_intervals(group, k_max)
+        for name in ("pass@1", f"pass^{k_max}"):
+            line |= {f"{name} low": round(found[name].low, 3), f"{name} high": round(found[name].high, 3)}
         tools = sum(row["tool_calls"] for row in group)
         line["tools/success"] = round(tools / passed, 2) if passed else math.nan
         prompt = sum(row["prompt_tokens"] for row in group)

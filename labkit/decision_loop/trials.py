@@ -30,7 +30,9 @@ from labkit.model.constraints import check_rung
 from labkit.model.policy import MAX_TOKENS
 from labkit.model.record import JsonlWriter, Recorder
 
-CASE_SETS = ("base", "adaptive", "all")
+# "all" is lab 01's 24 cases; "rewrite" (fixtures/docuctl/rewrite_cases.json) are lab 02's cases
+# whose question shares no word with its page or the glossary: only a rewritten query finds it.
+CASE_SETS = ("base", "adaptive", "all", "rewrite")
 # The limits of a recorded run, shared by `labkit trials` and `labkit grid` (which import them
 # from here: the library does not import its commands).
 MAX_TRIALS = 20  # trials per case, the most `labkit trials --k` and a grid's `k` allow
@@ -42,7 +44,7 @@ Case = dict[str, Any]
 
 
 def cases_of(which: str, corpus: Corpus | None = None) -> list[Case]:
-    """Lab 01's base cases (18), adaptive cases (6), or all 24."""
+    """Lab 01's base cases (18), adaptive cases (6), all 24, or lab 02's rewrite cases (6)."""
     corpus = corpus or docuctl()
     if which not in CASE_SETS:
         raise LabError(f"unknown case set {which!r} (known: {', '.join(CASE_SETS)})")
@@ -50,13 +52,25 @@ def cases_of(which: str, corpus: Corpus | None = None) -> list[Case]:
         "base": corpus.cases,
         "adaptive": corpus.adaptive_cases,
         "all": corpus.cases + corpus.adaptive_cases,
+        "rewrite": corpus.rewrite_cases,
     }[which]
 
 
-def limits_for(case: Case, corpus: Corpus | None = None) -> dict[str, int]:
-    """The tool and turn limits a case is run under, the same for every policy."""
+def known_cases(corpus: Corpus | None = None) -> dict[str, Case]:
+    """Every case of every set, by id: what a recorded episode's case id is looked up in."""
     corpus = corpus or docuctl()
-    tools = ADAPTIVE_TOOL_BUDGET if case in corpus.adaptive_cases else BASE_TOOL_BUDGET
+    return {case["id"]: case for case in cases_of("all", corpus) + cases_of("rewrite", corpus)}
+
+
+def limits_for(case: Case, corpus: Corpus | None = None) -> dict[str, int]:
+    """The tool and turn limits a case is run under, the same for every policy.
+
+    Base cases: 2 tools, 3 turns. Adaptive and rewrite cases: 3 tools, 4 turns (one more
+    tool: a revised search or a second read).
+    """
+    corpus = corpus or docuctl()
+    wider = case in corpus.adaptive_cases or case in corpus.rewrite_cases
+    tools = ADAPTIVE_TOOL_BUDGET if wider else BASE_TOOL_BUDGET
     return {"max_turns": tools + 1, "max_tools": tools}
 
 

@@ -1,4 +1,8 @@
-"""`labkit evaluate`: pass@1, pass^k and stop reasons of recorded trials, beside the scripted policies."""
+"""`labkit evaluate`: pass@1, pass^k and stop reasons of recorded trials, beside the scripted policies.
+
+With `--baselines`, the model's runs beside every baseline of lab 02's ladder on the same
+cases (`labkit.decision_loop.ladder.ladder_with_baselines`), each rate with its 95% interval.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,14 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.decision_loop.evaluation import evaluate_trials
-from labkit.decision_loop.tables import K_MAX, latency, stop_counts, summary
+from labkit.course.argtypes import int_in
+from labkit.decision_loop.baselines import SEEDS, baseline_rows
+from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
+from labkit.decision_loop.ladder import ladder_with_baselines
+from labkit.decision_loop.tables import K_MAX, WRONG, latency, stop_counts, summary
+from labkit.decision_loop.trials import known_cases
+
+SEEDS_MAX = 1000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +35,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("--trials", required=True, nargs="+", metavar="FILE", help="trials file(s) (JSONL)")
-    parser.add_argument("--json", action="store_true", help="print {summary, stops, latency} as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print {summary, stops, latency} (or {ladder, best}) as JSON"
+    )
+    parser.add_argument(
+        "--baselines",
+        action="store_true",
+        help="print the runs beside the baselines on the same cases (random and search-then-answer "
+        "at L0-L3, scripted and adaptive loops), every rate with its 95%% interval and the paired "
+        "difference from the scripted loop and from the best baseline",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int_in(1, SEEDS_MAX),
+        default=SEEDS,
+        metavar="N",
+        help=f"with --baselines: episodes per case of each random baseline (default {SEEDS})",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -38,7 +64,42 @@ def _plain(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return {str(index): {str(k): value(v) for k, v in row.items()} for index, row in frame.iterrows()}
 
 
+def _with_interval(table: pd.DataFrame, name: str) -> pd.Series:
+    return pd.Series(
+        [
+            "" if math.isnan(e) else f"{e:.3f} [{lo:.3f}, {hi:.3f}]"
+            for e, lo, hi in zip(table[name], table[f"{name} low"], table[f"{name} high"], strict=True)
+        ],
+        index=table.index,
+    )
+
+
+def _baselines(args: argparse.Namespace) -> int:
+    rows = [row for row in evaluate_trials(args.trials, scripted_k=1) if row["policy"] not in SCRIPTED]
+    known = known_cases()
+    cases = [known[case] for case in dict.fromkeys(row["case"] for row in rows)]
+    table = ladder_with_baselines(rows, baseline_rows(cases, seeds=args.seeds))
+    best = table.attrs["best baseline"]
+    if args.json:
+        print(json.dumps({"ladder": _plain(table), "best baseline": best}, indent=2))
+        return 0
+    shown = table[["kind", "cases", "trials"]].copy()
+    for name in ("pass@1", f"pass^{K_MAX}", WRONG, "vs scripted", "vs best"):
+        shown[name] = _with_interval(table, name)
+    with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 40):
+        print(shown.to_string())
+    print(
+        f"\n{len(cases)} cases. Each rate: estimate [95% interval], a bootstrap over cases (seed 0); "
+        f"{WRONG!r}: share of episodes (Wilson at one trial per case). vs scripted, vs best ({best}): "
+        "the paired per-case difference of pass@1; a difference whose interval contains 0 is not "
+        "distinguishable from none."
+    )
+    return 0
+
+
 def handle(args: argparse.Namespace) -> int:
+    if getattr(args, "baselines", False):  # `labkit grid` calls this with trials and json only
+        return _baselines(args)
     rows = evaluate_trials(args.trials)
     table, stops, timing = summary(rows), stop_counts(rows), latency(rows)
     if args.json:
