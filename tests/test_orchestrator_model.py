@@ -122,8 +122,8 @@ def test_an_unrecorded_request_is_a_clear_replay_miss(replay):
     graph, _ = loop_graph(feedback=True, reviser=reviser)
     with pytest.raises(LabError, match=r"no recorded reply for lab 'routing', "
                                        r"case 'announcement\+unrecorded', trial 0, turn 1 in "
-                                       r"routing-smollm2-judge.jsonl, routing-smollm2-l2.jsonl, routing-smollm2-l2cut.jsonl, "
-                                       r"routing-smollm2.jsonl"):
+                                       r"routing-smollm2-judge.jsonl, routing-smollm2-l2.jsonl, "
+                                       r"routing-smollm2-l2cut.jsonl, routing-smollm2.jsonl"):
         graph.run(clock=FakeClock())
 
 
