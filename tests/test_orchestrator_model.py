@@ -68,13 +68,18 @@ def test_the_recording_is_live_smollm2_at_temperature_0_one_call_per_visit():
     # L2 made to cut a word per visit: three visits per variant, converged.
     expected = {"routing-smollm2.jsonl": ("", "L1", 5), "routing-smollm2-l2.jsonl": ("", "L2", 5),
                 "routing-smollm2-l2cut.jsonl": ("+cut1", "L2", 3)}
+    # The model as judge (lab 04 §6): one revise visit, then its judge's four texts and one loop verdict.
+    judge = by_file.pop("routing-smollm2-judge.jsonl")
+    assert sorted((c["case"], c["turn"], c["rung"]) for c in judge) == sorted(
+        [("announcement+judged", 1, "L1"), ("judge+loop+1", 1, "L2")]
+        + [(f"judge+texts+{n}", 1, "L2") for n in range(1, 5)])
     assert set(by_file) == set(expected)
     for name, (cut, rung, visits) in expected.items():
         assert sorted((c["case"], c["turn"]) for c in by_file[name]) == sorted(
             (f"announcement+{suffix}{cut}", turn) for suffix in model.VARIANTS.values()
             for turn in range(1, visits + 1))
         assert {c.get("rung", "L1") for c in by_file[name]} == {rung}
-    calls = [call for found in by_file.values() for call in found]
+    calls = [call for found in by_file.values() for call in found] + judge
     assert {c["options"]["temperature"] for c in calls} == {0.0}
     assert {(c["provenance"]["backend"], c["provenance"]["model"]) for c in calls} == {
         ("local", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -117,8 +122,8 @@ def test_an_unrecorded_request_is_a_clear_replay_miss(replay):
     graph, _ = loop_graph(feedback=True, reviser=reviser)
     with pytest.raises(LabError, match=r"no recorded reply for lab 'routing', "
                                        r"case 'announcement\+unrecorded', trial 0, turn 1 in "
-                                       r"routing-smollm2-l2.jsonl, routing-smollm2-l2cut.jsonl, "
-                                       r"routing-smollm2.jsonl"):
+                                       r"routing-smollm2-judge.jsonl, routing-smollm2-l2.jsonl, "
+                                       r"routing-smollm2-l2cut.jsonl, routing-smollm2.jsonl"):
         graph.run(clock=FakeClock())
 
 

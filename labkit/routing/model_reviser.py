@@ -32,6 +32,18 @@ unchanged, 45 characters, on all ten visits; both runs end as dead_letter, nothi
 
 Changing INSTRUCTIONS, `describe`, `observe`, DRAFT, LIMIT or the policy's options changes
 the messages, and replay then stops with a ReplayMiss (a LabError) naming case and turn.
+
+The model as the judge (`ModelJudge`, `judge_table`, `judge_experiment`): the review's
+acceptance criterion asked of the same model ("You wrote this announcement: ... Is it at most
+26 characters long?", held to "yes" or "no" at rung L2) instead of `len`. Each question is a
+fresh one-turn conversation, case ``judge+<name>+<n>``; the reviser it routes is a
+`ModelReviser` of variant ``judged``. Recorded live (11 calls, 118 s wall time on 2 cores shared
+with other work, model load included), keeping only the 6 calls that are new (the ``len`` row
+replays routing-smollm2.jsonl; its live replies were the recorded ones)::
+
+    LABKIT_MODEL=local LABKIT_RECORD=/tmp/judge.jsonl python -m labkit.routing.model_reviser judge
+    grep -E '"case":"(judge[+]|announcement[+]judged)' /tmp/judge.jsonl \
+        > fixtures/trials/routing-smollm2-judge.jsonl
 """
 
 from __future__ import annotations
@@ -51,8 +63,10 @@ from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
 from labkit.model.constraints import StateRules
 from labkit.routing.clock import FakeClock
 from labkit.routing.experiments import DRAFT, LIMIT, loop_graph, summary_row, visit_table
+from labkit.routing.graph import Graph
 from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
+from labkit.routing.route import Next
 
 LAB = "routing"
 RECORDED = {"max_visits": 5, "limit": LIMIT}  # what fixtures/trials/routing-smollm2.jsonl was made with
@@ -261,10 +275,133 @@ def control_table(backend: Backend | None = None, *, temperature: float = 0.0, s
     return pd.DataFrame(rows).set_index(index).drop(columns="trial", errors="ignore"), revisers
 
 
+# The model as the judge: the same model, asked whether its own text meets the limit.
+JUDGE_INSTRUCTIONS = """\
+You check announcements against a length limit. Count the characters of the announcement, \
+spaces included. Reply with exactly one JSON object, as in the examples: the answer is "yes" \
+if it has at most that many characters, "no" if it has more.
+
+Example.
+User: You wrote this announcement:
+The new mobile app is now available for everyone
+Is it at most 20 characters long?
+Assistant: {"action": "final", "answer": "no", "citation": "none"}
+
+Example.
+User: You wrote this announcement:
+New app for everyone
+Is it at most 20 characters long?
+Assistant: {"action": "final", "answer": "yes", "citation": "none"}"""
+JUDGE_ANSWERS = ("yes", "no")
+JUDGE_FEEDBACK = "the reviewer says it is too long"  # all a yes/no judge can say: it gives no count
+
+
+def judge_question(task: Announcement) -> str:
+    """The judge's one question: the text it is shown as its own, and the limit."""
+    return f"You wrote this announcement:\n{task.text}\nIs it at most {task.limit} characters long?"
+
+
+@dataclass
+class ModelJudge:
+    """A router for `review` whose acceptance criterion is a model's "yes" or "no", not `len`.
+
+    Called with the review's result `{"text": ..., "chars": n}`: asks the model (a fresh
+    one-turn conversation per call, case ``judge+<name>+<n>``, n counting this judge's calls)
+    whether the text is within `limit`, at rung L2 so the reply is exactly "yes" or "no";
+    returns `Next.Continue` on "yes", else `Next.back_to_with("revise", JUDGE_FEEDBACK)`.
+    `calls` lists one row per question: the text, its characters, what `len` says, what the
+    model said. A reply without a yes/no answer raises ValueError (the review job fails).
+    """
+
+    name: str
+    backend: Backend | None = None
+    limit: int = LIMIT
+    temperature: float = 0.0
+    seed: int = 0
+    trial: int = 0
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        rules = StateRules(slots={("final", "answer"): lambda task, observations: list(JUDGE_ANSWERS),
+                                  ("final", "citation"): lambda task, observations: ["none"]})
+        self.policy = ModelPolicy(LAB, tools={}, instructions=JUDGE_INSTRUCTIONS, describe=judge_question,
+                                  backend=self.backend, temperature=self.temperature, seed=self.seed,
+                                  trial=self.trial, rung="L2", rules=rules)
+
+    def judge(self, text: str) -> bool:
+        """True when the model says `text` is within the limit (one recorded call)."""
+        task = Announcement(f"judge+{self.name}+{len(self.calls) + 1}", text, self.limit)
+        says = answer_of(self.policy(task, []))
+        if says not in JUDGE_ANSWERS:
+            raise ValueError(f"the judge answered {says!r}, not yes or no")
+        self.calls.append({"text": text, "characters": len(text),
+                           f"len(text) <= {self.limit}": len(text) <= self.limit, "the model says": says})
+        return says == "yes"
+
+    def __call__(self, verdict: Mapping[str, Any]) -> Next:
+        if self.judge(verdict["text"]):
+            return Next.Continue
+        return Next.back_to_with("revise", JUDGE_FEEDBACK)
+
+
+def judged_texts() -> list[str]:
+    """The draft and every text the scripted reviser writes with feedback: 45, 33, 28, 24 characters."""
+    graph, reviser = loop_graph(feedback=True)
+    graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
+    return [DRAFT, *reviser.history]
+
+
+def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0) -> pd.DataFrame:
+    """The judge against `len` on `judged_texts()`: one row per text (recorded at temperature 0)."""
+    judge = ModelJudge("texts", backend=backend_from_env() if backend is None else backend,
+                       temperature=temperature, seed=seed)
+    for text in judged_texts():
+        judge.judge(text)
+    return pd.DataFrame(judge.calls).set_index("text")
+
+
+def judge_experiment(
+    backend: Backend | None = None, *, max_visits: int = RECORDED["max_visits"], temperature: float = 0.0,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, dict[str, RunResult], ModelJudge]:
+    """The model reviser (rung L1, told why) in the review loop under two routers, `max_visits` 5.
+
+    ``len(text) <= 26`` is `experiments.within_limit` (replays routing-smollm2.jsonl);
+    ``the model as judge`` is a `ModelJudge` of the same model. Returns one row per router
+    (status, runs of revise and review, what was published and its characters), the runs
+    and the judge (whose `calls` hold its verdicts).
+    """
+    backend = backend_from_env() if backend is None else backend
+    options = {"backend": backend, "temperature": temperature, "seed": seed}
+    in_code = ModelReviser("with feedback", **options)
+    graph, _ = loop_graph(feedback=True, reviser=in_code)
+    runs = {f"len(text) <= {LIMIT} (code)": graph.run(max_visits=max_visits, clock=FakeClock())}
+    judged, judge = ModelReviser("judged", **options), ModelJudge("loop", **options)
+    graph = Graph()
+    graph.job("draft", lambda ctx: DRAFT)
+    graph.job("revise", judged, deps=["draft"])
+    graph.job("review", lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}, deps=["revise"])
+    graph.route("review", judge, targets=["revise"])
+    graph.job("publish", lambda ctx: ctx.input["text"], deps=["review"])
+    runs["the same model as judge"] = graph.run(max_visits=max_visits, clock=FakeClock())
+    rows = []
+    for router, result in runs.items():
+        row = summary_row(router, result)
+        published = result.results.get("publish")
+        row["published characters"] = len(published) if isinstance(published, str) else "-"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("variant").rename_axis("router"), runs, judge
+
+
 def main() -> int:
     """Run the experiment with `LABKIT_MODEL`'s backend; print the tables and the wall time."""
     start = time.perf_counter()
-    for arg in sys.argv[1:] or ["L1"]:  # L1, L2, or L2+cut1 (L2 with at least one word cut per visit)
+    for arg in sys.argv[1:] or ["L1"]:  # L1, L2, L2+cut1 (at least one word cut per visit), or judge
+        if arg == "judge":  # the model as the judge (see the module docstring)
+            table, _, judge = judge_experiment()
+            print(judge_table().to_string(), table.to_string(), pd.DataFrame(judge.calls).to_string(),
+                  sep="\n\n")
+            continue
         rung, _, cut = arg.partition("+cut")
         chars, summary, _, revisers = model_feedback_experiment(rung=rung, min_cut=int(cut or 0))
         print(f"rung {arg}", chars.to_string(), summary.to_string(), sep="\n\n")
