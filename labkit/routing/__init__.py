@@ -15,12 +15,12 @@ retries, routers and bounded loops.
 Modules, one job each: graph (declare and validate), plan (the validated graph, Job and the
 Context a job receives), route (Next and routers), retry (RetryPolicy), clock (real and fake
 time), states (the state machine and its events), run_state (the run's bookkeeping: states,
-dependency counts, the event log, what a router's answer does), scheduler (the run on
-asyncio), result (RunResult), timeline (spans and the Gantt chart), experiments (the notebook's experiments, shared with
-`python -m labkit routing`), model_reviser (the feedback experiment with a model reviser
-through the model seam, replayed; imported on its own so that the rest needs no model seam),
-tables (DataFrames that read left to right in JupyterLab). The notebook's checkers are in
-`labkit.routing.checks`.
+dependency counts, the event log, what a router's answer does), scheduler (the run on asyncio),
+result (RunResult), timeline (spans and the Gantt chart), experiments (the notebook's
+experiments, shared with `python -m labkit routing`), model_reviser (the feedback experiment
+with a model reviser through the model seam, replayed; imported on its own so that the rest
+needs no model seam), tables (DataFrames that read left to right in JupyterLab). The notebook's
+checkers are in `labkit.routing.checks`.
 """
 
 from labkit.routing.clock import Clock, FakeClock, RealClock
