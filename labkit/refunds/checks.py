@@ -50,6 +50,7 @@ from labkit.core.check import (
     NOT_YET,
     Check,
     TimedOut,
+    captured,
     crashed,
     fail,
     learner_line,
@@ -77,6 +78,7 @@ GUARD_SHAPE = "a guard is a function guard(call, state) -> str | None"
 ATTACK_FIELDS = ("id", "template", "goal", "check", "gold", "places")
 LABKITS = ("that is labkit's version (R.authorise, the rules the mediation defense runs); write your own: "
            "check each rule of the written policy against state.shop's records yourself.")
+TIMED_OUT = "your function did not return within"  # how `crashed` words a TimedOut
 # A second refund window, beside the shop's own: a guard must read state.shop.window_days.
 OTHER_WINDOW = 12
 
@@ -88,8 +90,10 @@ _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlist, _SHOWN.maxdict = 60, 60, 6, 4
 
 def _shown(value: Any) -> str:
     """A short, safe repr of a learner's value for a verdict (never huge, never raising)."""
+    if isinstance(value, int) and abs(value) > 10**18:  # str() of a 5,000-digit int raises
+        return f"a number of about {int(value.bit_length() * 0.30103) + 1:,} digits"
     try:
-        return shorten(_SHOWN.repr(value), 80)
+        return shorten(" ".join(_SHOWN.repr(value).split()), 80)
     except Exception:  # noqa: BLE001 - a repr that raises is shown by its type
         return f"a {type(value).__name__}"
 
@@ -444,9 +448,9 @@ def _guard_payload(guard: Any) -> dict[str, Any] | None:
     """
     if not callable(guard) or _labkits(guard) is not None:
         return None
-    lab = refund_lab()
-    _, refused = _ask(guard, _asked(lab))
-    if refused is not None and refused.message == LABKITS:
+    with captured(limit=0):  # the verdict has already shown what the guard prints
+        _, refused = _ask(guard, _asked(refund_lab()))
+    if refused is not None and refused.message.startswith((LABKITS, TIMED_OUT)):
         return None
     try:
         return guard_table(guard, limit=_limit())
