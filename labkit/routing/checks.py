@@ -28,18 +28,12 @@ the learner's source:
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import random
-import re
-import reprlib
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from labkit.core import check as _check
+from labkit.core.answers import Recorded, is_labkits, limit_s, shown, watching
 from labkit.core.check import (
     Check,
     Raised,
@@ -53,6 +47,21 @@ from labkit.core.check import (
 )
 from labkit.core.progress import exercise
 from labkit.core.text import shorten
+from labkit.routing.checker_cases import (
+    GRAPHS,
+    READY_CASES,
+    ROUNDS,
+    Refused,
+    ask,
+    graph_text,
+    hidden_cases,
+    made_up,
+    ready_hint,
+    reference,
+    rounds_with,
+    router_chars,
+    router_problem,
+)
 from labkit.routing.clock import FakeClock
 from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, retry_graph, within_limit
 from labkit.routing.graph import Graph
@@ -73,88 +82,6 @@ __all__ = [
 
 STUBBORN = "Search now much faster everywhere"  # 33 characters, whatever it is told
 LABKITS = "that is labkit's version ({name}, shown in the lab); write your own."
-_SHOWN = reprlib.Repr()
-_SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxlong = 60, 60, 8, 4, 20
-
-
-def _shown(value: Any) -> str:
-    """A short, safe repr of a learner's value for a verdict (never huge, never raising)."""
-    if isinstance(value, int) and abs(value) > 10**18:  # str() of a 5,000-digit int raises
-        return f"a number of about {int(value.bit_length() * 0.30103) + 1:,} digits"
-    try:
-        return shorten(" ".join(_SHOWN.repr(value).split()), 80)
-    except Exception:  # noqa: BLE001 - a repr that raises is shown by its type
-        return f"a {type(value).__name__}"
-
-
-def _limit() -> float:
-    """Seconds a learner's function gets for one case (read at each check: tests lower it)."""
-    return _check.LIMIT_S
-
-
-def _unwrapped(answer: Any) -> Iterator[Any]:
-    """`answer` and what it wraps: functools.partial's func, __wrapped__, a bound method's __func__."""
-    seen: set[int] = set()
-    while answer is not None and id(answer) not in seen and len(seen) < 20:
-        seen.add(id(answer))
-        yield answer
-        try:
-            if isinstance(answer, functools.partial):
-                answer = answer.func
-            else:
-                answer = getattr(answer, "__wrapped__", None) or getattr(answer, "__func__", None)
-        except Exception:  # noqa: BLE001 - an attribute that raises ends the walk
-            return
-
-
-def _is_labkits(answer: Any, original: Callable[..., Any]) -> bool:
-    """True if `answer` is `original` itself, or wraps it (partial, decorator, method)."""
-    code = getattr(original, "__code__", None)
-    return any(inner is original or (code is not None and getattr(inner, "__code__", None) is code)
-               for inner in _unwrapped(answer))
-
-
-@contextlib.contextmanager
-def _watching(original: Callable[..., Any]) -> Iterator[list[str]]:
-    """Note every call of `original` made in this thread inside the block (sys.setprofile).
-
-    So an answer that only delegates to labkit's function is recognised whatever it is named.
-    Nothing is watched while another profiler is installed.
-    """
-    code, seen = original.__code__, []
-    if sys.getprofile() is not None:
-        yield seen
-        return
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code is code:
-            seen.append(original.__name__)
-
-    sys.setprofile(profile)
-    try:
-        yield seen
-    finally:
-        sys.setprofile(None)
-
-
-class _Recorded:
-    """A learner's function as labkit's scheduler calls it: the first exception is kept.
-
-    The scheduler turns a raising router into a failed job (and re-raises LabError); the
-    checker wants the learner's own exception and line instead, so it is kept here and a
-    plain error goes on.
-    """
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn, self.error = fn, None
-
-    def __call__(self, *args: Any) -> Any:
-        try:
-            return self.fn(*args)
-        except Exception as error:  # noqa: BLE001 - the verdict reports it
-            if self.error is None:
-                self.error = error
-            raise RuntimeError("the learner's function raised") from None
 
 
 def _graph_with(router: Callable[[Any], Any], reviser: Callable[..., str]) -> Graph:
@@ -168,51 +95,12 @@ def _graph_with(router: Callable[[Any], Any], reviser: Callable[..., str]) -> Gr
     return graph
 
 
-# The verdicts a router is asked about: these four, which the lab's text mentions, and
-# lengths drawn here (printed nowhere), so no table of remembered answers passes.
-SHOWN_CHARS = (12, LIMIT, LIMIT + 1, 45)
-
-
-def _router_chars() -> list[int]:
-    rng = random.Random(4026)
-    return [*SHOWN_CHARS, *rng.sample(range(1, LIMIT), 3), *rng.sample(range(LIMIT + 2, 140), 4)]
-
-
-def _says(feedback: str, number: int) -> bool:
-    """Whether `feedback` states `number` as digits of its own (27 in "27 chars", not in "127")."""
-    return re.search(rf"(?<!\d){number}(?!\d)", feedback) is not None
-
-
-def _router_problem(decision: Any, chars: int) -> Check | None:
-    """What is wrong with the router's answer to a verdict of `chars` characters, or None."""
-    if type(decision) is not Next:
-        return fail(f"for a verdict of {chars} characters your router returned {_shown(decision)}, not a "
-                    "Next: return Next.Continue or Next.back_to_with('revise', feedback).")
-    if chars <= LIMIT:
-        if decision.kind != "continue":
-            return fail(f"{chars} characters is within the limit of {LIMIT}, but your router returned "
-                        f"{_shown(decision)}: it should be Next.Continue.")
-        return None
-    if decision.kind != "goto" or type(decision.job) is not str or decision.job != "revise":
-        return fail(f"{chars} characters is over the limit, but your router returned {_shown(decision)}: "
-                    "send it back to 'revise'.")
-    if decision.feedback is None:
-        return fail("over the limit your router goes back without feedback: a reviser not told why "
-                    "repeats itself. Use Next.back_to_with.")
-    feedback = str(decision.feedback)
-    if not (_says(feedback, chars) and _says(feedback, LIMIT)):
-        return fail(f"the feedback {_shown(feedback)} should state the count ({chars}) and the limit "
-                    f"({LIMIT}): it must hold both numbers as digits, {chars} for the text's length and "
-                    f"{LIMIT} for the limit, e.g. '{chars} characters, limit {LIMIT}'.")
-    return None
-
-
 def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str) -> RunResult | Check:
     """The review loop routed by the learner's router, within the time limit, or the verdict."""
-    recorded = _Recorded(router)
+    recorded = Recorded(router)
     where = f"while the review loop ran with the {which} reviser"
     try:
-        with time_limit(_limit()):
+        with time_limit(limit_s()):
             result = _graph_with(recorded, reviser).run(max_visits=5, clock=FakeClock())
     except TimedOut as error:
         return crashed(error, where)
@@ -231,18 +119,18 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     """
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
         return refused
-    if _is_labkits(my_router, within_limit):
+    if is_labkits(my_router, within_limit):
         return fail(LABKITS.format(name="within_limit"))
-    with _watching(within_limit) as delegated:
-        for chars in _router_chars():
+    with watching(within_limit) as delegated:
+        for chars in router_chars():
             verdict = {"text": "x" * chars, "chars": chars}
             try:
-                decision = call(my_router, verdict, limit=_limit())
+                decision = call(my_router, verdict, limit=limit_s())
             except Raised as raised:
                 return crashed(raised.error, f"on a verdict of {chars} characters")
             if delegated:
                 return fail(LABKITS.format(name="within_limit"))
-            if (problem := _router_problem(decision, chars)) is not None:
+            if (problem := router_problem(decision, chars)) is not None:
                 return problem
     converging = _loop(my_router, Reviser(), "scripted")
     if isinstance(converging, Check):
@@ -280,159 +168,6 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     )
 
 
-# (deps, states, the jobs that may start now): each a rule of the ready step.
-READY_CASES: list[tuple[str, dict[str, list[str]], dict[str, str], list[str]]] = [
-    (
-        "nothing has run yet",
-        {"a": [], "b": ["a"], "c": []},
-        {"a": "pending", "b": "pending", "c": "pending"},
-        ["a", "c"],
-    ),
-    ("a dependency is still running", {"a": [], "b": ["a"]}, {"a": "running", "b": "pending"}, []),
-    (
-        "a dependency completed",
-        {"a": [], "b": ["a"], "c": ["a"]},
-        {"a": "completed", "b": "pending", "c": "pending"},
-        ["b", "c"],
-    ),
-    (
-        "one of two dependencies completed",
-        {"a": [], "b": [], "c": ["a", "b"]},
-        {"a": "completed", "b": "running", "c": "pending"},
-        [],
-    ),
-    ("a dependency failed", {"a": [], "b": ["a"]}, {"a": "failed", "b": "pending"}, []),
-    (
-        "one job is running and one completed",
-        {"a": [], "b": [], "c": []},
-        {"a": "running", "b": "completed", "c": "pending"},
-        ["c"],
-    ),
-    (
-        "jobs are declared z, m, a",
-        {"z": [], "m": [], "a": []},
-        {"z": "pending", "m": "pending", "a": "pending"},
-        ["z", "m", "a"],
-    ),
-]
-GRAPHS = {
-    "diamond": {"fetch": [], "parse": ["fetch"], "stats": ["fetch"], "report": ["parse", "stats"]},
-    "chain": {"a": [], "b": ["a"], "c": ["b"], "d": ["c"]},
-    "fan-out/fan-in": {
-        "start": [],
-        **{f"w{i}": ["start"] for i in range(4)},
-        "join": [f"w{i}" for i in range(4)],
-    },
-}
-ROUNDS = {
-    "diamond": [["fetch"], ["parse", "stats"], ["report"]],
-    "chain": [["a"], ["b"], ["c"], ["d"]],
-    "fan-out/fan-in": [["start"], ["w0", "w1", "w2", "w3"], ["join"]],
-}
-
-
-STATES = ("pending", "running", "completed", "failed", "cancelled")
-_NAMES = ("fetch", "parse", "load", "clean", "index", "score", "merge", "train", "report", "audit", "plot",
-          "ship")
-
-
-def _reference(deps: Mapping[str, Sequence[str]], states: Mapping[str, str]) -> list[str]:
-    """The ready step itself: the checker's answer for cases it makes up."""
-    return [job for job, needs in deps.items()
-            if states[job] == "pending" and all(states[dep] == "completed" for dep in needs)]
-
-
-def _made_up(count: int, seed: int, jobs: tuple[int, int] = (3, 5)) -> list[dict[str, list[str]]]:
-    """`count` small graphs drawn from `seed`: job names from _NAMES, declared in a shuffled order."""
-    rng = random.Random(seed)
-    graphs = []
-    for _ in range(count):
-        names = rng.sample(_NAMES, rng.randint(*jobs))
-        graphs.append({job: rng.sample(names[:i], rng.randint(0, min(2, i))) for i, job in enumerate(names)})
-    return graphs
-
-
-def _hidden_cases() -> list[tuple[dict[str, list[str]], dict[str, str], list[str]]]:
-    """Cases the checker holds beside READY_CASES, printed nowhere: a remembered table fails them."""
-    rng = random.Random(2404)
-    cases = []
-    for deps in _made_up(24, 2404):
-        states = {job: rng.choices(STATES, weights=(5, 2, 5, 1, 1))[0] for job in deps}
-        cases.append((deps, states, _reference(deps, states)))
-    return cases
-
-
-class _Refused(Exception):
-    """A learner's answer that ends the check: carries the verdict."""
-
-    def __init__(self, verdict: Check) -> None:
-        super().__init__(verdict.message)
-        self.verdict = verdict
-
-
-def _jobs(got: Any, where: str) -> list[str]:
-    """The ready step's answer as a list of job names, or _Refused saying what it should be."""
-    if not isinstance(got, list | tuple):
-        raise _Refused(fail(f"{where}, your step returned {_shown(got)} ({type(got).__name__}), not a list "
-                            "of jobs: return a list such as ['a', 'c'], in declaration order."))
-    jobs = list(got)
-    for job in jobs:
-        if type(job) is not str:
-            raise _Refused(fail(f"{where}, your step's list holds {_shown(job)} ({type(job).__name__}), not "
-                                "a job: put job ids (the keys of deps) in it."))
-    return jobs
-
-
-def _ask(ready: Callable[..., Any], deps: Mapping[str, Sequence[str]], states: Mapping[str, str],
-         where: str) -> list[str]:
-    """The learner's step on copies of (deps, states), within the time limit."""
-    try:
-        got = call(ready, {k: list(v) for k, v in deps.items()}, dict(states), limit=_limit())
-    except Raised as raised:
-        raise _Refused(crashed(raised.error, where)) from None
-    return _jobs(got, where.capitalize())
-
-
-def _rounds(ready: Callable[..., Any], deps: Mapping[str, Sequence[str]], where: str) -> list[list[str]]:
-    """Run `deps` round by round: start every ready job, let them all complete, repeat."""
-    states = dict.fromkeys(deps, "pending")
-    rounds: list[list[str]] = []
-    while any(state == "pending" for state in states.values()) and len(rounds) <= len(deps):
-        started = _ask(ready, deps, states, where)
-        if not started:
-            break
-        rounds.append(started)
-        states.update(dict.fromkeys(started, "completed"))
-    return rounds
-
-
-def _graph_text(deps: Mapping[str, Sequence[str]], states: Mapping[str, str]) -> str:
-    """A made-up case in a line: each job, its state and what it needs, in declaration order."""
-    parts = [f"{job} {states[job]}" + (f" (needs {', '.join(needs)})" if needs else "")
-             for job, needs in deps.items()]
-    return shorten("; ".join(parts), 170)
-
-
-def _ready_hint(deps: Mapping[str, Sequence[str]], states: Mapping[str, str], got: list[str],
-                want: list[str]) -> str:
-    """What is wrong with one answer of the ready step, in one sentence."""
-    for job in got:
-        if job not in states:
-            return f"{_shown(job)} is not a job of this graph."
-        if states[job] != "pending":
-            return f"{job} is {states[job]}, and only a pending job may start (nothing is started again)."
-        waiting = [dep for dep in deps[job] if states[dep] != "completed"]
-        if waiting:
-            return (f"{job} still needs {waiting[0]}, which is {states[waiting[0]]}: a job starts only "
-                    "when every dependency completed.")
-    missing = [job for job in want if job not in got]
-    if missing:
-        return f"{missing[0]} may start: it is pending and every dependency completed."
-    if len(got) != len(set(got)):
-        return "each job may start once: list it once."
-    return "return them in declaration order, so a run never depends on the alphabet or a hash map."
-
-
 @exercise("04", "ready")
 def check_ready(my_ready: Callable[..., Any] | None) -> Check:
     """Build it: the scheduler's ready-job step (see the module docstring).
@@ -447,33 +182,33 @@ def check_ready(my_ready: Callable[..., Any] | None) -> Check:
         return refused
     try:
         for name, deps, states, want in READY_CASES:
-            got = _ask(my_ready, deps, states, f"when {name}")
+            got = ask(my_ready, deps, states, f"when {name}")
             if got != want:
-                return fail(f"When {name}, your step returned {_shown(got)}, not {want}: " + _ready_hint(
+                return fail(f"When {name}, your step returned {shown(got)}, not {want}: " + ready_hint(
                     deps, states, got, want))
-        for deps, states, want in _hidden_cases():
-            got = _ask(my_ready, deps, states, "on a graph the checker made up")
+        for deps, states, want in hidden_cases():
+            got = ask(my_ready, deps, states, "on a graph the checker made up")
             if got != want:
-                hint = _ready_hint(deps, states, got, want)
-                return fail(shorten(f"On a graph the checker made up ({_graph_text(deps, states)}), your "
-                                    f"step returned {_shown(got)}, not {want}: {hint}", 390))
+                hint = ready_hint(deps, states, got, want)
+                return fail(shorten(f"On a graph the checker made up ({graph_text(deps, states)}), your "
+                                    f"step returned {shown(got)}, not {want}: {hint}", 390))
         rows = []
         for name, deps in GRAPHS.items():
-            rounds = _rounds(my_ready, deps, f"running the {name} graph")
+            rounds = rounds_with(my_ready, deps, f"running the {name} graph")
             if rounds != ROUNDS[name]:
                 return fail(
-                    f"Running the {name} graph round by round with your step started {_shown(rounds)}; "
+                    f"Running the {name} graph round by round with your step started {shown(rounds)}; "
                     f"expected {ROUNDS[name]}."
                 )
             rows.append({"graph": name, "rounds": len(rounds), "jobs": len(deps)})
-        for deps in _made_up(3, 4042, (5, 7)):
-            rounds = _rounds(my_ready, deps, "running a graph the checker made up")
-            want = _rounds(_reference, deps, "")
+        for deps in made_up(3, 4042, (5, 7)):
+            rounds = rounds_with(my_ready, deps, "running a graph the checker made up")
+            want = rounds_with(reference, deps, "")
             if rounds != want:
-                shown = _graph_text(deps, dict.fromkeys(deps, "pending"))
-                return fail(shorten(f"Running a graph the checker made up ({shown}) round by round, your "
-                                    f"step started {_shown(rounds)}; expected {want}.", 390))
-    except _Refused as refused:
+                pictured = graph_text(deps, dict.fromkeys(deps, "pending"))
+                return fail(shorten(f"Running a graph the checker made up ({pictured}) round by round, your "
+                                    f"step started {shown(rounds)}; expected {want}.", 390))
+    except Refused as refused:
         return refused.verdict
     return Check(
         True,
@@ -509,12 +244,12 @@ def check_retry_policy(policy: Any) -> Check:
     for error in (TimeoutError("slow"), ConnectionResetError("reset"), ValueError("bad argument"),
                   KeyError("missing")):
         try:
-            retried[type(error)] = bool(call(policy.retryable, error, limit=_limit()))
+            retried[type(error)] = bool(call(policy.retryable, error, limit=limit_s()))
         except Raised as raised:
             return crashed(raised.error, f"when retry_on was asked about a {type(error).__name__}")
     clock = FakeClock()
     try:
-        with time_limit(_limit()):
+        with time_limit(limit_s()):
             result = retry_graph(flaky(3, ConnectionResetError("reset by peer")), policy).run(clock=clock)
     except TimedOut as error:
         return crashed(error, "while the retried job ran")
@@ -600,9 +335,9 @@ MAX_COUNT = 1000  # no job of these graphs runs anywhere near this often
 def _count_problem(value: Any, what: str) -> str | None:
     """Why `value` is not a count to compare (an exact int from 0 to MAX_COUNT), or None."""
     if type(value) is not int:
-        return f"{what} must be a whole number (an int), not {_shown(value)} ({type(value).__name__})"
+        return f"{what} must be a whole number (an int), not {shown(value)} ({type(value).__name__})"
     if not 0 <= value <= MAX_COUNT:
-        return f"{what} must be a count from 0 to {MAX_COUNT}, not {_shown(value)}"
+        return f"{what} must be a count from 0 to {MAX_COUNT}, not {shown(value)}"
     return None
 
 
@@ -671,9 +406,9 @@ def check_worst_case(calls: Any) -> Check:
     if unanswered(calls):
         return fail("not attempted yet: replace the None with a number and run the cell again")
     if type(calls) is not int:
-        return fail(f"answer with a whole number of calls, not {_shown(calls)}.")
+        return fail(f"answer with a whole number of calls, not {shown(calls)}.")
     if not 0 <= calls <= MAX_COUNT:
-        return fail(f"{_shown(calls)} calls is not it: count the runs of the job, then the tries in each "
+        return fail(f"{shown(calls)} calls is not it: count the runs of the job, then the tries in each "
                     "run.")
     result = worst_case_run(4, 3)
     most = result.attempts["revise"]
