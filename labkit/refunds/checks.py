@@ -176,9 +176,7 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     return Check(
         True,
         f"over {episodes} episodes no unauthorised refund was paid and every legitimate request was "
-        f"paid once — whatever the policy proposed — and {len(edges)} refunds on the policy's boundaries "
-        "(the window's last day and the day after, the refundable amount and one cent over) were judged "
-        "as the policy says.",
+        "paid once — whatever the policy proposed.",
         table,
     )
 
