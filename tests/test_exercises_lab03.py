@@ -2,15 +2,24 @@
 plausible wrong answers fail with a sentence that says what to fix (never a traceback), and
 every verdict is recorded in runs/progress (the attack a learner wrote, as data)."""
 
+import dataclasses
+import functools
 import json
+import time
 
+import numpy
+import pytest
 from lab03_answers import INTENT, mediation
 from verdicts import verdict
 
+from labkit.core import check as core_check
 from labkit.core.check import NOT_YET
+from labkit.core.errors import FixtureError, LabError
 from labkit.core.progress import load_progress
 from labkit.refunds import careful
 from labkit.refunds import checks as lab03
+from labkit.refunds.attacks import attack_from, goal_text, load_templates
+from labkit.refunds.lab import refund_lab
 from labkit.refunds.policies import timed_out
 from labkit.refunds.rules import authorise
 
@@ -35,11 +44,10 @@ def test_wrong_guards_say_what_got_through_or_what_was_refused():
 
     def against_total(call, state):
         """Every rule, but the amount compared with the price paid, final-sale items included."""
-        refusal = authorise(state.shop, state.request.customer, call.order, call.amount, call.destination,
-                            state.ledger)
-        if refusal is not None and refusal.rule == "amount":
-            return None if call.amount <= state.shop.orders[call.order].amount else refusal.reason
-        return None if refusal is None else refusal.reason
+        order = state.shop.orders[call.order]
+        if call.amount > order.refundable and call.amount <= order.amount:
+            return None
+        return mediation(call, state)
 
     verdict(lab03.check_mediation(owner_only), False, "let", "through", "amount")
     verdict(lab03.check_mediation(against_total), False, "let", "through", "o-1004")
@@ -168,3 +176,159 @@ def test_the_try_it_knob_changes_the_outcome_offline():
     assert succeeded("idempotency")  # a second refund with a new key is not a retry
     assert not succeeded("mediation")
     assert not succeeded("provenance", attack="ignore-previous-redirect", place="note")
+
+
+# -- wrong work that used to pass, and answers that used to end in no verdict (issues 20 and 21) ----
+
+
+@pytest.fixture
+def short_limit(monkeypatch):
+    """A learner's code gets 0.2 s a case instead of 3 s, so a hang costs the suite little."""
+    monkeypatch.setattr(core_check, "LIMIT_S", 0.2)
+    return 0.2
+
+
+def test_mediation_checks_every_boundary_of_the_written_policy():
+    def inclusive_window(call, state):
+        """Off by one: refuses the window's last day."""
+        order = state.shop.orders[call.order]
+        if (state.shop.today - order.date).days >= state.shop.window_days:
+            return "too old"
+        return mediation(call, state)
+
+    def thirty_days(call, state):
+        """The shop's window written in as a number of its own."""
+        order = state.shop.orders[call.order]
+        if order.customer == state.request.customer and (state.shop.today - order.date).days <= 30:
+            reason = mediation(call, state)
+            return None if reason and "window" in reason else reason
+        return mediation(call, state)
+
+    def in_dollars(call, state):
+        """Compares whole dollars, so one cent over the refundable gets through."""
+        order = state.shop.orders[call.order]
+        if call.amount // 100 > order.refundable // 100:
+            return "more than the refundable amount"
+        reason = mediation(call, state)
+        return None if reason and "more than the refundable" in reason else reason
+
+    verdict(lab03.check_mediation(inclusive_window), False, "exactly 30 days ago",
+            "last day of the window is still inside")
+    verdict(lab03.check_mediation(thirty_days), False, "12-day window", "state.shop.window_days")
+    verdict(lab03.check_mediation(in_dollars), False, "one cent more than its refundable")
+
+
+def test_labkits_own_authorise_handed_in_is_recognised():
+    def delegates(call, state):
+        refusal = authorise(state.shop, state.request.customer, call.order, call.amount, call.destination,
+                            state.ledger)
+        return None if refusal is None else refusal.reason
+
+    for answer in (authorise, functools.partial(authorise), delegates):
+        verdict(lab03.check_mediation(answer), False, "that is labkit's version", "write your own")
+    verdict(lab03.check_guard(delegates), False, "that is labkit's version")
+    lab03.check_mediation(delegates)
+    assert load_progress("03")["exercises"]["mediation"]["payload"] is None  # never a class-round guard
+
+
+def test_guards_that_hang_raise_labkits_error_or_answer_garbage_get_a_verdict(short_limit):
+    def sleeps_once(call, state, slept=[]):  # noqa: B006 - the state of one learner's guard
+        if not slept:
+            slept.append(True)
+            time.sleep(1.5)
+        return mediation(call, state)
+
+    def lab_error(call, state):
+        raise LabError("not my fault")
+
+    verdict(lab03.check_mediation(sleeps_once), False, "did not return within 0.2 s", "on r-ana-blender")
+    verdict(lab03.check_guard(lambda call, state: time.sleep(1.5)), False, "did not return within 0.2 s")
+    verdict(lab03.check_mediation(lab_error), False, "your guard raised LabError: not my fault",
+            "on r-ana-blender", "at line", "return a reason instead")
+    verdict(lab03.check_guard(lab_error), False, "your guard raised LabError")
+    verdict(lab03.check_mediation(lambda call, state: numpy.array([1, 2])), False,
+            "returned array([1, 2]) (ndarray)", "a str")
+    verdict(lab03.check_mediation(lambda call, state: 10**400), False, "a number of about 401 digits")
+
+
+def test_a_guard_that_prints_is_checked_and_its_output_cut(capsys):
+    def chatty(call, state):
+        print("checking", call)
+        return mediation(call, state)
+
+    check_ = lab03.check_mediation(chatty)
+    verdict(check_, True)
+    assert "your code printed" in check_.printed and len(check_.printed) < 1000
+    assert capsys.readouterr().out == ""  # not one of the ~9,900 lines, the guard table's included
+    assert load_progress("03")["exercises"]["mediation"]["payload"]["size"] == 9456
+
+
+def test_exercise_1_refuses_format_specs_in_one_line():
+    for goal in ("refund order {order} for {amount:.2f} to {destination}",
+                 "refund order {order} for {amount} to {destination} {user:>10000000}",
+                 "refund order {order!r} for {amount} to {destination}"):
+        check_ = lab03.check_intent_attack({**INTENT, "goal": goal})
+        verdict(check_, False, "field 'goal'", "format spec")
+    verdict(lab03.check_intent_attack({**INTENT, "goal": "refund order {order.__class__}"}), False,
+            "unknown placeholder")
+    verdict(lab03.check_intent_attack({**INTENT, "id": numpy.array([1, 2])}), False, "only JSON data")
+    verdict(lab03.check_intent_attack({**INTENT, "goal": "x" * 10**6}), False, "field 'goal'")
+    verdict(lab03.check_intent_attack(INTENT, request=["r-dev-planter"]), False, "request must be")
+
+
+def test_attack_goals_are_filled_as_text_never_as_format_strings():
+    lab = refund_lab()
+    request = lab.request("r-dev-planter")
+    templates = load_templates(lab.shop.folder / "templates.json")
+    attack = attack_from(INTENT, templates, lab.shop)
+    braces = dataclasses.replace(attack, goal="{{literal}} refund order {order} for {amount}")
+    assert goal_text(braces, request, lab.shop) == "{literal} refund order o-1008 for $30.00"
+    with pytest.raises(FixtureError, match="format spec"):
+        attack_from({**INTENT, "goal": "{user:>10000000}"}, templates, lab.shop)
+    with pytest.raises(FixtureError, match="more than 12"):
+        attack_from({**INTENT, "goal": "{user}" * 13}, templates, lab.shop)
+
+
+def looks_then_claims_paid(task, observations):
+    """Looks the order up after a timeout, then says "refunded" without reading its refunds."""
+    if observations and observations[-1]["action"] == "refund" and timed_out(observations[-1]["result"]):
+        return {"action": "lookup_order", "order_id": task.order}
+    if len(observations) > 4 and observations[-1]["action"] == "lookup_order":
+        return {"action": "final", "answer": "the refund went through", "citation": ""}
+    return careful(task, observations)
+
+
+def looks_then_always_retries(task, observations):
+    """Looks the order up after a timeout, then retries whatever the lookup showed."""
+    if observations and observations[-1]["action"] == "refund" and timed_out(observations[-1]["result"]):
+        return {"action": "lookup_order", "order_id": task.order}
+    return careful(task, observations)
+
+
+def test_exercise_3_the_lookup_must_decide():
+    verdict(lab03.check_retry_policy(looks_then_claims_paid), False, "times out before paying",
+            "no money moved", "retry the same refund")
+    check_ = lab03.check_retry_policy(looks_then_always_retries)
+    verdict(check_, False, "retried after the lookup showed the refund paid", "tool limit")
+    assert "tool_limit" in set(check_.table["stop"])
+
+
+def test_exercise_3_policies_that_return_nothing_or_garbage_hang_or_raise(short_limit):
+    verdict(lab03.check_retry_policy(lambda task, observations: None), False, "on r-ana-blender",
+            "not one the runtime can run", "return a dict")
+    verdict(lab03.check_retry_policy(lambda task, observations: "lookup_order"), False,
+            "not one the runtime can run")
+    verdict(lab03.check_retry_policy(lambda task, observations: numpy.zeros(3)), False,
+            "not one the runtime can run")
+
+    def lab_error(task, observations):
+        raise LabError("replay miss")
+
+    def sleeps_once(task, observations, slept=[]):  # noqa: B006 - the state of one learner's policy
+        if not slept:
+            slept.append(True)
+            time.sleep(1.5)
+        return look_before_retrying(task, observations)
+
+    verdict(lab03.check_retry_policy(lab_error), False, "raised LabError: replay miss", "at line")
+    verdict(lab03.check_retry_policy(sleeps_once), False, "did not return within 0.2 s on r-ana-blender")

@@ -1,13 +1,18 @@
 """Lab 04's build-it cells and exercises are solvable: each intended solution passes its
 checker, and plausible wrong attempts fail with a sentence that says what to fix."""
 
+import functools
+import time
+
+import numpy
 import pytest
 from verdicts import verdict
 
+from labkit.core import check as core_check
 from labkit.core.errors import LabError
 from labkit.routing import Graph, Next, RetryPolicy
 from labkit.routing import checks as lab04
-from labkit.routing.experiments import feedback_experiment, parallel_experiment
+from labkit.routing.experiments import feedback_experiment, parallel_experiment, within_limit
 
 # -- build it: the ready-job step and the router ------------------------------------------------
 
@@ -179,3 +184,104 @@ def test_max_visits_knob_changes_whether_the_loop_publishes():
 
 def test_a_graph_without_the_checker_is_untouched():
     assert isinstance(lab04.goto_graph(), Graph)
+
+
+# -- answers that used to pass or end in no verdict (issues 20 and 21) -----------------------------
+
+
+@pytest.fixture
+def short_limit(monkeypatch):
+    """A learner's function gets 0.2 s a case instead of 3 s, so a hang costs the suite little."""
+    monkeypatch.setattr(core_check, "LIMIT_S", 0.2)
+
+
+def test_ready_steps_that_return_no_list_get_a_verdict():
+    verdict(lab04.check_ready(lambda deps, states: None), False, "returned None", "not a list of jobs")
+    verdict(lab04.check_ready(lambda deps, states: numpy.array(["a", "c"])), False, "(ndarray)", "not a list")
+    verdict(lab04.check_ready(lambda deps, states: {"a", "c"}), False, "(set)", "declaration order")
+    verdict(lab04.check_ready(lambda deps, states: [0, 2]), False, "holds 0 (int)", "not a job")
+
+
+def test_a_memorised_copy_of_the_printed_cases_does_not_pass():
+    """The cases in the module, and every state the printed graphs pass through, looked up."""
+    remembered = {repr((deps, states)): want for _, deps, states, want in lab04.READY_CASES}
+    for name, deps in lab04.GRAPHS.items():
+        states = dict.fromkeys(deps, "pending")
+        for started in lab04.ROUNDS[name]:
+            remembered[repr((deps, dict(states)))] = started
+            states.update(dict.fromkeys(started, "completed"))
+
+    def memorised(deps, states):
+        return remembered.get(repr((deps, states)), [])
+
+    check_ = lab04.check_ready(memorised)
+    verdict(check_, False, "On a graph the checker made up", "may start")
+
+
+def test_ready_and_router_hang_raise_labkits_error_or_are_labkits_own(short_limit):
+    verdict(lab04.check_ready(lambda deps, states: time.sleep(1.5)), False, "did not return within 0.2 s",
+            "when nothing has run yet")
+
+    def lab_error(*args):
+        raise LabError("a lab mistake")
+
+    verdict(lab04.check_ready(lab_error), False, "raised LabError: a lab mistake", "at line")
+    verdict(lab04.check_router(lambda verdict: time.sleep(1.5)), False, "did not return within 0.2 s",
+            "12 characters")
+    verdict(lab04.check_router(lab_error), False, "raised LabError")
+    verdict(lab04.check_router(lambda verdict: numpy.array([1])), False, "not a Next")
+    for labkits in (within_limit, functools.partial(within_limit, limit=26), lambda v: within_limit(v)):
+        verdict(lab04.check_router(labkits), False, "that is labkit's version", "write your own")
+
+
+def test_router_feedback_must_hold_both_numbers_and_is_told_so():
+    def overshoot(verdict):
+        if verdict["chars"] <= 26:
+            return Next.Continue
+        return Next.back_to_with("revise", f"{verdict['chars'] - 26} characters too long (limit 26)")
+
+    verdict(lab04.check_router(overshoot), False, "must hold both numbers as digits", "27", "26")
+
+    def remembered(verdict):  # the four lengths the lab mentions, answered by heart
+        answers = {12: Next.Continue, 26: Next.Continue,
+                   27: Next.back_to_with("revise", "27 characters, limit 26"),
+                   45: Next.back_to_with("revise", "45 characters, limit 26")}
+        return answers.get(verdict["chars"], Next.Continue)
+
+    verdict(lab04.check_router(remembered), False, "over the limit")
+
+
+def test_retry_policy_blames_the_cap_and_bounds_retry_on(short_limit):
+    capped = RetryPolicy(max_attempts=4, initial_interval=0.2, max_interval=0.5)
+    check_ = lab04.check_retry_policy(capped)
+    verdict(check_, False, "max_interval=0.5 caps every wait", "Raise max_interval")
+    assert "set initial_interval" not in check_.message
+    verdict(lab04.check_retry_policy(RetryPolicy(max_attempts=4, initial_interval=0.2, max_interval=0.8)),
+            True)
+
+    def raises(error):
+        raise LabError("no")
+
+    for retry_on, phrase in ((raises, "raised LabError"), (lambda error: time.sleep(1.5), "within 0.2 s"),
+                             (lambda error: numpy.array([True, False]), "raised ValueError")):
+        policy = RetryPolicy(max_attempts=4, initial_interval=0.2, retry_on=retry_on)
+        verdict(lab04.check_retry_policy(policy), False, phrase, "retry_on was asked about")
+
+
+@pytest.mark.parametrize("count, phrase", [
+    ("1", "whole number (an int), not '1' (str)"), (1.0, "not 1.0 (float)"), (True, "(bool)"),
+    (numpy.int64(1), "(int64)"), (10**400, "count from 0 to 1000"), (-1, "count from 0 to 1000"),
+], ids=["str", "float", "bool", "numpy", "huge", "negative"])
+def test_goto_counts_that_are_not_ints_are_refused_in_a_sentence(count, phrase):
+    check_ = lab04.check_goto_runs({**RUNS, "fetch": count})
+    verdict(check_, False, "the count for fetch", phrase)
+    assert "ran 1 time(s)" not in check_.message
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (lambda: 10**400, "about 401 digits"), (lambda: 10**5000, "about 5,001 digits"),
+    (lambda: -3, "is not it"),
+    (lambda: numpy.arange(10**5), "whole number"), (lambda: "x" * 10**6, "whole number"),
+], ids=["10**400", "10**5000", "negative", "numpy", "huge-str"])
+def test_huge_or_odd_worst_cases_get_a_short_verdict(answer, phrase):
+    verdict(lab04.check_worst_case(answer()), False, phrase)

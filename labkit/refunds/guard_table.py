@@ -45,6 +45,7 @@ a string of that many letters, about 9.5 kB, checked letter by letter when read 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable
@@ -52,6 +53,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from labkit.core.check import TimedOut, captured, time_limit
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import Defenses
 from labkit.refunds.lab import RefundLab, refund_lab
@@ -147,28 +149,42 @@ def _state(lab: RefundLab, request: Request, refunded: str | None) -> EpisodeSta
     return state
 
 
-def guard_table(guard: Callable[[Any, Any], Any], lab: RefundLab | None = None) -> dict[str, Any]:
+def guard_table(guard: Callable[[Any, Any], Any], lab: RefundLab | None = None, *,
+                limit: float | None = None) -> dict[str, Any]:
     """Tabulate `guard` over the domain (see the module docstring): a JSON-able dict.
 
     Calls the guard once per point (9,456 for the course's shop; 25 ms for a guard that
-    applies the refund policy). A point where it raises is recorded as "e" and the tabulation
-    goes on. Expose it as the payload of a checker: `@exercise("03", "mediation",
-    payload=guard_table)`.
+    applies the refund policy). A point where it raises (LabError included) or answers
+    something other than a str or None is recorded as "e" and the tabulation goes on.
+    Whatever the guard prints is discarded: a table is data, and one debug print would
+    otherwise be 9,456 lines. `limit`: seconds for the whole tabulation; past it, ValueError
+    and no table (a guard that hangs is never half tabulated). Expose it as the payload of a
+    checker: `@exercise("03", "mediation", payload=guard_table)`.
     """
     lab_ = lab or refund_lab()
     dom = domain(lab)
     verdicts = []
     states: dict[tuple[str, str | None], EpisodeState] = {}
-    for (request, order, destination, before, _), amount in zip(dom.points, dom.amounts, strict=True):
-        key = (request, order if before else None)
-        if key not in states:
-            states[key] = _state(lab_, lab_.requests[request], key[1])
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(captured(limit=0))
+        if limit is not None:
+            stack.enter_context(time_limit(limit))
         try:
-            reason = guard(RefundCall(order, amount, destination), states[key])
-        except Exception:  # noqa: BLE001 - a crash inside the tool is a refusal; it is recorded as such
-            verdicts.append(RAISED)
-            continue
-        verdicts.append(REFUSE if reason else ALLOW)
+            for (request, order, destination, before, _), amount in zip(dom.points, dom.amounts, strict=True):
+                key = (request, order if before else None)
+                if key not in states:
+                    states[key] = _state(lab_, lab_.requests[request], key[1])
+                try:
+                    reason = guard(RefundCall(order, amount, destination), states[key])
+                except Exception:  # noqa: BLE001 - a crash inside the tool is a refusal; recorded as such
+                    verdicts.append(RAISED)
+                    continue
+                if reason is not None and type(reason) is not str:
+                    verdicts.append(RAISED)
+                else:
+                    verdicts.append(REFUSE if reason else ALLOW)
+        except TimedOut:
+            raise ValueError(f"the guard was not tabulated within {limit:g} s") from None
     return {"format": FORMAT, "shop": dom.fingerprint, "size": len(verdicts), "verdicts": "".join(verdicts)}
 
 

@@ -33,10 +33,37 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.check import Check, Raised, call, crashed, fail, not_a_function, unanswered
+from labkit.core.answers import Recorded, is_labkits, limit_s, shown, watching
+from labkit.core.check import (
+    Check,
+    Raised,
+    TimedOut,
+    call,
+    crashed,
+    fail,
+    not_a_function,
+    time_limit,
+    unanswered,
+)
 from labkit.core.progress import exercise
+from labkit.core.text import shorten
+from labkit.routing.checker_cases import (
+    GRAPHS,
+    READY_CASES,
+    ROUNDS,
+    Refused,
+    ask,
+    graph_text,
+    hidden_cases,
+    made_up,
+    ready_hint,
+    reference,
+    rounds_with,
+    router_chars,
+    router_problem,
+)
 from labkit.routing.clock import FakeClock
-from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, retry_graph
+from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, retry_graph, within_limit
 from labkit.routing.graph import Graph
 from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
@@ -54,6 +81,7 @@ __all__ = [
 ]
 
 STUBBORN = "Search now much faster everywhere"  # 33 characters, whatever it is told
+LABKITS = "that is labkit's version ({name}, shown in the lab); write your own."
 
 
 def _graph_with(router: Callable[[Any], Any], reviser: Callable[..., str]) -> Graph:
@@ -67,40 +95,49 @@ def _graph_with(router: Callable[[Any], Any], reviser: Callable[..., str]) -> Gr
     return graph
 
 
+def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str) -> RunResult | Check:
+    """The review loop routed by the learner's router, within the time limit, or the verdict."""
+    recorded = Recorded(router)
+    where = f"while the review loop ran with the {which} reviser"
+    try:
+        with time_limit(limit_s()):
+            result = _graph_with(recorded, reviser).run(max_visits=5, clock=FakeClock())
+    except TimedOut as error:
+        return crashed(error, where)
+    if recorded.error is not None:
+        return crashed(recorded.error, where)
+    return result
+
+
 @exercise("04", "router")
 def check_router(my_router: Callable[[Any], Any] | None) -> Check:
-    """Build it: the review loop's router with its criterion in code (see the module docstring)."""
+    """Build it: the review loop's router with its criterion in code (see the module docstring).
+
+    Asked directly (on copies, within the time limit) about the lengths the lab mentions and
+    others drawn here, then run in the real loop. labkit's own `within_limit`, handed in or
+    called, is refused as labkit's version.
+    """
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
         return refused
-    for chars in (12, LIMIT, LIMIT + 1, 45):
-        verdict = {"text": "x" * chars, "chars": chars}
-        try:
-            decision = call(my_router, verdict)
-        except Raised as raised:
-            return crashed(raised.error, f"on a verdict of {chars} characters")
-        if chars <= LIMIT and decision != Next.Continue:
-            return fail(
-                f"{chars} characters is within the limit of {LIMIT}, but your router returned "
-                f"{decision!r}: it should be Next.Continue."
-            )
-        if chars > LIMIT:
-            if not isinstance(decision, Next) or decision.kind != "goto" or decision.job != "revise":
-                return fail(
-                    f"{chars} characters is over the limit, but your router returned {decision!r}: "
-                    "send it back to 'revise'."
-                )
-            if decision.feedback is None:
-                return fail(
-                    "over the limit your router goes back without feedback: a reviser not told why "
-                    "repeats itself. Use Next.back_to_with."
-                )
-            if str(chars) not in decision.feedback or str(LIMIT) not in decision.feedback:
-                return fail(
-                    f"the feedback {decision.feedback!r} should state the count ({chars}) and the "
-                    f"limit ({LIMIT})."
-                )
-    converging = _graph_with(my_router, Reviser()).run(max_visits=5, clock=FakeClock())
-    stubborn = _graph_with(my_router, lambda ctx: STUBBORN).run(max_visits=5, clock=FakeClock())
+    if is_labkits(my_router, within_limit):
+        return fail(LABKITS.format(name="within_limit"))
+    with watching(within_limit) as delegated:
+        for chars in router_chars():
+            verdict = {"text": "x" * chars, "chars": chars}
+            try:
+                decision = call(my_router, verdict, limit=limit_s())
+            except Raised as raised:
+                return crashed(raised.error, f"on a verdict of {chars} characters")
+            if delegated:
+                return fail(LABKITS.format(name="within_limit"))
+            if (problem := router_problem(decision, chars)) is not None:
+                return problem
+    converging = _loop(my_router, Reviser(), "scripted")
+    if isinstance(converging, Check):
+        return converging
+    stubborn = _loop(my_router, lambda ctx: STUBBORN, "never-improving")
+    if isinstance(stubborn, Check):
+        return stubborn
     if converging.status != "completed" or len(converging.results.get("publish", "")) > LIMIT:
         return fail(f"with the scripted reviser the loop ended {converging.status} ({converging.reason}).")
     if stubborn.status != "dead_letter" or stubborn.visits["publish"]:
@@ -131,115 +168,48 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     )
 
 
-# (deps, states, the jobs that may start now): each a rule of the ready step.
-READY_CASES: list[tuple[str, dict[str, list[str]], dict[str, str], list[str]]] = [
-    (
-        "nothing has run yet",
-        {"a": [], "b": ["a"], "c": []},
-        {"a": "pending", "b": "pending", "c": "pending"},
-        ["a", "c"],
-    ),
-    ("a dependency is still running", {"a": [], "b": ["a"]}, {"a": "running", "b": "pending"}, []),
-    (
-        "a dependency completed",
-        {"a": [], "b": ["a"], "c": ["a"]},
-        {"a": "completed", "b": "pending", "c": "pending"},
-        ["b", "c"],
-    ),
-    (
-        "one of two dependencies completed",
-        {"a": [], "b": [], "c": ["a", "b"]},
-        {"a": "completed", "b": "running", "c": "pending"},
-        [],
-    ),
-    ("a dependency failed", {"a": [], "b": ["a"]}, {"a": "failed", "b": "pending"}, []),
-    (
-        "one job is running and one completed",
-        {"a": [], "b": [], "c": []},
-        {"a": "running", "b": "completed", "c": "pending"},
-        ["c"],
-    ),
-    (
-        "jobs are declared z, m, a",
-        {"z": [], "m": [], "a": []},
-        {"z": "pending", "m": "pending", "a": "pending"},
-        ["z", "m", "a"],
-    ),
-]
-GRAPHS = {
-    "diamond": {"fetch": [], "parse": ["fetch"], "stats": ["fetch"], "report": ["parse", "stats"]},
-    "chain": {"a": [], "b": ["a"], "c": ["b"], "d": ["c"]},
-    "fan-out/fan-in": {
-        "start": [],
-        **{f"w{i}": ["start"] for i in range(4)},
-        "join": [f"w{i}" for i in range(4)],
-    },
-}
-ROUNDS = {
-    "diamond": [["fetch"], ["parse", "stats"], ["report"]],
-    "chain": [["a"], ["b"], ["c"], ["d"]],
-    "fan-out/fan-in": [["start"], ["w0", "w1", "w2", "w3"], ["join"]],
-}
-
-
-def _rounds(ready: Callable[..., Any], deps: Mapping[str, Sequence[str]]) -> list[list[str]]:
-    """Run `deps` round by round: start every ready job, let them all complete, repeat."""
-    states = dict.fromkeys(deps, "pending")
-    rounds: list[list[str]] = []
-    while any(state == "pending" for state in states.values()) and len(rounds) <= len(deps):
-        started = list(call(ready, {k: list(v) for k, v in deps.items()}, dict(states)))
-        if not started:
-            break
-        rounds.append(started)
-        states.update(dict.fromkeys(started, "completed"))
-    return rounds
-
-
-def _ready_hint(deps: Mapping[str, Sequence[str]], states: Mapping[str, str], got: list[Any],
-                want: list[str]) -> str:
-    """What is wrong with one answer of the ready step, in one sentence."""
-    for job in got:
-        if job not in states:
-            return f"{job!r} is not a job of this graph."
-        if states[job] != "pending":
-            return f"{job} is {states[job]}, and only a pending job may start (nothing is started again)."
-        waiting = [dep for dep in deps[job] if states[dep] != "completed"]
-        if waiting:
-            return (f"{job} still needs {waiting[0]}, which is {states[waiting[0]]}: a job starts only "
-                    "when every dependency completed.")
-    missing = [job for job in want if job not in got]
-    if missing:
-        return f"{missing[0]} may start: it is pending and every dependency completed."
-    return "return them in declaration order, so a run never depends on the alphabet or a hash map."
-
-
 @exercise("04", "ready")
 def check_ready(my_ready: Callable[..., Any] | None) -> Check:
-    """Build it: the scheduler's ready-job step (see the module docstring)."""
+    """Build it: the scheduler's ready-job step (see the module docstring).
+
+    Asked (on copies, within the time limit) about the cases in READY_CASES, then about cases
+    made up here and printed nowhere, then run round by round over the GRAPHS and over graphs
+    made up here. An answer that is not a list of job ids, a crash or a hang is a verdict.
+    """
     if (
         refused := not_a_function(my_ready, "my_ready must be a function (deps, states) -> list of jobs")
     ) is not None:
         return refused
-    for name, deps, states, want in READY_CASES:
-        try:
-            got = call(my_ready, {k: list(v) for k, v in deps.items()}, dict(states))
-        except Raised as raised:
-            return crashed(raised.error, f"when {name}")
-        if list(got) != want:
-            return fail(f"When {name}, your step returned {list(got)}, not {want}: " + _ready_hint(
-                deps, states, list(got), want))
-    rows = []
-    for name, deps in GRAPHS.items():
-        try:
-            rounds = _rounds(my_ready, deps)
-        except Raised as raised:
-            return crashed(raised.error, f"running the {name} graph")
-        if rounds != ROUNDS[name]:
-            return fail(
-                f"Running the {name} graph round by round with your step started {rounds}; expected "
-                f"{ROUNDS[name]}."
-            )
-        rows.append({"graph": name, "rounds": len(rounds), "jobs": len(deps)})
+    try:
+        for name, deps, states, want in READY_CASES:
+            got = ask(my_ready, deps, states, f"when {name}")
+            if got != want:
+                return fail(f"When {name}, your step returned {shown(got)}, not {want}: " + ready_hint(
+                    deps, states, got, want))
+        for deps, states, want in hidden_cases():
+            got = ask(my_ready, deps, states, "on a graph the checker made up")
+            if got != want:
+                hint = ready_hint(deps, states, got, want)
+                return fail(shorten(f"On a graph the checker made up ({graph_text(deps, states)}), your "
+                                    f"step returned {shown(got)}, not {want}: {hint}", 390))
+        rows = []
+        for name, deps in GRAPHS.items():
+            rounds = rounds_with(my_ready, deps, f"running the {name} graph")
+            if rounds != ROUNDS[name]:
+                return fail(
+                    f"Running the {name} graph round by round with your step started {shown(rounds)}; "
+                    f"expected {ROUNDS[name]}."
+                )
+            rows.append({"graph": name, "rounds": len(rounds), "jobs": len(deps)})
+        for deps in made_up(3, 4042, (5, 7)):
+            rounds = rounds_with(my_ready, deps, "running a graph the checker made up")
+            want = rounds_with(reference, deps, "")
+            if rounds != want:
+                pictured = graph_text(deps, dict.fromkeys(deps, "pending"))
+                return fail(shorten(f"Running a graph the checker made up ({pictured}) round by round, your "
+                                    f"step started {shown(rounds)}; expected {want}.", 390))
+    except Refused as refused:
+        return refused.verdict
     return Check(
         True,
         "your step starts exactly the jobs whose dependencies completed; each graph ran in its "
@@ -255,31 +225,54 @@ WANT_WAITS = [0.2, 0.4, 0.8]
 
 @exercise("04", "retry_policy")
 def check_retry_policy(policy: Any) -> Check:
-    """Exercise 1: 3 retries after the first try, waits 0.2, 0.4, 0.8 s, transient errors only."""
+    """Exercise 1: 3 retries after the first try, waits 0.2, 0.4, 0.8 s, transient errors only.
+
+    A `retry_on` predicate is the learner's code: each question to it gets the time limit, and
+    a crash or a hang is a verdict. Wrong waits are blamed on the setting that causes them
+    (max_interval when only the cap is off).
+    """
     if unanswered(policy):
         return fail("not attempted yet: replace the None with a RetryPolicy(...) and run the cell again")
-    if not isinstance(policy, RetryPolicy):
+    if type(policy) is not RetryPolicy:
         return fail(f"expected a RetryPolicy(...), not {type(policy).__name__}.")
     if policy.max_attempts != 4:
         return fail(
             f"max_attempts={policy.max_attempts} allows {policy.max_attempts - 1} retries; it counts the "
             "first try, so 3 retries need 4."
         )
+    retried = {}
+    for error in (TimeoutError("slow"), ConnectionResetError("reset"), ValueError("bad argument"),
+                  KeyError("missing")):
+        try:
+            retried[type(error)] = bool(call(policy.retryable, error, limit=limit_s()))
+        except Raised as raised:
+            return crashed(raised.error, f"when retry_on was asked about a {type(error).__name__}")
     clock = FakeClock()
-    result = retry_graph(flaky(3, ConnectionResetError("reset by peer")), policy).run(clock=clock)
+    try:
+        with time_limit(limit_s()):
+            result = retry_graph(flaky(3, ConnectionResetError("reset by peer")), policy).run(clock=clock)
+    except TimedOut as error:
+        return crashed(error, "while the retried job ran")
     waits = [round(s, 6) for s in clock.sleeps]
     if waits != WANT_WAITS:
+        uncapped = [round(policy.initial_interval * policy.backoff_factor ** n, 6) for n in range(3)]
+        if uncapped == WANT_WAITS:
+            return fail(
+                f"the waits were {waits}; expected {WANT_WAITS}: max_interval={policy.max_interval:g} caps "
+                f"every wait at {policy.max_interval:g} s, and the last must be {WANT_WAITS[-1]:g}. Raise "
+                "max_interval (or leave its default); initial_interval and backoff_factor are right."
+            )
         return fail(
             f"the waits were {waits}; expected {WANT_WAITS}: set initial_interval (the first wait) "
             "and backoff_factor (how each wait grows)."
         )
-    for error in (TimeoutError("slow"), ConnectionResetError("reset")):
-        if not policy.retryable(error):
-            return fail(f"a {type(error).__name__} is not retried, but it may pass on the next try.")
-    for error in (ValueError("bad argument"), KeyError("missing")):
-        if policy.retryable(error):
+    for kind in (TimeoutError, ConnectionResetError):
+        if not retried[kind]:
+            return fail(f"a {kind.__name__} is not retried, but it may pass on the next try.")
+    for kind in (ValueError, KeyError):
+        if retried[kind]:
             return fail(
-                f"a {type(error).__name__} is retried: repeating a bad call will not fix it. Keep "
+                f"a {kind.__name__} is retried: repeating a bad call will not fix it. Keep "
                 "retry_on to connection errors and timeouts."
             )
     table = result.table().loc[["fetch"]].assign(waits=", ".join(f"{s:g}" for s in waits))
@@ -336,16 +329,45 @@ def _why(job: str, said: Any, runs: int, deps: Mapping[str, Sequence[str]], loop
             "depends on it.")
 
 
-@exercise("04", "goto_runs", payload=lambda runs: runs if isinstance(runs, dict) else None)
+MAX_COUNT = 1000  # no job of these graphs runs anywhere near this often
+
+
+def _count_problem(value: Any, what: str) -> str | None:
+    """Why `value` is not a count to compare (an exact int from 0 to MAX_COUNT), or None."""
+    if type(value) is not int:
+        return f"{what} must be a whole number (an int), not {shown(value)} ({type(value).__name__})"
+    if not 0 <= value <= MAX_COUNT:
+        return f"{what} must be a count from 0 to {MAX_COUNT}, not {shown(value)}"
+    return None
+
+
+def _goto_payload(runs: Any) -> dict[str, int] | None:
+    """The learner's counts as JSON data for `labkit submit`, or None if they are not counts per job."""
+    jobs = [job.id for job in goto_graph().validate().jobs]
+    if not isinstance(runs, dict) or set(runs) != set(jobs):
+        return None
+    if any(type(key) is not str or _count_problem(runs[key], key) for key in runs):
+        return None
+    return {job: runs[job] for job in jobs}
+
+
+@exercise("04", "goto_runs", payload=_goto_payload)
 def check_goto_runs(runs: Any) -> Check:
-    """Exercise 2: `runs` maps each job of `goto_graph()` to how many times it runs."""
+    """Exercise 2: `runs` maps each job of `goto_graph()` to how many times it runs.
+
+    Each count must be an exact int (a "1" or 1.0 is refused in a sentence, not compared).
+    """
     graph = goto_graph()
     plan = graph.validate()
     deps = {job.id: list(job.deps) for job in plan.jobs}
     if unanswered(runs) or (isinstance(runs, dict) and any(unanswered(v) for v in runs.values())):
         return fail("not attempted yet: replace each None with a number of runs and run the cell again")
-    if not isinstance(runs, dict) or set(runs) != set(deps):
+    if not isinstance(runs, dict) or any(type(key) is not str for key in runs) or set(runs) != set(deps):
         return fail(f"give a dict with one count per job: {', '.join(deps)}.")
+    runs = {job: runs[job] for job in deps}
+    for job, said in runs.items():
+        if (problem := _count_problem(said, f"the count for {job}")) is not None:
+            return fail(f"{problem}.")
     result = graph.run(clock=FakeClock())
     loop = _downstream(deps, GOTO_TARGET)
     for job in deps:
@@ -384,7 +406,10 @@ def check_worst_case(calls: Any) -> Check:
     if unanswered(calls):
         return fail("not attempted yet: replace the None with a number and run the cell again")
     if type(calls) is not int:
-        return fail(f"answer with a whole number of calls, not {calls!r}.")
+        return fail(f"answer with a whole number of calls, not {shown(calls)}.")
+    if not 0 <= calls <= MAX_COUNT:
+        return fail(f"{shown(calls)} calls is not it: count the runs of the job, then the tries in each "
+                    "run.")
     result = worst_case_run(4, 3)
     most = result.attempts["revise"]
     hints = {

@@ -1,0 +1,111 @@
+"""A learner's answer as a checker handles it: shown short, and recognised when it is labkit's own.
+
+`shown(value)` is a learner's value as a verdict may quote it: a short repr that never raises
+and never runs long (a 5,000-digit int, a 10**6-element array, a 10 MB string). `is_labkits`
+and `watching` recognise labkit's own implementation handed in as the answer: itself, wrapped
+(functools.partial, a decorator's __wrapped__, a bound method), or called from inside the
+learner's function (a sys.setprofile watch on its code object during the learner's call), so
+a checker can answer "that is labkit's version; write your own". `limit_s()` is the time a
+learner's function gets for one case, read at each check (tests lower it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import reprlib
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from labkit.core import check as _check
+from labkit.core.text import shorten
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxlong = 60, 60, 8, 4, 20
+
+
+def shown(value: Any) -> str:
+    """A short, safe repr of a learner's value for a verdict (never huge, never raising)."""
+    if isinstance(value, int) and abs(value) > 10**18:  # str() of a 5,000-digit int raises
+        return f"a number of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+    try:
+        return shorten(" ".join(_SHOWN.repr(value).split()), 80)
+    except Exception:  # noqa: BLE001 - a repr that raises is shown by its type
+        return f"a {type(value).__name__}"
+
+
+def limit_s() -> float:
+    """Seconds a learner's code gets for one case (read at each check: tests lower it)."""
+    return _check.LIMIT_S
+
+
+def unwrapped(answer: Any) -> Iterator[Any]:
+    """`answer` and what it wraps: functools.partial's func, __wrapped__, a bound method's __func__."""
+    seen: set[int] = set()
+    while answer is not None and id(answer) not in seen and len(seen) < 20:
+        seen.add(id(answer))
+        yield answer
+        try:
+            if isinstance(answer, functools.partial):
+                answer = answer.func
+            else:
+                answer = getattr(answer, "__wrapped__", None) or getattr(answer, "__func__", None)
+        except Exception:  # noqa: BLE001 - an attribute that raises ends the walk
+            return
+
+
+def is_labkits(answer: Any, original: Callable[..., Any]) -> bool:
+    """True if `answer` is `original` itself, or wraps it (partial, decorator, method)."""
+    code = getattr(original, "__code__", None)
+    for inner in unwrapped(answer):
+        if inner is original or (code is not None and getattr(inner, "__code__", None) is code):
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def watching(*originals: Callable[..., Any]) -> Iterator[list[str]]:
+    """Note (in the yielded list) every call of one of `originals` made in this thread inside the block.
+
+    With sys.setprofile, so a learner's function that only delegates to labkit's is recognised
+    whatever it is named. Nothing is watched while another profiler is installed (a profile
+    run of the notebook keeps working; the check then relies on identity alone).
+    """
+    codes = {fn.__code__: fn.__name__ for fn in originals}
+    seen: list[str] = []
+    if sys.getprofile() is not None:
+        yield seen
+        return
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code in codes:
+            seen.append(codes[frame.f_code])
+
+    sys.setprofile(profile)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(None)
+
+
+class Recorded:
+    """A learner's function as labkit's own machinery calls it (a scheduler, a runtime): the first
+    exception it raises is kept in `error`, and a plain RuntimeError goes on in its place.
+
+    So the caller's own handling applies (a failed job, a counted stop) while the checker can
+    still name the learner's exception and line, and a LabError raised by the learner's code
+    is never re-raised as labkit's own mistake.
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn: Callable[..., Any] = fn
+        self.error: BaseException | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            return self.fn(*args)
+        except Exception as error:  # noqa: BLE001 - the verdict reports it
+            if self.error is None:
+                self.error = error
+            raise RuntimeError("the learner's function raised") from None
