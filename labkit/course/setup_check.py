@@ -133,6 +133,50 @@ def ollama_backend(host: str | None = None, timeout: float = OLLAMA_TIMEOUT) -> 
     return ("model: ollama:<tag>", "ok", f"Ollama {version} at {host}", "")
 
 
+ROOM_FIX = ("in a room, set the address the instructor gives (`labkit serve` prints it): "
+            "OPENAI_BASE_URL=http://HOST:8000/v1 and LABKIT_MODEL=openai:smollm2")
+
+
+def room_server(base_url: str | None = None, model: str | None = None,
+                timeout: float = OLLAMA_TIMEOUT) -> Row:
+    """The room's model server: does the OpenAI-compatible server at `OPENAI_BASE_URL` answer
+    `/v1/models`, and does it serve the model `LABKIT_MODEL=openai:<model>` names?
+
+    "optional" when none is set, none answers, or it lacks the model (no lab needs one), with the
+    fix; "ok" naming the server and its models. Waits at most `timeout` seconds; sends no key.
+    """
+    name = "room model server (openai:)"
+    base = (base_url or os.environ.get("OPENAI_BASE_URL", "")).strip().rstrip("/")
+    if model is None:
+        kind, _, arg = os.environ.get("LABKIT_MODEL", "").strip().partition(":")
+        model = arg.strip() if kind == "openai" else None
+    if not base:
+        return (name, "optional", "no room server set (OPENAI_BASE_URL is unset)", ROOM_FIX)
+    if "://" not in base:
+        base = f"http://{base}"
+    try:
+        with urllib.request.urlopen(f"{base}/models", timeout=timeout) as reply:
+            listed = json.loads(reply.read(100_000))
+        entries = listed.get("data") if isinstance(listed, dict) else None
+        if not isinstance(entries, list):
+            raise ValueError("its /models answer is not a model list")
+        ids = [str(entry.get("id")) for entry in entries if isinstance(entry, dict)]
+        owners = sorted({str(entry.get("owned_by")) for entry in entries if isinstance(entry, dict)})
+    except (OSError, ValueError, AttributeError) as error:
+        reason = getattr(error, "reason", error)
+        return (name, "optional", f"no model server answers at {base} ({reason})"[:160],
+                "ask the instructor whether the room's server runs; check OPENAI_BASE_URL (it ends in /v1)")
+    served = ", ".join(ids[:5]) or "no model"
+    by = " (llama-cpp-python)" if owners == ["me"] else ""
+    if model is not None and model not in ids:
+        return (name, "optional", f"{base} answers{by}, serving {served}, not {model!r}"[:160],
+                f"set LABKIT_MODEL=openai:{ids[0] if ids else '<model>'}")
+    chosen = f"; LABKIT_MODEL=openai:{model}" if model else ""
+    if not model and ids:
+        chosen = f"; set LABKIT_MODEL=openai:{ids[0]}"
+    return (name, "ok", f"{base} answers{by}, serving {served}{chosen}"[:200], "")
+
+
 def jupyter_news_off() -> Row:
     from labkit.course.jupyter_settings import installed
 
@@ -143,7 +187,8 @@ def jupyter_news_off() -> Row:
 
 
 CHECKS: tuple[Callable[[], Row], ...] = (python_version, environment, labkit_importable, fixtures, recordings,
-                                         replay_backend, local_backend, ollama_backend, jupyter_news_off)
+                                         replay_backend, local_backend, ollama_backend, room_server,
+                                         jupyter_news_off)
 
 
 def report(checks: tuple[Callable[[], Row], ...] = CHECKS) -> pd.DataFrame:

@@ -1,11 +1,12 @@
-"""The model seam: one policy class, three backends, chosen by `LABKIT_MODEL`.
+"""The model seam: one policy class, four backends, chosen by `LABKIT_MODEL`.
 
     from labkit.model import ModelPolicy, backend_from_env
     policy = ModelPolicy(lab="docuctl", tools=tools, instructions="...", describe=describe)
     decision = policy(task, observations)   # parsed JSON; the runtime validates it
 
 Backends: ``replay`` (default; recorded trials in `fixtures/trials/`), ``local``
-(SmolLM2-135M-Instruct through llama-cpp-python, `make model`), ``ollama:<tag>``.
+(SmolLM2-135M-Instruct through llama-cpp-python, `make model`), ``ollama:<tag>``,
+``openai:<model>`` (any OpenAI-compatible server).
 `LABKIT_RECORD=<file>` records every live call with its provenance.
 """
 

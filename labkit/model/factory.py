@@ -2,7 +2,8 @@
 
 `LABKIT_MODEL` values: ``replay`` (the default; every `<lab>.jsonl` and `<lab>-*.jsonl` in
 `fixtures/trials/`), ``replay:<file>`` (one recording), ``local`` (SmolLM2 in-process),
-``ollama:<tag>``. `LABKIT_RECORD=<file>` wraps a live backend so every call is appended
+``ollama:<tag>``, ``openai:<model>`` (any OpenAI-compatible server at `OPENAI_BASE_URL`,
+`labkit.model.openai_chat`). `LABKIT_RECORD=<file>` wraps a live backend so every call is appended
 to that file with its provenance (`labkit.model.record`).
 
 Kept apart from `labkit.model.backend` (the types) so that the backends import only the
@@ -35,7 +36,7 @@ def backend_from_env(environ: Mapping[str, str] | None = None) -> Backend:
         if spec.startswith("replay"):
             raise LabError(
                 f"LABKIT_RECORD={record} needs a live model, but LABKIT_MODEL is {spec!r}: "
-                "set LABKIT_MODEL=local or ollama:<tag>"
+                "set LABKIT_MODEL=local, ollama:<tag> or openai:<model>"
             )
         backend = Recorder(backend, record)
     return backend
@@ -55,9 +56,11 @@ def backend_for(parameter: str, environ: Mapping[str, str] | None = None) -> Bac
 
 
 def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
-    """A backend from a `LABKIT_MODEL`-style spec: replay, replay:<file>, local, ollama:<tag>.
+    """A backend from a `LABKIT_MODEL`-style spec: replay, replay:<file>, local, ollama:<tag>,
+    openai:<model>.
 
-    `environ` (default os.environ) supplies `OLLAMA_HOST` for an Ollama backend.
+    `environ` (default os.environ) supplies `OLLAMA_HOST` for an Ollama backend, and
+    `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `LABKIT_OPENAI_SCHEMA` for an OpenAI-compatible one.
     """
     env = os.environ if environ is None else environ
     kind, _, arg = spec.partition(":")
@@ -71,7 +74,11 @@ def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
         from labkit.model.ollama import OllamaBackend  # imported when chosen, like local
 
         return OllamaBackend(arg, host=env.get("OLLAMA_HOST", "").strip() or None)
+    if kind == "openai":
+        from labkit.model.openai_chat import OpenAIBackend  # imported when chosen: it imports openai
+
+        return OpenAIBackend(arg.strip(), environ=env)
     raise LabError(
         f"LABKIT_MODEL={spec!r} is not a backend: use replay (default), replay:<file>, "
-        "local, or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)"
+        "local, ollama:<tag> (e.g. ollama:qwen2.5:0.5b) or openai:<model> (a server at OPENAI_BASE_URL)"
     )

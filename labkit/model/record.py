@@ -319,9 +319,11 @@ class Recorder:
                 )
             )
             raise
-        self.writer.write(
-            call_record(request, self.provenance() | {"date": now()}, reply=reply, run=self.run)
-        )
+        # What a backend learns only from the reply (the model id the server reports, its
+        # system_fingerprint) comes in reply.extra["call_provenance"] and joins this call's record.
+        per_call = reply.extra.get("call_provenance") if isinstance(reply.extra, Mapping) else None
+        provenance = self.provenance() | (dict(per_call) if isinstance(per_call, Mapping) else {})
+        self.writer.write(call_record(request, provenance | {"date": now()}, reply=reply, run=self.run))
         return reply
 
     def _safe_provenance(self) -> dict[str, Any]:

@@ -1,0 +1,183 @@
+"""One model server for the room: how many learners it carries, measured on loopback.
+
+    python benchmarks/room.py [--learners 1,4,8,16,30] [--window 20] [--deadline 10]
+
+Starts llama-cpp-python's real OpenAI-compatible server (`labkit serve`'s command line:
+SmolLM2-135M, `--model_alias smollm2`, the local backend's n_ctx) on a free 127.0.0.1 port and,
+for each N, simulates N learners as N threads, each running lab 02's L3 docuctl episodes
+(`example` prompt, T=0, cases in turn, lab 01's limits) through `openai:smollm2` with a
+per-decision deadline of `--deadline` seconds — what a room would set, far below the default 120
+s. A learner starts episodes for `--window` seconds and at most MAX_EPISODES; an episode under
+way then finishes, each decision within the deadline, so every N ends within window + 8 turns
+x deadline, never hangs. Reported per N: decisions answered per second, p50/p95 decision
+latency (answered ones), episodes and how many ended `provider_error` (the deadline), and
+what that means for a 10-minute live segment: episodes each learner completes in it.
+
+llama-cpp-python's server answers one request at a time (a global lock), so N learners queue:
+latency grows with N and, past the deadline, decisions become counted `provider_error` stops.
+Everything runs on this machine: client threads and server share its cores. Loopback only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+from labkit import docuctl
+from labkit.core.errors import ProviderError
+from labkit.course.commands.serve import ALIAS, require_server, server_command
+from labkit.decision_loop.model_policy import docuctl_policy
+from labkit.decision_loop.trials import limits_for, run_case
+from labkit.model.openai_chat import OpenAIBackend
+
+MAX_EPISODES = 40  # per learner and N: the loop is bounded in count as well as in time
+SEGMENT_S = 600  # a 10-minute live segment
+
+
+class Timed:
+    """An OpenAIBackend that notes each decision's wall time and whether it was answered."""
+
+    def __init__(self, inner: OpenAIBackend, notes: list[tuple[float, bool]], lock: threading.Lock):
+        self.inner, self.notes, self.lock, self.name = inner, notes, lock, inner.name
+
+    def provenance(self) -> dict:
+        return self.inner.provenance()
+
+    def complete(self, request):
+        start = time.perf_counter()
+        try:
+            reply = self.inner.complete(request)
+        except ProviderError:
+            with self.lock:
+                self.notes.append((time.perf_counter() - start, False))
+            raise
+        with self.lock:
+            self.notes.append((time.perf_counter() - start, True))
+        return reply
+
+
+def learner(
+    base_url: str, deadline: float, until: float, notes: list, stops: list, lock: threading.Lock, offset: int
+) -> None:
+    corpus = docuctl()
+    cases = corpus.cases + corpus.adaptive_cases
+    backend = Timed(
+        OpenAIBackend(ALIAS, base_url=base_url, deadline=deadline, timeout=deadline, environ={}), notes, lock
+    )
+    policy = docuctl_policy("example", backend=backend, rung="L3", max_tokens=48)
+    for i in range(MAX_EPISODES):
+        if time.monotonic() >= until:
+            break
+        case = cases[(offset + i) % len(cases)]
+        result = run_case(case, policy, limits=limits_for(case, corpus), budget_tokens=4000, corpus=corpus)
+        with lock:
+            stops.append(result["stop"])
+
+
+def measure(base_url: str, n: int, window: float, deadline: float) -> dict:
+    notes: list[tuple[float, bool]] = []
+    stops: list[str] = []
+    lock = threading.Lock()
+    start = time.monotonic()
+    threads = [
+        threading.Thread(
+            target=learner, args=(base_url, deadline, start + window, notes, stops, lock, i), daemon=True
+        )
+        for i in range(n)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - start
+    answered = sorted(t for t, ok in notes if ok)
+    p = (lambda q: answered[min(len(answered) - 1, int(q * len(answered)))]) if answered else (lambda q: None)
+    errors = stops.count("provider_error")
+    finished = len(stops) - errors
+    return {
+        "learners": n,
+        "seconds": round(elapsed, 1),
+        "decisions/s": round(len(answered) / elapsed, 2),
+        "p50 s": None if not answered else round(statistics.median(answered), 2),
+        "p95 s": None if not answered else round(p(0.95), 2),
+        "episodes": len(stops),
+        "provider_error": errors,
+        "episodes per learner in 10 min": round(finished / n / elapsed * SEGMENT_S, 1),
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--learners", default="1,4,8,16,30", help="comma-separated N (each at most 30)")
+    parser.add_argument("--window", type=float, default=20.0, help="seconds each N starts episodes (<= 120)")
+    parser.add_argument("--deadline", type=float, default=10.0, help="per-decision deadline, seconds (<= 60)")
+    parser.add_argument("--threads", type=int, default=None, help="the server's CPU threads")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    counts = [int(x) for x in args.learners.split(",") if x.strip()]
+    if (
+        not counts
+        or not all(1 <= n <= 30 for n in counts)
+        or not 0 < args.window <= 120
+        or not 0 < args.deadline <= 60
+    ):
+        parser.error("--learners 1..30 each, --window 0-120 s, --deadline 0-60 s")
+    require_server()
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}/v1"
+    server = subprocess.Popen(
+        server_command("127.0.0.1", port, threads=args.threads),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"{base_url}/models", timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            sys.exit("llama_cpp.server did not answer within 60 s")
+        warm = urllib.request.Request(
+            f"{base_url}/chat/completions",
+            headers={"Content-Type": "application/json"},
+            data=json.dumps(
+                {"model": ALIAS, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+            ).encode(),
+        )
+        urllib.request.urlopen(warm, timeout=120).close()
+        rows = []
+        for n in counts:
+            row = measure(base_url, n, args.window, args.deadline)
+            rows.append(row)
+            print(json.dumps(row) if args.json else "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
+            time.sleep(args.deadline)  # abandoned requests still queued at the server drain first
+        if not args.json:
+            heads = list(rows[0])
+            print("\n| " + " | ".join(heads) + " |\n|" + "---|" * len(heads))
+            for row in rows:
+                print("| " + " | ".join("-" if row[h] is None else str(row[h]) for h in heads) + " |")
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""`labkit serve`: one model server for the room, the course's SmolLM2 behind an OpenAI-compatible API.
+
+A thin wrapper around llama-cpp-python's own server (`python -m llama_cpp.server`, its `server`
+extra, installed by `make model`): it serves the model file the `local` backend uses
+(`labkit.model.local.find_model_file`), under the name ``smollm2`` (`--model_alias`), with the
+local backend's context size, on 0.0.0.0:8000 by default, with its request log off. Once the
+server answers `/v1/models` it prints the lines each learner types (the machine's addresses on
+the room's network), then runs until Ctrl-C.
+
+llama-cpp-python's server answers one request at a time (a global lock): fine for a handful of
+learners; for a whole room, measured in benchmarks/room.py and the README, use llama.cpp's
+`llama-server -np N --cont-batching` or Ollama with `OLLAMA_NUM_PARALLEL`. Learners' laptops
+compile nothing: they need only the `openai` client, which labkit already depends on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from labkit.core.errors import LabError
+
+ALIAS = "smollm2"
+PORT = 8000
+READY_S = 60.0  # the server loads the 98 MB model in about a second; give a slow disk a minute
+SERVER_MODULES = (
+    "llama_cpp",
+    "fastapi",
+    "uvicorn",
+    "sse_starlette",
+    "starlette_context",
+    "pydantic_settings",
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="serve the course's SmolLM2 to the room over the OpenAI API (llama_cpp.server)",
+        description=(
+            "Start llama-cpp-python's OpenAI-compatible server with the course's SmolLM2 model "
+            "(needs `make model`), wait until it answers, and print what each learner sets: "
+            "OPENAI_BASE_URL and LABKIT_MODEL=openai:smollm2. It answers one request at a time; "
+            "for a room of 30 see the README's 'One model for the room'."
+        ),
+    )
+    parser.add_argument(
+        "--host",
+        default="0.0.0.0",
+        help="address to listen on (default 0.0.0.0: the room's network; 127.0.0.1: this machine)",
+    )
+    parser.add_argument("--port", type=int, default=PORT, metavar="N", help=f"port (default {PORT})")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="CPU threads for the model (default: llama.cpp's choice)",
+    )
+    parser.add_argument(
+        "--model-path",
+        default=None,
+        metavar="FILE",
+        help="a GGUF file (default: the course's SmolLM2, as LABKIT_MODEL=local finds it)",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def require_server() -> None:
+    """LabError naming what is missing when llama-cpp-python's server extra is not installed."""
+    missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise LabError(
+            f"llama-cpp-python's server is not installed (missing {', '.join(missing)}): "
+            "run `make model` on the machine that serves the room"
+        )
+
+
+def server_command(
+    host: str,
+    port: int,
+    *,
+    threads: int | None = None,
+    model_path: str | Path | None = None,
+    alias: str = ALIAS,
+) -> list[str]:
+    """The `python -m llama_cpp.server` command line `labkit serve` runs (the live test runs it too)."""
+    from labkit.model.local import N_CTX, find_model_file
+
+    path = Path(model_path) if model_path else find_model_file()
+    if not path.is_file():
+        raise LabError(f"--model-path {path}: no such file")
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(path),
+        "--model_alias",
+        alias,
+        "--n_ctx",
+        str(N_CTX),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--verbose",
+        "False",
+    ]
+    if threads is not None:
+        command += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
+    return command
+
+
+def addresses(host: str) -> list[str]:
+    """The addresses learners can reach this server at: the one it listens on, or for 0.0.0.0
+    this machine's outgoing address on the room's network (found without sending anything)."""
+    if host not in ("0.0.0.0", "", "::"):
+        return [host]
+    found = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))  # UDP connect: picks a route, sends no packet
+            found.append(probe.getsockname()[0])
+        except OSError:
+            pass
+    return [address for address in found if not address.startswith("127.")] or ["127.0.0.1"]
+
+
+def wait_until_ready(process: subprocess.Popen, url: str, limit: float = READY_S) -> str:
+    """The model id `url` (/v1/models) lists once it answers; LabError if the server exits or
+    has not answered within `limit` seconds."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise LabError(
+                f"llama_cpp.server exited with status {process.returncode} before answering "
+                "(is the port taken? try --port)"
+            )
+        try:
+            with urllib.request.urlopen(url, timeout=1) as reply:
+                listed = json.loads(reply.read(100_000))
+            return ", ".join(str(m.get("id")) for m in listed.get("data", []))
+        except (OSError, ValueError):
+            time.sleep(0.2)
+    raise LabError(f"llama_cpp.server did not answer {url} within {limit:g} s")
+
+
+def handle(args: argparse.Namespace) -> int:
+    if not 1 <= args.port <= 65535:
+        raise LabError(f"--port {args.port}: not a port (1-65535)")
+    if args.threads is not None and not 1 <= args.threads <= 256:
+        raise LabError(f"--threads {args.threads}: use 1-256")
+    require_server()
+    command = server_command(args.host, args.port, threads=args.threads, model_path=args.model_path)
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    try:
+        local = "127.0.0.1" if args.host in ("0.0.0.0", "", "::") else args.host
+        served = wait_until_ready(process, f"http://{local}:{args.port}/v1/models")
+        print(f"serving {served} with llama_cpp.server on {args.host}:{args.port} (one request at a time)")
+        print("each learner sets, in the notebook's parameters cell or before starting Jupyter:")
+        for address in addresses(args.host):
+            print(f"    OPENAI_BASE_URL=http://{address}:{args.port}/v1   LABKIT_MODEL=openai:{ALIAS}")
+        print(
+            "00_start_here.ipynb's setup check shows whether it answers. Ctrl-C stops the server.", flush=True
+        )
+        return process.wait()
+    except KeyboardInterrupt:
+        print("stopping the server")
+        return 0
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
