@@ -76,6 +76,7 @@ from labkit.decision_loop.tables import pass_hat_k
 from labkit.model.replay import TRIALS, ReplayBackend
 
 __all__ = [
+    "RULE_RUN",
     "check_budget",
     "check_missing_rule",
     "check_pass_hat_k",
