@@ -40,19 +40,16 @@ recognised: "that is labkit's version; write your own". `check_run` also holds c
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 import random
-import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from types import CodeType, MappingProxyType
+from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
 
-from labkit.baseline.controllers import docuctl_tools, scripted
+from labkit.baseline.controllers import docuctl_tools
 from labkit.baseline.grading import outcome
 from labkit.baseline.task import Task, task_from
 from labkit.core.check import (
@@ -60,7 +57,6 @@ from labkit.core.check import (
     Raised,
     TimedOut,
     call,
-    copied,
     crashed,
     fail,
     not_a_function,
@@ -68,15 +64,31 @@ from labkit.core.check import (
 )
 from labkit.core.errors import LabError
 from labkit.core.progress import exercise
-from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Budget, Tool, run
+from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Budget, run
 from labkit.core.text import shorten
+from labkit.decision_loop.answers import Watch as _Watch
+from labkit.decision_loop.answers import handed_in as _handed_in
+from labkit.decision_loop.answers import labkits_version as _labkits_version
+from labkit.decision_loop.answers import shown as _shown
 from labkit.decision_loop.evaluation import case_by_id, replay_trials
 from labkit.decision_loop.model_policy import docuctl_policy
+from labkit.decision_loop.run_cases import (
+    FINAL,
+    READ_DEPLOY,
+    TASK,
+    case_tools,
+    cases,
+    reference_table,
+    scenarios,
+)
 from labkit.decision_loop.tables import pass_hat_k
 from labkit.model.replay import TRIALS, ReplayBackend
 
 __all__ = [
+    "FINAL",
+    "READ_DEPLOY",
     "RULE_RUN",
+    "TASK",
     "check_budget",
     "check_missing_rule",
     "check_pass_hat_k",
@@ -86,9 +98,6 @@ __all__ = [
     "scenarios",
 ]
 
-TASK = Task("exercise", "rollback", "How do I restore the last release?", "v2")
-# A second question, in the other version: only `check_run`'s unshown cases ask it.
-OTHER_TASK = Task("exercise-v1", "deploy", "How do I deploy the current build?", "v1")
 KEYS = ("stop", "turns", "tool_calls", "answer", "citation")
 # The exact types a run's result holds under each key: a subclass of str or int (one that
 # compares equal to everything, a numpy integer) is refused, not compared.
@@ -116,380 +125,6 @@ RULE_RUN = TRIALS / "docuctl-smollm2-example-t0.jsonl"
 # answer that memorised the fixed ones does not pass.
 PASS_HAT_K_CASES = ((5, 5, 5), (0, 5, 1), (3, 5, 1), (3, 5, 2), (4, 5, 4), (2, 5, 3), (9, 10, 5))
 RANDOM_CASES = 3
-
-
-def _fresh(decision: Any) -> Any:
-    """A new copy of one of this module's decisions, as a plain dict, for a learner to keep or change."""
-    if isinstance(decision, Mapping):
-        return {key: copied(value) for key, value in decision.items()}
-    return copied(decision)
-
-
-def _searcher(task: Any, observations: list) -> dict[str, Any]:
-    return {"action": "search", "query": task.question}
-
-
-def _raises(error: BaseException) -> Callable[..., Any]:
-    def policy(task: Any, observations: list) -> Any:
-        if observations:
-            raise error
-        return _searcher(task, observations)
-
-    return policy
-
-
-def _says(*decisions: Any) -> Callable[..., Any]:
-    """A policy proposing `decisions` in turn (the last one again after that), each a fresh copy."""
-    kept = tuple(decisions)
-
-    def policy(task: Any, observations: list) -> Any:
-        return _fresh(kept[min(len(observations), len(kept) - 1)])
-
-    return policy
-
-
-def _broken_read(**args: Any) -> Any:
-    raise RuntimeError("storage offline")
-
-
-def _lookup(id: str) -> dict[str, str]:  # noqa: A002 - the tool's argument is named as the model sees it
-    """A tool that is not a source: it names a page without returning it."""
-    return {"id": id, "status": "indexed"}
-
-
-def _after_error(task: Any, observations: list) -> dict[str, Any]:
-    """Search, read the first hit; if the read failed, say so (whatever the error's wording)."""
-    if (
-        observations
-        and isinstance(observations[-1]["result"], dict)
-        and "error" in observations[-1]["result"]
-    ):
-        return {"action": "final", "answer": "the page could not be read", "citation": ""}
-    return scripted(task, observations)
-
-
-READ_DEPLOY: Mapping[str, str] = MappingProxyType({"action": "read", "id": "rollback-v2"})
-FINAL: Mapping[str, str] = MappingProxyType(
-    {"action": "final", "answer": "docuctl release revert --env staging", "citation": "rollback-v2"}
-)
-
-
-@dataclass(frozen=True)
-class _Case:
-    """One case of `check_run`: a policy, its limits, its tools ("docs", "broken read",
-    "lookup"), the rule it checks, its task, and whether `reference_table` shows it."""
-
-    name: str
-    policy: Callable[..., Any]
-    limits: Mapping[str, int]
-    tools: str
-    rule: str
-    task: Task = TASK
-    shown: bool = True
-
-
-def _cases() -> list[_Case]:
-    """Every case `check_run` holds, built fresh (new policies, new decisions) on every call."""
-    small = MappingProxyType({"max_turns": 3, "max_tools": 2})
-    roomy = MappingProxyType({"max_turns": 4, "max_tools": 3})
-    shown = [
-        _Case(
-            "scripted search, read, answer",
-            scripted,
-            small,
-            "docs",
-            "a valid final answer citing a page read: final",
-        ),
-        _Case(
-            "an unknown action",
-            _says({"action": "delete_page", "id": "x"}),
-            small,
-            "docs",
-            "an action no tool provides is invalid_decision, and nothing runs",
-        ),
-        _Case(
-            "a proposal that is not an object",
-            _says("search the docs"),
-            small,
-            "docs",
-            "a proposal that is not a dict is invalid_decision",
-        ),
-        _Case(
-            "an extra field",
-            _says({"action": "search", "query": "q", "sudo": True}),
-            small,
-            "docs",
-            "a field the tool does not declare is invalid_decision, and the tool must not run",
-        ),
-        _Case(
-            "a missing field",
-            _says({"action": "read"}),
-            small,
-            "docs",
-            "a missing argument is invalid_decision",
-        ),
-        _Case(
-            "a number where a string is due",
-            _says({"action": "read", "id": 7}),
-            small,
-            "docs",
-            "a wrongly typed argument is invalid_decision",
-        ),
-        _Case(
-            "decide raises KeyError",
-            _raises(KeyError("result")),
-            small,
-            "docs",
-            "any exception from the policy is invalid_decision (turn 2), never a crash",
-        ),
-        _Case(
-            "decide raises ConnectionError",
-            _raises(ConnectionError("refused")),
-            small,
-            "docs",
-            "an OSError from the policy is provider_error",
-        ),
-        _Case(
-            "keeps searching, 2 tools",
-            _searcher,
-            small,
-            "docs",
-            "a tool proposed after max_tools calls is tool_limit, and it does not run",
-        ),
-        _Case(
-            "keeps searching, 3 tools, 2 turns",
-            _searcher,
-            MappingProxyType({"max_turns": 2, "max_tools": 3}),
-            "docs",
-            "max_turns decisions without a final is turn_limit",
-        ),
-        _Case(
-            "cites a page it never read",
-            _says(FINAL),
-            small,
-            "docs",
-            "a citation no source tool returned in this run is unread_citation",
-        ),
-        _Case(
-            "searches, then cites a hit unread",
-            _says({"action": "search", "query": TASK.question}, FINAL),
-            small,
-            "docs",
-            "a search hit is not a page read: citing it without reading it is unread_citation",
-        ),
-        _Case(
-            "reads, then cites it",
-            _says(READ_DEPLOY, FINAL),
-            small,
-            "docs",
-            "a citation of a page read in this run is final",
-        ),
-        _Case(
-            "a tool that raises",
-            _after_error,
-            roomy,
-            "broken read",
-            "a tool that raises is an observation {'error': ...}; the episode goes on",
-        ),
-        _Case(
-            "final with a blank answer",
-            _says({"action": "final", "answer": " ", "citation": ""}),
-            small,
-            "docs",
-            "a blank answer is invalid_decision",
-        ),
-    ]
-    unshown = [
-        _Case(
-            "no tool allowed",
-            _searcher,
-            MappingProxyType({"max_turns": 2, "max_tools": 0}),
-            "docs",
-            "with max_tools=0 the first tool proposed is tool_limit, and it does not run",
-            shown=False,
-        ),
-        _Case(
-            "one turn only",
-            scripted,
-            MappingProxyType({"max_turns": 1, "max_tools": 2}),
-            "docs",
-            "max_turns decisions without a final is turn_limit, whatever max_turns is",
-            shown=False,
-        ),
-        _Case(
-            "another question, version v1",
-            scripted,
-            small,
-            "docs",
-            "a valid final answer citing a page read: final (for whatever task it is handed)",
-            task=OTHER_TASK,
-            shown=False,
-        ),
-        _Case(
-            "reads a page that does not exist, then cites it",
-            _says(
-                {"action": "read", "id": "no-such-page"},
-                {"action": "final", "answer": "docuctl ship", "citation": "no-such-page"},
-            ),
-            small,
-            "docs",
-            "a read that raised returned no page: citing it is unread_citation",
-            shown=False,
-        ),
-        _Case(
-            "a tool that is not a source names a page",
-            _says({"action": "lookup", "id": "rollback-v2"}, FINAL),
-            small,
-            "lookup",
-            "only a source tool's result (tool.source) makes a page citable: unread_citation",
-            shown=False,
-        ),
-        _Case(
-            "final with an undeclared field",
-            _says({"action": "final", "answer": "docuctl ship", "citation": "", "confidence": "high"}),
-            small,
-            "docs",
-            "a final answer with a field it does not declare is invalid_decision",
-            shown=False,
-        ),
-        _Case(
-            "decide raises TimeoutError",
-            _raises(TimeoutError("timed out")),
-            small,
-            "docs",
-            "TimeoutError is an OSError: provider_error",
-            shown=False,
-        ),
-        _Case(
-            "reads two pages, cites the first",
-            _says(READ_DEPLOY, {"action": "read", "id": "releases-v2"}, FINAL),
-            roomy,
-            "docs",
-            "a citation of any page read earlier in this run is final",
-            shown=False,
-        ),
-    ]
-    return shown + unshown
-
-
-def scenarios() -> list[tuple[str, Callable[..., Any], dict[str, int], bool, str]]:
-    """(name, policy, limits, broken read tool?, what the contract says) for every case `reference_table`
-    shows; `check_run` holds these and a few more it does not show."""
-    return [
-        (case.name, case.policy, dict(case.limits), case.tools == "broken read", case.rule)
-        for case in _cases()
-        if case.shown
-    ]
-
-
-def _tools(log: list[str], kind: str = "docs", task: Task = TASK) -> dict[str, Tool]:
-    """Fresh tools for one case; every call is logged in `log` and hands back a copy of its result."""
-    tools = docuctl_tools(task)
-    if kind == "broken read":
-        tools["read"] = Tool("read", {"id": "str"}, _broken_read, source=True)
-    elif kind == "lookup":
-        tools["lookup"] = Tool(
-            "lookup", {"id": "str"}, _lookup, description="check that a page id is indexed"
-        )
-
-    def counted(tool: Tool) -> Tool:
-        def go(**args: Any) -> Any:
-            log.append(tool.name)
-            return copied(tool.call(**args))
-
-        return Tool(tool.name, tool.params, go, tool.source, tool.description)
-
-    return {name: counted(tool) for name, tool in tools.items()}
-
-
-def reference_table() -> pd.DataFrame:
-    """labkit's `run` on every case `check_run` shows: what a matching `my_run` returns."""
-    rows = []
-    for case in _cases():
-        if case.shown:
-            got = run(case.task, case.policy, tools=_tools([], case.tools, case.task), **case.limits)
-            rows.append(
-                {
-                    "case": case.name,
-                    "stop": got["stop"],
-                    "turns": got["turns"],
-                    "tool calls": got["tool_calls"],
-                }
-            )
-    return pd.DataFrame(rows).set_index("case")
-
-
-# -- labkit's own version handed in -----------------------------------------------------------
-
-
-@functools.cache
-def _reference_codes() -> dict[CodeType, str]:
-    """The code of labkit's implementations an answer may not hand in or delegate to."""
-    return {run.__code__: "labkit's run", pass_hat_k.__code__: "labkit's pass_hat_k"}
-
-
-def _handed_in(answer: Any) -> str | None:
-    """Which labkit implementation `answer` is (itself, wrapped, a partial or a bound method), or None."""
-    codes, seen, fn = _reference_codes(), set(), answer
-    while fn is not None and id(fn) not in seen:
-        seen.add(id(fn))
-        try:
-            code = getattr(fn, "__code__", None)
-            if isinstance(code, CodeType) and code in codes:
-                return codes[code]
-            fn = (
-                fn.func
-                if isinstance(fn, functools.partial)
-                else (getattr(fn, "__wrapped__", None) or getattr(fn, "__func__", None))
-            )
-        except Exception:  # noqa: BLE001 - a hostile attribute is no delegation
-            return None
-    return None
-
-
-class _Watch:
-    """Notes whether a learner's function calls one of labkit's implementations while it runs.
-
-    `wrap(fn)` returns a function that runs `fn` under `sys.setprofile`; a call into one of
-    `_reference_codes()` sets `seen` to its name. Installed inside the wrapper, so it holds in
-    whichever thread `call` runs it, and the previous profile function is put back after.
-    """
-
-    def __init__(self) -> None:
-        self.seen: str | None = None
-        self.codes = _reference_codes()
-
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def watched(*args: Any, **kwargs: Any) -> Any:
-            previous = sys.getprofile()
-
-            def note(frame: Any, event: str, arg: Any) -> None:
-                if event == "call" and self.seen is None:
-                    self.seen = self.codes.get(frame.f_code)
-
-            sys.setprofile(note)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                sys.setprofile(previous)
-
-        return watched
-
-
-def _labkits_version(name: str, yours: str) -> Check:
-    return fail(
-        f"that is {name}, handed in or called from your function; write your own {yours}: "
-        "labkit's is there to compare with once yours passes."
-    )
-
-
-def _shown(value: Any, limit: int = 80) -> str:
-    """`repr(value)`, cut to `limit` characters; one whose repr fails (or is too big) is named by its type."""
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a hostile __repr__, or an int past Python's digit limit
-        return f"a {type(value).__name__}"
-    return shorten(text, limit)
 
 
 # -- build it ---------------------------------------------------------------------------------
@@ -531,14 +166,13 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
     if (labkits := _handed_in(my_run)) is not None:
         return _labkits_version(labkits, "my_run")
     rows, hidden = [], 0
-    for case in _cases():
+    for case in cases():
         where = f"'{case.name}'" + ("" if case.shown else " (a case the reference table does not show)")
         mine: list[str] = []
         watch = _Watch()
         try:
-            got = call(
-                watch.wrap(my_run), case.task, case.policy, _tools(mine, case.tools, case.task), **case.limits
-            )
+            tools = case_tools(mine, case.tools, case.task)
+            got = call(watch.wrap(my_run), case.task, case.policy, tools, **case.limits)
         except Raised as raised:
             if watch.seen is not None:
                 return _labkits_version(watch.seen, "my_run")
@@ -550,7 +184,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         if (problem := _result_problem(got, where)) is not None:
             return fail(problem)
         mine_result = {key: dict.__getitem__(got, key) for key in KEYS}
-        want = run(case.task, case.policy, tools=_tools([], case.tools, case.task), **case.limits)
+        want = run(case.task, case.policy, tools=case_tools([], case.tools, case.task), **case.limits)
         wrong = [key for key in KEYS if mine_result[key] != want[key]]
         if len(mine) != mine_result["tool_calls"]:
             return fail(
@@ -615,7 +249,7 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
     try:
         # `call` runs the whole episode within the time limit: the runtime calls the policy in
         # this thread, and TimedOut (a BaseException) passes through the runtime's own handlers.
-        result = call(run, TASK, policy, tools=_tools([]), **limits)
+        result = call(run, TASK, policy, tools=case_tools([]), **limits)
     except Raised as raised:
         if isinstance(raised.error, LabError):  # the runtime re-raises the lab's own errors
             return fail(
@@ -637,7 +271,7 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
     )
 
 
-def _pass_hat_k_cases() -> list[tuple[int, int, int]]:
+def _pass_hat_kcases() -> list[tuple[int, int, int]]:
     rng = random.Random()  # afresh every check: no fixed list to memorise
     drawn = []
     for _ in range(RANDOM_CASES):
@@ -657,7 +291,7 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
         return refused
     if (labkits := _handed_in(fn)) is not None:
         return _labkits_version(labkits, "my_pass_hat_k")
-    cases = _pass_hat_k_cases()
+    cases = _pass_hat_kcases()
     for c, n, k in cases:
         watch = _Watch()
         try:
