@@ -1,14 +1,21 @@
 """Lab 02's build-it cell and exercises: every intended solution passes its checker, and a
 plausible wrong attempt fails with a sentence that says what to fix (never a traceback)."""
 
+import functools
 import math
+import time
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from verdicts import verdict
 
+from labkit.core.errors import LabError
 from labkit.core.progress import load_progress
-from labkit.core.runtime import validate_decision
+from labkit.core.runtime import run, validate_decision
 from labkit.decision_loop import checks as lab02
+from labkit.decision_loop.tables import pass_hat_k
 
 # -- build it: the heart of run --------------------------------------------------------------
 
@@ -190,8 +197,16 @@ def test_budget_checker_untouched():
 
 def test_missing_rule_solution_is_answered_with_the_recordings_figures():
     # The example prompt at L1, T=0: 22 unread_citation, 1 invalid_decision, 1 final (passed).
-    check = lab02.check_missing_rule("unread_citation")
+    check = lab02.check_missing_rule("unread_citation", 23)
     verdict(check, True, "23 of these 24 episodes", "outcome() passes 1")
+
+
+def test_missing_rule_asks_a_figure_no_cell_shows():
+    # The rule itself is on screen in section 5's stops table; the count of T=0 episodes that
+    # would end `final` without it is not: the exercise asks for it.
+    verdict(lab02.check_missing_rule("unread_citation"), False, "unread_citation is the rule", "how many")
+    verdict(lab02.check_missing_rule("unread_citation", 22), False, "not 22", "replay_trials")
+    verdict(lab02.check_missing_rule("unread_citation", "23"), False, "plain int")
 
 
 def test_missing_rule_wrong_answers():
@@ -205,3 +220,260 @@ def test_every_public_checker_records_progress():
     for name in lab02.__all__:
         if name.startswith("check_"):
             assert getattr(lab02, name).exercise[0] == "02"
+
+
+# -- hostile and careless answers (issues 20 and 21) ------------------------------------------
+
+def popping_run(task, decide, tools, max_turns, max_tools):
+    """The intended run, written as many would: it pops the action out of the validated decision."""
+    observations, sources, tool_calls = [], set(), 0
+
+    def stop(reason, turns, answer=None, citation=None):
+        return {"stop": reason, "turns": turns, "tool_calls": tool_calls, "answer": answer,
+                "citation": citation}
+
+    for turn in range(1, max_turns + 1):
+        try:
+            proposal = decide(task, list(observations))
+        except OSError:
+            return stop("provider_error", turn)
+        except Exception:
+            return stop("invalid_decision", turn)
+        try:
+            decision = validate_decision(proposal, tools)
+        except ValueError:
+            return stop("invalid_decision", turn)
+        action = decision.pop("action")
+        if action == "final":
+            if decision["citation"] and decision["citation"] not in sources:
+                return stop("unread_citation", turn)
+            return stop("final", turn, decision["answer"], decision["citation"])
+        if tool_calls == max_tools:
+            return stop("tool_limit", turn)
+        tool = tools[action]
+        try:
+            result = tool.call(**decision)
+        except Exception as error:
+            result = {"error": str(error)}
+        tool_calls += 1
+        sources |= read_ids(tool, result)
+        observations.append({"action": action, "result": result})
+    return stop("turn_limit", max_turns)
+
+
+def test_a_run_that_changes_the_decisions_it_is_handed_is_judged_on_its_own_merits():
+    before = lab02.reference_table()
+    verdict(lab02.check_run(popping_run), True)
+    # ... and it changed nothing the next check compares against
+    assert lab02.FINAL["action"] == "final"
+    pd_equal = before.equals(lab02.reference_table())
+    assert pd_equal, lab02.reference_table()
+    verdict(lab02.check_run(my_run), True)
+
+
+def test_the_modules_decisions_are_read_only():
+    with pytest.raises(TypeError):
+        lab02.FINAL["action"] = "read"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        lab02.LIMITS["max_turns"] = 8  # type: ignore[index]
+
+
+class Same(str):
+    """A string equal to everything."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = str.__hash__
+
+
+class SameInt(int):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = int.__hash__
+
+
+def test_values_that_compare_equal_to_everything_do_not_pass():
+    def always_equal(task, decide, tools, max_turns, max_tools):
+        return {"stop": Same("final"), "turns": SameInt(0), "tool_calls": SameInt(0), "answer": Same(""),
+                "citation": Same("")}
+
+    verdict(lab02.check_run(always_equal), False, "of type Same", "plain")
+    nope = lambda t, o: {"action": "nope"}  # noqa: E731
+    verdict(lab02.check_stop_policy(Same("tool_limit"), nope), False, "plain string")
+    verdict(lab02.check_missing_rule(Same("unread_citation"), 23), False, "plain string")
+
+
+def test_numpy_values_are_answered_not_compared():
+    def numpy_counts(task, decide, tools, max_turns, max_tools):
+        result = my_run(task, decide, tools, max_turns, max_tools)
+        return result | {"turns": np.int64(result["turns"])}
+
+    verdict(lab02.check_run(numpy_counts), False, "of type int64", "int()")
+    verdict(lab02.check_budget(np.int64(992)), False, "positive int of tokens", "int(x)")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: np.array([0.5])), False, "ndarray", "plain float")
+    # a numpy float is a float: the right value passes
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: np.float64(math.comb(c, k) / math.comb(n, k))), True)
+
+
+def delegating_run(task, decide, tools, max_turns, max_tools):
+    return run(task, decide, tools=tools, max_turns=max_turns, max_tools=max_tools)
+
+
+@functools.wraps(run)
+def wrapped_run(*args, **kwargs):
+    return delegating_run(*args, **kwargs)
+
+
+@pytest.mark.parametrize("answer", [run, functools.partial(run), delegating_run, wrapped_run])
+def test_labkits_own_run_is_recognised(answer):
+    verdict(lab02.check_run(answer), False, "that is labkit's run", "write your own my_run")
+
+
+@pytest.mark.parametrize(
+    "answer", [pass_hat_k, functools.partial(pass_hat_k), lambda c, n, k: pass_hat_k(c, n, k)]
+)
+def test_labkits_own_pass_hat_k_is_recognised(answer):
+    verdict(lab02.check_pass_hat_k(answer), False, "that is labkit's pass_hat_k", "write your own")
+
+
+def test_huge_and_odd_numbers_get_a_verdict():
+    verdict(lab02.check_budget(10**20), False, "not the smallest")
+    verdict(lab02.check_budget(10**5000), False, "not the smallest")  # past Python's int-to-str limit
+    assert load_progress("02")["exercises"]["budget"]["payload"] == {"tokens": None}
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: 10**400), False, "between 0 and 1")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: 10**5000), False, "between 0 and 1")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: math.nan), False, "expected")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: True), False, "a bool")
+
+
+def test_labkits_own_error_raised_by_an_answer_is_a_verdict():
+    def raises_lab_error(task, decide, tools, max_turns, max_tools):
+        raise LabError("no recording for this request")
+
+    verdict(lab02.check_run(raises_lab_error), False, "your function raised LabError", "line")
+
+    def policy(task, observations):
+        raise LabError("no recording for this request")
+
+    verdict(lab02.check_stop_policy("tool_limit", policy), False, "LabError")
+
+
+def test_a_slow_policy_under_the_runtime_gets_a_verdict_naming_the_case():
+    def slow(task, observations):
+        time.sleep(5)  # over the checker's limit; labkit's run waits for a policy without a timeout
+        return {"action": "search", "query": task.question}
+
+    verdict(lab02.check_stop_policy("tool_limit", slow), False, "did not return within 3 s",
+            "max_turns=3, max_tools=2")
+
+
+def test_a_hanging_run_gets_a_verdict_naming_the_case():
+    def hangs(task, decide, tools, max_turns, max_tools):
+        while True:
+            time.sleep(0.01)
+
+    verdict(lab02.check_run(hangs), False, "did not return within 3 s", "'scripted search, read, answer'")
+
+
+# -- the cases a learner has not seen ---------------------------------------------------------
+
+
+def test_runs_that_fit_only_the_shown_cases_fail_on_the_others():
+    def any_id(tool, result):  # forgets tool.source: a non-source tool's id counts as read
+        return {result["id"]} if isinstance(result, dict) and isinstance(result.get("id"), str) else set()
+
+    def limit_from_turn_2(task, decide, tools, max_turns, max_tools):
+        # checks the tool limit only once a tool has run: max_tools=0 lets one through
+        if max_tools == 0:
+            return my_run(task, decide, tools, max_turns, 1)
+        return my_run(task, decide, tools, max_turns, max_tools)
+
+    def connection_errors_only(task, decide, tools, max_turns, max_tools):
+        def wrapped(t, o):
+            try:
+                return decide(t, o)
+            except OSError as error:
+                if isinstance(error, ConnectionError):
+                    raise
+                raise RuntimeError(str(error)) from None
+
+        return my_run(task, wrapped, tools, max_turns, max_tools)
+
+    verdict(lab02.check_run(run_reading(any_id)), False, "not a source", "does not show")
+    verdict(lab02.check_run(limit_from_turn_2), False, "no tool allowed", "does not show")
+    verdict(lab02.check_run(connection_errors_only), False, "TimeoutError", "provider_error")
+    # the intended solution passes them all; the table shows only the cases in the reference table
+    check = lab02.check_run(my_run)
+    verdict(check, True, "and 8 it does not show")
+    assert list(check.table.index) == list(lab02.reference_table().index)
+
+
+# -- hypothesis: whatever a learner hands in ends in a verdict --------------------------------
+
+values = st.one_of(
+    st.none(), st.just(...), st.booleans(), st.integers(min_value=-(10**30), max_value=10**30),
+    st.just(10**400), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=30),
+    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    st.sampled_from([np.int64(3), np.float64(0.5), np.array([1, 2]), np.str_("final"), Same("final")]),
+)
+
+
+def _raiser(error):
+    def fn(*args, **kwargs):
+        raise error
+
+    return fn
+
+
+functions = st.one_of(
+    values.map(lambda value: lambda *args, **kwargs: value),
+    st.sampled_from([ValueError("x"), KeyError("k"), LabError("lab"), RecursionError(), ZeroDivisionError()])
+    .map(_raiser),
+)
+answers = st.one_of(values, functions)
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _is_a_verdict(check):
+    assert isinstance(check, lab02.Check), check
+    verdict(check, check.passed)
+
+
+@SETTINGS
+@given(answers)
+def test_any_answer_to_check_run_is_a_verdict(answer):
+    _is_a_verdict(lab02.check_run(answer))
+
+
+@SETTINGS
+@given(answers, answers)
+def test_any_answer_to_check_stop_policy_is_a_verdict(reason, policy):
+    _is_a_verdict(lab02.check_stop_policy(reason, policy))
+    _is_a_verdict(lab02.check_stop_policy("tool_limit", policy))
+
+
+@SETTINGS
+@given(answers)
+def test_any_answer_to_check_pass_hat_k_is_a_verdict(answer):
+    _is_a_verdict(lab02.check_pass_hat_k(answer))
+
+
+@SETTINGS
+@given(values)
+def test_any_answer_to_check_budget_is_a_verdict(answer):
+    _is_a_verdict(lab02.check_budget(answer))
+
+
+@SETTINGS
+@given(values, values)
+def test_any_answer_to_check_missing_rule_is_a_verdict(stop, finals):
+    _is_a_verdict(lab02.check_missing_rule(stop, finals))
+    _is_a_verdict(lab02.check_missing_rule("unread_citation", finals))

@@ -125,9 +125,16 @@ def trace_text(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# A piece longer than this may wrap inside (a 70-character invented id, an error message given as
+# an answer): kept whole, such a trace pushed the time and tokens columns out of a notebook's view.
+KEPT_WHOLE = 50
+
+
 def _kept(pieces: list[str], joiner: str = ", ") -> str:
-    """Pieces joined where a line may break, each piece itself unbreakable."""
-    return joiner.join(f"<span style='{KEEP}'>{html.escape(piece)}</span>" for piece in pieces)
+    """Pieces joined where a line may break, each piece unbreakable unless it is longer than KEPT_WHOLE."""
+    styles = [KEEP if len(piece) <= KEPT_WHOLE else "overflow-wrap:anywhere" for piece in pieces]
+    spans = zip(styles, pieces, strict=True)
+    return joiner.join(f"<span style='{style}'>{html.escape(piece)}</span>" for style, piece in spans)
 
 
 def _decision_html(decision: Any) -> str:

@@ -10,5 +10,7 @@ lives here:
 - `evaluation`: trials run or replayed, one graded row per episode;
 - `tables`: what the rows add up to: pass@1 and pass^k, endings, latency, decisions;
 - `ladder`: the constraint ladder's tables and charts across rungs;
-- `checks`: the build-it cell's and the exercises' checkers (`labkit.exercises.lab02`).
+- `checks`: the build-it cell's and the exercises' checkers (`labkit.exercises.lab02`), with
+  `run_cases` (the cases `check_run` holds) and `answers` (labkit's own code handed in as an
+  answer, recognised; a value shown in a verdict without raising).
 """

@@ -33,6 +33,7 @@ import pandas as pd
 
 from labkit.core.intervals import SEED, Interval, bootstrap, paired, wilson
 from labkit.core.runtime import STOP_REASONS
+from labkit.model.constraints import RUNGS
 
 K_MAX = 5  # pass^k is shown for k = 1..K_MAX
 Row = dict[str, Any]
@@ -227,9 +228,18 @@ def decision_profile(rows: Iterable[Row]) -> pd.DataFrame:
     - repeats: decisions identical to the one just before them (the loop going nowhere);
     - final cites a read: final answers whose citation is a page read in the episode;
     - final copies it: final answers equal, word for word, to that page's command.
+
+    Rows of recorded model runs come in prompt, rung (L0..L3) and temperature order, after any
+    other policy's rows (those in the order first seen).
     """
     tallies: dict[str, Counter[str]] = defaultdict(Counter)
+    order: dict[str, tuple[str, int, float]] = {}
     for row in rows:
+        rung = row.get("rung")
+        order.setdefault(row["policy"], (
+            (str(row.get("prompt", "")), RUNGS.index(rung), float(row.get("temperature", 0)))
+            if rung in RUNGS else ("", -1, float(len(order)))
+        ))
         tally = tallies[row["policy"]]
         decisions = [entry.get("decision") for entry in row["result"]["trace"]]
         hits, pages, previous = set(), {}, None
@@ -269,7 +279,7 @@ def decision_profile(rows: Iterable[Row]) -> pd.DataFrame:
             "final cites a read": share(t["final cites a read"], t["finals"]),
             "final copies it": share(t["final copies it"], t["finals"]),
         }
-        for policy, t in tallies.items()
+        for policy, t in sorted(tallies.items(), key=lambda item: order[item[0]])
     }
     frame = pd.DataFrame.from_dict(table, orient="index")
     frame.index.name = "policy"

@@ -1,0 +1,141 @@
+"""Lab 02's notebook: every knob a learner turns leaves the later cells working, and what the
+notebook shows fits on screen (no line cut mid-word, rows in rung order, a diagram).
+
+The knob sweep executes the notebook's code cells from the top through the "Try it" cell (the
+only cells that read the knobs, and every cell they feed) with nbclient, once per set of values;
+each run turns every knob at once, so four kernels cover them all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from labkit.core.display import result_html
+from labkit.decision_loop.evaluation import replay_case
+from labkit.decision_loop.ladder import ladder_rows, ladder_table
+from labkit.decision_loop.tables import decision_profile
+
+nbclient = pytest.importorskip("nbclient")
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_decision_loop.ipynb"
+LAST = "under_limits(MAX_TURNS, MAX_TOOLS)"  # the last cell a knob reaches
+WIDTH = 110
+
+LIMITS = "MAX_TURNS, MAX_TOOLS"
+# One run per row: every knob at a plausible value, low and high, at once.
+SWEEP = [
+    {"STEP_TIMEOUT": 0.5, "SLOW_S": 0.2, "DEADLINE": 1.0, "BUDGET_TOKENS": 1000, LIMITS: (2, 2)},
+    {"STEP_TIMEOUT": 0.01, "SLOW_S": 0.05, "DEADLINE": 0.01, "BUDGET_TOKENS": 100, LIMITS: (1, 0)},
+    {"STEP_TIMEOUT": 0.1, "SLOW_S": 0.0, "DEADLINE": 0.5, "BUDGET_TOKENS": 320, LIMITS: (4, 3)},
+    {"STEP_TIMEOUT": 0.25, "SLOW_S": 0.3, "DEADLINE": 0.3, "BUDGET_TOKENS": 10**6, LIMITS: (8, 6)},
+]
+
+
+def _cells() -> tuple:
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    return notebook, notebook.cells
+
+
+def _text(cell) -> str:
+    return "".join(
+        out.get("text", "") if out.get("output_type") == "stream"
+        else out.get("data", {}).get("text/plain", "")
+        for out in cell.get("outputs", [])
+    )
+
+
+def _run_with(knobs: dict) -> list:
+    notebook, cells = _cells()
+    code = [cell for cell in cells if cell.cell_type == "code"]
+    end = next(i for i, cell in enumerate(code) if LAST in cell.source)
+    code = code[: end + 1]
+    for name, value in knobs.items():
+        pattern = re.compile(rf"^{re.escape(name)} = [^#\n]*?(?=\s*(#|$))", re.M)
+        owners = [cell for cell in code if pattern.search(cell.source)]
+        assert len(owners) == 1, f"the knob {name} is set in {len(owners)} cells, not one"
+        owners[0].source = pattern.sub(f"{name} = {value!r}", owners[0].source, count=1)
+    notebook.cells = code
+    client = nbclient.NotebookClient(notebook, timeout=60, kernel_name="python3",
+                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
+    return code
+
+
+@pytest.mark.parametrize("knobs", SWEEP, ids=lambda knobs: ",".join(f"{v}" for v in knobs.values()))
+def test_every_knob_over_its_plausible_values_leaves_the_later_cells_working(knobs):
+    code = _run_with(knobs)
+    side_by_side = next(cell for cell in code if "changed = [name for name in demo.index" in cell.source)
+    shown = _text(side_by_side)
+    # the ten-stops table still shows, and says which episode a knob changed rather than stopping
+    assert "aborted" in shown and "Traceback" not in shown
+    if knobs["STEP_TIMEOUT"] > knobs["SLOW_S"]:
+        assert "results['step_timeout'] ended" in shown
+    if knobs["BUDGET_TOKENS"] >= 960:  # three decisions of 320 tokens fit: the scripted loop finishes
+        assert "results['budget'] ended final" in shown
+    limits = next(cell for cell in code if LAST in cell.source)
+    assert "cases the adaptive loop passed" in _text(limits)
+
+
+def test_the_notebook_as_committed_shows_all_ten_stops_as_named():
+    _, cells = _cells()
+    side_by_side = next(cell for cell in cells if "changed = [name for name in demo.index" in cell.source)
+    assert "ended" not in _text(side_by_side)
+
+
+# -- legibility -------------------------------------------------------------------------------------
+
+
+def test_the_prompt_and_schema_cells_print_no_line_past_the_output_width():
+    _, cells = _cells()
+    for marker in ("print(wrapped(json.dumps(policy.schema", "policy.messages(task, [])"):
+        cell = next(cell for cell in cells if marker in cell.source)
+        lines = _text(cell).splitlines()
+        assert lines and all(len(line) <= WIDTH for line in lines), max(lines, key=len)
+
+
+def test_a_wide_trace_may_wrap_so_its_time_and_tokens_stay_in_view():
+    page = result_html(replay_case("deploy-build", "example", rung="L1"))
+    kept = re.findall(r"<span style='white-space:nowrap'>(.*?)</span>", page)
+    assert kept and all(len(piece) <= 60 for piece in kept), max(kept, key=len)
+    assert "overflow-wrap:anywhere" in page
+
+
+def test_decision_profile_rows_go_l0_to_l3():
+    index = list(decision_profile(ladder_rows()).index)
+    for prompt in ("base", "example"):
+        rungs = [name.split()[1] for name in index if name.startswith(prompt + " ")]
+        assert rungs == sorted(rungs), index
+
+
+def test_the_ladder_table_has_a_sampled_run_at_every_rung():
+    table = ladder_table(ladder_rows())
+    assert not table[[f"pass^{k}" for k in range(1, 6)]].isna().any(axis=None), table
+    assert (table["trials"] == 5).all()
+    assert not any(math.isnan(value) for value in table["pass@1 T=0"])
+
+
+def test_the_notebook_has_its_diagram_and_its_predictions():
+    _, cells = _cells()
+    assert any(cell.cell_type == "markdown" and "```mermaid" in cell.source for cell in cells)
+    sources = [cell.source for cell in cells]
+    assert sum("compare_prediction(" in source for source in sources) >= 3  # the helper and two uses
+
+
+def test_no_cell_above_an_exercise_answers_it():
+    _, cells = _cells()
+    sources = [cell.source for cell in cells]
+    exercise_2 = next(i for i, source in enumerate(sources) if "lab02.check_pass_hat_k(" in source)
+    assert not any("C(c,k)" in source or "math.comb" in source for source in sources[:exercise_2])
+    labkits = next(cell for cell in cells if "sampled[f\"pass^{k}\"]" in cell.source)
+    assert labkits.metadata.get("jupyter", {}).get("source_hidden") is True
+    build_it = next(source for source in sources if "lab02.check_run(my_run)" in source)
+    assert "tool.call(**{" not in build_it  # step 4 is said in words, not given as code
+    exercise_4 = next(i for i, source in enumerate(sources) if "lab02.check_missing_rule(" in source)
+    assert "...," in sources[exercise_4]  # it asks the figure, which no table shows
+    json.dumps(sources)  # the notebook reads back as text
