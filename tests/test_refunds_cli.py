@@ -67,19 +67,3 @@ def test_a_model_spec_that_names_no_backend_is_its_own_line_never_glued_to_a_pro
     assert err == ("labkit refund-lab: error: LABKIT_MODEL='garbage' is not a backend: use replay (default), "
                    "replay:<file>, local, or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)\n")
 
-
-def test_an_error_in_the_middle_of_a_model_run_starts_its_own_line(cli, monkeypatch):
-    from labkit.core.errors import LabError
-    from labkit.refunds import model_rows
-
-    def down(*args, progress=None, **kwargs):
-        bar = progress(range(5), 0)
-        next(iter(bar))
-        raise LabError("the model server is down")
-
-    monkeypatch.setenv("LABKIT_MODEL", "ollama:qwen2.5:0.5b")
-    monkeypatch.setattr(model_rows, "trials", down)
-    code, out, err = cli("refund-lab", "--policy", "model", "--defense", "none")
-    assert code == 2 and out == ""
-    *bar, last = err.split("\n")[:-1]
-    assert last == "labkit refund-lab: error: the model server is down" and bar

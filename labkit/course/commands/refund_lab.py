@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pandas as pd
 
@@ -52,20 +50,6 @@ def _plain(value: object) -> object:
     return value.item() if hasattr(value, "item") else value
 
 
-@contextmanager
-def _bars_closed_on_error() -> Iterator[None]:
-    """Close any progress bar still open when the block fails (a server going down mid-run), so
-    the error line the CLI prints starts a line of its own instead of being glued onto the bar."""
-    try:
-        yield
-    except LabError:
-        from tqdm import tqdm
-
-        for bar in list(getattr(tqdm, "_instances", ())):
-            bar.close()
-        raise
-
-
 def handle(args: argparse.Namespace) -> int:
     policies = _names(args.policy, POLICIES, "policy")
     defenses = [defenses_named(name).name for name in _names(args.defense, DEFENSES, "defense")]
@@ -82,12 +66,11 @@ def handle(args: argparse.Namespace) -> int:
         chosen = defenses if args.defense else list(LADDER_DEFENSES)
         # One block of rows per recorded rung of the constraint ladder; a defense asked for by
         # name must be recorded at some rung.
-        with _bars_closed_on_error():
-            model_frames = [model_matrix(chosen, by_attack=args.by_attack, explicit=False, rung=rung)
-                            for rung in recorded_rungs()]
-            if args.policy is not None and all(frame.empty for frame in model_frames):
-                # Its LabError names what is missing.
-                model_matrix(chosen, by_attack=args.by_attack, explicit=True)
+        model_frames = [model_matrix(chosen, by_attack=args.by_attack, explicit=False, rung=rung)
+                        for rung in recorded_rungs()]
+        if args.policy is not None and all(frame.empty for frame in model_frames):
+            # Its LabError names what is missing.
+            model_matrix(chosen, by_attack=args.by_attack, explicit=True)
         frames += model_frames
     table = pd.concat([frame for frame in frames if not frame.empty] or frames)
     if args.json:
