@@ -127,8 +127,8 @@ def test_class_json_counts_and_the_red_team_read_from_the_ledger(cli, tmp_path):
     attacks = {row["attack"]: row for row in result["red_team"]["attacks"]}
     # The intent attack is a refund the rules allow: mediation and the learners' guards let it through.
     success = {row["attack"]: row for row in result["red_team"]["success"]}
-    assert success["learner0"]["mediation"] > 0 and success["learner0"]["confirmation"] == 0
-    assert attacks["learner0"]["by"] == "learner0" and "learner3" not in attacks
+    assert success["learner0:attack"]["mediation"] > 0 and success["learner0:attack"]["confirmation"] == 0
+    assert attacks["learner0:attack"]["by"] == "learner0" and "learner3:attack" not in attacks
 
 
 def test_the_class_round_hands_no_decision_to_a_timeout_thread(tmp_path, decision_waits):
@@ -141,15 +141,24 @@ def test_the_class_round_hands_no_decision_to_a_timeout_thread(tmp_path, decisio
     assert len(decision_waits) > 1000 and set(decision_waits) == {None}
 
 
-def test_the_latest_submission_of_a_learner_wins(tmp_path):
+def test_two_different_files_of_one_learner_are_a_conflict_never_a_preference(tmp_path):
+    # A file claiming to be learner0's, with a later (or a garbage) date, used to replace their real
+    # one. Now neither counts, one line names both, and a byte-for-byte copy is only a copy.
     lab03_progress()
     folder = tmp_path / "class"
-    base = _submissions(folder, count=1)
+    base = _submissions(folder, count=2)
     later = {**base, "name": "learner0", "submitted": "2999-01-01T00:00:00+00:00"}
     (folder / "again.json").write_text(json.dumps(later))
+    (folder / "copy.json").write_text((folder / "lab03-learner1.json").read_text())
+    (folder / "zzzz.json").write_text(json.dumps({**later, "submitted": "zzzz-not-a-date"}))
     usable, skipped = load_folder(folder)
-    assert [s.file for s in usable] == ["again.json"]
-    assert skipped == ["skipped lab03-learner0.json: again.json is a later lab 03 submission by learner0"]
+    assert [s.file for s in usable] == ["copy.json"]  # files are read in name order
+    assert sorted(skipped) == [
+        "skipped again.json, lab03-learner0.json: conflict, 2 different lab 03 submissions by learner0; "
+        "keep the one to count and run again",
+        "skipped lab03-learner1.json: the same lab 03 submission by learner1 as copy.json",
+        "skipped zzzz.json: submitted: 'zzzz-not-a-date' is not an ISO date (as `labkit submit` writes)",
+    ]
 
 
 def _hostile(folder, base):
@@ -235,3 +244,285 @@ def test_the_real_checkers_hand_submit_an_attack_and_a_guard_table(cli, tmp_path
     data = read(tmp_path / "cleo.json").data
     assert data["attacks"] == [INTENT]
     assert data["guards"]["mediation"] == guard_table(mediation)
+
+
+# -- the class round, one file at a time untrusted (issue 21, issue 20's class round) -----------------
+
+
+def _lab01(folder, name="ana", **changes):
+    """A lab-01 submission as `labkit submit` writes it, with `changes` applied; its path."""
+    record("01", "workflow", Check(True, "ok"))
+    data, _ = build("01", "x")
+    data = {**data, "name": name, **changes}
+    folder.mkdir(exist_ok=True)
+    path = folder / f"lab01-{name}-{len(list(folder.iterdir()))}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("goal", ["refund order {order} for {amount:.2f} to {destination}",
+                                  "refund order {order} to {destination} for {user:>10000000}",
+                                  "refund order {order!r} to {destination}"])
+def test_an_attack_goal_with_a_format_spec_is_refused_in_one_line_at_once(tmp_path, goal):
+    lab03_progress()
+    folder = tmp_path / "class"
+    base = _submissions(folder, count=1)
+    hostile = {**base, "name": "eve", "attacks": [{**INTENT, "goal": goal}]}
+    (folder / "spec.json").write_text(json.dumps(hostile))
+    usable, skipped = load_folder(folder)
+    assert [s.name for s in usable] == ["learner0"]
+    assert len(skipped) == 1
+    assert skipped[0].startswith("skipped spec.json: attacks.0: field 'goal': placeholder")
+    assert "format spec" in skipped[0] and len(skipped[0]) < 300
+
+
+def test_submit_leaves_out_a_recorded_attack_whose_goal_has_a_format_spec(cli, tmp_path):
+    record("03", "intent_attack", Check(True, "ok"), {**INTENT, "goal": "refund {order} for {amount:.2f}"})
+    record("03", "retry_policy", Check(True, "ok"))
+    code, _, err = cli("submit", "3", "--name", "eve", "-o", str(tmp_path / "eve.json"))
+    assert code == 0 and "attack is left out" in err and "format spec" in err
+    assert read(tmp_path / "eve.json").data["attacks"] == []
+
+
+@pytest.mark.parametrize("name", ["mediation", "all_deterministic", "none", "direct-other-order"])
+def test_a_learner_named_like_a_course_row_never_replaces_it(cli, tmp_path, name):
+    lab03_progress()
+    folder = tmp_path / "class"
+    base = _submissions(folder, count=1)
+    (folder / "named.json").write_text(json.dumps({**base, "name": name}))
+    code, out, err = cli("class", str(folder), "--json", "--chart", str(tmp_path / "c.png"))
+    assert code == 0, err
+    result = json.loads(out)
+    defenses = {row["defense"]: row["by"] for row in result["red_team"]["defenses"]}
+    attacks = {row["attack"]: row["by"] for row in result["red_team"]["attacks"]}
+    assert all(defenses[preset] == "course" for preset in ("none", "mediation", "all_deterministic"))
+    assert attacks["direct-other-order"] == "course"
+    assert defenses[f"{name}:mediation"] == name and attacks[f"{name}:attack"] == name
+    rows = [*defenses.items(), *attacks.items()]
+    assert all(by == "course" or label.startswith(f"{by}:") for label, by in rows)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"submitted": "zzzz-not-a-date"}, "is not an ISO date"),
+    ({"exercises": {"mediation": {"passed": True, "attempts": 1, "first_passed_attempt": 1}}},
+     "lab 01 has no exercise 'mediation'"),
+    ({"exercises": {"no_such_thing": {"passed": False, "attempts": 1, "first_passed_attempt": None}}},
+     "lab 01 has no exercise 'no_such_thing'"),
+    ({"exercises": {"workflow": {"passed": True, "attempts": 0, "first_passed_attempt": 1}}},
+     "0 is less than the minimum of 1"),
+    ({"exercises": {"workflow": {"passed": True, "attempts": 2, "first_passed_attempt": 5}}},
+     "first passed at attempt 5 of only 2"),
+    ({"exercises": {"workflow": {"passed": True, "attempts": 3, "first_passed_attempt": None}}},
+     "passed, but no attempt passed it"),
+    ({"exercises": {"workflow": {"passed": True, "attempts": 1_000_000, "first_passed_attempt": 1}}},
+     "is greater than the maximum of 10000"),
+    ({"exercises": {"workflow": {"passed": True, "attempts": True, "first_passed_attempt": 1}}},
+     "True is not of type 'integer'"),
+])
+def test_self_reported_counts_and_names_are_checked_against_the_lab(tmp_path, changes, message):
+    folder = tmp_path / "class"
+    _lab01(folder, "ana")
+    _lab01(folder, "ben", **changes)
+    usable, skipped = load_folder(folder)
+    assert [s.name for s in usable] == ["ana"]
+    assert len(skipped) == 1 and message in skipped[0] and skipped[0].startswith("skipped lab01-ben-1.json: ")
+
+
+def test_the_table_says_its_counts_are_self_reported(cli, tmp_path):
+    _lab01(tmp_path / "class")
+    code, out, _ = cli("class", str(tmp_path / "class"), "--chart", str(tmp_path / "c.png"))
+    assert code == 0 and "(self-reported: each file's own count, not re-checked here)" in out
+    code, out, _ = cli("class", str(tmp_path / "class"), "--json", "--chart", str(tmp_path / "c.png"))
+    assert json.loads(out)["exercises_are"].startswith("self-reported")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs")
+def test_a_fifo_swapped_in_after_any_check_never_blocks_the_round(tmp_path, monkeypatch):
+    import pathlib
+    import threading
+
+    folder = tmp_path / "class"
+    good = _lab01(folder)
+    os.mkfifo(folder / "swapped.json")
+    regular = good.lstat()
+    real_lstat, real_stat = pathlib.Path.lstat, pathlib.Path.stat
+    # Whatever looks at the path first is told it is a regular file, as if it were swapped after the look.
+    monkeypatch.setattr(pathlib.Path, "lstat",
+                        lambda self: regular if self.name == "swapped.json" else real_lstat(self))
+    monkeypatch.setattr(pathlib.Path, "stat",
+                        lambda self, **kw: regular if self.name == "swapped.json" else real_stat(self, **kw))
+    result = []
+    worker = threading.Thread(target=lambda: result.append(load_folder(folder)), daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # unblock the reader so the test process can end, then fail
+        with open(folder / "swapped.json", "wb"):
+            pass
+        pytest.fail("load_folder blocked on a FIFO")
+    usable, skipped = result[0]
+    assert [s.name for s in usable] == ["ana"]
+    assert skipped == ["skipped swapped.json: not a regular file (a link, a folder or a device): not read"]
+
+
+def test_a_file_that_takes_too_long_to_check_is_skipped_and_the_round_goes_on(tmp_path, monkeypatch):
+    import time
+
+    from labkit.course.classroom import merge
+
+    folder = tmp_path / "class"
+    _lab01(folder, "ana")
+    _lab01(folder, "slow")
+    real_read = merge.read
+
+    def read_slowly(path):
+        if "slow" in path.name:
+            time.sleep(30)
+        return real_read(path)
+
+    monkeypatch.setattr(merge, "read", read_slowly)
+    monkeypatch.setattr(merge, "FILE_S", 0.3)
+    usable, skipped = load_folder(folder)
+    assert [s.name for s in usable] == ["ana"]
+    assert skipped == ["skipped lab01-slow-1.json: not checked within 0.3 s"]
+
+
+@pytest.mark.parametrize("chart, message", [
+    ("x.txt", "x.txt must end in .png"),
+    ("notes.txt/c.png", "is a file, not a folder"),
+    ("/proc/c.png", "cannot create a file in /proc"),
+    ("folder", "folder is a folder"),
+])
+def test_a_bad_chart_path_is_one_line_before_the_round_runs(cli, tmp_path, monkeypatch, chart, message):
+    from labkit.course.commands import class_
+
+    _lab01(tmp_path / "class")
+    (tmp_path / "notes.txt").write_text("my notes")
+    (tmp_path / "folder").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(class_, "load_folder", lambda folder: pytest.fail("the round ran"))
+    code, out, err = cli("class", str(tmp_path / "class"), "--chart", chart)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert (tmp_path / "notes.txt").read_text() == "my notes" and list((tmp_path / "folder").iterdir()) == []
+
+
+# -- submit: the progress it reads is untrusted, and what it writes the class round accepts -------------
+
+
+def test_an_untouched_copy_submits_nothing_and_reaches_no_leaderboard(cli):
+    from labkit.refunds import checks as lab03
+
+    checks = (lab03.check_mediation, lab03.check_intent_attack, lab03.check_guard, lab03.check_retry_policy)
+    for check in checks:
+        check(None)
+        check(...)
+    code, out, err = cli("submit", "3", "--name", "untouched")
+    assert code == 2 and out == "" and "no checker of lab 03 has run yet" in err
+
+
+def test_a_guard_that_raised_everywhere_is_no_guard(cli, tmp_path):
+    def broken(call, state):
+        raise TypeError("not written yet")
+
+    record("03", "guard", Check(False, "raised"), guard_table(broken))
+    record("03", "mediation", Check(True, "ok"), guard_table(mediation))
+    code, _, err = cli("submit", "3", "--name", "ana", "-o", str(tmp_path / "a.json"))
+    assert code == 0 and "your guard guard is left out: the guard raised on every call" in err
+    assert set(read(tmp_path / "a.json").data["guards"]) == {"mediation"}
+
+
+def test_a_learner_who_passed_then_experimented_submits_the_pass(cli, tmp_path):
+    record("04", "router", Check(True, "ok"))
+    record("04", "router", Check(False, "broke it while experimenting"))
+    record("04", "ready", Check(False, "not yet"))
+    code, out, _ = cli("submit", "4", "--name", "ana", "-o", str(tmp_path / "a.json"))
+    assert code == 0 and "1 of 2 exercises passed" in out
+    assert read(tmp_path / "a.json").data["exercises"]["router"] == {
+        "passed": True, "attempts": 2, "first_passed_attempt": 1}
+
+
+def _progress_file(content: bytes):
+    from labkit.core.progress import progress_path
+
+    path = progress_path("03")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    return path
+
+
+def test_a_progress_file_nested_100000_deep_is_one_line(cli):
+    _progress_file(b'{"exercises": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    code, out, err = cli("submit", "3", "--name", "ana")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "nested too deeply" in err
+    from labkit.refunds import checks as lab03  # the lab's checkers still answer, and start afresh
+
+    assert lab03.check_guard(lambda call, state: None).passed is False
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs")
+def test_a_fifo_progress_file_never_hangs_submit(cli):
+    import threading
+
+    from labkit.core.progress import progress_path
+
+    progress_path("03").parent.mkdir(parents=True)
+    os.mkfifo(progress_path("03"))
+    result = []
+    worker = threading.Thread(target=lambda: result.append(cli("submit", "3", "--name", "ana")), daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # unblock the reader so the test process can end, then fail
+        with open(progress_path("03"), "wb"):
+            pass
+        pytest.fail("submit blocked on a FIFO progress file")
+    code, out, err = result[0]
+    assert code == 2 and out == "" and "not a regular file" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("attempts", [10**30, -3, True, 0, 2.0, "7"])
+def test_a_tampered_count_is_left_out_with_a_line_and_the_file_is_one_class_accepts(cli, tmp_path, attempts):
+    data = {"lab": "03", "exercises": {
+        "retry_policy": {"passed": True, "attempts": 1, "first_passed_attempt": 1},
+        "guard": {"passed": True, "attempts": attempts, "first_passed_attempt": 1},
+        "not_an_exercise": {"passed": True, "attempts": 1, "first_passed_attempt": 1}}}
+    _progress_file(json.dumps(data).encode())
+    code, out, err = cli("submit", "3", "--name", "ana", "-o", str(tmp_path / "class" / "a.json"))
+    assert code == 0 and "Hand this file to your instructor" in out
+    assert "exercise guard is left out" in err and "exercise 'not_an_exercise' is left out" in err
+    usable, skipped = load_folder(tmp_path / "class")
+    assert skipped == [] and set(usable[0].data["exercises"]) == {"retry_policy"}
+
+
+@pytest.mark.parametrize("output, message", [
+    ("notes.txt/a.json", "is a file, not a folder"),
+    ("/proc/a.json", "cannot create a file in /proc"),
+])
+def test_submit_output_is_checked_before_any_work(cli, tmp_path, monkeypatch, output, message):
+    from labkit.course.classroom import submission
+
+    record("01", "workflow", Check(True, "ok"))
+    (tmp_path / "notes.txt").write_text("my notes")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(submission, "build", lambda *a: pytest.fail("submit read the progress first"))
+    code, out, err = cli("submit", "1", "--name", "ana", "-o", output)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1
+    assert (tmp_path / "notes.txt").read_text() == "my notes"
+
+
+def test_submit_to_a_shared_folder_never_overwrites_another_learners_file(cli, tmp_path):
+    stick = tmp_path / "usb"
+    stick.mkdir()
+    record("01", "workflow", Check(True, "ok"))
+    code, out, err = cli("submit", "1", "--name", "ana", "--to", str(stick))
+    assert code == 0, err
+    assert out.startswith(f"wrote {stick / 'lab01-ana.json'}: lab 01, 1 of 1 exercises passed")
+    first = (stick / "lab01-ana.json").read_bytes()
+    record("01", "decide", Check(False, "not yet"))  # another ana, or the same one later
+    code, out, err = cli("submit", "1", "--name", "ana", "--to", str(stick))
+    assert code == 0
+    assert out.startswith(f"wrote {stick / 'lab01-ana-2.json'} (lab01-ana.json is already there")
+    assert (stick / "lab01-ana.json").read_bytes() == first
+    assert sorted(p.name for p in stick.iterdir()) == ["lab01-ana-2.json", "lab01-ana.json"]
+    usable, skipped = load_folder(stick)  # the instructor sees the two as a conflict to settle
+    assert usable == [] and "conflict" in skipped[0]
+    code, _, err = cli("submit", "1", "--name", "ana", "--to", str(tmp_path / "missing"))
+    assert code == 2 and "is not a folder" in err and err.count("\n") == 1

@@ -1,6 +1,7 @@
 """Grid specs: what a grid expands to, and one line with exit status 2 for every bad spec."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -228,3 +229,69 @@ def test_no_library_module_imports_a_command():
             if any(name.startswith("labkit.course.commands") for name in names):
                 importers.append(str(path.relative_to(root)))
     assert importers == []
+
+
+@pytest.mark.parametrize("content", ["my notes, no newline at the end", "", "line one\nline two"])
+def test_grid_record_refuses_a_file_that_is_not_its_recording_and_leaves_it_whole(cli, tmp_path, content):
+    # A one-line file without a trailing newline used to be cut to nothing as "an episode cut
+    # off by an interrupted run".
+    replay = TRIALS / "docuctl-smollm2-base-t0.jsonl"
+    path = spec(tmp_path, f'models = ["replay:{replay}"]\ncases = "adaptive"')
+    notes = tmp_path / "notes.txt"
+    notes.write_text(content)
+    code, out, err = cli("grid", str(path), "--record", str(notes))
+    if content == "":  # an empty file is an empty recording: nothing to refuse
+        assert code == 0, err
+        return
+    assert code == 2 and out == "" and err.count("\n") == 1 and "removed" not in err
+    assert f"not a recording of grid {path}; it was left as it is" in err
+    assert notes.read_text() == content
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".json"])
+def test_grid_record_refuses_the_spec_itself(cli, tmp_path, suffix):
+    text = ('{"models": ["replay"], "cases": "adaptive"}' if suffix == ".json"
+            else 'models = ["replay"]\ncases = "adaptive"')
+    path = spec(tmp_path, text, f"grid{suffix}")
+    code, out, err = cli("grid", str(path), "--record", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "is the grid spec itself" in err
+    assert path.read_text() == text
+
+
+def test_grid_record_cuts_nothing_from_another_grids_recording(tmp_path):
+    record = recording(tmp_path)
+    with record.open("a") as handle:
+        handle.write('{"kind":"call","run":"SmolLM2-135M example L2 T=0.7","cas')  # half a line
+    before = record.read_bytes()
+    with pytest.raises(FixtureError):
+        plan(local_example_l2(tmp_path, 'rungs = ["L3"]\nk = 5'), record)
+    assert record.read_bytes() == before
+
+
+@pytest.mark.parametrize(("axes", "field"), [
+    ('temperatures = [0.0, nan]', "temperatures[1]"),
+    ('temperatures = [inf]', "temperatures[0]"),
+    ('temperatures = [-inf, 0.5]', "temperatures[0]"),
+    ('k = nan', "k"),
+])
+def test_a_spec_with_nan_or_infinity_is_refused_by_the_loader_naming_file_and_field(cli, tmp_path, axes,
+                                                                                    field):
+    path = spec(tmp_path, f'models = ["replay"]\n{axes}')
+    with pytest.raises(FixtureError, match=re.escape(f"{path}: field '{field}': not a finite number")):
+        load_spec(path)
+    code, out, err = cli("grid", str(path), "--record", str(tmp_path / "out.jsonl"))
+    assert code == 2 and err.startswith(f"labkit grid: error: {path}: field '{field}': not a finite number")
+
+
+def test_a_spec_of_billions_of_episodes_is_refused_before_anything_is_built(tmp_path, monkeypatch):
+    from labkit.course.grid import spec as grid_spec
+
+    models = json.dumps([f"ollama:m{i}" for i in range(100)])
+    temperatures = json.dumps([round(i * 0.02, 2) for i in range(100)])
+    seeds = json.dumps(list(range(100)))
+    path = spec(tmp_path, f"models = {models}\ntemperatures = {temperatures}\nseeds = {seeds}\n"
+                          'k = 20\ncases = "all"\nrungs = ["L1", "L2", "L3"]', "huge.toml")
+    monkeypatch.setattr(grid_spec.Grid, "cells", lambda self: pytest.fail("the grid was built"))
+    monkeypatch.setattr(grid_spec.Grid, "episodes", lambda self: pytest.fail("the grid was built"))
+    with pytest.raises(FixtureError, match=rf"^{path}: 1,440,000,000 episodes; a grid holds at most 100,000"):
+        load_spec(path)

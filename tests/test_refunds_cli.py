@@ -58,3 +58,12 @@ def test_a_users_mistake_is_one_line_and_exit_2(cli, argv, message):
     code, out, err = cli("refund-lab", *argv)
     assert code == 2 and out == ""
     assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_model_spec_that_names_no_backend_is_its_own_line_never_glued_to_a_progress_bar(cli, monkeypatch):
+    monkeypatch.setenv("LABKIT_MODEL", "garbage")
+    code, out, err = cli("refund-lab", "--policy", "model")
+    assert code == 2 and out == ""
+    assert err == ("labkit refund-lab: error: LABKIT_MODEL='garbage' is not a backend: use replay (default), "
+                   "replay:<file>, local, or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)\n")
+

@@ -3,6 +3,7 @@
 import configparser
 import json
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -70,6 +71,28 @@ def test_rerun_mistakes_are_one_line(tmp_path, parameters, model, asked, message
     with pytest.raises(LabError, match=message):
         rerun("02", model, tmp_path / "out.ipynb", folder=folder, **asked)
     assert not (tmp_path / "out.ipynb").exists()
+
+
+@pytest.mark.parametrize("output, message", [
+    ("notes.txt/out.ipynb", "is a file, not a folder"),
+    ("outdir", "outdir is a folder"),
+    ("/proc/out.ipynb", "cannot create a file in /proc"),
+])
+def test_an_output_it_could_not_write_is_one_line_before_anything_runs(cli, tmp_path, monkeypatch,
+                                                                       output, message):
+    import papermill
+
+    folder = lab(tmp_path / "nb", "pass")
+    (tmp_path / "notes.txt").write_text("my notes")
+    (tmp_path / "outdir").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("the notebook ran"))
+    code, out, err = cli("rerun", "2", "--model", "replay", "-o", output)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1 and "Traceback" not in err
+    with pytest.raises(LabError, match=message):  # the function refuses it too, before running
+        rerun("02", "replay", Path(output), folder=folder)
+    assert not list(tmp_path.rglob("*.partial.ipynb")) and not list(tmp_path.rglob("*.failed.ipynb"))
+    assert list((tmp_path / "outdir").iterdir()) == [] and (tmp_path / "notes.txt").read_text() == "my notes"
 
 
 def test_rerun_cli_refuses_a_k_below_1_in_one_line(cli, tmp_path):

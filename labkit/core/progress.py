@@ -41,7 +41,7 @@ def load_progress(lab: str) -> dict[str, Any]:
     empty: dict[str, Any] = {"lab": lab, "exercises": {}}
     try:
         data = json.loads(progress_path(lab).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: a file nested 100,000 deep
         return empty
     if not isinstance(data, dict) or not isinstance(data.get("exercises"), dict):
         return empty

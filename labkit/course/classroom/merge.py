@@ -1,12 +1,21 @@
 """The class round: a folder of submissions merged into tables and one chart.
 
-`load_folder(folder)` reads every `*.json` directly in `folder` (sorted by name) and returns
-the usable submissions and one line per file it skipped — unreadable, hostile or malformed
-(see `labkit.course.classroom.submission.read`), or a second file from the same learner for the
-same lab (the latest `submitted` is kept). Nothing in a file is ever executed.
+`load_folder(folder)` reads every `*.json` directly in `folder` (sorted by name, at most
+MAX_FILES) and returns the usable submissions and one line per file it skipped: unreadable,
+hostile or malformed (see `labkit.course.classroom.submission.read`), longer than FILE_S
+seconds to check, or in conflict. Two different files from the same learner for the same lab
+are a conflict: neither is used, and one line names both, so the instructor decides (a
+byte-for-byte copy of a file is skipped as a copy). Nothing in a file is ever executed, and
+no file can stall the round: each is opened once, non-blocking, and checked within FILE_S.
 
-`pass_counts` counts, per lab and exercise, the learners who attempted it and who passed,
-and the median attempt at which they first passed.
+`pass_counts` counts, per lab and exercise, the learners who attempted it and who ever
+passed it, and the median attempt at which they first passed: the files' own word, so the
+columns say `self_reported`.
+
+Every learner's row is namespaced: a learner's guard is `NAME:EXERCISE` and a learner's attack
+`NAME:attack` (`NAME:attackN` for several), and a course row's name never holds ':', so no
+learner, whatever their name, can equal or replace a course row (`mediation`,
+`all_deterministic`, an attack id such as `direct-other-order`).
 
 `red_team` is lab 03's round: every attack (the course's and each learner's) against every
 deterministic defense and every learner's guard (answered from its guard table, see
@@ -20,6 +29,7 @@ customer asked for; a guard that stops attacks by refusing legitimate refunds sh
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -30,31 +40,52 @@ import pandas as pd
 from labkit.course.classroom.submission import Submission, SubmissionError, read, shown
 
 PRESETS = ("none", "mediation", "provenance", "confirmation", "all_deterministic")
+MAX_FILES = 500  # submission files read from one folder
+FILE_S = 5.0  # seconds to read and check one file
 
 
 def load_folder(folder: Path) -> tuple[list[Submission], list[str]]:
     """The usable submissions in `folder` and one line per skipped file (see the module docstring)."""
-    usable: dict[tuple[str, str], Submission] = {}
+    from labkit.core.check import TimedOut, time_limit
+
+    found: dict[tuple[str, str], list[tuple[Submission, bytes]]] = {}
     skipped = []
-    for path in sorted(folder.glob("*.json"), key=lambda p: p.name):
+    paths = sorted(folder.glob("*.json"), key=lambda p: p.name)
+    for path in paths[MAX_FILES:]:
+        skipped.append(f"skipped {shown(path.name)}: more than {MAX_FILES} files in the folder")
+    for path in paths[:MAX_FILES]:
         try:
-            submission = read(path)
+            with time_limit(FILE_S):
+                submission = read(path)
         except SubmissionError as error:
             skipped.append(f"skipped {shown(path.name)}: {error}")
             continue
-        key = (submission.lab, submission.name)
-        if key in usable:
-            older, newer = sorted((usable[key], submission), key=lambda s: s.data["submitted"])
-            skipped.append(f"skipped {older.file}: {newer.file} is a later lab {submission.lab} "
-                           f"submission by {submission.name}")
-            usable[key] = newer
-        else:
-            usable[key] = submission
-    return sorted(usable.values(), key=lambda s: (s.lab, s.name)), skipped
+        except TimedOut:
+            skipped.append(f"skipped {shown(path.name)}: not checked within {FILE_S:g} s")
+            continue
+        body = json.dumps(submission.data, sort_keys=True).encode()
+        found.setdefault((submission.lab, submission.name), []).append((submission, body))
+    usable = []
+    for (lab, name), files in found.items():
+        first, body = files[0]
+        copies = [s for s, b in files[1:] if b == body]
+        others = [s for s, b in files[1:] if b != body]
+        skipped += [f"skipped {s.file}: the same lab {lab} submission by {name} as {first.file}"
+                    for s in copies]
+        if others:
+            names = ", ".join(s.file for s in [first, *others])
+            skipped.append(f"skipped {names}: conflict, {len(others) + 1} different lab {lab} submissions "
+                           f"by {name}; keep the one to count and run again")
+            continue
+        usable.append(first)
+    return sorted(usable, key=lambda s: (s.lab, s.name)), skipped
 
 
 def pass_counts(submissions: Sequence[Submission]) -> pd.DataFrame:
-    """One row per (lab, exercise): learners, attempted, passed, median first passing attempt."""
+    """One row per (lab, exercise): learners, attempted, ever passed, median first passing attempt.
+
+    Counts are what each file reports about its learner (`self_reported` in the column names).
+    """
     rows = []
     labs = sorted({s.lab for s in submissions})
     for lab in labs:
@@ -62,10 +93,10 @@ def pass_counts(submissions: Sequence[Submission]) -> pd.DataFrame:
         names = sorted({name for s in mine for name in s.data["exercises"]})
         for exercise in names:
             entries = [s.data["exercises"][exercise] for s in mine if exercise in s.data["exercises"]]
-            firsts = [e["first_passed_attempt"] for e in entries if e["passed"] and e["first_passed_attempt"]]
+            firsts = [e["first_passed_attempt"] for e in entries if e["first_passed_attempt"] is not None]
             rows.append({"lab": lab, "exercise": exercise, "learners": len(mine),
                          "attempted": sum(e["attempts"] > 0 for e in entries),
-                         "passed": sum(e["passed"] for e in entries),
+                         "passed": sum(e["passed"] or e["first_passed_attempt"] is not None for e in entries),
                          "median_attempts_to_pass": statistics.median(firsts) if firsts else None})
     columns = ["lab", "exercise", "learners", "attempted", "passed", "median_attempts_to_pass"]
     return pd.DataFrame(rows, columns=columns).set_index(["lab", "exercise"])
@@ -80,8 +111,10 @@ class RedTeam:
     attacks: pd.DataFrame  # one row per attack, strongest first
 
 
-def _label(name: str, key: str, count: int) -> str:
-    return name if count == 1 else f"{name}:{key}"
+def _label(name: str, key: str) -> str:
+    """A learner's row label, `NAME:KEY`: never a course row's name, which has no ':' (ids are
+    lowercase letters, digits and '-'; defenses are identifiers)."""
+    return f"{name}:{key}"
 
 
 def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
@@ -101,12 +134,12 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
     attacks = {attack.id: ("course", attack) for attack in lab.attacks.values()}
     for s in mine:
         for index, record in enumerate(s.data["attacks"], 1):
-            label = _label(s.name, str(index), len(s.data["attacks"]))
+            label = _label(s.name, "attack" if len(s.data["attacks"]) == 1 else f"attack{index}")
             attacks[label] = (s.name, replace(attack_from(record, templates, lab.shop, label), id=label))
     defenses = {name: ("course", DEFENSES[name]) for name in PRESETS}
     for s in mine:
         for exercise, table in s.data["guards"].items():
-            label = _label(s.name, exercise, len(s.data["guards"]))
+            label = _label(s.name, exercise)
             defenses[label] = (s.name, Defenses(label, guards=(TableGuard(table, label),)))
     legit = lab.legitimate
     specs = [Spec("benign", r) for r in legit] + [
@@ -156,7 +189,7 @@ def chart(counts: pd.DataFrame, round_: RedTeam | None):
     left.xaxis.get_major_locator().set_params(integer=True)
     left.invert_yaxis()
     left.set_xlabel("learners")
-    left.set_title("Exercises: attempted and passed")
+    left.set_title("Exercises: attempted and ever passed (self-reported)")
     left.legend(loc="lower right")
     if round_ is not None:
         axes = right[0]

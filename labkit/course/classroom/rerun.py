@@ -7,7 +7,9 @@ under the names that cell uses (matched without regard to case: LABKIT_MODEL or 
 TEMPERATURE, SEED); papermill injects them in a cell right after it and executes the
 notebook top to bottom in a fresh `python3` kernel, from the notebooks' folder.
 
-Lab 01 calls no model (WITHOUT_MODEL): rerun refuses it in one line before running anything.
+Lab 01 calls no model (WITHOUT_MODEL): rerun refuses it in one line before running anything,
+as it refuses an OUT it could not write (an existing folder, a path under a file, /proc;
+see `labkit.course.argtypes.output_path`).
 
 The kernel also gets `LABKIT_MODEL` in its environment (so every model call in the lab uses
 that backend, whatever the notebook does with its parameter) and, for a live backend,
@@ -179,6 +181,12 @@ def rerun(lab: str, model: str, output: Path, *, k: int | None = None, temperatu
     if not SPEC.match(model):
         raise LabError(f"--model {model!r} is not a backend: use replay, local, ollama:<tag> "
                        "or openai:<model>")
+    from labkit.course.argtypes import output_path
+
+    try:  # before anything runs: a folder, a path under a file or /proc would fail only at the end
+        output_path(output)
+    except ValueError as error:
+        raise LabError(f"-o {error}") from None
     notebook = notebook_of(lab, folder)
     chosen = parameters_for(notebook, {"model": model, "k": k, "temperature": temperature, "seed": seed})
     record = None

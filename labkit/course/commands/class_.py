@@ -12,7 +12,10 @@ import pandas as pd
 
 from labkit.core.errors import LabError
 from labkit.core.paths import runs_dir
+from labkit.course.argtypes import output_path, output_type
 from labkit.course.classroom.merge import chart, load_folder, pass_counts, red_team
+
+SELF_REPORTED = "self-reported: each file's own count, not re-checked here"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,8 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("folder", metavar="FOLDER", type=Path, help="the folder of submission files")
     parser.add_argument("--json", action="store_true",
                         help="print the tables as JSON (skipped files included)")
-    parser.add_argument("--chart", metavar="PNG", type=Path,
-                        help="where to save the chart (default: runs/class/class-results.png)")
+    parser.add_argument("--chart", metavar="PNG", type=output_type(suffix=".png"),
+                        help="where to save the chart, a .png file (default: runs/class/class-results.png); "
+                             "checked before the round runs")
     parser.set_defaults(handler=handle)
 
 
@@ -45,6 +49,10 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 def handle(args: argparse.Namespace) -> int:
     if not args.folder.is_dir():
         raise LabError(f"{args.folder}: not a folder")
+    try:  # the default place is checked as --chart is, before the round runs
+        path = args.chart or output_path(runs_dir() / "class" / "class-results.png", suffix=".png")
+    except ValueError as error:
+        raise LabError(f"chart: {error}") from None
     submissions, skipped = load_folder(args.folder)
     if not submissions:
         for line in skipped:
@@ -52,12 +60,16 @@ def handle(args: argparse.Namespace) -> int:
         raise LabError(f"no usable submission in {args.folder} ({len(skipped)} file(s) skipped)")
     counts = pass_counts(submissions)
     round_ = red_team(submissions)
-    path = args.chart or runs_dir() / "class" / "class-results.png"
     path.parent.mkdir(parents=True, exist_ok=True)
-    chart(counts, round_).savefig(path, dpi=100)
+    try:
+        chart(counts, round_).savefig(path, dpi=100, format="png")
+    except OSError as error:
+        raise LabError(f"cannot write the chart {path} ({error.strerror or error}); the tables follow "
+                       "with --json or without --chart") from None
     if args.json:
         out = {"submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions],
-               "skipped": skipped, "exercises": _records(counts), "chart": str(path)}
+               "skipped": skipped, "exercises": _records(counts), "exercises_are": SELF_REPORTED,
+               "chart": str(path)}
         if round_ is not None:
             out["red_team"] = {"success": _records(round_.success), "defenses": _records(round_.defenses),
                                "attacks": _records(round_.attacks)}
@@ -67,7 +79,7 @@ def handle(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     with pd.option_context("display.width", 120, "display.max_columns", 30, "display.max_colwidth", 40):
         print(f"{len(submissions)} submission(s) from {args.folder}, {len(skipped)} skipped.\n")
-        print("Exercises: learners who attempted and passed each one")
+        print(f"Exercises: learners who attempted and ever passed each one ({SELF_REPORTED})")
         print(counts.to_string(), "\n")
         if round_ is not None:
             print("Lab 03 red team: defenses, best first (gullible policy, every attack at every place; "

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from labkit.core.errors import LabError
-from labkit.course.argtypes import SEED_MAX, int_in, positive, temperature
+from labkit.course.argtypes import SEED_MAX, int_in, output_type, positive, temperature
 from labkit.course.classroom.rerun import rerun
 from labkit.course.classroom.submission import lab_number
 
@@ -27,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--k", type=positive, help="trials per case (default: the notebook's)")
     parser.add_argument("--temperature", type=temperature, help="0..2 (default: the notebook's)")
     parser.add_argument("--seed", type=int_in(0, SEED_MAX), help="(default: the notebook's)")
-    parser.add_argument("-o", "--output", required=True, type=Path, metavar="OUT.ipynb",
-                        help="where to write the executed notebook")
+    parser.add_argument("-o", "--output", required=True, type=output_type(), metavar="OUT.ipynb",
+                        help="where to write the executed notebook (checked before anything runs)")
     parser.set_defaults(handler=handle)
 
 

@@ -13,6 +13,9 @@ arrives. Guarantees, each tested (tests/test_grid_*.py):
   per run even if Dask delivers a result twice. A run killed at any moment loses at most
   the episodes in flight: lines after the file's last episode record are the cut-off
   part of one, and `plan` removes them before resuming (and says how many in `Plan.cut`).
+  Only a file recognised as this grid's recording is ever cut: every whole line before
+  them is one of its calls or episodes. Any other file (a notes file, the spec itself,
+  another grid's recording) is refused in one line and left exactly as it is.
 - A worker that dies mid-episode (process killed, machine lost) is rescheduled by Dask on
   another worker (up to `distributed.scheduler.allowed-failures`, default 3 deaths per
   episode), and its episode is recorded once, when a worker finishes it.
@@ -56,25 +59,35 @@ class Plan:
         return self.done + len(self.todo)
 
 
-def _cut_off_tail(path: Path, labels: set[str]) -> int:
+def _cut_off_tail(path: Path, labels: set[str], keys: set[tuple[Any, ...]]) -> int:
     """Remove the lines after the last episode record (an episode cut off mid-write); count them.
 
-    Only the whole call records of one episode of this grid (one run label, case and
-    trial), and one unterminated last line, may follow the last episode record; anything
-    else there is left in place, for the checks in `plan` to report.
+    Only a file recognised as a recording of this grid is touched: every whole line up to its
+    last episode record is a call of one of the grid's runs or an episode with one of its keys,
+    and there is at least one whole line. A notes file, the spec itself, another grid's
+    recording or a lone unterminated line is left exactly as it is (0), for the checks in
+    `plan` to refuse. After the last episode record, only the whole call records of one
+    episode of this grid (one run label, case and trial) and one unterminated last line may
+    follow; anything else there is left in place too.
     """
     data = path.read_bytes()
     end = offset = 0  # end: the byte offset just past the last episode line
-    for line in data.split(b"\n")[:-1]:  # the last piece has no "\n": complete only if empty
+    whole_lines = data.split(b"\n")[:-1]  # the last piece has no "\n": complete only if empty
+    if not whole_lines:
+        return 0
+    for line in whole_lines:
         offset += len(line) + 1
-        if _parsed(line).get("kind") == "episode":
+        record = _parsed(line)
+        if record.get("kind") == "episode":
+            if _key(record) not in keys:
+                return 0
             end = offset
+        elif record.get("kind") != "call" or record.get("run") not in labels:
+            return 0
     *whole, last = data[end:].split(b"\n")
     owners = set()
     for line in whole:
         call = _parsed(line)
-        if call.get("kind") != "call" or call.get("run") not in labels:
-            return 0
         owners.add((call["run"], call.get("case"), call.get("trial")))
     cut = len(whole) + (1 if last else 0)
     if cut and len(owners) <= 1:
@@ -82,6 +95,14 @@ def _cut_off_tail(path: Path, labels: set[str]) -> int:
             handle.truncate(end)
         return cut
     return 0
+
+
+def _key(record: dict[str, Any]) -> tuple[Any, ...] | None:
+    """An episode line's key, or None if it lacks the fields of one."""
+    try:
+        return record_key(record)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _parsed(line: bytes) -> dict[str, Any]:
@@ -104,6 +125,8 @@ def plan(grid: Grid, record: str | Path) -> Plan:
     record = Path(record)
     if not record.parent.is_dir():
         raise LabError(f"{record}: folder {record.parent} does not exist")
+    if record.exists() and Path(grid.path).exists() and record.resolve() == Path(grid.path).resolve():
+        raise LabError(f"{record} is the grid spec itself: record into another file")
     episodes = grid.episodes()
     by_key = {episode.key(): episode for episode in episodes}
     labels = {episode.label for episode in episodes}
@@ -113,8 +136,13 @@ def plan(grid: Grid, record: str | Path) -> Plan:
         if not record.is_file():
             raise LabError(f"{record} is not a file")
         with _only_writer(record):  # never cut the end of a file another run is writing
-            cut = _cut_off_tail(record, labels)
-        for number, line in read_records(record):
+            cut = _cut_off_tail(record, labels, set(by_key))
+        try:
+            lines = list(read_records(record))
+        except FixtureError as error:
+            raise FixtureError(f"{error}: not a recording of grid {grid.path}; it was left as it is "
+                               "(record into another file)") from None
+        for number, line in lines:
             if line["kind"] == "call":
                 if line.get("run") not in labels:
                     raise FixtureError(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,12 +198,33 @@ def _read(path: Path) -> Any:
     raise FixtureError(f"{path}: a grid spec is a .toml or .json file")
 
 
+def _not_finite(data: dict[str, Any]) -> str | None:
+    """The field of the first NaN or infinite number in `data` (TOML writes them `nan`, `inf`), or None."""
+    for name, value in data.items():
+        for index, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
+            if isinstance(item, float) and not math.isfinite(item):
+                return name if index is None else f"{name}[{index}]"
+    return None
+
+
+def _size(data: dict[str, Any]) -> int:
+    """How many episodes the (schema-checked) axes expand to, counted without building any."""
+    cases = data.get("cases", "all")
+    counts = [len(data["models"]), len(data.get("prompts", [0])), len(data.get("rungs", [0])),
+              len(data.get("temperatures", [0])), len(data.get("seeds", [0])), data.get("k", 1),
+              len(cases_of(cases)) if isinstance(cases, str) else len(cases)]
+    return math.prod(counts)
+
+
 def _check(path: Path, data: Any) -> None:
     if not isinstance(data, dict):
         raise FixtureError(f"{path}: a grid spec is an object of axes ({', '.join(AXES)})")
     unknown = [name for name in data if name not in AXES]
     if unknown:
         raise FixtureError(f"{path}: unknown axis {unknown[0]!r} (known: {', '.join(AXES)})")
+    field = _not_finite(data)
+    if field is not None:  # NaN passes every JSON Schema bound (no comparison with it is true)
+        raise FixtureError(f"{path}: field {field!r}: not a finite number")
     error = schema_error(SCHEMA, data)
     if error is not None:
         field = "".join(
@@ -219,6 +241,9 @@ def _check(path: Path, data: Any) -> None:
         for value in values if isinstance(values, list) else [values]:
             if type(value) is not int:
                 raise FixtureError(f"{path}: field {name!r}: {value!r} is not an integer")
+    total = _size(data)
+    if total > MAX_EPISODES:  # counted from the axes' lengths: nothing is built for a grid too large
+        raise FixtureError(f"{path}: {total:,} episodes; a grid holds at most {MAX_EPISODES:,} (split it)")
 
 
 def _plain(error: Any) -> str:
