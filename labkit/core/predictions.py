@@ -1,0 +1,215 @@
+"""A learner's written predictions, compared with the computed result and kept with their progress.
+
+A lab asks for a prediction before a "Try it" cell or a headline table: the learner writes a
+number, a choice or a few names into a variable, and the next cell calls
+
+    predict("01", "workflow_passes", my_prediction, actual)
+
+which returns one sentence comparing the two ("you predicted 15; the result is 17: 2 more.").
+A prediction is never graded and never blocks: None or `...` (nothing written) answers "no
+prediction written; the result is …" and records nothing; any value, of any type, gets a
+sentence, never a traceback.
+
+Recorded in `runs/progress/predictions/labNN.json` beside the checkers' progress (a separate
+file, so that nothing `labkit submit` reads changes): per name, the first prediction written
+(the honest one, made before the result was seen), the latest, how many were written and
+whether the first matched. Written whole through a temporary file; a file that cannot be
+written costs one warning line, never the sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from labkit.core.check import WIDTH, unanswered
+from labkit.core.paths import runs_dir
+from labkit.core.progress import LABS
+from labkit.core.text import shorten
+
+__all__ = ["Prediction", "load_predictions", "predict", "predictions_path"]
+
+SHOWN = 60  # characters of a value shown in the sentence
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """How a prediction compares with the result: `matched` is None when nothing was predicted."""
+
+    name: str
+    value: Any
+    actual: Any
+    matched: bool | None
+    message: str
+
+    def __repr__(self) -> str:
+        return textwrap.fill(self.message, WIDTH)
+
+
+def predictions_path(lab: str) -> Path:
+    return runs_dir() / "progress" / "predictions" / f"lab{lab}.json"
+
+
+def load_predictions(lab: str) -> dict[str, Any]:
+    """The recorded predictions for `lab`, by name (empty when none or unreadable)."""
+    try:
+        data = json.loads(predictions_path(lab).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(data, dict) or not isinstance(data.get("predictions"), dict):
+        return {}
+    return data["predictions"]
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = value if isinstance(value, str) else repr(value)
+        return shorten(" ".join(str(text).split()), SHOWN)
+    except Exception:  # noqa: BLE001 - an unprintable value is named by its type
+        return f"a {type(value).__name__}"
+
+
+def _number(value: Any) -> float | None:
+    """`value` as a finite number (an int, float or numpy scalar; not a bool), or None."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return None
+    try:
+        if isinstance(value, int):
+            number = float(int.__int__(value)) if abs(value) < 10**300 else None
+        elif isinstance(value, float) or hasattr(value, "__float__") and hasattr(value, "dtype"):
+            number = float(value)
+        else:
+            return None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number is not None and math.isfinite(number) else None
+
+
+def _names(value: Any) -> set[str] | None:
+    """A choice or a collection of names, case-folded, or None if `value` is neither."""
+    if isinstance(value, str):
+        return {" ".join(value.casefold().split())}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = list(value)[:100]
+        if all(isinstance(item, str) for item in items):
+            return {" ".join(item.casefold().split()) for item in items}
+    return None
+
+
+def _count(n: float) -> str:
+    return f"{int(n)}" if abs(n) < 1e15 and n == int(n) else f"{n:.6g}"
+
+
+def _compare(value: Any, actual: Any) -> tuple[bool | None, str]:
+    """(matched, the sentence); matched is None when the two cannot be compared."""
+    result = _shown(actual)
+    if isinstance(actual, bool) or isinstance(value, bool):
+        if type(value) is bool and type(actual) is bool:
+            right = value == actual
+            verdict = "right" if right else "not this time"
+            return right, f"you predicted {value}; the result is {actual}: {verdict}."
+        return None, f"you predicted {_shown(value)}; the result is {result} (a yes/no: True or False)."
+    want, got = _number(actual), _number(value)
+    if want is not None:
+        if got is None:
+            return None, f"you predicted {_shown(value)}; the result is {result} (a number)."
+        if got == want:
+            return True, f"you predicted {_count(got)}; the result is {result}: right."
+        gap = abs(want - got)
+        more = "more" if want > got else "fewer"
+        return False, f"you predicted {_count(got)}; the result is {result}: {_count(gap)} {more} than that."
+    expected, named = _names(actual), _names(value)
+    if expected is not None:
+        if named is None:
+            return None, f"you predicted {_shown(value)}; the result is {result}."
+        if named == expected:
+            return True, f"you predicted {_shown(value)}; the result is {result}: right."
+        hit, missed, extra = named & expected, expected - named, named - expected
+        parts = [f"you had {', '.join(sorted(hit))}" if hit else "none of yours is in it"]
+        if missed:
+            parts.append(f"you missed {', '.join(sorted(missed))}")
+        if extra:
+            parts.append(f"not {', '.join(sorted(extra))}")
+        said = f"you predicted {_shown(value)}; the result is {result}: {'; '.join(parts)}."
+        return False, shorten(said, 380)
+    right = _same(value, actual)
+    return right, f"you predicted {_shown(value)}; the result is {result}" + (": right." if right else ".")
+
+
+def _same(value: Any, actual: Any) -> bool | None:
+    try:
+        return bool(value == actual)
+    except Exception:  # noqa: BLE001 - an answer whose == fails is not comparable
+        return None
+
+
+def _jsonable(value: Any) -> Any:
+    """`value` as JSON data of exact types when it is small and plain, else its short repr."""
+    if value is None or type(value) in (bool, str) and len(str(value)) <= 200:
+        return value
+    if type(value) is int and abs(value) < 2**53 or type(value) is float and math.isfinite(value):
+        return value
+    if isinstance(value, list | tuple | set | frozenset) and len(value) <= 20:
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else list(value)
+        if all(type(item) in (str, int, float, bool) for item in items):
+            return [_jsonable(item) for item in items]
+    return _shown(value)
+
+
+def _record(lab: str, name: str, value: Any, actual: Any, matched: bool | None) -> None:
+    path = predictions_path(lab)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        data = {}
+    if not isinstance(data, dict) or not isinstance(data.get("predictions"), dict):
+        data = {"lab": lab, "predictions": {}}
+    entry = data["predictions"].get(name)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    latest = {"value": _jsonable(value), "actual": _jsonable(actual), "matched": matched, "at": now}
+    if not isinstance(entry, dict) or not isinstance(entry.get("first"), dict):
+        entry = {"first": latest, "count": 0}
+    count = entry.get("count")
+    entry["count"] = (count if type(count) is int and count >= 0 else 0) + 1
+    entry["latest"] = latest
+    data["predictions"][name] = entry
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8") as tmp:
+            tmp.write(json.dumps(data, indent=1, sort_keys=True, default=str))
+        os.replace(tmp.name, path)
+    except OSError as error:
+        print(f"labkit: prediction not saved ({error})", file=sys.stderr)
+
+
+def predict(lab: str, name: str, value: Any, actual: Any) -> Prediction:
+    """Compare the learner's prediction `value` with the computed `actual`, in one sentence.
+
+    `lab` is one of LABS and `name` names the prediction (both labkit's, not the learner's:
+    ValueError otherwise). `value` is whatever the learner wrote: None or `...` is no
+    prediction (nothing recorded); a number is compared with a numeric `actual` (how many
+    more or fewer), a str or a list of strs with a name or names (case and spacing ignored;
+    which they had, missed or added), True/False with a bool. Anything else is shown beside
+    the result. Never raises for any `value`; recording failures cost a warning line.
+    """
+    if lab not in LABS:
+        raise ValueError(f"lab must be one of {LABS}, not {lab!r}")
+    if type(name) is not str or not name.isidentifier():
+        raise ValueError(f"name must be an identifier, not {name!r}")
+    if unanswered(value):
+        return Prediction(name, None, actual, None, f"no prediction written; the result is {_shown(actual)}.")
+    try:
+        matched, message = _compare(value, actual)
+    except Exception:  # noqa: BLE001 - a prediction never fails a cell
+        matched, message = None, f"you predicted {_shown(value)}; the result is {_shown(actual)}."
+    _record(lab, name, value, actual, matched)
+    return Prediction(name, value, actual, matched, message)
+
