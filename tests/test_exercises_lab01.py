@@ -2,7 +2,9 @@
 plausible wrong answers fail with a sentence that says what to fix (never a traceback)."""
 
 import functools
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,10 +13,11 @@ from hypothesis import strategies as st
 from verdicts import verdict
 
 from labkit.baseline import checks as lab01
-from labkit.baseline.controllers import scripted
+from labkit.baseline.controllers import docuctl_tools, scripted, workflow
 from labkit.baseline.corpus import docuctl
 from labkit.baseline.task import task_from
 from labkit.core.errors import LabError
+from labkit.core.runtime import run
 
 # -- build it: the workflow and the loop's decide ----------------------------------------------
 
@@ -262,8 +265,6 @@ def test_an_honest_str_subclass_is_compared_as_the_str_it_holds():
 
 
 def test_a_memorised_table_of_the_base_cases_fails_on_an_unseen_question():
-    from labkit.baseline.controllers import workflow
-
     corpus = docuctl()
     table = {}
     for case in corpus.cases:
@@ -277,8 +278,6 @@ def test_a_memorised_table_of_the_base_cases_fails_on_an_unseen_question():
 
 
 def labkits_workflow_called(task, tools):
-    from labkit.baseline.controllers import workflow
-
     return workflow(task)
 
 
@@ -397,3 +396,63 @@ FIELDS = st.dictionaries(st.sampled_from(sorted(START)), VALUES, max_size=8)
 def test_any_case_or_controller_name_is_a_verdict(answer, name):
     for check in (lab01.check_adaptive_case(answer), lab01.check_two_tool_winner(name)):
         assert check.message and len(check.message) < 400 and "could not be checked" not in check.message
+
+
+# -- issue 20: the notebook shows no answer, draws the two deciders, asks for predictions -----------
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_baseline_comparison.ipynb"
+
+
+def _cells():
+    return json.loads(NOTEBOOK.read_text())["cells"]
+
+
+def _text(cell):
+    return "".join(cell["source"])
+
+
+def test_labkits_version_sits_in_a_collapsed_cell_with_no_output_and_takes_labkits_steps():
+    cells = _cells()
+    hidden = [c for c in cells if c["cell_type"] == "code"
+              and c["metadata"].get("jupyter", {}).get("source_hidden")]
+    assert len(hidden) == 1 and hidden[0]["outputs"] == []
+    before = _text(cells[cells.index(hidden[0]) - 1])
+    assert "Show labkit's version" in before and "after both of" in before
+    for cell in cells:  # no cell prints labkit's source, and no output shows the answer
+        assert "getsource" not in _text(cell)
+        for output in cell.get("outputs", []):
+            assert "def scripted" not in json.dumps(output) and '"read", "id"' not in json.dumps(output)
+    names: dict = {}
+    exec(_text(hidden[0]), names)  # noqa: S102 - the notebook's own cell
+    corpus = docuctl()
+    for case in corpus.cases:
+        task = task_from(case)
+        mine = names["labkits_workflow"](task, docuctl_tools(task, corpus.docs))
+        want = workflow(task, corpus.docs)
+        assert (mine["answer"], mine["citation"]) == (want["answer"], want["citation"])
+        got, want = (run(task, decide, tools=docuctl_tools(task, corpus.docs), max_turns=3, max_tools=2)
+                     for decide in (names["labkits_decide"], scripted))
+        assert [got[k] for k in ("stop", "answer", "citation", "tool_calls")] == [
+            want[k] for k in ("stop", "answer", "citation", "tool_calls")]
+
+
+def test_the_workflow_and_the_loop_are_drawn_in_a_mermaid_diagram():
+    diagrams = [_text(c) for c in _cells() if c["cell_type"] == "markdown" and "```mermaid" in _text(c)]
+    assert len(diagrams) == 1
+    assert "flowchart" in diagrams[0] and "decide" in diagrams[0] and "tool_limit" in diagrams[0]
+
+
+def test_a_prediction_cell_comes_before_the_headline_table_and_the_try_it():
+    sources = [_text(c) for c in _cells()]
+    headline = next(i for i, s in enumerate(sources) if s.startswith("base = compare("))
+    try_it = next(i for i, s in enumerate(sources) if s.startswith("top_k = 2\nequal_budget"))
+    for at, name in ((headline, "my_prediction_passes"), (try_it, "my_prediction_top_k")):
+        assert any(s.startswith(f"{name} = None") for s in sources[at - 2:at]), sources[at - 1]
+        assert 'predict("01"' in sources[at + 1] and name in sources[at + 1]
+
+
+def test_takeaway_two_calls_spell_correct_first_a_retrieval_change():
+    takeaways = next(_text(c) for c in _cells() if _text(c).startswith("## Takeaways"))
+    second = takeaways.split("\n2. ")[1].split("\n3. ")[0]
+    assert "changes the query" in second and "retrieval" in second
+    assert "A rule you can list belongs in the workflow" not in takeaways
