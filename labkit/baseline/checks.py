@@ -35,41 +35,55 @@ Exercises:
 from __future__ import annotations
 
 import functools
-import re
-import sys
 from collections.abc import Callable
-from types import CodeType
 from typing import Any
 
 import pandas as pd
 
-from labkit.baseline import controllers as _controllers
+from labkit.baseline.answers import (
+    UNSEEN,
+    NotPlain,
+    Watch,
+    answer_of,
+    counting,
+    decide_run,
+    handed_in,
+    labkits_version,
+    plain,
+    shown,
+    tasks,
+)
 from labkit.baseline.controllers import BASE_TOOL_BUDGET, controllers, docuctl_tools, scripted, workflow
 from labkit.baseline.corpus import Corpus, docuctl
-from labkit.baseline.documents import query_terms
+from labkit.baseline.diagnosis import (
+    REASON_LIMIT,
+    STAGES,
+    contradiction,
+    ranking_named,
+    step_named,
+    trace_facts,
+    what_it_shows,
+)
 from labkit.baseline.grading import compare, evaluate, outcome
-from labkit.baseline.task import Task, TaskError, task_from
+from labkit.baseline.task import TaskError, task_from
 from labkit.core.check import (
     LIMIT_S,
     NOT_YET,
     Check,
     Raised,
     TimedOut,
-    _signals_usable,
     call,
-    copied,
     crashed,
     fail,
     learner_line,
     not_a_function,
-    time_limit,
     unanswered,
 )
 from labkit.core.errors import LabError
 from labkit.core.fixtures import ADAPTIVE_CASES, schema_error
 from labkit.core.progress import exercise
-from labkit.core.runtime import Tool, run
-from labkit.core.text import shorten, words
+from labkit.core.runtime import run
+from labkit.core.text import shorten
 
 __all__ = [
     "check_adaptive_case",
@@ -83,228 +97,10 @@ __all__ = [
 FIXED = (
     "the workflow searches the question as asked, reads the first hit and answers with that page's command"
 )
-# Questions the notebook never shows, beside the 18 base cases: every one finds pages, so
-# the workflow's steps are the same as on the base cases; only a memorised table fails them.
-UNSEEN = (
-    ("v1", "How do I scale the workers?"),
-    ("v2", "How do I promote a build?"),
-    ("v2", "How do I purge the cache?"),
-    ("v1", "How do I run the migrations?"),
-    ("v2", "Where are the service logs?"),
-    ("v2", "How do I invalidate cache entries?"),
-)
-
-
-def _shown(value: Any, limit: int = 80) -> str:
-    """A short repr of a learner's value for a verdict (a repr that raises or is huge included)."""
-    try:
-        return shorten(repr(value), limit)
-    except Exception:  # noqa: BLE001 - an unprintable answer is named by its type
-        return f"a value of type {type(value).__name__}"
-
-
-class _NotPlain(Exception):
-    """A learner's value holds something that is not a plain str/int/float/bool/None/list/dict."""
-
-    def __init__(self, where: str, value: Any) -> None:
-        super().__init__(where)
-        self.where, self.kind = where, type(value).__name__
-
-
-def _plain(value: Any, where: str = "the answer", depth: int = 0) -> Any:
-    """`value` rebuilt from exact builtin types, so a comparison runs the builtins' `==`.
-
-    A `str` subclass becomes the plain string it holds (its own `__eq__` is never asked), as do
-    subclasses of int, float and bool; lists, tuples and dicts are rebuilt item by item (a
-    dict from its stored items, not its `__getitem__`). Anything else raises _NotPlain naming
-    where it sits.
-    """
-    if depth > 20:
-        raise _NotPlain(where, value)
-    if value is None or type(value) in (str, int, float, bool):
-        return value
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, bool):
-        return bool(int.__int__(value))
-    if isinstance(value, int):
-        return int.__int__(value)
-    if isinstance(value, float):
-        return float.__float__(value)
-    if isinstance(value, list | tuple):
-        return [_plain(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(list.__iter__(list(value)))]
-    if isinstance(value, dict):
-        out = {}
-        for key, item in dict.items(value):
-            if not isinstance(key, str):
-                raise _NotPlain(f"a key of {where}", key)
-            out[str.__str__(key)] = _plain(item, f"{where}[{str.__str__(key)!r}]", depth + 1)
-        return out
-    raise _NotPlain(where, value)
-
-
-# -- labkit's own implementations, handed in or called --------------------------------------------
-
-
-def _reference_codes() -> dict[CodeType, str]:
-    """The code objects of labkit's lab-01 controllers, each with the name a verdict gives it."""
-    named: dict[Callable[..., Any], str] = {
-        workflow: "labkit's `workflow`",
-        scripted: "labkit's `scripted` loop",
-        _controllers._fixed: "labkit's `workflow`",
-        _controllers._read_first: "labkit's `workflow`",
-        _controllers._search_or_correct: "labkit's `fallback_workflow`",
-        _controllers.keyword_route: "labkit's `keyword_route`",
-        _controllers.spell_correct_first_workflow: "labkit's `spell_correct_first_workflow`",
-        _controllers.fallback_workflow: "labkit's `fallback_workflow`",
-        _controllers.two_rule_workflow: "labkit's `two_rule_workflow`",
-        _controllers.adaptive_policy: "labkit's adaptive loop",
-        _controllers._Steps.search: "labkit's `workflow`",
-        _controllers._Steps.read: "labkit's `workflow`",
-    }
-    codes = {fn.__code__: name for fn, name in named.items()}
-    codes[_controllers.adaptive_policy(docuctl().docs).__code__] = "labkit's adaptive loop"
-    return codes
-
-
-@functools.cache
-def _codes() -> dict[CodeType, str]:
-    return _reference_codes()
-
-
-def _handed_in(answer: Any) -> str | None:
-    """Which labkit implementation `answer` is (itself, wrapped, a partial or a bound method), or None."""
-    codes, seen = _codes(), set()
-    fn = answer
-    while fn is not None and id(fn) not in seen:
-        seen.add(id(fn))
-        try:
-            code = getattr(fn, "__code__", None)
-            if isinstance(code, CodeType) and code in codes:
-                return codes[code]
-            if isinstance(fn, functools.partial):
-                fn = fn.func
-                continue
-            fn = getattr(fn, "__wrapped__", None) or getattr(fn, "__func__", None)
-        except Exception:  # noqa: BLE001 - a hostile attribute is no delegation
-            return None
-    return None
-
-
-class _Watch:
-    """Notes whether a learner's function runs one of labkit's reference controllers.
-
-    `wrap(fn)` returns a function that, while `fn` runs, has `sys.setprofile` note every
-    Python call; a call into one of `_codes()` sets `seen` to its name. Installed inside the
-    wrapper, so it holds in whichever thread the function runs, and the previous profile
-    function is put back afterwards.
-    """
-
-    def __init__(self) -> None:
-        self.seen: str | None = None
-        self.codes = _codes()
-
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def watched(*args: Any, **kwargs: Any) -> Any:
-            previous = sys.getprofile()
-
-            def note(frame: Any, event: str, arg: Any) -> None:
-                if event == "call" and self.seen is None:
-                    self.seen = self.codes.get(frame.f_code)
-
-            sys.setprofile(note)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                sys.setprofile(previous)
-
-        return watched
-
-
-def _labkits_version(name: str, yours: str) -> Check:
-    return fail(
-        f"that is labkit's version ({name}), handed in or called from your function; write your own "
-        f"{yours}: the steps are yours to write here, labkit's is for comparing after."
-    )
-
-
-# -- the tools a learner's workflow calls -------------------------------------------------------------
-
-
-def _counting(
-    tools: dict[str, Tool], log: list[tuple[str, dict[str, Any]]], misuse: list[str]
-) -> dict[str, Tool]:
-    """The tools, each call logged as (name, arguments) before it runs; results handed as copies.
-
-    A call with a positional argument, or with another argument name than the tool's, is
-    noted in `misuse` (the sentence a verdict gives) and raises TypeError saying the same.
-    """
-
-    def wrap(tool: Tool) -> Tool:
-        keywords = ", ".join(f"{param}=..." for param in tool.params)
-        how = f"call tools with keywords: tools[{tool.name!r}].call({keywords})"
-
-        def call_logged(*positional: Any, **args: Any) -> Any:
-            if positional:
-                misuse.append(f"called tools[{tool.name!r}].call with a positional argument{{at}}; {how}")
-                raise TypeError(how)
-            if set(args) != set(tool.params):
-                named = ", ".join(f"{name}=" for name in args) or "no argument"
-                misuse.append(f"called tools[{tool.name!r}].call with {named}{{at}}; {how}")
-                raise TypeError(how)
-            log.append((tool.name, args))
-            return copied(tool.call(**args))
-
-        return Tool(tool.name, tool.params, call_logged, tool.source, tool.description)
-
-    return {name: wrap(tool) for name, tool in tools.items()}
 
 
 def _summary(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("controller")
-
-
-def _tasks(corpus: Corpus) -> list[tuple[str, Task, dict[str, Any] | None]]:
-    """(how a verdict names it, task, its graded case or None): the base cases, then unseen questions."""
-    tasks: list[tuple[str, Task, dict[str, Any] | None]] = [
-        (f"case {case['id']!r}", task_from(case), case) for case in corpus.cases
-    ]
-    for number, (version, question) in enumerate(UNSEEN, 1):
-        task = Task(f"unseen-{number}", "unseen", question, version)
-        tasks.append((f"the unseen {version} question {question!r}", task, None))
-    return tasks
-
-
-def _answer_of(got: Any, where: str) -> tuple[str | None, str | None] | Check:
-    """(answer, citation) from what a learner's workflow returned, as exact strs; or the verdict."""
-    if got is None:
-        return None, None
-    if not isinstance(got, dict):
-        return fail(
-            f"On {where} your workflow returned {_shown(got)}; return a dict with 'answer' and "
-            "'citation' (or None when the search finds nothing)."
-        )
-    try:
-        fields = _plain(got, "your dict")
-    except _NotPlain as odd:
-        return fail(
-            f"On {where} {odd.where} is a {odd.kind}; return the page's command and id as they are: "
-            "{'answer': page['command'], 'citation': page['id']}."
-        )
-    if not {"answer", "citation"} <= set(fields):
-        return fail(
-            f"On {where} your workflow returned a dict with {sorted(fields)[:4]}; return one with "
-            "'answer' and 'citation' (or None when the search finds nothing)."
-        )
-    answer, citation = fields["answer"], fields["citation"]
-    for name, value in (("answer", answer), ("citation", citation)):
-        if value is not None and type(value) is not str:
-            return fail(
-                f"On {where} your {name!r} is a {type(value).__name__}; it is the page's "
-                f"{'command' if name == 'answer' else 'id'}, a str."
-            )
-    return answer, citation
-
 
 @exercise("01", "workflow")
 def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
@@ -313,26 +109,26 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
         refused := not_a_function(my_workflow, "my_workflow must be a function (task, tools) -> dict")
     ) is not None:
         return refused
-    if (name := _handed_in(my_workflow)) is not None:
-        return _labkits_version(name, "workflow")
+    if (name := handed_in(my_workflow)) is not None:
+        return labkits_version(name, "workflow")
     corpus = docuctl()
     passed = calls = ref_passed = ref_calls = 0
-    for where, task, case in _tasks(corpus):
+    for where, task, case in tasks(corpus):
         log: list[tuple[str, dict[str, Any]]] = []
         misuse: list[str] = []
-        watch = _Watch()
+        watch = Watch()
         try:
-            tools = _counting(docuctl_tools(task, corpus.docs), log, misuse)
+            tools = counting(docuctl_tools(task, corpus.docs), log, misuse)
             got = call(watch.wrap(my_workflow), task, tools)
         except Raised as raised:
             if watch.seen is not None:
-                return _labkits_version(watch.seen, "workflow")
+                return labkits_version(watch.seen, "workflow")
             if misuse and not isinstance(raised.error, TimedOut):
                 line = learner_line(raised.error)
                 return fail(f"On {where} your workflow {misuse[0].format(at=f' at {line}' if line else '')}.")
             return crashed(raised.error, f"on {where}")
         if watch.seen is not None:
-            return _labkits_version(watch.seen, "workflow")
+            return labkits_version(watch.seen, "workflow")
         if misuse:  # the learner caught the TypeError and went on
             return fail(f"On {where} your workflow {misuse[0].format(at='')}.")
         want = workflow(task, corpus.docs)
@@ -341,15 +137,15 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
                 f"On {where} your workflow made {len(log)} tool calls; its budget is "
                 f"{BASE_TOOL_BUDGET}: one search, one read."
             )
-        answer = _answer_of(got, where)
+        answer = answer_of(got, where)
         if isinstance(answer, Check):
             return answer
         if answer != (want["answer"], want["citation"]):
             hits = want["trace"][0]["result"]
             first = hits[0]["id"] if hits else None
-            shown = None if got is None else answer
+            said = None if got is None else answer
             return fail(
-                f"On {where} your workflow answered {_shown(shown, 160)}; the first hit was {first!r}: "
+                f"On {where} your workflow answered {shown(said, 160)}; the first hit was {first!r}: "
                 f"{FIXED}."
             )
         if case is None:
@@ -381,30 +177,6 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
         table,
     )
 
-
-def _decide_run(
-    my_decide: Callable[..., Any], task: Task, corpus: Corpus, watch: _Watch, raised: list[BaseException]
-) -> dict[str, Any]:
-    """`run` of the learner's decide on `task` (copies handed in; what it raises kept in `raised`).
-
-    Within LIMIT_S seconds: in the main thread the time limit interrupts the decide itself;
-    elsewhere the runtime's own step timeout bounds each decision.
-    """
-    watched = watch.wrap(my_decide)
-
-    def decide(task: Any, observations: Any) -> Any:
-        try:
-            return watched(copied(task), copied(observations))
-        except Exception as error:
-            raised.append(error)
-            raise
-
-    limits = {"max_turns": BASE_TOOL_BUDGET + 1, "max_tools": BASE_TOOL_BUDGET}
-    step = None if _signals_usable() else LIMIT_S
-    with time_limit(LIMIT_S):
-        return run(task, decide, tools=docuctl_tools(task, corpus.docs), step_timeout=step, **limits)
-
-
 @exercise("01", "decide")
 def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     """Build it: the scripted loop's `decide`, run by the runtime under the workflow's budget."""
@@ -412,19 +184,19 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
         refused := not_a_function(my_decide, "my_decide must be a function (task, observations) -> dict")
     ) is not None:
         return refused
-    if (name := _handed_in(my_decide)) is not None:
-        return _labkits_version(name, "decide")
+    if (name := handed_in(my_decide)) is not None:
+        return labkits_version(name, "decide")
     corpus = docuctl()
     limits = {"max_turns": BASE_TOOL_BUDGET + 1, "max_tools": BASE_TOOL_BUDGET}
     passed = calls = ref_passed = ref_calls = 0
-    for where, task, case in _tasks(corpus):
-        watch, raised = _Watch(), []
+    for where, task, case in tasks(corpus):
+        watch, raised = Watch(), []
         try:
-            got = _decide_run(my_decide, task, corpus, watch, raised)
+            got = decide_run(my_decide, task, corpus, watch, raised)
         except (TimedOut, LabError) as error:
             return crashed(error, f"on {where}")
         if watch.seen is not None:
-            return _labkits_version(watch.seen, "decide")
+            return labkits_version(watch.seen, "decide")
         if got["stop"] == "step_timeout":
             return crashed(TimedOut(LIMIT_S), f"on {where}")
         if got["stop"] == "invalid_decision" and raised:
@@ -439,7 +211,7 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
             )
         if (got["answer"], got["citation"]) != (want["answer"], want["citation"]):
             return fail(
-                f"On {where} your loop answered {_shown(got['answer'])} citing {_shown(got['citation'])}; "
+                f"On {where} your loop answered {shown(got['answer'])} citing {shown(got['citation'])}; "
                 f"{FIXED}."
             )
         if case is None:
@@ -469,100 +241,10 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
 
 
 # -- exercise 1: which stage failed, and the evidence ------------------------------------------------
-
-STAGES = ("retrieval", "control", "answer")
-REASON_LIMIT = 1000  # characters: a reason is a sentence or two
-# A retrieval reason names how the ranking went: which page came first, the tie, or where the
-# expected page ranked. A control reason names that the expected page was among the hits and
-# that the fixed next step (read the first) never looked at it.
-RANKING = r"rank|first|order|score|tie|above|ahead|before|top|higher|sort|alphabet|beat|won|win"
-TIE = (r"\btie|\btied|same score|equal score|scored? the same|both score|score (of )?2|smaller id|"
-       r"alphabet|by id")
-LOWER = r"second|2nd|hit 2|#2|number 2|position 2|below|lower|behind|not first|\blost|after"
-IN_HITS = (r"second|2nd|hit 2|#2|returned|found|among|in the (hits|results|list)|retrieved|listed|"
-           r"a hit|the hits")
-STEP = r"read|pick|chose|choose|select|check|only|always|next|blind|look|open"
-RIGHT_PAGE = r"(right|correct|expected|relevant|proper|needed|wanted) (page|doc|document|hit|one|result)"
-NEGATION = r"(not|never|n't|no|without|instead of|rather than|failed to|unable to)\W+(\w+\W+){0,3}$"
-
-
 def _diagnosis(case_id: Any, stage: Any, reason: Any = None) -> dict[str, Any]:
-    return {"case_id": _shown(case_id), "stage": _shown(stage), "reason": _shown(reason, 1000)} if not all(
+    return {"case_id": shown(case_id), "stage": shown(stage), "reason": shown(reason, 1000)} if not all(
         value is None or type(value) is str for value in (case_id, stage, reason)
     ) else {"case_id": case_id, "stage": stage, "reason": reason}
-
-
-def _said(pattern: str, text: str) -> bool:
-    return re.search(pattern, text) is not None
-
-
-def _names(page_id: str) -> str:
-    """A pattern for a page named by its id ("rollback-v2") or its topic ("rollback")."""
-    topic = page_id.rsplit("-", 1)[0]
-    return rf"\b({re.escape(page_id)}|{re.escape(topic)})\b"
-
-
-def _affirmed(pattern: str, text: str) -> bool:
-    """`pattern` occurs in `text` at least once without a negation just before it."""
-    return any(not re.search(NEGATION, text[: match.start()][-40:]) for match in re.finditer(pattern, text))
-
-
-def _contradiction(
-    text: str, first: str, expected: str, read: str | None, found: bool, conflicts: bool
-) -> str:
-    """What `text` claims that the trace contradicts (a phrase for the verdict), or ""."""
-    page = rf"({_names(expected)}|{RIGHT_PAGE}|it\b)"
-    clauses = re.split(r"[.;,:!?]|\bbut\b|\bwhile\b|\bthough\b", text)
-    if found:
-        negated_find = (r"(not|never|n't|failed to|unable to)\W+(\w+\W+){0,2}"
-                        r"(find|found|return|retrieve|surface|include|list|show|get|hit)")
-        for clause in clauses:
-            if _said(negated_find, clause) and not _said(r"first|top|highest|above|ahead|\bread\b", clause):
-                return f"that search did not find {expected!r}"
-        nothing = r"no (hits|results)|found nothing|returned nothing|empty (search|result|list)|nothing came"
-        missing = (rf"{page}\W+(\w+\W+){{0,3}}(missing|absent)|"
-                   r"(not|never) (in|among) (the )?(hits|results|list)")
-        if _said(nothing, text) or _said(missing, text):
-            return f"that search did not find {expected!r}"
-    ranked = r"\W+(was |is |came |got |ranked |scored )?(ranked )?"
-    if _affirmed(rf"{_names(expected)}{ranked}(first|top|1st|hit 1)\b", text):
-        return f"that {expected!r} ranked first"
-    if _affirmed(rf"{_names(first)}{ranked}(second|2nd|last|lower)\b", text):
-        return f"that {first!r} ranked below {expected!r}"
-    if read != expected and _affirmed(rf"\bread (the )?({_names(expected)}|{RIGHT_PAGE})", text):
-        return f"that the workflow read {expected!r}"
-    if _said(r"misspel|typo|spelling|spelt", text):
-        return "that the question is misspelt"
-    if _said(r"\bv1\b|wrong version|other version|older version", text):
-        return "that a page of another version was involved"
-    if not conflicts and _affirmed(r"production|deprecated|conflict", text):
-        return f"that {read!r} conflicts with the task"
-    return ""
-
-
-def _trace_facts(case: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
-    """The facts of the workflow's trace on `case` that a diagnosis can name."""
-    task = task_from(case)
-    result = workflow(task, corpus.docs)
-    ids = [hit["id"] for hit in result["trace"][0]["result"] or []]
-    read = result["trace"][1]["decision"]["id"] if len(result["trace"]) > 1 else None
-    terms = query_terms(case["question"], corpus.docs.aliases, expand=True)
-    scores = {}
-    for page_id in ids:
-        page = corpus.docs.read(page_id, task.version)
-        scores[page_id] = len(terms & words(page["title"] + " " + page["text"]))
-    page = corpus.docs.read(read, task.version) if read else None
-    return {"result": result, "ids": ids, "read": read, "scores": scores,
-            "conflicts": page is not None and _controllers.conflict(task, page) is not None}
-
-
-def _what_it_shows(facts: dict[str, Any], expected: str) -> str:
-    ids, scores = facts["ids"], facts["scores"]
-    where = f"{expected!r} hit {ids.index(expected) + 1}" if expected in ids else f"no {expected!r}"
-    scored = " and ".join(f"{page} {score}" for page, score in scores.items())
-    return (f"search returned {ids} ({where}; scores {scored}), and the workflow read {facts['read']!r} "
-            "and answered with its command")
-
 
 def _untouched_diagnosis(stage: Any, reason: Any) -> bool:
     return unanswered(stage) and (unanswered(reason) or (type(reason) is str and not reason.strip()))
@@ -592,7 +274,7 @@ def _check_failure_stage(case_id: str, stage: str | None, reason: str | None = N
     case = next((c for c in corpus.cases if c["id"] == case_id), None)
     if case is None:
         return fail(f"there is no base case {shorten(case_id, 60)!r}.")
-    facts = _trace_facts(case, corpus)
+    facts = trace_facts(case, corpus)
     if facts["result"]["citation"] == case["expected_doc"]:
         return fail(f"the workflow passes {case_id!r}; pick the case it fails.")
     ids, expected = facts["ids"], case["expected_doc"]
@@ -609,22 +291,18 @@ def _check_failure_stage(case_id: str, stage: str | None, reason: str | None = N
         return fail(f"keep `reason` to a sentence or two (under {REASON_LIMIT:,} characters): the facts "
                     "of the trace.")
     first = ids[0] if ids else ""
-    claim = _contradiction(text, first, expected, facts["read"], expected in ids, facts["conflicts"])
+    claim = contradiction(text, first, expected, facts["read"], expected in ids, facts["conflicts"])
     if claim:
-        shows = _what_it_shows(facts, expected)
+        shows = what_it_shows(facts, expected)
         return fail(f"your reason says {claim}, but the trace shows otherwise: {shows}.")
-    named_first = bool(first) and _said(_names(first), text) and _said(RANKING, text)
-    named_lower = expected in ids[1:] and _said(_names(expected), text) and _said(LOWER, text)
-    if stage == "retrieval" and (named_first or named_lower or _said(TIE, text)):
+    if stage == "retrieval" and ranking_named(text, ids, expected):
         where = "second" if expected in ids[1:] else "nowhere in the hits"
         return Check(
             True,
             f"retrieval: search ranked {first!r} first and {expected!r} {where}; a better ranking "
             "fixes it for every controller at once. (Control is defensible too, with the right reason.)",
         )
-    in_hits = expected in ids[1:] and (_said(_names(expected), text) or _said(RIGHT_PAGE, text)) and _said(
-        IN_HITS, text)
-    if stage == "control" and in_hits and _said(STEP, text):
+    if stage == "control" and step_named(text, ids, expected):
         return Check(
             True,
             f"control: {expected!r} was among the hits, but the fixed next step reads only the "
@@ -691,8 +369,8 @@ def check_adaptive_case(case: dict[str, Any] | None, corpus: Corpus | None = Non
     if not isinstance(case, dict):
         return fail(f"a case is a dict with the fields of adaptive_cases.json, not {type(case).__name__}.")
     try:
-        case = _plain(case, "case")
-    except _NotPlain as odd:
+        case = plain(case, "case")
+    except NotPlain as odd:
         return fail(f"not a valid case: {odd.where} is a {odd.kind}; every field is a str, as in "
                     "adaptive_cases.json.")
     try:
