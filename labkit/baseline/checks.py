@@ -376,7 +376,7 @@ def check_adaptive_case(case: dict[str, Any] | None, corpus: Corpus | None = Non
     try:
         table = try_adaptive_case(case, corpus)
     except ValueError as problem:
-        return fail(f"not a valid case: {problem}")
+        return fail(f"not a valid case: {shorten(str(problem), 300)}")
     if bool(table.loc["search/read workflow", "passed"]):
         return fail(
             "the fixed workflow already solves this case, so it needs no adaptive control: "
