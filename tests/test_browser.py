@@ -2,7 +2,7 @@
 
 nbval executes the notebooks in a kernel; this test opens them in a real JupyterLab, started
 on a free loopback port with every Jupyter folder temporary (settings, runtime, workspaces)
-and the course's settings override (`labkit/jupyter_overrides.json`), on output-free copies
+and the course's settings override (`labkit/course/jupyter_overrides.json`), on output-free copies
 of the notebooks (what a learner's fresh copy holds), so that every output checked is the run's
 and nothing the page saves reaches the checkout. For `00_start_here` and lab 01
 it clicks Run ▸ Run All Cells and then reads JupyterLab's own notebook model: every code cell
@@ -75,12 +75,12 @@ def jupyterlab(tmp_path_factory):
     base = tmp_path_factory.mktemp("jupyterlab")
     root = base / "notebooks"
     root.mkdir()
-    for name in ("00_start_here.ipynb", *(p.name for p in NOTEBOOKS.glob("01_*.ipynb"))):
+    for name in ("00_start_here.ipynb", *(p.name for p in NOTEBOOKS.glob("0[1-4]_*.ipynb"))):
         _write_unexecuted(NOTEBOOKS / name, root / name)
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
     # The same file `python -m labkit.course.jupyter_settings` installs, here as a config-dir layer.
-    shutil.copy(ROOT / "labkit" / "jupyter_overrides.json",
+    shutil.copy(ROOT / "labkit" / "course" / "jupyter_overrides.json",
                 config / "labconfig" / "default_setting_overrides.json")
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
            "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(base / "ws"),
@@ -217,3 +217,63 @@ def test_run_all_in_jupyterlab_executes_every_cell_without_error(lab, pattern, t
 def test_without_chromium_the_reason_says_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", str(tmp_path / "no-chromium"))
     assert _missing() == f"no chromium at {tmp_path / 'no-chromium'} (Debian: apt-get install chromium)"
+
+
+# The ```mermaid blocks of the open notebook, by cell index, and how many rendered as an SVG that
+# displays (not mermaid's own "Syntax error" picture).
+# A markdown cell is rendered only once it is in view (JupyterLab windows the notebook), so each is
+# scrolled to first.
+MERMAID = """async () => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  await panel.context.ready;
+  await panel.revealed;
+  const notebook = panel.content;
+  const found = [];
+  for (let i = 0; i < notebook.widgets.length; i++) {
+    const cell = notebook.widgets[i];
+    if (cell.model.type !== 'markdown') continue;
+    const blocks = (cell.model.sharedModel.getSource().match(/^```mermaid/gm) || []).length;
+    if (!blocks) continue;
+    await notebook.scrollToItem(i, 'center');
+    // JupyterLab draws each diagram as an SVG: inline, or as an <img> of an SVG data URL.
+    const drawn = () => [...cell.node.querySelectorAll(
+      '.jp-RenderedMermaid svg, .jp-RenderedMermaid img[src^="data:image/svg+xml"]')];
+    for (let wait = 0; wait < 150 && drawn().length < blocks; wait++) {
+      await new Promise(resolve => setTimeout(resolve, 100));
+    }
+    const svgs = drawn();
+    await Promise.all(svgs.map(s => s.decode ? s.decode().catch(() => null) : null));
+    const text = svgs.map(s => s.tagName === 'IMG' ? decodeURIComponent(s.src) : s.outerHTML).join(' ');
+    const shown = svgs.filter(s => s.tagName !== 'IMG' || s.naturalWidth > 0).length;
+    const error = /Syntax error|Parse error/i.test(text) ? 'mermaid drew a syntax error' : null;
+    found.push({index: i, blocks, svgs: shown, error});
+    if (svgs.length) svgs[0].scrollIntoView({block: 'center'});
+  }
+  return found;
+}"""
+
+
+def _open(page, name: str) -> None:
+    page.evaluate("async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
+                  name)
+    page.wait_for_function(
+        "name => { const w = window.jupyterapp.shell.currentWidget;"
+        " return w?.context?.path === name && w.content?.widgets?.length > 0; }",
+        arg=name, timeout=START_TIMEOUT * 1000)
+
+
+@pytest.mark.parametrize("number", ["01", "02", "03", "04"])
+def test_every_mermaid_diagram_renders_as_an_svg(number, tmp_path, request):
+    """Opened, not run: a diagram is markdown, rendered by JupyterLab itself (>= 4.1, no extension)."""
+    name = next(NOTEBOOKS.glob(f"{number}_*.ipynb")).name
+    source = json.loads((NOTEBOOKS / name).read_text())["cells"]
+    if not any(c["cell_type"] == "markdown" and "```mermaid" in "".join(c["source"]) for c in source):
+        pytest.skip(f"lab {number} has no mermaid diagram yet")
+    page = request.getfixturevalue("lab")  # JupyterLab starts only for a lab with a diagram
+    _open(page, name)
+    found = page.evaluate(MERMAID)
+    page.screenshot(path=str(tmp_path / f"{number}-mermaid.png"), full_page=False)
+    assert found, f"{name}: no markdown cell with a mermaid block was found in the page"
+    for diagram in found:
+        assert diagram["error"] is None, f"{name} cell {diagram['index']}: {diagram['error']}"
+        assert diagram["svgs"] >= diagram["blocks"], f"{name} cell {diagram['index']} rendered no SVG"

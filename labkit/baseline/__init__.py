@@ -8,4 +8,6 @@ bounded decision loop on the same graded docuctl cases.
 - `grading`: the one independent grader (`outcome`) and the comparison table (`compare`);
 - `plots`: outcomes against tool calls;
 - `checks`: the build-it cell's and the exercises' checkers (`labkit.exercises.lab01`).
+  `answers` handles a learner's answer as untrusted input (plain values, labkit's own version
+  recognised, the tools counted); `diagnosis` judges Exercise 1's reason on the trace's facts.
 """
