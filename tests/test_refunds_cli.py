@@ -65,5 +65,6 @@ def test_a_model_spec_that_names_no_backend_is_its_own_line_never_glued_to_a_pro
     code, out, err = cli("refund-lab", "--policy", "model")
     assert code == 2 and out == ""
     assert err == ("labkit refund-lab: error: LABKIT_MODEL='garbage' is not a backend: use replay (default), "
-                   "replay:<file>, local, or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)\n")
+                   "replay:<file>, local, ollama:<tag> (e.g. ollama:qwen2.5:0.5b) or openai:<model> "
+                   "(a server at OPENAI_BASE_URL)\n")
 

@@ -60,7 +60,7 @@ def handle(args: argparse.Namespace) -> int:
     # The model runs where trials are recorded: by default only if any are, and then only
     # under the defenses recorded; asked for by name, a missing recording is an error.
     if "model" in policies and (args.policy is not None or model_available()):
-        from labkit.model.backend import backend_from_env
+        from labkit.model.factory import backend_from_env
 
         backend_from_env()  # a LABKIT_MODEL that names no backend: its one line, before any progress bar
         chosen = defenses if args.defense else list(LADDER_DEFENSES)
