@@ -334,14 +334,14 @@ def wrapped_run(*args, **kwargs):
 
 @pytest.mark.parametrize("answer", [run, functools.partial(run), delegating_run, wrapped_run])
 def test_labkits_own_run_is_recognised(answer):
-    verdict(lab02.check_run(answer), False, "that is labkit's run", "write your own my_run")
+    verdict(lab02.check_run(answer), False, "that is labkit's version (`run`)", "write your own my_run")
 
 
 @pytest.mark.parametrize(
     "answer", [pass_hat_k, functools.partial(pass_hat_k), lambda c, n, k: pass_hat_k(c, n, k)]
 )
 def test_labkits_own_pass_hat_k_is_recognised(answer):
-    verdict(lab02.check_pass_hat_k(answer), False, "that is labkit's pass_hat_k", "write your own")
+    verdict(lab02.check_pass_hat_k(answer), False, "that is labkit's version (`pass_hat_k`)", "write your own")
 
 
 def test_huge_and_odd_numbers_get_a_verdict():

@@ -3,9 +3,9 @@
 - `plain`: a value rebuilt from exact builtin types, so a comparison runs the builtins' `==` (an
   always-equal `str` subclass is compared as the plain string it holds); `NotPlain` names where a
   value of another type sits. `shown`: a short repr of any value for a verdict.
-- `handed_in` and `Watch`: labkit's own controllers recognised when handed in (directly, wrapped,
-  as a `functools.partial` or a bound method) or called while the learner's function runs
-  (`sys.setprofile`); `labkits_version` is the verdict.
+- `REFERENCES` (`handed_in`, `watch()`): labkit's own controllers recognised when handed in
+  (directly, wrapped, as a `functools.partial` or a bound method) or called while the learner's function runs
+  (`sys.setprofile`); `labkits_version` is the verdict (both from `labkit.core.answers`).
 - `counting`: the tools a learner's workflow calls, each call logged, results handed as copies, a
   positional or misnamed argument answered with how to call it.
 - `tasks`: the base cases and questions the notebook never shows; `answer_of` reads what a workflow
@@ -14,19 +14,16 @@
 
 from __future__ import annotations
 
-import functools
-import sys
 from collections.abc import Callable
-from types import CodeType
 from typing import Any
 
 from labkit.baseline import controllers as _controllers
 from labkit.baseline.controllers import BASE_TOOL_BUDGET, docuctl_tools, scripted, workflow
 from labkit.baseline.corpus import Corpus, docuctl
 from labkit.baseline.task import Task, task_from
+from labkit.core.answers import References, Watch, shown
 from labkit.core.check import LIMIT_S, Check, _signals_usable, copied, fail, time_limit
 from labkit.core.runtime import Tool, run
-from labkit.core.text import shorten
 
 # Questions the notebook never shows, beside the 18 base cases: every one finds pages, so
 # the workflow's steps are the same as on the base cases; only a memorised table fails them.
@@ -38,14 +35,6 @@ UNSEEN = (
     ("v2", "Where are the service logs?"),
     ("v2", "How do I invalidate cache entries?"),
 )
-
-
-def shown(value: Any, limit: int = 80) -> str:
-    """A short repr of a learner's value for a verdict (a repr that raises or is huge included)."""
-    try:
-        return shorten(repr(value), limit)
-    except Exception:  # noqa: BLE001 - an unprintable answer is named by its type
-        return f"a value of type {type(value).__name__}"
 
 
 class NotPlain(Exception):
@@ -91,86 +80,27 @@ def plain(value: Any, where: str = "the answer", depth: int = 0) -> Any:
 # -- labkit's own implementations, handed in or called --------------------------------------------
 
 
-def _reference_codes() -> dict[CodeType, str]:
-    """The code objects of labkit's lab-01 controllers, each with the name a verdict gives it."""
-    named: dict[Callable[..., Any], str] = {
-        workflow: "labkit's `workflow`",
-        scripted: "labkit's `scripted` loop",
-        _controllers._fixed: "labkit's `workflow`",
-        _controllers._read_first: "labkit's `workflow`",
-        _controllers._search_or_correct: "labkit's `fallback_workflow`",
-        _controllers.keyword_route: "labkit's `keyword_route`",
-        _controllers.spell_correct_first_workflow: "labkit's `spell_correct_first_workflow`",
-        _controllers.fallback_workflow: "labkit's `fallback_workflow`",
-        _controllers.two_rule_workflow: "labkit's `two_rule_workflow`",
-        _controllers.adaptive_policy: "labkit's adaptive loop",
-        _controllers._Steps.search: "labkit's `workflow`",
-        _controllers._Steps.read: "labkit's `workflow`",
+def _named() -> dict[Callable[..., Any], str]:
+    """labkit's lab-01 controllers and their steps, each with the name a verdict gives it."""
+    return {
+        workflow: "`workflow`",
+        scripted: "the `scripted` loop",
+        _controllers._fixed: "`workflow`",
+        _controllers._read_first: "`workflow`",
+        _controllers._search_or_correct: "`fallback_workflow`",
+        _controllers.keyword_route: "`keyword_route`",
+        _controllers.spell_correct_first_workflow: "`spell_correct_first_workflow`",
+        _controllers.fallback_workflow: "`fallback_workflow`",
+        _controllers.two_rule_workflow: "`two_rule_workflow`",
+        _controllers.adaptive_policy: "the adaptive loop",
+        _controllers.adaptive_policy(docuctl().docs): "the adaptive loop",
+        _controllers._Steps.search: "`workflow`",
+        _controllers._Steps.read: "`workflow`",
     }
-    codes = {fn.__code__: name for fn, name in named.items()}
-    codes[_controllers.adaptive_policy(docuctl().docs).__code__] = "labkit's adaptive loop"
-    return codes
 
 
-@functools.cache
-def _codes() -> dict[CodeType, str]:
-    return _reference_codes()
-
-
-def handed_in(answer: Any) -> str | None:
-    """Which labkit implementation `answer` is (itself, wrapped, a partial or a bound method), or None."""
-    codes, seen = _codes(), set()
-    fn = answer
-    while fn is not None and id(fn) not in seen:
-        seen.add(id(fn))
-        try:
-            code = getattr(fn, "__code__", None)
-            if isinstance(code, CodeType) and code in codes:
-                return codes[code]
-            if isinstance(fn, functools.partial):
-                fn = fn.func
-                continue
-            fn = getattr(fn, "__wrapped__", None) or getattr(fn, "__func__", None)
-        except Exception:  # noqa: BLE001 - a hostile attribute is no delegation
-            return None
-    return None
-
-
-class Watch:
-    """Notes whether a learner's function runs one of labkit's reference controllers.
-
-    `wrap(fn)` returns a function that, while `fn` runs, has `sys.setprofile` note every
-    Python call; a call into one of `_codes()` sets `seen` to its name. Installed inside the
-    wrapper, so it holds in whichever thread the function runs, and the previous profile
-    function is put back afterwards.
-    """
-
-    def __init__(self) -> None:
-        self.seen: str | None = None
-        self.codes = _codes()
-
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def watched(*args: Any, **kwargs: Any) -> Any:
-            previous = sys.getprofile()
-
-            def note(frame: Any, event: str, arg: Any) -> None:
-                if event == "call" and self.seen is None:
-                    self.seen = self.codes.get(frame.f_code)
-
-            sys.setprofile(note)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                sys.setprofile(previous)
-
-        return watched
-
-
-def labkits_version(name: str, yours: str) -> Check:
-    return fail(
-        f"that is labkit's version ({name}), handed in or called from your function; write your own "
-        f"{yours}: the steps are yours to write here, labkit's is for comparing after."
-    )
+REFERENCES = References(_named)
+handed_in = REFERENCES.handed_in
 
 
 # -- the tools a learner's workflow calls -------------------------------------------------------------

@@ -41,16 +41,14 @@ from typing import Any
 import pandas as pd
 
 from labkit.baseline.answers import (
+    REFERENCES,
     UNSEEN,
     NotPlain,
-    Watch,
     answer_of,
     counting,
     decide_run,
     handed_in,
-    labkits_version,
     plain,
-    shown,
     tasks,
 )
 from labkit.baseline.controllers import BASE_TOOL_BUDGET, controllers, docuctl_tools, scripted, workflow
@@ -66,6 +64,7 @@ from labkit.baseline.diagnosis import (
 )
 from labkit.baseline.grading import compare, evaluate, outcome
 from labkit.baseline.task import TaskError, task_from
+from labkit.core.answers import labkits_version, shown
 from labkit.core.check import (
     LIMIT_S,
     NOT_YET,
@@ -116,7 +115,7 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     for where, task, case in tasks(corpus):
         log: list[tuple[str, dict[str, Any]]] = []
         misuse: list[str] = []
-        watch = Watch()
+        watch = REFERENCES.watch()
         try:
             tools = counting(docuctl_tools(task, corpus.docs), log, misuse)
             got = call(watch.wrap(my_workflow), task, tools)
@@ -190,7 +189,7 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     limits = {"max_turns": BASE_TOOL_BUDGET + 1, "max_tools": BASE_TOOL_BUDGET}
     passed = calls = ref_passed = ref_calls = 0
     for where, task, case in tasks(corpus):
-        watch, raised = Watch(), []
+        watch, raised = REFERENCES.watch(), []
         try:
             got = decide_run(my_decide, task, corpus, watch, raised)
         except (TimedOut, LabError) as error:

@@ -2,7 +2,8 @@
 
 `shown(value)` is a learner's value as a verdict may quote it: a short repr that never raises
 and never runs long (a 5,000-digit int, a 10**6-element array, a 10 MB string). `is_labkits`
-and `watching` recognise labkit's own implementation handed in as the answer: itself, wrapped
+and `watching` (or a `References` table with its `Watch`) recognise labkit's own implementation
+handed in as the answer: itself, wrapped
 (functools.partial, a decorator's __wrapped__, a bound method), or called from inside the
 learner's function (a sys.setprofile watch on its code object during the learner's call), so
 a checker can answer "that is labkit's version; write your own". `limit_s()` is the time a
@@ -15,22 +16,24 @@ import contextlib
 import functools
 import reprlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from types import CodeType
 from typing import Any
 
 from labkit.core import check as _check
+from labkit.core.check import Check, fail
 from labkit.core.text import shorten
 
 _SHOWN = reprlib.Repr()
 _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxlong = 60, 60, 8, 4, 20
 
 
-def shown(value: Any) -> str:
+def shown(value: Any, limit: int = 80) -> str:
     """A short, safe repr of a learner's value for a verdict (never huge, never raising)."""
     if isinstance(value, int) and abs(value) > 10**18:  # str() of a 5,000-digit int raises
         return f"a number of about {int(value.bit_length() * 0.30103) + 1:,} digits"
     try:
-        return shorten(" ".join(_SHOWN.repr(value).split()), 80)
+        return shorten(" ".join(_SHOWN.repr(value).split()), limit)
     except Exception:  # noqa: BLE001 - a repr that raises is shown by its type
         return f"a {type(value).__name__}"
 
@@ -87,6 +90,68 @@ def watching(*originals: Callable[..., Any]) -> Iterator[list[str]]:
         yield seen
     finally:
         sys.setprofile(None)
+
+
+class References:
+    """labkit's own implementations that a checker refuses as an answer, each with the name a
+    verdict gives it; built on first use (`named` may load a corpus).
+
+    `handed_in(answer)` is the name of the one `answer` is (itself, wrapped, a partial, a bound
+    method), or None; `watch()` gives a `Watch` that notes a call into one of them while the
+    learner's function runs.
+    """
+
+    def __init__(self, named: Callable[[], Mapping[Callable[..., Any], str]]) -> None:
+        self._named = named
+
+    @functools.cached_property
+    def codes(self) -> dict[CodeType, str]:
+        return {fn.__code__: name for fn, name in self._named().items()}
+
+    def handed_in(self, answer: Any) -> str | None:
+        for inner in unwrapped(answer):
+            try:
+                code = getattr(inner, "__code__", None)
+            except Exception:  # noqa: BLE001 - a hostile attribute is no delegation
+                return None
+            if isinstance(code, CodeType) and code in self.codes:
+                return self.codes[code]
+        return None
+
+    def watch(self) -> Watch:
+        return Watch(self.codes)
+
+
+class Watch:
+    """Notes (in `seen`) the first call into one of labkit's implementations while a learner's
+    function runs: `wrap(fn)` returns `fn` run under `sys.setprofile`, installed inside the
+    wrapper so it holds in whichever thread runs it, the previous profile function put back.
+    """
+
+    def __init__(self, codes: Mapping[CodeType, str]) -> None:
+        self.codes, self.seen = codes, None
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            previous = sys.getprofile()
+
+            def note(frame: Any, event: str, arg: Any) -> None:
+                if event == "call" and self.seen is None:
+                    self.seen = self.codes.get(frame.f_code)
+
+            sys.setprofile(note)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                sys.setprofile(previous)
+
+        return watched
+
+
+def labkits_version(name: str, yours: str) -> Check:
+    """The verdict for labkit's own implementation handed in as the answer, or called from it."""
+    return fail(f"that is labkit's version ({name}), handed in or called from your function; write "
+                f"your own {yours}: labkit's is there to compare with once yours passes.")
 
 
 class Recorded:

@@ -52,6 +52,8 @@ import pandas as pd
 from labkit.baseline.controllers import docuctl_tools
 from labkit.baseline.grading import outcome
 from labkit.baseline.task import Task, task_from
+from labkit.core.answers import labkits_version as _labkits_version
+from labkit.core.answers import shown as _shown
 from labkit.core.check import (
     Check,
     Raised,
@@ -66,10 +68,8 @@ from labkit.core.errors import LabError
 from labkit.core.progress import exercise
 from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Budget, run
 from labkit.core.text import shorten
-from labkit.decision_loop.answers import Watch as _Watch
+from labkit.decision_loop.answers import REFERENCES
 from labkit.decision_loop.answers import handed_in as _handed_in
-from labkit.decision_loop.answers import labkits_version as _labkits_version
-from labkit.decision_loop.answers import shown as _shown
 from labkit.decision_loop.evaluation import case_by_id, replay_trials
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.run_cases import (
@@ -169,7 +169,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
     for case in cases():
         where = f"'{case.name}'" + ("" if case.shown else " (a case the reference table does not show)")
         mine: list[str] = []
-        watch = _Watch()
+        watch = REFERENCES.watch()
         try:
             tools = case_tools(mine, case.tools, case.task)
             got = call(watch.wrap(my_run), case.task, case.policy, tools, **case.limits)
@@ -293,7 +293,7 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
         return _labkits_version(labkits, "my_pass_hat_k")
     cases = _pass_hat_kcases()
     for c, n, k in cases:
-        watch = _Watch()
+        watch = REFERENCES.watch()
         try:
             got = call(watch.wrap(fn), c, n, k)
         except Raised as raised:
