@@ -24,12 +24,12 @@ notebooks replay recordings.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from labkit.core.errors import LabError, ProviderError
+from labkit.core.timeouts import TIMED_OUT, call_within
 from labkit.model.backend import Reply, Request, versions
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -71,23 +71,10 @@ class OllamaBackend:
         interrupt a read from outside, so the thread ends when the server stops sending,
         and the next call gets a fresh connection.
         """
-        box: list[tuple[bool, Any]] = []
-        done = threading.Event()
-
-        def target() -> None:
-            try:
-                box.append((True, self._call_now(what, fn)))
-            except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
-                box.append((False, error))
-            done.set()
-
-        threading.Thread(target=target, name="labkit-ollama", daemon=True).start()
-        if not done.wait(self.deadline):
+        value = call_within(self._call_now, (what, fn), self.deadline)
+        if value is TIMED_OUT:
             self._client = None  # the abandoned thread keeps the old connection
             raise ProviderError(f"Ollama at {self.host} did not finish {what} within {self.deadline:g} s")
-        ok, value = box[0]
-        if not ok:
-            raise value
         return value
 
     def _call_now(self, what: str, fn: Callable[[], Any]) -> Any:

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -47,6 +46,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from labkit.core.errors import LabError, ProviderError
+from labkit.core.timeouts import TIMED_OUT, call_within
 from labkit.model.backend import Reply, Request, versions
 
 SCHEMA_MODES = ("auto", "json_schema", "json_object", "none")
@@ -147,23 +147,10 @@ class OpenAIBackend:
         As in the Ollama backend, the call runs on a daemon thread that is abandoned at the
         deadline (httpx cannot interrupt a read from outside); the next call gets a new client.
         """
-        box: list[tuple[bool, Any]] = []
-        done = threading.Event()
-
-        def target() -> None:
-            try:
-                box.append((True, self._call_now(what, fn)))
-            except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
-                box.append((False, error))
-            done.set()
-
-        threading.Thread(target=target, name="labkit-openai", daemon=True).start()
-        if not done.wait(self.deadline):
+        value = call_within(self._call_now, (what, fn), self.deadline)
+        if value is TIMED_OUT:
             self._client = None  # the abandoned thread keeps the old connection
             raise ProviderError(f"the server at {self.host} did not finish {what} within {self.deadline:g} s")
-        ok, value = box[0]
-        if not ok:
-            raise value
         return value
 
     def _call_now(self, what: str, fn: Callable[[], Any]) -> Any:
