@@ -131,7 +131,8 @@ def test_adaptive_case_solution_passes_and_names_the_two_rule_workflow():
 
 
 def test_adaptive_case_wrong_attempts_say_what_to_fix():
-    verdict(lab01.check_adaptive_case(START), False, "already solves this case")
+    verdict(lab01.check_adaptive_case(START), False, "not attempted yet", "the example the cell starts with")
+    verdict(lab01.check_adaptive_case(START | {"id": "mine"}), False, "already solves this case")
     verdict(lab01.check_adaptive_case(START | {"question": "zzzz qqqq"}), False, "adaptive loop fails it too")
     verdict(lab01.check_adaptive_case(START | {"version": "v3"}), False, "not a valid case")
     verdict(lab01.check_adaptive_case(START | {"expected_doc": "tokens-v1"}), False, "not a v2 page")

@@ -67,6 +67,7 @@ from labkit.baseline.task import TaskError, task_from
 from labkit.core.answers import labkits_version, shown
 from labkit.core.check import (
     LIMIT_S,
+    NOT_ATTEMPTED,
     NOT_YET,
     Check,
     Raised,
@@ -352,6 +353,16 @@ def try_adaptive_case(case: dict[str, Any], corpus: Corpus | None = None) -> pd.
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
+# The example Exercise 2's cell starts with (the notebook's `my_case`): the shape of a case, and
+# one the fixed workflow solves, so running it unchanged is no attempt.
+STARTING_CASE = {
+    "id": "my-case", "family": "tokens", "version": "v2",
+    "question": "How do I rotaet tokens?",
+    "expected_doc": "tokens-v2", "expected_command": "docuctl auth tokens rotate --env staging",
+    "observation": "empty_search", "why": "a misspelt verb",
+}
+
+
 def _case_payload(case: Any, corpus: Corpus | None = None) -> Any:
     return case
 
@@ -372,6 +383,9 @@ def check_adaptive_case(case: dict[str, Any] | None, corpus: Corpus | None = Non
     except NotPlain as odd:
         return fail(f"not a valid case: {odd.where} is a {odd.kind}; every field is a str, as in "
                     "adaptive_cases.json.")
+    if case == STARTING_CASE:
+        return fail(f"{NOT_ATTEMPTED}: this is the example the cell starts with, which the fixed "
+                    "workflow already solves; change it into a case it fails and run the cell again")
     try:
         table = try_adaptive_case(case, corpus)
     except ValueError as problem:

@@ -10,8 +10,10 @@ prints out of the verdict's way and says how much there was.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
+import inspect
 import io
 import linecache
 import signal
@@ -28,7 +30,12 @@ import pandas as pd
 from labkit.core.text import shorten
 from labkit.core.timeouts import TIMED_OUT, call_within
 
+# Every verdict for an answer not written yet starts with these words, and is not recorded as
+# an attempt (labkit.core.progress): an untouched student copy submits nothing.
+NOT_ATTEMPTED = "not attempted yet"
 NOT_YET = "not attempted yet: replace the `...` or None with your code and run the cell again"
+STARTING_POINT = ("not attempted yet: your function still holds the `...` placeholder (line {line}); "
+                  "replace it with your code and run the cell again")
 # JupyterLab breaks a text output at ~120 columns wherever it falls, mid-word included
 # (seen at 1400 px); wrapping here keeps a verdict readable on a projector.
 WIDTH = 110
@@ -228,6 +235,27 @@ def captured(limit: int = PRINT_KEPT) -> Iterator[_Kept]:
 
 def unanswered(answer: Any) -> bool:
     return answer is None or answer is Ellipsis
+
+
+def placeholder_line(answer: Any) -> int | None:
+    """The line of a bare `...` statement left in a learner's function, or None.
+
+    Every build-it cell ships a function whose missing part is a `...` line: while it is there,
+    the cell is the starting point, not an attempt. Read from the function's source (IPython
+    keeps every cell's in linecache); a function without readable source has no placeholder.
+    """
+    code = getattr(answer, "__code__", None)
+    if not callable(answer) or code is None:
+        return None
+    try:
+        lines, first = inspect.getsourcelines(answer)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and node.value.value is ...:
+            return first + node.lineno - 1
+    return None
 
 
 def not_a_function(answer: Any, shape: str) -> Check | None:

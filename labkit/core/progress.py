@@ -24,7 +24,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ParamSpec
 
-from labkit.core.check import NOT_YET, Check, TimedOut, captured, unanswered
+from labkit.core.check import (
+    NOT_ATTEMPTED,
+    NOT_YET,
+    STARTING_POINT,
+    Check,
+    TimedOut,
+    captured,
+    placeholder_line,
+    unanswered,
+)
 from labkit.core.paths import runs_dir
 from labkit.core.text import shorten
 
@@ -94,8 +103,13 @@ def exercise(
             answers = [*args, *kwargs.values()]
             if not answers or all(unanswered(answer) for answer in answers):
                 return Check(False, NOT_YET)  # nothing written yet: not an attempt, not recorded
+            for answer in answers:
+                if (line := placeholder_line(answer)) is not None:  # the shipped starting point
+                    return Check(False, STARTING_POINT.format(line=line))
             with captured() as printed:
                 verdict = _judged(check, args, kwargs)
+            if verdict.message.startswith(NOT_ATTEMPTED):  # a blank the checker found: no attempt
+                return verdict
             if printed.count:
                 verdict = dataclasses.replace(verdict, printed=printed.summary())
             data = None
