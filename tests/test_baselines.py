@@ -92,10 +92,9 @@ def decisions(rows):
 def test_the_random_baselines_are_pinned_for_seed_0():
     cases = cases_of("all")
     # 200 seeds on the 24 cases: totals over 4,800 episodes (mean per seed = total / 200).
+    # L0 gives 444 and 1,146 (L0-L2 admit the same draws: tested below); L3 is lab 02's table.
     pinned = {
-        (RANDOM, "L0"): 444,
         (RANDOM, "L3"): 504,  # 2.52 of 24; the project's notes measured 2.4 by hand
-        (SEARCH_FIRST, "L0"): 1146,
         (SEARCH_FIRST, "L3"): 1734,  # 8.67 of 24; its exact expectation is 8.33 (see the report)
     }
     for (kind, rung), total in pinned.items():

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verdicts import verdict
 
+from labkit.core import check as core_check
 from labkit.core.errors import LabError
 from labkit.core.progress import load_progress
 from labkit.core.runtime import run, validate_decision
@@ -341,7 +342,8 @@ def test_labkits_own_run_is_recognised(answer):
     "answer", [pass_hat_k, functools.partial(pass_hat_k), lambda c, n, k: pass_hat_k(c, n, k)]
 )
 def test_labkits_own_pass_hat_k_is_recognised(answer):
-    verdict(lab02.check_pass_hat_k(answer), False, "that is labkit's version (`pass_hat_k`)", "write your own")
+    verdict(lab02.check_pass_hat_k(answer), False, "that is labkit's version (`pass_hat_k`)",
+            "write your own")
 
 
 def test_huge_and_odd_numbers_get_a_verdict():
@@ -366,21 +368,25 @@ def test_labkits_own_error_raised_by_an_answer_is_a_verdict():
     verdict(lab02.check_stop_policy("tool_limit", policy), False, "LabError")
 
 
-def test_a_slow_policy_under_the_runtime_gets_a_verdict_naming_the_case():
+def test_a_slow_policy_under_the_runtime_gets_a_verdict_naming_the_case(monkeypatch):
+    monkeypatch.setattr(core_check, "LIMIT_S", 0.3)  # the checkers' 3 s, shortened for the suite
+
     def slow(task, observations):
         time.sleep(5)  # over the checker's limit; labkit's run waits for a policy without a timeout
         return {"action": "search", "query": task.question}
 
-    verdict(lab02.check_stop_policy("tool_limit", slow), False, "did not return within 3 s",
+    verdict(lab02.check_stop_policy("tool_limit", slow), False, "did not return within 0.3 s",
             "max_turns=3, max_tools=2")
 
 
-def test_a_hanging_run_gets_a_verdict_naming_the_case():
+def test_a_hanging_run_gets_a_verdict_naming_the_case(monkeypatch):
+    monkeypatch.setattr(core_check, "LIMIT_S", 0.3)
+
     def hangs(task, decide, tools, max_turns, max_tools):
         while True:
             time.sleep(0.01)
 
-    verdict(lab02.check_run(hangs), False, "did not return within 3 s", "'scripted search, read, answer'")
+    verdict(lab02.check_run(hangs), False, "did not return within 0.3 s", "'scripted search, read, answer'")
 
 
 # -- the cases a learner has not seen ---------------------------------------------------------

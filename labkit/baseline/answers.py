@@ -21,8 +21,8 @@ from labkit.baseline import controllers as _controllers
 from labkit.baseline.controllers import BASE_TOOL_BUDGET, docuctl_tools, scripted, workflow
 from labkit.baseline.corpus import Corpus, docuctl
 from labkit.baseline.task import Task, task_from
-from labkit.core.answers import References, Watch, shown
-from labkit.core.check import LIMIT_S, Check, _signals_usable, copied, fail, time_limit
+from labkit.core.answers import References, Watch, limit_s, shown
+from labkit.core.check import Check, _signals_usable, copied, fail, time_limit
 from labkit.core.runtime import Tool, run
 
 # Questions the notebook never shows, beside the 18 base cases: every one finds pages, so
@@ -183,7 +183,7 @@ def decide_run(
 ) -> dict[str, Any]:
     """`run` of the learner's decide on `task` (copies handed in; what it raises kept in `raised`).
 
-    Within LIMIT_S seconds: in the main thread the time limit interrupts the decide itself;
+    Within `limit_s()` seconds: in the main thread the time limit interrupts the decide itself;
     elsewhere the runtime's own step timeout bounds each decision.
     """
     watched = watch.wrap(my_decide)
@@ -196,8 +196,8 @@ def decide_run(
             raise
 
     limits = {"max_turns": BASE_TOOL_BUDGET + 1, "max_tools": BASE_TOOL_BUDGET}
-    step = None if _signals_usable() else LIMIT_S
-    with time_limit(LIMIT_S):
+    step = None if _signals_usable() else limit_s()
+    with time_limit(limit_s()):
         return run(task, decide, tools=docuctl_tools(task, corpus.docs), step_timeout=step, **limits)
 
 

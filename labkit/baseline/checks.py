@@ -64,9 +64,8 @@ from labkit.baseline.diagnosis import (
 )
 from labkit.baseline.grading import compare, evaluate, outcome
 from labkit.baseline.task import TaskError, task_from
-from labkit.core.answers import labkits_version, shown
+from labkit.core.answers import labkits_version, limit_s, shown
 from labkit.core.check import (
-    LIMIT_S,
     NOT_ATTEMPTED,
     NOT_YET,
     Check,
@@ -198,7 +197,7 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
         if watch.seen is not None:
             return labkits_version(watch.seen, "decide")
         if got["stop"] == "step_timeout":
-            return crashed(TimedOut(LIMIT_S), f"on {where}")
+            return crashed(TimedOut(limit_s()), f"on {where}")
         if got["stop"] == "invalid_decision" and raised:
             return crashed(raised[0], f"on {where}")
         want = run(task, scripted, tools=docuctl_tools(task, corpus.docs), **limits)

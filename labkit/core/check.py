@@ -106,7 +106,7 @@ def _signals_usable() -> bool:
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float = LIMIT_S) -> Iterator[None]:
+def time_limit(seconds: float | None = None) -> Iterator[None]:
     """Raise TimedOut in this thread if the block runs longer than `seconds`.
 
     In the main thread (where a notebook cell runs) an interval timer raises TimedOut inside
@@ -115,6 +115,7 @@ def time_limit(seconds: float = LIMIT_S) -> Iterator[None]:
     limited here; `call` then waits for the function on a daemon thread instead. A block
     inside another limit keeps the outer, earlier deadline.
     """
+    seconds = LIMIT_S if seconds is None else seconds  # read now: tests lower LIMIT_S
     if not _signals_usable():
         yield
         return
@@ -148,13 +149,14 @@ def copied(value: Any) -> Any:
         return value
 
 
-def call(fn: Callable[..., Any], *args: Any, limit: float = LIMIT_S, **kwargs: Any) -> Any:
+def call(fn: Callable[..., Any], *args: Any, limit: float | None = None, **kwargs: Any) -> Any:
     """Call the learner's `fn` on copies of its arguments, within `limit` seconds.
 
     Anything it raises, and running past the limit (TimedOut), is wrapped in Raised: a checker
     turns it into a verdict (`crashed`), never a traceback.
     """
     args, kwargs = copied(args), copied(kwargs)
+    limit = LIMIT_S if limit is None else limit  # read now: tests lower LIMIT_S
     try:
         if _signals_usable():
             with time_limit(limit):
