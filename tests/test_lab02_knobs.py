@@ -124,7 +124,7 @@ def test_the_notebook_has_its_diagram_and_its_predictions():
     _, cells = _cells()
     assert any(cell.cell_type == "markdown" and "```mermaid" in cell.source for cell in cells)
     sources = [cell.source for cell in cells]
-    assert sum("compare_prediction(" in source for source in sources) >= 3  # the helper and two uses
+    assert sum('predict("02", ' in source for source in sources) >= 2  # labkit.core.predictions, two uses
 
 
 def test_no_cell_above_an_exercise_answers_it():

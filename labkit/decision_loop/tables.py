@@ -19,7 +19,8 @@ cases (`rate_intervals`: a case's trials are resampled together, seeded, so the 
 the same interval); a share of episodes (`share_interval`) the Wilson interval when each case
 ran once, the same bootstrap over cases otherwise; two policies on the same cases are compared
 by the paired per-case difference (`paired_difference`). `summary` shows pass@1's and
-pass^k_max's intervals as `low`/`high` columns.
+pass^k_max's intervals as `low`/`high` columns; `with_intervals` shows each rate and its
+interval in one cell, for reading.
 """
 
 from __future__ import annotations
@@ -144,6 +145,23 @@ def interval_columns(line: Mapping[str, Any], name: str, interval: Interval) -> 
         f"{name} low": round(interval.low, 3),
         f"{name} high": round(interval.high, 3),
     }
+
+
+def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` for reading: each rate with `<rate> low`/`<rate> high` columns becomes one text cell.
+
+    "0.633 [0.508, 0.758]" (three places), or "–" where the rate is NaN (not measured, e.g.
+    pass^5 of one trial per case); the low/high columns go, every other column stays as it is,
+    in its place. Compute with `frame` itself: the result holds strings.
+    """
+    shown = frame.copy()
+    for name in [c for c in frame.columns if f"{c} low" in frame.columns and f"{c} high" in frame.columns]:
+        shown[name] = [
+            "–" if pd.isna(value) else f"{value:.3f} [{low:.3f}, {high:.3f}]"
+            for value, low, high in zip(frame[name], frame[f"{name} low"], frame[f"{name} high"], strict=True)
+        ]
+        shown = shown.drop(columns=[f"{name} low", f"{name} high"])
+    return shown
 
 
 def summary(rows: Iterable[Row], k_max: int = K_MAX) -> pd.DataFrame:
