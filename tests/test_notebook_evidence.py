@@ -135,7 +135,7 @@ def test_the_rewrite_cases_sit_beside_the_baselines_with_the_way_to_a_bigger_mod
     header, *cases = table(code_cell(cells, "corpus.rewrite_cases"))
     assert len(cases) == 6 and all(case.startswith("rewrite-") for case in cases)
     assert "expected_doc" in header and "expected_command" in header
-    shown = "\n".join(table(code_cell(cells, 'baseline_rows("rewrite")')))
+    shown = "\n".join(table(code_cell(cells, 'baseline_rows("rewrite"')))
     for name in BASELINES:
         line = next(line for line in shown.splitlines() if line.startswith(name + " "))
         assert "0.000 [0.000, 0.000]" in line, line
