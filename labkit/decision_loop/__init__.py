@@ -9,8 +9,10 @@ lives here:
 - `trials`: running and recording k trials of a policy over the docuctl cases;
 - `evaluation`: trials run or replayed, one graded row per episode;
 - `tables`: what the rows add up to: pass@1 and pass^k, endings, latency, decisions;
-- `ladder`: the constraint ladder's tables and charts across rungs;
+- `ladder`: the constraint ladder's tables and charts across rungs, with the baselines beside;
+- `baselines`: what no model achieves, on the same cases, runtime and grader: random among the
+  decisions a rung admits, "search, then answer as soon as the rung allows", lab 01's loops;
 - `checks`: the build-it cell's and the exercises' checkers (`labkit.exercises.lab02`), with
-  `run_cases` (the cases `check_run` holds) and `answers` (labkit's own code handed in as an
-  answer, recognised; a value shown in a verdict without raising).
+  `run_cases` (the cases `check_run` holds) and `answers` (the labkit functions an answer may
+  not hand in).
 """

@@ -7,7 +7,11 @@
 Backends: ``replay`` (default; recorded trials in `fixtures/trials/`), ``local``
 (SmolLM2-135M-Instruct through llama-cpp-python, `make model`), ``ollama:<tag>``,
 ``openai:<model>`` (any OpenAI-compatible server).
-`LABKIT_RECORD=<file>` records every live call with its provenance.
+Modules: `backend` (the types every backend shares), `factory` (`LABKIT_MODEL` to a backend),
+`replay`, `local`, `ollama`, `openai_chat`, `record` (`LABKIT_RECORD=<file>` records every live
+call with its provenance), `constraints` and `schema` (the constraint ladder: what a rung admits),
+`policy` (`ModelPolicy`), `install` (`make model`'s model file). The seam knows no lab: a lab
+passes in its tools, prompt and how a task is shown.
 """
 
 from labkit.model.backend import Backend, Reply, Request

@@ -25,7 +25,9 @@ Modules, one job each:
 - `display`, `charts`  episode text, narrow tables, the utility-security chart.
 - `model_rows`, `constraints`  the model's replayed rows and its constraint rules.
 - `guard_table`  a learner's guard as data, for the class's red-team round.
-- `checks`       the build-it cell and exercises (`labkit.exercises.lab03` re-exports it).
+- `checks`       the build-it cell and exercises (`labkit.exercises.lab03` re-exports it), with
+                 `untrusted` (a learner's guard run under limits) and `hidden_cases` (the
+                 boundary cases a check holds that the notebook never shows).
 
 The package imports nothing from `labkit.course`: the course wing imports the lab, never
 the other way round.

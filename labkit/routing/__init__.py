@@ -20,7 +20,7 @@ result (RunResult), timeline (spans and the Gantt chart), experiments (the noteb
 experiments, shared with `python -m labkit routing`), model_reviser (the feedback experiment
 with a model reviser through the model seam, replayed; imported on its own so that the rest
 needs no model seam), tables (DataFrames that read left to right in JupyterLab). The notebook's
-checkers are in `labkit.routing.checks`.
+checkers are in `labkit.routing.checks`, the cases they hold in `labkit.routing.checker_cases`.
 """
 
 from labkit.routing.clock import Clock, FakeClock, RealClock
