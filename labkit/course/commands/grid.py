@@ -108,4 +108,8 @@ def handle(args: argparse.Namespace) -> int:
             f"{work.total}",
             file=sys.stderr,
         )
+    if getattr(grid, "lab", "docuctl") != "docuctl":
+        from labkit.course.grid.labs import print_tables
+
+        return print_tables(grid, args.record, as_json=args.json)
     return evaluate.handle(argparse.Namespace(trials=[args.record], json=args.json))
