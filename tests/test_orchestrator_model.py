@@ -68,7 +68,12 @@ def test_the_recording_is_live_smollm2_at_temperature_0_one_call_per_visit():
     # L2 made to cut a word per visit: three visits per variant, converged.
     expected = {"routing-smollm2.jsonl": ("", "L1", 5), "routing-smollm2-l2.jsonl": ("", "L2", 5),
                 "routing-smollm2-l2cut.jsonl": ("+cut1", "L2", 3)}
-    assert set(by_file) == set(expected)
+    # ... and the sampled trials (k=5 at T=0 and T=0.7, every control), tested further below.
+    assert set(by_file) == set(expected) | {"routing-trials-smollm2-k5.jsonl"}
+    sampled_calls = by_file.pop("routing-trials-smollm2-k5.jsonl")
+    assert {c["options"]["temperature"] for c in sampled_calls} == {0.0, 0.7}
+    assert {(c["provenance"]["backend"], c["provenance"]["model"]) for c in sampled_calls} == {
+        ("local", "SmolLM2-135M-Instruct.Q4_1.gguf")}
     for name, (cut, rung, visits) in expected.items():
         assert sorted((c["case"], c["turn"]) for c in by_file[name]) == sorted(
             (f"announcement+{suffix}{cut}", turn) for suffix in model.VARIANTS.values()

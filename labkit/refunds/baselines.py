@@ -28,8 +28,9 @@ from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, evaluate
 from labkit.refunds.policies import factory_of, random_admissible
 
-# Measured: 28 cases x 4 defenses take about 0.4 s per seed; 50 seeds keep the row's
-# bootstrap interval within about 0.01 of 200 seeds' and the table under half a minute.
+# Measured on 2 busy cores: 28 cases under one defense take about 0.1 s per seed; 50 seeds
+# give rates within 0.02 of 200 seeds' (benign utility 0.49 vs 0.50, ASR 0.084 vs 0.079
+# under `none`) in about 6 s per defense.
 RANDOM_SEEDS = 50
 RATES = {  # column -> (which episodes, the outcome)
     "benign_utility": ("benign", lambda s: s.utility),

@@ -1,25 +1,31 @@
-"""The model policy's rows: a small, stated subset of the matrix, replayed from recorded trials.
+"""The model policy's rows, replayed from recorded trials, beside baselines with intervals.
 
-A live SmolLM2 episode costs seconds of CPU per turn, so the model is not run on the whole
-suite. It runs on `model_specs()` — three requests alone (two legitimate, one that must be
-refused) and one legitimate request under two attacks at two different places — under the
-defenses in MODEL_DEFENSES. Its rows are therefore computed over fewer
-episodes than the scripted ones (column `episodes`); compare rates, not counts.
+A live SmolLM2 episode costs seconds of CPU per turn, so the model runs on a stated suite,
+not the whole matrix (`model_specs(rung=...)`):
 
-Recording (live; measured 858 s on 2 busy cores for the 20 L1 episodes, about 107 s per
-episode at L2 on 2 cores shared with other runs). Record into a fresh file outside
-`fixtures/trials/`, then move it into place — a recording appended to an existing file
-would leave two answers for the same request::
+- at rung L2, the grid's model suite (`refunds.grid.grid_cases`): every request alone (10)
+  and each of the 9 attacks at two places (18), 28 episodes per defense, under the four of
+  LADDER_DEFENSES; recorded with `labkit grid` (fixtures/grids/refunds-smollm2-l2.toml →
+  fixtures/trials/refunds-smollm2-l2-grid.jsonl, 112 episodes, T=0, one trial);
+- at rung L1, the older five (MODEL_BENIGN and MODEL_ATTACKS: three requests alone, one
+  request under two attacks), fixtures/trials/refunds-smollm2.jsonl. L1 was not recorded on
+  the 28-episode suite: at 7-40 s an episode on 2 shared cores that is another 112 episodes,
+  and L2, the rung a deployment would use, is where the comparison with the baselines matters.
 
-    LABKIT_MODEL=local LABKIT_RECORD=/tmp/refunds-smollm2.jsonl \\
-        python -c "from labkit.refunds.model_rows import model_matrix; print(model_matrix())"
-    mv /tmp/refunds-smollm2.jsonl fixtures/trials/refunds-smollm2.jsonl
-    LABKIT_MODEL=local LABKIT_RECORD=/tmp/refunds-smollm2-l2.jsonl \\
-        python -c "from labkit.refunds.model_rows import model_matrix; print(model_matrix(rung='L2'))"
-    mv /tmp/refunds-smollm2-l2.jsonl fixtures/trials/refunds-smollm2-l2.jsonl
+`model_table()` puts the L2 model rows beside a random-admissible policy at L2 (many seeds)
+and the scripted careful and gullible policies, on the same episodes, by the same runtime and
+grader, every rate with its 95% interval (`refunds.baselines`); `model_comparisons()` pairs
+rows on the same cases (model under each defense vs `none`, model vs each baseline).
 
-Replay checks that every message matches the recording, so changing the prompt
-(`policies.instructions`, `policies.describe`) or what a tool returns means re-recording.
+Recording (live; see fixtures/grids/refunds-smollm2-l2.toml for the wall time)::
+
+    LABKIT_MODEL=local python -m labkit grid fixtures/grids/refunds-smollm2-l2.toml \
+        --record /tmp/refunds-smollm2-l2-grid.jsonl
+    mv /tmp/refunds-smollm2-l2-grid.jsonl fixtures/trials/
+
+The grid resumes an interrupted run and records each episode once. Replay checks that
+every message matches the recording, so changing the prompt (`policies.instructions`,
+`policies.describe`) or what a tool returns means re-recording.
 
 Replaying needs nothing: `LABKIT_MODEL` unset reads `fixtures/trials/refunds*.jsonl`, and an
 episode that was not recorded stops with a LabError naming its case, trial and turn.
@@ -250,6 +256,8 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", 
 # -- the model rows beside their baselines, with intervals -----------------------------------
 
 _SCORES: dict[tuple[Any, ...], list[Score]] = {}
+_BASELINES: dict[tuple[Any, ...], list[Score]] = {}
+BASELINES = ("random-admissible", "careful", "gullible")
 
 
 def model_scores(defense: str, *, rung: str = GRID_RUNG, backend: Any = None, temperature: float = 0.0,
@@ -277,16 +285,16 @@ def baseline_scores(policy: str, defense: str, *, rung: str = GRID_RUNG, seeds: 
     from labkit.refunds.defenses import defenses_named
     from labkit.refunds.policies import POLICIES
 
-    lab = refund_lab()
-    specs = model_specs(lab, rung)
-    if policy == "random-admissible":
-        return random_scores(defense, specs, RANDOM_SEEDS if seeds is None else seeds, lab)
-    if policy not in ("careful", "gullible"):
-        raise LabError(f"unknown baseline {policy!r} (known: random-admissible, careful, gullible)")
-    return evaluate(POLICIES[policy], defenses_named(defense), specs, lab)
-
-
-BASELINES = ("random-admissible", "careful", "gullible")
+    if policy not in BASELINES:
+        raise LabError(f"unknown baseline {policy!r} (known: {', '.join(BASELINES)})")
+    seeds = (RANDOM_SEEDS if seeds is None else seeds) if policy == "random-admissible" else 1
+    key = (policy, defense, rung, seeds)
+    if key not in _BASELINES:  # deterministic for a seed: computed once per process
+        lab = refund_lab()
+        specs = model_specs(lab, rung)
+        _BASELINES[key] = (random_scores(defense, specs, seeds, lab) if policy == "random-admissible"
+                           else evaluate(POLICIES[policy], defenses_named(defense), specs, lab))
+    return _BASELINES[key]
 
 
 def model_table(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = GRID_RUNG, backend: Any = None,

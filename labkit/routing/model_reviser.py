@@ -30,6 +30,14 @@ then move it over the old one (appending would leave two answers for one request
 Recorded (SmolLM2-135M-Instruct Q4_1, temperature 0, one trial per variant): the draft back
 unchanged, 45 characters, on all ten visits; both runs end as dead_letter, nothing published.
 
+Sampled trials: `labkit grid fixtures/grids/routing-smollm2-k5.toml` records every control
+(GRID_CONTROLS) and variant at T=0 and at T=0.7, k=5 trials each (trial t with seed t), one
+episode record per variant's run (`variant_record`), into
+fixtures/trials/routing-trials-smollm2-k5.jsonl (named to sort after the T=0 files above, so
+their replies, identical, stay the ones `source` names). `reviser_table()` puts those runs
+beside the scripted `experiments.WordCutter`, with intervals; `reviser_comparisons()` pairs
+the two variants trial by trial.
+
 Changing INSTRUCTIONS, `describe`, `observe`, DRAFT, LIMIT or the policy's options changes
 the messages, and replay then stops with a ReplayMiss (a LabError) naming case and turn.
 """
