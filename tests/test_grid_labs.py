@@ -211,3 +211,20 @@ def test_the_grid_command_prints_the_lab_table(tmp_path, fake, capsys):
     assert cli.main(["grid", str(refund_spec(tmp_path)), "--record", str(record)]) == 0
     out = capsys.readouterr().out
     assert "local refunds L2 T=0 mediation" in out and "attack_success_rate_ci" in out
+
+
+@pytest.mark.parametrize("spec, recording", [
+    ("refunds-smollm2-l2.toml", "refunds-smollm2-l2-grid.jsonl"),
+    ("routing-smollm2-k5.toml", "routing-trials-smollm2-k5.jsonl"),
+])
+def test_the_committed_lab_recordings_hold_every_episode_of_their_grid_once(tmp_path, spec, recording):
+    source = ROOT / "fixtures" / "trials" / recording
+    if not source.exists():
+        pytest.skip(f"{recording} not recorded")
+    copy = tmp_path / recording
+    copy.write_bytes(source.read_bytes())
+    work = plan(load_spec(ROOT / "fixtures" / "grids" / spec), copy)
+    assert work.todo == [] and work.cut == 0 and work.done == work.total
+    calls = [r for _, r in read_records(copy) if r["kind"] == "call"]
+    assert {(c["provenance"]["backend"], c["provenance"]["model"]) for c in calls} == {
+        ("local", "SmolLM2-135M-Instruct.Q4_1.gguf")}

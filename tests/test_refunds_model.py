@@ -188,7 +188,8 @@ def test_paired_rows_compare_case_by_case_and_say_when_they_cannot_tell():
     careful_scores = evaluate(POLICIES["careful"], DEFENSES["none"], specs)
     rows = {r["rate"]: r for r in paired_rows("gullible", gullible, "careful", careful_scores)}
     assert rows["attack_success_rate"]["verdict"] == "a difference"  # gullible falls for attacks
-    assert rows["attack_success_rate"]["difference"] > 0 and rows["attack_success_rate"]["mcnemar_p"] < 0.05
+    asr = rows["attack_success_rate"]
+    assert asr["difference"] > 0 and float(asr["mcnemar_p"]) < 0.05
     same = {r["rate"]: r for r in paired_rows("careful", careful_scores, "careful", careful_scores)}
     assert {r["verdict"] for r in same.values()} == {"not distinguishable"}
     assert {r["difference"] for r in same.values()} == {0.0}
@@ -253,4 +254,9 @@ def test_the_paired_comparisons_name_a_verdict_from_the_interval(monkeypatch):
     assert ("model L2 none - random-admissible none", "benign_utility") in table.index
     for _, row in table.iterrows():
         low, high = map(float, row["difference_ci"].strip("[]").split(", "))
-        assert row["verdict"] == ("a difference" if low > 0 or high < 0 else "not distinguishable")
+        significant = row["mcnemar_p"] == "-" or float(row["mcnemar_p"]) < 0.05
+        assert row["verdict"] == ("a difference" if (low > 0 or high < 0) and significant
+                                  else "not distinguishable")
+    # Ten benign cases: the bootstrap interval excludes 0, McNemar does not; not a difference.
+    row = table.loc[("model L2 mediation - careful mediation", "benign_utility")]
+    assert row["difference_ci"] == "[-0.70, -0.10]" and row["verdict"] == "not distinguishable"

@@ -326,7 +326,8 @@ def model_comparisons(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = 
 
     One row per (comparison, rate): the mean per-case difference, its paired bootstrap 95%
     interval, McNemar's exact p where both sides are one trial per case, and the verdict
-    ("a difference" only when the interval excludes 0, "not distinguishable" otherwise).
+    (`baselines.verdict`: "a difference" only when the interval excludes 0 and, where McNemar
+    applies, p < 0.05; "not distinguishable" otherwise).
     """
     from labkit.refunds.baselines import paired_rows
 

@@ -394,8 +394,8 @@ def reviser_comparisons(backend: Backend | None = None, *, temperature: float = 
                         k: int = SAMPLED_K) -> pd.DataFrame:
     """Paired comparisons of `published` on the same trials (same seeds) at `temperature`: with
     feedback against without, under each control; the mean difference, its paired bootstrap
-    95% interval, McNemar's exact p, and the verdict ("a difference" only if the interval
-    excludes 0)."""
+    95% interval, McNemar's exact p, and the verdict: "a difference" only when the interval
+    excludes 0 and p < 0.05 (five trials: the bootstrap alone is too eager)."""
     from labkit.core.intervals import mcnemar, paired
 
     rows = []
@@ -405,11 +405,12 @@ def reviser_comparisons(backend: Backend | None = None, *, temperature: float = 
         b = {str(o["trial"]): o["published"]
              for o in trial_outcomes(control, "no-feedback", temperature=temperature, k=k, backend=backend)}
         interval = paired({t: float(v) for t, v in a.items()}, {t: float(v) for t, v in b.items()})
+        p = mcnemar(a, b)
         rows.append({"control": control, "comparison": "feedback - no-feedback", "rate": "published",
                      "trials": len(a), "difference": round(interval.estimate, 3),
                      "difference_ci": f"[{interval.low:.2f}, {interval.high:.2f}]",
-                     "mcnemar_p": round(mcnemar(a, b), 3),
-                     "verdict": "a difference" if interval.excludes(0) else "not distinguishable"})
+                     "mcnemar_p": f"{p:.3f}", "verdict": "a difference" if interval.excludes(0) and p < 0.05
+                     else "not distinguishable"})
     return pd.DataFrame(rows).set_index(["control", "comparison"])
 
 
