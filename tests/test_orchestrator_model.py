@@ -12,6 +12,7 @@ from labkit.core.errors import LabError  # noqa: E402
 from labkit.model import ReplayBackend, ReplayMiss, Reply, read_records, trial_files  # noqa: E402
 from labkit.routing import FakeClock  # noqa: E402
 from labkit.routing import model_reviser as model  # noqa: E402
+from labkit.routing import reviser_trials as trials  # noqa: E402
 from labkit.routing.experiments import DRAFT, loop_graph  # noqa: E402
 
 DRAFT_CHARS = len(DRAFT)  # 45: SmolLM2 returned the draft unchanged on every visit
@@ -198,10 +199,10 @@ def test_the_word_cutter_baseline_cuts_one_word_per_visit_whatever_it_is_told():
 
 
 def test_the_reviser_table_reaches_any_backend_with_baseline_rows_and_intervals():
-    table = model.reviser_table(backend=Shortener(), k=2)
+    table = trials.reviser_table(backend=Shortener(), k=2)
     assert table.index.names == ["reviser", "control", "variant", "T"]
     assert list(table.index.get_level_values("reviser").unique()) == ["model", "word cutter (scripted)"]
-    assert len(table.loc["model"]) == len(model.GRID_CONTROLS) * len(model.VARIANTS) * 2
+    assert len(table.loc["model"]) == len(trials.GRID_CONTROLS) * len(model.VARIANTS) * 2
     assert table["published_ci"].str.fullmatch(r"\[\d\.\d\d, \d\.\d\d\]").all()
     assert table["final chars_ci"].str.fullmatch(r"\[\d+\.\d, \d+\.\d\]").all()
     row = table.loc[("model", "L1", "feedback", 0.7)]
@@ -210,8 +211,8 @@ def test_the_reviser_table_reaches_any_backend_with_baseline_rows_and_intervals(
 
 
 def test_the_feedback_comparison_is_paired_by_trial_and_says_when_it_cannot_tell():
-    table = model.reviser_comparisons(backend=Shortener(), k=3)
-    assert list(table.index.get_level_values("control")) == list(model.GRID_CONTROLS)
+    table = trials.reviser_comparisons(backend=Shortener(), k=3)
+    assert list(table.index.get_level_values("control")) == list(trials.GRID_CONTROLS)
     # The shortener ignores the feedback: the same texts either way, no difference to find.
     assert set(table["difference"]) == {0.0} and set(table["verdict"]) == {"not distinguishable"}
     assert set(table["mcnemar_p"]) == {"1.000"}
@@ -219,7 +220,7 @@ def test_the_feedback_comparison_is_paired_by_trial_and_says_when_it_cannot_tell
 
 @sampled
 def test_the_recorded_reviser_table_has_k5_at_t07_and_one_greedy_trial(replay):
-    table = model.reviser_table()
+    table = trials.reviser_table()
     sampled_rows = table.xs(0.7, level="T")
     assert set(sampled_rows["trials"]) == {5} and len(sampled_rows) == 6
     assert set(table.xs(0.0, level="T")["trials"]) == {1}

@@ -47,36 +47,30 @@ def _list(items: dict[str, Any]) -> dict[str, Any]:
     return {"type": "array", "minItems": 1, "maxItems": 100, "uniqueItems": True, "items": items}
 
 
-def _common() -> dict[str, Any]:
-    from labkit.course.commands.trials import SEED_MAX
-    from labkit.course.grid.spec import K_MAX
-
-    return {
-        "models": _list({"type": "string", "minLength": 1, "maxLength": 200}),
-        "temperatures": _list({"type": "number", "minimum": 0, "maximum": 2}),
-        "seeds": _list({"type": "integer", "minimum": 0, "maximum": SEED_MAX - K_MAX}),
-        "k": {"type": "integer", "minimum": 1, "maximum": K_MAX},
-    }
+COMMON = ("models", "temperatures", "seeds", "k")  # the axes every lab's grid shares (spec.AXES')
 
 
-def refund_axes() -> dict[str, Any]:
+def refund_axes(common: dict[str, Any]) -> dict[str, Any]:
+    """A refund grid's axes; `common` holds the shared ones (COMMON) as spec.AXES defines them."""
     from labkit.refunds.defenses import DEFENSES
 
     return {
         "lab": {"const": "refunds"},
-        **_common(),
+        **{name: common[name] for name in COMMON},
         "rungs": _list({"enum": list(REFUND_RUNGS)}),
         "defenses": _list({"enum": list(DEFENSES)}),
         "cases": {"oneOf": [{"const": "model"}, _list({"type": "string", "minLength": 1, "maxLength": 200})]},
     }
 
 
-def routing_axes() -> dict[str, Any]:
-    from labkit.routing.model_reviser import GRID_CONTROLS, VARIANTS
+def routing_axes(common: dict[str, Any]) -> dict[str, Any]:
+    """A routing grid's axes; `common` as in `refund_axes`."""
+    from labkit.routing.model_reviser import VARIANTS
+    from labkit.routing.reviser_trials import GRID_CONTROLS
 
     return {
         "lab": {"const": "routing"},
-        **_common(),
+        **{name: common[name] for name in COMMON},
         "controls": _list({"enum": list(GRID_CONTROLS)}),
         "variants": _list({"enum": list(VARIANTS.values())}),
     }
@@ -96,6 +90,7 @@ class RefundEpisode:
 
     lab: ClassVar[str] = "refunds"
     model: str
+    backend: str  # the backend's name (`spec.backend_name(model)`), part of the key
     rung: str
     temperature: float
     seed: int
@@ -108,9 +103,7 @@ class RefundEpisode:
     budget_tokens: None = None
 
     def key(self) -> tuple[Any, ...]:
-        from labkit.course.grid.spec import backend_name
-
-        return refund_key(backend_name(self.model), self.rung, self.temperature, self.seed + self.trial,
+        return refund_key(self.backend, self.rung, self.temperature, self.seed + self.trial,
                           self.task, self.trial)
 
     def task_key(self) -> str:
@@ -129,6 +122,7 @@ class RoutingEpisode:
 
     lab: ClassVar[str] = "routing"
     model: str
+    backend: str  # as in RefundEpisode
     control: str
     temperature: float
     seed: int
@@ -141,14 +135,12 @@ class RoutingEpisode:
 
     @property
     def rung(self) -> str:
-        from labkit.routing.model_reviser import GRID_CONTROLS
+        from labkit.routing.reviser_trials import GRID_CONTROLS
 
         return GRID_CONTROLS[self.control][0]
 
     def key(self) -> tuple[Any, ...]:
-        from labkit.course.grid.spec import backend_name
-
-        return routing_key(backend_name(self.model), self.rung, self.temperature, self.seed + self.trial,
+        return routing_key(self.backend, self.rung, self.temperature, self.seed + self.trial,
                            self.case, self.trial)
 
     def task_key(self) -> str:
@@ -184,6 +176,7 @@ class RefundGrid:
 
     path: str
     models: tuple[str, ...]
+    backends: tuple[str, ...]  # each model's backend name, in order
     rungs: tuple[str, ...] = ("L2",)
     temperatures: tuple[float, ...] = (0.0,)
     seeds: tuple[int, ...] = (0,)
@@ -198,13 +191,13 @@ class RefundGrid:
 
     def episodes(self) -> list[RefundEpisode]:
         """Every episode: cell by cell, trial by trial, case by case."""
-        from labkit.course.grid.spec import backend_name
         from labkit.refunds.grid import episode_case
 
         tasks = {(case, d): episode_case(case, d) for case in self.cases for d in self.defenses}
+        names = dict(zip(self.models, self.backends, strict=True))
         return [
-            RefundEpisode(model, rung, temperature, seed, defense, case, tasks[case, defense], trial,
-                          _label("refunds", backend_name(model), rung, temperature, seed, len(self.seeds))
+            RefundEpisode(model, names[model], rung, temperature, seed, defense, case, tasks[case, defense],
+                          trial, _label("refunds", names[model], rung, temperature, seed, len(self.seeds))
                           + f" {defense}")
             for model, rung, temperature, seed, defense in self.cells()
             for trial in range(self.k)
@@ -218,6 +211,7 @@ class RoutingGrid:
 
     path: str
     models: tuple[str, ...]
+    backends: tuple[str, ...]  # each model's backend name, in order
     controls: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
     temperatures: tuple[float, ...] = (0.0,)
@@ -231,25 +225,27 @@ class RoutingGrid:
 
     def episodes(self) -> list[RoutingEpisode]:
         """Every episode: cell by cell, trial by trial, variant by variant."""
-        from labkit.course.grid.spec import backend_name
-        from labkit.routing.model_reviser import GRID_CONTROLS
+        from labkit.routing.reviser_trials import GRID_CONTROLS
 
         def case(control: str, variant: str) -> str:
             cut = GRID_CONTROLS[control][1]
             return f"announcement+{variant}" + (f"+cut{cut}" if cut else "")
 
+        names = dict(zip(self.models, self.backends, strict=True))
         return [
-            RoutingEpisode(model, control, temperature, seed, variant, case(control, variant), trial,
-                           _label("routing", backend_name(model), control, temperature, seed,
-                                  len(self.seeds)))
+            RoutingEpisode(model, names[model], control, temperature, seed, variant, case(control, variant),
+                           trial,
+                           _label("routing", names[model], control, temperature, seed, len(self.seeds)))
             for model, control, temperature, seed in self.cells()
             for trial in range(self.k)
             for variant in self.variants
         ]
 
 
-def refund_grid(path: Path, data: dict[str, Any], models: tuple[str, ...]) -> RefundGrid:
-    """A RefundGrid from checked data; FixtureError naming the field of an unknown case id."""
+def refund_grid(path: Path, data: dict[str, Any], models: tuple[str, ...], backends: tuple[str, ...]
+                ) -> RefundGrid:
+    """A RefundGrid from checked data (`backends`: each model's backend name); FixtureError naming
+    the field of an unknown case id."""
     from labkit.refunds.grid import grid_cases, spec_of
     from labkit.refunds.model_rows import MODEL_DEFENSES
 
@@ -264,19 +260,22 @@ def refund_grid(path: Path, data: dict[str, Any], models: tuple[str, ...]) -> Re
                 raise FixtureError(f"{path}: field 'cases[{index}]': {error}") from None
         cases = tuple(chosen)
     return RefundGrid(
-        path=str(path), models=models, rungs=tuple(data.get("rungs", ("L2",))),
+        path=str(path), models=models, backends=backends, rungs=tuple(data.get("rungs", ("L2",))),
         temperatures=tuple(float(t) for t in data.get("temperatures", (0.0,))),
         seeds=tuple(data.get("seeds", (0,))), k=data.get("k", 1),
         defenses=tuple(data.get("defenses", MODEL_DEFENSES)), cases=cases,
     )
 
 
-def routing_grid(path: Path, data: dict[str, Any], models: tuple[str, ...]) -> RoutingGrid:
-    """A RoutingGrid from checked data."""
-    from labkit.routing.model_reviser import GRID_CONTROLS, VARIANTS
+def routing_grid(path: Path, data: dict[str, Any], models: tuple[str, ...], backends: tuple[str, ...]
+                 ) -> RoutingGrid:
+    """A RoutingGrid from checked data (`backends`: each model's backend name)."""
+    from labkit.routing.model_reviser import VARIANTS
+    from labkit.routing.reviser_trials import GRID_CONTROLS
 
     return RoutingGrid(
-        path=str(path), models=models, controls=tuple(data.get("controls", tuple(GRID_CONTROLS))),
+        path=str(path), models=models, backends=backends,
+        controls=tuple(data.get("controls", tuple(GRID_CONTROLS))),
         variants=tuple(data.get("variants", tuple(VARIANTS.values()))),
         temperatures=tuple(float(t) for t in data.get("temperatures", (0.0,))),
         seeds=tuple(data.get("seeds", (0,))), k=data.get("k", 1),
@@ -290,7 +289,7 @@ def print_tables(grid: RefundGrid | RoutingGrid, record: str | Path, *, as_json:
 
         table = grid_table(record)
     else:
-        from labkit.routing.model_reviser import grid_table
+        from labkit.routing.reviser_trials import grid_table
 
         table = grid_table(record)
     print(table.reset_index().to_json(orient="records") if as_json else table.to_string())
@@ -305,7 +304,7 @@ def run_lab_episode(episode: RefundEpisode | RoutingEpisode, backend: Any, model
         return episode_record(backend, model_name=model_name, label=episode.label, case=episode.case,
                               defense=episode.defense, rung=episode.rung, temperature=episode.temperature,
                               seed=episode.seed + episode.trial, trial=episode.trial)
-    from labkit.routing.model_reviser import variant_record
+    from labkit.routing.reviser_trials import variant_record
 
     return variant_record(backend, model_name=model_name, label=episode.label, variant=episode.variant,
                           control=episode.control, temperature=episode.temperature,

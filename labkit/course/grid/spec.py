@@ -257,9 +257,10 @@ def load_spec(path: str | Path) -> Any:
     if lab != LAB:
         from labkit.course.grid import labs
 
-        _check(path, data, labs.refund_axes() if lab == "refunds" else labs.routing_axes())
+        _check(path, data, labs.refund_axes(AXES) if lab == "refunds" else labs.routing_axes(AXES))
         models = _models(path, data)
-        grid = (labs.refund_grid if lab == "refunds" else labs.routing_grid)(path, data, models)
+        names = tuple(backend_name(model) for model in models)
+        grid = (labs.refund_grid if lab == "refunds" else labs.routing_grid)(path, data, models, names)
         _count(path, len(grid.episodes()))
         return grid
     _check(path, data)
