@@ -74,7 +74,8 @@ def test_defaults_and_case_sets(tmp_path):
 def test_the_committed_example_grids_load():
     sizes = {path.name: len(load_spec(path).episodes()) for path in sorted(GRIDS.iterdir())}
     assert sizes == {"ladder-base-t07.toml": 2 * 5 * 24, "local-smoke.toml": 24, "replay-small.toml": 24,
-                     "study.json": 2 * 2 * 4 * 2 * 5 * 24}
+                     "study.json": 2 * 2 * 4 * 2 * 5 * 24, "refunds-smollm2-l2.toml": 4 * 28,
+                     "routing-smollm2-k5.toml": 3 * 2 * 2 * 5}
 
 
 def local_example_l2(tmp_path, extra=""):

@@ -12,6 +12,7 @@ from labkit.core.errors import LabError  # noqa: E402
 from labkit.model import ReplayBackend, ReplayMiss, Reply, read_records, trial_files  # noqa: E402
 from labkit.routing import FakeClock  # noqa: E402
 from labkit.routing import model_reviser as model  # noqa: E402
+from labkit.routing import reviser_trials as trials  # noqa: E402
 from labkit.routing.experiments import DRAFT, loop_graph  # noqa: E402
 
 DRAFT_CHARS = len(DRAFT)  # 45: SmolLM2 returned the draft unchanged on every visit
@@ -73,7 +74,12 @@ def test_the_recording_is_live_smollm2_at_temperature_0_one_call_per_visit():
     assert sorted((c["case"], c["turn"], c["rung"]) for c in judge) == sorted(
         [("announcement+judged", 1, "L1"), ("judge+loop+1", 1, "L2")]
         + [(f"judge+texts+{n}", 1, "L2") for n in range(1, 5)])
-    assert set(by_file) == set(expected)
+    # ... and the sampled trials (k=5 at T=0 and T=0.7, every control), tested further below.
+    assert set(by_file) == set(expected) | {"routing-trials-smollm2-k5.jsonl"}
+    sampled_calls = by_file.pop("routing-trials-smollm2-k5.jsonl")
+    assert {c["options"]["temperature"] for c in sampled_calls} == {0.0, 0.7}
+    assert {(c["provenance"]["backend"], c["provenance"]["model"]) for c in sampled_calls} == {
+        ("local", "SmolLM2-135M-Instruct.Q4_1.gguf")}
     for name, (cut, rung, visits) in expected.items():
         assert sorted((c["case"], c["turn"]) for c in by_file[name]) == sorted(
             (f"announcement+{suffix}{cut}", turn) for suffix in model.VARIANTS.values()
@@ -174,3 +180,67 @@ def test_the_control_tables_trials_sample_with_their_own_seed_and_the_asked_temp
     assert {r.temperature for r in shortener.requests} == {0.7}
     with pytest.raises(LabError, match="k \\(trials per variant\\) must be a positive int"):
         model.control_table(backend=Shortener(), k=0)
+
+
+# -- k trials, the scripted baseline, intervals ---------------------------------------------
+
+SAMPLED = "routing-trials-smollm2-k5.jsonl"
+sampled = pytest.mark.skipif(not any(p.name == SAMPLED for p in trial_files(model.LAB)),
+                             reason="no k=5 recording of the reviser")
+
+
+def test_the_word_cutter_baseline_cuts_one_word_per_visit_whatever_it_is_told():
+    from labkit.routing.experiments import cutter_experiment
+
+    summary, cutters = cutter_experiment()
+    for cutter in cutters.values():
+        assert cutter.history == ["Search is now much faster everywhere you",
+                                  "Search is now much faster everywhere", "Search is now much faster"]
+        # Each text is a deletion of the one before with one word cut: admissible at L2, min_cut=1.
+        texts = [DRAFT, *cutter.history]
+        assert all(new in model.deletions_of(old, 1) for old, new in zip(texts, texts[1:], strict=False))
+    assert list(summary["published"]) == ["Search is now much faster"] * 2
+    assert cutter_experiment()[0].equals(summary)  # reproducible: a rule written in advance
+
+
+def test_the_reviser_table_reaches_any_backend_with_baseline_rows_and_intervals():
+    table = trials.reviser_table(backend=Shortener(), k=2)
+    assert table.index.names == ["reviser", "control", "variant", "T"]
+    assert list(table.index.get_level_values("reviser").unique()) == ["model", "word cutter (scripted)"]
+    assert len(table.loc["model"]) == len(trials.GRID_CONTROLS) * len(model.VARIANTS) * 2
+    assert table["published_ci"].str.fullmatch(r"\[\d\.\d\d, \d\.\d\d\]").all()
+    assert table["final chars_ci"].str.fullmatch(r"\[\d+\.\d, \d+\.\d\]").all()
+    row = table.loc[("model", "L1", "feedback", 0.7)]
+    assert (row["trials"], row["published"], row["published_ci"]) == (2, 1.0, "[0.34, 1.00]")  # Wilson 2/2
+    assert table.loc[("word cutter (scripted)", "L2+cut1", "feedback", "-"), "final chars"] == 25
+
+
+def test_the_feedback_comparison_is_paired_by_trial_and_says_when_it_cannot_tell():
+    table = trials.reviser_comparisons(backend=Shortener(), k=3)
+    assert list(table.index.get_level_values("control")) == list(trials.GRID_CONTROLS)
+    # The shortener ignores the feedback: the same texts either way, no difference to find.
+    assert set(table["difference"]) == {0.0} and set(table["verdict"]) == {"not distinguishable"}
+    assert set(table["mcnemar_p"]) == {"1.000"}
+
+
+@sampled
+def test_the_recorded_reviser_table_has_k5_at_t07_and_one_greedy_trial(replay):
+    table = trials.reviser_table()
+    sampled_rows = table.xs(0.7, level="T")
+    assert set(sampled_rows["trials"]) == {5} and len(sampled_rows) == 6
+    assert set(table.xs(0.0, level="T")["trials"]) == {1}
+    assert "word cutter (scripted)" in table.index.get_level_values("reviser")
+
+
+@sampled
+def test_the_greedy_trials_repeat_one_another(replay):
+    from labkit.model.replay import TRIALS
+
+    episodes = [r for _, r in read_records(TRIALS / SAMPLED) if r["kind"] == "episode"]
+    assert len(episodes) == 60  # 3 controls x 2 variants x (T=0, T=0.7) x 5 trials
+    greedy: dict = {}
+    for e in episodes:
+        if e["temperature"] == 0.0:
+            greedy.setdefault((e["control"], e["variant"]), []).append(e["texts"])
+    assert len(greedy) == 6
+    assert all(len(runs) == 5 and all(texts == runs[0] for texts in runs) for runs in greedy.values())

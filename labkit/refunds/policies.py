@@ -193,6 +193,83 @@ def careful(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     return _carry_out(task, planned, observations)
 
 
+AMOUNT_KEYS = ("amount", "refundable", "total", "price")
+DOLLARS = re.compile(r"\$(\d[\d,]*(?:\.\d{1,2})?)")
+RANDOM_RUNG = "L2"
+
+
+def _amounts(task: Any, observations: list[dict[str, Any]]) -> list[float]:
+    """The dollar amounts seen in this episode: the request's, and the records' and texts' ones."""
+    found = [] if task.amount is None else [float(task.amount)]
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if key in AMOUNT_KEYS and type(item) in (int, float):
+                    found.append(float(item))
+                walk(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str):
+            found.extend(float(m.replace(",", "")) for m in DOLLARS.findall(value))
+
+    for observation in observations:
+        walk(observation.get("result"))
+    return sorted(set(found))
+
+
+def random_admissible(seed: int = 0) -> Decide:
+    """A baseline: each turn, a decision drawn uniformly from those rung L2 admits in this state.
+
+    The draw uses the model's own admissible schema (`labkit.model.constraints.admissible_schema`
+    with the refund desk's state rules): first an action, uniformly among the admissible ones,
+    then each slot uniformly among its admissible values (order ids, destinations, products
+    observed so far). Slots the rung leaves free get a value the model's prompt suggests:
+    `topic` "refunds", `idempotency_key` "<order>-refund", a fixed final answer; `amount` is
+    drawn uniformly from the dollar amounts observed in the episode (the request's, the order
+    record's, any "$N" in a text); with none observed yet, no refund is drawn. The draw is a
+    pure function of (seed, task id, turn), so a seed reproduces every episode, in any order.
+    It reads no instruction, so prompt-level defenses cannot change it.
+    """
+    import random
+
+    from labkit.model.constraints import admissible_schema
+    from labkit.refunds.constraints import refund_rules
+    from labkit.refunds.lab import refund_lab
+    from labkit.refunds.tools import EpisodeState, shop_tools
+
+    lab = refund_lab()
+    from labkit.refunds.defenses import DEFENSES
+
+    tools = shop_tools(EpisodeState(lab.shop, next(iter(lab.requests.values())), DEFENSES["none"]))
+    rules = refund_rules(describe)
+
+    def decide(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
+        rng = random.Random(f"{seed}:{task.id}:{len(observations)}")
+        schema = admissible_schema(tools, RANDOM_RUNG, rules, task, observations)
+        amounts = _amounts(task, observations)
+        branches = [b for b in schema["anyOf"] if b["properties"]["action"]["const"] != "refund" or amounts]
+        branch = rng.choice(branches)
+        decision: dict[str, Any] = {}
+        for name, slot in branch["properties"].items():
+            if "const" in slot:
+                decision[name] = slot["const"]
+            elif "enum" in slot:
+                decision[name] = rng.choice(slot["enum"])
+            elif name == "amount":
+                decision[name] = rng.choice(amounts)
+            elif name == "idempotency_key":
+                decision[name] = f"{decision.get('order_id', task.order)}-refund"
+            elif name == "topic":
+                decision[name] = HELP_TOPIC
+            else:
+                decision[name] = "Done."
+        return decision
+
+    return cannot_hang(decide)
+
+
 # A policy factory builds the decide function for one set of defenses (a model's prompt
 # depends on them; a scripted policy ignores them).
 PolicyFactory = Callable[[Defenses], Decide]

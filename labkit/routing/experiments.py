@@ -203,6 +203,35 @@ class Reviser:
         return text
 
 
+@dataclass
+class WordCutter:
+    """A scripted baseline for the model reviser: cut the last word, every visit, whatever it is told.
+
+    A rule written in advance, feedback ignored: visit n publishes the draft's first words
+    once they fit. Every text it writes is a deletion of its previous one with at least one
+    word cut, so it is admissible at the model's tightest control (L2, min_cut=1).
+    """
+
+    history: list[str] = field(default_factory=list)
+
+    def __call__(self, ctx: Context) -> str:
+        words = (ctx.previous if ctx.visit > 1 and ctx.previous else ctx.inputs["draft"]).split()
+        text = " ".join(words[:-1]) if len(words) > 1 else " ".join(words)
+        self.history.append(text)
+        return text
+
+
+def cutter_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, dict[str, WordCutter]]:
+    """The loop with `WordCutter` as reviser, without and with feedback: a summary row per variant
+    (as `feedback_experiment`'s), and the cutters (their `history` holds the texts)."""
+    rows, cutters = [], {}
+    for name, feedback in (("without feedback", False), ("with feedback", True)):
+        cutters[name] = cutter = WordCutter()
+        graph, _ = loop_graph(feedback=feedback, limit=limit, reviser=cutter)
+        rows.append(summary_row(name, graph.run(max_visits=max_visits, clock=FakeClock())))
+    return pd.DataFrame(rows).set_index("variant"), cutters
+
+
 def within_limit(verdict: Mapping[str, Any], *, limit: int = LIMIT, feedback: bool = True) -> Next:
     """The acceptance criterion, in code: continue within `limit`, otherwise back to revise."""
     if verdict["chars"] <= limit:

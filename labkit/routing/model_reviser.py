@@ -30,6 +30,8 @@ then move it over the old one (appending would leave two answers for one request
 Recorded (SmolLM2-135M-Instruct Q4_1, temperature 0, one trial per variant): the draft back
 unchanged, 45 characters, on all ten visits; both runs end as dead_letter, nothing published.
 
+Sampled trials (k=5 at T=0.7, plus T=0, every control) are `labkit.routing.reviser_trials`'.
+
 Changing INSTRUCTIONS, `describe`, `observe`, DRAFT, LIMIT or the policy's options changes
 the messages, and replay then stops with a ReplayMiss (a LabError) naming case and turn.
 

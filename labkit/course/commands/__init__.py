@@ -9,7 +9,7 @@ A module missing here still works; it is only imported on every invocation.
 SUMMARIES: dict[str, str] = {
     "class": "class round: merge a folder of submissions into pass counts and lab 03's red-team leaderboard",
     "compare": "lab 01: keyword route vs search/read workflow vs scripted loop",
-    "grid": "lab 02: run a grid of live trials, in-process or on Dask, resumable, each episode once",
+    "grid": "labs 02-04: run a grid of live trials, in-process or on Dask, resumable, each episode once",
     "evaluate": "lab 02: replay recorded trials and report pass@1, pass^k and stop reasons",
     "refund-lab": "lab 03: refund attacks × defenses, from the shop's ledger",
     "rerun": "re-execute a lab headless against another model (papermill) and record its calls",

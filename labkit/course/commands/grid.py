@@ -1,4 +1,8 @@
-"""`labkit grid`: run a trial grid (models × prompts × rungs × temperatures × seeds × k × cases)."""
+"""`labkit grid`: run a trial grid (models × prompts × rungs × temperatures × seeds × k × cases).
+
+A grid naming lab ``refunds`` or ``routing`` runs lab 03's or lab 04's model episodes
+(`labkit.course.grid.labs`) and ends with that lab's table instead of `labkit evaluate`.
+"""
 
 from __future__ import annotations
 
@@ -18,13 +22,15 @@ MAX_WORKERS = 256
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "grid",
-        help="lab 02: run a grid of live trials, in-process or on Dask, resumable, each episode once",
+        help="labs 02-04: run a grid of live trials, in-process or on Dask, resumable, each episode once",
         description=(
             "Run every episode of the grid in SPEC (a .toml or .json file: models, prompts, rungs, "
             "temperatures, seeds, k, cases; see fixtures/grids/) and append each, as it finishes, to "
             "FILE in the format `labkit trials` writes. Episodes already in FILE are skipped, so "
             "running the same command again resumes an interrupted run. At the end, print the "
-            "evaluation of FILE (as `labkit evaluate`)."
+            "evaluation of FILE (as `labkit evaluate`). A SPEC with lab = \"refunds\" (lab 03's model "
+            "policy) or lab = \"routing\" (lab 04's model reviser) runs that lab's episodes and prints "
+            "its table, with 95%% intervals."
         ),
     )
     parser.add_argument("spec", metavar="SPEC", help="grid file (.toml or .json)")
@@ -108,4 +114,8 @@ def handle(args: argparse.Namespace) -> int:
             f"{work.total}",
             file=sys.stderr,
         )
+    if getattr(grid, "lab", "docuctl") != "docuctl":
+        from labkit.course.grid.labs import print_tables
+
+        return print_tables(grid, args.record, as_json=args.json)
     return evaluate.handle(argparse.Namespace(trials=[args.record], json=args.json))

@@ -19,7 +19,7 @@ from typing import Any
 
 from labkit.baseline.corpus import docuctl
 from labkit.course.grid.spec import Episode
-from labkit.decision_loop.model_policy import docuctl_policy
+from labkit.decision_loop.model_policy import LAB, docuctl_policy
 from labkit.decision_loop.trials import cases_of, episode_record, limits_for, run_case
 from labkit.model.backend import Backend
 from labkit.model.factory import parse_spec
@@ -60,6 +60,8 @@ def run_episode(episode: Episode) -> list[Record]:
     does not have), as `labkit trials` does; a provider failure is an episode ending in
     `provider_error`, recorded like any other.
     """
+    if getattr(episode, "lab", LAB) != LAB:
+        return _lab_episode(episode)
     corpus = docuctl()
     case = next(c for c in cases_of("all", corpus) if c["id"] == episode.case)
     inner = backend(episode.model)
@@ -90,4 +92,15 @@ def run_episode(episode: Episode) -> list[Record]:
         limits=limits,
         budget_tokens=episode.budget_tokens,
     )
+    return [*lines.records, record]
+
+
+def _lab_episode(episode: Any) -> list[Record]:
+    """A refunds or routing episode (`labkit.course.grid.labs`): its calls, then its episode record."""
+    from labkit.course.grid.labs import run_lab_episode
+
+    inner = backend(episode.model)
+    recorder = Recorder(inner, os.devnull, run=episode.label)
+    recorder.writer = lines = _Lines()  # type: ignore[assignment]  # records kept, not written
+    record = run_lab_episode(episode, recorder, inner.name)
     return [*lines.records, record]

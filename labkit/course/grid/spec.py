@@ -13,6 +13,10 @@ one row of the evaluation), and each cell runs k trials of every chosen case::
     max_tokens = 160                            # optional, as `labkit trials --max-tokens`
     budget_tokens = 2000                        # optional, as `labkit trials --budget-tokens`
 
+A grid may name its lab: ``lab = "docuctl"`` (the default, above), ``"refunds"`` (lab 03's
+model policy) or ``"routing"`` (lab 04's model reviser); the last two have their own axes
+(`labkit.course.grid.labs`). Every lab's episodes are keyed, resumed and recorded once alike.
+
 A cell's episode is exactly the episode `labkit trials` records with the same model,
 prompt, rung, temperature, seed and limits, labelled as `trials` labels it (plus
 `seed=S` when the grid has more than one seed, so cells stay apart in the evaluation).
@@ -42,6 +46,7 @@ from labkit.decision_loop.trials import CASE_SETS, MAX_TOKENS_MAX, MAX_TRIALS, c
 from labkit.model.constraints import RUNGS
 from labkit.model.policy import MAX_TOKENS
 
+GRID_LABS = (LAB, "refunds", "routing")  # a grid's `lab` (see labkit.course.grid.labs)
 # More episodes than this is a week of model time at 6 s each: more likely an axis typed
 # wrong than a study, so it is refused rather than queued.
 MAX_EPISODES = 100_000
@@ -115,7 +120,13 @@ def key_of(
 
 
 def record_key(record: dict[str, Any]) -> tuple[Any, ...]:
-    """The key of an episode record (as `labkit trials` and the grid write them)."""
+    """The key of an episode record (as `labkit trials` and the grid write them), of any grid lab."""
+    if record.get("lab", LAB) != LAB:
+        from labkit.course.grid.labs import lab_record_key
+
+        key = lab_record_key(record)
+        if key is not None:
+            return key
     return key_of(
         record["backend"],
         record["prompt"],
@@ -216,16 +227,17 @@ def _size(data: dict[str, Any]) -> int:
     return math.prod(counts)
 
 
-def _check(path: Path, data: Any) -> None:
+def _check(path: Path, data: Any, axes: dict[str, Any] = AXES) -> None:
     if not isinstance(data, dict):
-        raise FixtureError(f"{path}: a grid spec is an object of axes ({', '.join(AXES)})")
-    unknown = [name for name in data if name not in AXES]
+        raise FixtureError(f"{path}: a grid spec is an object of axes ({', '.join(axes)})")
+    unknown = [name for name in data if name not in axes]
     if unknown:
-        raise FixtureError(f"{path}: unknown axis {unknown[0]!r} (known: {', '.join(AXES)})")
+        raise FixtureError(f"{path}: unknown axis {unknown[0]!r} (known: {', '.join(axes)})")
     field = _not_finite(data)
     if field is not None:  # NaN passes every JSON Schema bound (no comparison with it is true)
         raise FixtureError(f"{path}: field {field!r}: not a finite number")
-    error = schema_error(SCHEMA, data)
+    schema = SCHEMA if axes is AXES else {"type": "object", "properties": axes, "required": ["models"]}
+    error = schema_error(schema, data)
     if error is not None:
         field = "".join(
             f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p)
@@ -241,7 +253,7 @@ def _check(path: Path, data: Any) -> None:
         for value in values if isinstance(values, list) else [values]:
             if type(value) is not int:
                 raise FixtureError(f"{path}: field {name!r}: {value!r} is not an integer")
-    total = _size(data)
+    total = _size(data) if axes is AXES else 0  # labs 03-04 are counted as built (`_count`)
     if total > MAX_EPISODES:  # counted from the axes' lengths: nothing is built for a grid too large
         raise FixtureError(f"{path}: {total:,} episodes; a grid holds at most {MAX_EPISODES:,} (split it)")
 
@@ -249,18 +261,57 @@ def _check(path: Path, data: Any) -> None:
 def _plain(error: Any) -> str:
     """jsonschema's message, except for `cases`, whose oneOf message would list the schemas."""
     if error.absolute_path and error.absolute_path[0] == "cases" and error.validator == "oneOf":
-        return f"must be one of {', '.join(CASE_SETS)} or a list of case ids, got {error.instance!r}"
+        sets = "model" if error.schema["oneOf"][0].get("const") == "model" else ", ".join(CASE_SETS)
+        return f"must be one of {sets} or a list of case ids, got {error.instance!r}"
     return shorten(error.message, 200)
 
 
-def load_spec(path: str | Path) -> Grid:
+def load_spec(path: str | Path) -> Any:
     """Read and validate a grid spec (see the module docstring); one FixtureError line if it is wrong.
 
-    A case set is expanded here to its case ids, in lab 01's order.
+    A case set is expanded here to its case ids, in lab 01's order. A spec naming lab
+    ``refunds`` or ``routing`` is a `labs.RefundGrid` or `labs.RoutingGrid` (see
+    `labkit.course.grid.labs`); without `lab`, or with ``lab = "docuctl"``, a Grid.
     """
     path = Path(path)
     data = _read(path)
+    lab = data.get("lab", LAB) if isinstance(data, dict) else LAB
+    if lab not in GRID_LABS:
+        raise FixtureError(f"{path}: field 'lab': must be one of {', '.join(GRID_LABS)}, got {lab!r}")
+    if lab != LAB:
+        from labkit.course.grid import labs
+
+        _check(path, data, labs.refund_axes(AXES) if lab == "refunds" else labs.routing_axes(AXES))
+        models = _models(path, data)
+        names = tuple(backend_name(model) for model in models)
+        grid = (labs.refund_grid if lab == "refunds" else labs.routing_grid)(path, data, models, names)
+        _count(path, len(grid.episodes()))
+        return grid
     _check(path, data)
+    models = _models(path, data)
+    cases = _cases(path, data.get("cases", "all"))
+    grid = Grid(
+        path=str(path),
+        models=models,
+        prompts=tuple(data.get("prompts", ("base",))),
+        rungs=tuple(data.get("rungs", ("L1",))),
+        temperatures=tuple(float(t) for t in data.get("temperatures", (0.0,))),
+        seeds=tuple(data.get("seeds", (0,))),
+        k=data.get("k", 1),
+        cases=cases,
+        max_tokens=data.get("max_tokens", MAX_TOKENS),
+        budget_tokens=data.get("budget_tokens"),
+    )
+    _count(path, len(grid.cells()) * grid.k * len(grid.cases))
+    return grid
+
+
+def _count(path: Path, total: int) -> None:
+    if total > MAX_EPISODES:
+        raise FixtureError(f"{path}: {total:,} episodes; a grid holds at most {MAX_EPISODES:,} (split it)")
+
+
+def _models(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
     models = tuple(data["models"])
     for index, model in enumerate(models):
         try:
@@ -279,23 +330,7 @@ def load_spec(path: str | Path) -> Grid:
                 f"{models[names.index(name)]!r} are both {name!r}: their runs would share "
                 "labels (run one grid per recording)"
             )
-    cases = _cases(path, data.get("cases", "all"))
-    grid = Grid(
-        path=str(path),
-        models=models,
-        prompts=tuple(data.get("prompts", ("base",))),
-        rungs=tuple(data.get("rungs", ("L1",))),
-        temperatures=tuple(float(t) for t in data.get("temperatures", (0.0,))),
-        seeds=tuple(data.get("seeds", (0,))),
-        k=data.get("k", 1),
-        cases=cases,
-        max_tokens=data.get("max_tokens", MAX_TOKENS),
-        budget_tokens=data.get("budget_tokens"),
-    )
-    total = len(grid.cells()) * grid.k * len(grid.cases)
-    if total > MAX_EPISODES:
-        raise FixtureError(f"{path}: {total:,} episodes; a grid holds at most {MAX_EPISODES:,} (split it)")
-    return grid
+    return models
 
 
 def _cases(path: Path, chosen: str | list[str]) -> tuple[str, ...]:

@@ -1,0 +1,130 @@
+"""Lab 03's model episodes as `labkit grid` runs them: case ids, and one episode's records.
+
+A refund grid case is a request alone (``r-ana-blender``) or a request under one attack at
+one place (``r-ana-blender+important-inflate@review``); with a defense it is the episode's
+task id (``r-ana-blender+important-inflate@review+mediation``, `episode.task_id`), which is
+also the `case` of every model call the episode makes, so replay finds them by it.
+
+`GRID_CASES` is the model suite the committed recording covers: every request alone (10)
+and each of the 9 attacks at two places (18), each attack on one legitimate request,
+rotating through the four, and at two places two apart (message+review, note+help, ...), so
+every place is used by four or five attacks.
+
+`episode_record(...)` runs one episode of the model policy through `labkit.refunds`'
+own runtime, tools and grader (`metrics.evaluate`), on a backend the caller gives (the
+grid keeps one per process), and returns its episode record:
+the settings it ran with (``prompt`` is the defense, the one thing that changes the
+prompt), the runtime's outcome (stop, turns, tool calls) and the ledger's score
+(utility, attack succeeded, unauthorised refunds, money lost in cents, duplicates).
+Nothing is written: the grid appends what it returns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from labkit.core.errors import LabError
+from labkit.model.policy import MAX_TOKENS
+from labkit.refunds.attacks import PLACES
+from labkit.refunds.defenses import defenses_named
+from labkit.refunds.episode import MAX_TOOLS, MAX_TURNS, task_id
+from labkit.refunds.lab import RefundLab, refund_lab
+from labkit.refunds.metrics import Score, Spec, evaluate
+from labkit.refunds.policies import model_policy
+
+LAB = "refunds"
+Record = dict[str, Any]
+
+
+def grid_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
+    """The model suite (see the module docstring): 10 requests alone, 9 attacks at two places."""
+    lab = lab or refund_lab()
+    legitimate = [r.id for r in lab.requests.values() if r.legitimate]
+    cases = list(lab.requests)
+    for i, attack in enumerate(lab.attacks.values()):
+        request = legitimate[i % len(legitimate)]
+        for place in (PLACES[i % len(PLACES)], PLACES[(i + 2) % len(PLACES)]):
+            if place in attack.places:
+                cases.append(f"{request}+{attack.id}@{place}")
+    return tuple(cases)
+
+
+def spec_of(case: str, lab: RefundLab | None = None) -> Spec:
+    """The Spec of a grid case id; LabError naming what is unknown in it."""
+    lab = lab or refund_lab()
+    request, _, rest = case.partition("+")
+    if request not in lab.requests:
+        raise LabError(f"no refund request {request!r} (known: {', '.join(lab.requests)})")
+    if not rest:
+        return Spec("benign", lab.request(request))
+    attack, at, place = rest.partition("@")
+    if attack not in lab.attacks:
+        raise LabError(f"no attack {attack!r} (known: {', '.join(lab.attacks)})")
+    if not at or place not in lab.attacks[attack].places:
+        raise LabError(f"case {case!r}: an attack needs a place, one of {', '.join(PLACES)}")
+    if not lab.request(request).legitimate:
+        raise LabError(f"case {case!r}: attacks run on legitimate requests only")
+    return Spec("attack", lab.request(request), lab.attack(attack), place)
+
+
+def episode_case(case: str, defense: str, lab: RefundLab | None = None) -> str:
+    """The task id of `case` under `defense`: what its calls and its episode record are keyed by."""
+    spec = spec_of(case, lab)
+    return task_id(spec.request, defenses_named(defense), spec.attack, spec.place)
+
+
+def score_fields(score: Score) -> Record:
+    """The ledger's verdict on one episode, as an episode record holds it (money in cents)."""
+    return {
+        "utility": bool(score.utility),
+        "attacked": None if score.attacked is None else bool(score.attacked),
+        "unauthorized": score.unauthorized,
+        "money_lost": score.money_lost,
+        "duplicates": score.duplicates,
+        "refunds": [{"order": r.order, "amount": r.amount, "destination": r.destination}
+                    for r in score.episode.refunds],
+    }
+
+
+def episode_record(backend: Any, *, model_name: str, label: str, case: str, defense: str, rung: str,
+                   temperature: float, seed: int, trial: int) -> Record:
+    """Run one model episode of `case` under `defense` on `backend`; return its episode record.
+
+    `backend` is usually a Recorder that keeps the call records for the caller (the grid);
+    `model_name` is the backend's name as recorded; `seed` is the one the episode samples
+    with. LabError for an unknown case or defense, or a replay miss.
+    """
+    lab = refund_lab()
+    spec = spec_of(case, lab)
+    chosen = defenses_named(defense)
+    start = time.perf_counter()
+
+    def factory(defenses: Any) -> Any:
+        return model_policy(defenses, backend=backend, rung=rung, trial=trial, temperature=temperature,
+                            seed=seed)
+
+    (score,) = evaluate(factory, chosen, [spec], lab)
+    result = score.episode.result
+    usage = result["usage"]
+    return {
+        "kind": "episode", "run": label, "lab": LAB,
+        "case": task_id(spec.request, chosen, spec.attack, spec.place),
+        "trial": trial, "prompt": defense, "defense": defense, "request_id": spec.request.id,
+        "attack": spec.attack.id if spec.attack else None, "place": spec.place,
+        "rung": rung, "backend": model_name, "temperature": float(temperature), "seed": seed,
+        "max_tokens": MAX_TOKENS,
+        "limits": {"max_turns": MAX_TURNS, "max_tools": MAX_TOOLS, "budget_tokens": None},
+        "stop": result["stop"], "turns": result["turns"], "tool_calls": result["tool_calls"],
+        "answer": result["answer"], "citation": result["citation"],
+        "passed": bool(score.utility),
+        **score_fields(score),
+        "usage": {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"]},
+        "elapsed_s": round(time.perf_counter() - start, 3),
+    }
+
+
+def is_episode(record: Mapping[str, Any]) -> bool:
+    """True for an episode record of this lab."""
+    return record.get("kind") == "episode" and record.get("lab") == LAB
