@@ -284,12 +284,15 @@ def test_submit_leaves_out_a_recorded_attack_whose_goal_has_a_format_spec(cli, t
     assert read(tmp_path / "eve.json").data["attacks"] == []
 
 
-@pytest.mark.parametrize("name", ["mediation", "all_deterministic", "none", "direct-other-order"])
-def test_a_learner_named_like_a_course_row_never_replaces_it(cli, tmp_path, name):
+def test_a_learner_named_like_a_course_row_never_replaces_it(cli, tmp_path):
+    # One round with a learner named after each kind of course row (a defense preset, the
+    # deterministic bundle, no defense, an attack): every course row stays the course's.
+    names = ["mediation", "all_deterministic", "none", "direct-other-order"]
     lab03_progress()
     folder = tmp_path / "class"
     base = _submissions(folder, count=1)
-    (folder / "named.json").write_text(json.dumps({**base, "name": name}))
+    for name in names:
+        (folder / f"{name}.json").write_text(json.dumps({**base, "name": name}))
     code, out, err = cli("class", str(folder), "--json", "--chart", str(tmp_path / "c.png"))
     assert code == 0, err
     result = json.loads(out)
@@ -297,7 +300,8 @@ def test_a_learner_named_like_a_course_row_never_replaces_it(cli, tmp_path, name
     attacks = {row["attack"]: row["by"] for row in result["red_team"]["attacks"]}
     assert all(defenses[preset] == "course" for preset in ("none", "mediation", "all_deterministic"))
     assert attacks["direct-other-order"] == "course"
-    assert defenses[f"{name}:mediation"] == name and attacks[f"{name}:attack"] == name
+    for name in names:
+        assert defenses[f"{name}:mediation"] == name and attacks[f"{name}:attack"] == name
     rows = [*defenses.items(), *attacks.items()]
     assert all(by == "course" or label.startswith(f"{by}:") for label, by in rows)
 

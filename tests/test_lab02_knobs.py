@@ -3,7 +3,9 @@ notebook shows fits on screen (no line cut mid-word, rows in rung order, a diagr
 
 The knob sweep executes the notebook's code cells from the top through the "Try it" cell (the
 only cells that read the knobs, and every cell they feed) with nbclient, once per set of values;
-each run turns every knob at once, so four kernels cover them all.
+each run turns every knob at once, so three kernels cover them: the step timeout above the
+slow policy's sleep (the case that once broke a later cell), every knob at its low end, every one
+at its high end; the defaults are nbval's run.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ LIMITS = "MAX_TURNS, MAX_TOOLS"
 SWEEP = [
     {"STEP_TIMEOUT": 0.5, "SLOW_S": 0.2, "DEADLINE": 1.0, "BUDGET_TOKENS": 1000, LIMITS: (2, 2)},
     {"STEP_TIMEOUT": 0.01, "SLOW_S": 0.05, "DEADLINE": 0.01, "BUDGET_TOKENS": 100, LIMITS: (1, 0)},
-    {"STEP_TIMEOUT": 0.1, "SLOW_S": 0.0, "DEADLINE": 0.5, "BUDGET_TOKENS": 320, LIMITS: (4, 3)},
     {"STEP_TIMEOUT": 0.25, "SLOW_S": 0.3, "DEADLINE": 0.3, "BUDGET_TOKENS": 10**6, LIMITS: (8, 6)},
 ]
 

@@ -9,6 +9,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from labkit.core.paths import runs_dir
+
 pytest.importorskip("papermill", reason="labkit rerun needs the `rerun` extra (papermill)")
 
 from papermill.inspection import inspect_notebook  # noqa: E402
@@ -146,7 +148,7 @@ def test_lab_01_has_no_parameters_cell_and_rerun_says_it_has_no_model_in_one_lin
 # rerun adds to a lab — papermill's injected cell after `parameters` — is the same in every lab,
 # the other two declare the same four names (tested above), and nbval executes all three under
 # the same defaults.
-def test_a_replay_rerun_of_a_real_lab_reproduces_its_checked_outputs(tmp_path, monkeypatch):
+def test_a_replay_rerun_of_a_real_lab_reproduces_its_checked_outputs(tmp_path, monkeypatch, cli):
     number = "02"
     monkeypatch.delenv("LABKIT_RECORD", raising=False)
     done = rerun(number, "replay", tmp_path / "out.ipynb")
@@ -154,6 +156,11 @@ def test_a_replay_rerun_of_a_real_lab_reproduces_its_checked_outputs(tmp_path, m
     committed = checked_outputs(notebook_of(number, NOTEBOOKS))
     assert committed and all(any(cell) for cell in committed)  # the comparison below is not vacuous
     assert checked_outputs(done.notebook) == committed
+    # The lab ran as a fresh student copy runs it (tests/test_untouched_copy.py does labs 01, 03
+    # and 04): every build-it and exercise cell untouched is no attempt, so nothing to submit.
+    assert not (runs_dir() / "progress" / "lab02.json").exists()
+    code, out, err = cli("submit", "2", "--name", "untouched", "-o", str(tmp_path / "s.json"))
+    assert code == 2 and "no checker of lab 02 has run yet" in err
 
 
 def test_a_rerun_reports_each_cell_and_the_live_calls_so_far(tmp_path):
