@@ -1,5 +1,5 @@
-"""Lab 02's model evidence, as committed: baselines beside every model row, an interval on every rate,
-and no claim about a model in the prose that its printed interval does not support.
+"""The model evidence of labs 02-04, as committed: baselines beside every model row, an interval on every
+rate, and no claim about a model in the prose that its printed interval does not support.
 
 These read the executed notebook (nbval re-executes it and checks the tagged outputs are unchanged);
 they check what a learner sees, not how labkit computes it (tests/test_baselines.py and
@@ -9,6 +9,7 @@ tests/test_intervals.py do that).
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 
@@ -18,7 +19,8 @@ import pytest
 
 from labkit.decision_loop.tables import with_intervals
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_decision_loop.ipynb"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOK = NOTEBOOKS / "02_decision_loop.ipynb"
 INTERVAL = r"-?\d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\]"  # "0.667 [0.458, 0.833]"
 BASELINES = ("random L0", "random L3", "search, then answer L0", "search, then answer L3",
              "scripted loop", "adaptive loop")
@@ -160,3 +162,198 @@ def test_with_intervals_puts_each_rate_and_its_interval_in_one_cell():
     assert list(shown.columns) == ["kind", "pass@1", "trials"]
     assert list(shown["pass@1"]) == ["0.667 [0.458, 0.833]", "–"]
     assert list(frame.columns) == ["kind", "pass@1", "pass@1 low", "pass@1 high", "trials"]  # untouched
+
+
+# -- lab 03: the refund model's rows (Going further B) -------------------------------------------
+
+RATE = r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]"  # "0.46 [0.30, 0.64]", as with_intervals shows it
+
+
+@pytest.fixture(scope="module")
+def lab03():
+    return nbformat.read(NOTEBOOKS / "03_refund_attack_lab.ipynb", as_version=4).cells
+
+
+@pytest.fixture(scope="module")
+def lab04():
+    return nbformat.read(NOTEBOOKS / "04_routing_cycles.ipynb", as_version=4).cells
+
+
+def unwrapped(cell) -> list[str]:
+    """The lines of the DataFrame a cell displays, its index once: pandas wraps a wide frame's plain text
+    into blocks of columns, each repeating the index (several levels of it), so each later block loses the
+    prefix its rows share with the first block's, cut at a blank column, before it is joined on."""
+    text = "".join(out.get("data", {}).get("text/plain", "") for out in cell.get("outputs", [])
+                   if out.get("output_type") == "execute_result")
+    blocks = [block.splitlines() for block in text.strip("\n").split("\n\n")]
+    assert blocks and len({len(block) for block in blocks}) == 1, "blocks of different lengths"
+    lines = [line.rstrip(" \\") for line in blocks[0]]
+    for block in blocks[1:]:
+        width = min(len(os.path.commonprefix([a, b])) for a, b in zip(blocks[0], block, strict=True))
+        while width and not all(len(line) <= width or line[width - 1] == " " for line in block):
+            width -= 1
+        lines = [a + " " + b[width:].rstrip(" \\") for a, b in zip(lines, block, strict=True)]
+    return lines
+
+
+def printed(cells) -> str:
+    return plain(" ".join(output(cell) for cell in cells if cell.cell_type == "code"))
+
+
+def test_lab03_model_table_has_the_baseline_rows_and_an_interval_beside_every_rate(lab03):
+    cell = code_cell(lab03, "model_table(seeds=SEEDS")
+    assert "nbval-check-output" in cell.metadata.get("tags", [])
+    header, _, *rows = unwrapped(cell)
+    for column in ("benign", "attacked", "ASR", "unauth_share", "n", "trials"):
+        assert column in header.split(), column
+    firsts = [line for line in rows if not line.startswith(" ")]  # a policy's first row names it
+    policies = ["model L2", "random-admissible L2", "careful", "gullible"]
+    assert [re.sub(r" +none .*", "", line) for line in firsts] == policies
+    rated = [line for line in rows if len(re.findall(RATE, line)) == 4]
+    assert len(rated) == 16, "four rates with their intervals, on each of 4 policies x 4 defenses"
+    model = rated[:4]
+    assert all(re.search(r" 28 +1$", line) for line in model), "28 episodes a model row, one trial"
+    assert re.search(r" 28 +10$", rated[4]), "the random baseline: 10 seeds in the notebook"
+
+
+def _comparisons(cell) -> dict[tuple[str, str], tuple[str, str, str]]:
+    """(comparison, rate) -> (difference with interval, McNemar p, verdict), from the displayed table."""
+    found, comparison = {}, None
+    for line in unwrapped(cell)[2:]:
+        match = re.match(r"^(\S.*?)?\s+(\w+)\s+(\d+)\s+(" + RATE + r")\s+(-|\d\.\d{3})\s+"
+                         r"(a difference|not distinguishable)$", line)
+        assert match, line
+        comparison = match[1] or comparison
+        found[(comparison, match[2])] = (match[4], match[5], match[6])
+    return found
+
+
+def test_lab03_paired_comparisons_name_their_verdicts_from_the_interval_and_mcnemar(lab03):
+    cell = code_cell(lab03, "model_comparisons(seeds=SEEDS")
+    assert "nbval-check-output" in cell.metadata.get("tags", [])
+    rows = _comparisons(cell)
+    for defense in ("policy_prompt", "spotlighting", "mediation"):
+        assert (f"model L2 {defense} - model L2 none", "unauthorized_rate") in rows
+    assert ("model L2 none - random-admissible none", "benign_utility") in rows
+    for difference, p, verdict in rows.values():
+        low, high = map(float, re.findall(r"-?\d\.\d\d", difference)[1:])
+        significant = p == "-" or float(p) < 0.05
+        assert verdict == ("a difference" if (low > 0 or high < 0) and significant else "not distinguishable")
+    assert rows[("model L2 spotlighting - model L2 none", "unauthorized_rate")] == (
+        "0.29 [0.11, 0.46]", "0.021", "a difference")
+    assert rows[("model L2 policy_prompt - model L2 none", "unauthorized_rate")][2] == "not distinguishable"
+
+
+def test_lab03_attribution_is_computed_in_a_cell(lab03):
+    cell = code_cell(lab03, "attribution(rung=")
+    assert "nbval-check-output" in cell.metadata.get("tags", [])
+    shown = plain(output(cell))
+    said = "the check fired in 5 of 72 attacked episodes; in 4 of them the model never saw the injected text"
+    assert said in shown
+    assert "note 0 of 16, review 0 of 20" in shown
+    reading = plain(" ".join(markdown(lab03)))
+    assert "5 of 72 attacked episodes, and in 4 of them the model never saw" in reading
+
+
+def test_lab03_every_interval_and_p_the_prose_quotes_was_printed_by_a_cell(lab03):
+    shown = printed(lab03)
+    quoted, ps = set(), set()
+    for text in markdown(lab03):
+        quoted |= set(re.findall(RATE, plain(text)))
+        ps |= set(re.findall(r"p = (\d\.\d{3})", plain(text)))
+    assert len(quoted) >= 12 and ps
+    for interval in quoted:
+        assert interval in shown, f"the prose quotes {interval}, which no cell printed"
+    for p in ps:
+        assert re.search(rf"\s{re.escape(p)}\s", shown), f"the prose quotes p = {p}, which no cell printed"
+
+
+def test_lab03_old_takeaway_2_claim_is_gone_and_the_takeaways_say_what_the_intervals_support(lab03):
+    prose = plain(" ".join(markdown(lab03)))
+    assert "made the model pay more unauthorised" not in prose
+    assert "paid more unauthorised refunds, not fewer" not in prose
+    assert "on five episodes" not in prose and "L1 ASR of 0" not in prose
+    takeaways = plain(next(text for text in markdown(lab03) if text.startswith("## Takeaways")))
+    two = takeaways[takeaways.index("2. "):takeaways.index("3. ")]
+    assert "not distinguishable" in two and "spotlighting raised it" in two
+    assert "0.00 [0.00, 0.12]" in two and "0.46 [0.30, 0.64]" in two
+
+
+# -- lab 04: the model reviser over five trials (§6b) --------------------------------------------
+
+
+def test_lab04_reviser_table_has_the_word_cutter_beside_the_model_and_an_interval_on_every_rate(lab04):
+    cell = code_cell(lab04, "reviser_trials.reviser_table(")
+    assert "nbval-check-output" in cell.metadata.get("tags", [])
+    header, *rows = table(cell)
+    for column in ("published", "published_ci", "chars_ci"):
+        assert column in header.split(), column
+    assert sum(line.startswith("word cutter (scripted)") for line in rows) == 1
+    assert len(rows) == 14 and all(len(re.findall(r"\[\d+\.\d, ?\d+\.\d+\]|\[\d\.\d\d, \d\.\d\d\]",
+                                                   line)) == 2 for line in rows)
+    assert sum(bool(re.search(r" 0\.7 +5 ", line)) for line in rows) == 6, "k=5 at T=0.7 per control, variant"
+    assert sum(bool(re.search(r" 0\.0 +1 ", line)) for line in rows) == 6, "and T=0"
+
+
+def test_lab04_feedback_is_compared_paired_and_the_model_is_matched_to_the_word_cutter(lab04):
+    cell = code_cell(lab04, "reviser_comparisons(")
+    assert "nbval-check-output" in cell.metadata.get("tags", [])
+    shown = output(cell)
+    verdicts = re.findall(r"^(L1|L2|L2\+cut1) +feedback - no-feedback +published +5 +(-?\d\.\d+) +"
+                          r"\[(-?\d\.\d\d), (-?\d\.\d\d)\] +(\d\.\d{3}) +(.+)$", shown, re.M)
+    assert [v[0] for v in verdicts] == ["L1", "L2", "L2+cut1"]
+    for _, _, low, high, p, verdict in verdicts:
+        excludes = float(low) > 0 or float(high) < 0
+        assert verdict == ("a difference" if excludes and float(p) < 0.05 else "not distinguishable")
+    assert shown.count("5 of 5 trials published; in 5 of 5 every text was the word cutter's") == 2
+
+
+def test_lab04_every_interval_the_prose_quotes_was_printed_and_the_claims_follow_them(lab04):
+    shown = printed(lab04)
+    quoted = set()
+    for text in markdown(lab04):
+        quoted |= set(re.findall(r"\[-?\d\.\d\d, -?\d\.\d\d\]", plain(text)))
+    assert {"[0.00, 0.43]", "[0.57, 1.00]"} <= quoted
+    for interval in quoted:
+        assert interval in shown, f"the prose quotes {interval}, which no cell printed"
+    prose = plain(" ".join(markdown(lab04)))
+    assert "did not change its text for it" not in prose  # at T=0.7 it did (two or three final texts)
+    takeaways = next(text for text in markdown(lab04) if text.startswith("## Takeaways"))
+    assert "not distinguishable" in plain(takeaways)
+
+
+def test_with_intervals_joins_each_refund_rate_and_its_interval_and_leaves_the_table_alone():
+    from labkit.refunds.model_rows import with_intervals
+
+    frame = pd.DataFrame({"benign_utility": [0.1, None], "benign_utility_ci": ["[0.02, 0.40]", "-"],
+                          "difference": [-0.464, 0.0], "difference_ci": ["[-0.64, -0.29]", "[0.00, 0.00]"],
+                          "episodes": [28, 0]})
+    shown = with_intervals(frame)
+    assert list(shown.columns) == ["benign_utility", "difference", "episodes"]
+    assert list(shown["benign_utility"]) == ["0.10 [0.02, 0.40]", "-"]
+    assert list(shown["difference"]) == ["-0.46 [-0.64, -0.29]", "0.00 [0.00, 0.00]"]
+    assert "benign_utility_ci" in frame.columns  # untouched
+
+
+def test_the_lab03_model_table_runs_the_model_with_the_notebooks_k_temperature_and_seed(monkeypatch):
+    from labkit.model import Reply
+    from labkit.refunds.model_rows import model_table
+
+    class Mute:  # never answers with a decision: each episode ends at once
+        name = "mute"
+
+        def __init__(self):
+            self.requests = []
+
+        def provenance(self):
+            return {"backend": self.name}
+
+        def complete(self, request):
+            self.requests.append(request)
+            return Reply(text="no", prompt_tokens=1, completion_tokens=1)
+
+    mute = Mute()
+    rows = model_table(["none"], backend=mute, seeds=1, temperature=0.5, seed=3, k=2)
+    assert rows.loc[("model L2", "none"), "trials"] == 2
+    assert {(r.trial, r.seed) for r in mute.requests} == {(0, 3), (1, 4)}
+    assert {r.temperature for r in mute.requests} == {0.5}

@@ -298,19 +298,21 @@ def baseline_scores(policy: str, defense: str, *, rung: str = GRID_RUNG, seeds: 
 
 
 def model_table(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = GRID_RUNG, backend: Any = None,
-                seeds: int | None = None) -> DataFrame:
+                seeds: int | None = None, temperature: float = 0.0, seed: int = 0, k: int = 1) -> DataFrame:
     """The model's rows at `rung` beside its baselines, every rate with its 95% interval.
 
     Rows (policy, defense): ``model L2`` (replayed from the grid's recording by default),
     ``random-admissible L2`` (`policies.random_admissible`, `seeds` seeds: mean over cases,
     bootstrap interval over cases), ``careful`` and ``gullible`` (scripted, one trial per
     case), all on the same episodes (`model_specs(rung)`), by the same runtime and grader.
-    Columns: see `baselines.interval_row`. LabError as `model_matrix`.
+    Columns: see `baselines.interval_row`. `temperature`, `seed` and `k` as in `model_matrix`
+    (the recordings: T=0, seed 0, one trial). LabError as `model_matrix`.
     """
     from labkit.refunds.baselines import interval_row
 
     _check_recorded(defenses, rung, backend)
-    table = [interval_row(f"model {rung}", name, model_scores(name, rung=rung, backend=backend))
+    table = [interval_row(f"model {rung}", name, model_scores(name, rung=rung, backend=backend,
+                                                              temperature=temperature, seed=seed, k=k))
              for name in defenses]
     for policy in BASELINES:
         label = f"{policy} {rung}" if policy == "random-admissible" else policy
@@ -320,19 +322,22 @@ def model_table(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = GRID_R
 
 
 def model_comparisons(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = GRID_RUNG,
-                      backend: Any = None, seeds: int | None = None) -> DataFrame:
+                      backend: Any = None, seeds: int | None = None, temperature: float = 0.0, seed: int = 0,
+                      k: int = 1) -> DataFrame:
     """Paired comparisons on the same cases: the model under each defense against the model under
     `none`, and the model against the random-admissible and careful baselines under each defense.
 
     One row per (comparison, rate): the mean per-case difference, its paired bootstrap 95%
     interval, McNemar's exact p where both sides are one trial per case, and the verdict
     (`baselines.verdict`: "a difference" only when the interval excludes 0 and, where McNemar
-    applies, p < 0.05; "not distinguishable" otherwise).
+    applies, p < 0.05; "not distinguishable" otherwise). `temperature`, `seed` and `k` as in
+    `model_table`.
     """
     from labkit.refunds.baselines import paired_rows
 
     _check_recorded(defenses, rung, backend)
-    model = {name: model_scores(name, rung=rung, backend=backend) for name in defenses}
+    model = {name: model_scores(name, rung=rung, backend=backend, temperature=temperature, seed=seed, k=k)
+             for name in defenses}
     table = []
     if "none" in model:
         for name in (d for d in defenses if d != "none"):
@@ -343,6 +348,20 @@ def model_comparisons(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = 
         table += paired_rows(f"model {rung} {name}", model[name], f"careful {name}",
                              baseline_scores("careful", name, rung=rung))
     return DataFrame(table).set_index(["comparison", "rate"])
+
+
+def with_intervals(table: DataFrame) -> DataFrame:
+    """A copy of `table` (`model_table`'s or `model_comparisons`') with each rate and its
+    ``<rate>_ci`` column joined in one, as the prose quotes them: "0.46 [0.30, 0.64]" (two
+    decimals, like the interval; "-" where the rate has no episodes), the ``_ci`` columns dropped
+    and every other column unchanged. `table` itself is not changed."""
+    shown = table.copy()
+    for column in [c for c in table.columns if f"{c}_ci" in table.columns]:
+        shown[column] = [
+            "-" if value is None or value != value or ci == "-" else f"{float(value):.2f} {ci}"
+            for value, ci in zip(table[column], table[f"{column}_ci"], strict=True)]
+        shown = shown.drop(columns=f"{column}_ci")
+    return shown
 
 
 def _check_recorded(defenses: Sequence[str], rung: str, backend: Any) -> None:
