@@ -89,9 +89,11 @@ def bootstrap(
     cases = [list(map(float, values)) for values in values_by_case.values()]
     if not cases or any(not values for values in cases):
         raise ValueError("bootstrap needs at least one case, each with at least one value")
-    statistic = statistic or (lambda groups: float(np.mean([np.mean(group) for group in groups])))
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(cases), size=(resamples, len(cases)))
+    if statistic is None:  # the mean over cases of each case's mean: average each case once
+        means = np.array([np.mean(values) for values in cases])
+        return Interval(float(means.mean()), *_percentiles(means[draws].mean(axis=1)))
     samples = np.array([statistic([cases[i] for i in draw]) for draw in draws])
     return Interval(float(statistic(cases)), *_percentiles(samples))
 
