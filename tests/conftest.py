@@ -56,7 +56,6 @@ SLOWEST_FIRST = (
     "tests/test_browser.py",  # 12 s: a JupyterLab server, Chromium, two Run Alls, four diagrams
     "tests/test_rerun.py",  # 12 s: papermill kernels, lab 02 replayed whole
     "tests/test_grid_run.py",  # 11 s: Dask clusters
-    "tests/test_untouched_copy.py",  # 9 s: labs 01, 03, 04 run as fresh student copies
     "tests/test_classroom.py",  # 8 s
     "tests/test_lab02_knobs.py",  # 8 s: three kernels
     "tests/test_model_openai.py",  # 6 s with the live server
@@ -73,9 +72,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker more than the cores, since much of the suite waits rather than computes
     (kernels starting and stopping, a JupyterLab server, Dask processes, the lab 04 timing demos).
     Measured on the 2-core course machine, `make test` without the live test: 2 workers 39.4 and
     40.3 s, 3 workers 37.4 and 37.4 s, 4 workers 41.0 s."""
     return (os.cpu_count() or 1) + 1
+

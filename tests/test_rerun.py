@@ -156,8 +156,8 @@ def test_a_replay_rerun_of_a_real_lab_reproduces_its_checked_outputs(tmp_path, m
     committed = checked_outputs(notebook_of(number, NOTEBOOKS))
     assert committed and all(any(cell) for cell in committed)  # the comparison below is not vacuous
     assert checked_outputs(done.notebook) == committed
-    # The lab ran as a fresh student copy runs it (tests/test_untouched_copy.py does labs 01, 03
-    # and 04): every build-it and exercise cell untouched is no attempt, so nothing to submit.
+    # The lab ran as a fresh student copy runs it (nbval checks the same of every lab, see the
+    # root conftest.py): every build-it and exercise cell untouched is no attempt, nothing to submit.
     assert not (runs_dir() / "progress" / "lab02.json").exists()
     code, out, err = cli("submit", "2", "--name", "untouched", "-o", str(tmp_path / "s.json"))
     assert code == 2 and "no checker of lab 02 has run yet" in err
