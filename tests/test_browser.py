@@ -22,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -70,6 +71,23 @@ def _write_unexecuted(source: Path, target: Path) -> None:
     target.write_text(json.dumps(notebook))
 
 
+# Every lab's diagram cells in one notebook, each marked with its lab: opening the four labs
+# themselves would start four kernels (about 6 s of this test's 12) only to render markdown.
+DIAGRAMS = "diagrams.ipynb"
+
+
+def _diagram_cells(number: str) -> list[dict]:
+    source = json.loads(next(NOTEBOOKS.glob(f"{number}_*.ipynb")).read_text())["cells"]
+    return [cell for cell in source
+            if cell["cell_type"] == "markdown" and "```mermaid" in "".join(cell["source"])]
+
+
+def _write_diagrams(target: Path) -> None:
+    cells = [{**cell, "metadata": {"lab": number}} for number in ("01", "02", "03", "04")
+             for cell in _diagram_cells(number)]
+    target.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory):
     """A JupyterLab server on a free loopback port over a copy of notebooks/; yields its URL."""
@@ -82,6 +100,7 @@ def jupyterlab(tmp_path_factory):
     root.mkdir()
     for name in ("00_start_here.ipynb", *(p.name for p in NOTEBOOKS.glob("0[1-4]_*.ipynb"))):
         _write_unexecuted(NOTEBOOKS / name, root / name)
+    _write_diagrams(root / DIAGRAMS)
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
     # The same file `python -m labkit.course.jupyter_settings` installs, here as a config-dir layer.
@@ -270,18 +289,26 @@ def _open(page, name: str) -> None:
         arg=name, timeout=START_TIMEOUT * 1000)
 
 
-@pytest.mark.parametrize("number", ["01", "02", "03", "04"])
-def test_every_mermaid_diagram_renders_as_an_svg(number, tmp_path, request):
-    """Opened, not run: a diagram is markdown, rendered by JupyterLab itself (>= 4.1, no extension)."""
-    name = next(NOTEBOOKS.glob(f"{number}_*.ipynb")).name
-    source = json.loads((NOTEBOOKS / name).read_text())["cells"]
-    if not any(c["cell_type"] == "markdown" and "```mermaid" in "".join(c["source"]) for c in source):
-        pytest.skip(f"lab {number} has no mermaid diagram yet")
-    page = request.getfixturevalue("lab")  # JupyterLab starts only for a lab with a diagram
-    _open(page, name)
+@pytest.fixture(scope="module")
+def diagrams(request) -> list[dict]:
+    """The diagrams notebook opened once (no kernel: it has no code cells), each block's state."""
+    page = request.getfixturevalue("lab")
+    _open(page, DIAGRAMS)
     found = page.evaluate(MERMAID)
-    page.screenshot(path=str(tmp_path / f"{number}-mermaid.png"), full_page=False)
-    assert found, f"{name}: no markdown cell with a mermaid block was found in the page"
+    page.screenshot(path=str(Path(tempfile.mkdtemp()) / "mermaid.png"), full_page=False)
+    return found
+
+
+@pytest.mark.parametrize("number", ["01", "02", "03", "04"])
+def test_every_mermaid_diagram_renders_as_an_svg(number, request):
+    """Rendered, not run: a diagram is markdown, drawn by JupyterLab itself (>= 4.1, no extension)."""
+    cells = _diagram_cells(number)
+    if not cells:
+        pytest.skip(f"lab {number} has no mermaid diagram yet")
+    order = [n for n in ("01", "02", "03", "04") for _ in _diagram_cells(n)]
+    found = [diagram for diagram in request.getfixturevalue("diagrams")
+             if order[diagram["index"]] == number]
+    assert len(found) == len(cells), f"lab {number}: {len(cells)} diagrams, {len(found)} found in the page"
     for diagram in found:
-        assert diagram["error"] is None, f"{name} cell {diagram['index']}: {diagram['error']}"
-        assert diagram["svgs"] >= diagram["blocks"], f"{name} cell {diagram['index']} rendered no SVG"
+        assert diagram["error"] is None, f"lab {number} diagram {diagram['index']}: {diagram['error']}"
+        assert diagram["svgs"] >= diagram["blocks"], f"lab {number} diagram {diagram['index']}: no SVG"
