@@ -3,13 +3,14 @@ notebook shows fits on screen (no line cut mid-word, rows in rung order, a diagr
 
 The knob sweep executes the notebook's code cells from the top through the "Try it" cell (the
 only cells that read the knobs, and every cell they feed) with nbclient, once per set of values;
-each run turns every knob at once, so three kernels cover them: the step timeout above the
+each run turns every knob at once, so three runs (in one kernel) cover them: the step timeout above the
 slow policy's sleep (the case that once broke a later cell), every knob at its low end, every one
 at its high end; the defaults are nbval's run.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -51,8 +52,9 @@ def _text(cell) -> str:
     )
 
 
-def _run_with(knobs: dict) -> list:
-    notebook, cells = _cells()
+def _with(knobs: dict) -> list:
+    """The code cells from the top through the last cell a knob reaches, every knob set to `knobs`."""
+    _, cells = _cells()
     code = [cell for cell in cells if cell.cell_type == "code"]
     end = next(i for i, cell in enumerate(code) if LAST in cell.source)
     code = code[: end + 1]
@@ -61,16 +63,26 @@ def _run_with(knobs: dict) -> list:
         owners = [cell for cell in code if pattern.search(cell.source)]
         assert len(owners) == 1, f"the knob {name} is set in {len(owners)} cells, not one"
         owners[0].source = pattern.sub(f"{name} = {value!r}", owners[0].source, count=1)
-    notebook.cells = code
-    client = nbclient.NotebookClient(notebook, timeout=60, kernel_name="python3",
-                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
-    client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
     return code
 
 
-@pytest.mark.parametrize("knobs", SWEEP, ids=lambda knobs: ",".join(f"{v}" for v in knobs.values()))
-def test_every_knob_over_its_plausible_values_leaves_the_later_cells_working(knobs):
-    code = _run_with(knobs)
+@functools.cache
+def _swept() -> tuple[list, ...]:
+    """Every sweep's cells, run one after the other in one kernel (each run starts from the top,
+    imports included, so it sees only its own knobs): one kernel start instead of three."""
+    notebook, _ = _cells()
+    runs = [_with(knobs) for knobs in SWEEP]
+    notebook.cells = [cell for run in runs for cell in run]
+    client = nbclient.NotebookClient(notebook, timeout=60, kernel_name="python3",
+                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
+    return tuple(runs)
+
+
+@pytest.mark.parametrize("index", range(len(SWEEP)),
+                         ids=[",".join(f"{v}" for v in knobs.values()) for knobs in SWEEP])
+def test_every_knob_over_its_plausible_values_leaves_the_later_cells_working(index):
+    knobs, code = SWEEP[index], _swept()[index]
     side_by_side = next(cell for cell in code if "changed = [name for name in demo.index" in cell.source)
     shown = _text(side_by_side)
     # the ten-stops table still shows, and says which episode a knob changed rather than stopping
