@@ -185,7 +185,7 @@ def test_a_long_cell_gets_a_heartbeat(tmp_path, monkeypatch):
     from labkit.course.classroom import rerun as module
 
     monkeypatch.setattr(module, "HEARTBEAT_S", 0.1)
-    folder = lab(tmp_path / "nb", "import time\ntime.sleep(2)")
+    folder = lab(tmp_path / "nb", "import time\ntime.sleep(0.5)")
     lines = []
     rerun("02", "replay", tmp_path / "out.ipynb", folder=folder, progress=lines.append)
     beats = [line for line in lines if line.startswith("  cell 3/3 still running after ")]
