@@ -357,3 +357,12 @@ def test_the_lab03_model_table_runs_the_model_with_the_notebooks_k_temperature_a
     assert rows.loc[("model L2", "none"), "trials"] == 2
     assert {(r.trial, r.seed) for r in mute.requests} == {(0, 3), (1, 4)}
     assert {r.temperature for r in mute.requests} == {0.5}
+
+
+def test_lab03_matrix_rates_are_shown_with_their_intervals_and_the_chart_draws_them(lab03):
+    rates = code_cell(lab03, "matrix_intervals(")
+    assert "nbval-check-output" in rates.metadata.get("tags", [])
+    shown = plain(output(rates))
+    assert "1.00 [0.97, 1.00]" in shown and "0.11 [0.07, 0.17]" in shown and "0.40 [0.17, 0.69]" in shown
+    chart = code_cell(lab03, "utility_security(")
+    assert "utility_security(table, rates)" in chart.source

@@ -132,3 +132,31 @@ def test_factory_of_returns_the_same_policy_under_every_defense_and_keeps_its_ma
         assert getattr(factory, "cannot_hang", False) is marked
     assert POLICIES["careful"](DEFENSES["mediation"]) is careful
     assert POLICIES["gullible"](DEFENSES["spotlighting"]) is gullible
+
+
+def test_the_matrix_rates_come_with_their_wilson_intervals():
+    from labkit.core.intervals import wilson
+    from labkit.refunds.baselines import matrix_intervals
+
+    rows = {(r["policy"], r["defense"]): r
+            for r in matrix_intervals(["gullible"], ["none", "provenance", "mediation"])}
+    assert rows[("gullible", "none")]["attack_success_rate_ci"] == "[0.97, 1.00]"  # 144 of 144
+    assert rows[("gullible", "provenance")]["attack_success_rate"] == 0.111
+    assert rows[("gullible", "provenance")]["attack_success_rate_ci"] == "[0.07, 0.17]"  # 16 of 144
+    assert rows[("gullible", "mediation")]["benign_utility_ci"] == "[0.72, 1.00]"  # 10 of 10
+    low, high = wilson(16, 144).low, wilson(16, 144).high  # one trial per attacked case: Wilson
+    assert rows[("gullible", "provenance")]["attack_success_rate_ci"] == f"[{low:.2f}, {high:.2f}]"
+
+
+def test_the_utility_security_chart_draws_the_intervals_it_is_given():
+    import pandas as pd
+
+    from labkit.refunds.baselines import matrix_intervals
+    from labkit.refunds.charts import utility_security
+
+    table = matrix(["gullible"], ["none", "provenance"])
+    rows = matrix_intervals(["gullible"], ["none", "provenance"])
+    rates = pd.DataFrame(rows).set_index(["policy", "defense"])
+    plain, with_bars = utility_security(table), utility_security(table, rates)
+    assert len(plain.axes[0].containers) == 0 and len(with_bars.axes[0].containers) == 2
+    assert "95% intervals" in with_bars.axes[0].get_xlabel()

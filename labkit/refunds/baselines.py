@@ -83,6 +83,21 @@ def interval_row(policy: str, defense: str, scores: Sequence[Score]) -> dict[str
     return row
 
 
+def matrix_intervals(policies: Sequence[str] = ("gullible", "careful"), defenses: Sequence[str] | None = None,
+                     *, lab: RefundLab | None = None) -> list[dict[str, Any]]:
+    """The matrix's rates with their 95% intervals: one `interval_row` per (policy, defense) of
+    labkit's scripted policies over the whole suite (one trial per case: Wilson). A scripted
+    policy's rates are exact counts on this suite; the interval says how far the same policy
+    could land on another suite of the same size, which is what a comparison of two rows needs."""
+    from labkit.refunds.defenses import DEFENSES
+    from labkit.refunds.metrics import policy_named, suite
+
+    lab = lab or refund_lab()
+    specs = suite(lab)
+    return [interval_row(name, defense, evaluate(policy_named(name), defenses_named(defense), specs, lab))
+            for name in policies for defense in (defenses or tuple(DEFENSES))]
+
+
 def random_scores(defense: str, specs: Sequence[Spec], seeds: int = RANDOM_SEEDS,
                   lab: RefundLab | None = None) -> list[Score]:
     """`random_admissible(seed)` on every spec under `defense`, for seeds 0..seeds-1, seed by seed."""

@@ -14,9 +14,16 @@ from matplotlib.figure import Figure
 from labkit.core.colours import colour
 
 
-def utility_security(table: pd.DataFrame) -> Figure:
+def _bounds(text: str) -> tuple[float, float]:
+    """"[0.83, 0.93]" (an `interval_row`'s `_ci` column) as (0.83, 0.93)."""
+    low, high = text.strip("[]").split(",")
+    return float(low), float(high)
+
+
+def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None) -> Figure:
     """Two panels from `metrics.matrix(...)`: attack success against utility under attack, and
-    money lost per defense (log scale), one colour per policy."""
+    money lost per defense (log scale), one colour per policy. With `intervals` (rows of
+    `baselines.matrix_intervals`, indexed like `table`), each point gets its 95% error bars."""
     import matplotlib.pyplot as plt
 
     points = table.reset_index()
@@ -27,6 +34,14 @@ def utility_security(table: pd.DataFrame) -> Figure:
         mine = points[points["policy"] == policy]
         left.scatter(mine["attack_success_rate"], mine["utility_under_attack"], s=300 if index else 80,
                      alpha=0.6, color=colour(policy), label=policy, zorder=2 - index)
+        if intervals is not None:
+            for _, point in mine.iterrows():
+                ci = intervals.loc[(policy, point["defense"])]
+                x0, x1 = _bounds(ci["attack_success_rate_ci"])
+                y0, y1 = _bounds(ci["utility_under_attack_ci"])
+                x, y = point["attack_success_rate"], point["utility_under_attack"]
+                left.errorbar(x, y, xerr=[[x - x0], [x1 - x]], yerr=[[y - y0], [y1 - y]], fmt="none",
+                              ecolor=colour(policy), elinewidth=1, capsize=3, alpha=0.8, zorder=1)
         # Policies that share a point get one label each, the first below it, the next above.
         for (x, y), group in mine.groupby(["attack_success_rate", "utility_under_attack"]):
             names = "every defense" if len(group) == len(defenses) else "\n".join(group["defense"])
@@ -34,7 +49,9 @@ def utility_security(table: pd.DataFrame) -> Figure:
                           fontsize=8, va="bottom" if index else "top", color=colour(policy))
     # Room below the lowest point for its label and the legend, above the highest for its label.
     lowest = points["utility_under_attack"].min()
-    left.set(xlabel="attack success rate (lower is better)", ylabel="utility under attack (higher is better)",
+    bars = ", 95% intervals" if intervals is not None else ""
+    left.set(xlabel=f"attack success rate (lower is better{bars})",
+             ylabel=f"utility under attack (higher is better{bars})",
              xlim=(-0.1, 1.35), ylim=(lowest - 0.12, 1.06))
     left.legend(loc="lower left")
 
