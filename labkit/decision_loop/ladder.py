@@ -39,6 +39,7 @@ from matplotlib.figure import Figure
 from labkit.baseline.corpus import Corpus, docuctl
 from labkit.core.colours import OUTCOMES
 from labkit.core.errors import LabError
+from labkit.core.intervals import wilson
 from labkit.decision_loop.baselines import baseline_rows
 from labkit.decision_loop.evaluation import replay_trials
 from labkit.decision_loop.tables import (
@@ -263,11 +264,21 @@ def plot_shares(counts: pd.DataFrame, title: str, xlabel: str = "share of episod
     import matplotlib.pyplot as plt
 
     endings = [c for c in counts.columns if c in STOP_COLORS]
-    shares = counts[endings].div(counts[endings].sum(axis=1), axis=0)
+    totals = counts[endings].sum(axis=1)
+    shares = counts[endings].div(totals, axis=0)
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(shares) + 1.5))
     shares.iloc[::-1].plot.barh(
         stacked=True, ax=ax, width=0.7, color=[STOP_COLORS[stop] for stop in endings]
     )
+    # The first ending's share (a pass rate when it is "final, correct") with its Wilson interval.
+    first = endings[0]
+    for row, (count, total) in enumerate(zip(counts[first].iloc[::-1], totals.iloc[::-1], strict=True)):
+        if total:
+            interval = wilson(int(count), int(total))
+            ax.errorbar(interval.estimate, row, xerr=[[interval.estimate - interval.low],
+                                                      [interval.high - interval.estimate]],
+                        fmt="none", ecolor="black", elinewidth=1, capsize=3)
+    xlabel = f"{xlabel}; bars: 95% interval of the {first!r} share"
     ax.set_xlim(0, 1)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("")
