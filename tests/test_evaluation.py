@@ -481,3 +481,18 @@ def test_cli_evaluate_refuses_a_seed_count_out_of_range(recording, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["evaluate", "--trials", str(recording), "--baselines", "--seeds", "0"])
     assert stop.value.code == 2 and "--seeds" in capsys.readouterr().err
+
+
+def test_the_chart_of_endings_draws_each_rows_first_share_with_its_wilson_interval():
+    import pandas as pd
+
+    from labkit.core.intervals import wilson
+    from labkit.decision_loop.ladder import plot_shares
+
+    counts = pd.DataFrame({"final, correct": [3, 0], "tool_limit": [7, 10]}, index=["a", "b"])
+    ax = plot_shares(counts, "t").axes[0]
+    bars = [c for c in ax.containers if type(c).__name__ == "ErrorbarContainer"]
+    assert len(bars) == 2 and "95% interval of the 'final, correct' share" in ax.get_xlabel()
+    segments = {round(float(seg[0][1])): seg for bar in bars for seg in bar.lines[2][0].get_segments()}
+    low, high = wilson(3, 10).low, wilson(3, 10).high
+    assert [round(x, 6) for x in (segments[1][0][0], segments[1][1][0])] == [round(low, 6), round(high, 6)]
