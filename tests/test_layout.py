@@ -278,3 +278,26 @@ def test_importing_every_lab_the_seam_and_the_core_loads_no_course_module():
     names = ast.literal_eval(loaded.stdout)
     assert "labkit.refunds.guard_table" in names and "labkit.routing.checks" in names
     assert [name for name in names if name.startswith("labkit.course")] == []
+
+
+def picture(root: Path) -> str:
+    """The layout in numbers: modules, import edges, circles, lines per folder, longest modules."""
+    found = modules(root)
+    graph = import_graph(root)
+    lines: dict[str, int] = {}
+    for path in found.values():
+        relative = path.relative_to(root)
+        folder = relative.parts[0] if len(relative.parts) > 1 else "(top)"
+        lines[folder] = lines.get(folder, 0) + len(path.read_text(encoding="utf-8").splitlines())
+    longest = sorted(((len(p.read_text(encoding="utf-8").splitlines()), m) for m, p in found.items()),
+                     reverse=True)[:3]
+    out = [f"modules {len(found)}, import edges {sum(map(len, graph.values()))}, "
+           f"circles {len(cycles(graph))}, lines {sum(lines.values())}"]
+    out += [f"  circle: {' <-> '.join(circle)}" for circle in cycles(graph)]
+    out.append("  lines per folder: " + ", ".join(f"{k} {v}" for k, v in sorted(lines.items())))
+    out.append("  longest modules: " + ", ".join(f"{m} {n}" for n, m in longest))
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # python tests/test_layout.py [PACKAGE_FOLDER]: this checkout's, or another's
+    print(picture(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT))
