@@ -294,6 +294,12 @@ def diagrams(request) -> list[dict]:
     """The diagrams notebook opened once (no kernel: it has no code cells), each block's state."""
     page = request.getfixturevalue("lab")
     _open(page, DIAGRAMS)
+    # It names no kernel, so JupyterLab asks which to start; Escape answers "no kernel" (nothing
+    # in it runs) and closes the dialog before any later test uses the page.
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=START_TIMEOUT * 1000)
+    page.keyboard.press("Escape")
+    dialog.wait_for(state="detached", timeout=START_TIMEOUT * 1000)
     found = page.evaluate(MERMAID)
     page.screenshot(path=str(Path(tempfile.mkdtemp()) / "mermaid.png"), full_page=False)
     return found
