@@ -211,27 +211,6 @@ def test_a_spec_in_json_reads_as_the_same_grid_in_toml(tmp_path):
     assert from_json.episodes() == from_toml.episodes()
 
 
-def test_no_library_module_imports_a_command():
-    """Commands import the library (limits included: `labkit.decision_loop.trials`), never back."""
-    import ast
-
-    import labkit
-
-    root = Path(labkit.__file__).parent
-    commands = root / "course" / "commands"
-    importers = []
-    for path in sorted(root.rglob("*.py")):
-        if commands in path.parents or path == root / "course" / "cli.py":  # the CLI registers them
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            if any(name.startswith("labkit.course.commands") for name in names):
-                importers.append(str(path.relative_to(root)))
-    assert importers == []
-
-
 @pytest.mark.parametrize("content", ["my notes, no newline at the end", "", "line one\nline two"])
 def test_grid_record_refuses_a_file_that_is_not_its_recording_and_leaves_it_whole(cli, tmp_path, content):
     # A one-line file without a trailing newline used to be cut to nothing as "an episode cut

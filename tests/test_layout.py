@@ -189,6 +189,38 @@ def test_the_model_seam_and_the_core_know_no_lab():
             assert not {t for t in targets if layer(t) in (*LABS, "labkit.course")}, module
 
 
+def test_the_model_seam_imports_only_labkit_core_and_itself():
+    seam = {m: targets for m, targets in GRAPH.items() if layer(m) == "labkit.model"}
+    assert "labkit.model.factory" in seam
+    assert {(m, t) for m, targets in seam.items() for t in targets
+            if layer(t) not in ("labkit.core", "labkit.model")} == set()
+    # the types every backend imports import no backend; no module imports the package back
+    assert {t for t in GRAPH["labkit.model.backend"] if layer(t) == "labkit.model"} == set()
+    assert [m for m, targets in seam.items() if m != "labkit.model" and "labkit.model" in targets] == []
+
+
+def test_the_routing_modules_import_down_from_graph_to_scheduler_to_plan():
+    assert {"labkit.routing.plan", "labkit.routing.run_state"} <= GRAPH["labkit.routing.scheduler"]
+    assert "labkit.routing.scheduler" in GRAPH["labkit.routing.graph"]
+    assert not GRAPH["labkit.routing.plan"] & {"labkit.routing.scheduler", "labkit.routing.graph"}
+    assert "labkit.routing.graph" not in GRAPH["labkit.routing.scheduler"]
+
+
+def test_no_library_module_imports_a_command():
+    # Commands import the library (limits included: `labkit.decision_loop.trials`), never back;
+    # only the CLI registers them.
+    importers = [m for m, targets in GRAPH.items()
+                 if not m.startswith("labkit.course.commands") and m != "labkit.course.cli"
+                 and any(t.startswith("labkit.course.commands") for t in targets)]
+    assert importers == []
+
+
+def test_display_imports_no_runtime_back():
+    # Result imports display when it renders; display must not import the runtime back.
+    assert not GRAPH["labkit.core.display"] & {"labkit.core.runtime", "labkit.core.result",
+                                              "labkit.core.decisions"}
+
+
 # The checks above would have failed on the layout before the house was arranged (main at
 # e0491d5): these are its three circles and two of its wrong-way imports, as edges.
 BEFORE = {

@@ -5,15 +5,12 @@ the way a model would, so the seam's own code (prompting, parsing, recording, re
 runs for real.
 """
 
-import ast
 import json
 import time
-from pathlib import Path
 
 import jsonschema
 import pytest
 
-import labkit.model
 from labkit import FixtureError, LabError, ProviderError, Task, docuctl, docuctl_tools, run, task_from
 from labkit.core.runtime import Tool
 from labkit.decision_loop.model_policy import describe_docuctl
@@ -438,60 +435,3 @@ def test_a_late_reply_from_an_abandoned_episode_does_not_leak_into_the_next():
     assert result["stop"] == "final"
     third = backend.requests[-1].messages
     assert (third[2]["content"], third[4]["content"]) == (SEARCH, READ)
-
-
-# -- the seam's imports -------------------------------------------------------------------
-
-MODEL_DIR = Path(labkit.model.__file__).parent
-MODULES = {"labkit.model"} | {
-    f"labkit.model.{path.stem}" for path in MODEL_DIR.glob("*.py") if path.stem != "__init__"
-}
-
-
-def model_imports() -> dict[str, set[str]]:
-    """Each labkit.model module -> the labkit modules it imports anywhere (lazy imports included)."""
-    graph = {}
-    for path in sorted(MODEL_DIR.glob("*.py")):
-        name = "labkit.model" if path.stem == "__init__" else f"labkit.model.{path.stem}"
-        found = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                found |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                assert node.level == 0, f"{path.name}: relative import"
-                found.add(node.module)
-                # `from labkit.model import backend` names a module, not a function
-                found |= {f"{node.module}.{a.name}" for a in node.names} & MODULES
-        graph[name] = {module for module in found if module == "labkit" or module.startswith("labkit.")}
-    return graph
-
-
-def test_the_model_seam_imports_only_labkit_core_and_itself():
-    graph = model_imports()
-    assert "labkit.model.factory" in graph and len(graph) == len(MODULES)
-    outside = {
-        (module, imported)
-        for module, imports in graph.items()
-        for imported in imports
-        if not imported.startswith(("labkit.core.", "labkit.model"))
-    }
-    assert outside == set()
-
-
-def test_no_import_circle_inside_the_model_seam():
-    graph = {module: {i for i in imports if i in MODULES} for module, imports in model_imports().items()}
-    # the package imports its modules; a module that imported the package would close a circle
-    assert not any("labkit.model" in imports for module, imports in graph.items() if module != "labkit.model")
-    done: set[str] = set()
-
-    def visit(module: str, path: tuple[str, ...]) -> None:
-        assert module not in path, f"import circle: {' -> '.join((*path, module))}"
-        if module in done:
-            return
-        for imported in sorted(graph[module]):
-            visit(imported, (*path, module))
-        done.add(module)
-
-    for module in sorted(graph):
-        visit(module, ())
-    assert graph["labkit.model.backend"] == set()  # the types every backend imports import no backend

@@ -176,30 +176,6 @@ def test_run_settings_are_checked(settings, message):
     assert str(caught.value).startswith(message)
 
 
-def test_the_routing_modules_import_one_another_without_a_circle():
-    """graph -> scheduler -> plan, never back: every import counts, inside a function too."""
-    import ast
-    from graphlib import CycleError, TopologicalSorter
-    from pathlib import Path
-
-    import labkit.routing
-
-    folder = Path(labkit.routing.__file__).parent
-    modules = {path.stem for path in folder.glob("*.py")} - {"__init__"}
-    imports: dict[str, set[str]] = {}
-    for name in modules:
-        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
-        found = {node.module.split(".")[2] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                 and (node.module or "").startswith("labkit.routing.")}
-        imports[name] = found & modules
-    assert imports["scheduler"] >= {"plan", "run_state"} and "scheduler" in imports["graph"]
-    try:
-        order = list(TopologicalSorter(imports).static_order())  # dependencies first
-    except CycleError as error:
-        pytest.fail(f"import circle in labkit/routing: {' -> '.join(error.args[1])}")
-    assert order.index("plan") < order.index("scheduler") < order.index("graph")
-
-
 def test_graph_error_is_a_lab_error_and_a_value_error():
     assert issubclass(GraphError, LabError) and issubclass(GraphError, ValueError)
 

@@ -420,25 +420,6 @@ def test_the_tools_are_the_callers_to_give():
         run(TASK, script(FINAL))  # type: ignore[call-arg]
 
 
-def test_core_imports_no_lab_and_display_imports_no_runtime():
-    import subprocess
-    import sys
-
-    probe = ("import sys\nimport labkit.core.{module}\n"
-             "print(sorted(m for m in sys.modules if m.startswith('labkit.')))")
-    loaded = {}
-    for module in ("runtime", "display", "decisions", "timeouts", "result"):
-        done = subprocess.run([sys.executable, "-c", probe.format(module=module)],
-                              capture_output=True, text=True, check=True)
-        loaded[module] = set(eval(done.stdout))  # noqa: S307 - our own probe's printed list
-    labs = ("labkit.baseline", "labkit.decision_loop", "labkit.refunds", "labkit.routing", "labkit.course")
-    for module, names in loaded.items():
-        assert not [name for name in names if name.startswith(labs)], module
-    assert "labkit.core.result" in loaded["runtime"]
-    # Result imports display when it renders; display must not import the runtime back.
-    assert not loaded["display"] & {"labkit.core.runtime", "labkit.core.result", "labkit.core.decisions"}
-
-
 def test_the_runtimes_names_are_still_importable_from_labkit_core_runtime():
     from labkit.core import decisions, result, runtime
 
