@@ -22,17 +22,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
 import subprocess
-import sys
 import threading
 import time
-import urllib.request
 
 from labkit import docuctl
 from labkit.core.errors import ProviderError
-from labkit.course.commands.serve import ALIAS, require_server, server_command
+from labkit.course.commands.serve import (
+    ALIAS,
+    free_port,
+    require_server,
+    server_command,
+    wait_until_ready,
+    warm_up,
+)
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.trials import limits_for, run_case
 from labkit.model.openai_chat import OpenAIBackend
@@ -113,12 +117,6 @@ def measure(base_url: str, n: int, window: float, deadline: float) -> dict:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--learners", default="1,4,8,16,30", help="comma-separated N (each at most 30)")
@@ -144,22 +142,8 @@ def main() -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(f"{base_url}/models", timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            sys.exit("llama_cpp.server did not answer within 60 s")
-        warm = urllib.request.Request(
-            f"{base_url}/chat/completions",
-            headers={"Content-Type": "application/json"},
-            data=json.dumps(
-                {"model": ALIAS, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
-            ).encode(),
-        )
-        urllib.request.urlopen(warm, timeout=120).close()
+        wait_until_ready(server, f"{base_url}/models")
+        warm_up(base_url)
         rows = []
         for n in counts:
             row = measure(base_url, n, args.window, args.deadline)

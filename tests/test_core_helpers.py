@@ -118,3 +118,22 @@ def test_shorten_never_exceeds_its_limit():
 def test_shorten_refuses_a_limit_with_no_room_for_the_ellipsis():
     with pytest.raises(ValueError, match="limit must be at least 1, got 0"):
         shorten("abc", 0)
+
+
+def test_write_whole_replaces_in_one_rename_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import os
+
+    from labkit.core.paths import write_whole
+
+    target = tmp_path / "deep" / "lab02.json"
+    write_whole(target, "old")
+    assert write_whole(target, "new", mode=0o644) == target and target.read_text() == "new"
+    assert oct(target.stat().st_mode & 0o777) == "0o644"
+
+    def refused(source, destination):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", refused)
+    with pytest.raises(OSError, match="disk full"):
+        write_whole(target, "half")
+    assert target.read_text() == "new" and sorted(p.name for p in target.parent.iterdir()) == ["lab02.json"]

@@ -9,9 +9,7 @@ through `LABKIT_MODEL=openai:<model>`; it is skipped without `make model`, and f
 
 import json
 import os
-import socket
 import subprocess
-import time
 import urllib.request
 import warnings
 
@@ -261,12 +259,6 @@ def test_scripted_trials_run_over_the_wire(tmp_path):
 # --- the live test: llama-cpp-python's real server ---------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def require_server_extra() -> None:
     """Skip (laptop) or fail (CI=true) without llama-cpp-python's server extra and the model file."""
     import importlib.util
@@ -300,35 +292,22 @@ def require_server_extra() -> None:
 def llama_server():
     """llama_cpp.server with SmolLM2 on a free loopback port, as `labkit serve` starts it."""
     require_server_extra()
-    from labkit.course.commands.serve import server_command
+    from labkit.course.commands.serve import free_port, server_command, wait_until_ready, warm_up
 
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         server_command("127.0.0.1", port, threads=1), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        for _ in range(300):  # 30 s at most; it answers in about 1 s on 2 cores
-            if process.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {process.stderr.read().decode()[-500:]}")
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=1) as reply:
-                    listed = json.load(reply)
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            pytest.fail("llama_cpp.server did not answer /v1/models within 30 s")
-        # One token first: the server's first request pays its warm-up (seconds on a busy machine).
-        warm = urllib.request.Request(
-            f"{base_url}/chat/completions",
-            headers={"Content-Type": "application/json"},
-            data=json.dumps(
-                {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
-            ).encode(),
-        )
-        with urllib.request.urlopen(warm, timeout=60) as reply:
-            reply.read()
+        try:
+            wait_until_ready(process, f"{base_url}/models", limit=30)  # about 1 s on 2 cores
+        except LabError as error:
+            stderr = process.stderr.read().decode()[-500:] if process.poll() is not None else ""
+            pytest.fail(f"{error} {stderr}")
+        with urllib.request.urlopen(f"{base_url}/models", timeout=5) as reply:
+            listed = json.load(reply)
+        warm_up(base_url, MODEL, timeout=60)
         yield base_url, listed
     finally:
         process.terminate()

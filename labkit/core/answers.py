@@ -68,28 +68,32 @@ def is_labkits(answer: Any, original: Callable[..., Any]) -> bool:
 
 
 @contextlib.contextmanager
+def _noting(codes: Mapping[CodeType, str]) -> Iterator[list[str]]:
+    """The names of `codes` called in this thread inside the block, in order (`sys.setprofile`);
+    the profile function installed before is put back after."""
+    seen: list[str] = []
+    previous = sys.getprofile()
+
+    def note(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code in codes:
+            seen.append(codes[frame.f_code])
+
+    sys.setprofile(note)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(previous)
+
+
+@contextlib.contextmanager
 def watching(*originals: Callable[..., Any]) -> Iterator[list[str]]:
     """Note (in the yielded list) every call of one of `originals` made in this thread inside the block.
 
     With sys.setprofile, so a learner's function that only delegates to labkit's is recognised
-    whatever it is named. Nothing is watched while another profiler is installed (a profile
-    run of the notebook keeps working; the check then relies on identity alone).
+    whatever it is named.
     """
-    codes = {fn.__code__: fn.__name__ for fn in originals}
-    seen: list[str] = []
-    if sys.getprofile() is not None:
+    with _noting({fn.__code__: fn.__name__ for fn in originals}) as seen:
         yield seen
-        return
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code in codes:
-            seen.append(codes[frame.f_code])
-
-    sys.setprofile(profile)
-    try:
-        yield seen
-    finally:
-        sys.setprofile(None)
 
 
 class References:
@@ -133,17 +137,11 @@ class Watch:
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def watched(*args: Any, **kwargs: Any) -> Any:
-            previous = sys.getprofile()
-
-            def note(frame: Any, event: str, arg: Any) -> None:
-                if event == "call" and self.seen is None:
-                    self.seen = self.codes.get(frame.f_code)
-
-            sys.setprofile(note)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                sys.setprofile(previous)
+            with _noting(self.codes) as seen:
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    self.seen = self.seen or (seen[0] if seen else None)
 
         return watched
 

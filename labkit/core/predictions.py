@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
-import tempfile
 import textwrap
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.core.check import WIDTH, unanswered
-from labkit.core.paths import runs_dir
+from labkit.core.paths import runs_dir, write_whole
 from labkit.core.progress import LABS
 from labkit.core.text import shorten
 
@@ -182,10 +180,7 @@ def _record(lab: str, name: str, value: Any, actual: Any, matched: bool | None) 
     entry["latest"] = latest
     data["predictions"][name] = entry
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8") as tmp:
-            tmp.write(json.dumps(data, indent=1, sort_keys=True, default=str))
-        os.replace(tmp.name, path)
+        write_whole(path, json.dumps(data, indent=1, sort_keys=True, default=str))
     except OSError as error:
         print(f"labkit: prediction not saved ({error})", file=sys.stderr)
 

@@ -16,9 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +32,7 @@ from labkit.core.check import (
     placeholder_line,
     unanswered,
 )
-from labkit.core.paths import runs_dir
+from labkit.core.paths import runs_dir, write_whole
 from labkit.core.text import shorten
 
 P = ParamSpec("P")
@@ -76,11 +74,7 @@ def record(lab: str, name: str, verdict: Check, payload: Any = None) -> None:
     }
     path = progress_path(lab)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(data, indent=1, sort_keys=True, default=str)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8") as tmp:
-            tmp.write(text)
-        os.replace(tmp.name, path)
+        write_whole(path, json.dumps(data, indent=1, sort_keys=True, default=str))
     except OSError as error:
         print(f"labkit: progress not saved ({error})", file=sys.stderr)
 

@@ -59,13 +59,9 @@ DEFENSE_LABELS = {
 }
 
 
-def _fit(line: str, limit: int = WIDTH) -> str:
-    return shorten(line, limit)
-
-
 def _short(text: str, limit: int) -> str:
     """`text` on one line (newlines shown as spaces), cut to `limit` characters."""
-    return _fit(" ".join(text.split()), limit)
+    return shorten(" ".join(text.split()), limit)
 
 
 def _argument(name: str, value: Any) -> str:
@@ -108,7 +104,7 @@ def trace_lines(result: Mapping[str, Any]) -> list[str]:
     lines = []
     for entry in result["trace"]:
         decision = entry.get("decision", "—")
-        lines.append(_fit(f"{entry['turn']:>2}  {_call(decision)}"))
+        lines.append(shorten(f"{entry['turn']:>2}  {_call(decision)}", WIDTH))
         if "result" in entry:
             lines.append("      -> " + _short(_seen(decision["action"], entry["result"]), WIDTH - 9))
         elif "error" in entry:
@@ -118,7 +114,7 @@ def trace_lines(result: Mapping[str, Any]) -> list[str]:
         stop += f"  answer={result['answer']!r}"
     elif result.get("detail"):
         stop += f"  detail={result['detail']!r}"
-    return [*lines, _fit(stop)]
+    return [*lines, shorten(stop, WIDTH)]
 
 
 def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
@@ -129,8 +125,8 @@ def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
     for refund in new:
         refusal = authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger)
         verdict = "authorised" if refusal is None else f"UNAUTHORISED ({refusal.rule}: {refusal.reason})"
-        lines.append(_fit(f"  {refund.id} {money(refund.amount):>9} on {refund.order} "
-                          f"to {refund.destination:<17} {verdict}"))
+        lines.append(shorten(f"  {refund.id} {money(refund.amount):>9} on {refund.order} "
+                             f"to {refund.destination:<17} {verdict}", WIDTH))
         ledger.append(refund)
     return lines
 
@@ -138,16 +134,16 @@ def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
 def episode_text(episode: Any) -> str:
     """The whole episode as text: the request, the attack if any, the trace, the ledger."""
     request = episode.request
-    head = [_fit(f"request {request.id} from {request.customer}: {request.message!r}"),
+    head = [shorten(f"request {request.id} from {request.customer}: {request.message!r}", WIDTH),
             f"defenses: {episode.defenses.name}" + (f"; fault: {episode.faults}" if episode.faults else "")]
     if episode.attack is not None:
         where = f"attack {episode.attack.id} in the {episode.place}: "
         head.append(where + repr(_short(episode.injected, WIDTH - len(where) - 2)))
     tail = ledger_lines(episode.shop, request.customer, episode.refunds)
     if episode.approvals:
-        tail += [_fit("approvals: " + "; ".join(
+        tail += [shorten("approvals: " + "; ".join(
             f"${a['amount']:.2f} on {a['order']} to {a['destination']}: {'yes' if a['approved'] else 'no'}"
-            for a in episode.approvals))]
+            for a in episode.approvals), WIDTH)]
     return "\n".join([*head, *trace_lines(episode.result), *tail])
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.core.fixtures import parse_json, schema_error
+from labkit.core.paths import write_whole
 from labkit.core.progress import LABS, progress_path
 from labkit.core.text import shorten
 from labkit.course.classroom.files import Refused, hand_in, read_regular
@@ -296,16 +297,8 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
 
 def write(submission: dict[str, Any], path: Path) -> Path:
     """Write `submission` to `path` whole (through a temporary file): no partial file is left."""
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8",
-                                     prefix=".submission-") as tmp:
-        json.dump(submission, tmp, indent=1, sort_keys=True)
-    os.chmod(tmp.name, 0o644)  # a temporary file is private; a submission is meant to be handed over
-    os.replace(tmp.name, path)
-    return path
+    # A temporary file is private; a submission is meant to be handed over.
+    return write_whole(path, json.dumps(submission, indent=1, sort_keys=True), mode=0o644)
 
 
 def submit(lab: str | int, name: str, output: str | Path | None = None, *,

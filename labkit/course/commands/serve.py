@@ -154,6 +154,27 @@ def wait_until_ready(process: subprocess.Popen, url: str, limit: float = READY_S
     raise LabError(f"llama_cpp.server did not answer {url} within {limit:g} s")
 
 
+def warm_up(base_url: str, alias: str = ALIAS, timeout: float = 120.0) -> None:
+    """Ask the server for one token, so that a measured or tested request does not pay its
+    first-request warm-up (seconds on a busy machine)."""
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions",
+        headers={"Content-Type": "application/json"},
+        data=json.dumps(
+            {"model": alias, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+        ).encode(),
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as reply:
+        reply.read()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (released just before the server takes it)."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
 def handle(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= 65535:
         raise LabError(f"--port {args.port}: not a port (1-65535)")
