@@ -9,7 +9,7 @@ from lab03_answers import INTENT, mediation
 
 from labkit.core.check import Check
 from labkit.core.progress import record
-from labkit.course.classroom.merge import load_folder, pass_counts, red_team
+from labkit.course.classroom.merge import PRESETS, load_folder, pass_counts, red_team
 from labkit.course.classroom.submission import MAX_BYTES, build, read, submit
 from labkit.refunds.guard_table import guard_table
 
@@ -129,6 +129,32 @@ def test_class_json_counts_and_the_red_team_read_from_the_ledger(cli, tmp_path):
     success = {row["attack"]: row for row in result["red_team"]["success"]}
     assert success["learner0:attack"]["mediation"] > 0 and success["learner0:attack"]["confirmation"] == 0
     assert attacks["learner0:attack"]["by"] == "learner0" and "learner3:attack" not in attacks
+
+
+def test_learners_who_hand_in_the_same_table_are_scored_once_and_alike(tmp_path, monkeypatch):
+    from labkit.refunds import metrics
+
+    lab03_progress()
+    base = _submissions(tmp_path / "class", count=3)  # three learners, the same two tables each
+    allow_all = json.loads(json.dumps(base))
+    table = allow_all["guards"]["mediation"]
+    table["verdicts"] = "a" * len(table["verdicts"])  # a table that lets every refund through
+    allow_all["name"] = "dora"
+    (tmp_path / "class" / "lab03-dora.json").write_text(json.dumps(allow_all))
+    evaluated = []
+    evaluate = metrics.evaluate
+    monkeypatch.setattr(metrics, "evaluate", lambda *a, **k: evaluated.append(a[1].name) or evaluate(*a, **k))
+    usable, _ = load_folder(tmp_path / "class")
+    board = red_team(usable).defenses
+    # the five presets, then each distinct table once, under the first learner who handed it in:
+    # dora's two (her guard is everyone's), then the mediation table the three learners share
+    assert evaluated == [*PRESETS, "dora:guard", "dora:mediation", "learner0:mediation"]
+    rows = board.drop(columns="by")
+    for learner in ("learner0", "learner1", "learner2"):
+        assert rows.loc[f"{learner}:guard"].equals(rows.loc["dora:guard"])
+    assert rows.loc["learner2:mediation"].equals(rows.loc["learner0:mediation"])
+    assert rows.loc["dora:mediation"].equals(rows.loc["none"])  # allowing all is no guard at all
+    assert not rows.loc["dora:mediation"].equals(rows.loc["learner0:mediation"])
 
 
 def test_the_class_round_hands_no_decision_to_a_timeout_thread(tmp_path, decision_waits):

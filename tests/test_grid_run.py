@@ -7,6 +7,7 @@ policy over the wire. Records are compared without what differs from run to run:
 episode's `elapsed_s`, a call's provenance `date` (and, for Ollama, its measured latency).
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
 
 from labkit.core.errors import LabError
+from labkit.course.grid import run as grid_run
 from labkit.course.grid.run import execute, local_cluster, plan
 from labkit.course.grid.spec import load_spec, record_key
 from labkit.decision_loop.trials import cases_of
@@ -285,7 +287,18 @@ def test_a_second_run_into_a_file_being_recorded_is_refused_and_cuts_nothing(tmp
     assert plan(replay_grid, record).cut == first  # once it has stopped, its unfinished episode goes
 
 
-def test_the_command_on_two_workers_prints_the_evaluation_of_a_grid_of_two_models(tmp_path, cli, ollama):
+def test_the_command_on_two_workers_prints_the_evaluation_of_a_grid_of_two_models(
+    tmp_path, cli, client, monkeypatch
+):
+    # `--workers 2` asks local_cluster for two workers; the module's cluster (made by the same
+    # local_cluster(2)) stands in, so the suite starts one cluster, not two (4 processes, ~3 CPU-s).
+    asked = []
+
+    def module_cluster(workers):
+        asked.append(workers)
+        return contextlib.nullcontext(client.cluster)
+
+    monkeypatch.setattr(grid_run, "local_cluster", module_cluster)
     # Both models are asked the same first question; each episode replays from its own run's calls.
     path = tmp_path / "two.toml"
     path.write_text(
@@ -311,6 +324,7 @@ def test_the_command_on_two_workers_prints_the_evaluation_of_a_grid_of_two_model
     assert summary["replay example L2 T=0.7"]["cases"] == len(recorded) == 6
     assert summary["replay example L2 T=0.7"]["pass@1"] == round(sum(recorded) / 6, 3)
     assert "12 episodes recorded" in err
+    assert asked == [2]
 
 
 def test_each_worker_makes_its_backend_once_for_all_its_episodes(tmp_path, client, ollama_grid):

@@ -172,52 +172,56 @@ def violations(graph: Mapping[str, Iterable[str]]) -> list[str]:
     return wrong
 
 
-GRAPH = import_graph()
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """labkit's import graph, built once for this module's tests (not at collection: every xdist
+    worker collects every module, and building it costs ~0.35 s)."""
+    return import_graph()
 
 
-def test_labkit_has_no_import_circle():
-    assert cycles(GRAPH) == []
+def test_labkit_has_no_import_circle(graph):
+    assert cycles(graph) == []
 
 
-def test_every_import_goes_down_the_layers():
-    assert violations(GRAPH) == []
+def test_every_import_goes_down_the_layers(graph):
+    assert violations(graph) == []
 
 
-def test_the_model_seam_and_the_core_know_no_lab():
-    for module, targets in GRAPH.items():
+def test_the_model_seam_and_the_core_know_no_lab(graph):
+    for module, targets in graph.items():
         if layer(module) in ("labkit.core", "labkit.model"):
             assert not {t for t in targets if layer(t) in (*LABS, "labkit.course")}, module
 
 
-def test_the_model_seam_imports_only_labkit_core_and_itself():
-    seam = {m: targets for m, targets in GRAPH.items() if layer(m) == "labkit.model"}
+def test_the_model_seam_imports_only_labkit_core_and_itself(graph):
+    seam = {m: targets for m, targets in graph.items() if layer(m) == "labkit.model"}
     assert "labkit.model.factory" in seam
     assert {(m, t) for m, targets in seam.items() for t in targets
             if layer(t) not in ("labkit.core", "labkit.model")} == set()
     # the types every backend imports import no backend; no module imports the package back
-    assert {t for t in GRAPH["labkit.model.backend"] if layer(t) == "labkit.model"} == set()
+    assert {t for t in graph["labkit.model.backend"] if layer(t) == "labkit.model"} == set()
     assert [m for m, targets in seam.items() if m != "labkit.model" and "labkit.model" in targets] == []
 
 
-def test_the_routing_modules_import_down_from_graph_to_scheduler_to_plan():
-    assert {"labkit.routing.plan", "labkit.routing.run_state"} <= GRAPH["labkit.routing.scheduler"]
-    assert "labkit.routing.scheduler" in GRAPH["labkit.routing.graph"]
-    assert not GRAPH["labkit.routing.plan"] & {"labkit.routing.scheduler", "labkit.routing.graph"}
-    assert "labkit.routing.graph" not in GRAPH["labkit.routing.scheduler"]
+def test_the_routing_modules_import_down_from_graph_to_scheduler_to_plan(graph):
+    assert {"labkit.routing.plan", "labkit.routing.run_state"} <= graph["labkit.routing.scheduler"]
+    assert "labkit.routing.scheduler" in graph["labkit.routing.graph"]
+    assert not graph["labkit.routing.plan"] & {"labkit.routing.scheduler", "labkit.routing.graph"}
+    assert "labkit.routing.graph" not in graph["labkit.routing.scheduler"]
 
 
-def test_no_library_module_imports_a_command():
+def test_no_library_module_imports_a_command(graph):
     # Commands import the library (limits included: `labkit.decision_loop.trials`), never back;
     # only the CLI registers them.
-    importers = [m for m, targets in GRAPH.items()
+    importers = [m for m, targets in graph.items()
                  if not m.startswith("labkit.course.commands") and m != "labkit.course.cli"
                  and any(t.startswith("labkit.course.commands") for t in targets)]
     assert importers == []
 
 
-def test_display_imports_no_runtime_back():
+def test_display_imports_no_runtime_back(graph):
     # Result imports display when it renders; display must not import the runtime back.
-    assert not GRAPH["labkit.core.display"] & {"labkit.core.runtime", "labkit.core.result",
+    assert not graph["labkit.core.display"] & {"labkit.core.runtime", "labkit.core.result",
                                               "labkit.core.decisions"}
 
 

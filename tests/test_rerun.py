@@ -1,6 +1,7 @@
 """`labkit rerun`: a lab re-executed with papermill, its parameters injected, written only when it ran."""
 
 import configparser
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -11,9 +12,10 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from labkit.core.paths import runs_dir
 
-pytest.importorskip("papermill", reason="labkit rerun needs the `rerun` extra (papermill)")
-
-from papermill.inspection import inspect_notebook  # noqa: E402
+# Found, not imported: papermill brings requests and its engines (0.2 s), and every xdist worker
+# collects this module while one of them runs it.
+if importlib.util.find_spec("papermill") is None:
+    pytest.skip("labkit rerun needs the `rerun` extra (papermill)", allow_module_level=True)
 
 from labkit.core.errors import LabError  # noqa: E402
 from labkit.core.paths import CHECKOUT  # noqa: E402
@@ -41,18 +43,48 @@ def printed(path):
                    for o in c["outputs"])
 
 
-def test_rerun_injects_the_asked_values_and_sets_the_kernels_model(tmp_path):
-    folder = lab(tmp_path / "nb", SHOW)
-    done = rerun("02", "replay", tmp_path / "out.ipynb", k=3, seed=7, folder=folder)
+# Each rerun starts a kernel (about 1.5 s of `make test`), so the two demo runs below are shared:
+# one replayed with the knobs asked and a long cell, one against a live backend that records.
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    """A replay rerun with K=3 and SEED=7 of a demo lab whose last cell runs past the heartbeat."""
+    from labkit.course.classroom import rerun as module
+
+    tmp = tmp_path_factory.mktemp("replayed")
+    folder = lab(tmp / "nb", SHOW, "import time\ntime.sleep(0.5)")
+    lines = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LABKIT_RUNS", str(tmp / "runs"))
+        patch.setattr(module, "HEARTBEAT_S", 0.1)
+        done = rerun("02", "replay", tmp / "out.ipynb", k=3, seed=7, folder=folder, progress=lines.append)
+    return done, lines
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A rerun against a live backend of a demo lab whose second cell records two model calls."""
+    two_calls = '{"turn":1,"x":1}\\n{"turn":2,"x":1}\\n'
+    record_two_calls = ("import os, pathlib\n"
+                        f"pathlib.Path(os.environ['LABKIT_RECORD']).write_text('{two_calls}')")
+    tmp = tmp_path_factory.mktemp("recorded")
+    folder = lab(tmp / "nb", SHOW, record_two_calls, "y = 2")
+    lines = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LABKIT_RUNS", str(tmp / "runs"))
+        done = rerun("02", "ollama:qwen2.5:0.5b", tmp / "out.ipynb", folder=folder, progress=lines.append)
+    return done, lines, tmp
+
+
+def test_rerun_injects_the_asked_values_and_sets_the_kernels_model(replayed):
+    done, _ = replayed
     assert done.parameters == {"LABKIT_MODEL": "replay", "K": 3, "SEED": 7} and done.record is None
     assert printed(done.notebook) == "replay 3 0.0 7 replay False\n"
 
 
-def test_a_live_backend_records_its_calls_under_runs(tmp_path):
-    folder = lab(tmp_path / "nb", SHOW)
-    done = rerun("02", "ollama:qwen2.5:0.5b", tmp_path / "out.ipynb", folder=folder)
+def test_a_live_backend_records_its_calls_under_runs(recorded):
+    done, _, tmp = recorded
     assert printed(done.notebook) == "ollama:qwen2.5:0.5b 1 0.0 0 ollama:qwen2.5:0.5b True\n"
-    assert done.record.parent == tmp_path / "runs" / "rerun" and done.record.name.startswith("lab02-ollama")
+    assert done.record.parent == tmp / "runs" / "rerun" and done.record.name.startswith("lab02-ollama")
 
 
 def test_a_cell_that_fails_leaves_no_output_but_a_failed_copy_and_one_line(tmp_path):
@@ -130,12 +162,16 @@ def checked_outputs(path):
 
 @pytest.mark.parametrize("number", MODEL_LABS)
 def test_every_lab_with_a_model_declares_the_four_parameters(number):
+    from papermill.inspection import inspect_notebook
+
     declared = inspect_notebook(str(notebook_of(number)))
     assert {name: p["default"] for name, p in declared.items()} == {
         "LABKIT_MODEL": '"replay"', "K": "1", "TEMPERATURE": "0.0", "SEED": "0"}
 
 
 def test_lab_01_has_no_parameters_cell_and_rerun_says_it_has_no_model_in_one_line(cli, tmp_path):
+    from papermill.inspection import inspect_notebook
+
     assert list(WITHOUT_MODEL) == ["01"] and inspect_notebook(str(notebook_of("01"))) == {}
     code, out, err = cli("rerun", "1", "--model", "local", "-o", str(tmp_path / "o.ipynb"))
     assert code == 2 and out == ""
@@ -144,12 +180,13 @@ def test_lab_01_has_no_parameters_cell_and_rerun_says_it_has_no_model_in_one_lin
     assert not (tmp_path / "o.ipynb").exists()
 
 
-# One lab end to end (02, the quickest: 3.8 s of the 16 s the three took in `make test`). What a
-# rerun adds to a lab — papermill's injected cell after `parameters` — is the same in every lab,
-# the other two declare the same four names (tested above), and nbval executes all three under
-# the same defaults.
+# One lab end to end: 04, the one that computes least (1.8 CPU-s, against 5.2 for 02 and 4.0 for
+# 03; its 4.6 s are mostly the timing demos' sleeps, which leave the cores to the other workers).
+# What a rerun adds to a lab — papermill's injected cell after `parameters` — is the same in
+# every lab, the other two declare the same four names (tested above), and nbval executes all
+# three under the same defaults.
 def test_a_replay_rerun_of_a_real_lab_reproduces_its_checked_outputs(tmp_path, monkeypatch, cli):
-    number = "02"
+    number = "04"
     monkeypatch.delenv("LABKIT_RECORD", raising=False)
     done = rerun(number, "replay", tmp_path / "out.ipynb")
     assert done.parameters == {"LABKIT_MODEL": "replay"} and done.record is None
@@ -158,37 +195,27 @@ def test_a_replay_rerun_of_a_real_lab_reproduces_its_checked_outputs(tmp_path, m
     assert checked_outputs(done.notebook) == committed
     # The lab ran as a fresh student copy runs it (nbval checks the same of every lab, see the
     # root conftest.py): every build-it and exercise cell untouched is no attempt, nothing to submit.
-    assert not (runs_dir() / "progress" / "lab02.json").exists()
-    code, out, err = cli("submit", "2", "--name", "untouched", "-o", str(tmp_path / "s.json"))
-    assert code == 2 and "no checker of lab 02 has run yet" in err
+    assert not (runs_dir() / "progress" / "lab04.json").exists()
+    code, out, err = cli("submit", "4", "--name", "untouched", "-o", str(tmp_path / "s.json"))
+    assert code == 2 and "no checker of lab 04 has run yet" in err
 
 
-def test_a_rerun_reports_each_cell_and_the_live_calls_so_far(tmp_path):
-    """One line per code cell executed, with the recorded calls counted; the kernel's own log
-    (ipykernel's unencrypted-TCP warning) does not reach the terminal."""
-    two_calls = '{"turn":1,"x":1}\\n{"turn":2,"x":1}\\n'
-    record_two_calls = ("import os, pathlib\n"
-                        f"pathlib.Path(os.environ['LABKIT_RECORD']).write_text('{two_calls}')")
-    folder = lab(tmp_path / "nb", "x = 1", record_two_calls, "y = 2")
-    lines = []
-    rerun("02", "ollama:qwen2.5:0.5b", tmp_path / "out.ipynb", folder=folder, progress=lines.append)
+def test_a_rerun_reports_each_cell_and_the_live_calls_so_far(recorded):
+    """One line per code cell executed, with the recorded calls counted."""
+    _, lines, _ = recorded
     assert lines[0].startswith("lab 02: running 02_demo.ipynb against ollama:qwen2.5:0.5b")
     cells = [line for line in lines[1:] if " done in " in line]
     assert len(cells) == 5  # the parameters cell, papermill's injected one, and three
     assert cells[0].startswith("  cell 1/5 done in ")
     assert cells[0].endswith("(0 model calls, 0 live episodes so far)")
+    assert cells[2].endswith("(0 model calls, 0 live episodes so far)")  # it printed, recorded nothing
     assert cells[-1].startswith("  cell 5/5 done in ")
     assert cells[-1].endswith("(2 model calls, 1 live episode so far)")
 
 
-def test_a_long_cell_gets_a_heartbeat(tmp_path, monkeypatch):
-    from labkit.course.classroom import rerun as module
-
-    monkeypatch.setattr(module, "HEARTBEAT_S", 0.1)
-    folder = lab(tmp_path / "nb", "import time\ntime.sleep(0.5)")
-    lines = []
-    rerun("02", "replay", tmp_path / "out.ipynb", folder=folder, progress=lines.append)
-    beats = [line for line in lines if line.startswith("  cell 3/3 still running after ")]
+def test_a_long_cell_gets_a_heartbeat(replayed):
+    _, lines = replayed
+    beats = [line for line in lines if line.startswith("  cell 4/4 still running after ")]
     assert beats and beats[0].endswith("(replayed, no live calls)")
 
 

@@ -137,18 +137,26 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
             label = _label(s.name, "attack" if len(s.data["attacks"]) == 1 else f"attack{index}")
             attacks[label] = (s.name, replace(attack_from(record, templates, lab.shop, label), id=label))
     defenses = {name: ("course", DEFENSES[name]) for name in PRESETS}
+    # What decides a defense's scores: a preset's name, or a learner's table of verdicts (a
+    # TableGuard answers from its verdicts alone). Learners who hand in the same table, as a
+    # class that solved the exercise mostly does, are scored once.
+    behaviour = {name: ("preset", name) for name in PRESETS}
     for s in mine:
         for exercise, table in s.data["guards"].items():
             label = _label(s.name, exercise)
             defenses[label] = (s.name, Defenses(label, guards=(TableGuard(table, label),)))
+            behaviour[label] = ("table", table["verdicts"])
     legit = lab.legitimate
     specs = [Spec("benign", r) for r in legit] + [
         Spec("attack", r, attack, place)
         for _, attack in attacks.values() for r in legit for place in attack.places]
     success, lost, board = {}, {}, []
+    scored: dict[tuple[str, str], list] = {}
     for label, (by, defense) in defenses.items():
-        # labkit's gullible policy (marked cannot_hang: no timeout thread) and table lookups.
-        scores = evaluate(factory_of(gullible), defense, specs, lab)
+        if behaviour[label] not in scored:
+            # labkit's gullible policy (marked cannot_hang: no timeout thread) and table lookups.
+            scored[behaviour[label]] = evaluate(factory_of(gullible), defense, specs, lab)
+        scores = scored[behaviour[label]]
         for attack_label in attacks:
             mine_ = [s for s in scores if s.spec.attack is not None and s.spec.attack.id == attack_label]
             success[attack_label, label] = sum(bool(s.attacked) for s in mine_) / len(mine_)

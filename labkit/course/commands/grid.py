@@ -69,8 +69,7 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
         with client:
             yield client
         return
-    cluster = local_cluster(args.workers)
-    with cluster, Client(cluster) as client:
+    with local_cluster(args.workers) as cluster, Client(cluster) as client:
         yield client
 
 
