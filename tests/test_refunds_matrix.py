@@ -1,5 +1,6 @@
 """The attack × defense matrix for the scripted policies: exact, because nothing in it is random."""
 
+import pandas as pd
 import pytest
 
 from labkit.refunds import COLUMNS, DEFENSES, POLICIES, careful, gullible, matrix, refund_lab, run, suite
@@ -59,6 +60,15 @@ def test_prompt_level_defenses_cannot_change_a_policy_that_does_not_read_its_pro
     for policy in ("gullible", "careful"):
         assert (table.loc[(policy, "policy_prompt")] == table.loc[(policy, "none")]).all()
         assert (table.loc[(policy, "spotlighting")] == table.loc[(policy, "none")]).all()
+
+
+def test_the_course_matrix_is_scored_once_and_scores_what_a_fresh_run_scores(table):
+    from labkit.refunds.metrics import course_scores
+
+    assert course_scores("gullible", "provenance") is course_scores("gullible", "provenance")
+    # The same cells run afresh (an explicit lab bypasses the cache) score exactly as the cached.
+    fresh = matrix(["gullible", "careful"], ["none", "provenance"], lab=LAB)
+    pd.testing.assert_frame_equal(fresh, table.loc[fresh.index])
 
 
 def test_by_attack_rows_only_count_that_attacks_episodes():

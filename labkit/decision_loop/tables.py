@@ -75,8 +75,16 @@ def _by_case(rows: Iterable[Row]) -> dict[str, list[bool]]:
     return per_case
 
 
-def _mean_of_one(groups: list[list[float]]) -> float:
-    return math.fsum(group[0] for group in groups) / len(groups)
+def _mean_interval(values: list[float], seed: int) -> Interval:
+    """The mean of one value per case, with its bootstrap interval over cases.
+
+    The resamples are `bootstrap`'s own (its default statistic, vectorised: 1.5 s -> 0.1 s for
+    lab 02's table with baselines, against a Python statistic called once per resample). The
+    estimate is summed exactly (`math.fsum`): these means are sums of fractions such as 0.0925,
+    which a float sum may leave just under the half that rounds them up to three places.
+    """
+    found = bootstrap({str(i): [v] for i, v in enumerate(values)}, seed=seed)
+    return Interval(math.fsum(values) / len(values), found.low, found.high)
 
 
 NAN = Interval(math.nan, math.nan, math.nan)
@@ -95,7 +103,7 @@ def rate_intervals(rows: Iterable[Row], k_max: int = K_MAX, *, seed: int = SEED)
     def interval(values: list[float]) -> Interval:
         if any(math.isnan(v) for v in values):
             return NAN
-        return bootstrap({str(i): [v] for i, v in enumerate(values)}, _mean_of_one, seed=seed)
+        return _mean_interval(values, seed)
 
     out = {"pass@1": interval([c / n for c, n in counts])}
     for k in range(1, k_max + 1):
@@ -117,8 +125,7 @@ def share_interval(rows: Iterable[Row], which: Callable[[Row], bool], *, seed: i
         raise ValueError("no episodes to evaluate")
     if all(len(values) == 1 for values in per_case.values()):
         return wilson(int(sum(v[0] for v in per_case.values())), len(per_case))
-    shares = {case: [sum(values) / len(values)] for case, values in per_case.items()}
-    return bootstrap(shares, _mean_of_one, seed=seed)
+    return _mean_interval([sum(values) / len(values) for values in per_case.values()], seed)
 
 
 def case_rates(rows: Iterable[Row]) -> dict[str, float]:

@@ -90,11 +90,14 @@ def matrix_intervals(policies: Sequence[str] = ("gullible", "careful"), defenses
     policy's rates are exact counts on this suite; the interval says how far the same policy
     could land on another suite of the same size, which is what a comparison of two rows needs."""
     from labkit.refunds.defenses import DEFENSES
-    from labkit.refunds.metrics import policy_named, suite
+    from labkit.refunds.metrics import course_scores, policy_named, suite
 
-    lab = lab or refund_lab()
-    specs = suite(lab)
-    return [interval_row(name, defense, evaluate(policy_named(name), defenses_named(defense), specs, lab))
+    def scores(name: str, defense: str) -> Sequence[Score]:
+        if lab is None:  # the same episodes as the matrix's, scored once
+            return course_scores(name, defense)
+        return evaluate(policy_named(name), defenses_named(defense), suite(lab), lab)
+
+    return [interval_row(name, defense, scores(name, defense))
             for name in policies for defense in (defenses or tuple(DEFENSES))]
 
 
