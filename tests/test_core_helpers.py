@@ -1,4 +1,5 @@
-"""The shared helpers of labkit.core: reading a fixture, the schema error, cutting a string."""
+"""The shared helpers of labkit.core: reading a fixture, the schema error, cutting a string,
+recognising labkit's own function."""
 
 import pytest
 
@@ -137,3 +138,32 @@ def test_write_whole_replaces_in_one_rename_and_leaves_no_temporary_file(tmp_pat
     with pytest.raises(OSError, match="disk full"):
         write_whole(target, "half")
     assert target.read_text() == "new" and sorted(p.name for p in target.parent.iterdir()) == ["lab02.json"]
+
+
+# -- is_labkits -----------------------------------------------------------------------------------
+
+
+def test_is_labkits_sees_labkits_function_through_wrappers_and_survives_a_hostile_code():
+    import functools
+
+    from labkit.core.answers import is_labkits
+
+    def original(x, y=1):
+        return x + y
+
+    @functools.wraps(original)
+    def decorated(*args, **kwargs):
+        return original(*args, **kwargs)
+
+    class Hostile:
+        @property
+        def __code__(self):
+            raise RuntimeError("no code for you")
+
+        def __call__(self, x):
+            return x
+
+    assert is_labkits(original, original) and is_labkits(functools.partial(original, y=2), original)
+    assert is_labkits(decorated, original)
+    assert not is_labkits(lambda x: x, original)
+    assert not is_labkits(Hostile(), original)  # raised RuntimeError before

@@ -71,6 +71,13 @@ def test_defaults_and_case_sets(tmp_path):
     assert grid.episodes()[0].label == "SmolLM2-135M base L1 T=0"  # exactly `labkit trials`' default
 
 
+def test_a_grid_of_an_openai_compatible_model_loads_as_labkit_trials_takes_it(tmp_path):
+    grid = load_spec(spec(tmp_path, 'models = ["openai:smollm2", "ollama:qwen2.5:0.5b"]\ncases = "adaptive"'))
+    first = grid.episodes()[0]
+    assert first.model == "openai:smollm2" and first.key()[1] == "openai:smollm2"
+    assert first.label == "openai:smollm2 base L1 T=0"
+
+
 def test_the_committed_example_grids_load():
     sizes = {path.name: len(load_spec(path).episodes()) for path in sorted(GRIDS.iterdir())}
     assert sizes == {"ladder-base-t07.toml": 2 * 5 * 24, "local-smoke.toml": 24, "replay-small.toml": 24,
@@ -143,6 +150,9 @@ BAD = {
         "'temperatures': [1, 1.0] has non-unique",
     ),
     "unknown model": ('models = ["gpt-4"]', "field 'models[0]': 'gpt-4' is not a backend"),
+    "openai without a model": (
+        'models = ["openai: "]', "field 'models[0]': 'openai: ': openai:<model> needs a model name"
+    ),
     "missing replay file": ('models = ["replay:nowhere.jsonl"]', "nowhere.jsonl: trials file not found"),
     "models sharing a label": (
         'models = ["replay", "replay:fixtures/trials/docuctl-smollm2-base-t0.jsonl"]',

@@ -11,9 +11,11 @@ import pytest
 from fake_ollama import FakeOllama
 
 from labkit import Task, docuctl_tools, run
+from labkit.core.errors import ProviderError
 from labkit.decision_loop.model_policy import describe_docuctl
 from labkit.decision_loop.trials import MAX_PROVIDER_FAILURES
 from labkit.model import ModelPolicy
+from labkit.model.backend import token_count
 from labkit.model.ollama import DEADLINE, OllamaBackend
 from labkit.refunds import DEFENSES, model_policy
 from labkit.refunds import run as refund_run
@@ -75,6 +77,18 @@ def test_impossible_token_counts_are_a_provider_error(server, field, value):
     result = episode(OllamaBackend(MODEL, host=server.host))
     assert result["stop"] == "provider_error"
     assert f"reported {field}" in result["detail"]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(-1, "-1"), (2**53 + 1, str(2**53 + 1)), (int(HUGE), "an out-of-range number"), ("7", "a str"),
+     (7.0, "a float"), (True, "a bool"), (None, "None")],
+)
+def test_every_backend_refuses_what_is_not_a_token_count_in_one_sentence(value, shown):
+    assert token_count(2**53, "x") == 2**53
+    with pytest.raises(ProviderError) as refused:
+        token_count(value, "S at h reported usage.prompt_tokens")
+    assert str(refused.value) == f"S at h reported usage.prompt_tokens {shown}, not a token count"
 
 
 def test_trials_stop_with_one_line_after_consecutive_provider_failures(server, tmp_path, cli, monkeypatch):

@@ -256,6 +256,16 @@ def test_scripted_trials_run_over_the_wire(tmp_path):
     assert [e["stop"] for e in episodes] == ["final", "final"]
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--port", "0"], "argument --port: must be at least 1, got 0"),
+    (["--port", "70000"], "argument --port: must be at most 65535, got 70000"),
+    (["--threads", "257"], "argument --threads: must be at most 256, got 257"),
+])
+def test_serve_refuses_a_port_or_thread_count_out_of_range_in_one_line(cli, argv, message):
+    code, out, err = cli("serve", *argv)  # refused while parsing: no server extra needed
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+
+
 # --- the live test: llama-cpp-python's real server ---------------------------------------------
 
 

@@ -197,7 +197,7 @@ def decide_run(
 
     limits = {"max_turns": BASE_TOOL_BUDGET + 1, "max_tools": BASE_TOOL_BUDGET}
     step = None if _signals_usable() else limit_s()
-    with time_limit(limit_s()):
+    with time_limit():
         return run(task, decide, tools=docuctl_tools(task, corpus.docs), step_timeout=step, **limits)
 
 

@@ -19,6 +19,7 @@ import linecache
 import signal
 import textwrap
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -101,6 +102,9 @@ class TimedOut(BaseException):
 LIMIT_S = 3.0
 
 
+_AT_ONCE = 0.001  # seconds: re-arming an outer timer whose deadline has passed (0 would disarm it)
+
+
 def _signals_usable() -> bool:
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
@@ -127,6 +131,7 @@ def time_limit(seconds: float | None = None) -> Iterator[None]:
     def expire(signum: int, frame: Any) -> None:
         raise TimedOut(seconds)
 
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     try:
@@ -135,7 +140,9 @@ def time_limit(seconds: float | None = None) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if outer_left:
-            signal.setitimer(signal.ITIMER_REAL, outer_left, outer_interval)
+            # The outer deadline kept running during this block; one already past fires at once.
+            left = max(outer_left - (time.monotonic() - started), _AT_ONCE)
+            signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
 
 
 def copied(value: Any) -> Any:
@@ -204,7 +211,7 @@ class _Kept(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             text = str(text)
-        room = self.limit - sum(map(len, self.parts))
+        room = self.limit - self.count  # what came before counts whether kept or not
         if room > 0:
             self.parts.append(text[:room])
         self.count += len(text)

@@ -163,14 +163,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _record(lab: str, name: str, value: Any, actual: Any, matched: bool | None) -> None:
-    path = predictions_path(lab)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        data = {}
-    if not isinstance(data, dict) or not isinstance(data.get("predictions"), dict):
-        data = {"lab": lab, "predictions": {}}
-    entry = data["predictions"].get(name)
+    predictions = load_predictions(lab)
+    entry = predictions.get(name)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     latest = {"value": _jsonable(value), "actual": _jsonable(actual), "matched": matched, "at": now}
     if not isinstance(entry, dict) or not isinstance(entry.get("first"), dict):
@@ -178,9 +172,10 @@ def _record(lab: str, name: str, value: Any, actual: Any, matched: bool | None) 
     count = entry.get("count")
     entry["count"] = (count if type(count) is int and count >= 0 else 0) + 1
     entry["latest"] = latest
-    data["predictions"][name] = entry
+    predictions[name] = entry
+    data = {"lab": lab, "predictions": predictions}
     try:
-        write_whole(path, json.dumps(data, indent=1, sort_keys=True, default=str))
+        write_whole(predictions_path(lab), json.dumps(data, indent=1, sort_keys=True, default=str))
     except OSError as error:
         print(f"labkit: prediction not saved ({error})", file=sys.stderr)
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-CHECKOUT = Path(__file__).resolve().parents[2]
+from labkit.core.paths import CHECKOUT
+
 OLLAMA_TIMEOUT = 0.5  # seconds: a server on this laptop or the room's answers in milliseconds
 # The versions the notebooks' checked outputs were made with (pandas' table repr above all).
 PINNED = ("pandas", "numpy", "matplotlib")

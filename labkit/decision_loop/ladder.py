@@ -46,6 +46,7 @@ from labkit.decision_loop.tables import (
     CORRECT,
     ENDINGS,
     K_MAX,
+    NAN,
     WRONG,
     Row,
     ending,
@@ -110,23 +111,16 @@ def ladder_table(rows: Sequence[Row], k_max: int = K_MAX, *, intervals: bool = F
     """
     greedy, sampled = _groups(rows, 0.0), _groups(rows, SAMPLED)
     keys = sorted({*greedy, *sampled}, key=lambda k: (PROMPT_ORDER.index(k[0]), RUNGS.index(k[1])))
-    nan = {"estimate": math.nan, "low": math.nan, "high": math.nan}
     table = []
     for key in keys:
         line: dict[str, float | str] = {"constraint": RUNG_NAMES[key[1]]}
-        if key in greedy:
-            line = interval_columns(line, "pass@1 T=0", rate_intervals(greedy[key], 1)["pass@1"])
-        else:
-            line |= {"pass@1 T=0": math.nan, "pass@1 T=0 low": math.nan, "pass@1 T=0 high": math.nan}
+        greedy_rate = rate_intervals(greedy[key], 1)["pass@1"] if key in greedy else NAN
+        line = interval_columns(line, "pass@1 T=0", greedy_rate)
         group = sampled.get(key, [])
         found = rate_intervals(group, k_max) if group else {}
         line["trials"] = max(Counter(r["case"] for r in group).values()) if group else 0
         for k in range(1, k_max + 1):
-            name = f"pass^{k}"
-            if group:
-                line = interval_columns(line, name, found[name])
-            else:
-                line |= {name: nan["estimate"], f"{name} low": nan["low"], f"{name} high": nan["high"]}
+            line = interval_columns(line, f"pass^{k}", found.get(f"pass^{k}", NAN))
         passed = sum(r["passed"] for r in group)
         decisions = sum(r["decisions"] for r in group)
         line["tools/success"] = round(sum(r["tool_calls"] for r in group) / passed, 2) if passed else math.nan
@@ -195,10 +189,8 @@ def ladder_with_baselines(
         line = interval_columns(line, f"pass^{k}", rates[policy][f"pass^{k}"])
         line = interval_columns(line, WRONG, share_interval(group, lambda row: ending(row) == WRONG))
         for name, other in (("vs scripted", scripted), ("vs best", best)):
-            if other is None or other == policy:
-                line |= {name: math.nan, f"{name} low": math.nan, f"{name} high": math.nan}
-            else:
-                line = interval_columns(line, name, paired_difference(group, groups[other]))
+            difference = NAN if other is None or other == policy else paired_difference(group, groups[other])
+            line = interval_columns(line, name, difference)
         table[policy] = line
     frame = pd.DataFrame.from_dict(table, orient="index")
     frame.index.name = "policy"

@@ -52,20 +52,6 @@ def pass_hat_k(c: int, n: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
-def reliability(rows: Iterable[Row], k_max: int = K_MAX) -> dict[str, float]:
-    """pass@1 and pass^1..pass^k_max over `rows` (one per episode: case, passed)."""
-    per_case: dict[str, list[bool]] = defaultdict(list)
-    for row in rows:
-        per_case[row["case"]].append(bool(row["passed"]))
-    if not per_case:
-        raise ValueError("no episodes to evaluate")
-    counts = [(sum(results), len(results)) for results in per_case.values()]
-    out = {"pass@1": sum(c / n for c, n in counts) / len(counts)}
-    for k in range(1, k_max + 1):
-        out[f"pass^{k}"] = sum(pass_hat_k(c, n, k) for c, n in counts) / len(counts)
-    return out
-
-
 def _by_case(rows: Iterable[Row]) -> dict[str, list[bool]]:
     per_case: dict[str, list[bool]] = defaultdict(list)
     for row in rows:
@@ -73,6 +59,15 @@ def _by_case(rows: Iterable[Row]) -> dict[str, list[bool]]:
     if not per_case:
         raise ValueError("no episodes to evaluate")
     return per_case
+
+
+def reliability(rows: Iterable[Row], k_max: int = K_MAX) -> dict[str, float]:
+    """pass@1 and pass^1..pass^k_max over `rows` (one per episode: case, passed)."""
+    counts = [(sum(results), len(results)) for results in _by_case(rows).values()]
+    out = {"pass@1": sum(c / n for c, n in counts) / len(counts)}
+    for k in range(1, k_max + 1):
+        out[f"pass^{k}"] = sum(pass_hat_k(c, n, k) for c, n in counts) / len(counts)
+    return out
 
 
 def _mean_interval(values: list[float], seed: int) -> Interval:

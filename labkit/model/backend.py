@@ -25,6 +25,9 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any, Protocol
 
+from labkit.core.decisions import MAX_NUMBER
+from labkit.core.errors import ProviderError
+
 Message = dict[str, str]
 
 
@@ -91,6 +94,21 @@ class Reply:
     finish_reason: str = "stop"
     reused_tokens: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def token_count(value: Any, what: str) -> int:
+    """`value` if it is a token count a server may report (an int from 0 to MAX_NUMBER).
+
+    Raises ProviderError "`what` <value>, not a token count" otherwise (`what` names the server
+    and the field, e.g. "Ollama at http://host reported eval_count").
+    """
+    if not (type(value) is int and 0 <= value <= MAX_NUMBER):
+        if type(value) is int:
+            shown = str(value) if abs(value) < 10**20 else "an out-of-range number"
+        else:
+            shown = "None" if value is None else f"a {type(value).__name__}"
+        raise ProviderError(f"{what} {shown}, not a token count")
+    return value
 
 
 class Backend(Protocol):

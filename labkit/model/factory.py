@@ -55,6 +55,27 @@ def backend_for(parameter: str, environ: Mapping[str, str] | None = None) -> Bac
     return backend_from_env({**env, "LABKIT_MODEL": parameter})
 
 
+def backend_name(spec: str) -> str:
+    """The name (`Backend.name`) of the backend `spec` selects, without constructing it: replay,
+    local, the spec itself for ollama:<tag>, openai:<model> with the model name stripped.
+
+    Raises LabError for a spec `parse_spec` refuses (an `openai:` without a model name included).
+    """
+    kind, _, arg = spec.partition(":")
+    if kind == "replay":
+        return "replay"
+    if kind == "local" and not arg:
+        return "local"
+    if kind == "ollama" and arg:
+        return spec
+    if kind == "openai" and arg.strip():
+        return f"openai:{arg.strip()}"
+    if kind == "openai":
+        raise LabError(f"{spec!r}: openai:<model> needs a model name, e.g. openai:smollm2")
+    raise LabError(f"{spec!r} is not a backend: use replay, replay:<file>, local, ollama:<tag> "
+                   "(e.g. ollama:qwen2.5:0.5b) or openai:<model>")
+
+
 def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
     """A backend from a `LABKIT_MODEL`-style spec: replay, replay:<file>, local, ollama:<tag>,
     openai:<model>.

@@ -29,13 +29,13 @@ from collections.abc import Callable
 from typing import Any
 
 from labkit.core.errors import LabError, ProviderError
+from labkit.core.runtime import MAX_SECONDS
 from labkit.core.timeouts import TIMED_OUT, call_within
-from labkit.model.backend import Reply, Request, versions
+from labkit.model.backend import Reply, Request, token_count, versions
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 TIMEOUT = 120.0  # seconds per read; a cold model load on a laptop can take tens of seconds
 DEADLINE = 300.0  # seconds per whole call, however the server paces its bytes
-MAX_COUNT = 2**53  # a token count above this is not a count (labkit.core.runtime.MAX_NUMBER)
 
 
 class OllamaBackend:
@@ -46,8 +46,10 @@ class OllamaBackend:
         if not tag or not tag.strip():
             raise LabError("ollama:<tag> needs a model tag, e.g. ollama:qwen2.5:0.5b")
         for name, value in (("timeout", timeout), ("deadline", deadline)):
-            if not (type(value) in (int, float) and 0 < value <= 86_400):
-                raise ValueError(f"OllamaBackend: {name} must be a positive number of seconds up to 86400")
+            if not (type(value) in (int, float) and 0 < value <= MAX_SECONDS):
+                raise ValueError(
+                    f"OllamaBackend: {name} must be a positive number of seconds up to {MAX_SECONDS:g}"
+                )
         self.tag = tag
         self.name = f"ollama:{tag}"
         self.host = host or os.environ.get("OLLAMA_HOST", "").strip() or DEFAULT_HOST
@@ -146,13 +148,10 @@ class OllamaBackend:
         content = response.message.content if response.message is not None else None
         if not isinstance(content, str):
             raise ProviderError(f"Ollama at {self.host} answered chat without message content")
-        counts = {}
-        for field in ("prompt_eval_count", "eval_count"):
-            value = getattr(response, field) or 0
-            if not (type(value) is int and 0 <= value <= MAX_COUNT):
-                shown = value if type(value) is int and abs(value) < 10**20 else "an out-of-range number"
-                raise ProviderError(f"Ollama at {self.host} reported {field} {shown}, not a token count")
-            counts[field] = value
+        counts = {
+            field: token_count(getattr(response, field) or 0, f"Ollama at {self.host} reported {field}")
+            for field in ("prompt_eval_count", "eval_count")
+        }
         return Reply(
             text=content,
             prompt_tokens=counts["prompt_eval_count"],

@@ -46,15 +46,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from labkit.core.errors import LabError, ProviderError
+from labkit.core.runtime import MAX_SECONDS
 from labkit.core.timeouts import TIMED_OUT, call_within
-from labkit.model.backend import Reply, Request, versions
+from labkit.model.backend import Reply, Request, token_count, versions
 
 SCHEMA_MODES = ("auto", "json_schema", "json_object", "none")
 PLACEHOLDER_KEY = "labkit-local"  # sent when OPENAI_API_KEY is unset: local servers want none
 TIMEOUT = 60.0  # seconds per read (and connect); a room server under load answers in seconds
 DEADLINE = 120.0  # seconds per whole call, however the server paces its bytes
 MAX_RETRIES = 0  # see the module docstring
-MAX_COUNT = 2**53  # a token count above this is not a count (labkit.core.runtime.MAX_NUMBER)
 LLAMA_CPP_PYTHON_OWNER = "me"  # what llama_cpp.server reports as owned_by in /v1/models
 
 
@@ -102,8 +102,10 @@ class OpenAIBackend:
                 "openai:<model> needs a model name, e.g. openai:smollm2 (the name the server lists)"
             )
         for name, value in (("timeout", timeout), ("deadline", deadline)):
-            if not (type(value) in (int, float) and 0 < value <= 86_400):
-                raise ValueError(f"OpenAIBackend: {name} must be a positive number of seconds up to 86400")
+            if not (type(value) in (int, float) and 0 < value <= MAX_SECONDS):
+                raise ValueError(
+                    f"OpenAIBackend: {name} must be a positive number of seconds up to {MAX_SECONDS:g}"
+                )
         mode = (schema_mode or env.get("LABKIT_OPENAI_SCHEMA", "").strip() or "auto").lower()
         if mode not in SCHEMA_MODES:
             raise LabError(
@@ -299,13 +301,10 @@ class OpenAIBackend:
         usage = getattr(response, "usage", None)
         if usage is None:
             raise ProviderError(f"{where} answered chat without token usage, so the budget cannot be charged")
-        counts = {}
-        for field in ("prompt_tokens", "completion_tokens"):
-            value = getattr(usage, field, None)
-            if not (type(value) is int and 0 <= value <= MAX_COUNT):
-                shown = value if type(value) is int and abs(value) < 10**20 else repr(type(value).__name__)
-                raise ProviderError(f"{where} reported usage.{field} {shown}, not a token count")
-            counts[field] = value
+        counts = {
+            field: token_count(getattr(usage, field, None), f"{where} reported usage.{field}")
+            for field in ("prompt_tokens", "completion_tokens")
+        }
         return text, finish if isinstance(finish, str) and finish else "stop", counts
 
     def _call_provenance(

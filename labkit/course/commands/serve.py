@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 
 from labkit.core.errors import LabError
+from labkit.course.argtypes import int_in
 
 ALIAS = "smollm2"
 PORT = 8000
@@ -57,10 +58,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="0.0.0.0",
         help="address to listen on (default 0.0.0.0: the room's network; 127.0.0.1: this machine)",
     )
-    parser.add_argument("--port", type=int, default=PORT, metavar="N", help=f"port (default {PORT})")
+    parser.add_argument(
+        "--port", type=int_in(1, 65535), default=PORT, metavar="N", help=f"port (default {PORT})"
+    )
     parser.add_argument(
         "--threads",
-        type=int,
+        type=int_in(1, 256),
         default=None,
         metavar="N",
         help="CPU threads for the model (default: llama.cpp's choice)",
@@ -176,10 +179,6 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if not 1 <= args.port <= 65535:
-        raise LabError(f"--port {args.port}: not a port (1-65535)")
-    if args.threads is not None and not 1 <= args.threads <= 256:
-        raise LabError(f"--threads {args.threads}: use 1-256")
     require_server()
     command = server_command(args.host, args.port, threads=args.threads, model_path=args.model_path)
     process = subprocess.Popen(

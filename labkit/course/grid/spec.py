@@ -44,6 +44,7 @@ from labkit.course.argtypes import SEED_MAX
 from labkit.decision_loop.model_policy import LAB, PROMPTS
 from labkit.decision_loop.trials import CASE_SETS, MAX_TOKENS_MAX, MAX_TRIALS, cases_of, default_label
 from labkit.model.constraints import RUNGS
+from labkit.model.factory import backend_name
 from labkit.model.policy import MAX_TOKENS
 
 GRID_LABS = (LAB, "refunds", "routing")  # a grid's `lab` (see labkit.course.grid.labs)
@@ -181,21 +182,6 @@ class Grid:
             for trial in range(self.k)
             for case in self.cases
         ]
-
-
-def backend_name(model: str) -> str:
-    """The name a backend spec's backend reports (`Backend.name`), without constructing it.
-
-    Raises LabError for a spec `labkit trials --model` would not take.
-    """
-    kind, _, arg = model.partition(":")
-    if kind == "replay":
-        return "replay"
-    if kind == "local" and not arg:
-        return "local"
-    if kind == "ollama" and arg:
-        return model
-    raise LabError(f"{model!r} is not a backend: use replay, replay:<file>, local or ollama:<tag>")
 
 
 def _read(path: Path) -> Any:
