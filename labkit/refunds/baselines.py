@@ -24,6 +24,7 @@ from typing import Any
 
 from labkit.core.intervals import Interval, bootstrap, mcnemar, paired, wilson
 from labkit.refunds.defenses import defenses_named
+from labkit.refunds.episode import case_id
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, evaluate
 from labkit.refunds.policies import factory_of, random_admissible
@@ -41,9 +42,10 @@ RATES = {  # column -> (which episodes, the outcome)
 
 
 def case_of(score: Score) -> str:
-    """The case a score is of (request[+attack@place]), the same under every defense."""
+    """The case a score is of (`episode.case_id`: request[+attack@place][+timeoutN]), the same
+    under every defense."""
     spec = score.spec
-    return spec.request.id + (f"+{spec.attack.id}@{spec.place}" if spec.attack else "")
+    return case_id(spec.request, spec.attack, spec.place, spec.faults)
 
 
 def by_case(scores: Sequence[Score], kind: str = "all") -> dict[str, list[Score]]:
