@@ -329,7 +329,7 @@ def model_comparisons(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = 
 
     One row per (comparison, rate): the mean per-case difference, its paired bootstrap 95%
     interval, McNemar's exact p where both sides are one trial per case, and the verdict
-    (`baselines.verdict`: "a difference" only when the interval excludes 0 and, where McNemar
+    (`intervals.verdict`: "a difference" only when the interval excludes 0 and, where McNemar
     applies, p < 0.05; "not distinguishable" otherwise). `temperature`, `seed` and `k` as in
     `model_table`.
     """
