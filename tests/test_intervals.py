@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from labkit.core.intervals import Interval, bootstrap, mcnemar, paired, wilson
+from labkit.core.intervals import Interval, bootstrap, mcnemar, paired, verdict, wilson
 
 # Newcombe, "Two-sided confidence intervals for the single proportion: comparison of seven
 # methods", Statistics in Medicine 17 (1998), Table I, method 3 (Wilson score, no continuity
@@ -109,6 +109,12 @@ def test_an_interval_says_whether_it_excludes_a_value():
     interval = Interval(0.1, 0.02, 0.2)
     assert interval.excludes(0) and not interval.excludes(0.02) and interval.excludes(0.21)
     assert str(interval) == "0.100 [0.020, 0.200]"
+
+
+def test_a_verdict_needs_the_interval_to_exclude_zero_and_mcnemar_to_agree_where_it_applies():
+    apart, across = Interval(-0.4, -0.7, -0.1), Interval(0.1, -0.1, 0.3)
+    assert verdict(apart) == verdict(apart, 0.01) == "a difference"
+    assert verdict(apart, 0.125) == verdict(across) == verdict(across, 0.01) == "not distinguishable"
 
 
 def test_a_tables_mean_is_summed_exactly_so_it_rounds_as_the_fractions_do():

@@ -158,6 +158,17 @@ def test_the_matrix_rates_come_with_their_wilson_intervals():
     assert rows[("gullible", "provenance")]["attack_success_rate_ci"] == f"[{low:.2f}, {high:.2f}]"
 
 
+def test_the_interval_rows_count_every_episode_of_the_matrix_once(table):
+    from labkit.refunds.baselines import matrix_intervals
+
+    # The retry-fault episodes are cases of their own, not second trials of the plain request.
+    for row in matrix_intervals(["gullible", "careful"]):
+        cell = table.loc[(row["policy"], row["defense"])]
+        assert (row["unauthorized_refunds"], row["money_lost"], row["episodes"]) == (
+            cell["unauthorized_refunds"], cell["money_lost"], cell["episodes"])
+        assert (row["trials"], row["interval"]) == (1, "wilson")
+
+
 def test_the_utility_security_chart_draws_the_intervals_it_is_given():
     import pandas as pd
 

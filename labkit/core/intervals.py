@@ -18,7 +18,8 @@ is often noise. Every rate a lab reports gets an interval from one of these:
 
 Every resampling takes a `seed` and uses numpy's own Generator, so a notebook's interval is the
 same on every run (and nbval can check it). A difference is a difference only when its
-interval excludes 0 (`Interval.excludes(0)`); otherwise the honest word is "not distinguishable".
+interval excludes 0 (`Interval.excludes(0)`) and, where McNemar's test applies, p < 0.05 too;
+otherwise the honest word is "not distinguishable" (`verdict(interval, p)` says which).
 """
 
 from __future__ import annotations
@@ -136,3 +137,13 @@ def mcnemar(a: Mapping[str, bool], b: Mapping[str, bool]) -> float:
         return 1.0
     tail = sum(math.comb(discordant, i) for i in range(min(only_a, only_b) + 1)) / 2**discordant
     return min(1.0, 2 * tail)
+
+
+def verdict(interval: Interval, p: float | None = None) -> str:
+    """"a difference" when the paired interval excludes 0 and, where McNemar's exact test applies
+    (`p` given), p < 0.05 too; else "not distinguishable". With ten cases (or five trials) the
+    percentile bootstrap alone is too eager (lab 03's model mediation - careful benign utility:
+    [-0.70, -0.10], yet p = 0.125)."""
+    if interval.excludes(0) and (p is None or p < 0.05):
+        return "a difference"
+    return "not distinguishable"

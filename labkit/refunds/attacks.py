@@ -98,27 +98,34 @@ def _fields(text: str) -> set[str]:
     return {name for _, name, _, _ in _parts(text) if name is not None}
 
 
-def _check_placeholders(where: str, field: str, text: str, allowed: Sequence[str]) -> None:
-    """FixtureError unless every placeholder of `text` is a bare `{name}` from `allowed`."""
+def placeholder_problem(field: str, text: str, allowed: Sequence[str]) -> str | None:
+    """Why `text` (the record's `field`) cannot be filled as plain data (one phrase naming the
+    field), or None: every placeholder must be a bare `{name}` from `allowed`, at most
+    MAX_PLACEHOLDERS of them. A format spec (`{amount:.2f}`, `{user:>10000000}`) or a conversion
+    (`{user!r}`) would have Python's formatting run on the text."""
     try:
         parts = [(name, spec, conversion) for _, name, spec, conversion in _parts(text) if name is not None]
     except ValueError as error:  # an unmatched brace
-        raise FixtureError(f"{where}: field {field!r}: {error}") from None
+        return f"field {field!r}: {error}"
     for name, spec, conversion in parts:
         if spec or conversion:
             written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
             written += "}"
-            raise FixtureError(f"{where}: field {field!r}: placeholder {shorten(written, 40)!r} has a format "
-                               f"spec or conversion; write {{{shorten(name, 20)}}}: placeholders are filled "
-                               "in as plain text")
+            return (f"field {field!r}: placeholder {shorten(written, 40)!r} has a format spec or conversion; "
+                    f"write {{{shorten(name, 20)}}}: placeholders are filled in as plain text")
     unknown = {name for name, _, _ in parts} - set(allowed)
     if unknown:
         shown = shorten(", ".join(repr(name) for name in sorted(unknown)), 120)
-        raise FixtureError(f"{where}: field {field!r}: unknown placeholder(s) [{shown}] "
-                           f"(known: {', '.join(allowed)})")
+        return f"field {field!r}: unknown placeholder(s) [{shown}] (known: {', '.join(allowed)})"
     if len(parts) > MAX_PLACEHOLDERS:
-        raise FixtureError(f"{where}: field {field!r}: {len(parts)} placeholders, more than "
-                           f"{MAX_PLACEHOLDERS}")
+        return f"field {field!r}: {len(parts)} placeholders, more than {MAX_PLACEHOLDERS}"
+    return None
+
+
+def _check_placeholders(where: str, field: str, text: str, allowed: Sequence[str]) -> None:
+    """FixtureError, prefixed with `where`, for the `placeholder_problem` of `text`, if any."""
+    if (problem := placeholder_problem(field, text, allowed)) is not None:
+        raise FixtureError(f"{where}: {problem}")
 
 
 def fill(text: str, values: Mapping[str, Any]) -> str:

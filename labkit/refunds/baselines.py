@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from labkit.core.intervals import Interval, bootstrap, mcnemar, paired, wilson
+from labkit.core.intervals import Interval, bootstrap, mcnemar, paired, verdict, wilson
 from labkit.refunds.defenses import defenses_named
+from labkit.refunds.episode import case_id
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, evaluate
 from labkit.refunds.policies import factory_of, random_admissible
@@ -41,9 +42,10 @@ RATES = {  # column -> (which episodes, the outcome)
 
 
 def case_of(score: Score) -> str:
-    """The case a score is of (request[+attack@place]), the same under every defense."""
+    """The case a score is of (`episode.case_id`: request[+attack@place][+timeoutN]), the same
+    under every defense."""
     spec = score.spec
-    return spec.request.id + (f"+{spec.attack.id}@{spec.place}" if spec.attack else "")
+    return case_id(spec.request, spec.attack, spec.place, spec.faults)
 
 
 def by_case(scores: Sequence[Score], kind: str = "all") -> dict[str, list[Score]]:
@@ -116,19 +118,10 @@ def case_means(scores: Sequence[Score], kind: str, outcome: Any) -> dict[str, fl
             for case, trials in by_case(scores, kind).items()}
 
 
-def verdict(interval: Interval, p: float | None = None) -> str:
-    """"a difference" when the paired interval excludes 0 and, where McNemar's exact test applies
-    (`p` given), p < 0.05 too: with ten cases the percentile bootstrap alone is too eager
-    (the model's mediation - careful benign utility: [-0.70, -0.10], yet p = 0.125)."""
-    if interval.excludes(0) and (p is None or p < 0.05):
-        return "a difference"
-    return "not distinguishable"
-
-
 def paired_rows(name_a: str, a: Sequence[Score], name_b: str, b: Sequence[Score]) -> list[dict[str, Any]]:
     """`a` - `b` per rate, over the cases both ran: the mean difference, its paired bootstrap
     interval, McNemar's exact p where both are one trial per case ("-" otherwise), and the
-    verdict (`verdict`)."""
+    verdict (`labkit.core.intervals.verdict`)."""
     out = []
     for column, (kind, outcome) in RATES.items():
         mean_a, mean_b = case_means(a, kind, outcome), case_means(b, kind, outcome)

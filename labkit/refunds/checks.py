@@ -40,7 +40,7 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.answers import limit_s, shown
+from labkit.core.answers import Recorded, limit_s, shown
 from labkit.core.check import (
     NOT_YET,
     Check,
@@ -79,7 +79,6 @@ from labkit.refunds.untrusted import (
     LABKITS,
     TIMED_OUT,
     Guard,
-    Policy,
     Watched,
     ask,
     asked,
@@ -340,7 +339,7 @@ def check_guard(guard: Guard | None) -> Check:
 # -- Exercise 3: a retry that cannot pay twice ----------------------------------------------------
 
 
-def _policy_problem(policy: Policy, case: RetryCase, score: Score) -> Check | None:
+def _policy_problem(policy: Recorded, case: RetryCase, score: Score) -> Check | None:
     """A crash, a hang or an invalid decision in this case's episode, as a verdict; else None."""
     result = score.episode.result
     if policy.error is not None:
@@ -369,7 +368,7 @@ def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
     if (refused := not_a_function(decide, "a policy is a function decide(task, observations)")) is not None:
         return refused
     lab = refund_lab()
-    policy = Policy(decide)
+    policy = Recorded(decide)
     factory = factory_of(policy)
     cases, scores = retry_cases(lab), []
     for case in cases:

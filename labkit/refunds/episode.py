@@ -81,15 +81,21 @@ class RefundTask:
     window_days: int
 
 
-def task_id(request: Request, defenses: Defenses, attack: Attack | None = None,
-            place: str | None = None, faults: Faults | None = None) -> str:
+def case_id(request: Request, attack: Attack | None = None, place: str | None = None,
+            faults: Faults | None = None) -> str:
+    """The case an episode is of, the same under every defense: request[+attack@place][+timeoutN]."""
     parts = [request.id]
     if attack is not None:
         parts.append(f"{attack.id}@{place}")
     if faults is not None:
         parts.append(f"timeout{faults.timeouts_after_commit}")
-    parts.append(defenses.name)
     return "+".join(parts)
+
+
+def task_id(request: Request, defenses: Defenses, attack: Attack | None = None,
+            place: str | None = None, faults: Faults | None = None) -> str:
+    """An episode's id (`RefundTask.id`): its `case_id` and the defenses' name, joined by "+"."""
+    return f"{case_id(request, attack, place, faults)}+{defenses.name}"
 
 
 def refund_task(request: Request, shop: Shop, id: str) -> RefundTask:

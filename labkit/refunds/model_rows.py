@@ -125,16 +125,7 @@ def model_matrix(defenses: Sequence[str] = MODEL_DEFENSES, *, by_attack: bool = 
     from labkit.refunds.defenses import defenses_named
 
     live = _live(backend)
-    if not live:
-        if not model_available():
-            raise LabError("no recorded model trials for the refund lab (fixtures/trials/refunds*.jsonl); "
-                           "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>")
-        known = recorded_defenses(rung)
-        missing = [name for name in defenses if name not in known]
-        if missing and explicit:
-            raise LabError(f"no recorded model trials at rung {rung} under defense(s) {', '.join(missing)} "
-                           f"(recorded: {', '.join(known) or 'none'})")
-        defenses = [name for name in defenses if name in known]
+    defenses = _check_recorded(defenses, rung, backend, explicit=explicit)
     lab = refund_lab()
     specs = model_specs(lab, rung)
     table = []
@@ -329,7 +320,7 @@ def model_comparisons(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = 
 
     One row per (comparison, rate): the mean per-case difference, its paired bootstrap 95%
     interval, McNemar's exact p where both sides are one trial per case, and the verdict
-    (`baselines.verdict`: "a difference" only when the interval excludes 0 and, where McNemar
+    (`intervals.verdict`: "a difference" only when the interval excludes 0 and, where McNemar
     applies, p < 0.05; "not distinguishable" otherwise). `temperature`, `seed` and `k` as in
     `model_table`.
     """
@@ -364,17 +355,23 @@ def with_intervals(table: DataFrame) -> DataFrame:
     return shown
 
 
-def _check_recorded(defenses: Sequence[str], rung: str, backend: Any) -> None:
+def _check_recorded(defenses: Sequence[str], rung: str, backend: Any, *, explicit: bool = True) -> list[str]:
+    """The defenses the model runs under: all of `defenses` live; replayed, those recorded at `rung`.
+
+    Replayed, LabError when no refund trials are recorded at all, or, if `explicit`, when one of
+    `defenses` was never recorded at `rung` (otherwise it is left out).
+    """
     if _live(backend):
-        return
+        return list(defenses)
     if not model_available():
         raise LabError("no recorded model trials for the refund lab (fixtures/trials/refunds*.jsonl); "
                        "record them with `labkit grid fixtures/grids/refunds-smollm2-l2.toml`")
     known = recorded_defenses(rung)
     missing = [name for name in defenses if name not in known]
-    if missing:
+    if missing and explicit:
         raise LabError(f"no recorded model trials at rung {rung} under defense(s) {', '.join(missing)} "
                        f"(recorded: {', '.join(known) or 'none'})")
+    return [name for name in defenses if name in known]
 
 
 def grid_table(record: str | Path) -> DataFrame:
@@ -382,8 +379,11 @@ def grid_table(record: str | Path) -> DataFrame:
     per run label (model, rung, temperature, seed, defense), the four rates with Wilson 95%
     intervals over the episodes (every trial counted as one), the unauthorised refunds and the
     money lost (dollars) in total. What `labkit grid` prints at the end of a refund grid."""
+    from types import SimpleNamespace
+
     from labkit.core.intervals import wilson
     from labkit.model import read_records
+    from labkit.refunds.baselines import RATES
     from labkit.refunds.grid import is_episode
 
     runs: dict[str, list[dict[str, Any]]] = {}
@@ -392,16 +392,14 @@ def grid_table(record: str | Path) -> DataFrame:
             runs.setdefault(line["run"], []).append(line)
     table = []
     for run, episodes in runs.items():
-        benign = [e for e in episodes if e["attack"] is None]
-        attacked = [e for e in episodes if e["attack"] is not None]
+        # An episode record holds a Score's fields under their names (grid.score_fields), so
+        # RATES' outcomes read it as they read a Score; the grid's episodes are benign or attacked.
+        seen = [SimpleNamespace(**e) for e in episodes]
+        kinds = {"benign": [e for e in seen if e.attack is None],
+                 "attack": [e for e in seen if e.attack is not None], "all": seen}
         row: dict[str, Any] = {"run": run, "episodes": len(episodes)}
-        for column, chosen, outcome in (
-            ("benign_utility", benign, lambda e: e["utility"]),
-            ("utility_under_attack", attacked, lambda e: e["utility"]),
-            ("attack_success_rate", attacked, lambda e: bool(e["attacked"])),
-            ("unauthorized_rate", episodes, lambda e: e["unauthorized"] > 0),
-        ):
-            if chosen:
+        for column, (kind, outcome) in RATES.items():
+            if chosen := kinds[kind]:
                 interval = wilson(sum(bool(outcome(e)) for e in chosen), len(chosen))
                 row[column] = round(interval.estimate, 3)
                 row[f"{column}_ci"] = f"[{interval.low:.2f}, {interval.high:.2f}]"

@@ -2,10 +2,10 @@
 
 `Watched` wraps a learner's guard as the refund tool calls it: a crash (LabError included)
 or an answer that is neither a str nor None becomes a refusal inside the tool and the
-verdict that names the case and the learner's line. `Policy` does the same for a decide
-function run by the runtime. `episodes` scores a suite one episode at a time, each within
-the time limit; `ask` puts a guard's answer to a list of refunds directly, watching for a
-call of labkit's own `authorise`.
+verdict that names the case and the learner's line (a decide function run by the runtime
+is wrapped in `labkit.core.answers.Recorded` instead). `episodes` scores a suite one
+episode at a time, each within the time limit; `ask` puts a guard's answer to a list of
+refunds directly, watching for a call of labkit's own `authorise`.
 """
 
 from __future__ import annotations
@@ -131,23 +131,3 @@ def labkits_verdict(guard: Any) -> Check | None:
     if is_labkits(guard, authorise):
         return fail(LABKITS)
     return None
-
-
-class Policy:
-    """The learner's policy as the runtime calls it: what it raised is kept for the verdict.
-
-    Anything raised (LabError and OSError included, which the runtime would re-raise or count
-    as a provider error) is kept and handed on as a plain error: the episode stops there as
-    an invalid decision and the verdict names the learner's exception and line.
-    """
-
-    def __init__(self, decide: Callable[..., Any]) -> None:
-        self.decide, self.error = decide, None
-
-    def __call__(self, task: Any, observations: list[dict[str, Any]]) -> Any:
-        try:
-            return self.decide(task, observations)
-        except Exception as error:  # noqa: BLE001 - the verdict reports it
-            if self.error is None:
-                self.error = error
-            raise RuntimeError("the policy raised an error") from None

@@ -63,7 +63,7 @@ from labkit.routing.checker_cases import (
     router_problem,
 )
 from labkit.routing.clock import FakeClock
-from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, retry_graph, within_limit
+from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, loop_graph, retry_graph, within_limit
 from labkit.routing.graph import Graph
 from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
@@ -84,24 +84,13 @@ STUBBORN = "Search now much faster everywhere"  # 33 characters, whatever it is 
 LABKITS = "that is labkit's version ({name}, shown in the lab); write your own."
 
 
-def _graph_with(router: Callable[[Any], Any], reviser: Callable[..., str]) -> Graph:
-    """The lab's review loop (draft → revise → review → publish) routed by `router`."""
-    graph = Graph()
-    graph.job("draft", lambda ctx: DRAFT)
-    graph.job("revise", reviser, deps=["draft"])
-    graph.job("review", lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}, deps=["revise"])
-    graph.route("review", router, targets=["revise"])
-    graph.job("publish", lambda ctx: ctx.input["text"], deps=["review"])
-    return graph
-
-
 def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str) -> RunResult | Check:
     """The review loop routed by the learner's router, within the time limit, or the verdict."""
     recorded = Recorded(router)
     where = f"while the review loop ran with the {which} reviser"
     try:
         with time_limit(limit_s()):
-            result = _graph_with(recorded, reviser).run(max_visits=5, clock=FakeClock())
+            result = loop_graph(router=recorded, reviser=reviser)[0].run(max_visits=5, clock=FakeClock())
     except TimedOut as error:
         return crashed(error, where)
     if recorded.error is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -251,23 +252,25 @@ def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Con
     return job
 
 
-def loop_graph(*, feedback: bool, limit: int = LIMIT, seconds: Mapping[str, float] | None = None,
-               reviser: Callable[[Context], str] | None = None) -> tuple[Graph, Callable[[Context], str]]:
-    """draft → revise → review → publish, with `within_limit` routing review back to revise.
+def loop_graph(*, feedback: bool = True, limit: int = LIMIT, seconds: Mapping[str, float] | None = None,
+               reviser: Callable[[Context], str] | None = None,
+               router: Callable[[Any], Any] | None = None) -> tuple[Graph, Callable[[Context], str]]:
+    """draft → revise → review → publish, with `router` routing review back to revise.
 
+    `router` defaults to `within_limit` with `limit` and `feedback` (which nothing else uses);
     `reviser` defaults to a fresh Reviser; `seconds` gives jobs virtual durations (for a
     FakeClock timeline). Returns the graph and the reviser, whose `history` (for a
     Reviser) lists every version it wrote.
     """
     seconds = seconds or {}
-    reviser = reviser or Reviser()
+    reviser = Reviser() if reviser is None else reviser
+    router = partial(within_limit, limit=limit, feedback=feedback) if router is None else router
     graph = Graph()
     graph.job("draft", _timed(lambda ctx: DRAFT, seconds.get("draft")))
     graph.job("revise", _timed(reviser, seconds.get("revise")), deps=["draft"])
     measure = lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}  # noqa: E731
     graph.job("review", _timed(measure, seconds.get("review")), deps=["revise"])
-    graph.route("review", lambda verdict: within_limit(verdict, limit=limit, feedback=feedback),
-                targets=["revise"])
+    graph.route("review", router, targets=["revise"])
     graph.job("publish", _timed(lambda ctx: ctx.input["text"], seconds.get("publish")), deps=["review"])
     return graph, reviser
 

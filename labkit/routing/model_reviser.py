@@ -65,7 +65,6 @@ from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
 from labkit.model.constraints import StateRules
 from labkit.routing.clock import FakeClock
 from labkit.routing.experiments import DRAFT, LIMIT, loop_graph, summary_row, visit_table
-from labkit.routing.graph import Graph
 from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
 from labkit.routing.route import Next
@@ -379,12 +378,7 @@ def judge_experiment(
     graph, _ = loop_graph(feedback=True, reviser=in_code)
     runs = {f"len(text) <= {LIMIT} (code)": graph.run(max_visits=max_visits, clock=FakeClock())}
     judged, judge = ModelReviser("judged", **options), ModelJudge("loop", **options)
-    graph = Graph()
-    graph.job("draft", lambda ctx: DRAFT)
-    graph.job("revise", judged, deps=["draft"])
-    graph.job("review", lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}, deps=["revise"])
-    graph.route("review", judge, targets=["revise"])
-    graph.job("publish", lambda ctx: ctx.input["text"], deps=["review"])
+    graph, _ = loop_graph(reviser=judged, router=judge)
     runs["the same model as judge"] = graph.run(max_visits=max_visits, clock=FakeClock())
     rows = []
     for router, result in runs.items():

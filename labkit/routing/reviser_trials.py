@@ -151,7 +151,7 @@ def reviser_comparisons(backend: Backend | None = None, *, temperature: float = 
     feedback against without, under each control; the mean difference, its paired bootstrap
     95% interval, McNemar's exact p, and the verdict: "a difference" only when the interval
     excludes 0 and p < 0.05 (five trials: the bootstrap alone is too eager)."""
-    from labkit.core.intervals import mcnemar, paired
+    from labkit.core.intervals import mcnemar, paired, verdict
 
     rows = []
     for control in GRID_CONTROLS:
@@ -164,8 +164,7 @@ def reviser_comparisons(backend: Backend | None = None, *, temperature: float = 
         rows.append({"control": control, "comparison": "feedback - no-feedback", "rate": "published",
                      "trials": len(a), "difference": round(interval.estimate, 3),
                      "difference_ci": f"[{interval.low:.2f}, {interval.high:.2f}]",
-                     "mcnemar_p": f"{p:.3f}", "verdict": "a difference" if interval.excludes(0) and p < 0.05
-                     else "not distinguishable"})
+                     "mcnemar_p": f"{p:.3f}", "verdict": verdict(interval, p)})
     return pd.DataFrame(rows).set_index(["control", "comparison"])
 
 

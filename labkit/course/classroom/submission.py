@@ -30,7 +30,6 @@ learner's own report: `labkit class` labels them self-reported.
 from __future__ import annotations
 
 import json
-import string
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -123,33 +122,20 @@ def exercises_of(lab: str) -> frozenset[str]:
                      if isinstance(getattr(value, "exercise", None), tuple) and value.exercise[0] == lab)
 
 
-def goal_problem(goal: str) -> str | None:
-    """Why an attack goal cannot be filled as plain data (one phrase), or None.
-
-    A placeholder must be a bare `{name}`: a format spec (`{amount:.2f}`, `{user:>10000000}`) or a
-    conversion (`{user!r}`) would have Python's formatting run on a learner's text.
-    """
-    try:
-        parts = list(string.Formatter().parse(goal))
-    except ValueError as error:  # an unmatched brace
-        return f"field 'goal': {error}"
-    for _, field, spec, conversion in parts:
-        if field is not None and (spec or conversion):
-            shown = ("{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
-                     + "}")
-            return (f"field 'goal': placeholder {shorten(shown, 40)!r} has a format spec or conversion; "
-                    f"write {{{shorten(field, 20)}}}")
-    return None
-
-
 def _attack_problem(record: Any) -> str | None:
     """Why `record` is not an attack on the course's shop (one phrase), or None."""
-    from labkit.refunds.attacks import attack_from, load_templates, schema_problem
+    from labkit.refunds.attacks import (
+        GOAL_FIELDS,
+        attack_from,
+        load_templates,
+        placeholder_problem,
+        schema_problem,
+    )
     from labkit.refunds.lab import refund_lab
 
     if (problem := schema_problem(record)) is not None:
         return shorten(problem, 200)
-    if (problem := goal_problem(record["goal"])) is not None:
+    if (problem := placeholder_problem("goal", record["goal"], GOAL_FIELDS)) is not None:
         return problem
     lab = refund_lab()
     try:
