@@ -266,7 +266,6 @@ def test_a_run_that_changes_the_decisions_it_is_handed_is_judged_on_its_own_meri
     before = lab02.reference_table()
     verdict(lab02.check_run(popping_run), True)
     # ... and it changed nothing the next check compares against
-    assert lab02.FINAL["action"] == "final"
     pd_equal = before.equals(lab02.reference_table())
     assert pd_equal, lab02.reference_table()
     verdict(lab02.check_run(my_run), True)
