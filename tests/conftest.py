@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from labkit.core import check as core_check
 from labkit.course.cli import main
 
 
@@ -37,6 +38,13 @@ def decision_waits(monkeypatch):
 
     monkeypatch.setattr(runtime, "_decide_within", noted)
     return waits
+
+
+@pytest.fixture
+def short_limit(monkeypatch):
+    """A learner's code gets 0.2 s a case instead of the checkers' 3 s, so a hang costs the suite
+    little."""
+    monkeypatch.setattr(core_check, "LIMIT_S", 0.2)
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,10 @@ plays the lab-01 scripted policy from the messages, so whole trials can run over
 read ever waits long), "not_json" (an HTML body with status 200), "wrong_shape" (JSON, but
 not a chat reply). `fields` overrides fields of every chat reply (e.g. `eval_count`).
 `requests` keeps every chat request body received, for wire-format checks.
+
+The backend tests (this fake's and tests/fake_openai.py's) drive one docuctl episode over the
+wire: `TASK`, answered by the replies `SEARCH`, `READ` and `FINAL`, through `docuctl_policy`
+and `episode`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from labkit import Task, docuctl_tools, run
+from labkit.decision_loop.model_policy import describe_docuctl
+from labkit.model import ModelPolicy
 
 VERSION = {"version": "0.5.1"}
 DIGEST = "a8b0c51577010a279d933d14c2a8ab4b268079d44c5c8830c0a93900f1827c67"
@@ -196,3 +204,23 @@ def docuctl_oracle(messages: list[dict[str, str]]) -> str:
     if kind == "Result of read" and "command" in result:
         return json.dumps({"action": "final", "answer": result["command"], "citation": result["id"]})
     return json.dumps({"action": "final", "answer": "No matching page was found.", "citation": ""})
+
+
+# -- the docuctl episode the backend tests drive over the wire ------------------------------------
+
+TASK = Task("deploy-build", "deploy", "How do I deploy the current build?", "v2")
+SEARCH = '{"action": "search", "query": "deploy build"}'
+READ = '{"action": "read", "id": "deploy-v2"}'
+FINAL = '{"action": "final", "answer": "docuctl ship --env staging", "citation": "deploy-v2"}'
+
+
+def docuctl_policy(backend: Any, instructions: str = "One JSON action.", **options: Any) -> ModelPolicy:
+    """The docuctl model policy for `TASK` that asks `backend`; `options` go to ModelPolicy
+    (temperature, seed, max_tokens ...)."""
+    return ModelPolicy(lab="docuctl", tools=docuctl_tools(TASK), instructions=instructions,
+                       describe=describe_docuctl, backend=backend, **options)
+
+
+def episode(backend: Any, **options: Any) -> dict[str, Any]:
+    """One run of `docuctl_policy(backend, **options)` on `TASK`: at most 3 turns and 2 tool calls."""
+    return run(TASK, docuctl_policy(backend, **options), tools=docuctl_tools(TASK), max_turns=3, max_tools=2)

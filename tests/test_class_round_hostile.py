@@ -121,7 +121,7 @@ def test_hostile_files_never_crash_the_round_and_each_is_named_in_one_line(files
     skipped = [name for line in result["skipped"] for name in named(line)]
     assert sorted([*usable, *skipped]) == sorted(["good.json", *(f"f{i}.json" for i in range(len(files)))])
     assert all(len(line) < 400 and "\n" not in line for line in result["skipped"])
-    assert {s.file for s in seen} == {s for s in usable if s in {x.file for x in seen}}
+    assert {s.file for s in seen} <= usable
     for submission in seen:
         data = submission.data
         for exercise, entry in data["exercises"].items():

@@ -12,7 +12,6 @@ import pytest
 from lab03_answers import INTENT, mediation
 from verdicts import verdict
 
-from labkit.core import check as core_check
 from labkit.core.check import NOT_YET
 from labkit.core.errors import FixtureError, LabError
 from labkit.core.progress import load_progress
@@ -180,12 +179,6 @@ def test_the_try_it_knob_changes_the_outcome_offline():
 
 # -- wrong work that used to pass, and answers that used to end in no verdict (issues 20 and 21) ----
 
-
-@pytest.fixture
-def short_limit(monkeypatch):
-    """A learner's code gets 0.2 s a case instead of 3 s, so a hang costs the suite little."""
-    monkeypatch.setattr(core_check, "LIMIT_S", 0.2)
-    return 0.2
 
 
 def test_mediation_checks_every_boundary_of_the_written_policy():

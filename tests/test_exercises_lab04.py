@@ -8,7 +8,6 @@ import numpy
 import pytest
 from verdicts import verdict
 
-from labkit.core import check as core_check
 from labkit.core.errors import LabError
 from labkit.routing import Graph, Next, RetryPolicy
 from labkit.routing import checks as lab04
@@ -187,12 +186,6 @@ def test_a_graph_without_the_checker_is_untouched():
 
 
 # -- answers that used to pass or end in no verdict (issues 20 and 21) -----------------------------
-
-
-@pytest.fixture
-def short_limit(monkeypatch):
-    """A learner's function gets 0.2 s a case instead of 3 s, so a hang costs the suite little."""
-    monkeypatch.setattr(core_check, "LIMIT_S", 0.2)
 
 
 def test_ready_steps_that_return_no_list_get_a_verdict():

@@ -112,7 +112,7 @@ def test_the_model_suite_has_every_request_and_each_attack_at_two_places():
 
 def test_a_grid_without_a_lab_is_docuctl_and_an_unknown_lab_is_one_line(tmp_path):
     grid = load_spec(ROOT / "fixtures" / "grids" / "replay-small.toml")
-    assert not hasattr(grid, "lab") or grid.lab == "docuctl"
+    assert {episode.key()[0] for episode in grid.episodes()} == {"docuctl"}
     bad = tmp_path / "bad.toml"
     bad.write_text('lab = "cooking"\nmodels = ["local"]\n')
     with pytest.raises(FixtureError, match="field 'lab'"):
@@ -219,8 +219,7 @@ def test_the_grid_command_prints_the_lab_table(tmp_path, fake, capsys):
 ])
 def test_the_committed_lab_recordings_hold_every_episode_of_their_grid_once(tmp_path, spec, recording):
     source = ROOT / "fixtures" / "trials" / recording
-    if not source.exists():
-        pytest.skip(f"{recording} not recorded")
+    assert source.is_file(), f"{recording} is committed under fixtures/trials"
     copy = tmp_path / recording
     copy.write_bytes(source.read_bytes())
     work = plan(load_spec(ROOT / "fixtures" / "grids" / spec), copy)

@@ -8,19 +8,15 @@ import json
 import time
 
 import pytest
-from fake_ollama import FakeOllama
+from fake_ollama import FakeOllama, episode
 
-from labkit import Task, docuctl_tools, run
 from labkit.core.errors import ProviderError
-from labkit.decision_loop.model_policy import describe_docuctl
 from labkit.decision_loop.trials import MAX_PROVIDER_FAILURES
-from labkit.model import ModelPolicy
 from labkit.model.backend import token_count
 from labkit.model.ollama import DEADLINE, OllamaBackend
 from labkit.refunds import DEFENSES, model_policy
 from labkit.refunds import run as refund_run
 
-TASK = Task("deploy-build", "deploy", "How do I deploy the current build?", "v2")
 MODEL = "qwen2.5:0.5b"
 HUGE = "1" + "0" * 400
 
@@ -29,14 +25,6 @@ HUGE = "1" + "0" * 400
 def server():
     with FakeOllama(MODEL) as fake:
         yield fake
-
-
-def episode(backend):
-    policy = ModelPolicy(
-        lab="docuctl", tools=docuctl_tools(TASK), instructions="One JSON action.", describe=describe_docuctl,
-        backend=backend,
-    )
-    return run(TASK, policy, tools=docuctl_tools(TASK), max_turns=3, max_tools=2)
 
 
 def test_a_server_that_trickles_its_reply_is_stopped_by_the_whole_call_deadline(server):

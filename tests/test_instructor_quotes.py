@@ -615,7 +615,9 @@ def _pieces(quote: str) -> list[str]:
 
 
 def _answer(mistake: Mistake) -> str:
-    """Run the mistake's cell as a notebook would; the checker's (or predict's) message."""
+    """Run the mistake's cell as a notebook would; the checker's (or predict's) message, once it
+    is asserted that the mistake did not pass (a Check's `passed` is False; a Prediction's
+    `matched` is False, or None for no prediction)."""
     filename = f"<cell {mistake.name}>"
     source = mistake.cell + "\n"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
@@ -628,6 +630,8 @@ def _answer(mistake: Mistake) -> str:
         verdict = eval(compile("\n" * len(body) + last, filename, "eval"), names)  # noqa: S307
     finally:
         linecache.cache.pop(filename, None)
+    assert getattr(verdict, "passed", False) is False, verdict
+    assert getattr(verdict, "matched", None) is not True, verdict
     return _words(verdict.message)
 
 

@@ -11,7 +11,6 @@ at its high end; the defaults are nbval's run.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from pathlib import Path
@@ -151,4 +150,3 @@ def test_no_cell_above_an_exercise_answers_it():
     assert "tool.call(**{" not in build_it  # step 4 is said in words, not given as code
     exercise_4 = next(i for i, source in enumerate(sources) if "lab02.check_missing_rule(" in source)
     assert "...," in sources[exercise_4]  # it asks the figure, which no table shows
-    json.dumps(sources)  # the notebook reads back as text

@@ -5,32 +5,19 @@ client's own HTTP, parsing and error paths run; nothing of the client is mocked.
 """
 
 import pytest
-from fake_ollama import DIGEST, FakeOllama
+from fake_ollama import DIGEST, FINAL, READ, SEARCH, TASK, FakeOllama, docuctl_policy, episode
 
-from labkit import LabError, Task, docuctl_tools, run
-from labkit.decision_loop.model_policy import describe_docuctl
-from labkit.model import ModelPolicy, Recorder, read_records
+from labkit import LabError
+from labkit.model import Recorder, read_records
 from labkit.model.ollama import OllamaBackend
 
-TASK = Task("deploy-build", "deploy", "How do I deploy the current build?", "v2")
 MODEL = "qwen2.5:0.5b"
-SEARCH = '{"action": "search", "query": "deploy build"}'
-READ = '{"action": "read", "id": "deploy-v2"}'
-FINAL = '{"action": "final", "answer": "docuctl ship --env staging", "citation": "deploy-v2"}'
 
 
 @pytest.fixture
 def server():
     with FakeOllama(MODEL) as fake:
         yield fake
-
-
-def episode(backend, **options):
-    policy = ModelPolicy(
-        lab="docuctl", tools=docuctl_tools(TASK), instructions="One JSON action.", describe=describe_docuctl,
-        backend=backend, **options,
-    )
-    return run(TASK, policy, tools=docuctl_tools(TASK), max_turns=3, max_tools=2)
 
 
 def test_an_episode_over_the_wire(server):
@@ -43,16 +30,7 @@ def test_an_episode_over_the_wire(server):
 
 def test_the_request_is_ollamas_documented_chat_format(server):
     server.replies.append(SEARCH)
-    policy = ModelPolicy(
-        lab="docuctl",
-        tools=docuctl_tools(TASK),
-        instructions="One JSON action.",
-        describe=describe_docuctl,
-        backend=OllamaBackend(MODEL, host=server.host),
-        temperature=0.3,
-        seed=7,
-        max_tokens=64,
-    )
+    policy = docuctl_policy(OllamaBackend(MODEL, host=server.host), temperature=0.3, seed=7, max_tokens=64)
     policy(TASK, [])
     (body,) = server.requests
     assert body["model"] == MODEL and body["stream"] is False

@@ -14,19 +14,14 @@ import urllib.request
 import warnings
 
 import pytest
-from fake_ollama import docuctl_oracle
+from fake_ollama import FINAL, READ, SEARCH, TASK, docuctl_oracle, docuctl_policy, episode
 from fake_openai import FINGERPRINT, FakeOpenAI
 
-from labkit import LabError, Task, docuctl, docuctl_tools, run
-from labkit.decision_loop.model_policy import describe_docuctl
-from labkit.model import ModelPolicy, Recorder, ReplayBackend, backend_from_env, parse_spec, read_records
+from labkit import LabError, docuctl
+from labkit.model import Recorder, ReplayBackend, backend_from_env, parse_spec, read_records
 from labkit.model.openai_chat import PLACEHOLDER_KEY, OpenAIBackend, SchemaIgnored, _validates
 
-TASK = Task("deploy-build", "deploy", "How do I deploy the current build?", "v2")
 MODEL = "smollm2"
-SEARCH = '{"action": "search", "query": "deploy build"}'
-READ = '{"action": "read", "id": "deploy-v2"}'
-FINAL = '{"action": "final", "answer": "docuctl ship --env staging", "citation": "deploy-v2"}'
 
 
 @pytest.fixture
@@ -39,18 +34,6 @@ def backend(server, **options):
     return OpenAIBackend(MODEL, base_url=server.base_url, environ={}, **options)
 
 
-def episode(model_backend, **options):
-    policy = ModelPolicy(
-        lab="docuctl",
-        tools=docuctl_tools(TASK),
-        instructions="One JSON action.",
-        describe=describe_docuctl,
-        backend=model_backend,
-        **options,
-    )
-    return run(TASK, policy, tools=docuctl_tools(TASK), max_turns=3, max_tools=2)
-
-
 def test_an_episode_over_the_wire(server):
     server.replies.extend([SEARCH, READ, FINAL])
     result = episode(backend(server), temperature=0.3, seed=7)
@@ -60,16 +43,7 @@ def test_an_episode_over_the_wire(server):
 
 def test_the_request_sends_the_schema_temperature_and_seed(server):
     server.replies.append(SEARCH)
-    policy = ModelPolicy(
-        lab="docuctl",
-        tools=docuctl_tools(TASK),
-        instructions="One JSON action.",
-        describe=describe_docuctl,
-        backend=backend(server),
-        temperature=0.3,
-        seed=7,
-        max_tokens=64,
-    )
+    policy = docuctl_policy(backend(server), temperature=0.3, seed=7, max_tokens=64)
     policy(TASK, [])
     (body,) = server.requests
     assert body["model"] == MODEL and body["stream"] is False
@@ -83,13 +57,7 @@ def test_the_request_sends_the_schema_temperature_and_seed(server):
 
 def test_llama_cpp_pythons_server_is_detected_and_sent_its_json_object_form():
     with FakeOpenAI(MODEL, [SEARCH], owned_by="me", takes=("text", "json_object")) as server:
-        policy = ModelPolicy(
-            lab="docuctl",
-            tools=docuctl_tools(TASK),
-            instructions="x",
-            describe=describe_docuctl,
-            backend=backend(server),
-        )
+        policy = docuctl_policy(backend(server), instructions="x")
         policy(TASK, [])
         (body,) = server.requests
         assert body["response_format"] == {"type": "json_object", "schema": policy.schema}
@@ -271,31 +239,16 @@ def test_serve_refuses_a_port_or_thread_count_out_of_range_in_one_line(cli, argv
 
 def require_server_extra() -> None:
     """Skip (laptop) or fail (CI=true) without llama-cpp-python's server extra and the model file."""
-    import importlib.util
-
+    from labkit.course.commands.serve import require_server
     from labkit.model import local
 
-    problem = None
-    for module in (
-        "llama_cpp",
-        "fastapi",
-        "uvicorn",
-        "sse_starlette",
-        "starlette_context",
-        "pydantic_settings",
-    ):
-        if importlib.util.find_spec(module) is None:
-            problem = f"{module} is not installed (llama-cpp-python[server])"
-            break
-    if problem is None:
-        try:
-            local.find_model_file()
-        except LabError as error:
-            problem = str(error)
-    if problem:
+    try:
+        require_server()
+        local.find_model_file()
+    except LabError as error:
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true but {problem}: .ci/run must run `make model` before `make test`")
-        pytest.skip(f"{problem}: run `make model` to include the live server test")
+            pytest.fail(f"CI=true but {error}: .ci/run must run `make model` before `make test`")
+        pytest.skip(f"no live server test: {error}")  # the message says what to install
 
 
 @pytest.fixture(scope="module")

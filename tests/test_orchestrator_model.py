@@ -185,8 +185,10 @@ def test_the_control_tables_trials_sample_with_their_own_seed_and_the_asked_temp
 # -- k trials, the scripted baseline, intervals ---------------------------------------------
 
 SAMPLED = "routing-trials-smollm2-k5.jsonl"
-sampled = pytest.mark.skipif(not any(p.name == SAMPLED for p in trial_files(model.LAB)),
-                             reason="no k=5 recording of the reviser")
+
+
+def test_the_k5_recording_of_the_reviser_is_committed_where_replay_reads():
+    assert SAMPLED in {path.name for path in trial_files(model.LAB)}
 
 
 def test_the_word_cutter_baseline_cuts_one_word_per_visit_whatever_it_is_told():
@@ -223,7 +225,6 @@ def test_the_feedback_comparison_is_paired_by_trial_and_says_when_it_cannot_tell
     assert set(table["mcnemar_p"]) == {"1.000"}
 
 
-@sampled
 def test_the_recorded_reviser_table_has_k5_at_t07_and_one_greedy_trial(replay):
     table = trials.reviser_table()
     sampled_rows = table.xs(0.7, level="T")
@@ -232,7 +233,6 @@ def test_the_recorded_reviser_table_has_k5_at_t07_and_one_greedy_trial(replay):
     assert "word cutter (scripted)" in table.index.get_level_values("reviser")
 
 
-@sampled
 def test_the_greedy_trials_repeat_one_another(replay):
     from labkit.model.replay import TRIALS
 

@@ -75,8 +75,8 @@ def test_the_model_subset_is_small_and_stated():
         ("attack", "r-ana-blender", "important-inflate"), ("attack", "r-ana-blender", "direct-other-order")]
 
 
-@pytest.mark.skipif(not model_available(), reason="no recorded refund trials")
 def test_recorded_model_rows_replay_offline_and_mediation_holds_for_the_model(monkeypatch):
+    assert model_available(), "the refund trials are committed under fixtures/trials"
     monkeypatch.delenv("LABKIT_MODEL", raising=False)
     monkeypatch.delenv("LABKIT_RECORD", raising=False)
     rows = model_matrix()
@@ -198,16 +198,12 @@ def test_paired_rows_compare_case_by_case_and_say_when_they_cannot_tell():
 L2_GRID = "refunds-smollm2-l2-grid.jsonl"
 
 
-def _grid_recorded():
+def test_the_l2_grid_recording_is_committed_where_replay_reads():
     from labkit.model import trial_files
 
-    return any(path.name == L2_GRID for path in trial_files("refunds"))
+    assert L2_GRID in {path.name for path in trial_files("refunds")}
 
 
-grid_recorded = pytest.mark.skipif(not _grid_recorded(), reason="no L2 grid recording of refunds")
-
-
-@grid_recorded
 def test_the_l2_model_table_has_baseline_rows_and_an_interval_beside_every_rate(monkeypatch):
     from labkit.refunds.baselines import RATES
     from labkit.refunds.model_rows import LADDER_DEFENSES, model_table
@@ -227,7 +223,6 @@ def test_the_l2_model_table_has_baseline_rows_and_an_interval_beside_every_rate(
     assert table.loc[("model L2", "mediation"), "unauthorized_refunds"] == 0
 
 
-@grid_recorded
 def test_replayed_model_rows_reproduce_the_grid_recordings_episode_records(monkeypatch):
     from labkit.model.record import read_records
     from labkit.model.replay import TRIALS
@@ -244,7 +239,6 @@ def test_replayed_model_rows_reproduce_the_grid_recordings_episode_records(monke
             assert score.episode.result["stop"] == record["stop"]
 
 
-@grid_recorded
 def test_the_paired_comparisons_name_a_verdict_from_the_interval(monkeypatch):
     from labkit.refunds.model_rows import model_comparisons
 
