@@ -95,6 +95,9 @@ def test_the_paired_comparisons_are_printed_with_their_verdicts(cells):
     assert verdicts["example L3 T=0.7 - scripted loop"] == "not distinguishable"
     assert verdicts["example L3 T=0 - adaptive loop"] == "a difference"
     assert verdicts["example L3 T=0.7 - example L3 T=0"] == "not distinguishable"
+    # takeaway 3's "L2 did not, over L1" is these two rows, at each temperature
+    assert verdicts["example L2 T=0 - example L1 T=0"] == "not distinguishable"
+    assert verdicts["example L2 T=0.7 - example L1 T=0.7"] == "not distinguishable"
     for line in shown.splitlines():  # the verdict follows from the printed interval, on every line
         match = re.search(r"(-?\d\.\d{3}) \[(-?\d\.\d{3}), (-?\d\.\d{3})\]  excludes\(0\)=(True|False)", line)
         if match:
@@ -144,6 +147,26 @@ def test_the_rewrite_cases_sit_beside_the_baselines_with_the_way_to_a_bigger_mod
     assert re.search(r"SmolLM2-135M example L3 T=0 +model +1 +0\.167 \[0\.000, 0\.500\]", shown)
     lesson = plain(" ".join(markdown(cells)))
     assert "--cases rewrite" in lesson and "--baselines" in lesson and "labkit rerun 2" in lesson
+
+
+def test_the_counts_the_prose_quotes_are_printed_beside_it(cells):
+    prose = plain(" ".join(markdown(cells)))
+    hidden = re.search(r"and (\d+) more it does not show", prose)[1]
+    assert f"does not show: {hidden}" in output(code_cell(cells, "lab02.reference_table()"))
+    seeds = re.search(r"`labkit evaluate --baselines` runs (\d+)", prose)[1]
+    baselines = code_cell(cells, "ladder_with_baselines(rows, baselines)")
+    episodes = re.search(r"([\d,]+) baseline episodes here; `labkit evaluate --baselines` runs (\d+) seeds",
+                         output(baselines))
+    assert episodes and episodes[2] == seeds
+    assert not re.search(r"\d,\d{3} episodes", baselines.source), "a count in a comment, not printed"
+    guide = plain((NOTEBOOKS / "INSTRUCTOR.md").read_text(encoding="utf-8"))
+    assert f"the baselines run {episodes[1]} episodes" in guide
+    rewrite = output(code_cell(cells, "corpus.rewrite_cases"))
+    passes = re.search(r"two rules \(the adaptive loop\) pass (\d+)\.", prose)[1]
+    assert f"the adaptive loop (two rules) passes {passes} of 24 cases" in rewrite
+    shares = re.findall(r"^(rewrite-\S+) +words shared with its page: (.*), with the glossary: (.*)$",
+                        rewrite, re.M)
+    assert len(shares) == 6 and all(page == glossary == "[]" for _, page, glossary in shares), shares
 
 
 def test_the_predictions_are_recorded_like_the_other_labs(cells):
@@ -244,6 +267,19 @@ def test_lab03_paired_comparisons_name_their_verdicts_from_the_interval_and_mcne
     assert rows[("model L2 policy_prompt - model L2 none", "unauthorized_rate")][2] == "not distinguishable"
 
 
+def test_lab03_the_recordings_times_and_the_default_seeds_are_printed_where_the_prose_quotes_them(lab03):
+    prose = plain(" ".join(markdown(lab03)))
+    shown = output(code_cell(lab03, "model_table(seeds=SEEDS"))
+    episodes, low, high, median = re.search(
+        r"another (\d+) episodes, at (\d+\.\d) to (\d+\.\d) s an episode on a CPU, median (\d+\.\d)",
+        prose).groups()
+    assert f"the recording: {episodes} episodes, {low} to {high} s each (median {median})" in shown
+    guide = plain((NOTEBOOKS / "INSTRUCTOR.md").read_text(encoding="utf-8"))
+    assert f"another {episodes} at {low}–{high} s each, median {median}" in guide
+    default = re.search(r"the library's default is (\d+)", prose)[1]
+    assert f"the library's default {default}" in shown
+
+
 def test_lab03_attribution_is_computed_in_a_cell(lab03):
     cell = code_cell(lab03, "attribution(rung=")
     assert "nbval-check-output" in cell.metadata.get("tags", [])
@@ -306,6 +342,15 @@ def test_lab04_feedback_is_compared_paired_and_the_model_is_matched_to_the_word_
         excludes = float(low) > 0 or float(high) < 0
         assert verdict == ("a difference" if excludes and float(p) < 0.05 else "not distinguishable")
     assert shown.count("5 of 5 trials published; in 5 of 5 every text was the word cutter's") == 2
+
+
+def test_lab04_the_judged_texts_are_the_draft_and_the_scripted_revisers(lab04):
+    from labkit.routing.experiments import DRAFT
+
+    prose = plain(" ".join(markdown(lab04)))
+    assert "on the draft and the three texts the scripted reviser writes" in prose
+    texts = [line.split("  ")[0] for line in table(code_cell(lab04, "model_reviser.judge_table("))[1:]]
+    assert len(texts) == 4 and texts[0] == DRAFT
 
 
 def test_lab04_every_interval_the_prose_quotes_was_printed_and_the_claims_follow_them(lab04):
