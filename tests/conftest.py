@@ -1,5 +1,6 @@
 """Fixtures shared by the unit tests, and how `make test` spreads them over the cores."""
 
+import gc
 import os
 
 import pytest
@@ -79,6 +80,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {path: i for i, path in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
+
+# Python's full garbage collections walk every object still alive: in a worker, ~380,000 by
+# the end (modules, test items, pandas, hypothesis's data), 0.3 s a walk, 9-12 walks a worker,
+# 5.5 CPU-s over the suite. What is alive when collection ends, and when a test file ends, mostly
+# stays alive to the end, so it is frozen (gc.freeze: left out of later walks; objects freed by
+# reference counting are freed as before). Measured on the 2-core course machine: the walks
+# 5.5 -> 1.0 CPU-s, `make test` 48 -> 44 s in the same hour.
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.freeze()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if nextitem is None or nextitem.path != item.path:
+        gc.freeze()
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
