@@ -19,9 +19,8 @@ from typing import Any
 from labkit.baseline import controllers as _controllers
 from labkit.baseline.controllers import workflow
 from labkit.baseline.corpus import Corpus
-from labkit.baseline.documents import query_terms
+from labkit.baseline.documents import query_terms, score
 from labkit.baseline.task import task_from
-from labkit.core.text import words
 
 STAGES = ("retrieval", "control", "answer")
 REASON_LIMIT = 1000  # characters: a reason is a sentence or two
@@ -97,7 +96,7 @@ def trace_facts(case: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
     scores = {}
     for page_id in ids:
         page = corpus.docs.read(page_id, task.version)
-        scores[page_id] = len(terms & words(page["title"] + " " + page["text"]))
+        scores[page_id] = score(terms, page)
     page = corpus.docs.read(read, task.version) if read else None
     return {"result": result, "ids": ids, "read": read, "scores": scores,
             "conflicts": page is not None and _controllers.conflict(task, page) is not None}

@@ -101,6 +101,12 @@ class Documents:
         return set(self._index[version]) | set(self.aliases)
 
 
+def score(terms: set[str], page: Page) -> int:
+    """How many of the query's `terms` a page's title and text hold: what `linear_search` ranks by
+    (and `Documents.search` counts from its index)."""
+    return len(terms & words(page["title"] + " " + page["text"]))
+
+
 def linear_search(
     pages: Iterable[Page],
     aliases: Mapping[str, str],
@@ -117,7 +123,7 @@ def linear_search(
     for page in pages:
         if page["version"] != version:
             continue
-        score = len(terms & words(page["title"] + " " + page["text"]))
-        if score:
-            ranked.append((-score, page["id"], page["title"]))
+        found = score(terms, page)
+        if found:
+            ranked.append((-found, page["id"], page["title"]))
     return [{"id": id, "title": title} for _, id, title in sorted(ranked)[:top_k]]
