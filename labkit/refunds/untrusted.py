@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from labkit.core.answers import is_labkits, limit_s, shown, watching
+from labkit.core.answers import is_labkits, shown, watching
 from labkit.core.check import Check, TimedOut, crashed, fail, learner_line, time_limit
 from labkit.core.text import shorten
 from labkit.refunds.defenses import Defenses
@@ -89,7 +89,7 @@ def run_episodes(factory: PolicyFactory, defenses: Defenses, specs: Sequence[Spe
     for spec in specs:
         watched.where = case_name(spec)
         try:
-            with time_limit(limit_s()):
+            with time_limit():
                 scores += evaluate(factory, defenses, [spec], lab)
         except TimedOut as error:
             return scores, crashed(error, watched.where)
@@ -112,7 +112,7 @@ def ask(guard: Guard, probes: Sequence[tuple[str, RefundCall, EpisodeState]]
         for where, refund, state in probes:
             watched.where = where
             try:
-                with time_limit(limit_s()):
+                with time_limit():
                     answer = watched(refund, state)
             except TimedOut as error:
                 return answers, crashed(error, where)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from labkit.core.answers import limit_s, shown
+from labkit.core.answers import shown
 from labkit.core.check import Check, Raised, call, crashed, fail
 from labkit.core.text import shorten
 from labkit.routing.experiments import LIMIT
@@ -138,7 +138,7 @@ def ask(ready: Callable[..., Any], deps: Mapping[str, Sequence[str]], states: Ma
          where: str) -> list[str]:
     """The learner's step on copies of (deps, states), within the time limit."""
     try:
-        got = call(ready, {k: list(v) for k, v in deps.items()}, dict(states), limit=limit_s())
+        got = call(ready, {k: list(v) for k, v in deps.items()}, dict(states))
     except Raised as raised:
         raise Refused(crashed(raised.error, where)) from None
     return as_jobs(got, where.capitalize())

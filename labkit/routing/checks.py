@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.answers import Recorded, is_labkits, limit_s, shown, watching
+from labkit.core.answers import Recorded, is_labkits, shown, watching
 from labkit.core.check import (
     Check,
     Raised,
@@ -89,7 +89,7 @@ def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str)
     recorded = Recorded(router)
     where = f"while the review loop ran with the {which} reviser"
     try:
-        with time_limit(limit_s()):
+        with time_limit():
             result = loop_graph(router=recorded, reviser=reviser)[0].run(max_visits=5, clock=FakeClock())
     except TimedOut as error:
         return crashed(error, where)
@@ -114,7 +114,7 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
         for chars in router_chars():
             verdict = {"text": "x" * chars, "chars": chars}
             try:
-                decision = call(my_router, verdict, limit=limit_s())
+                decision = call(my_router, verdict)
             except Raised as raised:
                 return crashed(raised.error, f"on a verdict of {chars} characters")
             if delegated:
@@ -233,12 +233,12 @@ def check_retry_policy(policy: Any) -> Check:
     for error in (TimeoutError("slow"), ConnectionResetError("reset"), ValueError("bad argument"),
                   KeyError("missing")):
         try:
-            retried[type(error)] = bool(call(policy.retryable, error, limit=limit_s()))
+            retried[type(error)] = bool(call(policy.retryable, error))
         except Raised as raised:
             return crashed(raised.error, f"when retry_on was asked about a {type(error).__name__}")
     clock = FakeClock()
     try:
-        with time_limit(limit_s()):
+        with time_limit():
             result = retry_graph(flaky(3, ConnectionResetError("reset by peer")), policy).run(clock=clock)
     except TimedOut as error:
         return crashed(error, "while the retried job ran")

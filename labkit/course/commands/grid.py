@@ -113,7 +113,7 @@ def handle(args: argparse.Namespace) -> int:
             f"{work.total}",
             file=sys.stderr,
         )
-    if getattr(grid, "lab", "docuctl") != "docuctl":
+    if grid.lab != "docuctl":
         from labkit.course.grid.labs import print_tables
 
         return print_tables(grid, args.record, as_json=args.json)

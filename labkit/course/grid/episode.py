@@ -60,7 +60,7 @@ def run_episode(episode: Episode) -> list[Record]:
     does not have), as `labkit trials` does; a provider failure is an episode ending in
     `provider_error`, recorded like any other.
     """
-    if getattr(episode, "lab", LAB) != LAB:
+    if episode.lab != LAB:
         return _lab_episode(episode)
     corpus = docuctl()
     case = next(c for c in cases_of("all", corpus) if c["id"] == episode.case)

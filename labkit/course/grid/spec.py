@@ -35,7 +35,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 from labkit.core.errors import FixtureError, LabError
 from labkit.core.fixtures import read_json, read_text, schema_error
@@ -83,6 +83,8 @@ class Episode:
 
     `seed` is the cell's seed; the episode runs, and is recorded, with seed `seed + trial`.
     """
+
+    lab: ClassVar[str] = LAB  # which lab's episodes (labs.py's grids name theirs)
 
     model: str
     prompt: str
@@ -142,6 +144,8 @@ def record_key(record: dict[str, Any]) -> tuple[Any, ...]:
 @dataclass(frozen=True)
 class Grid:
     """A validated grid: its axes, and the episodes they expand to (`episodes()`)."""
+
+    lab: ClassVar[str] = LAB  # which lab's episodes (labs.py's grids name theirs)
 
     path: str
     models: tuple[str, ...]
