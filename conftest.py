@@ -5,7 +5,6 @@ included, so a DataFrame's HTML or a trace table would fail on whitespace alone.
 cells are compared through their plain text; HTML, JavaScript and stderr are skipped.
 """
 
-
 import os
 import tempfile
 from pathlib import Path
@@ -24,16 +23,23 @@ def pytest_collectstart(collector):
 # of its own, and the lab's last cell fails if any checker recorded an attempt: the file that
 # `labkit submit` would hand in, and the class round count, must stay empty. (Running the four
 # student copies again in a test of their own cost the suite 10 s.)
-UNTOUCHED = {"01_baseline_comparison.ipynb": "01", "02_decision_loop.ipynb": "02",
-             "03_refund_attack_lab.ipynb": "03", "04_routing_cycles.ipynb": "04"}
+UNTOUCHED = {
+    "01_baseline_comparison.ipynb": "01",
+    "02_decision_loop.ipynb": "02",
+    "03_refund_attack_lab.ipynb": "03",
+    "04_routing_cycles.ipynb": "04",
+}
 _runs: dict[str, Path] = {}
 _last: dict[str, str] = {}
 
 
 def _lab_notebook(item: pytest.Item) -> str | None:
     path = Path(str(item.fspath))
-    return path.name if path.suffix == ".ipynb" and path.parent.name == "notebooks" \
-        and path.name in UNTOUCHED else None
+    return (
+        path.name
+        if path.suffix == ".ipynb" and path.parent.name == "notebooks" and path.name in UNTOUCHED
+        else None
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -62,5 +68,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     progress = _runs[name] / "progress" / f"lab{UNTOUCHED[name]}.json"
     if report.passed and progress.exists():
         report.outcome = "failed"
-        report.longrepr = (f"{name} run as shipped recorded attempts, so an untouched student copy "
-                           f"would submit work nobody did:\n{progress.read_text()[:2000]}")
+        report.longrepr = (
+            f"{name} run as shipped recorded attempts, so an untouched student copy "
+            f"would submit work nobody did:\n{progress.read_text()[:2000]}"
+        )

@@ -16,7 +16,7 @@ from labkit.core.check import (
     learner_line,
     time_limit,
 )
-from labkit.core.progress import exercise, load_progress
+from labkit.core.verdicts import exercise, load_progress
 
 
 def test_a_function_that_sleeps_is_stopped_at_the_limit():

@@ -5,7 +5,7 @@ too), floats (NaN, infinities), strings, bytes, lists, dicts, numpy values and a
 functions that return any of those, raise (labkit's own LabError included) or sleep past the
 time limit. Each checker must return a Check whose message is one short sentence or two,
 written by the checker itself: never a traceback, never an exception out of the cell, and
-never the safety net's "this answer could not be checked" (`labkit.core.progress._judged`),
+never the safety net's "this answer could not be checked" (`labkit.core.verdicts._judged`),
 which is there for answers nobody foresaw, not for these. The time limit is lowered to 0.05 s
 so that a sleeping answer costs the suite little.
 """

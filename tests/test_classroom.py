@@ -8,7 +8,7 @@ import pytest
 from lab03_answers import INTENT, mediation
 
 from labkit.core.check import Check
-from labkit.core.progress import record
+from labkit.core.verdicts import record
 from labkit.course.classroom.merge import PRESETS, load_folder, pass_counts, red_team
 from labkit.course.classroom.submission import MAX_BYTES, build, read, submit
 from labkit.refunds.guard_table import guard_table
@@ -471,7 +471,7 @@ def test_a_learner_who_passed_then_experimented_submits_the_pass(cli, tmp_path):
 
 
 def _progress_file(content: bytes):
-    from labkit.core.progress import progress_path
+    from labkit.core.verdicts import progress_path
 
     path = progress_path("03")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -492,7 +492,7 @@ def test_a_progress_file_nested_100000_deep_is_one_line(cli):
 def test_a_fifo_progress_file_never_hangs_submit(cli):
     import threading
 
-    from labkit.core.progress import progress_path
+    from labkit.core.verdicts import progress_path
 
     progress_path("03").parent.mkdir(parents=True)
     os.mkfifo(progress_path("03"))

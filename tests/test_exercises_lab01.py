@@ -211,7 +211,7 @@ def test_failure_stage_accepts_negated_facts_that_hold(stage, reason):
 
 
 def test_an_untouched_diagnosis_cell_is_not_an_attempt():
-    from labkit.core.progress import load_progress
+    from labkit.core.verdicts import load_progress
 
     for reason in (None, "", "   "):
         verdict(lab01.check_failure_stage("rollback-restore", None, reason), False, "not attempted yet")

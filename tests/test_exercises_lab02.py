@@ -13,8 +13,8 @@ from verdicts import own_verdict, verdict
 
 from labkit.core import check as core_check
 from labkit.core.errors import LabError
-from labkit.core.progress import load_progress
 from labkit.core.runtime import run, validate_decision
+from labkit.core.verdicts import load_progress
 from labkit.decision_loop import checks as lab02
 from labkit.decision_loop.tables import pass_hat_k
 

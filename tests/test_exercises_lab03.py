@@ -14,7 +14,7 @@ from verdicts import verdict
 
 from labkit.core.check import NOT_YET
 from labkit.core.errors import FixtureError, LabError
-from labkit.core.progress import load_progress
+from labkit.core.verdicts import load_progress
 from labkit.refunds import careful
 from labkit.refunds import checks as lab03
 from labkit.refunds.attacks import attack_from, goal_text, load_templates

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labkit.core.predictions import load_predictions, predict, predictions_path
-from labkit.core.progress import load_progress
+from labkit.core.verdicts import load_progress
 
 
 def test_nothing_written_says_so_and_records_nothing():

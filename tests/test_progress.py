@@ -4,7 +4,7 @@ import json
 
 from labkit.baseline import checks as lab01
 from labkit.core.check import Check
-from labkit.core.progress import load_progress, progress_path, record
+from labkit.core.verdicts import load_progress, progress_path, record
 from labkit.routing import checks as lab04
 
 

@@ -19,7 +19,7 @@ if importlib.util.find_spec("papermill") is None:
 
 from labkit.core.errors import LabError  # noqa: E402
 from labkit.core.paths import CHECKOUT  # noqa: E402
-from labkit.core.progress import LABS  # noqa: E402
+from labkit.core.verdicts import LABS  # noqa: E402
 from labkit.course.classroom.rerun import NOTEBOOKS, WITHOUT_MODEL, notebook_of, rerun  # noqa: E402
 
 PARAMETERS = 'LABKIT_MODEL = "replay"\nK = 1\nTEMPERATURE = 0.0\nSEED = 0'

@@ -5,7 +5,7 @@ from typing import Any
 from labkit.core.check import WIDTH
 from labkit.exercises import Check
 
-# The safety net's words (`labkit.core.progress._judged`): an answer the checker itself could not
+# The safety net's words (`labkit.core.verdicts._judged`): an answer the checker itself could not
 # judge. It is a failing Check like any other, so only its words tell it from the checker's own.
 NET = "could not be checked"
 

@@ -79,9 +79,9 @@ from labkit.core.check import (
 )
 from labkit.core.errors import LabError
 from labkit.core.fixtures import ADAPTIVE_CASES, schema_error
-from labkit.core.progress import exercise
 from labkit.core.runtime import run
 from labkit.core.text import shorten
+from labkit.core.verdicts import exercise
 
 __all__ = [
     "check_adaptive_case",

@@ -1,11 +1,8 @@
-"""The verdict every checker returns, and running a learner's code as untrusted input.
+"""The verdict every checker returns, and running a learner's code, which is buggy, not hostile.
 
-A learner's answer can raise, hang, print a flood, mutate what it is handed or not be an
-answer at all; a checker must still answer with one verdict sentence. `call` runs their
-function on copies of its arguments within a time limit and wraps whatever goes wrong in
-`Raised`; `crashed` turns that into a sentence naming the exception and the learner's own line;
-`captured` (used by `labkit.core.progress.exercise` around every checker) keeps what their code
-prints out of the verdict's way and says how much there was.
+`call` runs the learner's function on copies of its arguments within a time limit and wraps what
+goes wrong in `Raised`; `crashed` turns that into a sentence naming the exception and the
+learner's line; `captured` keeps what their code prints out of the verdict's way.
 """
 
 from __future__ import annotations
@@ -24,22 +21,22 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from labkit.core.text import shorten
 from labkit.core.timeouts import TIMED_OUT, call_within
 
-# Every verdict for an answer not written yet starts with these words, and is not recorded as
-# an attempt (labkit.core.progress): an untouched student copy submits nothing.
+if TYPE_CHECKING:
+    import pandas as pd
+
+# A verdict for an answer not written yet starts with these words and is not recorded as an attempt.
 NOT_ATTEMPTED = "not attempted yet"
 NOT_YET = "not attempted yet: replace the `...` or None with your code and run the cell again"
-STARTING_POINT = ("not attempted yet: your function still holds the `...` placeholder (line {line}); "
-                  "replace it with your code and run the cell again")
-# JupyterLab breaks a text output at ~120 columns wherever it falls, mid-word included
-# (seen at 1400 px); wrapping here keeps a verdict readable on a projector.
-WIDTH = 110
+STARTING_POINT = (
+    "not attempted yet: your function still holds the `...` placeholder (line {line}); "
+    "replace it with your code and run the cell again"
+)
+WIDTH = 110  # JupyterLab breaks a text output at ~120 columns, mid-word included: wrap before
 
 
 @dataclass(frozen=True)
@@ -61,14 +58,18 @@ class Check:
 
 
 def fail(message: str, table: pd.DataFrame | None = None) -> Check:
+    """A failing verdict."""
     return Check(False, message, table)
 
 
 def crashed(error: BaseException, where: str) -> Check:
     """A learner's function raised or overran: name the exception, where, and their line."""
     if isinstance(error, TimedOut):
-        return Check(False, f"your function did not return within {error.seconds:g} s {where}; "
-                            "look for a loop that never ends or a long sleep, and run the check again.")
+        return Check(
+            False,
+            f"your function did not return within {error.seconds:g} s {where}; "
+            "look for a loop that never ends or a long sleep, and run the check again.",
+        )
     text = shorten(str(error), 300)
     shown = f"{type(error).__name__}: {text}" if text else type(error).__name__
     line = learner_line(error)
@@ -85,39 +86,32 @@ class Raised(Exception):
 
 
 class TimedOut(BaseException):
-    """A learner's function ran past its time limit.
-
-    A BaseException, like KeyboardInterrupt, so that the learner's own `except Exception:`
-    (or the runtime's, which counts a failing policy as `invalid_decision`) does not swallow it.
-    """
+    """A learner's function ran past its time limit: a BaseException, so that the learner's own
+    `except Exception:` (or the runtime's) does not swallow it."""
 
     def __init__(self, seconds: float):
         super().__init__(f"did not return within {seconds:g} s")
         self.seconds = seconds
 
 
-# Seconds a learner's function gets for one call: every case in the checkers takes
-# milliseconds (measured: the slowest correct answer, lab 03's guard over a whole episode
-# suite, 0.4 s for ~9,900 calls), so 3 s is only ever reached by a hang or a sleep.
+# Seconds a learner's function gets for one call: the slowest correct answer (lab 03's guard
+# over a whole episode suite) takes 0.4 s, so 3 s is only ever reached by a hang or a sleep.
 LIMIT_S = 3.0
-
-
 _AT_ONCE = 0.001  # seconds: re-arming an outer timer whose deadline has passed (0 would disarm it)
 
 
 def _signals_usable() -> bool:
+    """True where `time_limit` can interrupt a block: the main thread, with SIGALRM."""
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float | None = None) -> Iterator[None]:
-    """Raise TimedOut in this thread if the block runs longer than `seconds`.
+    """Raise TimedOut in this thread if the block runs longer than `seconds` (LIMIT_S by default).
 
-    In the main thread (where a notebook cell runs) an interval timer raises TimedOut inside
-    the learner's code and again every 50 ms until the block ends, so even a bare `except:` in
-    a loop cannot keep it running. Elsewhere (another thread, Windows) the block is not
-    limited here; `call` then waits for the function on a daemon thread instead. A block
-    inside another limit keeps the outer, earlier deadline.
+    In the main thread an interval timer raises TimedOut, again every 50 ms until the block
+    ends (a loop that catches it still stops); elsewhere the block is not limited (`call` waits
+    on a thread instead). A block inside another limit keeps the outer, earlier deadline.
     """
     seconds = LIMIT_S if seconds is None else seconds  # read now: tests lower LIMIT_S
     if not _signals_usable():
@@ -146,10 +140,7 @@ def time_limit(seconds: float | None = None) -> Iterator[None]:
 
 
 def copied(value: Any) -> Any:
-    """A deep copy of what a learner's function is handed, so it cannot change the checker's data.
-
-    Values that cannot be copied (a lock, a generator) are handed as they are.
-    """
+    """A deep copy of what a learner's function is handed (an uncopyable value as it is)."""
     try:
         return copy.deepcopy(value)
     except Exception:  # noqa: BLE001 - uncopyable values are passed through
@@ -157,19 +148,14 @@ def copied(value: Any) -> Any:
 
 
 def call(fn: Callable[..., Any], *args: Any, limit: float | None = None, **kwargs: Any) -> Any:
-    """Call the learner's `fn` on copies of its arguments, within `limit` seconds.
-
-    Anything it raises, and running past the limit (TimedOut), is wrapped in Raised: a checker
-    turns it into a verdict (`crashed`), never a traceback.
-    """
+    """The learner's `fn` called on copies of its arguments within `limit` seconds; what it
+    raises, and TimedOut, comes out wrapped in Raised (for `crashed`)."""
     args, kwargs = copied(args), copied(kwargs)
     limit = LIMIT_S if limit is None else limit  # read now: tests lower LIMIT_S
     try:
         if _signals_usable():
             with time_limit(limit):
                 return fn(*args, **kwargs)
-        # Not the main thread (or no SIGALRM): wait on a daemon thread, as the runtime's step
-        # timeout does; an overrunning call keeps running there, its answer ignored.
         value = call_within(lambda: fn(*args, **kwargs), (), limit)
         if value is TIMED_OUT:
             raise TimedOut(limit)
@@ -185,9 +171,7 @@ _STDLIB = str(Path(contextlib.__file__).resolve().parent)
 def learner_line(error: BaseException) -> str:
     """Where in the learner's code `error` was raised: "line 3: `return hits + [x]`", or "".
 
-    The innermost frame that is neither labkit's nor the standard library's is the learner's
-    (a notebook cell, or a module of theirs); its source comes from linecache, which IPython
-    fills for every cell.
+    The innermost frame that is neither labkit's nor a library's (IPython keeps cells in linecache).
     """
     frames = traceback.extract_tb(error.__traceback__)
     for frame in reversed(frames):
@@ -209,8 +193,6 @@ class _Kept(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
-        if not isinstance(text, str):
-            text = str(text)
         room = self.limit - self.count  # what came before counts whether kept or not
         if room > 0:
             self.parts.append(text[:room])
@@ -223,36 +205,32 @@ class _Kept(io.TextIOBase):
             return ""
         head = "".join(self.parts).splitlines()[:lines]
         shown = "\n".join(f"  | {shorten(line, WIDTH - 4)}" for line in head)
-        return (f"(your code printed {self.count:,} characters while it was checked; "
-                f"the first {len(head)} line(s):)\n{shown}")
+        return (
+            f"(your code printed {self.count:,} characters while it was checked; "
+            f"the first {len(head)} line(s):)\n{shown}"
+        )
 
 
-PRINT_KEPT = 2000  # characters of a learner's output kept for the verdict's note
+_PRINT_KEPT = 2000  # characters of a learner's output kept for the verdict's note
 
 
 @contextlib.contextmanager
-def captured(limit: int = PRINT_KEPT) -> Iterator[_Kept]:
-    """Everything printed (stdout and stderr) inside the block goes to one bounded `_Kept`.
-
-    A checker calls a learner's guard thousands of times: one debug `print()` in it would
-    otherwise flood the cell with thousands of lines above the verdict.
-    """
+def captured(limit: int = _PRINT_KEPT) -> Iterator[_Kept]:
+    """What is printed (stdout and stderr) inside the block, kept in one bounded `_Kept`: a
+    checker calls a learner's guard thousands of times, and one debug print() would flood the cell."""
     kept = _Kept(limit)
     with contextlib.redirect_stdout(kept), contextlib.redirect_stderr(kept):
         yield kept
 
 
 def unanswered(answer: Any) -> bool:
+    """True for an answer not written yet (None or `...`)."""
     return answer is None or answer is Ellipsis
 
 
 def placeholder_line(answer: Any) -> int | None:
-    """The line of a bare `...` statement left in a learner's function, or None.
-
-    Every build-it cell ships a function whose missing part is a `...` line: while it is there,
-    the cell is the starting point, not an attempt. Read from the function's source (IPython
-    keeps every cell's in linecache); a function without readable source has no placeholder.
-    """
+    """The line of a bare `...` statement left in a learner's function (the cell's starting
+    point, not an attempt), or None, also for a function without readable source."""
     code = getattr(answer, "__code__", None)
     if not callable(answer) or code is None:
         return None

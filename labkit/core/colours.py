@@ -1,10 +1,5 @@
-"""One colour per controller, policy and outcome, the same in every lab's charts.
-
-A learner who has seen the adaptive loop in dark green in lab 01 finds it in dark green in
-lab 02. Charts look names up here (`colour`) rather than take matplotlib's cycle, whose
-colour depends on the order a table happens to have. Outcomes put a final *correct* answer
-in green and a final *wrong* one in red-brown: ending with `final` is not being right.
-"""
+"""One colour per controller, policy and outcome, the same in every lab's charts (not
+matplotlib's cycle, whose colour depends on a table's order)."""
 
 from __future__ import annotations
 
@@ -30,9 +25,9 @@ OUTCOMES = {
     "wrong": "#8d2d1a",
 }
 
-FALLBACK = "#757575"
+_FALLBACK = "#757575"
 
 
 def colour(name: str) -> str:
     """The colour of controller or policy `name` (its prefix before " (" also counts)."""
-    return CONTROLLERS.get(name) or CONTROLLERS.get(name.split(" (")[0], FALLBACK)
+    return CONTROLLERS.get(name) or CONTROLLERS.get(name.split(" (")[0], _FALLBACK)

@@ -1,22 +1,10 @@
-"""Readable renderings of episode results for notebooks: an HTML table, and plain text.
+"""Episode results for notebooks: an HTML table (`result_html`), and plain text (`trace_text`).
 
-A `Result` displays itself through `result_html` in JupyterLab; `trace_text` gives the
-same content as plain lines, which is what nbval compares in checked cells (timings are
-left out of it on purpose: they differ on every run).
-
-`final` means the runtime accepted a well-formed answer, not that the answer is right.
-A bare `Result` cannot know which: its stop line says `final` in a neutral colour. A result
-that carries a grade, as the attributes `correct` (a bool) and `expected` (the answer and
-citation the grader wanted), renders as *final, correct* (green) or *final, wrong*
-(red-brown, with what was expected), the colours of `labkit.core.colours.OUTCOMES`. Lab 01's
-`labkit.baseline.grading.graded(result, case)` makes one; this module knows no lab.
-
-Legibility in JupyterLab, whose tables right-align and wrap anywhere by default: text
-columns are left-aligned; a time (`0.83 ms`) never wraps; a command or argument never
-breaks inside itself (`--env` split after its first dash reads as a different flag), only
-between arguments. A replayed model decision can carry `recorded_s`, the latency of the
-live call it replays; the time column then shows that, marked *recorded*, rather than the
-microseconds a lookup in a file took.
+The text is what nbval compares, so it leaves timings out. `final` means the runtime accepted a
+well-formed answer, not that it is right: a result that carries a grade (attributes `correct`
+and `expected`, as `labkit.baseline.grading.graded` sets them) renders as *final, correct* or
+*final, wrong*. In the HTML, text columns are left-aligned and a time, a command or an argument
+never breaks inside itself; a replayed decision's `recorded_s` is shown as its time.
 """
 
 from __future__ import annotations
@@ -26,23 +14,23 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from labkit.core.answers import shown
 from labkit.core.colours import OUTCOMES
 from labkit.core.text import shorten
 
 _MAX = 160
-UNGRADED = "#455a64"  # a final nobody has graded yet: neither right nor wrong
-STOPPED = "#b35900"  # any other stop reason
-LEFT = "text-align:left;vertical-align:top"
-KEEP = "white-space:nowrap"
+_UNGRADED = "#455a64"  # a final nobody has graded yet: neither right nor wrong
+_STOPPED = "#b35900"  # any other stop reason
+_LEFT = "text-align:left;vertical-align:top"
+_KEEP = "white-space:nowrap"
 
 
 def _short(value: Any, limit: int = _MAX) -> str:
+    """`value` as the trace writes it: a str as it is, anything else as JSON, or by `shown`."""
     try:
         text = value if type(value) is str else json.dumps(value, ensure_ascii=False, default=str)
-    except (ValueError, TypeError, RecursionError):
-        # What a hostile policy proposed can be unprintable (10**5000 exceeds Python's int
-        # string limit; an object's __str__ may raise): the trace still renders.
-        text = f"<unprintable {type(value).__name__}>"
+    except Exception:  # noqa: BLE001 - a tool's result may not print (10**5000, a raising __str__)
+        return shown(value, limit)
     return shorten(text, limit)
 
 
@@ -99,11 +87,7 @@ def _expected(result: Mapping[str, Any]) -> str:
 
 
 def trace_text(result: Mapping[str, Any]) -> str:
-    """The episode as plain text: one line per turn, then the stop line. No timings.
-
-    A graded result (see the module docstring) adds one line: ``outcome: correct``, or
-    ``outcome: wrong answer`` (or ``no answer``) with what the grader expected.
-    """
+    """The episode as plain text: one line per turn, the stop line, and a graded result's outcome."""
     lines = []
     for entry in result.get("trace", []):
         line = f"{entry.get('turn', '?'):>2}  {_describe(entry.get('decision', '—'))}"
@@ -125,14 +109,12 @@ def trace_text(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# A piece longer than this may wrap inside (a 70-character invented id, an error message given as
-# an answer): kept whole, such a trace pushed the time and tokens columns out of a notebook's view.
-KEPT_WHOLE = 50
+_KEPT_WHOLE = 50  # a piece longer than this may wrap inside, or it pushes the other columns out of view
 
 
 def _kept(pieces: list[str], joiner: str = ", ") -> str:
-    """Pieces joined where a line may break, each piece unbreakable unless it is longer than KEPT_WHOLE."""
-    styles = [KEEP if len(piece) <= KEPT_WHOLE else "overflow-wrap:anywhere" for piece in pieces]
+    """Pieces joined where a line may break, each piece unbreakable unless it is longer than _KEPT_WHOLE."""
+    styles = [_KEEP if len(piece) <= _KEPT_WHOLE else "overflow-wrap:anywhere" for piece in pieces]
     spans = zip(styles, pieces, strict=True)
     return joiner.join(f"<span style='{style}'>{html.escape(piece)}</span>" for style, piece in spans)
 
@@ -158,13 +140,13 @@ def _time(entry: Mapping[str, Any]) -> str:
     return f"{ms:.3f} ms" if ms < 0.1 else f"{ms:.2f} ms"  # a scripted decision takes microseconds
 
 
-def stop_label(result: Mapping[str, Any]) -> tuple[str, str]:
+def _stop_label(result: Mapping[str, Any]) -> tuple[str, str]:
     """(label, colour) of how an episode ended: 'final, correct' / 'final, wrong' once graded."""
     stop, correct = str(result.get("stop")), _grade(result)
     if stop != "final":
-        return stop, STOPPED
+        return stop, _STOPPED
     if correct is None:
-        return stop, UNGRADED
+        return stop, _UNGRADED
     return ("final, correct", OUTCOMES["correct"]) if correct else ("final, wrong", OUTCOMES["wrong"])
 
 
@@ -176,34 +158,33 @@ def result_html(result: Mapping[str, Any]) -> str:
         lead, parts = _observed_parts(entry)
         rows.append(
             "<tr>"
-            f"<td style='{LEFT}'>{esc(str(entry.get('turn', '')))}</td>"
-            f"<td style='{LEFT}'>{_decision_html(entry.get('decision', '—'))}</td>"
-            f"<td style='{LEFT}'>{esc(lead)}{_kept(parts)}</td>"
-            f"<td style='{KEEP};vertical-align:top'>{_time(entry)}</td>"
+            f"<td style='{_LEFT}'>{esc(str(entry.get('turn', '')))}</td>"
+            f"<td style='{_LEFT}'>{_decision_html(entry.get('decision', '—'))}</td>"
+            f"<td style='{_LEFT}'>{esc(lead)}{_kept(parts)}</td>"
+            f"<td style='{_KEEP};vertical-align:top'>{_time(entry)}</td>"
             f"<td style='vertical-align:top'>{esc(str(entry.get('tokens', '')))}</td>"
             "</tr>"
         )
-    label, colour = stop_label(result)
+    label, colour = _stop_label(result)
     summary = (
         f"<b style='color:{colour}'>stop: {esc(label)}</b> · turns {result.get('turns')} · "
         f"tool calls {result.get('tool_calls')}"
     )
     if result.get("stop") == "final":
         summary += (
-            f" · answer <code style='{KEEP}'>{esc(str(result.get('answer')))}</code> · citation "
-            f"<code style='{KEEP}'>{esc(str(result.get('citation')))}</code>"
+            f" · answer <code style='{_KEEP}'>{esc(str(result.get('answer')))}</code> · citation "
+            f"<code style='{_KEEP}'>{esc(str(result.get('citation')))}</code>"
         )
         if _grade(result) is False:
             answer, citation = result.expected  # type: ignore[attr-defined]
             summary += (
-                f" · expected <code style='{KEEP}'>{esc(str(answer))}</code> citing "
-                f"<code style='{KEEP}'>{esc(str(citation))}</code>"
+                f" · expected <code style='{_KEEP}'>{esc(str(answer))}</code> citing "
+                f"<code style='{_KEEP}'>{esc(str(citation))}</code>"
             )
     elif result.get("detail"):
         summary += f" · {esc(str(result.get('detail')))}"
     # Numbers keep JupyterLab's right alignment; text columns are read from the left.
-    head = "".join(f"<th style='{LEFT}'>{name}</th>" for name in ("turn", "decision", "observation"))
+    head = "".join(f"<th style='{_LEFT}'>{name}</th>" for name in ("turn", "decision", "observation"))
     head += "<th>time</th><th>tokens</th>"
     table = f"<table><tr>{head}</tr>{''.join(rows)}</table>" if rows else ""
     return f"<div>{summary}{table}</div>"
-

@@ -1,16 +1,13 @@
-"""Errors that mean "the lab is set up wrong", as opposed to counted outcomes.
+"""Errors that mean "the lab is set up wrong", as opposed to a policy's counted outcomes.
 
-A policy that proposes nonsense is not an error here: the runtime turns it into a counted
-stop reason. These exceptions are for the person running the lab — a malformed fixture, an
-unrecorded replay request, an unknown CLI option — and each carries one sentence that names
-what was wrong. The CLI prints that sentence and exits 2; nothing else catches them.
+Each carries one sentence naming what was wrong; the CLI prints it and exits 2.
 """
 
 from __future__ import annotations
 
 
 class LabError(Exception):
-    """Base class: a mistake in the lab's inputs or configuration, with a one-line message."""
+    """A mistake in the lab's inputs or configuration, with a one-line message."""
 
 
 class FixtureError(LabError, ValueError):
@@ -18,8 +15,5 @@ class FixtureError(LabError, ValueError):
 
 
 class ProviderError(OSError):
-    """A model backend failed (server down, timeout, HTTP error, unparseable reply).
-
-    Not a LabError: the runtime counts it as the stop reason `provider_error`, exactly like
-    the builtin ConnectionError the ollama client raises when no server listens.
-    """
+    """A model backend failed (server down, timeout, HTTP error, unparseable reply): not a
+    LabError, the runtime counts it as `provider_error`, like the ConnectionError of ollama's client."""

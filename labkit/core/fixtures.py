@@ -1,15 +1,8 @@
-"""Loading JSON fixtures with validation at the boundary.
+"""JSON files from the disk or the room are untrusted data: parsed strictly, validated by schema.
 
-Every fixture is checked against a JSON schema when it is loaded, and a violation becomes
-one FixtureError naming the file, the record and the field::
-
-    fixtures/docuctl/cases.json: record 0 (id 'deploy-build'): field 'version':
-    'v9' is not one of ['v1', 'v2']        (one line in practice)
-
-Nothing downstream of a loader has to guard against a missing key, nor against a value
-JSON can spell but Python cannot hold: `parse_json` refuses NaN, the infinities (written
-out or as 1e400), numbers with more digits than Python converts (4,300) and nesting past
-the recursion limit, each as one line instead of a traceback.
+A violation is one FixtureError naming the file, the record and the field ("fixtures/docuctl/
+cases.json: record 0 (id 'deploy-build'): field 'version': 'v9' is not one of ['v1', 'v2']"),
+so nothing downstream of a loader guards against a missing key or a value Python cannot hold.
 """
 
 from __future__ import annotations
@@ -71,6 +64,7 @@ ADAPTIVE_CASES = record_list(
 
 
 def _where(data: Any, error: jsonschema.ValidationError) -> str:
+    """Where in a list of records `error` is: "record 0 (id 'x'): field 'f': "."""
     path = list(error.absolute_path)
     if not path:
         return ""
@@ -100,12 +94,8 @@ def _finite_float(text: str) -> float:
 
 
 def parse_json(text: str) -> Any:
-    """`json.loads(text)`, refusing what Python cannot hold as a plain finite value.
-
-    Raises ValueError with one line — ``line L, column C: <what>`` for a syntax error, or
-    what was refused: NaN or Infinity, a float that overflows (1e400), an integer of more
-    than 4,300 digits, nesting deeper than the recursion limit.
-    """
+    """`json.loads(text)`, refusing in one line (ValueError) a syntax error ("line L, column C:
+    ..."), NaN, the infinities (1e400 too), an int of more than 4,300 digits, too deep a nesting."""
     try:
         return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as error:
@@ -137,18 +127,10 @@ def read_json(path: str | Path, what: str = "file") -> Any:
 
 
 def schema_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
-    """The error jsonschema's `best_match` picks in `data` against `schema`, or None if valid.
-
-    The caller words the message (where the error is: `error.absolute_path`; what it is:
-    `error.message`), as each file format names its records differently. Data nested too
-    deeply for the validator raises RecursionError.
+    """The error jsonschema's `best_match` picks in `data` against `schema`, or None if valid; the
+    caller words it (`error.absolute_path`, `error.message`). Too deep a nesting raises RecursionError.
     """
-    # Imported here, not at the top: jsonschema takes 1.0-1.4 s to import where rfc3987_syntax
-    # is installed (jupyter-events brings it; it builds an Earley parser at import), and the
-    # modules that validate (corpus, refunds, submissions, grid specs, the lab checks) are
-    # imported by `import labkit`'s names, by every CLI command and by every notebook. Paid
-    # once, at the first validation.
-    import jsonschema
+    import jsonschema  # here: paid at the first validation, not by every import of a loader
 
     return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
 

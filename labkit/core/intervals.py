@@ -1,25 +1,12 @@
 """Error bars for the course's rates: how sure a table of a few dozen episodes can be.
 
-One case of 24 is 0.04 of a pass rate, so a difference of one or two cases between two rows
-is often noise. Every rate a lab reports gets an interval from one of these:
+- `wilson(successes, n)`: the Wilson score interval (E. B. Wilson, 1927) for a proportion;
+- `bootstrap(values_by_case, statistic)`: resamples *cases*, not episodes, since trials of one
+  case are not independent ("Adding Error Bars to Evals", E. Miller, 2024, arXiv:2411.00640);
+- `paired(a, b)`: the per-case difference of two policies on the same cases, resampled by case;
+  `mcnemar(a, b)`: the exact test for one pass/fail outcome per case; `verdict` words the two.
 
-- `wilson(successes, n)`: the Wilson score interval for a proportion of independent trials
-  (E. B. Wilson, 1927). It stays inside [0, 1] and is sensible at 0 of n and n of n, where the
-  textbook "p ± 1.96·se" interval collapses to a point.
-- `bootstrap(values_by_case, statistic)`: for a score averaged over cases that each ran several
-  trials (pass@1, pass^k, money lost per episode), resample *cases*, not episodes: trials of one
-  case are not independent, and treating them as such makes the interval too narrow. This is
-  the clustered bootstrap recommended in "Adding Error Bars to Evals" (E. Miller, 2024,
-  https://arxiv.org/abs/2411.00640).
-- `paired(a, b)`: two policies run on the same cases are compared by the per-case difference,
-  resampled by case: the cases' own difficulty cancels out, so a real difference shows sooner
-  than from two separate intervals (Miller, section 4). `mcnemar(a, b)` is the exact test for
-  one pass/fail outcome per case.
-
-Every resampling takes a `seed` and uses numpy's own Generator, so a notebook's interval is the
-same on every run (and nbval can check it). A difference is a difference only when its
-interval excludes 0 (`Interval.excludes(0)`) and, where McNemar's test applies, p < 0.05 too;
-otherwise the honest word is "not distinguishable" (`verdict(interval, p)` says which).
+Every resampling is seeded (numpy's Generator), so a notebook's interval is the same every run.
 """
 
 from __future__ import annotations
@@ -30,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Z95 = 1.959963984540054  # the standard normal's 97.5th percentile: a two-sided 95% interval
-RESAMPLES = 2000  # bootstrap resamples: the 2.5th and 97.5th percentiles move by < 0.01 past this
+_Z95 = 1.959963984540054  # the standard normal's 97.5th percentile: a two-sided 95% interval
+_RESAMPLES = 2000  # bootstrap resamples: the 2.5th and 97.5th percentiles move by < 0.01 past this
 SEED = 0
 
 
@@ -51,12 +38,9 @@ class Interval:
         return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
 
-def wilson(successes: int, n: int, z: float = Z95) -> Interval:
-    """The Wilson score interval for `successes` of `n` independent trials.
-
-    Refuses (ValueError) counts that are not ints with 0 <= successes <= n, and n = 0: no
-    trials give no rate, not a rate of 0.
-    """
+def wilson(successes: int, n: int, z: float = _Z95) -> Interval:
+    """The Wilson score interval for `successes` of `n` independent trials (ValueError unless
+    they are ints with 0 <= successes <= n and n > 0)."""
     if type(successes) is not int or type(n) is not int or not 0 <= successes <= n or n == 0:
         raise ValueError(f"wilson needs int counts with 0 <= successes <= n and n > 0, got {successes}/{n}")
     p = successes / n
@@ -77,16 +61,11 @@ def bootstrap(
     values_by_case: Mapping[str, Sequence[float]],
     statistic: Callable[[Sequence[Sequence[float]]], float] | None = None,
     *,
-    resamples: int = RESAMPLES,
+    resamples: int = _RESAMPLES,
     seed: int = SEED,
 ) -> Interval:
-    """A 95% percentile interval for a statistic over cases, resampling whole cases.
-
-    `values_by_case` maps each case to its trials' values (1.0/0.0 for pass/fail, or any
-    number). `statistic` takes a list of cases' value lists and returns one number; by default
-    the mean over cases of each case's mean (pass@1 when the values are passes). The estimate
-    is the statistic on the cases as given. Refuses an empty mapping or a case without values.
-    """
+    """A 95% percentile interval for `statistic` over cases (each a list of its trials' values),
+    resampling whole cases; by default the mean of each case's mean (pass@1 for 0/1 values)."""
     cases = [list(map(float, values)) for values in values_by_case.values()]
     if not cases or any(not values for values in cases):
         raise ValueError("bootstrap needs at least one case, each with at least one value")
@@ -103,14 +82,10 @@ def paired(
     a: Mapping[str, float],
     b: Mapping[str, float],
     *,
-    resamples: int = RESAMPLES,
+    resamples: int = _RESAMPLES,
     seed: int = SEED,
 ) -> Interval:
-    """The mean per-case difference a - b over the cases both were run on, with its interval.
-
-    `a` and `b` map case ids to each policy's score on that case (a pass rate, pass^k, a 0/1
-    outcome). Only cases in both count; refuses two mappings that share no case.
-    """
+    """The mean per-case difference a - b (case id -> score) over the cases both ran, with its interval."""
     shared = sorted(set(a) & set(b))
     if not shared:
         raise ValueError("paired needs two score mappings over the same cases; these share none")
@@ -121,12 +96,8 @@ def paired(
 
 
 def mcnemar(a: Mapping[str, bool], b: Mapping[str, bool]) -> float:
-    """The exact two-sided McNemar p-value for two pass/fail outcomes on the same cases.
-
-    Only the discordant cases carry information: with `x` cases that only `a` passed and `y`
-    that only `b` passed, under "no difference" x is Binomial(x + y, 1/2). Returns 1.0 when no
-    case is discordant. Refuses two mappings that share no case.
-    """
+    """The exact two-sided McNemar p-value for two pass/fail outcomes on the same cases: with x
+    cases only `a` passed and y only `b` passed, x is Binomial(x + y, 1/2) under no difference."""
     shared = set(a) & set(b)
     if not shared:
         raise ValueError("mcnemar needs two outcome mappings over the same cases; these share none")
@@ -140,10 +111,8 @@ def mcnemar(a: Mapping[str, bool], b: Mapping[str, bool]) -> float:
 
 
 def verdict(interval: Interval, p: float | None = None) -> str:
-    """"a difference" when the paired interval excludes 0 and, where McNemar's exact test applies
-    (`p` given), p < 0.05 too; else "not distinguishable". With ten cases (or five trials) the
-    percentile bootstrap alone is too eager (lab 03's model mediation - careful benign utility:
-    [-0.70, -0.10], yet p = 0.125)."""
+    """ "a difference" when the paired interval excludes 0 and, where McNemar's test applies (`p`
+    given), p < 0.05 too; else "not distinguishable": with ten cases the bootstrap alone is too eager."""
     if interval.excludes(0) and (p is None or p < 0.05):
         return "a difference"
     return "not distinguishable"

@@ -1,20 +1,11 @@
-"""A learner's written predictions, compared with the computed result and kept with their progress.
+"""A learner's written predictions, compared with the computed result and kept.
 
-A lab asks for a prediction before a "Try it" cell or a headline table: the learner writes a
-number, a choice or a few names into a variable, and the next cell calls
-
-    predict("01", "workflow_passes", my_prediction, actual)
-
-which returns one sentence comparing the two ("you predicted 15; the result is 17: 2 more.").
-A prediction is never graded and never blocks: None or `...` (nothing written) answers "no
-prediction written; the result is …" and records nothing; any value, of any type, gets a
-sentence, never a traceback.
-
-Recorded in `runs/progress/predictions/labNN.json` beside the checkers' progress (a separate
-file, so that nothing `labkit submit` reads changes): per name, the first prediction written
-(the honest one, made before the result was seen), the latest, how many were written and
-whether the first matched. Written whole through a temporary file; a file that cannot be
-written costs one warning line, never the sentence.
+A lab asks for a prediction before a "Try it" cell or a headline table; the next cell calls
+``predict("01", "workflow_passes", my_prediction, actual)``, which answers in one sentence
+("you predicted 15; the result is 17: 2 more than that."). Never graded, never raising: None or
+`...` is "no prediction written" and records nothing. Kept in
+`runs/progress/predictions/labNN.json` (not read by `labkit submit`): per name the first
+prediction (made before the result was seen), the latest, and how many were written.
 """
 
 from __future__ import annotations
@@ -28,14 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from labkit.core.answers import shown
 from labkit.core.check import WIDTH, unanswered
 from labkit.core.paths import runs_dir, write_whole
-from labkit.core.progress import LABS
 from labkit.core.text import shorten
-
-__all__ = ["Prediction", "load_predictions", "predict", "predictions_path"]
-
-SHOWN = 60  # characters of a value shown in the sentence
+from labkit.core.verdicts import LABS
 
 
 @dataclass(frozen=True)
@@ -68,27 +56,21 @@ def load_predictions(lab: str) -> dict[str, Any]:
 
 
 def _shown(value: Any) -> str:
-    try:
-        text = value if isinstance(value, str) else repr(value)
-        return shorten(" ".join(str(text).split()), SHOWN)
-    except Exception:  # noqa: BLE001 - an unprintable value is named by its type
-        return f"a {type(value).__name__}"
+    """A value as the sentence quotes it: a str as it reads, anything else by `shown`."""
+    return shorten(" ".join(value.split()), 60) if type(value) is str else shown(value, 60)
 
 
 def _number(value: Any) -> float | None:
     """`value` as a finite number (an int, float or numpy scalar; not a bool), or None."""
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return None
+    if not isinstance(value, int | float) and not (hasattr(value, "__float__") and hasattr(value, "dtype")):
+        return None
     try:
-        if isinstance(value, int):
-            number = float(int.__int__(value)) if abs(value) < 10**300 else None
-        elif isinstance(value, float) or hasattr(value, "__float__") and hasattr(value, "dtype"):
-            number = float(value)
-        else:
-            return None
+        number = float(value)
     except (TypeError, ValueError, OverflowError):
         return None
-    return number if number is not None and math.isfinite(number) else None
+    return number if math.isfinite(number) else None
 
 
 def _names(value: Any) -> set[str] | None:
@@ -103,6 +85,7 @@ def _names(value: Any) -> set[str] | None:
 
 
 def _count(n: float) -> str:
+    """A count as a whole number where it is one."""
     return f"{int(n)}" if abs(n) < 1e15 and n == int(n) else f"{n:.6g}"
 
 
@@ -138,15 +121,8 @@ def _compare(value: Any, actual: Any) -> tuple[bool | None, str]:
             parts.append(f"not {', '.join(sorted(extra))}")
         said = f"you predicted {_shown(value)}; the result is {result}: {'; '.join(parts)}."
         return False, shorten(said, 380)
-    right = _same(value, actual)
+    right = bool(value == actual)  # an == that raises: predict's own fallback sentence
     return right, f"you predicted {_shown(value)}; the result is {result}" + (": right." if right else ".")
-
-
-def _same(value: Any, actual: Any) -> bool | None:
-    try:
-        return bool(value == actual)
-    except Exception:  # noqa: BLE001 - an answer whose == fails is not comparable
-        return None
 
 
 def _jsonable(value: Any) -> Any:
@@ -163,6 +139,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _record(lab: str, name: str, value: Any, actual: Any, matched: bool | None) -> None:
+    """Keep this prediction as the latest (and the first, if none was); warn in one line on failure."""
     predictions = load_predictions(lab)
     entry = predictions.get(name)
     now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -175,20 +152,17 @@ def _record(lab: str, name: str, value: Any, actual: Any, matched: bool | None) 
     predictions[name] = entry
     data = {"lab": lab, "predictions": predictions}
     try:
-        write_whole(predictions_path(lab), json.dumps(data, indent=1, sort_keys=True, default=str))
+        write_whole(predictions_path(lab), json.dumps(data, indent=1, sort_keys=True))
     except OSError as error:
         print(f"labkit: prediction not saved ({error})", file=sys.stderr)
 
 
 def predict(lab: str, name: str, value: Any, actual: Any) -> Prediction:
-    """Compare the learner's prediction `value` with the computed `actual`, in one sentence.
+    """The learner's prediction `value` compared with the computed `actual`, in one sentence.
 
-    `lab` is one of LABS and `name` names the prediction (both labkit's, not the learner's:
-    ValueError otherwise). `value` is whatever the learner wrote: None or `...` is no
-    prediction (nothing recorded); a number is compared with a numeric `actual` (how many
-    more or fewer), a str or a list of strs with a name or names (case and spacing ignored;
-    which they had, missed or added), True/False with a bool. Anything else is shown beside
-    the result. Never raises for any `value`; recording failures cost a warning line.
+    A number is compared with a number (how many more or fewer), a str or list of strs with
+    names (case and spacing ignored), True/False with a bool; anything else is shown beside the
+    result. `lab` and `name` are labkit's own: ValueError if they are not a lab and an identifier.
     """
     if lab not in LABS:
         raise ValueError(f"lab must be one of {LABS}, not {lab!r}")
@@ -202,4 +176,3 @@ def predict(lab: str, name: str, value: Any, actual: Any) -> Prediction:
         matched, message = None, f"you predicted {_shown(value)}; the result is {_shown(actual)}."
     _record(lab, name, value, actual, matched)
     return Prediction(name, value, actual, matched, message)
-

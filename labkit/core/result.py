@@ -17,15 +17,11 @@ STOP_REASONS = (
 
 
 class Result(dict):
-    """The outcome of one episode: a plain dict with the seed's keys, rendered as a table.
-
-    Keys: stop (one of STOP_REASONS), answer, citation, detail, trace, turns, tool_calls,
-    elapsed, usage. In a notebook it shows as `labkit.core.display.result_html` draws it;
-    its repr is `trace_text`, the same content as plain lines without timings.
-    """
+    """One episode's outcome, a plain dict (stop, answer, citation, detail, trace, turns,
+    tool_calls, elapsed, usage) shown as `labkit.core.display` renders it."""
 
     def _repr_html_(self) -> str:
-        from labkit.core.display import result_html  # display imports nothing of the runtime
+        from labkit.core.display import result_html
 
         return result_html(self)
 

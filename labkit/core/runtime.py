@@ -1,41 +1,22 @@
 """The bounded decision loop: the policy proposes; this runtime validates, executes and stops.
 
-`run(task, decide, tools=...)` asks `decide(task, observations)` for one action per turn,
-checks it against the tools' declared arguments (`labkit.core.decisions`), runs at most one
-tool per turn, and ends with a `Result` whose `stop` is always one of STOP_REASONS — never
-an exception raised by the policy.
+`run(task, decide, tools=...)` asks `decide(task, observations)` for one action per turn, takes
+it as plain JSON data and validates it (`labkit.core.decisions`), runs at most one tool per
+turn, and ends with a `Result` whose `stop` is one of STOP_REASONS, checked each turn in order:
 
-Stop reasons, in the order they are checked each turn:
+- ``aborted``: the caller's `abort` was set (before a turn, or during the decision: not executed)
+- ``deadline``: the episode's total time ran out; ``step_timeout``: one decision came too late
+- ``provider_error``: the policy's model backend failed (any OSError)
+- ``budget``: the usage the policy reported passed `budget`; that decision is not executed
+- ``invalid_decision``: not plain JSON, not an object, an unknown action, missing or extra
+  fields, wrong types, or the policy raised anything else
+- ``unread_citation``: a final answer cites a source no tool returned in this run
+- ``final``; ``tool_limit`` (a tool proposed after `max_tools` calls); ``turn_limit``
 
-- ``aborted``          the caller's `abort` event was set (checked before each turn, and
-                       again after each decision, so a decision made while the signal
-                       arrived is never executed)
-- ``deadline``         the episode's total time ran out (before a turn, or while waiting)
-- ``step_timeout``     one decision took longer than `step_timeout`; no tool runs
-- ``provider_error``   the policy's model backend failed (any OSError: ConnectionError,
-                       TimeoutError, labkit's ProviderError)
-- ``budget``           the usage the policy reported (tokens or cost) passed `budget`;
-                       that decision is not executed
-- ``invalid_decision`` not an object, an unknown action, missing/extra fields, wrong types,
-                       or the policy raised anything else
-- ``unread_citation``  a final answer cites a source that no tool returned in this run
-- ``final``            a valid final answer
-- ``tool_limit``       a tool was proposed after `max_tools` tool calls
-- ``turn_limit``       `max_turns` decisions were made without a final answer
-
-A tool that raises is an observation (`{"error": ...}`), not a crash. LabError (a
-configuration mistake such as an unrecorded replay request) is re-raised: it is the lab's
-fault, not the policy's, and must not be counted as a policy outcome.
-
-A policy that calls a model reports each decision's usage by setting `last_usage`
-(a mapping with `prompt_tokens`, `completion_tokens` and optionally `cost`) on itself;
-the runtime reads it once after every decision and charges it against `budget`. A
-reported value that is not a number from 0 to MAX_NUMBER is ignored, never trusted.
-
-Every decision is copied into plain values of exact types before it is checked, and the
-trace and the tools get that copy (`plain_decision`). The names this module used to
-define itself (Tool, validate_decision, Result, STOP_REASONS, ...) are still importable
-from here.
+A tool that raises is an observation (`{"error": ...}`). A LabError (the lab's configuration,
+not the policy) is re-raised. A policy reports each decision's usage in its `last_usage`
+(`prompt_tokens`, `completion_tokens`, optionally `cost`); values that are not numbers from 0
+to MAX_NUMBER are ignored.
 """
 
 from __future__ import annotations
@@ -49,7 +30,6 @@ from typing import Any
 from labkit.core.decisions import (
     FINAL_FIELDS,
     MAX_NUMBER,
-    MAX_VALUE_LENGTH,
     Decide,
     Tool,
     plain_decision,
@@ -59,17 +39,16 @@ from labkit.core.errors import LabError
 from labkit.core.result import STOP_REASONS, Result
 from labkit.core.timeouts import TIMED_OUT, call_within
 
+# The runtime's interface, with the names it is built of.
 __all__ = [
     "FINAL_FIELDS",
     "MAX_NUMBER",
     "MAX_SECONDS",
-    "MAX_VALUE_LENGTH",
     "STOP_REASONS",
     "Budget",
     "Decide",
     "Result",
     "Tool",
-    "plain_decision",
     "run",
     "validate_decision",
 ]
@@ -107,12 +86,9 @@ def run(
     budget: Budget | None = None,
     abort: threading.Event | None = None,
 ) -> Result:
-    """Run one bounded episode of `decide` on `task` with `tools`; see the module docstring for stops.
-
-    Raises ValueError only for limits outside their ranges (max_turns 1..8, max_tools 0..6,
-    timeouts in (0, MAX_SECONDS]) — the caller's mistake — and re-raises a LabError.
-    Guarantees: turns <= max_turns, tool_calls <= max_tools, no tool runs for a decision
-    that was invalid, late, over budget, or proposed after the limit.
+    """One bounded episode of `decide` on `task` with `tools`: turns <= max_turns (1..8),
+    tool_calls <= max_tools (0..6), and no tool runs for a decision that was invalid, late, over
+    budget or past the limit. ValueError for limits out of range; a LabError is re-raised.
     """
     _check_limits(max_turns, max_tools, step_timeout, deadline)
     episode = _Episode(task, decide, tools, start=time.perf_counter())
@@ -125,10 +101,12 @@ def run(
             episode.trace.append(entry)  # filled in as the turn goes
             proposal = _ask_policy(episode, entry, wait, late, turn_start)
             _charge(episode, entry)
-            proposal, unreadable = _plain(proposal, entry)
+            decision, problem = _checked(proposal, tools, entry)
             _check_abort(abort, turn, "abort signal set during the decision; not executed")
             _check_budget(episode, budget, turn)
-            decision = _validate(proposal, unreadable, tools, entry)
+            if problem:
+                entry["error"] = problem
+                raise _Stop("invalid_decision", turn, problem)
             if decision["action"] == "final":
                 return _final(episode, decision, turn)
             if episode.tool_calls == max_tools:
@@ -140,11 +118,7 @@ def run(
 
 
 class _Stop(Exception):  # noqa: N818 - it is how an episode ends, not an error
-    """The end of an episode, raised by the step that decides it; `run` returns it as a Result.
-
-    One exception, caught once in `run`, instead of a "did this step stop?" test after every
-    step: `run` then reads as the list of its steps.
-    """
+    """The end of an episode, raised by the step that decides it; `run` returns it as a Result."""
 
     def __init__(self, reason: str, turns: int, detail: str = "", **final: str) -> None:
         super().__init__(reason, turns, detail)
@@ -199,11 +173,8 @@ def _check_abort(abort: threading.Event | None, turns: int, detail: str) -> None
 def _time_left(
     episode: _Episode, turns: int, step_timeout: float | None, deadline: float | None
 ) -> tuple[float | None, tuple[str, str]]:
-    """(how long to wait for this decision, the stop if it does not come in that time).
-
-    The wait is the step timeout, or what is left of the deadline if that is sooner; None
-    means no limit. Stops with `deadline` if none is left before the turn starts.
-    """
+    """(how long to wait for this decision or None, the stop if it does not come in that time):
+    the step timeout, or what is left of the deadline if sooner. Stops if none is left."""
     on_timeout = ("step_timeout", f"no decision within {step_timeout} s")
     if deadline is None:
         return step_timeout, on_timeout
@@ -218,11 +189,8 @@ def _time_left(
 def _ask_policy(
     episode: _Episode, entry: dict[str, Any], wait: float | None, late: tuple[str, str], turn_start: float
 ) -> Any:
-    """The policy's next proposal, as it returned it, if it came within `wait` seconds.
-
-    Stops with `late` if it did not (no tool runs for it), `provider_error` for an OSError,
-    `invalid_decision` for anything else it raised. A LabError is re-raised.
-    """
+    """The policy's next proposal if it came within `wait` seconds; else stops with `late`,
+    `provider_error` for an OSError, `invalid_decision` for anything else (a LabError is re-raised)."""
     turn = entry["turn"]
     try:
         proposal = _decide_within(episode.decide, episode.task, list(episode.observations), wait)
@@ -248,59 +216,35 @@ def _ask_policy(
 
 
 def _decide_within(decide: Decide, task: Any, observations: list, timeout: float | None) -> Any:
-    """`decide(task, observations)`, or TIMED_OUT if it took longer than `timeout` seconds.
-
-    Without a timeout the policy runs in the caller's thread; with one, on a worker thread
-    that the runtime stops waiting for (`labkit.core.timeouts`).
-    """
+    """`decide(task, observations)`, in this thread without a timeout, else `call_within` it."""
     if timeout is None:
         return decide(task, observations)
     return call_within(decide, (task, observations), timeout)
 
 
 def _charge(episode: _Episode, entry: dict[str, Any]) -> None:
-    """Add the usage the policy reported for this decision to the episode; note its tokens."""
-    usage = _usage_of(_reported(episode.decide))
+    """Add the usage the policy reported for this decision (numbers from 0 to MAX_NUMBER only)."""
+    reported = getattr(episode.decide, "last_usage", None)
+    if not isinstance(reported, Mapping):
+        return
+    usage = {
+        key: value
+        for key in ("prompt_tokens", "completion_tokens", "cost")
+        if type(value := reported.get(key)) in (int, float) and 0 <= value <= MAX_NUMBER
+    }
     if usage:
         entry["tokens"] = int(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
         for key, value in usage.items():
             episode.usage[key] += value
 
 
-def _reported(decide: Decide) -> Any:
-    """The policy's `last_usage` as it stands (read once), or None if it cannot be read."""
-    try:
-        return getattr(decide, "last_usage", None)
-    except Exception:  # noqa: BLE001 - a report that cannot be read is no report
-        return None
-
-
-def _usage_of(usage: Any) -> dict[str, float]:
-    """The usage a policy reported (its `last_usage`): values from 0 to MAX_NUMBER only."""
-    try:
-        if not isinstance(usage, Mapping):
-            return {}
-        out = {}
-        for key in ("prompt_tokens", "completion_tokens", "cost"):
-            value = usage.get(key)
-            if type(value) in (int, float) and 0 <= value <= MAX_NUMBER:
-                out[key] = value
-        return out
-    except Exception:  # noqa: BLE001 - a report that cannot be read is no report
-        return {}
-
-
-def _plain(proposal: Any, entry: dict[str, Any]) -> tuple[Any, str]:
-    """(the proposal as plain values, "") noted in the trace, or (it, why it cannot be read).
-
-    An unreadable proposal stops only after the abort and budget checks, like any other
-    invalid one.
-    """
+def _checked(proposal: Any, tools: Mapping[str, Tool], entry: dict[str, Any]) -> tuple[dict, str]:
+    """(the proposal as plain JSON data, noted in the trace and validated, ""), or ({}, what is wrong)."""
     try:
         entry["decision"] = plain_decision(proposal)
-    except Exception as error:  # noqa: BLE001 - e.g. a dict another thread resized meanwhile
-        return proposal, str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
-    return entry["decision"], ""
+        return validate_decision(entry["decision"], tools), ""
+    except ValueError as error:
+        return {}, str(error)
 
 
 def _check_budget(episode: _Episode, budget: Budget | None, turn: int) -> None:
@@ -313,18 +257,6 @@ def _check_budget(episode: _Episode, budget: Budget | None, turn: int) -> None:
         raise _Stop("budget", turn, f"cost {episode.usage['cost']:g}, budget {budget.cost}")
 
 
-def _validate(proposal: Any, unreadable: str, tools: Mapping[str, Tool], entry: dict[str, Any]) -> dict:
-    """The proposal if it is a well-formed decision for `tools`; else stop with `invalid_decision`."""
-    problem = unreadable
-    if not problem:
-        try:
-            return validate_decision(proposal, tools)
-        except ValueError as error:
-            problem = str(error)
-    entry["error"] = problem
-    raise _Stop("invalid_decision", entry["turn"], problem)
-
-
 def _final(episode: _Episode, decision: dict[str, Any], turn: int) -> Result:
     """A final answer, released only if its citation (when it has one) was read in this run."""
     citation = decision["citation"]
@@ -334,10 +266,7 @@ def _final(episode: _Episode, decision: dict[str, Any], turn: int) -> Result:
 
 
 def _execute(episode: _Episode, entry: dict[str, Any], decision: dict[str, Any], turn_start: float) -> None:
-    """Run the decision's tool; its result (or the error it raised) becomes the next observation.
-
-    A LabError is re-raised. A source tool's result `id` becomes citable.
-    """
+    """Run the decision's tool: its result (or its error) is the next observation, a source's `id` citable."""
     action = decision["action"]
     tool = episode.tools[action]
     try:
@@ -345,11 +274,11 @@ def _execute(episode: _Episode, entry: dict[str, Any], decision: dict[str, Any],
     except LabError:
         raise
     except Exception as error:  # noqa: BLE001 - a failing tool is an observation
-        detail = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
-        result = {"error": detail}
+        result = {
+            "error": str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+        }
     episode.tool_calls += 1
     if tool.source and isinstance(result, dict) and isinstance(result.get("id"), str):
         episode.sources.add(result["id"])
-    entry["result"] = result
-    entry["elapsed"] = time.perf_counter() - turn_start
+    entry["result"], entry["elapsed"] = result, time.perf_counter() - turn_start
     episode.observations.append({"action": action, "result": result})

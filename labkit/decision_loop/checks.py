@@ -65,9 +65,9 @@ from labkit.core.check import (
     unanswered,
 )
 from labkit.core.errors import LabError
-from labkit.core.progress import exercise
 from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Budget, run
 from labkit.core.text import shorten
+from labkit.core.verdicts import exercise
 from labkit.decision_loop.answers import REFERENCES
 from labkit.decision_loop.answers import handed_in as _handed_in
 from labkit.decision_loop.evaluation import case_by_id, replay_trials

@@ -52,8 +52,8 @@ from labkit.core.check import (
     time_limit,
 )
 from labkit.core.errors import LabError
-from labkit.core.progress import exercise
 from labkit.core.text import shorten
+from labkit.core.verdicts import exercise
 from labkit.refunds.attacks import Attack, attack_from, gold_calls, load_templates, schema_problem, succeeded
 from labkit.refunds.defenses import DEFENSES, Defenses
 from labkit.refunds.display import short

@@ -45,8 +45,8 @@ from labkit.core.check import (
     time_limit,
     unanswered,
 )
-from labkit.core.progress import exercise
 from labkit.core.text import shorten
+from labkit.core.verdicts import exercise
 from labkit.routing.checker_cases import (
     GRAPHS,
     READY_CASES,

@@ -1,7 +1,7 @@
 """A learner's work on one lab as one JSON file: built from their progress, read back as data.
 
 `build(lab, name)` reads `runs/progress/labNN.json` (written by every checker, see
-`labkit.core.progress`) and keeps, per exercise, whether it was ever passed, after how many
+`labkit.core.verdicts`) and keeps, per exercise, whether it was ever passed, after how many
 attempts it first was, and how many attempts there were. For lab 03 it adds the attacks the
 learner wrote (the payload of exercise `intent_attack`: one record in attacks.json's shape)
 and their guards as guard tables (any exercise whose payload is one; see
@@ -40,8 +40,8 @@ from typing import Any
 from labkit.core.errors import LabError
 from labkit.core.fixtures import parse_json, schema_error
 from labkit.core.paths import write_whole
-from labkit.core.progress import LABS, progress_path
 from labkit.core.text import shorten
+from labkit.core.verdicts import LABS, progress_path
 from labkit.course.classroom.files import Refused, hand_in, read_regular
 
 FORMAT = "labkit-submission/1"

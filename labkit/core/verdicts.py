@@ -1,14 +1,10 @@
-"""A learner's checker outcomes, kept as data in `runs/progress/labNN.json`.
+"""A learner's checker verdicts, kept as data in `runs/progress/labNN.json` for `labkit submit`.
 
-Every public checker is wrapped with `@exercise(lab, name)`: after it answers, the verdict
-is recorded (latest message, attempts, the attempt that first passed, and an optional JSON
-`payload` such as the attack a learner wrote). `python -m labkit submit LAB` turns this file
-into a submission. Recording never changes the verdict and never raises: a progress file
-that cannot be written costs one warning line, not the learner's answer.
-
-File shape: {"lab": "03", "exercises": {name: {"passed", "message", "attempts",
-"first_passed_attempt", "updated", "payload"}}}. Written whole, through a temporary file,
-so an interrupted write leaves the previous file intact.
+Every public checker is wrapped with `@exercise(lab, name)`: after it answers, the verdict is
+recorded (latest message, attempts, the attempt that first passed, an optional JSON `payload`).
+Recording never changes the verdict and never raises: a file that cannot be written costs one
+warning line. File shape: {"lab": "03", "exercises": {name: {"passed", "message", "attempts",
+"first_passed_attempt", "updated", "payload"}}}, written whole (`paths.write_whole`).
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ParamSpec
 
+from labkit.core.answers import shown
 from labkit.core.check import (
     NOT_ATTEMPTED,
     NOT_YET,
@@ -72,11 +69,20 @@ def record(lab: str, name: str, verdict: Check, payload: Any = None) -> None:
         "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         "payload": payload,
     }
-    path = progress_path(lab)
     try:
-        write_whole(path, json.dumps(data, indent=1, sort_keys=True, default=str))
+        write_whole(progress_path(lab), _json(data))
     except OSError as error:
         print(f"labkit: progress not saved ({error})", file=sys.stderr)
+
+
+def _json(data: dict[str, Any]) -> str:
+    """`data` as JSON text; a payload that is not JSON data (a learner's object) is kept as `shown`."""
+    try:
+        return json.dumps(data, indent=1, sort_keys=True, default=shown)
+    except (TypeError, ValueError, RecursionError):  # mixed key types, a huge int, a cycle
+        for entry in data["exercises"].values():
+            entry["payload"] = shown(entry.get("payload")) if isinstance(entry, dict) else None
+        return json.dumps(data, indent=1, sort_keys=True, default=shown)
 
 
 def exercise(
@@ -122,18 +128,18 @@ def exercise(
 
 
 def _judged(check: Callable[..., Check], args: tuple, kwargs: dict) -> Check:
-    """The checker's verdict; if the checker itself fails on an answer, a verdict saying so.
-
-    Every checker turns a learner's mistake into a sentence; this is the net under them for an
-    answer nobody foresaw (an exotic type, labkit's own error raised from the learner's code).
-    """
+    """The checker's verdict; if the checker itself fails on an answer, a verdict saying so."""
     try:
         verdict = check(*args, **kwargs)
     except (Exception, TimedOut) as error:  # noqa: BLE001 - a traceback is never the answer
-        return Check(False, f"this answer could not be checked ({type(error).__name__}: "
-                            f"{shorten(str(error), 200)}); check that it has the shape the "
-                            "exercise asks for.")
+        return Check(
+            False,
+            f"this answer could not be checked ({type(error).__name__}: "
+            f"{shorten(str(error), 200)}); check that it has the shape the "
+            "exercise asks for.",
+        )
     if not isinstance(verdict, Check):
-        return Check(False, "this answer could not be checked; check that it has the shape the "
-                            "exercise asks for.")
+        return Check(
+            False, "this answer could not be checked; check that it has the shape the exercise asks for."
+        )
     return verdict
