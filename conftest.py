@@ -1,8 +1,7 @@
 """pytest configuration shared by the unit tests and nbval.
 
-nbval 0.11 compares every MIME type of a checked cell except images, `text/html`
-included, so a DataFrame's HTML or a trace table would fail on whitespace alone. Checked
-cells are compared through their plain text; HTML, JavaScript and stderr are skipped.
+nbval 0.11 compares every MIME type of a checked cell but images, so a DataFrame's HTML would
+fail on whitespace alone: checked cells are compared through their plain text.
 """
 
 import os
@@ -11,35 +10,27 @@ from pathlib import Path
 
 import pytest
 
+# nbval runs each lab as a learner's fresh copy runs, every build-it and exercise cell as shipped.
+# Each lab's kernel gets a runs folder of its own, and its last cell fails if a checker recorded an
+# attempt: an untouched student copy must submit nothing.
+UNTOUCHED = {
+    "01_baseline_comparison.ipynb",
+    "02_decision_loop.ipynb",
+    "03_refund_attack_lab.ipynb",
+    "04_routing_cycles.ipynb",
+}
+_runs: dict[str, Path] = {}
+_last: dict[str, str] = {}
+
 
 def pytest_collectstart(collector):
     if collector.fspath and collector.fspath.ext == ".ipynb":
         collector.skip_compare += ("text/html", "application/javascript", "stderr")
 
 
-# An untouched copy is no work done. nbval runs each lab exactly as a learner's fresh copy runs:
-# a new kernel, every cell top to bottom, every build-it and exercise cell as shipped (the
-# committed outputs are only compared, never used). So each lab's kernel gets a progress folder
-# of its own, and the lab's last cell fails if any checker recorded an attempt: the file that
-# `labkit submit` would hand in, and the class round count, must stay empty. (Running the four
-# student copies again in a test of their own cost the suite 10 s.)
-UNTOUCHED = {
-    "01_baseline_comparison.ipynb": "01",
-    "02_decision_loop.ipynb": "02",
-    "03_refund_attack_lab.ipynb": "03",
-    "04_routing_cycles.ipynb": "04",
-}
-_runs: dict[str, Path] = {}
-_last: dict[str, str] = {}
-
-
 def _lab_notebook(item: pytest.Item) -> str | None:
     path = Path(str(item.fspath))
-    return (
-        path.name
-        if path.suffix == ".ipynb" and path.parent.name == "notebooks" and path.name in UNTOUCHED
-        else None
-    )
+    return path.name if path.parent.name == "notebooks" and path.name in UNTOUCHED else None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -54,7 +45,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before a lab notebook's kernel starts (its first cell's setup): its own LABKIT_RUNS."""
     name = _lab_notebook(item)
     if name is not None and name not in _runs:
-        _runs[name] = Path(tempfile.mkdtemp(prefix=f"labkit-nbval-{UNTOUCHED[name]}-"))
+        _runs[name] = Path(tempfile.mkdtemp(prefix=f"labkit-nbval-{name[:2]}-"))
         os.environ["LABKIT_RUNS"] = str(_runs[name])
 
 
@@ -65,10 +56,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if name is None or call.when != "call" or _last.get(name) != item.nodeid:
         return
     report = outcome.get_result()
-    progress = _runs[name] / "progress" / f"lab{UNTOUCHED[name]}.json"
-    if report.passed and progress.exists():
+    verdicts = _runs[name] / "progress" / f"lab{name[:2]}.json"
+    if report.passed and verdicts.exists():
         report.outcome = "failed"
-        report.longrepr = (
-            f"{name} run as shipped recorded attempts, so an untouched student copy "
-            f"would submit work nobody did:\n{progress.read_text()[:2000]}"
-        )
+        report.longrepr = f"{name} run as shipped recorded attempts:\n{verdicts.read_text()[:2000]}"

@@ -18,40 +18,21 @@ from typing import Any
 # cleanly (jsonschema suppresses the ImportError); a process that imported it already keeps it.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
-# Public name -> the submodule that defines it.
-_EXPORTS: dict[str, str] = {
-    "adaptive_policy": "baseline.controllers",
-    "conflict": "baseline.controllers",
-    "controllers": "baseline.controllers",
-    "docuctl_tools": "baseline.controllers",
-    "fallback_workflow": "baseline.controllers",
-    "keyword_route": "baseline.controllers",
-    "revise_query": "baseline.controllers",
-    "scripted": "baseline.controllers",
-    "workflow": "baseline.controllers",
-    "Corpus": "baseline.corpus",
-    "docuctl": "baseline.corpus",
-    "load_corpus": "baseline.corpus",
-    "Tool": "core.decisions",
-    "validate_decision": "core.decisions",
-    "Documents": "baseline.documents",
-    "linear_search": "baseline.documents",
-    "FixtureError": "core.errors",
-    "LabError": "core.errors",
-    "ProviderError": "core.errors",
-    "compare": "baseline.grading",
-    "evaluate": "baseline.grading",
-    "outcome": "baseline.grading",
-    "STOP_REASONS": "core.result",
-    "Result": "core.result",
-    "Budget": "core.runtime",
-    "run": "core.runtime",
-    "Task": "baseline.task",
-    "TaskError": "baseline.task",
-    "task_from": "baseline.task",
-    "words": "core.text",
+# Each submodule and the public names it defines.
+_DEFINED_IN = {
+    "baseline.controllers": "adaptive_policy conflict controllers docuctl_tools fallback_workflow "
+    "keyword_route revise_query scripted workflow",
+    "baseline.corpus": "Corpus docuctl load_corpus",
+    "baseline.documents": "Documents linear_search",
+    "baseline.grading": "compare evaluate outcome",
+    "baseline.task": "Task TaskError task_from",
+    "core.decisions": "Tool validate_decision",
+    "core.errors": "FixtureError LabError ProviderError",
+    "core.result": "STOP_REASONS Result",
+    "core.runtime": "Budget run",
+    "core.text": "words",
 }
-
+_EXPORTS = {name: module for module, names in _DEFINED_IN.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 
 

@@ -20,10 +20,7 @@ CONTROLLERS = {
     "careful": "#2e7d32",
 }
 
-OUTCOMES = {
-    "correct": "#2e7d32",
-    "wrong": "#8d2d1a",
-}
+OUTCOMES = {"correct": "#2e7d32", "wrong": "#8d2d1a"}
 
 _FALLBACK = "#757575"
 

@@ -47,6 +47,7 @@ def _is_action(decision: Any) -> bool:
 
 
 def _describe(decision: Any) -> str:
+    """A decision as one line: `search(query='deploy')`."""
     if not _is_action(decision):
         return _short(decision)
     return f"{decision['action']}({', '.join(_arguments(decision))})"
@@ -71,11 +72,6 @@ def _observed_parts(entry: Mapping[str, Any]) -> tuple[str, list[str]]:
     return "", [_short(result)]
 
 
-def _observed(entry: Mapping[str, Any]) -> str:
-    lead, parts = _observed_parts(entry)
-    return lead + ", ".join(parts)
-
-
 def _grade(result: Mapping[str, Any]) -> bool | None:
     """The result's grade (`correct`), or None for a result nobody graded."""
     return getattr(result, "correct", None)
@@ -91,7 +87,8 @@ def trace_text(result: Mapping[str, Any]) -> str:
     lines = []
     for entry in result.get("trace", []):
         line = f"{entry.get('turn', '?'):>2}  {_describe(entry.get('decision', '—'))}"
-        seen = _observed(entry)
+        lead, parts = _observed_parts(entry)
+        seen = lead + ", ".join(parts)
         lines.append(line + (f"  ->  {seen}" if seen else ""))
     stop = f"stop={result.get('stop')}  turns={result.get('turns')}  tool_calls={result.get('tool_calls')}"
     if result.get("stop") == "final":
@@ -122,12 +119,10 @@ def _kept(pieces: list[str], joiner: str = ", ") -> str:
 def _decision_html(decision: Any) -> str:
     if not _is_action(decision):
         return f"<code>{_kept([_short(decision)])}</code>"
-    args = _arguments(decision)
-    if not args:
-        return f"<code>{_kept([str(decision['action']) + '()'])}</code>"
-    head = [f"{decision['action']}({args[0]}"] + args[1:]
-    head[-1] += ")"
-    return f"<code>{_kept(head)}</code>"
+    args = _arguments(decision) or [""]
+    pieces = [f"{decision['action']}({args[0]}", *args[1:]]
+    pieces[-1] += ")"
+    return f"<code>{_kept(pieces)}</code>"
 
 
 def _time(entry: Mapping[str, Any]) -> str:

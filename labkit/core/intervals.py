@@ -79,11 +79,7 @@ def bootstrap(
 
 
 def paired(
-    a: Mapping[str, float],
-    b: Mapping[str, float],
-    *,
-    resamples: int = _RESAMPLES,
-    seed: int = SEED,
+    a: Mapping[str, float], b: Mapping[str, float], *, resamples: int = _RESAMPLES, seed: int = SEED
 ) -> Interval:
     """The mean per-case difference a - b (case id -> score) over the cases both ran, with its interval."""
     shared = sorted(set(a) & set(b))

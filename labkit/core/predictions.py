@@ -126,16 +126,11 @@ def _compare(value: Any, actual: Any) -> tuple[bool | None, str]:
 
 
 def _jsonable(value: Any) -> Any:
-    """`value` as JSON data of exact types when it is small and plain, else its short repr."""
-    if value is None or type(value) in (bool, str) and len(str(value)) <= 200:
-        return value
-    if type(value) is int and abs(value) < 2**53 or type(value) is float and math.isfinite(value):
-        return value
-    if isinstance(value, list | tuple | set | frozenset) and len(value) <= 20:
-        items = sorted(value, key=str) if isinstance(value, set | frozenset) else list(value)
-        if all(type(item) in (str, int, float, bool) for item in items):
-            return [_jsonable(item) for item in items]
-    return _shown(value)
+    """`value` itself when it is short JSON data, else its `shown` text."""
+    try:
+        return value if len(json.dumps(value)) <= 200 else _shown(value)
+    except (TypeError, ValueError, RecursionError):
+        return _shown(value)
 
 
 def _record(lab: str, name: str, value: Any, actual: Any, matched: bool | None) -> None:

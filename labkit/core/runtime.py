@@ -27,14 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.core.decisions import (
-    FINAL_FIELDS,
-    MAX_NUMBER,
-    Decide,
-    Tool,
-    plain_decision,
-    validate_decision,
-)
+from labkit.core.decisions import FINAL_FIELDS, MAX_NUMBER, Decide, Tool, plain_decision, validate_decision
 from labkit.core.errors import LabError
 from labkit.core.result import STOP_REASONS, Result
 from labkit.core.timeouts import TIMED_OUT, call_within

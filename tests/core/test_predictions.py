@@ -28,8 +28,12 @@ def test_nothing_written_says_so_and_records_nothing():
         (True, True, True, "right"),
         (False, True, False, "not this time"),
         ("Adaptive  loop", "adaptive loop", True, "right"),
-        (["two-rule workflow", "keyword route"], ["adaptive loop", "two-rule workflow"], False,
-         "you had two-rule workflow; you missed adaptive loop; not keyword route"),
+        (
+            ["two-rule workflow", "keyword route"],
+            ["adaptive loop", "two-rule workflow"],
+            False,
+            "you had two-rule workflow; you missed adaptive loop; not keyword route",
+        ),
         ("seventeen", 17, None, "(a number)"),
     ],
 )
@@ -77,10 +81,18 @@ class Raising:
 
 
 ANSWERS = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=10**300, max_value=10**4000),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5000),
-    st.lists(st.text(max_size=30), max_size=200), st.dictionaries(st.text(max_size=5), st.integers()),
-    st.just(np.array([1, 2])), st.just(np.float64("nan")), st.just(Raising()), st.just(object()),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=10**300, max_value=10**4000),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5000),
+    st.lists(st.text(max_size=30), max_size=200),
+    st.dictionaries(st.text(max_size=5), st.integers()),
+    st.just(np.array([1, 2])),
+    st.just(np.float64("nan")),
+    st.just(Raising()),
+    st.just(object()),
 )
 
 

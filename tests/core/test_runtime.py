@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from labkit import STOP_REASONS, Budget, LabError, ProviderError, Task, Tool, run, validate_decision
+from labkit import Budget, LabError, ProviderError, Task, Tool, run
 from labkit.core.display import result_html, trace_text
 
 TASK = Task("t1", "deploy", "How do I deploy the current build?", "v2")
@@ -62,28 +62,6 @@ def test_final_after_search_and_read():
     assert (result["stop"], result["answer"], result["citation"]) == ("final", FINAL["answer"], "deploy-v2")
     assert (result["turns"], result["tool_calls"]) == (3, 2)
     assert log == [("search", "deploy"), ("read", "deploy-v2")]
-
-
-@pytest.mark.parametrize(
-    ("proposal", "detail"),
-    [
-        ("search deploy", "decision must be an object, got str"),
-        ({"action": "delete", "id": "x"}, "unknown action 'delete'"),
-        ({"action": "search"}, "search: missing ['query']"),
-        ({"action": "search", "query": "x", "sudo": True}, "search: unexpected ['sudo']"),
-        ({"action": "search", "query": "  "}, "search: query must not be blank"),
-        ({"action": "explode", "n": True}, "explode: n must be a finite number"),
-        ({"action": "explode", "n": float("nan")}, "explode: n must be a finite number"),
-        ({"action": "final", "answer": "", "citation": ""}, "final: answer must not be blank"),
-        ({"action": "read", "id": "x" * 2001}, "read: id must be a string of at most 2000 characters"),
-    ],
-)
-def test_invalid_decision_runs_no_tool(proposal, detail):
-    log = []
-    result = run(TASK, script(proposal), tools=tools(log))
-    assert result["stop"] == "invalid_decision"
-    assert detail in result["detail"]
-    assert log == [] and result["tool_calls"] == 0
 
 
 def test_a_policy_that_raises_is_an_invalid_decision_not_a_crash():
@@ -178,12 +156,14 @@ def test_step_timeout_stops_waiting_and_runs_no_tool():
 
 
 def test_a_late_decision_is_late_even_if_the_runtime_wakes_up_late(monkeypatch):
-    # On a loaded machine the wait can return after the limit, with the decision done in the
-    # meantime; it still overran the limit and must not run. Here the wait for the decision
-    # (the one wait of exactly step_timeout) returns only once the decision is done.
-    wait = threading.Event.wait
-    monkeypatch.setattr(threading.Event, "wait",
-                        lambda self, timeout=None: wait(self, 5.0 if timeout == 0.05 else timeout))
+    # On a loaded machine the wait can return after the limit, with the decision done meanwhile:
+    # it still overran and must not run. Here the wait of exactly step_timeout returns only late.
+    wait = threading.Condition.wait
+    monkeypatch.setattr(
+        threading.Condition,
+        "wait",
+        lambda self, timeout=None: wait(self, 5.0 if timeout == 0.05 else timeout),
+    )
     log = []
     result = run(TASK, slow(0.1), tools=tools(log), step_timeout=0.05)
     assert (result["stop"], result["detail"], log) == ("step_timeout", "no decision within 0.05 s", [])
@@ -227,9 +207,13 @@ def test_cost_budget():
 
 
 def test_nonsense_usage_is_ignored_not_trusted():
-    usage = {"prompt_tokens": -5, "completion_tokens": float("inf"), "cost": "free"}
-    result = run(TASK, script(SEARCH, READ, FINAL, usage=usage), tools=tools(), budget=Budget(tokens=1))
-    assert result["stop"] == "final"
+    for usage in (
+        {"prompt_tokens": -5, "completion_tokens": float("inf"), "cost": "free"},
+        {"prompt_tokens": 10**400, "completion_tokens": 1e308},
+    ):
+        result = run(TASK, script(SEARCH, READ, FINAL, usage=usage), tools=tools(), budget=Budget(tokens=1))
+        assert result["stop"] == "final"
+        assert result["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
 
 
 def test_tokens_spent_on_an_unparseable_reply_are_counted():
@@ -272,11 +256,18 @@ def test_abort_between_turns():
         ({"max_tools": 7}, "max_tools must be an int in 0..6"),
         ({"max_turns": True}, "max_turns must be an int in 1..8"),
         ({"step_timeout": 0}, "step_timeout must be a positive number"),
+        ({"step_timeout": float("nan")}, "step_timeout must be a positive number"),
         ({"deadline": -1}, "deadline must be a positive number"),
+        ({"deadline": float("inf")}, "deadline must be a positive number"),
+        ({"budget": {"tokens": -1}}, "Budget: tokens must be an int"),
+        ({"budget": {"tokens": 1.5}}, "Budget: tokens must be an int"),
+        ({"budget": {"cost": float("nan")}}, "Budget: cost must be a number"),
     ],
 )
 def test_limits_out_of_range_are_the_callers_mistake(limits, message):
     with pytest.raises(ValueError, match=message):
+        if "budget" in limits:
+            limits = {"budget": Budget(**limits["budget"])}
         run(TASK, script(FINAL), tools=tools(), **limits)
 
 
@@ -301,21 +292,6 @@ def test_trace_records_decision_result_elapsed_and_tokens():
     }
 
 
-def test_every_stop_reason_is_named():
-    assert set(STOP_REASONS) == {
-        "final",
-        "invalid_decision",
-        "provider_error",
-        "tool_limit",
-        "turn_limit",
-        "unread_citation",
-        "step_timeout",
-        "deadline",
-        "budget",
-        "aborted",
-    }
-
-
 def test_trace_renders_as_text_without_timings_and_as_html():
     result = run(
         TASK, script(SEARCH, READ, FINAL, usage={"prompt_tokens": 5, "completion_tokens": 1}), tools=tools()
@@ -331,85 +307,50 @@ def test_trace_renders_as_text_without_timings_and_as_html():
     assert html.count("<tr>") == 4 and "<th>tokens</th>" in html and "ms</td>" in html
 
 
-def test_validate_decision_returns_the_same_object():
-    decision = {"action": "search", "query": "deploy"}
-    assert validate_decision(decision, tools()) is decision
-
-
-class _Reports:
-    """A policy object answering SEARCH, READ, FINAL whose `last_usage` is whatever `report` gives."""
-
-    def __init__(self, report):
-        self.report, self.reads, self.calls = report, 0, 0
-
-    def __call__(self, task, observations):
-        self.calls += 1
-        return (SEARCH, READ, FINAL)[len(observations)]
-
-    @property
-    def last_usage(self):
-        self.reads += 1
-        return self.report(self.calls)
-
-
-class _NoAttribute:
-    def __call__(self, task, observations):
-        return (SEARCH, READ, FINAL)[len(observations)]
-
-
-class _HostileGetattr(_NoAttribute):
-    def __getattr__(self, name):
-        raise RuntimeError(f"no {name} for you")
-
-
-class _LateReport(_NoAttribute):
+class _LateReport:
     """Sets `last_usage` on itself only from its second decision on."""
 
     def __call__(self, task, observations):
         if observations:
             self.last_usage = {"prompt_tokens": len(observations), "completion_tokens": 1}
-        return super().__call__(task, observations)
+        return (SEARCH, READ, FINAL)[len(observations)]
 
 
-def _raises(calls):
-    raise RuntimeError("usage unavailable")
+def reporting(report):
+    """A policy answering SEARCH, READ, FINAL whose `last_usage` is `report(decision number)`."""
+
+    def decide(task, observations):
+        decide.last_usage = report(len(observations) + 1)
+        return (SEARCH, READ, FINAL)[len(observations)]
+
+    return decide
 
 
-USAGE_KINDS = {
-    # kind: (policy factory, tokens of each trace entry, the episode's usage)
-    "plain function, no attribute": (lambda: lambda t, o: (SEARCH, READ, FINAL)[len(o)], [None] * 3,
-                                     (0, 0, 0.0)),
-    "object, no attribute": (_NoAttribute, [None] * 3, (0, 0, 0.0)),
-    "attribute None": (lambda: script(SEARCH, READ, FINAL, usage=None), [None] * 3, (0, 0, 0.0)),
-    "empty mapping": (lambda: _Reports(lambda n: {}), [None] * 3, (0, 0, 0.0)),
-    "not a mapping": (lambda: _Reports(lambda n: [100, 15]), [None] * 3, (0, 0, 0.0)),
-    "values out of range": (lambda: _Reports(lambda n: {"prompt_tokens": -1, "completion_tokens": 2**60}),
-                            [None] * 3, (0, 0, 0.0)),
-    "reading raises": (lambda: _Reports(_raises), [None] * 3, (0, 0, 0.0)),
-    "__getattr__ raises": (_HostileGetattr, [None] * 3, (0, 0, 0.0)),
-    "prompt tokens only": (lambda: _Reports(lambda n: {"prompt_tokens": 7}), [7, 7, 7], (21, 0, 0.0)),
-    "changes each decision": (lambda: _Reports(lambda n: {"prompt_tokens": 10 * n, "completion_tokens": n,
-                                                          "cost": 0.5}),
-                              [11, 22, 33], (60, 6, 1.5)),
-    "set from the second decision": (_LateReport, [None, 2, 3], (3, 2, 0.0)),
+USAGE_KINDS = {  # kind: (policy, tokens of each trace entry, the episode's usage)
+    "a function without the attribute": (lambda t, o: (SEARCH, READ, FINAL)[len(o)], [None] * 3, (0, 0, 0.0)),
+    "not a mapping": (reporting(lambda n: [100, 15]), [None] * 3, (0, 0, 0.0)),
+    "out of range": (
+        reporting(lambda n: {"prompt_tokens": -1, "completion_tokens": 2**60}),
+        [None] * 3,
+        (0, 0, 0.0),
+    ),
+    "prompt tokens only": (reporting(lambda n: {"prompt_tokens": 7}), [7, 7, 7], (21, 0, 0.0)),
+    "changes each decision": (
+        reporting(lambda n: {"prompt_tokens": 10 * n, "completion_tokens": n, "cost": 0.5}),
+        [11, 22, 33],
+        (60, 6, 1.5),
+    ),
+    "set from the second decision": (_LateReport(), [None, 2, 3], (3, 2, 0.0)),
 }
 
 
 @pytest.mark.parametrize("kind", USAGE_KINDS)
-def test_every_kind_of_usage_report_gives_the_same_trace_tokens(kind):
-    """Tokens are charged exactly when the policy reports a readable, in-range usage; the
-    runtime skips the charging when `last_usage` is None (or absent), and must not change a
-    trace by doing so: these expectations held before that shortcut, and hold after it."""
-    make, tokens, (prompt, completion, cost) = USAGE_KINDS[kind]
-    policy = make()
+def test_tokens_are_charged_exactly_when_a_usage_report_is_readable_and_in_range(kind):
+    policy, tokens, (prompt, completion, cost) = USAGE_KINDS[kind]
     result = run(TASK, policy, tools=tools(), max_turns=3, max_tools=2)
     assert result["stop"] == "final"
     assert [entry.get("tokens") for entry in result["trace"]] == tokens
-    assert [set(entry) - {"turn", "elapsed", "decision", "result"} for entry in result["trace"]] == [
-        set() if n is None else {"tokens"} for n in tokens]
     assert result["usage"] == {"prompt_tokens": prompt, "completion_tokens": completion, "cost": cost}
-    if isinstance(policy, _Reports):
-        assert policy.reads == 3  # read once per decision, never twice
 
 
 # -- the runtime's place in labkit: it takes its tools, and knows no lab ------------------------
@@ -420,16 +361,6 @@ def test_the_tools_are_the_callers_to_give():
         run(TASK, script(FINAL))  # type: ignore[call-arg]
 
 
-def test_the_runtimes_names_are_still_importable_from_labkit_core_runtime():
-    from labkit.core import decisions, result, runtime
-
-    for name in ("Tool", "Decide", "FINAL_FIELDS", "MAX_NUMBER", "MAX_VALUE_LENGTH", "plain_decision",
-                 "validate_decision"):
-        assert getattr(runtime, name) is getattr(decisions, name)
-    assert (runtime.Result, runtime.STOP_REASONS) == (result.Result, result.STOP_REASONS)
-    assert runtime.run is run and runtime.Budget is Budget
-
-
 def test_any_graded_result_renders_its_grade_without_knowing_the_lab():
     class Marked(dict):
         correct = False
@@ -437,7 +368,8 @@ def test_any_graded_result_renders_its_grade_without_knowing_the_lab():
 
     result = Marked(run(TASK, script(SEARCH, READ, FINAL), tools=tools()))
     assert trace_text(result).endswith(
-        "outcome: wrong answer, expected 'docuctl ship --env prod' citing 'deploy-v2'")
+        "outcome: wrong answer, expected 'docuctl ship --env prod' citing 'deploy-v2'"
+    )
     assert ">stop: final, wrong</b>" in result_html(result)
     assert "expected <code style='white-space:nowrap'>docuctl ship --env prod</code>" in result_html(result)
     Marked.correct = True

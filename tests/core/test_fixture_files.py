@@ -1,11 +1,10 @@
-"""The shared helpers of labkit.core: reading a fixture, the schema error, cutting a string,
-recognising labkit's own function."""
+"""A file from the disk is untrusted data (labkit.core.fixtures): read, parsed and validated with one
+line per problem; and a file labkit writes is replaced whole (labkit.core.paths)."""
 
 import pytest
 
 from labkit.core.errors import FixtureError
 from labkit.core.fixtures import read_json, read_text, schema_error
-from labkit.core.text import shorten
 from labkit.course.grid.spec import load_spec
 from labkit.refunds.attacks import schema_problem
 
@@ -84,41 +83,22 @@ def test_schema_error_lets_recursion_error_through():
 
 def test_an_attack_records_schema_problem_names_the_field():
     assert schema_problem("not a record") == "field 'record': 'not a record' is not of type 'object'"
-    problem = schema_problem({"id": "a", "template": "t", "goal": "g", "check": {"kind": "nope"},
-                              "gold": [{"order": "o", "amount": "1", "destination": "d"}],
-                              "places": ["message"]})
+    problem = schema_problem(
+        {
+            "id": "a",
+            "template": "t",
+            "goal": "g",
+            "check": {"kind": "nope"},
+            "gold": [{"order": "o", "amount": "1", "destination": "d"}],
+            "places": ["message"],
+        }
+    )
     assert problem.startswith("field 'check.kind': 'nope' is not one of [")
 
 
 def test_a_grid_spec_of_another_kind_is_refused_before_it_is_read(tmp_path):
     with pytest.raises(FixtureError, match=r"spec.yaml: a grid spec is a .toml or .json file$"):
         load_spec(tmp_path / "spec.yaml")
-
-
-# -- shorten ----------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "limit", "expected"),
-    [
-        ("", 1, ""),
-        ("abc", 3, "abc"),
-        ("abcd", 3, "ab…"),
-        ("abcd", 1, "…"),
-        ("x" * 500, 80, "x" * 79 + "…"),
-    ],
-)
-def test_shorten_keeps_what_fits_and_cuts_the_rest_with_an_ellipsis(text, limit, expected):
-    assert shorten(text, limit) == expected
-
-
-def test_shorten_never_exceeds_its_limit():
-    assert all(len(shorten("y" * n, limit)) <= limit for n in range(12) for limit in range(1, 12))
-
-
-def test_shorten_refuses_a_limit_with_no_room_for_the_ellipsis():
-    with pytest.raises(ValueError, match="limit must be at least 1, got 0"):
-        shorten("abc", 0)
 
 
 def test_write_whole_replaces_in_one_rename_and_leaves_no_temporary_file(tmp_path, monkeypatch):
@@ -138,32 +118,3 @@ def test_write_whole_replaces_in_one_rename_and_leaves_no_temporary_file(tmp_pat
     with pytest.raises(OSError, match="disk full"):
         write_whole(target, "half")
     assert target.read_text() == "new" and sorted(p.name for p in target.parent.iterdir()) == ["lab02.json"]
-
-
-# -- is_labkits -----------------------------------------------------------------------------------
-
-
-def test_is_labkits_sees_labkits_function_through_wrappers_and_survives_a_hostile_code():
-    import functools
-
-    from labkit.core.answers import is_labkits
-
-    def original(x, y=1):
-        return x + y
-
-    @functools.wraps(original)
-    def decorated(*args, **kwargs):
-        return original(*args, **kwargs)
-
-    class Hostile:
-        @property
-        def __code__(self):
-            raise RuntimeError("no code for you")
-
-        def __call__(self, x):
-            return x
-
-    assert is_labkits(original, original) and is_labkits(functools.partial(original, y=2), original)
-    assert is_labkits(decorated, original)
-    assert not is_labkits(lambda x: x, original)
-    assert not is_labkits(Hostile(), original)  # raised RuntimeError before

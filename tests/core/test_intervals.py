@@ -122,8 +122,28 @@ def test_a_tables_mean_is_summed_exactly_so_it_rounds_as_the_fractions_do():
     # (numpy's) leaves at 0.5175000000000001 and prints as 0.518; the exact sum prints 0.517.
     from labkit.decision_loop.tables import rate_intervals
 
-    fractions = [(1, 1), (5, 6), (4, 5), (1, 6), (1, 3), (1, 5), (3, 5), (1, 1), (0, 1), (1, 6),
-                 (1, 4), (5, 6), (3, 5), (1, 4), (4, 5), (1, 3), (3, 5), (1, 2), (1, 4), (5, 6)]
+    fractions = [
+        (1, 1),
+        (5, 6),
+        (4, 5),
+        (1, 6),
+        (1, 3),
+        (1, 5),
+        (3, 5),
+        (1, 1),
+        (0, 1),
+        (1, 6),
+        (1, 4),
+        (5, 6),
+        (3, 5),
+        (1, 4),
+        (4, 5),
+        (1, 3),
+        (3, 5),
+        (1, 2),
+        (1, 4),
+        (5, 6),
+    ]
     rows = [{"case": f"c{i}", "passed": t < c} for i, (c, n) in enumerate(fractions) for t in range(n)]
     found = rate_intervals(rows, k_max=1)["pass@1"]
     rates = [c / n for c, n in fractions]
