@@ -26,8 +26,7 @@ def cli(capsys):
 
 @pytest.fixture
 def decision_waits(monkeypatch):
-    """The timeout of every decision the runtime takes from now on, in order (None: the decision
-    ran in the caller's thread, without a timeout thread)."""
+    """The timeout of every decision the runtime takes from now on (None: in the caller's thread)."""
     from labkit.core import runtime
 
     waits: list[float | None] = []
@@ -43,8 +42,7 @@ def decision_waits(monkeypatch):
 
 @pytest.fixture
 def short_limit(monkeypatch):
-    """A learner's code gets 0.2 s a case instead of the checkers' 3 s, so a hang costs the suite
-    little."""
+    """A learner's code gets 0.2 s a case instead of 3 s, so a hang costs the suite little."""
     monkeypatch.setattr(core_check, "LIMIT_S", 0.2)
 
 
@@ -81,12 +79,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
-# Python's full garbage collections walk every object still alive: in a worker, ~380,000 by
-# the end (modules, test items, pandas, hypothesis's data), 0.3 s a walk, 9-12 walks a worker,
-# 5.5 CPU-s over the suite. What is alive when collection ends, and when a test file ends, mostly
-# stays alive to the end, so it is frozen (gc.freeze: left out of later walks; objects freed by
-# reference counting are freed as before). Measured on the 2-core course machine: the walks
-# 5.5 -> 1.0 CPU-s, `make test` 48 -> 44 s in the same hour.
+# What is alive when collection ends, and when a test file ends, mostly stays alive to the end:
+# frozen (gc.freeze), full collections stop re-walking it (5.5 -> 1.0 CPU-s of gc over the suite).
 def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
@@ -97,9 +91,6 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: one worker more than the cores, since much of the suite waits rather than computes
-    (kernels starting and stopping, a JupyterLab server, Dask processes, the lab 04 timing demos).
-    Measured on the 2-core course machine, `make test` without the live test: 2 workers 39.4 and
-    40.3 s, 3 workers 37.4 and 37.4 s, 4 workers 41.0 s."""
+    """`-n auto`: one worker more than the cores, since much of the suite waits (kernels, a server,
+    Dask) rather than computes: on 2 cores, 3 workers 37.4 s against 39.4 s for 2 and 41.0 s for 4."""
     return (os.cpu_count() or 1) + 1
-

@@ -169,10 +169,8 @@ _STDLIB = str(Path(contextlib.__file__).resolve().parent)
 
 
 def learner_line(error: BaseException) -> str:
-    """Where in the learner's code `error` was raised: "line 3: `return hits + [x]`", or "".
-
-    The innermost frame that is neither labkit's nor a library's (IPython keeps cells in linecache).
-    """
+    """Where in the learner's code (the innermost frame neither labkit's nor a library's) `error`
+    was raised: "line 3: `return hits + [x]`", or ""."""
     frames = traceback.extract_tb(error.__traceback__)
     for frame in reversed(frames):
         where = str(Path(frame.filename).resolve()) if not frame.filename.startswith("<") else ""

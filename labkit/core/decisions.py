@@ -42,11 +42,8 @@ class Tool:
 
 
 def plain_decision(value: Any) -> Any:
-    """`value` after one JSON round trip: plain dicts, lists, str, int, float, bool and None.
-
-    What a subclass's `__eq__`, `__hash__` or `__str__` say is gone; what cannot be written
-    as JSON (an object, 10**5000, a cycle) is a ValueError.
-    """
+    """`value` after one JSON round trip, so a subclass's `__eq__` or `__hash__` is gone; ValueError
+    for what JSON cannot write (an object, a set, 10**5000, a cycle)."""
     try:
         return json.loads(json.dumps(value))
     except Exception as error:  # noqa: BLE001 - whatever the object does, it is not plain data
@@ -54,11 +51,8 @@ def plain_decision(value: Any) -> Any:
 
 
 def validate_decision(value: Any, tools: Mapping[str, Tool]) -> dict[str, Any]:
-    """Return `value` if it is a well-formed action for `tools`; raise ValueError otherwise.
-
-    Accepted: ``{"action": "final", "answer": str, "citation": str}`` (answer not blank;
-    citation may be empty) and ``{"action": <tool>, <each declared param>}``, of exact types.
-    """
+    """`value` if it is a well-formed action for `tools`, of exact types (a final's citation may
+    be empty), else ValueError."""
     if type(value) is not dict:
         raise ValueError(f"decision must be an object, got {type(value).__name__}")
     action = value.get("action")

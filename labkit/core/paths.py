@@ -26,10 +26,8 @@ def runs_dir() -> Path:
 
 
 def write_whole(path: Path, text: str, *, mode: int | None = None) -> Path:
-    """Write `text` to `path` whole, creating the folder; `mode` sets the file's permissions.
-
-    An OSError passes on to the caller; no temporary file is left behind either way.
-    """
+    """Write `text` to `path` whole, creating the folder, with permissions `mode`; an OSError passes
+    on to the caller, and no temporary file is left behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -92,37 +92,35 @@ def _count(n: float) -> str:
 def _compare(value: Any, actual: Any) -> tuple[bool | None, str]:
     """(matched, the sentence); matched is None when the two cannot be compared."""
     result = _shown(actual)
+    said = f"you predicted {_shown(value)}; the result is {result}"
     if isinstance(actual, bool) or isinstance(value, bool):
         if type(value) is bool and type(actual) is bool:
             right = value == actual
-            verdict = "right" if right else "not this time"
-            return right, f"you predicted {value}; the result is {actual}: {verdict}."
-        return None, f"you predicted {_shown(value)}; the result is {result} (a yes/no: True or False)."
+            return (
+                right,
+                f"you predicted {value}; the result is {actual}: {'right' if right else 'not this time'}.",
+            )
+        return None, f"{said} (a yes/no: True or False)."
     want, got = _number(actual), _number(value)
     if want is not None:
         if got is None:
-            return None, f"you predicted {_shown(value)}; the result is {result} (a number)."
+            return None, f"{said} (a number)."
+        head = f"you predicted {_count(got)}; the result is {result}"
         if got == want:
-            return True, f"you predicted {_count(got)}; the result is {result}: right."
-        gap = abs(want - got)
-        more = "more" if want > got else "fewer"
-        return False, f"you predicted {_count(got)}; the result is {result}: {_count(gap)} {more} than that."
+            return True, f"{head}: right."
+        return False, f"{head}: {_count(abs(want - got))} {'more' if want > got else 'fewer'} than that."
     expected, named = _names(actual), _names(value)
-    if expected is not None:
-        if named is None:
-            return None, f"you predicted {_shown(value)}; the result is {result}."
-        if named == expected:
-            return True, f"you predicted {_shown(value)}; the result is {result}: right."
-        hit, missed, extra = named & expected, expected - named, named - expected
-        parts = [f"you had {', '.join(sorted(hit))}" if hit else "none of yours is in it"]
-        if missed:
-            parts.append(f"you missed {', '.join(sorted(missed))}")
-        if extra:
-            parts.append(f"not {', '.join(sorted(extra))}")
-        said = f"you predicted {_shown(value)}; the result is {result}: {'; '.join(parts)}."
-        return False, shorten(said, 380)
-    right = bool(value == actual)  # an == that raises: predict's own fallback sentence
-    return right, f"you predicted {_shown(value)}; the result is {result}" + (": right." if right else ".")
+    if expected is None:
+        right = bool(value == actual)  # an == that raises: predict's own fallback sentence
+        return right, said + (": right." if right else ".")
+    if named is None or named == expected:
+        return (None, f"{said}.") if named is None else (True, f"{said}: right.")
+    hit, missed, extra = named & expected, expected - named, named - expected
+    parts = [f"you had {', '.join(sorted(hit))}" if hit else "none of yours is in it"]
+    parts += [f"you missed {', '.join(sorted(missed))}"] * bool(missed) + [
+        f"not {', '.join(sorted(extra))}"
+    ] * bool(extra)
+    return False, shorten(f"{said}: {'; '.join(parts)}.", 380)
 
 
 def _jsonable(value: Any) -> Any:

@@ -51,11 +51,8 @@ MAX_SECONDS = 86_400.0  # the longest step_timeout or deadline: a day
 
 @dataclass(frozen=True)
 class Budget:
-    """An episode's spending cap, counted from the usage the policy reports.
-
-    `tokens`: an int from 0 to MAX_NUMBER, or None; `cost`: a number from 0 to MAX_NUMBER,
-    or None. Anything else is the caller's mistake (ValueError).
-    """
+    """An episode's cap on the usage the policy reports: `tokens` (an int) and `cost` from 0 to
+    MAX_NUMBER, or None."""
 
     tokens: int | None = None
     cost: float | None = None

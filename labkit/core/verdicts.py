@@ -88,12 +88,8 @@ def _json(data: dict[str, Any]) -> str:
 def exercise(
     lab: str, name: str, payload: Callable[..., Any] | None = None
 ) -> Callable[[Callable[P, Check]], Callable[P, Check]]:
-    """Record every verdict of the wrapped checker under (`lab`, `name`).
-
-    `payload(*args, **kwargs)` (the checker's own arguments) may return JSON-able data to
-    keep with the verdict, e.g. the attack record a learner wrote; it is computed only after
-    the verdict and any error in it is ignored (the payload is then None).
-    """
+    """Record every verdict of the wrapped checker under (`lab`, `name`), with what
+    `payload(*args, **kwargs)` returns (None if it raises), e.g. the attack record a learner wrote."""
     if lab not in LABS:
         raise ValueError(f"lab must be one of {LABS}, not {lab!r}")
 
