@@ -353,14 +353,6 @@ def test_tokens_are_charged_exactly_when_a_usage_report_is_readable_and_in_range
     assert result["usage"] == {"prompt_tokens": prompt, "completion_tokens": completion, "cost": cost}
 
 
-# -- the runtime's place in labkit: it takes its tools, and knows no lab ------------------------
-
-
-def test_the_tools_are_the_callers_to_give():
-    with pytest.raises(TypeError, match="tools"):
-        run(TASK, script(FINAL))  # type: ignore[call-arg]
-
-
 def test_any_graded_result_renders_its_grade_without_knowing_the_lab():
     class Marked(dict):
         correct = False
