@@ -34,23 +34,18 @@ def _short(value: Any, limit: int = _MAX) -> str:
     return shorten(text, limit)
 
 
-def _arguments(decision: Mapping[str, Any]) -> list[str]:
-    return [
+def _pieces(decision: Any) -> list[str]:
+    """A decision in pieces that must not break inside: `search(query='deploy'`, `n=3)`."""
+    if not (isinstance(decision, Mapping) and "action" in decision):
+        return [_short(decision)]
+    args = [
         f"{k}={_short(v, 60)!r}" if isinstance(v, str) else f"{k}={_short(v, 60)}"
         for k, v in decision.items()
         if k != "action"
-    ]
-
-
-def _is_action(decision: Any) -> bool:
-    return isinstance(decision, Mapping) and "action" in decision
-
-
-def _describe(decision: Any) -> str:
-    """A decision as one line: `search(query='deploy')`."""
-    if not _is_action(decision):
-        return _short(decision)
-    return f"{decision['action']}({', '.join(_arguments(decision))})"
+    ] or [""]
+    pieces = [f"{decision['action']}({args[0]}", *args[1:]]
+    pieces[-1] += ")"
+    return pieces
 
 
 def _observed_parts(entry: Mapping[str, Any]) -> tuple[str, list[str]]:
@@ -86,7 +81,7 @@ def trace_text(result: Mapping[str, Any]) -> str:
     """The episode as plain text: one line per turn, the stop line, and a graded result's outcome."""
     lines = []
     for entry in result.get("trace", []):
-        line = f"{entry.get('turn', '?'):>2}  {_describe(entry.get('decision', '—'))}"
+        line = f"{entry.get('turn', '?'):>2}  {', '.join(_pieces(entry.get('decision', '—')))}"
         lead, parts = _observed_parts(entry)
         seen = lead + ", ".join(parts)
         lines.append(line + (f"  ->  {seen}" if seen else ""))
@@ -114,15 +109,6 @@ def _kept(pieces: list[str], joiner: str = ", ") -> str:
     styles = [_KEEP if len(piece) <= _KEPT_WHOLE else "overflow-wrap:anywhere" for piece in pieces]
     spans = zip(styles, pieces, strict=True)
     return joiner.join(f"<span style='{style}'>{html.escape(piece)}</span>" for style, piece in spans)
-
-
-def _decision_html(decision: Any) -> str:
-    if not _is_action(decision):
-        return f"<code>{_kept([_short(decision)])}</code>"
-    args = _arguments(decision) or [""]
-    pieces = [f"{decision['action']}({args[0]}", *args[1:]]
-    pieces[-1] += ")"
-    return f"<code>{_kept(pieces)}</code>"
 
 
 def _time(entry: Mapping[str, Any]) -> str:
@@ -154,7 +140,7 @@ def result_html(result: Mapping[str, Any]) -> str:
         rows.append(
             "<tr>"
             f"<td style='{_LEFT}'>{esc(str(entry.get('turn', '')))}</td>"
-            f"<td style='{_LEFT}'>{_decision_html(entry.get('decision', '—'))}</td>"
+            f"<td style='{_LEFT}'><code>{_kept(_pieces(entry.get('decision', '—')))}</code></td>"
             f"<td style='{_LEFT}'>{esc(lead)}{_kept(parts)}</td>"
             f"<td style='{_KEEP};vertical-align:top'>{_time(entry)}</td>"
             f"<td style='vertical-align:top'>{esc(str(entry.get('tokens', '')))}</td>"
