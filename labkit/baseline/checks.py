@@ -20,7 +20,7 @@ import pandas as pd
 
 from labkit.baseline import diagnosis
 from labkit.baseline.controllers import BASE_TOOL_BUDGET, controllers, docuctl_tools, scripted, workflow
-from labkit.baseline.corpus import Corpus, docuctl
+from labkit.baseline.corpus import Corpus, case_problem, docuctl
 from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
 from labkit.baseline.task import Task, TaskError, task_from
@@ -319,13 +319,7 @@ def _invalid(case: dict[str, Any], docs: Documents) -> str | None:
         task_from(case)
     except TaskError as refused:
         return f"the task contract refuses this case: {refused}"
-    try:
-        page = docs.read(case["expected_doc"], case["version"])
-    except ValueError:
-        return f"expected_doc {case['expected_doc']!r} is not a {case['version']} page"
-    if page["command"] != case["expected_command"]:
-        return f"expected_command: page {page['id']!r} says {shorten(page['command'], 100)!r}"
-    return None
+    return case_problem(case, docs)
 
 
 @exercise("01", "adaptive_case", payload=lambda case: _as_json(case))

@@ -31,22 +31,25 @@ class Corpus:
     rewrite_cases: list[dict[str, Any]] = field(default_factory=list)
 
 
+def case_problem(case: dict[str, Any], docs: Documents) -> str | None:
+    """Why `case` contradicts its corpus (no expected page in its version, or another command), or None."""
+    try:
+        page = docs.read(case["expected_doc"], case["version"])
+    except ValueError:
+        return f"field 'expected_doc': no page {case['expected_doc']!r} in version {case['version']}"
+    if page["command"] != case["expected_command"]:
+        return (
+            f"field 'expected_command': page {page['id']!r} says {page['command']!r}, "
+            f"not {case['expected_command']!r}"
+        )
+    return None
+
+
 def _check_cases(path: Path, cases: list[dict[str, Any]], docs: Documents) -> None:
     unique_ids(path, cases)
     for index, case in enumerate(cases):
-        where = f"{path}: record {index} (id {case['id']!r})"
-        try:
-            page = docs.read(case["expected_doc"], case["version"])
-        except ValueError:
-            raise FixtureError(
-                f"{where}: field 'expected_doc': no page {case['expected_doc']!r} "
-                f"in version {case['version']}"
-            ) from None
-        if page["command"] != case["expected_command"]:
-            raise FixtureError(
-                f"{where}: field 'expected_command': page {page['id']!r} says "
-                f"{page['command']!r}, not {case['expected_command']!r}"
-            )
+        if problem := case_problem(case, docs):
+            raise FixtureError(f"{path}: record {index} (id {case['id']!r}): {problem}")
 
 
 def load_corpus(folder: str | Path = DOCUCTL) -> Corpus:

@@ -257,7 +257,7 @@ def test_a_case_the_workflow_fails_and_the_loop_passes_is_accepted():
         (START | {"question": "zzzz qqqq"}, ["adaptive loop fails it too"]),
         (START | {"version": "v3"}, ["not a valid case", "version"]),
         (START | {"version": 2}, ["not a valid case", "version"]),
-        (START | {"expected_doc": "tokens-v1"}, ["not a v2 page"]),
+        (START | {"expected_doc": "tokens-v1"}, ["no page 'tokens-v1' in version v2"]),
         (START | {"expected_command": "x"}, ["expected_command"]),
         (START | {"question": " "}, ["the task contract refuses this case"]),
         ("a case", ["not str"]),
