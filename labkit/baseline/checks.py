@@ -97,13 +97,10 @@ def _answer_of(got: Any, where: str) -> tuple[str | None, str | None] | Check:
     if got is None:
         return None, None
     fields = ("answer", "citation")
-    if (
-        isinstance(got, dict)
-        and set(fields) <= set(got)
-        and all(isinstance(got[k], str | None) for k in fields)
-    ):
+    keys = isinstance(got, dict) and set(fields) <= set(got)
+    if keys and all(isinstance(got[k], str | None) for k in fields):
         return got["answer"], got["citation"]
-    what = f"a dict with {sorted(map(str, got))[:4]}" if isinstance(got, dict) else shown(got)
+    what = f"a dict with {sorted(map(str, got))[:4]}" if isinstance(got, dict) and not keys else shown(got)
     return fail(
         f"On {where} your workflow returned {what}; return a dict with 'answer' and 'citation' "
         "(the page's command and id, both str), or None when the search finds nothing."

@@ -46,38 +46,21 @@ def test_plain_output_is_a_table(cli):
 @pytest.fixture
 def unseen_corpus(tmp_path):
     """A corpus the course has never seen: two topics in one version, three cases."""
+    topics = (
+        ("backup", "Backups", "Take a snapshot backup of a volume."),
+        ("restore", "Restore", "Restore a volume from a snapshot."),
+    )
     pages = [
-        {
-            "id": "backup-v1",
-            "version": "v1",
-            "title": "Backups",
-            "text": "Take a snapshot backup of a volume.",
-            "command": "tool backup",
-        },
-        {
-            "id": "restore-v1",
-            "version": "v1",
-            "title": "Restore",
-            "text": "Restore a volume from a snapshot.",
-            "command": "tool restore",
-        },
+        {"id": f"{id}-v1", "version": "v1", "title": title, "text": text, "command": f"tool {id}"}
+        for id, title, text in topics
     ]
-    asks = [
+    asks = (
         ("c1", "backup", "How do I backup a volume?"),
         ("c2", "restore", "How do I recover a volume?"),
         ("c3", "restore", "Bring back a snapshot"),
-    ]
-    cases = [
-        {
-            "id": id,
-            "family": family,
-            "question": question,
-            "version": "v1",
-            "expected_doc": f"{family}-v1",
-            "expected_command": f"tool {family}",
-        }
-        for id, family, question in asks
-    ]
+    )
+    fields = ("id", "family", "question", "version", "expected_doc", "expected_command")
+    cases = [dict(zip(fields, (*ask, "v1", f"{ask[1]}-v1", f"tool {ask[1]}"), strict=True)) for ask in asks]
     (tmp_path / "documents.json").write_text(json.dumps(pages))
     (tmp_path / "glossary.json").write_text(json.dumps({"recover": "restore"}))
     (tmp_path / "cases.json").write_text(json.dumps(cases))

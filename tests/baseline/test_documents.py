@@ -13,7 +13,7 @@ PAGES = [
 ]
 
 
-def test_shared_terms_rank_ties_go_to_the_smaller_id_and_zero_scores_are_dropped():
+def test_shared_terms_rank_ties_go_to_the_smaller_id_zero_scores_drop_and_aliases_expand_on_request():
     docs = Documents(PAGES)
     assert docs.search("alpha gamma", "v2", top_k=3) == [
         {"id": "a-v2", "title": "Alpha"},
@@ -22,12 +22,9 @@ def test_shared_terms_rank_ties_go_to_the_smaller_id_and_zero_scores_are_dropped
     assert docs.search("delta", "v2", top_k=3) == [{"id": "a-v2", "title": "Alpha"}]
     assert [hit["id"] for hit in docs.search("alpha gamma delta", "v1", top_k=3)] == ["c-v1"]
     assert docs.search("nothing matches", "v2", top_k=3) == []
-
-
-def test_alias_expansion_only_when_asked():
-    docs = Documents(PAGES, {"first": "alpha"})
-    assert docs.search("first", "v2", top_k=3) == []
-    assert [hit["id"] for hit in docs.search("first", "v2", expand=True, top_k=3)] == ["a-v2", "b-v2"]
+    aliased = Documents(PAGES, {"first": "alpha"})  # expanded only when asked
+    assert aliased.search("first", "v2", top_k=3) == []
+    assert [hit["id"] for hit in aliased.search("first", "v2", expand=True, top_k=3)] == ["a-v2", "b-v2"]
 
 
 @pytest.mark.parametrize(

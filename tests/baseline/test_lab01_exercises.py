@@ -70,13 +70,9 @@ def reads_every_hit(task, tools):
     return {"answer": page["command"], "citation": page["id"]}
 
 
-def returns_the_page(task, tools):
-    return tools["read"].call(id=tools["search"].call(query=task.question)[0]["id"])
-
-
 def positional(task, tools):
     hits = tools["search"].call(query=task.question)
-    return tools["read"].call(hits[0]["id"])
+    return tools["read"].call(hits[0]["id"])  # and returns the page, not a dict
 
 
 def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base cases, filled once
@@ -91,7 +87,11 @@ def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base ca
     [
         (reads_last_hit, ["case 'deploy-build'", "the first hit was 'deploy-v2'"]),
         (reads_every_hit, ["3 tool calls", "budget is 2"]),
-        (returns_the_page, ["return a dict with 'answer' and 'citation'"]),
+        (
+            lambda task, tools: my_workflow(task, tools)["answer"],
+            ["return a dict with 'answer' and 'citation'"],
+        ),
+        (lambda task, tools: {"answer": 1, "citation": None}, ["returned {'answer': 1, 'citation': None}"]),
         (positional, ["raised TypeError: call tools with keywords: tools['read'].call(id=...)", "at line"]),
         (lambda task, tools: tools["search"].call(q=task.question), ["tools['search'].call(query=...)"]),
         (lambda task, tools: tools["lookup"], ["raised KeyError"]),
@@ -106,10 +106,6 @@ def test_a_wrong_workflow_is_told_what_to_fix(short_limit, answer, phrases):
     verdict(lab01.check_workflow(answer), False, *phrases)
 
 
-def never_answers(task, observations):
-    return {"action": "search", "query": task.question}
-
-
 def hangs(task, observations):
     while True:
         pass
@@ -119,25 +115,15 @@ def raises_lab_error(task, observations):
     raise LabError("the learner raised labkit's own error")
 
 
-def reads_a_hit_not_there(task, observations):
-    return (
-        {"action": "read", "id": observations[0]["result"][5]["id"]} if observations else my_decide(task, [])
-    )
-
-
-def forgets_the_final(task, observations):
-    return my_decide(task, observations) if len(observations) < 2 else None
-
-
 @pytest.mark.parametrize(
     "answer, phrases",
     [
-        (never_answers, ["stopped your policy with tool_limit", "labkit's loop ends with final"]),
-        (forgets_the_final, ["invalid_decision", "decision must be an object"]),
+        (lambda task, obs: my_decide(task, obs[:1]), ["stopped your policy with tool_limit"]),
+        (lambda task, obs: my_decide(task, obs) if len(obs) < 2 else None, ["must be an object"]),
         (lambda task, obs: my_decide(task, obs) | ({"citation": "x"} if obs else {}), ["invalid_decision"]),
         (hangs, ["did not return within 0.3 s", "case 'deploy-build'"]),
         (raises_lab_error, ["raised LabError", "at line"]),
-        (reads_a_hit_not_there, ["raised IndexError", "at line"]),
+        (lambda task, obs: obs[0]["result"][5] if obs else my_decide(task, obs), ["IndexError", "at line"]),
         (None, ["not attempted yet"]),
     ],
 )
@@ -159,9 +145,8 @@ def test_labkits_version_in_the_notebook_takes_labkits_steps():
             run(task, decide, tools=docuctl_tools(task), max_turns=3, max_tools=2)
             for decide in (names["labkits_decide"], scripted)
         )
-        assert [got[k] for k in ("stop", "answer", "citation", "tool_calls")] == [
-            want[k] for k in ("stop", "answer", "citation", "tool_calls")
-        ]
+        keys = ("stop", "answer", "citation", "tool_calls")
+        assert [got[k] for k in keys] == [want[k] for k in keys]
 
 
 # -- exercise 1: which stage failed, and the trace's evidence -----------------------------------------
@@ -200,7 +185,6 @@ def test_a_reasoned_diagnosis_passes_either_way(stage, reason):
             "search did not find rollback-v2",
             ["did not find 'rollback-v2'", "hit 2", "read 'releases-v2'"],
         ),
-        ("retrieval", "search returned no hits", ["that search did not find"]),
         ("retrieval", "rollback-v2 was ranked first but ignored", ["that 'rollback-v2' ranked first"]),
         (
             "control",
@@ -215,7 +199,6 @@ def test_a_reasoned_diagnosis_passes_either_way(stage, reason):
         ("retrieval", "x " * 600, ["a sentence or two"]),
         ("retrieval", 10**500, ["`reason` is a sentence"]),
         (["retrieval"], "x", ["choose one of retrieval, control, answer"]),
-        ("routing", "x", ["choose one of"]),
         (None, None, ["not attempted yet"]),
     ],
 )
@@ -255,7 +238,6 @@ def test_a_case_the_workflow_fails_and_the_loop_passes_is_accepted():
         (START, ["not attempted yet", "the example the cell starts with"]),
         (START | {"id": "mine"}, ["already solves this case"]),
         (START | {"question": "zzzz qqqq"}, ["adaptive loop fails it too"]),
-        (START | {"version": "v3"}, ["not a valid case", "version"]),
         (START | {"version": 2}, ["not a valid case", "version"]),
         (START | {"expected_doc": "tokens-v1"}, ["no page 'tokens-v1' in version v2"]),
         (START | {"expected_command": "x"}, ["expected_command"]),
@@ -271,25 +253,22 @@ def test_a_case_that_needs_no_adaptive_control_or_is_invalid_is_refused(case, ph
 # -- exercise 3: the winner at two tools each ------------------------------------------------------------
 
 
-def test_the_two_tool_winner_is_the_spell_correct_first_workflow():
-    check = lab01.check_two_tool_winner(" Spell-correct-first  WORKFLOW")
-    verdict(check, True, "passes 3 of 6 with two tools", "tool_limit")
-    assert {name: passed for name, passed in check.table["passed"].items() if passed} == {
-        "spell-correct-first workflow": 3
-    }
-
-
 @pytest.mark.parametrize(
-    "name, phrases",
+    "name, passed, phrases",
     [
-        ("adaptive loop", ["passes 0 of 6", "one controller passes 3"]),
-        ("the loop", ["name one of the controllers"]),
-        (["spell-correct-first workflow"], ["a str", "not list"]),
-        (None, ["not attempted yet"]),
+        (
+            " Spell-correct-first  WORKFLOW",
+            True,
+            ["the spell-correct-first workflow passes 3 of 6", "tool_limit"],
+        ),
+        ("adaptive loop", False, ["passes 0 of 6", "one controller passes 3"]),
+        ("the loop", False, ["name one of the controllers"]),
+        (["spell-correct-first workflow"], False, ["a str", "not list"]),
+        (None, False, ["not attempted yet"]),
     ],
 )
-def test_another_name_gets_a_hint(name, phrases):
-    verdict(lab01.check_two_tool_winner(name), False, *phrases)
+def test_the_two_tool_winner_is_the_spell_correct_first_workflow(name, passed, phrases):
+    verdict(lab01.check_two_tool_winner(name), passed, *phrases)
 
 
 def test_every_checker_records_its_verdict_under_lab_01():
@@ -300,51 +279,30 @@ def test_every_checker_records_its_verdict_under_lab_01():
 
 # -- any answer, of any type, ends in a verdict sentence ---------------------------------------------------
 
-
-def _raises(*args, **kwargs):
-    raise RuntimeError("learner bug")
-
-
 VALUES = st.one_of(
-    st.none(),
-    st.just(...),
-    st.booleans(),
-    st.integers(),
-    st.integers(min_value=10**4000, max_value=10**4001),
-    st.floats(),
-    st.text(max_size=2000),
-    st.binary(max_size=50),
-    st.lists(st.integers(), max_size=5),
-    st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=4),
-    st.just(np.array([1, 2, 3])),
-    st.just(np.float64("nan")),
-    st.just(np.str_("retrieval")),
+    st.sampled_from([None, ..., 10**4001, np.array([1, 2, 3]), np.str_("retrieval")]),
+    st.integers() | st.floats() | st.text(max_size=2000),
+    st.lists(st.integers(), max_size=5)
+    | st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=4),
 )
-ANSWERS = st.one_of(VALUES, st.just(_raises), VALUES.map(lambda value: lambda *args, **kwargs: value))
-
-
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(answer=ANSWERS)
-def test_any_answer_to_a_build_it_checker_is_a_verdict(answer):
-    for check in (lab01.check_workflow(answer), lab01.check_decide(answer)):
-        own_verdict(check)
-        assert check.passed is False, check
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
-    case_id=st.one_of(st.just("rollback-restore"), VALUES),
+    answer=st.one_of(VALUES, st.just(raises_lab_error), VALUES.map(lambda value: lambda *args: value)),
     stage=st.one_of(st.sampled_from(["retrieval", "control", "answer"]), VALUES),
-    reason=st.one_of(st.text(max_size=300), VALUES),
-    case=st.one_of(
-        VALUES, st.dictionaries(st.sampled_from(sorted(START)), VALUES, max_size=8).map(START.__or__)
-    ),
-    name=VALUES,
+    value=VALUES,
+    fields=st.dictionaries(st.sampled_from(sorted(START)), VALUES, max_size=8),
 )
-def test_any_diagnosis_case_or_controller_name_is_a_verdict(case_id, stage, reason, case, name):
+def test_any_answer_to_any_checker_is_a_verdict(answer, stage, value, fields):
+    for check in (lab01.check_workflow(answer), lab01.check_decide(answer)):
+        own_verdict(check)
+        assert check.passed is False, check
     for check in (
-        lab01.check_failure_stage(case_id, stage, reason),
-        lab01.check_adaptive_case(case),
-        lab01.check_two_tool_winner(name),
+        lab01.check_failure_stage("rollback-restore", stage, value),
+        lab01.check_failure_stage(value, stage, "search ranked releases-v2 first"),
+        lab01.check_adaptive_case(value),
+        lab01.check_adaptive_case(START | fields),
+        lab01.check_two_tool_winner(value),
     ):
         own_verdict(check)
