@@ -1,13 +1,8 @@
-"""Lab 01's build-it cells and exercises, shown to the notebook as `labkit.exercises.lab01`.
+"""Lab 01's checkers (`labkit.exercises.lab01`): the two build-it cells and Exercises 1-3.
 
-- `check_workflow(my_workflow)`: `my_workflow(task, tools) -> {"answer", "citation"}` (None when
-  the search finds nothing), calling `tools["search"].call(query=...)` and `tools["read"].call(id=...)`.
-- `check_decide(my_decide)`: `my_decide(task, observations) -> decision`, the same steps one per
-  call, run by `labkit.run` under the workflow's budget (two tools, three turns).
-Both run on the 18 base cases and on questions the notebook never shows (a table of memorised
-answers fails), on copies within the time limit, compared case by case with labkit's `workflow`
-and `scripted`; the first difference, exception or hang is one sentence. Exercises:
-`check_failure_stage` (1), `check_adaptive_case` (2), `check_two_tool_winner` (3).
+`check_workflow` and `check_decide` run the learner's function on the base cases and on questions
+the notebook never shows (a table of memorised answers fails), on copies within the time limit, and
+compare it case by case with labkit's `workflow` and `scripted`: the first difference is one sentence.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Lab 01's controllers: who decides the next step, on the same tools, tasks and budget.
 
-Fixed (the developer decides every step in advance): `keyword_route` (one known topic word, one
-read), `workflow` (search the question, read the first hit, answer with its command),
-`spell_correct_first_workflow`, `fallback_workflow` (rule one: an empty search → search again
-with misspelt words corrected) and `two_rule_workflow` (rule two: a page that conflicts with the
-task → read the next hit). Decision loops, a policy deciding each step that `run` executes:
-`scripted` (the workflow's steps) and `adaptive_policy(docs)` (both rules, taken as decisions).
-`controllers()` gives every one the same search (alias expansion, `top_k`) and tool budget; a
-fixed workflow past it stops with `tool_limit`, as the runtime stops a loop.
+Fixed workflows (`keyword_route`, `workflow` and its variants with one or two rules written in
+advance) call the tools themselves; decision loops (`scripted`, `adaptive_policy`) decide one step
+at a time for `run`. `controllers()` gives all of them one search setting and one tool budget.
 """
 
 from __future__ import annotations

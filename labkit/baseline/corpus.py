@@ -1,9 +1,6 @@
-"""A lab-01 fixture folder: `documents.json`, `glossary.json` and `cases.json` (required),
-`adaptive_cases.json` and `rewrite_cases.json` (lab 02's cases, in the schema of cases.json).
-
-Loading validates each file's schema, unique page and case ids, and that every case's expected
-page exists in its version with exactly the expected command: a case that contradicts its own
-corpus is refused (one FixtureError naming file, record and field) before any controller runs.
+"""A lab-01 fixture folder (documents, glossary, cases; adaptive and rewrite cases optional), loaded
+as untrusted data: each file's schema, unique ids, and every case's page and command in its corpus
+are checked, and the first problem is one FixtureError naming file, record and field.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Exercise 1's judge: which stage made the workflow fail a case, on the facts of its trace.
 
-`trace_facts` reads the workflow's trace (the hits in order, the page read, each hit's score,
-whether that page conflicts with the task). `contradiction` finds a claim the trace refutes and
-`what_it_shows` says what it does show; a retrieval reason names how the ranking went
-(`ranking_named`), a control reason that the expected page was among the hits and the step that
-never looked at it (`step_named`). Patterns over a sentence, not understanding: they catch the
-claims learners make, and a refused reason is always told what to name.
+Patterns over a sentence, not understanding: `contradiction` catches the claims learners make that
+the trace refutes; `ranking_named` and `step_named` recognise the facts a retrieval or a control
+reason must name, and a refused reason is always told what to name.
 """
 
 from __future__ import annotations
@@ -22,13 +19,11 @@ STAGES = ("retrieval", "control", "answer")
 REASON_LIMIT = 1000  # characters: a reason is a sentence or two
 _RANKING = r"rank|first|order|score|tie|above|ahead|before|top|higher|sort|alphabet|beat|won|win"
 _TIE = (
-    r"\btie|\btied|same score|equal score|scored? the same|both score|score (of )?2|smaller id|"
-    r"alphabet|by id"
+    r"\btie|\btied|same score|equal score|scored? the same|both score|score (of )?2|smaller id|alphabet|by id"
 )
 _LOWER = r"second|2nd|hit 2|#2|number 2|position 2|below|lower|behind|not first|\blost|after"
 _IN_HITS = (
-    r"second|2nd|hit 2|#2|returned|found|among|in the (hits|results|list)|retrieved|listed|"
-    r"a hit|the hits"
+    r"second|2nd|hit 2|#2|returned|found|among|in the (hits|results|list)|retrieved|listed|a hit|the hits"
 )
 _STEP = r"read|pick|chose|choose|select|check|only|always|next|blind|look|open"
 _RIGHT_PAGE = r"(right|correct|expected|relevant|proper|needed|wanted) (page|doc|document|hit|one|result)"

@@ -1,11 +1,8 @@
-"""The docuctl documentation tools: `search` over an inverted index, and `read`.
+"""The docuctl tools: `search` over an inverted index, and `read` (a copy, of one version only).
 
-A page's score is how many of the query's terms (after alias expansion, if asked) occur among
-the words of its title and text; only the query's version is ranked, pages scoring 0 are
-dropped, ties go to the smaller id, and at most `top_k` (1..3) `{id, title}` hits come back.
-`read` returns a copy and refuses another version's page, because a policy can propose any id.
-`linear_search` rescans every page: the reference the index is tested and benchmarked against
-(`benchmarks/search.py`, 100,000 pages).
+A page's score is how many of the query's terms (glossary aliases added if asked) its title and
+text hold; pages scoring 0 drop, ties go to the smaller id. `linear_search` rescans every page: the
+reference the index is tested and benchmarked against (`benchmarks/search.py`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Grading, independent of every controller: success is defined before any of them runs.
-
-`outcome(case, result)` passes only a final stop that returns the case's exact command citing
-its expected page (in the case's version): a policy cannot pass by saying it is done, by
-paraphrasing, or by citing the right topic in the wrong version.
+"""Grading, independent of every controller: `outcome(case, result)` passes only a final stop with
+the case's exact command citing its expected page in its version (not "done", not a paraphrase, not
+the right topic in the wrong version); `compare` tabulates it per controller.
 """
 
 from __future__ import annotations
