@@ -14,7 +14,14 @@ from typing import Any
 import pandas as pd
 
 from labkit.baseline import diagnosis
-from labkit.baseline.controllers import BASE_TOOL_BUDGET, controllers, docuctl_tools, scripted, workflow
+from labkit.baseline.controllers import (
+    BASE_TOOL_BUDGET,
+    BudgetSpent,
+    controllers,
+    docuctl_tools,
+    traced_tools,
+    workflow,
+)
 from labkit.baseline.corpus import Corpus, case_problem, docuctl
 from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
@@ -33,7 +40,7 @@ from labkit.core.check import (
 )
 from labkit.core.fixtures import ADAPTIVE_CASES, schema_error
 from labkit.core.progress import exercise
-from labkit.core.runtime import Tool, run
+from labkit.core.runtime import run
 from labkit.core.text import shorten
 
 __all__ = [
@@ -69,24 +76,6 @@ def _tasks(corpus: Corpus) -> list[tuple[str, Task]]:
     return tasks
 
 
-def _counting(tools: dict[str, Tool], calls: list[str]) -> dict[str, Tool]:
-    """The tools, each call noted in `calls`; a call with other arguments than the tool's keywords
-    raises TypeError saying how to call it."""
-
-    def wrap(tool: Tool) -> Tool:
-        keywords = ", ".join(f"{param}=..." for param in tool.params)
-
-        def counted(*positional: Any, **args: Any) -> Any:
-            if positional or set(args) != set(tool.params):
-                raise TypeError(f"call tools with keywords: tools[{tool.name!r}].call({keywords})")
-            calls.append(tool.name)
-            return tool.call(**args)
-
-        return Tool(tool.name, tool.params, counted, tool.source, tool.description)
-
-    return {name: wrap(tool) for name, tool in tools.items()}
-
-
 def _answer_of(got: Any, where: str) -> tuple[str | None, str | None] | Check:
     """(answer, citation) from what a learner's workflow returned, or the verdict saying what to return."""
     if got is None:
@@ -116,16 +105,16 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     corpus = docuctl()
     results = {}
     for where, task in _tasks(corpus):
-        calls: list[str] = []
+        tools, trace = traced_tools(task, corpus.docs)
         try:
-            got = call(my_workflow, task, _counting(docuctl_tools(task, corpus.docs), calls))
+            got = call(my_workflow, task, tools)
         except Raised as raised:
+            if isinstance(raised.error, BudgetSpent):
+                return fail(
+                    f"On {where} your workflow made a tool call past its budget of {BASE_TOOL_BUDGET}: "
+                    "one search, one read."
+                )
             return crashed(raised.error, f"on {where}")
-        if len(calls) > BASE_TOOL_BUDGET:
-            return fail(
-                f"On {where} your workflow made {len(calls)} tool calls; its budget is "
-                f"{BASE_TOOL_BUDGET}: one search, one read."
-            )
         answer = _answer_of(got, where)
         if isinstance(answer, Check):
             return answer
@@ -141,7 +130,7 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
             "stop": "final",
             "answer": answer[0],
             "citation": answer[1],
-            "tool_calls": len(calls),
+            "tool_calls": len(trace),
         }
     table = _compared(
         corpus, "your workflow", results, "labkit's workflow", lambda task: workflow(task, corpus.docs)
@@ -176,13 +165,14 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     if refused is not None:
         return refused
     corpus = docuctl()
+    scripted_loop = controllers(corpus.docs, adaptive=False)["scripted loop"]
     results = {}
     for where, task in _tasks(corpus):
         errors: list[BaseException] = []
         got = run(task, _recording(my_decide, errors), tools=docuctl_tools(task, corpus.docs), **_LIMITS)
         if errors:
             return crashed(errors[0], f"on {where}")
-        want = run(task, scripted, tools=docuctl_tools(task, corpus.docs), **_LIMITS)
+        want = scripted_loop(task)
         if got["stop"] != want["stop"]:
             detail = f" ({shorten(got['detail'], 160)})" if got["detail"] else ""
             return fail(
@@ -196,7 +186,6 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
                 f"{_FIXED}."
             )
         results[task.id] = got
-    scripted_loop = controllers(corpus.docs, adaptive=False)["scripted loop"]
     table = _compared(corpus, "your loop", results, "labkit's scripted loop", scripted_loop)
     passed, _, spent = table.loc["your loop"]
     return Check(

@@ -50,24 +50,26 @@ def docuctl_tools(task: Task, docs: Documents | None = None, *, top_k: int = TOP
     }
 
 
-class _Spent(Exception):
+class BudgetSpent(Exception):
     """A fixed workflow asked for a tool after its budget was spent."""
 
 
-# A fixed workflow's steps call the tools as a learner's `my_workflow(task, tools)` does, and
-# return the page to answer from, or a sentence saying why there is none (stop: needs_review).
-_Steps = Callable[[dict[str, Tool]], "Page | str"]
-
-
-def _fixed(task: Task, docs: Documents | None, steps: _Steps, *, top_k: int, max_tools: int) -> Result:
-    """`steps` run on `docuctl_tools` that trace each call as the runtime does and stop the workflow
-    (tool_limit) before a call past `max_tools`; the outcome in the runtime's Result shape."""
+def traced_tools(
+    task: Task, docs: Documents | None = None, *, top_k: int = TOP_K, max_tools: int = BASE_TOOL_BUDGET
+) -> tuple[dict[str, Tool], list[dict[str, Any]]]:
+    """`docuctl_tools` for a fixed workflow, and the trace they fill as the runtime would: a call past
+    `max_tools` raises BudgetSpent, one with other arguments than the tool's keywords TypeError saying
+    how to call it; a tool's ValueError becomes an `{"error"}` result, as in `run`."""
     trace: list[dict[str, Any]] = []
 
     def traced(tool: Tool) -> Tool:
-        def call(**args: str) -> Any:
+        keywords = ", ".join(f"{param}=..." for param in tool.params)
+
+        def call(*positional: Any, **args: Any) -> Any:
+            if positional or set(args) != set(tool.params):
+                raise TypeError(f"call tools with keywords: tools[{tool.name!r}].call({keywords})")
             if len(trace) >= max_tools:
-                raise _Spent(f"{max_tools} tool calls spent")
+                raise BudgetSpent(f"{max_tools} tool calls spent")
             try:
                 result = tool.call(**args)
             except ValueError as error:
@@ -79,12 +81,22 @@ def _fixed(task: Task, docs: Documents | None, steps: _Steps, *, top_k: int, max
 
         return Tool(tool.name, tool.params, call)
 
+    return {name: traced(tool) for name, tool in docuctl_tools(task, docs, top_k=top_k).items()}, trace
+
+
+# A fixed workflow's steps call the tools as a learner's `my_workflow(task, tools)` does, and
+# return the page to answer from, or a sentence saying why there is none (stop: needs_review).
+_Steps = Callable[[dict[str, Tool]], "Page | str"]
+
+
+def _fixed(task: Task, docs: Documents | None, steps: _Steps, *, top_k: int, max_tools: int) -> Result:
+    """`steps` run on `traced_tools`; the outcome in the runtime's Result shape (tool_limit when the
+    budget is spent)."""
+    tools, trace = traced_tools(task, docs, top_k=top_k, max_tools=max_tools)
     stop, detail = "final", ""
     try:
-        page: Page | str | None = steps(
-            {n: traced(t) for n, t in docuctl_tools(task, docs, top_k=top_k).items()}
-        )
-    except _Spent as spent:
+        page: Page | str | None = steps(tools)
+    except BudgetSpent as spent:
         page, stop, detail = None, "tool_limit", str(spent)
     if isinstance(page, str) or (page and "error" in page):
         page, stop, detail = None, "needs_review", page if isinstance(page, str) else page["error"]

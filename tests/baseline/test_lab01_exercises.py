@@ -86,7 +86,7 @@ def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base ca
     "answer, phrases",
     [
         (reads_last_hit, ["case 'deploy-build'", "the first hit was 'deploy-v2'"]),
-        (reads_every_hit, ["3 tool calls", "budget is 2"]),
+        (reads_every_hit, ["a tool call past its budget of 2: one search, one read"]),
         (
             lambda task, tools: my_workflow(task, tools)["answer"],
             ["return a dict with 'answer' and 'citation'"],
