@@ -1,12 +1,6 @@
-"""A lab-01 fixture folder: documents, glossary, cases and (optionally) adaptive cases.
-
-Any folder holding `documents.json`, `glossary.json` and `cases.json` in the seed's schema
-is a corpus; `adaptive_cases.json` and `rewrite_cases.json` (lab 02's cases whose question
-shares no word with its page or the glossary, in the schema of `cases.json`) are optional.
-Loading validates each file's schema, that
-page ids are unique, and that every case's expected page exists in the case's version and
-carries exactly the expected command — a case that contradicts its own corpus is refused
-before any controller runs.
+"""A lab-01 fixture folder (documents, glossary, cases; adaptive and rewrite cases optional), loaded
+as untrusted data: each file's schema, unique ids, and every case's page and command in its corpus
+are checked, and the first problem is one FixtureError naming file, record and field.
 """
 
 from __future__ import annotations
@@ -34,22 +28,25 @@ class Corpus:
     rewrite_cases: list[dict[str, Any]] = field(default_factory=list)
 
 
+def case_problem(case: dict[str, Any], docs: Documents) -> str | None:
+    """Why `case` contradicts its corpus (no expected page in its version, or another command), or None."""
+    try:
+        page = docs.read(case["expected_doc"], case["version"])
+    except ValueError:
+        return f"field 'expected_doc': no page {case['expected_doc']!r} in version {case['version']}"
+    if page["command"] != case["expected_command"]:
+        return (
+            f"field 'expected_command': page {page['id']!r} says {page['command']!r}, "
+            f"not {case['expected_command']!r}"
+        )
+    return None
+
+
 def _check_cases(path: Path, cases: list[dict[str, Any]], docs: Documents) -> None:
     unique_ids(path, cases)
     for index, case in enumerate(cases):
-        where = f"{path}: record {index} (id {case['id']!r})"
-        try:
-            page = docs.read(case["expected_doc"], case["version"])
-        except ValueError:
-            raise FixtureError(
-                f"{where}: field 'expected_doc': no page {case['expected_doc']!r} "
-                f"in version {case['version']}"
-            ) from None
-        if page["command"] != case["expected_command"]:
-            raise FixtureError(
-                f"{where}: field 'expected_command': page {page['id']!r} says "
-                f"{page['command']!r}, not {case['expected_command']!r}"
-            )
+        if problem := case_problem(case, docs):
+            raise FixtureError(f"{path}: record {index} (id {case['id']!r}): {problem}")
 
 
 def load_corpus(folder: str | Path = DOCUCTL) -> Corpus:
@@ -60,19 +57,18 @@ def load_corpus(folder: str | Path = DOCUCTL) -> Corpus:
     pages = load_json(folder / "documents.json", DOCUMENTS)
     unique_ids(folder / "documents.json", pages)
     docs = Documents(pages, load_json(folder / "glossary.json", GLOSSARY))
-    cases = load_json(folder / "cases.json", CASES)
-    _check_cases(folder / "cases.json", cases, docs)
-    optional: dict[str, list[dict[str, Any]]] = {}
-    for name, schema in (("adaptive_cases.json", ADAPTIVE_CASES), ("rewrite_cases.json", CASES)):
-        optional[name] = []
-        if (folder / name).exists():
-            optional[name] = load_json(folder / name, schema)
-            _check_cases(folder / name, optional[name], docs)
-            earlier = [case for found in [cases, *optional.values()][:-1] for case in found]
-            clash = {case["id"] for case in earlier} & {case["id"] for case in optional[name]}
-            if clash:
-                raise FixtureError(f"{folder / name}: case ids used in an earlier case file: {sorted(clash)}")
-    return Corpus(folder, docs, cases, optional["adaptive_cases.json"], optional["rewrite_cases.json"])
+    files: dict[str, list[dict[str, Any]]] = {}
+    for name, schema in (
+        ("cases.json", CASES),
+        ("adaptive_cases.json", ADAPTIVE_CASES),
+        ("rewrite_cases.json", CASES),
+    ):
+        path, earlier = folder / name, {case["id"] for cases in files.values() for case in cases}
+        files[name] = load_json(path, schema) if name == "cases.json" or path.exists() else []
+        _check_cases(path, files[name], docs)
+        if clash := earlier & {case["id"] for case in files[name]}:
+            raise FixtureError(f"{path}: case ids used in an earlier case file: {sorted(clash)}")
+    return Corpus(folder, docs, *files.values())
 
 
 @lru_cache(maxsize=1)

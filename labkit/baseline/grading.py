@@ -1,8 +1,6 @@
-"""Grading, independent of every controller: success is defined before any of them runs.
-
-`outcome(case, result)` passes only a final stop that returns the case's exact command
-and cites the case's expected page (in the case's version). A policy cannot pass by saying
-it is done, by paraphrasing, or by citing the right topic in the wrong version.
+"""Grading, independent of every controller: `outcome(case, result)` passes only a final stop with
+the case's exact command citing its expected page in its version (not "done", not a paraphrase, not
+the right topic in the wrong version); `compare` tabulates it per controller.
 """
 
 from __future__ import annotations
@@ -28,12 +26,8 @@ def outcome(case: Case, result: Mapping[str, Any]) -> bool:
 
 
 class Graded(Result):
-    """A Result graded against its case: renders *final, correct* or *final, wrong*.
-
-    The same dict as the result (every key, nothing added); `case` and `correct` are
-    attributes, so code that counts stops sees exactly what the runtime returned. `expected`
-    (the case's command and page) is what `labkit.core.display` shows next to a wrong answer.
-    """
+    """The result's own dict, graded: `case` and `correct` are attributes, so what counts stops
+    sees what the runtime returned; `labkit.core.display` shows `expected` beside a wrong answer."""
 
     case: Mapping[str, Any]
     correct: bool
@@ -51,7 +45,7 @@ def graded(result: Mapping[str, Any], case: Case) -> Graded:
 
 
 def evaluate(cases: Iterable[Case], controller: Callable[[Task], Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Run `controller` on every case; one row per case with its result and grade."""
+    """Run `controller` on every case: one row per case (case, passed, stop, tool_calls, citation, result)."""
     rows = []
     for case in cases:
         result = controller(task_from(case))
@@ -73,14 +67,13 @@ def compare(
 ) -> pd.DataFrame:
     """One row per controller: cases passed, cases total, tool calls summed over the cases."""
     cases = list(cases)
-    table = {}
-    for name, controller in controllers.items():
-        rows = evaluate(cases, controller)
-        table[name] = {
-            "passed": sum(r["passed"] for r in rows),
-            "total": len(rows),
-            "tool_calls": sum(r["tool_calls"] for r in rows),
-        }
-    frame = pd.DataFrame.from_dict(table, orient="index", columns=["passed", "total", "tool_calls"])
-    frame.index.name = "controller"
-    return frame
+    rows = [
+        {"controller": name, **row}
+        for name, controller in controllers.items()
+        for row in evaluate(cases, controller)
+    ]
+    return (
+        pd.DataFrame(rows, columns=["controller", "case", "passed", "tool_calls"])
+        .groupby("controller", sort=False)
+        .agg(passed=("passed", "sum"), total=("case", "size"), tool_calls=("tool_calls", "sum"))
+    )

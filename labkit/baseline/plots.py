@@ -18,33 +18,39 @@ _LINE = 11  # points between two names stacked beside one marker
 def _tie(ax: Axes, calls: int, passed: int, names: list[str], *, downward: bool) -> None:
     """Controllers on one point: concentric rings, one per controller, names in their colours."""
     for ring, name in enumerate(names):
-        ax.scatter(calls, passed, s=60 + 70 * ring, zorder=3 + len(names) - ring, linewidths=1.5,
-                   facecolors=colour(name) if ring == 0 else "none", edgecolors=colour(name))
+        ax.scatter(
+            calls,
+            passed,
+            s=60 + 70 * ring,
+            zorder=3 + len(names) - ring,
+            linewidths=1.5,
+            facecolors=colour(name) if ring == 0 else "none",
+            edgecolors=colour(name),
+        )
     for line, name in enumerate(names):
         offset = 4 - _LINE * line if downward else -4 + _LINE * (len(names) - 1 - line)
-        ax.annotate(name, (calls, passed), textcoords="offset points", xytext=(10 + 3 * len(names), offset),
-                    va="center", fontsize=8, color=colour(name))
+        ax.annotate(
+            name,
+            (calls, passed),
+            textcoords="offset points",
+            xytext=(10 + 3 * len(names), offset),
+            va="center",
+            fontsize=8,
+            color=colour(name),
+        )
 
 
 def outcomes_vs_tool_calls(tables: Mapping[str, pd.DataFrame]) -> Figure:
-    """One panel per case set: cases passed (y) against tool calls spent (x), per controller.
-
-    Each controller keeps its colour from `labkit.core.colours` in every panel and every lab, for
-    its marker and its name alike.
-    Controllers that land on the same point (the workflow and the scripted loop do) are
-    drawn as concentric rings and named one under the other, so a tie is visible rather
-    than hidden. Names sit below points in the upper half and above the rest; of two points
-    close together on one level, the second takes the other side, so labels do not collide.
-    """
+    """One panel per case set: cases passed (y) against tool calls spent (x), one marker per
+    controller in its `labkit.core.colours` colour; controllers on one point are concentric rings
+    named one under the other, so a tie is visible, and close labels take opposite sides."""
     fig, axes = plt.subplots(1, len(tables), figsize=(5.5 * len(tables), 4), squeeze=False)
     for ax, (title, table) in zip(axes[0], tables.items(), strict=True):
-        points: dict[tuple[int, int], list[str]] = {}
-        for name, row in table.iterrows():
-            points.setdefault((int(row["tool_calls"]), int(row["passed"])), []).append(str(name))
         total = int(table["total"].iloc[0])
-        right = max(x for x, _ in points) * 1.7 + 4
+        right = int(table["tool_calls"].max()) * 1.7 + 4
         previous: dict[int, tuple[int, bool]] = {}  # level -> (x, downward) of the last point drawn
-        for (calls, passed), names in sorted(points.items()):
+        for (calls, passed), same in table.groupby(["tool_calls", "passed"]):
+            names = [str(name) for name in same.index]
             downward = passed >= total / 2
             if passed in previous and calls - previous[passed][0] < 0.25 * right:
                 downward = not previous[passed][1]

@@ -1,9 +1,8 @@
-"""The task contract, validated before any controller sees it.
+"""The task contract, validated at the boundary before any controller sees it.
 
-A `Task` is what the assistant is asked to do: answer one question about one documentation
-version, for staging. Requests outside that (production, an unknown version, an empty or
-oversized question) are refused here, at the boundary, so no policy is ever asked to
-decide what to do with them. These are application boundaries, not model instructions.
+A `Task` asks one question about one documentation version, for staging. Anything else
+(production, an unknown version, an empty or oversized question) is refused here, so no
+policy is ever asked what to do with it: an application boundary, not a model instruction.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 VERSIONS = ("v1", "v2")
-ENVIRONMENT = "staging"
+_ENVIRONMENT = "staging"
 
 
 class TaskError(ValueError):
@@ -21,18 +20,17 @@ class TaskError(ValueError):
 
 @dataclass(frozen=True)
 class Task:
-    """One validated request. Raises TaskError on construction if any field is out of bounds.
+    """One validated request; TaskError on construction if a field is out of bounds.
 
-    - id, family, version, environment: non-blank strings of at most 100 characters
-    - question: 1..500 characters, not blank
-    - version: "v1" or "v2";  environment: "staging" only
+    id, family, version, environment: non-blank str of at most 100 characters; question: 1..500
+    characters, not blank; version "v1" or "v2"; environment "staging" only.
     """
 
     id: str
     family: str
     question: str
     version: str = "v2"
-    environment: str = ENVIRONMENT
+    environment: str = _ENVIRONMENT
 
     def __post_init__(self) -> None:
         for name in ("id", "family", "version", "environment"):
@@ -44,7 +42,7 @@ class Task:
             raise TaskError("Task.question must contain 1..500 characters")
         if self.version not in VERSIONS:
             raise TaskError(f"Task.version {self.version!r} is not supported (v1 or v2)")
-        if self.environment != ENVIRONMENT:
+        if self.environment != _ENVIRONMENT:
             raise TaskError(
                 f"Task.environment {self.environment!r} is refused: this assistant only covers staging"
             )

@@ -1,0 +1,308 @@
+"""Lab 01's build-it cells and exercises: each intended solution passes its checker, and plausible
+wrong answers (each boundary of the rule, a crash, a hang, None) are refused with a sentence
+that says what to fix."""
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from verdicts import own_verdict, verdict
+
+from labkit.baseline import checks as lab01
+from labkit.baseline.controllers import docuctl_tools, scripted, workflow
+from labkit.baseline.corpus import docuctl
+from labkit.baseline.task import task_from
+from labkit.core import check as core_check
+from labkit.core.errors import LabError
+from labkit.core.runtime import run
+
+
+@pytest.fixture
+def short_limit(monkeypatch):
+    monkeypatch.setattr(core_check, "LIMIT_S", 0.3)  # the checkers' 3 s, shortened for the suite
+
+
+# -- build it: the workflow and the loop's decide ----------------------------------------------------
+
+
+def my_workflow(task, tools):
+    hits = tools["search"].call(query=task.question)
+    if not hits:
+        return None
+    page = tools["read"].call(id=hits[0]["id"])
+    return {"answer": page["command"], "citation": page["id"]}
+
+
+def my_decide(task, observations):
+    if not observations:
+        return {"action": "search", "query": task.question}
+    last = observations[-1]
+    if last["action"] == "search":
+        if not last["result"]:
+            return {"action": "final", "answer": "No matching page was found.", "citation": ""}
+        return {"action": "read", "id": last["result"][0]["id"]}
+    page = last["result"]
+    return {"action": "final", "answer": page["command"], "citation": page["id"]}
+
+
+def test_the_workflow_and_the_decide_solutions_pass_with_labkits_figures():
+    for check, mine in (
+        (lab01.check_workflow(my_workflow), "your workflow"),
+        (lab01.check_decide(my_decide), "your loop"),
+    ):
+        verdict(check, True, "17 passed", "36 tool calls")
+        assert check.table.loc[mine].tolist() == [17, 18, 36] == check.table.iloc[1].tolist()
+
+
+def reads_last_hit(task, tools):
+    hits = tools["search"].call(query=task.question)
+    page = tools["read"].call(id=hits[-1]["id"])
+    return {"answer": page["command"], "citation": page["id"]}
+
+
+def reads_every_hit(task, tools):
+    for hit in tools["search"].call(query=task.question):
+        page = tools["read"].call(id=hit["id"])
+    return {"answer": page["command"], "citation": page["id"]}
+
+
+def positional(task, tools):
+    hits = tools["search"].call(query=task.question)
+    return tools["read"].call(hits[0]["id"])  # and returns the page, not a dict
+
+
+def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base cases, filled once
+    if not table:
+        corpus = docuctl()
+        table.update({c["question"]: workflow(task_from(c), corpus.docs) for c in corpus.cases})
+    return table.get(task.question) and {k: table[task.question][k] for k in ("answer", "citation")}
+
+
+@pytest.mark.parametrize(
+    "answer, phrases",
+    [
+        (reads_last_hit, ["case 'deploy-build'", "the first hit was 'deploy-v2'"]),
+        (reads_every_hit, ["a tool call past its budget of 2: one search, one read"]),
+        (
+            lambda task, tools: my_workflow(task, tools)["answer"],
+            ["return a dict with 'answer' and 'citation'"],
+        ),
+        (lambda task, tools: {"answer": 1, "citation": None}, ["returned {'answer': 1, 'citation': None}"]),
+        (positional, ["raised TypeError: call tools with keywords: tools['read'].call(id=...)", "at line"]),
+        (lambda task, tools: tools["search"].call(q=task.question), ["tools['search'].call(query=...)"]),
+        (lambda task, tools: tools["lookup"], ["raised KeyError"]),
+        (memorised, ["unseen", "answered None"]),
+        (lambda task, tools: None, ["answered None", "the first hit was 'deploy-v2'"]),
+        (lambda task, tools: time.sleep(60), ["did not return within 0.3 s"]),
+        ("my_workflow", ["must be a function", "not str"]),
+        (None, ["not attempted yet"]),
+    ],
+)
+def test_a_wrong_workflow_is_told_what_to_fix(short_limit, answer, phrases):
+    verdict(lab01.check_workflow(answer), False, *phrases)
+
+
+def hangs(task, observations):
+    while True:
+        pass
+
+
+def raises_lab_error(task, observations):
+    raise LabError("the learner raised labkit's own error")
+
+
+@pytest.mark.parametrize(
+    "answer, phrases",
+    [
+        (lambda task, obs: my_decide(task, obs[:1]), ["stopped your policy with tool_limit"]),
+        (lambda task, obs: my_decide(task, obs) if len(obs) < 2 else None, ["must be an object"]),
+        (lambda task, obs: my_decide(task, obs) | ({"citation": "x"} if obs else {}), ["invalid_decision"]),
+        (hangs, ["did not return within 0.3 s", "case 'deploy-build'"]),
+        (raises_lab_error, ["raised LabError", "at line"]),
+        (lambda task, obs: obs[0]["result"][5] if obs else my_decide(task, obs), ["IndexError", "at line"]),
+        (None, ["not attempted yet"]),
+    ],
+)
+def test_a_wrong_decide_is_told_what_to_fix(short_limit, answer, phrases):
+    verdict(lab01.check_decide(answer), False, *phrases)
+
+
+def test_labkits_version_in_the_notebook_takes_labkits_steps():
+    cells = json.loads((Path(__file__).parents[2] / "notebooks" / "01_baseline_comparison.ipynb").read_text())
+    (cell,) = [c for c in cells["cells"] if "def labkits_workflow" in "".join(c["source"])]
+    names: dict = {}
+    exec("".join(cell["source"]), names)  # noqa: S102 - the notebook's own cell
+    corpus = docuctl()
+    for case in corpus.cases:
+        task = task_from(case)
+        mine, want = names["labkits_workflow"](task, docuctl_tools(task)), workflow(task)
+        assert (mine["answer"], mine["citation"]) == (want["answer"], want["citation"])
+        got, want = (
+            run(task, decide, tools=docuctl_tools(task), max_turns=3, max_tools=2)
+            for decide in (names["labkits_decide"], scripted)
+        )
+        keys = ("stop", "answer", "citation", "tool_calls")
+        assert [got[k] for k in keys] == [want[k] for k in keys]
+
+
+# -- exercise 1: which stage failed, and the trace's evidence -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stage, reason",
+    [
+        ("retrieval", "search ranked releases-v2 first"),
+        ("retrieval", "both pages score 2 and the tie goes to the smaller id"),
+        ("retrieval", "rollback-v2 was not ranked first: releases-v2 was"),
+        ("control", "rollback-v2 was the second hit, but the workflow only reads the first"),
+        ("control", "the right page was returned by search; the workflow never checked it before answering"),
+        ("control", "the workflow did not read rollback-v2, which search found second"),
+    ],
+)
+def test_a_reasoned_diagnosis_passes_either_way(stage, reason):
+    other = "Control" if stage == "retrieval" else "Retrieval"
+    verdict(
+        lab01.check_failure_stage("rollback-restore", stage, reason),
+        True,
+        f"{stage}: ",
+        f"{other} is defensible",
+    )
+
+
+@pytest.mark.parametrize(
+    "stage, reason, phrases",
+    [
+        ("control", "just because", ["your reason does not show it"]),
+        ("retrieval", "top", ["name the facts of §5's trace"]),
+        ("retrieval", "   ", ["say why in `reason`"]),
+        ("answer", "the command was wrong", ["copied the command"]),
+        (
+            "retrieval",
+            "search did not find rollback-v2",
+            ["did not find 'rollback-v2'", "hit 2", "read 'releases-v2'"],
+        ),
+        ("retrieval", "rollback-v2 was ranked first but ignored", ["that 'rollback-v2' ranked first"]),
+        (
+            "control",
+            "the workflow read rollback-v2 and answered wrong",
+            ["that the workflow read 'rollback-v2'"],
+        ),
+        (
+            "retrieval",
+            "the question is misspelt so releases-v2 came first",
+            ["that the question is misspelt"],
+        ),
+        ("retrieval", "x " * 600, ["a sentence or two"]),
+        ("retrieval", 10**500, ["`reason` is a sentence"]),
+        (["retrieval"], "x", ["choose one of retrieval, control, answer"]),
+        (None, None, ["not attempted yet"]),
+    ],
+)
+def test_a_diagnosis_without_the_traces_evidence_is_refused(stage, reason, phrases):
+    verdict(lab01.check_failure_stage("rollback-restore", stage, reason), False, *phrases)
+
+
+def test_a_diagnosis_of_a_case_the_workflow_passes_or_does_not_have_is_refused():
+    verdict(lab01.check_failure_stage("deploy-build", "retrieval", "rank"), False, "the workflow passes")
+    verdict(lab01.check_failure_stage("no-such-case", "retrieval", "rank"), False, "no base case")
+    verdict(lab01.check_failure_stage(np.array([1]), "retrieval", "x"), False, "case_id is a base case's id")
+
+
+# -- exercise 2: a case that needs adaptive control ------------------------------------------------------
+
+START = {
+    "id": "my-case",
+    "family": "tokens",
+    "version": "v2",
+    "question": "How do I rotaet tokens?",
+    "expected_doc": "tokens-v2",
+    "expected_command": "docuctl auth tokens rotate --env staging",
+    "observation": "empty_search",
+    "why": "a misspelt verb",
+}
+
+
+def test_a_case_the_workflow_fails_and_the_loop_passes_is_accepted():
+    check = lab01.check_adaptive_case(START | {"question": "How do I rotaet tokns?"})
+    verdict(check, True, "adaptive loop passes with 3 tool calls", "two-rule workflow passes it too")
+    assert check.table.loc["search/read workflow"].tolist() == [False, "needs_review", 1, ""]
+
+
+@pytest.mark.parametrize(
+    "case, phrases",
+    [
+        (START, ["not attempted yet", "the example the cell starts with"]),
+        (START | {"id": "mine"}, ["already solves this case"]),
+        (START | {"question": "zzzz qqqq"}, ["adaptive loop fails it too"]),
+        (START | {"version": 2}, ["not a valid case", "version"]),
+        (START | {"expected_doc": "tokens-v1"}, ["no page 'tokens-v1' in version v2"]),
+        (START | {"expected_command": "x"}, ["expected_command"]),
+        (START | {"question": " "}, ["the task contract refuses this case"]),
+        ("a case", ["not str"]),
+        (None, ["not attempted yet"]),
+    ],
+)
+def test_a_case_that_needs_no_adaptive_control_or_is_invalid_is_refused(case, phrases):
+    verdict(lab01.check_adaptive_case(case), False, *phrases)
+
+
+# -- exercise 3: the winner at two tools each ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, passed, phrases",
+    [
+        (
+            " Spell-correct-first  WORKFLOW",
+            True,
+            ["the spell-correct-first workflow passes 3 of 6", "tool_limit"],
+        ),
+        ("adaptive loop", False, ["passes 0 of 6", "one controller passes 3"]),
+        ("the loop", False, ["name one of the controllers"]),
+        (["spell-correct-first workflow"], False, ["a str", "not list"]),
+        (None, False, ["not attempted yet"]),
+    ],
+)
+def test_the_two_tool_winner_is_the_spell_correct_first_workflow(name, passed, phrases):
+    verdict(lab01.check_two_tool_winner(name), passed, *phrases)
+
+
+def test_every_checker_records_its_verdict_under_lab_01():
+    assert {getattr(lab01, name).exercise for name in lab01.__all__} == {
+        ("01", name.removeprefix("check_")) for name in lab01.__all__
+    }
+
+
+# -- any answer, of any type, ends in a verdict sentence ---------------------------------------------------
+
+VALUES = st.one_of(
+    st.sampled_from([None, ..., 10**4001, np.array([1, 2, 3]), np.str_("retrieval")]),
+    st.integers() | st.floats() | st.text(max_size=2000),
+    st.lists(st.integers(), max_size=5)
+    | st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=4),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    answer=st.one_of(VALUES, st.just(raises_lab_error), VALUES.map(lambda value: lambda *args: value)),
+    stage=st.one_of(st.sampled_from(["retrieval", "control", "answer"]), VALUES),
+    value=VALUES,
+    fields=st.dictionaries(st.sampled_from(sorted(START)), VALUES, max_size=8),
+)
+def test_any_answer_to_any_checker_is_a_verdict(answer, stage, value, fields):
+    for check in (lab01.check_workflow(answer), lab01.check_decide(answer)):
+        own_verdict(check)
+        assert check.passed is False, check
+    for check in (
+        lab01.check_failure_stage("rollback-restore", stage, value),
+        lab01.check_failure_stage(value, stage, "search ranked releases-v2 first"),
+        lab01.check_adaptive_case(value),
+        lab01.check_adaptive_case(START | fields),
+        lab01.check_two_tool_winner(value),
+    ):
+        own_verdict(check)
