@@ -1,0 +1,107 @@
+"""Every number the prose of a lab quotes is printed by a cell of that notebook, in a cell nbval
+checks, so the prose cannot drift from what the notebook computes; and every interval the
+instructor guide quotes for a lab is printed by that lab.
+
+A quoted number is a decimal (a rate, a p value, an amount: compared by value, so "$64.50"
+is the table's 64.5), an interval "[low, high]" with the estimate before it if there is one, or
+a count "N of M". Numbers in code spans, link targets and an exercise's statement (a task the
+learner is set, not a result) are not quotes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+LABS = sorted(NOTEBOOKS.glob("0[0-9]_*.ipynb"))
+NUMBER = r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?"  # 0.667, -0.042, 38,400
+DECIMAL = re.compile(r"(?<![\w.,\-+])[-+]?\d+(?:,\d{3})*\.\d+(?![\w.])")
+INTERVAL = re.compile(rf"(?:({NUMBER})\s+)?\[({NUMBER}), ({NUMBER})\]")
+COUNT = re.compile(rf"(?<![\w.,])({NUMBER}) of (?:the )?({NUMBER})(?![\w.])")
+
+
+def plain(text: str) -> str:
+    """`text` with one space between words, the prose's minus sign and escaped dollar plain."""
+    return " ".join(text.replace("−", "-").replace("\\$", "$").split())
+
+
+def prose(source: str) -> str:
+    """A markdown cell's words without its code spans and link targets."""
+    return plain(re.sub(r"`[^`]*`", " ", re.sub(r"\]\([^)]*\)", "]", source)))
+
+
+def value(number: str) -> float:
+    return float(number.replace(",", ""))
+
+
+def printed(cell: dict) -> str:
+    texts = [out.get("text") or out.get("data", {}).get("text/plain", "") for out in cell.get("outputs", [])]
+    return plain(" ".join("".join(text) for text in texts))
+
+
+def quotes(text: str) -> dict[str, set]:
+    """The decimals, intervals and counts `text` quotes, by value."""
+    return {
+        "decimal": {value(n) for n in DECIMAL.findall(text)},
+        "interval": {tuple(value(n) for n in m if n) for m in INTERVAL.findall(text)},
+        "count": {tuple(map(value, m)) for m in COUNT.findall(text)},
+    }
+
+
+def load(path: Path) -> list[dict]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [{**cell, "source": "".join(cell["source"])} for cell in cells]
+
+
+def shown(cells: list[dict]) -> dict[str, set]:
+    """What the cells nbval checks print (counts: any two numbers they print)."""
+    checked = [
+        c for c in cells if c["cell_type"] == "code" and "nbval-check-output" in c["metadata"].get("tags", [])
+    ]
+    text = " ".join(printed(cell) for cell in checked)
+    found = quotes(text)
+    found["decimal"] |= {value(n) for n in re.findall(NUMBER, text)}
+    found["interval"] |= {interval[1:] for interval in found["interval"] if len(interval) == 3}
+    return found
+
+
+def exercise(source: str) -> bool:
+    return bool(re.match(r"\s*(#+ Exercises|\*\*Exercise)", source))
+
+
+@pytest.mark.parametrize("path", LABS, ids=[path.stem for path in LABS])
+def test_every_number_the_prose_quotes_is_printed_by_a_checked_cell(path):
+    cells = load(path)
+    seen, numbers = shown(cells), shown(cells)["decimal"]
+    missing = []
+    for cell in cells:
+        if cell["cell_type"] == "markdown" and not exercise(cell["source"]):
+            said = quotes(prose(cell["source"]))
+            missing += [f"{n:g}" for n in said["decimal"] - numbers]
+            missing += [str(i) for i in said["interval"] - seen["interval"]]
+            missing += [f"{a:g} of {b:g}" for a, b in said["count"] if not {a, b} <= numbers]
+    assert not missing, f"{path.name}'s prose quotes what no checked cell prints: {sorted(set(missing))}"
+
+
+def test_the_prose_quotes_numbers_at_all():
+    # the rule above holds trivially for prose that quotes nothing; labs 02 and 03 quote many
+    said = [
+        quotes(prose(c["source"])) for path in LABS[2:4] for c in load(path) if c["cell_type"] == "markdown"
+    ]
+    assert sum(len(q["interval"]) for q in said) > 30 and sum(len(q["decimal"]) for q in said) > 60
+
+
+def test_every_interval_the_guide_quotes_for_a_lab_is_printed_by_that_lab():
+    guide = plain((NOTEBOOKS / "INSTRUCTOR.md").read_text(encoding="utf-8"))
+    sections = dict(re.findall(r"## Lab (\d\d) (.*?)(?= ## |$)", guide))
+    assert len(sections) == 4
+    for path in LABS:
+        said = quotes(prose(sections.get(path.name[:2], "")))["interval"]
+        assert said <= shown(load(path))["interval"], (
+            path.name,
+            sorted(said - shown(load(path))["interval"]),
+        )
