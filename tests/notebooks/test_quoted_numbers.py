@@ -11,6 +11,7 @@ learner is set, not a result) are not quotes.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -38,9 +39,15 @@ def value(number: str) -> float:
     return float(number.replace(",", ""))
 
 
-def printed(cell: dict) -> str:
+def output(cell: dict) -> str:
     texts = [out.get("text") or out.get("data", {}).get("text/plain", "") for out in cell.get("outputs", [])]
-    return plain(" ".join("".join(text) for text in texts))
+    return "\n".join("".join(text) for text in texts)
+
+
+def checked(cells: list[dict]) -> list[dict]:
+    return [
+        c for c in cells if c["cell_type"] == "code" and "nbval-check-output" in c["metadata"].get("tags", [])
+    ]
 
 
 def quotes(text: str) -> dict[str, set]:
@@ -59,10 +66,7 @@ def load(path: Path) -> list[dict]:
 
 def shown(cells: list[dict]) -> dict[str, set]:
     """What the cells nbval checks print (counts: any two numbers they print)."""
-    checked = [
-        c for c in cells if c["cell_type"] == "code" and "nbval-check-output" in c["metadata"].get("tags", [])
-    ]
-    text = " ".join(printed(cell) for cell in checked)
+    text = plain(" ".join(output(cell) for cell in checked(cells)))
     found = quotes(text)
     found["decimal"] |= {value(n) for n in re.findall(NUMBER, text)}
     found["interval"] |= {interval[1:] for interval in found["interval"] if len(interval) == 3}
@@ -85,6 +89,31 @@ def test_every_number_the_prose_quotes_is_printed_by_a_checked_cell(path):
             missing += [str(i) for i in said["interval"] - seen["interval"]]
             missing += [f"{a:g} of {b:g}" for a, b in said["count"] if not {a, b} <= numbers]
     assert not missing, f"{path.name}'s prose quotes what no checked cell prints: {sorted(set(missing))}"
+
+
+def rows(text: str) -> list[str]:
+    """The lines of `text`, a table pandas wrapped into blocks of columns joined back row by row
+    (each later block's copy of the index cut off)."""
+    blocks = [block.splitlines() for block in text.split("\n\n")]
+    if len(blocks) == 1 or len({len(block) for block in blocks}) > 1:
+        return text.splitlines()
+    lines = blocks[0]
+    for block in blocks[1:]:
+        cut = [len(os.path.commonprefix([a, b])) for a, b in zip(blocks[0], block, strict=True)]
+        lines = [a + " " + b[b.rfind(" ", 0, n + 1) + 1 :] for a, b, n in zip(lines, block, cut, strict=True)]
+    return lines
+
+
+def test_every_printed_verdict_follows_from_its_interval_and_p():
+    """A comparison is "a difference" where its interval excludes 0 and McNemar's p, where printed, is
+    below 0.05; else "not distinguishable"."""
+    verdict = re.compile(rf"\[({NUMBER}), ({NUMBER})\][^\[]*?(\d\.\d+\s+)?(a difference|not distinguishable)")
+    tables = [output(cell).replace("−", "-") for path in LABS for cell in checked(load(path))]
+    found = [m.groups() for table in tables for line in rows(table) for m in verdict.finditer(line)]
+    assert len(found) > 40
+    for low, high, p, said in found:
+        excludes = value(low) > 0 or value(high) < 0
+        assert (said == "a difference") == (excludes and (not p or float(p) < 0.05)), (low, high, p, said)
 
 
 def test_the_prose_quotes_numbers_at_all():
