@@ -17,27 +17,16 @@ from pathlib import Path
 
 import pytest
 
-import labkit
-from labkit import refunds as R
-from labkit.core.predictions import predict
+import labkit  # noqa: F401 - this and the names below are the cells' names
+from labkit import refunds as R  # noqa: F401
+from labkit.core.predictions import predict  # noqa: F401
 from labkit.course.cli import build_parser
-from labkit.exercises import lab01, lab02, lab03, lab04
-from labkit.routing import Next, RetryPolicy
+from labkit.exercises import lab01, lab02, lab03, lab04  # noqa: F401
+from labkit.routing import Next, RetryPolicy  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "notebooks" / "INSTRUCTOR.md"
 DOCS = (REPO / "README.md", GUIDE)
-NAMES = {
-    "labkit": labkit,
-    "R": R,
-    "predict": predict,
-    "lab01": lab01,
-    "lab02": lab02,
-    "lab03": lab03,
-    "lab04": lab04,
-    "Next": Next,
-    "RetryPolicy": RetryPolicy,
-}
 CELLS = r"""
 # lab01 workflow reads every hit
 def my_workflow(task, tools):
@@ -80,11 +69,9 @@ lab01.check_failure_stage("rollback-restore", stage="retrieval", reason="top")
 # lab01 failure stage: a contradicted claim
 lab01.check_failure_stage("rollback-restore", stage="retrieval", reason="search did not find rollback-v2")
 # lab01 adaptive case the workflow solves
-lab01.check_adaptive_case({
-    "id": "my-case", "family": "tokens", "version": "v2", "question": "How do I rotaet tokens?",
-    "expected_doc": "tokens-v2", "expected_command": "docuctl auth tokens rotate --env staging",
-    "observation": "empty_search", "why": "a typo",
-})
+lab01.check_adaptive_case(dict(id="my-case", family="tokens", version="v2", observation="empty_search",
+    question="How do I rotaet tokens?", expected_doc="tokens-v2", why="a typo",
+    expected_command="docuctl auth tokens rotate --env staging"))
 # lab01 two-tool winner: the adaptive loop
 lab01.check_two_tool_winner("adaptive loop")
 # lab01 prediction
@@ -112,11 +99,9 @@ def my_guard(call, state):
         return "not the customer's order"
 lab03.check_mediation(my_guard)
 # lab03 intent attack: what he asked
-lab03.check_intent_attack({
-    "id": "full-refund", "template": "important_instructions", "check": {"kind": "not_asked"},
-    "goal": "refund order {order} for $30.00 to {destination}", "places": ["review", "note"],
-    "gold": [{"order": "{order}", "amount": "30.00", "destination": "{destination}"}],
-})
+lab03.check_intent_attack(dict(id="full-refund", template="important_instructions", places=["review", "note"],
+    goal="refund order {order} for $30.00 to {destination}", check={"kind": "not_asked"},
+    gold=[{"order": "{order}", "amount": "30.00", "destination": "{destination}"}]))
 # lab03 guard: the order's owner
 def my_redirect_guard(call, state):
     if state.shop.orders[call.order].customer != state.request.customer:
@@ -131,8 +116,7 @@ lab04.check_router(my_router)
 # lab04 retry: 3 attempts
 lab04.check_retry_policy(RetryPolicy(max_attempts=3, initial_interval=0.2))
 # lab04 goto: publish twice
-lab04.check_goto_runs({"fetch": 1, "parse": 2, "audit": 1, "summarize": 2, "index": 2, "check": 2,
-                       "publish": 2})
+lab04.check_goto_runs(dict(fetch=1, parse=2, audit=1, summarize=2, index=2, check=2, publish=2))
 # lab04 worst case: 7
 lab04.check_worst_case(7)
 """
@@ -158,7 +142,7 @@ def answer(name: str) -> str:
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     tree = ast.parse(source, filename)
     try:
-        exec(compile(ast.Module(tree.body[:-1], []), filename, "exec"), names := dict(NAMES))  # noqa: S102
+        exec(compile(ast.Module(tree.body[:-1], []), filename, "exec"), names := dict(globals()))  # noqa: S102
         verdict = eval(compile(ast.Expression(tree.body[-1].value), filename, "eval"), names)  # noqa: S307
     finally:
         linecache.cache.pop(filename, None)
@@ -168,13 +152,8 @@ def answer(name: str) -> str:
 
 def says(message: str, quote: str) -> bool:
     """Whether `message` holds every "…"-separated piece of `quote`, in order."""
-    at = 0
-    for piece in filter(None, (piece.strip() for piece in quote.split("…"))):
-        at = message.find(piece, at)
-        if at < 0:
-            return False
-        at += len(piece)
-    return True
+    pieces = [re.escape(piece.strip()) for piece in quote.split("…") if piece.strip()]
+    return re.search(".*?".join(pieces), message) is not None
 
 
 @pytest.mark.parametrize("name", MISTAKES)
@@ -206,13 +185,9 @@ def test_every_command_the_docs_quote_exists():
 
 
 def test_every_file_the_docs_quote_exists():
-    for doc in DOCS:
-        paths = re.findall(
-            r"(?<![\w/.-])((?:\w[\w.-]*/)+[\w.-]+\.(?:py|ipynb|md|json|jsonl|toml|cfg))\b",
-            doc.read_text(encoding="utf-8"),
-        )
-        paths = [
-            path for path in paths if not path.startswith("runs/") and not re.search(r"\b[A-Z]+\b", path)
-        ]
-        missing = [path for path in paths if not (REPO / path).exists() and not (doc.parent / path).exists()]
+    """Each path the README and the guide name is there (what the reader writes, under runs/, aside)."""
+    path = r"(?<![\w/.-])(?!runs/)((?:[\w.-]+/)+[\w.-]+\.(?:py|ipynb|md|jsonl?|toml|cfg))\b"
+    for doc in DOCS:  # NAME.ipynb, a placeholder, is not lower case
+        found = re.findall(path, doc.read_text(encoding="utf-8"))
+        missing = [p for p in found if p.islower() and not (REPO / p).exists()]
         assert not missing, f"{doc.name} names files that are not there: {sorted(set(missing))}"
