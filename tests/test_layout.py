@@ -1,15 +1,14 @@
-"""Package-wide rules of labkit: one meaning per public name, imports that go down the layers with
-no circle, the line budget, no profiling hook, and comments that a reader without the repository's
-history can follow.
+"""Package-wide rules of labkit: one meaning per public name, imports down the layers and no circle,
+the line budget, no profiling hook, and comments a reader without the repository's history can follow.
 
-The import graph is read from the source with `ast`: every import anywhere in a module (a lazy one
-inside a function is still a dependency) and `import_module` with a literal name, but not the
-imports under `if TYPE_CHECKING:` (they never run); plus the top package's lazy exports.
-"""
+The import graph is read with `ast`: every import anywhere in a module (a lazy one is still a
+dependency), `import_module` with a literal name and the top package's lazy exports, but not the
+imports under `if TYPE_CHECKING:` (they never run)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import graphlib
 import io
 import re
@@ -45,18 +44,24 @@ COMMIT = re.compile(r"commit\s+[0-9a-f]{7,40}\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-
 SEED = re.compile(r"\bseeds?\s+0\d\d", re.I)  # "seed 004": the course's design notes, unpublished
 
 
-def modules(root: Path = ROOT) -> dict[str, Path]:
-    """Every module under the package folder `root`, by dotted name (a package by its __init__)."""
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def modules() -> dict[str, Path]:
+    """Every labkit module, by dotted name (a package by its __init__)."""
     found = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
 
 def imported(module: str, path: Path):
     """The dotted names `module` imports, outside `if TYPE_CHECKING:`."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     guarded = [n for n in ast.walk(tree) if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)]
     skipped = {id(n) for guard in guarded for stmt in guard.body for n in ast.walk(stmt)}
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
@@ -76,9 +81,9 @@ def imported(module: str, path: Path):
             )
 
 
-def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """module -> the package's modules it imports (a name resolves to the module that holds it)."""
-    known = modules(root)
+def import_graph() -> dict[str, set[str]]:
+    """module -> the labkit modules it imports (a name resolves to the module that holds it)."""
+    known = modules()
     graph: dict[str, set[str]] = {module: set() for module in known}
     for module, path in known.items():
         for name in imported(module, path):
@@ -86,8 +91,7 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
                 name = name.rpartition(".")[0]
             if name and name != module:
                 graph[module].add(name)
-    if root == ROOT:
-        graph["labkit"] |= {f"labkit.{where}" for where in getattr(labkit, "_EXPORTS", {}).values()}
+    graph["labkit"] |= {f"labkit.{where}" for where in getattr(labkit, "_EXPORTS", {}).values()}
     return graph
 
 
@@ -133,7 +137,7 @@ def public_names(path: Path) -> list[str]:
     """The public top-level names a module defines (functions, classes, assignments), but those
     every CLI command (`handle`, `register`), entry point (`main`) and lab (`check_*`) defines."""
     names = []
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in parsed(path).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.append(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
@@ -168,7 +172,7 @@ def comments(path: Path) -> list[str]:  # and docstrings
     tokens = tokenize.generate_tokens(io.StringIO(text).readline)
     found = [token.string for token in tokens if token.type == tokenize.COMMENT]
     kinds = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
-    return found + [ast.get_docstring(n) or "" for n in ast.walk(ast.parse(text)) if isinstance(n, kinds)]
+    return found + [ast.get_docstring(n) or "" for n in ast.walk(parsed(path)) if isinstance(n, kinds)]
 
 
 def test_comments_name_no_commit_and_no_unpublished_seed():
