@@ -11,7 +11,7 @@ import pytest
 
 from labkit.core.errors import LabError
 from labkit.routing import (
-    FINAL,
+    FINAL_STATES as FINAL,
     Context,
     FakeClock,
     Graph,
@@ -136,7 +136,7 @@ def test_a_job_has_at_most_one_route():
 
 def test_a_route_may_target_its_own_job_and_any_ancestor():
     plan = base().route("review", lambda r: Next.Continue, targets=["review", "revise", "draft"]).validate()
-    assert plan.routes[plan.index["review"]].targets == ("review", "revise", "draft")
+    assert plan.routes["review"].targets == ("review", "revise", "draft")
 
 
 @pytest.mark.parametrize("call, message", [

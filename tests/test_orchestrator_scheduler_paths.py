@@ -99,21 +99,6 @@ def _at_once(ctx: Context) -> str:
     return ctx.job
 
 
-def test_outcomes_reach_the_scheduler_in_the_batches_the_event_loop_gives_them():
-    """Each outcome reaches the scheduler through its task's done callback, and the scheduler
-    settles every outcome whose callback ran before it woke up, in that order. z finishes on
-    its first step, x1 and x2 one loop turn later, with z's outcome waking the scheduler
-    between them: it settles z and x1 together and starts d (which needs only z) before it
-    sees x2."""
-    graph = Graph().job("x1", _yield_once).job("z", _at_once).job("x2", _yield_once)
-    graph.job("d", _at_once, deps=["z"])
-    result = graph.run(clock=FakeClock())
-    assert [(e.job, str(e.new)) for e in result.events] == [
-        ("x1", "running"), ("z", "running"), ("x2", "running"),
-        ("z", "completed"), ("x1", "completed"), ("d", "running"),
-        ("x2", "completed"), ("d", "completed")]
-
-
 class _AsyncCallable:
     async def __call__(self, ctx: Context) -> str:
         await asyncio.sleep(0)

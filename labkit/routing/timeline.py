@@ -1,8 +1,7 @@
 """A run's timeline, rebuilt from its events: spans per job, and a Gantt chart of them.
 
-A span opens when a job enters `running` (an attempt) or `retrying` (a backoff) and
-closes at the job's next event; its `outcome` is the state it moved to. Nothing here is
-measured separately: the chart shows exactly what the event log says.
+A span opens when a job enters `running` (an attempt) or `retrying` (a backoff) and closes at
+the job's next event, its `outcome` the state it moved to: the chart shows what the log says.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from labkit.routing.states import DEAD_LETTER, RETRYING, RUNNING, Event
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-COLOURS = {  # by how a span ended
+_COLOURS = {  # by how a span ended
     "completed": "#2e7d32",
     "failed": "#c62828",
     "pending": "#9e9e9e",  # reset by a Goto while running: its work was thrown away
@@ -67,7 +66,7 @@ def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None =
     rows = {job: n for n, job in enumerate(result.jobs)}
     shown: set[str] = set()
     for span in spans(result):
-        style: dict[str, Any] = {"color": COLOURS.get(span.outcome, "#1565c0"), "edgecolor": "white"}
+        style: dict[str, Any] = {"color": _COLOURS.get(span.outcome, "#1565c0"), "edgecolor": "white"}
         if span.kind == "retrying":
             style.update(color="#fff3cd", edgecolor="#f9a825", hatch="///")
             shown.add("backoff")
@@ -88,7 +87,7 @@ def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None =
     ax.set_xlim(left=0)
     ax.set_xlabel("seconds since the run started")
     ax.set_title(title or f"run: {result.status}")
-    legend = [Patch(color=COLOURS[k], label=f"attempt → {k}")
+    legend = [Patch(color=_COLOURS[k], label=f"attempt → {k}")
               for k in ("completed", "failed", "pending", "cancelled") if k in shown]
     if "backoff" in shown:
         legend.append(Patch(facecolor="#fff3cd", edgecolor="#f9a825", hatch="///", label="backoff"))
