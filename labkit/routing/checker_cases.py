@@ -1,67 +1,103 @@
 """The cases lab 04's build-it checkers put to a learner's answer, and what a wrong answer missed.
 
-The router: the lengths the lab mentions (SHOWN_CHARS) and others drawn from a fixed seed
-(`router_chars`); `router_problem` says what is wrong with one answer, down to the numbers a
-feedback must hold.
-
-The ready step: READY_CASES (each a rule of the ready step), GRAPHS and ROUNDS are the cases the lab shows;
-`hidden_cases()` and `made_up()` draw small graphs from fixed seeds, printed nowhere, whose
-answers `reference` (the ready step itself) gives — so a memorised table of the shown cases
-fails. `ask` puts one case to the learner's step (on copies, within the time limit) and
-refuses, in a sentence, an answer that is not a list of job ids; `ready_hint` says what a
-wrong answer missed.
+The ready step: READY_CASES, one per boundary of its rule, each asked directly; then whole graphs
+(GRAPHS, and graphs drawn here from a fixed seed, printed nowhere) run on labkit's scheduler with
+the learner's step in place of `ready_after`. The router: the lengths the lab mentions and
+others drawn here (`router_chars`); `router_problem` says what is wrong with one answer.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from labkit.core.answers import shown
-from labkit.core.check import Check, Raised, call, crashed, fail
-from labkit.core.text import shorten
 from labkit.routing.experiments import LIMIT
 from labkit.routing.route import Next
 
-# (deps, states, the jobs that may start now): each a rule of the ready step.
-READY_CASES: list[tuple[str, dict[str, list[str]], dict[str, str], list[str]]] = [
-    (
-        "nothing has run yet",
-        {"a": [], "b": ["a"], "c": []},
-        {"a": "pending", "b": "pending", "c": "pending"},
-        ["a", "c"],
+
+class ReadyCase(NamedTuple):
+    name: str
+    finished: str
+    dependents: dict[str, list[str]]
+    waiting: dict[str, int]
+    states: dict[str, str]
+
+
+def _fan_in(other: str) -> ReadyCase:
+    """c needs a and b; a just completed while b is `other`: c still waits for b."""
+    return ReadyCase(
+        f"c needs a and b, a completed and b is {other}",
+        "a",
+        {"a": ["c"], "b": ["c"], "c": []},
+        {"a": 0, "b": 0, "c": 2},
+        {"a": "completed", "b": other, "c": "pending"},
+    )
+
+
+def _only_dependent(state: str) -> ReadyCase:
+    """b's count reaches zero, but b is not pending: it must not start again."""
+    return ReadyCase(
+        f"b's last dependency completed but b is {state}",
+        "a",
+        {"a": ["b"], "b": []},
+        {"a": 0, "b": 1},
+        {"a": "completed", "b": state},
+    )
+
+
+READY_CASES = [
+    ReadyCase(
+        "a completed and b needs only a",
+        "a",
+        {"a": ["b"], "b": []},
+        {"a": 0, "b": 1},
+        {"a": "completed", "b": "pending"},
     ),
-    ("a dependency is still running", {"a": [], "b": ["a"]}, {"a": "running", "b": "pending"}, []),
-    (
-        "a dependency completed",
-        {"a": [], "b": ["a"], "c": ["a"]},
+    ReadyCase(
+        "fetch completed and parse, stats need only fetch (a diamond)",
+        "fetch",
+        {"fetch": ["parse", "stats"], "parse": ["report"], "stats": ["report"], "report": []},
+        {"fetch": 0, "parse": 1, "stats": 1, "report": 2},
+        {"fetch": "completed", "parse": "pending", "stats": "pending", "report": "pending"},
+    ),
+    ReadyCase(
+        "its dependents are declared z, m, a",
+        "root",
+        {"root": ["z", "m", "a"], "z": [], "m": [], "a": []},
+        {"root": 0, "z": 1, "m": 1, "a": 1},
+        {"root": "completed", "z": "pending", "m": "pending", "a": "pending"},
+    ),
+    *(_fan_in(state) for state in ("pending", "running", "retrying", "failed", "dead_letter", "cancelled")),
+    ReadyCase(
+        "c needs a and b and b was counted already",
+        "a",
+        {"a": ["c"], "b": ["c"], "c": []},
+        {"a": 0, "b": 0, "c": 1},
+        {"a": "completed", "b": "completed", "c": "pending"},
+    ),
+    *(
+        _only_dependent(state)
+        for state in ("running", "retrying", "completed", "failed", "dead_letter", "cancelled")
+    ),
+    ReadyCase(
+        "c became ready earlier and waits for a slot",
+        "a",
+        {"a": ["b"], "b": [], "c": []},
+        {"a": 0, "b": 1, "c": 0},
         {"a": "completed", "b": "pending", "c": "pending"},
-        ["b", "c"],
     ),
-    (
-        "one of two dependencies completed",
-        {"a": [], "b": [], "c": ["a", "b"]},
-        {"a": "completed", "b": "running", "c": "pending"},
-        [],
-    ),
-    ("a dependency failed", {"a": [], "b": ["a"]}, {"a": "failed", "b": "pending"}, []),
-    (
-        "one job is running and one completed",
-        {"a": [], "b": [], "c": []},
-        {"a": "running", "b": "completed", "c": "pending"},
-        ["c"],
-    ),
-    (
-        "jobs are declared z, m, a",
-        {"z": [], "m": [], "a": []},
-        {"z": "pending", "m": "pending", "a": "pending"},
-        ["z", "m", "a"],
+    ReadyCase(
+        "the finished job has no dependents",
+        "b",
+        {"a": ["b"], "b": []},
+        {"a": 0, "b": 0},
+        {"a": "completed", "b": "completed"},
     ),
 ]
 
-
+# Graphs run on the scheduler with the learner's step: {job: deps}, in declaration order.
 GRAPHS = {
     "diamond": {"fetch": [], "parse": ["fetch"], "stats": ["fetch"], "report": ["parse", "stats"]},
     "chain": {"a": [], "b": ["a"], "c": ["b"], "d": ["c"]},
@@ -71,121 +107,70 @@ GRAPHS = {
         "join": [f"w{i}" for i in range(4)],
     },
 }
+_NAMES = (
+    "fetch",
+    "parse",
+    "load",
+    "clean",
+    "index",
+    "score",
+    "merge",
+    "train",
+    "report",
+    "audit",
+    "plot",
+    "ship",
+)
 
 
-ROUNDS = {
-    "diamond": [["fetch"], ["parse", "stats"], ["report"]],
-    "chain": [["a"], ["b"], ["c"], ["d"]],
-    "fan-out/fan-in": [["start"], ["w0", "w1", "w2", "w3"], ["join"]],
-}
-
-
-STATES = ("pending", "running", "completed", "failed", "cancelled")
-
-
-_NAMES = ("fetch", "parse", "load", "clean", "index", "score", "merge", "train", "report", "audit", "plot",
-          "ship")
-
-
-def reference(deps: Mapping[str, Sequence[str]], states: Mapping[str, str]) -> list[str]:
-    """The ready step itself: the checker's answer for cases it makes up."""
-    return [job for job, needs in deps.items()
-            if states[job] == "pending" and all(states[dep] == "completed" for dep in needs)]
-
-
-def made_up(count: int, seed: int, jobs: tuple[int, int] = (3, 5)) -> list[dict[str, list[str]]]:
-    """`count` small graphs drawn from `seed`: job names from _NAMES, declared in a shuffled order."""
+def made_up(count: int, seed: int) -> list[dict[str, list[str]]]:
+    """`count` graphs of 5 to 8 jobs drawn from `seed`, declared in a shuffled order."""
     rng = random.Random(seed)
     graphs = []
     for _ in range(count):
-        names = rng.sample(_NAMES, rng.randint(*jobs))
-        graphs.append({job: rng.sample(names[:i], rng.randint(0, min(2, i))) for i, job in enumerate(names)})
+        names = rng.sample(_NAMES, rng.randint(5, 8))
+        graphs.append({job: rng.sample(names[:i], rng.randint(0, min(3, i))) for i, job in enumerate(names)})
     return graphs
 
 
-def hidden_cases() -> list[tuple[dict[str, list[str]], dict[str, str], list[str]]]:
-    """Cases the checker holds beside READY_CASES, printed nowhere: a remembered table fails them."""
-    rng = random.Random(2404)
-    cases = []
-    for deps in made_up(24, 2404):
-        states = {job: rng.choices(STATES, weights=(5, 2, 5, 1, 1))[0] for job in deps}
-        cases.append((deps, states, reference(deps, states)))
-    return cases
-
-
-class Refused(Exception):
-    """A learner's answer that ends the check: carries the verdict."""
-
-    def __init__(self, verdict: Check) -> None:
-        super().__init__(verdict.message)
-        self.verdict = verdict
-
-
-def as_jobs(got: Any, where: str) -> list[str]:
-    """The ready step's answer as a list of job names, or Refused saying what it should be."""
-    if not isinstance(got, list | tuple):
-        raise Refused(fail(f"{where}, your step returned {shown(got)} ({type(got).__name__}), not a list "
-                            "of jobs: return a list such as ['a', 'c'], in declaration order."))
-    jobs = list(got)
-    for job in jobs:
-        if type(job) is not str:
-            raise Refused(fail(f"{where}, your step's list holds {shown(job)} ({type(job).__name__}), not "
-                                "a job: put job ids (the keys of deps) in it."))
-    return jobs
-
-
-def ask(ready: Callable[..., Any], deps: Mapping[str, Sequence[str]], states: Mapping[str, str],
-         where: str) -> list[str]:
-    """The learner's step on copies of (deps, states), within the time limit."""
-    try:
-        got = call(ready, {k: list(v) for k, v in deps.items()}, dict(states))
-    except Raised as raised:
-        raise Refused(crashed(raised.error, where)) from None
-    return as_jobs(got, where.capitalize())
-
-
-def rounds_with(ready: Callable[..., Any], deps: Mapping[str, Sequence[str]], where: str) -> list[list[str]]:
-    """Run `deps` round by round: start every ready job, let them all complete, repeat."""
-    states = dict.fromkeys(deps, "pending")
-    rounds: list[list[str]] = []
-    while any(state == "pending" for state in states.values()) and len(rounds) <= len(deps):
-        started = ask(ready, deps, states, where)
-        if not started:
-            break
-        rounds.append(started)
-        states.update(dict.fromkeys(started, "completed"))
-    return rounds
-
-
-def graph_text(deps: Mapping[str, Sequence[str]], states: Mapping[str, str]) -> str:
-    """A made-up case in a line: each job, its state and what it needs, in declaration order."""
-    parts = [f"{job} {states[job]}" + (f" (needs {', '.join(needs)})" if needs else "")
-             for job, needs in deps.items()]
-    return shorten("; ".join(parts), 170)
-
-
-def ready_hint(deps: Mapping[str, Sequence[str]], states: Mapping[str, str], got: list[str],
-                want: list[str]) -> str:
-    """What is wrong with one answer of the ready step, in one sentence."""
+def ready_problem(
+    case: ReadyCase, got: Any, waiting: dict[str, int], want: list[str], want_waiting: dict[str, int]
+) -> str | None:
+    """What is wrong with one answer of the ready step (its list and the counts it left), or None."""
+    if not isinstance(got, list | tuple) or any(type(job) is not str for job in got):
+        return f"your step returned {shown(got)}: return a list of job ids such as ['b', 'c']."
+    releases = case.dependents[case.finished]
+    for job, count in want_waiting.items():
+        if waiting.get(job) != count:
+            if job not in releases:
+                return (
+                    f"waiting[{job!r}] changed, but {job} does not depend on {case.finished}: count "
+                    f"{case.finished} off dependents[{case.finished!r}] only."
+                )
+            return (
+                f"waiting[{job!r}] is {shown(waiting.get(job))}, not {count}: {job} depends on "
+                f"{case.finished}, so subtract 1 from its count."
+            )
     for job in got:
-        if job not in states:
-            return f"{shown(job)} is not a job of this graph."
-        if states[job] != "pending":
-            return f"{job} is {states[job]}, and only a pending job may start (nothing is started again)."
-        waiting = [dep for dep in deps[job] if states[dep] != "completed"]
-        if waiting:
-            return (f"{job} still needs {waiting[0]}, which is {states[waiting[0]]}: a job starts only "
-                    "when every dependency completed.")
-    missing = [job for job in want if job not in got]
-    if missing:
-        return f"{missing[0]} may start: it is pending and every dependency completed."
-    if len(got) != len(set(got)):
-        return "each job may start once: list it once."
-    return "return them in declaration order, so a run never depends on the alphabet or a hash map."
+        if job not in releases:
+            return (
+                f"{shown(job)} does not depend on {case.finished}: only a job that {case.finished} "
+                "releases can become ready now (one whose count reached 0 earlier is queued already)."
+            )
+        if want_waiting[job]:
+            return (
+                f"{job} still waits for {want_waiting[job]} dependency(ies): it starts when its count is 0."
+            )
+        if case.states[job] != "pending":
+            return f"{job} is {case.states[job]}: only a pending job may start (nothing starts twice)."
+    if missing := [job for job in want if job not in got]:
+        return f"{missing[0]} may start: its count reached 0 and it is pending."
+    if list(got) != want:
+        return f"return each ready job once, in the order of dependents[{case.finished!r}] ({want})."
+    return None
 
 
-# The verdicts a router is asked about: these four, which the lab's text mentions, and
-# lengths drawn here (printed nowhere), so no table of remembered answers passes.
+# The lengths the lab's text mentions, then lengths drawn here (printed nowhere).
 SHOWN_CHARS = (12, LIMIT, LIMIT + 1, 45)
 
 
@@ -194,30 +179,37 @@ def router_chars() -> list[int]:
     return [*SHOWN_CHARS, *rng.sample(range(1, LIMIT), 3), *rng.sample(range(LIMIT + 2, 140), 4)]
 
 
-def says(feedback: str, number: int) -> bool:
+def _says(feedback: str, number: int) -> bool:
     """Whether `feedback` states `number` as digits of its own (27 in "27 chars", not in "127")."""
     return re.search(rf"(?<!\d){number}(?!\d)", feedback) is not None
 
 
-def router_problem(decision: Any, chars: int) -> Check | None:
+def router_problem(decision: Any, chars: int) -> str | None:
     """What is wrong with the router's answer to a verdict of `chars` characters, or None."""
     if type(decision) is not Next:
-        return fail(f"for a verdict of {chars} characters your router returned {shown(decision)}, not a "
-                    "Next: return Next.Continue or Next.back_to_with('revise', feedback).")
+        return (
+            f"for a verdict of {chars} characters your router returned {shown(decision)}, not a Next: "
+            "return Next.Continue or Next.back_to_with('revise', feedback)."
+        )
     if chars <= LIMIT:
         if decision.kind != "continue":
-            return fail(f"{chars} characters is within the limit of {LIMIT}, but your router returned "
-                        f"{shown(decision)}: it should be Next.Continue.")
+            return (
+                f"{chars} characters is within the limit of {LIMIT}, but your router returned "
+                f"{shown(decision)}: it should be Next.Continue."
+            )
         return None
-    if decision.kind != "goto" or type(decision.job) is not str or decision.job != "revise":
-        return fail(f"{chars} characters is over the limit, but your router returned {shown(decision)}: "
-                    "send it back to 'revise'.")
+    if decision.kind != "goto" or decision.job != "revise":
+        return (
+            f"{chars} characters is over the limit, your router said {shown(decision)}: go back to 'revise'."
+        )
     if decision.feedback is None:
-        return fail("over the limit your router goes back without feedback: a reviser not told why "
-                    "repeats itself. Use Next.back_to_with.")
-    feedback = str(decision.feedback)
-    if not (says(feedback, chars) and says(feedback, LIMIT)):
-        return fail(f"the feedback {shown(feedback)} should state the count ({chars}) and the limit "
-                    f"({LIMIT}): it must hold both numbers as digits, {chars} for the text's length and "
-                    f"{LIMIT} for the limit, e.g. '{chars} characters, limit {LIMIT}'.")
+        return (
+            "over the limit your router goes back without feedback: a reviser not told why repeats "
+            "itself. Use Next.back_to_with."
+        )
+    if not (_says(decision.feedback, chars) and _says(decision.feedback, LIMIT)):
+        return (
+            f"the feedback {shown(decision.feedback)} should state the count ({chars}) and the limit "
+            f"({LIMIT}) as digits, e.g. '{chars} characters, limit {LIMIT}'."
+        )
     return None

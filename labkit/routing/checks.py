@@ -1,29 +1,17 @@
 """Lab 04's build-it cells and exercises.
 
-Build it, part 1: `check_ready(my_ready)`. The scheduler's ready-job step:
-`my_ready(deps, states)` gets each job's dependencies (``{job: [dep, ...]}``, in declaration
-order) and each job's state (``"pending"``, ``"running"``, ``"completed"``, ``"failed"``,
-``"cancelled"``) and returns the jobs that may start now — pending, with every dependency
-completed — in declaration order. Checked on hand-built states, then by running whole graphs
-round by round with your step.
+Build it, part 1: `check_ready(my_ready)`, the scheduler's ready step: `my_ready(finished,
+dependents, waiting, states)` counts the job that just completed off each of its dependents'
+`waiting` and returns those whose count reached 0 and that are still pending, in the order of
+`dependents[finished]`: labkit's `scheduler.ready_after`. Asked on each boundary of the rule,
+then run in labkit's scheduler in place of `ready_after` over graphs shown and made up.
 
-Build it, part 2: `check_router(my_router)`. The review loop's router: `my_router(verdict)`
-gets the review's result ``{"text": ..., "chars": n}`` and returns `Next.Continue` when the
-text fits the 26-character limit, otherwise `Next.back_to_with("revise", feedback)` with a
-feedback that states the count and the limit. The checker runs your router in the lab's
-draft → revise → review → publish graph, on the real scheduler and a fake clock, with the
-scripted reviser (it must converge and publish within the limit) and with a reviser that
-never improves (it must end as a dead letter, publish never run).
+Build it, part 2: `check_router(my_router)`: `Next.Continue` within 26 characters, otherwise
+`Next.back_to_with("revise", feedback)` stating the count and the limit; then run in the review
+loop with the scripted reviser (it must publish) and one that never improves (a dead letter).
 
-Exercises, each answered by running the real scheduler on a fake clock, never by reading
-the learner's source:
-
-1. `check_retry_policy(policy)`: 3 retries after the first try, waits 0.2, 0.4, 0.8 s,
-   connection errors and timeouts only.
-2. `check_goto_runs(runs)`: how many times each job of `goto_graph()` runs when its `check`
-   sends the work back to `parse` once (a Goto re-runs the target and what depends on it).
-3. `check_worst_case(calls)`: the most calls of one job's function in one run, under
-   `max_visits=4` and `max_attempts=3` (shown by `worst_case_run`).
+Exercises, each answered by running the real scheduler on a fake clock: 1. `check_retry_policy`,
+2. `check_goto_runs` (the runs of each job of `goto_graph()`), 3. `check_worst_case`.
 """
 
 from __future__ import annotations
@@ -33,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.answers import Recorded, is_labkits, shown, watching
+from labkit.core.answers import Recorded, shown
 from labkit.core.check import (
     Check,
     Raised,
@@ -46,29 +34,22 @@ from labkit.core.check import (
     unanswered,
 )
 from labkit.core.progress import exercise
-from labkit.core.text import shorten
 from labkit.routing.checker_cases import (
     GRAPHS,
     READY_CASES,
-    ROUNDS,
-    Refused,
-    ask,
-    graph_text,
-    hidden_cases,
     made_up,
-    ready_hint,
-    reference,
-    rounds_with,
+    ready_problem,
     router_chars,
     router_problem,
 )
 from labkit.routing.clock import FakeClock
-from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, loop_graph, retry_graph, within_limit
+from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, loop_graph, retry_graph
 from labkit.routing.graph import Graph
+from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Next
-from labkit.routing.scheduler import Context
+from labkit.routing.scheduler import ready_after, run_plan_sync
 
 __all__ = [
     "check_goto_runs",
@@ -80,8 +61,7 @@ __all__ = [
     "worst_case_run",
 ]
 
-STUBBORN = "Search now much faster everywhere"  # 33 characters, whatever it is told
-LABKITS = "that is labkit's version ({name}, shown in the lab); write your own."
+_STUBBORN = "Search now much faster everywhere"  # 33 characters, whatever it is told
 
 
 def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str) -> RunResult | Check:
@@ -93,38 +73,25 @@ def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str)
             result = loop_graph(router=recorded, reviser=reviser)[0].run(max_visits=5, clock=FakeClock())
     except TimedOut as error:
         return crashed(error, where)
-    if recorded.error is not None:
-        return crashed(recorded.error, where)
-    return result
+    return crashed(recorded.error, where) if recorded.error is not None else result
 
 
 @exercise("04", "router")
 def check_router(my_router: Callable[[Any], Any] | None) -> Check:
-    """Build it: the review loop's router with its criterion in code (see the module docstring).
-
-    Asked directly (on copies, within the time limit) about the lengths the lab mentions and
-    others drawn here, then run in the real loop. labkit's own `within_limit`, handed in or
-    called, is refused as labkit's version.
-    """
+    """Build it: the review loop's router (see the module docstring)."""
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
         return refused
-    if is_labkits(my_router, within_limit):
-        return fail(LABKITS.format(name="within_limit"))
-    with watching(within_limit) as delegated:
-        for chars in router_chars():
-            verdict = {"text": "x" * chars, "chars": chars}
-            try:
-                decision = call(my_router, verdict)
-            except Raised as raised:
-                return crashed(raised.error, f"on a verdict of {chars} characters")
-            if delegated:
-                return fail(LABKITS.format(name="within_limit"))
-            if (problem := router_problem(decision, chars)) is not None:
-                return problem
+    for chars in router_chars():
+        try:
+            decision = call(my_router, {"text": "x" * chars, "chars": chars})
+        except Raised as raised:
+            return crashed(raised.error, f"on a verdict of {chars} characters")
+        if (problem := router_problem(decision, chars)) is not None:
+            return fail(problem)
     converging = _loop(my_router, Reviser(), "scripted")
     if isinstance(converging, Check):
         return converging
-    stubborn = _loop(my_router, lambda ctx: STUBBORN, "never-improving")
+    stubborn = _loop(my_router, lambda ctx: _STUBBORN, "never-improving")
     if isinstance(stubborn, Check):
         return stubborn
     if converging.status != "completed" or len(converging.results.get("publish", "")) > LIMIT:
@@ -157,52 +124,67 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     )
 
 
+def _ready_graphs() -> dict[str, Graph]:
+    """GRAPHS, three graphs made up here, and the review loop (its Gotos reset the counts)."""
+    graphs = {}
+    for name, deps in [
+        *GRAPHS.items(),
+        *((f"made-up graph {n}", d) for n, d in enumerate(made_up(3, 4042), 1)),
+    ]:
+        graph = Graph()
+        for job, needs in deps.items():
+            graph.job(job, lambda ctx: ctx.job, deps=needs)
+        graphs[name] = graph
+    graphs["review loop"] = loop_graph()[0]
+    return graphs
+
+
+def _starts(result: RunResult) -> list[str]:
+    return [e.job for e in result.events if e.new == "running" and e.old == "pending"]
+
+
 @exercise("04", "ready")
 def check_ready(my_ready: Callable[..., Any] | None) -> Check:
-    """Build it: the scheduler's ready-job step (see the module docstring).
-
-    Asked (on copies, within the time limit) about the cases in READY_CASES, then about cases
-    made up here and printed nowhere, then run round by round over the GRAPHS and over graphs
-    made up here. An answer that is not a list of job ids, a crash or a hang is a verdict.
-    """
-    if (
-        refused := not_a_function(my_ready, "my_ready must be a function (deps, states) -> list of jobs")
-    ) is not None:
+    """Build it: the scheduler's ready step (see the module docstring)."""
+    shape = "my_ready must be a function (finished, dependents, waiting, states) -> list of jobs"
+    if (refused := not_a_function(my_ready, shape)) is not None:
         return refused
-    try:
-        for name, deps, states, want in READY_CASES:
-            got = ask(my_ready, deps, states, f"when {name}")
-            if got != want:
-                return fail(f"When {name}, your step returned {shown(got)}, not {want}: " + ready_hint(
-                    deps, states, got, want))
-        for deps, states, want in hidden_cases():
-            got = ask(my_ready, deps, states, "on a graph the checker made up")
-            if got != want:
-                hint = ready_hint(deps, states, got, want)
-                return fail(shorten(f"On a graph the checker made up ({graph_text(deps, states)}), your "
-                                    f"step returned {shown(got)}, not {want}: {hint}", 390))
-        rows = []
-        for name, deps in GRAPHS.items():
-            rounds = rounds_with(my_ready, deps, f"running the {name} graph")
-            if rounds != ROUNDS[name]:
-                return fail(
-                    f"Running the {name} graph round by round with your step started {shown(rounds)}; "
-                    f"expected {ROUNDS[name]}."
+    for case in READY_CASES:
+        want_waiting = dict(case.waiting)
+        want = ready_after(case.finished, case.dependents, want_waiting, case.states)
+        waiting = dict(case.waiting)
+        try:
+            with time_limit():
+                got = my_ready(
+                    case.finished,
+                    {k: list(v) for k, v in case.dependents.items()},
+                    waiting,
+                    dict(case.states),
                 )
-            rows.append({"graph": name, "rounds": len(rounds), "jobs": len(deps)})
-        for deps in made_up(3, 4042, (5, 7)):
-            rounds = rounds_with(my_ready, deps, "running a graph the checker made up")
-            want = rounds_with(reference, deps, "")
-            if rounds != want:
-                pictured = graph_text(deps, dict.fromkeys(deps, "pending"))
-                return fail(shorten(f"Running a graph the checker made up ({pictured}) round by round, your "
-                                    f"step started {shown(rounds)}; expected {want}.", 390))
-    except Refused as refused:
-        return refused.verdict
+        except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict names the learner's error
+            return crashed(error, f"when {case.name}")
+        if (problem := ready_problem(case, got, waiting, want, want_waiting)) is not None:
+            return fail(f"When {case.name}, {problem}")
+    rows = []
+    for name, graph in _ready_graphs().items():
+        plan, yours = graph.validate(), Recorded(my_ready)
+        want = run_plan_sync(plan, max_concurrency=2, clock=FakeClock())
+        try:
+            with time_limit():
+                got = run_plan_sync(plan, max_concurrency=2, clock=FakeClock(), ready=yours)
+        except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict says what went wrong
+            if yours.error is not None or isinstance(error, TimedOut):
+                return crashed(yours.error or error, f"while labkit's scheduler ran the {name} graph")
+            return fail(f"Running the {name} graph with your step, the scheduler stopped: {error}.")
+        if got.events != want.events:
+            return fail(
+                f"Running the {name} graph with your step, the scheduler started {shown(_starts(got))}; "
+                f"with labkit's, {shown(_starts(want))}."
+            )
+        rows.append({"graph": name, "jobs": len(plan.jobs), "starts": len(_starts(got))})
     return Check(
         True,
-        "your step starts exactly the jobs whose dependencies completed; each graph ran in its "
-        "fewest rounds.",
+        "your step drove labkit's scheduler through every graph exactly as ready_after does.",
         pd.DataFrame(rows).set_index("graph"),
     )
 
@@ -230,8 +212,12 @@ def check_retry_policy(policy: Any) -> Check:
             "first try, so 3 retries need 4."
         )
     retried = {}
-    for error in (TimeoutError("slow"), ConnectionResetError("reset"), ValueError("bad argument"),
-                  KeyError("missing")):
+    for error in (
+        TimeoutError("slow"),
+        ConnectionResetError("reset"),
+        ValueError("bad argument"),
+        KeyError("missing"),
+    ):
         try:
             retried[type(error)] = bool(call(policy.retryable, error))
         except Raised as raised:
@@ -244,7 +230,7 @@ def check_retry_policy(policy: Any) -> Check:
         return crashed(error, "while the retried job ran")
     waits = [round(s, 6) for s in clock.sleeps]
     if waits != WANT_WAITS:
-        uncapped = [round(policy.initial_interval * policy.backoff_factor ** n, 6) for n in range(3)]
+        uncapped = [round(policy.initial_interval * policy.backoff_factor**n, 6) for n in range(3)]
         if uncapped == WANT_WAITS:
             return fail(
                 f"the waits were {waits}; expected {WANT_WAITS}: max_interval={policy.max_interval:g} caps "
@@ -305,17 +291,23 @@ def _downstream(deps: Mapping[str, Sequence[str]], target: str) -> set[str]:
 
 def _why(job: str, said: Any, runs: int, deps: Mapping[str, Sequence[str]], loop: set[str]) -> str:
     if job not in loop:
-        return (f"{job} ran {runs} time(s), not {said}: it is not {GOTO_TARGET} and does not depend on "
-                f"it, so a Goto to {GOTO_TARGET} leaves it alone.")
+        return (
+            f"{job} ran {runs} time(s), not {said}: it is not {GOTO_TARGET} and does not depend on "
+            f"it, so a Goto to {GOTO_TARGET} leaves it alone."
+        )
     if job == "publish":
-        return (f"publish ran {runs} time(s), not {said}: it waits for check, which sent the work "
-                "back before publish could start, then continued.")
+        return (
+            f"publish ran {runs} time(s), not {said}: it waits for check, which sent the work "
+            "back before publish could start, then continued."
+        )
     via = [dep for dep in deps[job] if dep in loop]
     reason = f"it depends on {GOTO_TARGET}" if job != GOTO_TARGET else "it is the Goto's target"
     if via and GOTO_TARGET not in via and job != GOTO_TARGET:
         reason += f" through {' and '.join(via)}"
-    return (f"{job} ran {runs} time(s), not {said}: {reason}, and a Goto re-runs its target and what "
-            "depends on it.")
+    return (
+        f"{job} ran {runs} time(s), not {said}: {reason}, and a Goto re-runs its target and what "
+        "depends on it."
+    )
 
 
 MAX_COUNT = 1000  # no job of these graphs runs anywhere near this often
@@ -362,17 +354,24 @@ def check_goto_runs(runs: Any) -> Check:
     for job in deps:
         if runs[job] != result.visits[job]:
             return fail(_why(job, runs[job], result.visits[job], deps, loop))
-    table = pd.DataFrame({"you said": [runs[job] for job in deps], "runs": list(result.visits.values()),
-                          "downstream of parse": [job in loop for job in deps]},
-                         index=pd.Index(list(deps), name="job"))
+    table = pd.DataFrame(
+        {
+            "you said": [runs[job] for job in deps],
+            "runs": list(result.visits.values()),
+            "downstream of parse": [job in loop for job in deps],
+        },
+        index=pd.Index(list(deps), name="job"),
+    )
     return Check(True, "a Goto to parse re-ran it and all that depends on it; the rest ran once.", table)
 
 
 # -- Exercise 3: the worst case ------------------------------------------------------------------
 
+
 def worst_case_run(max_visits: int = 4, max_attempts: int = 3) -> RunResult:
     """A loop built to hit both caps: every visit of `revise` fails until its last attempt,
     and the review never accepts. `result.attempts["revise"]` counts every call of revise."""
+
     def revise(ctx: Context) -> str:
         if ctx.attempt < max_attempts:
             raise ConnectionError("provider unreachable")
@@ -380,11 +379,15 @@ def worst_case_run(max_visits: int = 4, max_attempts: int = 3) -> RunResult:
 
     graph = Graph()
     graph.job("draft", lambda ctx: DRAFT)
-    graph.job("revise", revise, deps=["draft"],
-              retry=RetryPolicy(max_attempts=max_attempts, initial_interval=0.1))
+    graph.job(
+        "revise", revise, deps=["draft"], retry=RetryPolicy(max_attempts=max_attempts, initial_interval=0.1)
+    )
     graph.job("review", lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}, deps=["revise"])
-    graph.route("review", lambda verdict: Next.back_to_with("revise", f"{verdict['chars']} characters"),
-                targets=["revise"])
+    graph.route(
+        "review",
+        lambda verdict: Next.back_to_with("revise", f"{verdict['chars']} characters"),
+        targets=["revise"],
+    )
     graph.job("publish", lambda ctx: ctx.input["text"], deps=["review"])
     return graph.run(max_visits=max_visits, clock=FakeClock())
 
@@ -397,8 +400,7 @@ def check_worst_case(calls: Any) -> Check:
     if type(calls) is not int:
         return fail(f"answer with a whole number of calls, not {shown(calls)}.")
     if not 0 <= calls <= MAX_COUNT:
-        return fail(f"{shown(calls)} calls is not it: count the runs of the job, then the tries in each "
-                    "run.")
+        return fail(f"{shown(calls)} calls is not it: count the runs of the job, then the tries in each run.")
     result = worst_case_run(4, 3)
     most = result.attempts["revise"]
     hints = {
@@ -409,9 +411,13 @@ def check_worst_case(calls: Any) -> Check:
         15: "max_visits counts runs with the first included, so 4 visits are 4 runs, not 5.",
     }
     if calls != most:
-        return fail(hints.get(
-            calls, f"{calls} is not it: count the runs of the job, then the tries in each run."
-        ))
+        return fail(
+            hints.get(calls, f"{calls} is not it: count the runs of the job, then the tries in each run.")
+        )
     table = result.table().loc[["revise", "review"]]
-    return Check(True, f"{most} = max_visits × max_attempts: revise was called {most} times, then the loop "
-                 f"ended as {result.status}.", table)
+    return Check(
+        True,
+        f"{most} = max_visits × max_attempts: revise was called {most} times, then the loop "
+        f"ended as {result.status}.",
+        table,
+    )

@@ -1,18 +1,9 @@
-"""Lab 04's experiments, shared by the notebook and `python -m labkit routing`.
+"""Lab 04's experiments, shared by the notebook and `labkit routing`: validation errors, the
+fan-out graph at max_concurrency 1 and 4 (real sleeps), retries under one policy, the review loop
+with and without feedback, and Next.Stop on a cache hit.
 
-- `validation_errors()`: one broken graph per rule, and the error each one gets.
-- `parallel_experiment()`: the same fan-out graph at max_concurrency 1 and 4, real sleeps.
-- `retry_experiment()`: a transient fault, the same fault every time, and an invalid input.
-- `feedback_experiment()`: the draft → revise → review loop, with and without feedback.
-- `cache_stop_experiment()`: Next.Stop ends a run early as a success.
-
-Every job here is scripted: the reviser is a rule, not a model. The experiments show
-what the *control layer* does with a reviser that ignores or uses feedback; whether a
-given model behaves like either is a separate measurement (harness-rs reports one in the
-docs of its `Next::Goto`, crates/harness-orchestrator/src/route.rs: without feedback, 33,
-33, 33, 31 and 33 characters against a limit of 26). This lab's own model measurement,
-through lab 02's seam and replayed from recorded trials, is
-`labkit.routing.model_reviser.model_feedback_experiment`.
+Every job here is scripted: the reviser is a rule, not a model, so these show what the control
+layer does with a reviser that ignores or uses feedback. The model reviser is `model_reviser`'s.
 """
 
 from __future__ import annotations
@@ -47,44 +38,43 @@ def _noop(ctx: Context) -> None:
 
 # -- validation --------------------------------------------------------------------------
 
-def _broken_graphs() -> dict[str, Graph]:
-    within = lambda verdict: Next.Continue  # noqa: E731 - the router is not the point here
-    duplicate = Graph().job("draft", _noop).job("draft", _noop)
-    unknown = Graph().job("draft", _noop).job("revise", _noop, deps=["draft"]).job(
-        "review", _noop, deps=["revize"])
-    cycle = Graph().job("draft", _noop).job("review", _noop, deps=["draft", "revise"]).job(
-        "revise", _noop, deps=["review"])
-    base = lambda: Graph().job("draft", _noop).job("revise", _noop, deps=["draft"]).job(  # noqa: E731
-        "review", _noop, deps=["revise"]).job("publish", _noop, deps=["review"])
-    return {
-        "duplicate id": duplicate,
-        "unknown dependency": unknown,
-        "dependency cycle": cycle,
-        "route on an unknown job": base().route("reviw", within, targets=["revise"]),
-        "route to an unknown target": base().route("review", within, targets=["revize"]),
-        "route forward, not back": base().route("review", within, targets=["publish"]),
-    }
+
+_PIPELINE = [("draft", []), ("revise", ["draft"]), ("review", ["revise"]), ("publish", ["review"])]
+BROKEN = {  # one mistake each: the jobs (id, deps) and a route (job, targets) or None
+    "duplicate id": ([("draft", []), ("draft", [])], None),
+    "unknown dependency": ([("draft", []), ("revise", ["draft"]), ("review", ["revize"])], None),
+    "dependency cycle": ([("draft", []), ("review", ["draft", "revise"]), ("revise", ["review"])], None),
+    "route on an unknown job": (_PIPELINE, ("reviw", ["revise"])),
+    "route to an unknown target": (_PIPELINE, ("review", ["revize"])),
+    "route forward, not back": (_PIPELINE, ("review", ["publish"])),
+}
 
 
 def validation_errors() -> pd.DataFrame:
-    """One row per rule: the mistake and the GraphError message `validate()` raises."""
-    rows = []
-    for case, graph in _broken_graphs().items():
+    """One row per mistake of BROKEN: the GraphError message `validate()` raises."""
+    errors = {}
+    for mistake, (jobs, route) in BROKEN.items():
+        graph = Graph()
+        for job, deps in jobs:
+            graph.job(job, _noop, deps=deps)
+        if route is not None:
+            graph.route(route[0], lambda verdict: Next.Continue, targets=route[1])
         try:
             graph.validate()
         except GraphError as error:
-            rows.append({"mistake": case, "error": str(error)})
-        else:  # pragma: no cover - each graph above breaks exactly one rule
-            raise AssertionError(f"{case}: validate() accepted a broken graph")
-    return pd.DataFrame(rows).set_index("mistake")
+            errors[mistake] = str(error)
+    return pd.DataFrame({"error": list(errors.values())}, index=pd.Index(list(errors), name="mistake"))
 
 
 def undeclared_goto() -> RunResult:
     """A router that returns a target its route did not declare: the job fails, visibly."""
-    graph = (Graph().job("draft", lambda ctx: DRAFT)
-             .job("revise", lambda ctx: ctx.input, deps=["draft"])
-             .job("review", lambda ctx: len(ctx.input), deps=["revise"])
-             .job("publish", _noop, deps=["review"]))
+    graph = (
+        Graph()
+        .job("draft", lambda ctx: DRAFT)
+        .job("revise", lambda ctx: ctx.input, deps=["draft"])
+        .job("review", lambda ctx: len(ctx.input), deps=["revise"])
+        .job("publish", _noop, deps=["review"])
+    )
     graph.route("review", lambda chars: Next.back_to("draft"), targets=["revise"])
     return graph.run(clock=FakeClock())
 
@@ -97,10 +87,12 @@ EDGE_SECONDS = {"plan": 0.02, "merge": 0.02}
 
 def fan_graph(fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, float] = EDGE_SECONDS) -> Graph:
     """plan → fetch_* (independent) → merge; each job waits its seconds with asyncio.sleep."""
+
     def waits(seconds: float) -> Callable[[Context], Any]:
         async def job(ctx: Context) -> float:
             await asyncio.sleep(seconds)
             return seconds
+
         return job
 
     graph = Graph().job("plan", waits(edge["plan"]))
@@ -110,21 +102,18 @@ def fan_graph(fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, flo
 
 
 def parallel_experiment(
-    fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, float] = EDGE_SECONDS,
+    fetch: Mapping[str, float] = FETCH_SECONDS,
+    edge: Mapping[str, float] = EDGE_SECONDS,
     max_concurrency: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, RunResult]]:
-    """Run `fan_graph` one job at a time, then with every fetch in flight at once.
-
-    `max_concurrency` adds a third row with that limit (the "Try it" knob of lab 04): its
-    expected wall time is plan + merge + the fetches packed greedily into that many slots.
-
-    Expected wall time: the sum of all waits one at a time; plan + the longest fetch +
-    merge in parallel. Overhead is measured wall time minus that (scheduler, event loop,
-    timer resolution). Real time: the figures vary from run to run.
-    """
+    """`fan_graph` one job at a time, then with every fetch in flight at once, and, given
+    `max_concurrency`, with that many slots (expected: the fetches packed greedily into them).
+    Overhead is the measured wall time minus the expected one; real time, so it varies."""
     graph = fan_graph(fetch, edge)
-    expected = {"sequential": sum(fetch.values()) + sum(edge.values()),
-                "parallel": max(fetch.values()) + sum(edge.values())}
+    expected = {
+        "sequential": sum(fetch.values()) + sum(edge.values()),
+        "parallel": max(fetch.values()) + sum(edge.values()),
+    }
     modes = [("sequential", 1), ("parallel", len(fetch))]
     if max_concurrency is not None:
         if type(max_concurrency) is not int or max_concurrency < 1:
@@ -138,20 +127,29 @@ def parallel_experiment(
     runs, rows = {}, []
     for mode, limit in modes:
         runs[mode] = result = graph.run(max_concurrency=limit)
-        rows.append({"mode": mode, "max_concurrency": limit, "expected_s": round(expected[mode], 3),
-                     "wall_s": round(result.elapsed, 3),
-                     "overhead_ms": round((result.elapsed - expected[mode]) * 1000, 1)})
+        rows.append(
+            {
+                "mode": mode,
+                "max_concurrency": limit,
+                "expected_s": round(expected[mode], 3),
+                "wall_s": round(result.elapsed, 3),
+                "overhead_ms": round((result.elapsed - expected[mode]) * 1000, 1),
+            }
+        )
     return pd.DataFrame(rows).set_index("mode"), runs
 
 
 # -- retries ----------------------------------------------------------------------------------
 
+
 def flaky(failures: int, error: BaseException) -> Callable[[Context], str]:
     """A job that raises `error` on its first `failures` attempts, then returns 'page'."""
+
     def job(ctx: Context) -> str:
         if ctx.attempt <= failures:
             raise error
         return "page"
+
     return job
 
 
@@ -164,32 +162,42 @@ RETRY_CASES: dict[str, tuple[int, BaseException]] = {
 
 def retry_graph(job: Callable[[Context], Any], policy: RetryPolicy) -> Graph:
     """fetch (with `policy`) → summarize, and an independent audit job beside them."""
-    return (Graph().job("fetch", job, retry=policy)
-            .job("summarize", lambda ctx: f"summary of {ctx.input}", deps=["fetch"])
-            .job("audit", lambda ctx: "logged"))
+    return (
+        Graph()
+        .job("fetch", job, retry=policy)
+        .job("summarize", lambda ctx: f"summary of {ctx.input}", deps=["fetch"])
+        .job("audit", lambda ctx: "logged")
+    )
 
 
 def retry_experiment(policy: RetryPolicy | None = None) -> tuple[pd.DataFrame, dict[str, RunResult]]:
-    """Each case of RETRY_CASES under one policy (default: 3 attempts, 0.5 s doubling, and
-    every Exception retryable — so the invalid input shows the rule, not the filter)."""
+    """Each case of RETRY_CASES under one policy (default: 3 attempts, 0.5 s doubling, every
+    Exception retryable, so the invalid input shows the rule, not the filter)."""
     policy = policy or RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,))
     rows, runs = [], {}
     for case, (failures, error) in RETRY_CASES.items():
         clock = FakeClock()
         runs[case] = result = retry_graph(flaky(failures, error), policy).run(clock=clock)
-        rows.append({"case": case, "status": result.status, "fetch attempts": result.attempts["fetch"],
-                     "waits (s)": ", ".join(f"{s:g}" for s in clock.sleeps) or "-",
-                     "summarize": str(result.states["summarize"]), "audit": str(result.states["audit"])})
+        rows.append(
+            {
+                "case": case,
+                "status": result.status,
+                "fetch attempts": result.attempts["fetch"],
+                "waits (s)": ", ".join(f"{s:g}" for s in clock.sleeps) or "-",
+                "summarize": str(result.states["summarize"]),
+                "audit": str(result.states["audit"]),
+            }
+        )
     return pd.DataFrame(rows).set_index("case"), runs
 
 
 # -- the review loop --------------------------------------------------------------------------
 
+
 @dataclass
 class Reviser:
-    """The scripted reviser. Without feedback it rewrites the draft the only way it knows
-    (dropping FILLER: 33 characters, every time). Told why it was rejected, it cuts one
-    more EXPENDABLE word from its previous version per revision."""
+    """The scripted reviser: told nothing, it drops FILLER from the draft (33 characters, every
+    time); told why, it cuts one more EXPENDABLE word from its previous version."""
 
     history: list[str] = field(default_factory=list)
 
@@ -206,12 +214,8 @@ class Reviser:
 
 @dataclass
 class WordCutter:
-    """A scripted baseline for the model reviser: cut the last word, every visit, whatever it is told.
-
-    A rule written in advance, feedback ignored: visit n publishes the draft's first words
-    once they fit. Every text it writes is a deletion of its previous one with at least one
-    word cut, so it is admissible at the model's tightest control (L2, min_cut=1).
-    """
+    """The model reviser's scripted baseline: cut the last word every visit, whatever it is told
+    (a deletion with a word cut: admissible at the model's tightest control, L2 with min_cut=1)."""
 
     history: list[str] = field(default_factory=list)
 
@@ -223,8 +227,7 @@ class WordCutter:
 
 
 def cutter_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, dict[str, WordCutter]]:
-    """The loop with `WordCutter` as reviser, without and with feedback: a summary row per variant
-    (as `feedback_experiment`'s), and the cutters (their `history` holds the texts)."""
+    """The loop with a `WordCutter`, without and with feedback: a summary row each, and the cutters."""
     rows, cutters = [], {}
     for name, feedback in (("without feedback", False), ("with feedback", True)):
         cutters[name] = cutter = WordCutter()
@@ -249,19 +252,21 @@ def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Con
     async def job(ctx: Context) -> Any:
         await ctx.clock.sleep(seconds)  # virtual seconds on a FakeClock: a picture of the loop
         return fn(ctx)
+
     return job
 
 
-def loop_graph(*, feedback: bool = True, limit: int = LIMIT, seconds: Mapping[str, float] | None = None,
-               reviser: Callable[[Context], str] | None = None,
-               router: Callable[[Any], Any] | None = None) -> tuple[Graph, Callable[[Context], str]]:
-    """draft → revise → review → publish, with `router` routing review back to revise.
-
-    `router` defaults to `within_limit` with `limit` and `feedback` (which nothing else uses);
-    `reviser` defaults to a fresh Reviser; `seconds` gives jobs virtual durations (for a
-    FakeClock timeline). Returns the graph and the reviser, whose `history` (for a
-    Reviser) lists every version it wrote.
-    """
+def loop_graph(
+    *,
+    feedback: bool = True,
+    limit: int = LIMIT,
+    seconds: Mapping[str, float] | None = None,
+    reviser: Callable[[Context], str] | None = None,
+    router: Callable[[Any], Any] | None = None,
+) -> tuple[Graph, Callable[[Context], str]]:
+    """draft → revise → review → publish, `router` (default: `within_limit` with `limit` and
+    `feedback`) routing review back to revise; `reviser` defaults to a fresh Reviser, `seconds`
+    gives jobs virtual durations (a FakeClock timeline). Returns the graph and the reviser."""
     seconds = seconds or {}
     reviser = Reviser() if reviser is None else reviser
     router = partial(within_limit, limit=limit, feedback=feedback) if router is None else router
@@ -276,13 +281,11 @@ def loop_graph(*, feedback: bool = True, limit: int = LIMIT, seconds: Mapping[st
 
 
 def feedback_experiment(
-    max_visits: int = 5, limit: int = LIMIT,
+    max_visits: int = 5,
+    limit: int = LIMIT,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult]]:
-    """The loop with `back_to` (no feedback) and with `back_to_with` (feedback), same reviser.
-
-    Returns the characters of each revision per variant (one row per visit), a summary
-    (status, runs of revise and review, publish's state, what was published) and the runs.
-    """
+    """The loop with `back_to` and with `back_to_with`, the same reviser: the characters of each
+    revision per variant, a summary row per variant (`summary_row`) and the runs."""
     lengths, rows, runs = {}, [], {}
     for name, feedback in (("without feedback", False), ("with feedback", True)):
         graph, reviser = loop_graph(feedback=feedback, limit=limit)
@@ -294,29 +297,37 @@ def feedback_experiment(
 
 def summary_row(variant: str, result: RunResult) -> dict[str, Any]:
     """One variant of a loop run: status, runs of revise and review, publish's state and output."""
-    return {"variant": variant, "status": result.status, "revise runs": result.visits["revise"],
-            "review runs": result.visits["review"], "publish": str(result.states["publish"]),
-            "published": result.results.get("publish", "-")}
+    return {
+        "variant": variant,
+        "status": result.status,
+        "revise runs": result.visits["revise"],
+        "review runs": result.visits["review"],
+        "publish": str(result.states["publish"]),
+        "published": result.results.get("publish", "-"),
+    }
 
 
 def visit_table(lengths: Mapping[str, list[int]]) -> pd.DataFrame:
-    """Characters per revise visit, one column per variant; "-" where a variant stopped earlier.
-
-    Cells are strings so that a shorter column prints "-" rather than NaN (and 33, not 33.0).
-    """
+    """Characters per revise visit, one column per variant, "-" where a variant stopped earlier
+    (strings, so a shorter column prints "-", not NaN)."""
     visits = max((len(v) for v in lengths.values()), default=0)
-    return pd.DataFrame({name: [str(v[n]) if n < len(v) else "-" for n in range(visits)]
-                         for name, v in lengths.items()},
-                        index=pd.RangeIndex(1, visits + 1, name="revise visit"))
+    return pd.DataFrame(
+        {name: [str(v[n]) if n < len(v) else "-" for n in range(visits)] for name, v in lengths.items()},
+        index=pd.RangeIndex(1, visits + 1, name="revise visit"),
+    )
 
 
 # -- Next.Stop ----------------------------------------------------------------------------
 
+
 def cache_stop_experiment(hit: bool = True) -> RunResult:
     """lookup → check (Stop on a cache hit) → compute → store: a hit skips the expensive half."""
-    graph = (Graph().job("lookup", lambda ctx: "cached answer" if hit else None)
-             .job("check", lambda ctx: ctx.input is not None, deps=["lookup"])
-             .job("compute", lambda ctx: "fresh answer", deps=["check"])
-             .job("store", _noop, deps=["compute"]))
+    graph = (
+        Graph()
+        .job("lookup", lambda ctx: "cached answer" if hit else None)
+        .job("check", lambda ctx: ctx.input is not None, deps=["lookup"])
+        .job("compute", lambda ctx: "fresh answer", deps=["check"])
+        .job("store", _noop, deps=["compute"])
+    )
     graph.route("check", lambda found: Next.Stop if found else Next.Continue)
     return graph.run(clock=FakeClock())

@@ -80,7 +80,9 @@ class Graph:
                     raise GraphError(f"job {job!r} depends on unknown job {dep!r}{_suggest(dep, ids)}")
                 dependents[dep].append(job)
         if cycle := _find_cycle(dependents):
-            raise GraphError(f"dependency cycle: {' -> '.join(cycle)} (declare a loop as a route, not as deps)")
+            raise GraphError(
+                f"dependency cycle: {' -> '.join(cycle)} (declare a loop as a route, not as deps)"
+            )
         routes: dict[str, Route] = {}
         for route in self.routes:
             if route.job not in ids:
@@ -90,24 +92,30 @@ class Graph:
             upstream = _upstream(route.job, deps)
             for target in route.targets:
                 if target not in ids:
-                    raise GraphError(f"route on {route.job!r} names unknown target {target!r}"
-                                     f"{_suggest(target, ids)}")
+                    raise GraphError(
+                        f"route on {route.job!r} names unknown target {target!r}{_suggest(target, ids)}"
+                    )
                 if target not in upstream:
-                    raise GraphError(f"route on {route.job!r}: target {target!r} is not {route.job!r} "
-                                     f"or upstream of it (a Goto goes back to a job it depends on)")
+                    raise GraphError(
+                        f"route on {route.job!r}: target {target!r} is not {route.job!r} "
+                        f"or upstream of it (a Goto goes back to a job it depends on)"
+                    )
             routes[route.job] = route
         return Plan(tuple(self.jobs), deps, {job: tuple(d) for job, d in dependents.items()}, routes)
 
     def run(self, *, max_concurrency: int = 4, max_visits: int = 5, clock: Clock | None = None) -> RunResult:
         """Validate, then run the graph to the end (see labkit.routing.scheduler); works inside a
         running event loop too. In async code, `await graph.run_async(...)`."""
-        return run_plan_sync(self.validate(), max_concurrency=max_concurrency, max_visits=max_visits,
-                             clock=clock)
+        return run_plan_sync(
+            self.validate(), max_concurrency=max_concurrency, max_visits=max_visits, clock=clock
+        )
 
-    async def run_async(self, *, max_concurrency: int = 4, max_visits: int = 5,
-                        clock: Clock | None = None) -> RunResult:
-        return await run_plan(self.validate(), max_concurrency=max_concurrency, max_visits=max_visits,
-                              clock=clock)
+    async def run_async(
+        self, *, max_concurrency: int = 4, max_visits: int = 5, clock: Clock | None = None
+    ) -> RunResult:
+        return await run_plan(
+            self.validate(), max_concurrency=max_concurrency, max_visits=max_visits, clock=clock
+        )
 
     def __repr__(self) -> str:
         return f"Graph({len(self.jobs)} jobs, {len(self.routes)} routes)"
@@ -130,7 +138,7 @@ def _find_cycle(dependents: dict[str, list[str]]) -> list[str] | None:
                 colour[path.pop()] = 2
                 stack.pop()
             elif colour[nxt] == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             elif colour[nxt] == 0:
                 colour[nxt] = 1
                 path.append(nxt)

@@ -46,9 +46,12 @@ class RunResult:
         import pandas as pd
 
         frame = pd.DataFrame(
-            {"state": [str(s) for s in self.states.values()], "visits": list(self.visits.values()),
-             "attempts": list(self.attempts.values()),
-             "error": [self.errors.get(job, "") for job in self.states]},
+            {
+                "state": [str(s) for s in self.states.values()],
+                "visits": list(self.visits.values()),
+                "attempts": list(self.attempts.values()),
+                "error": [self.errors.get(job, "") for job in self.states],
+            },
             index=pd.Index(list(self.states), name="job"),
         )
         return frame if self.errors else frame.drop(columns="error")
@@ -58,8 +61,9 @@ class RunResult:
         import pandas as pd
 
         columns = ["time", "job", "old", "new", "visit", "attempt", "note"]
-        frame = pd.DataFrame([[e.time, e.job, str(e.old), str(e.new), *e[4:]] for e in self.events],
-                             columns=columns)
+        frame = pd.DataFrame(
+            [[e.time, e.job, str(e.old), str(e.new), *e[4:]] for e in self.events], columns=columns
+        )
         return frame if times else frame.drop(columns="time")
 
     def summary(self) -> str:
@@ -67,7 +71,9 @@ class RunResult:
         width = max((len(job) for job in self.states), default=0)
         lines = [f"status: {self.status}", f"reason: {self.reason}"]
         for job, state in self.states.items():
-            line = f"  {job:<{width}}  {state!s:<11}  visits={self.visits[job]}  attempts={self.attempts[job]}"
+            line = (
+                f"  {job:<{width}}  {state!s:<11}  visits={self.visits[job]}  attempts={self.attempts[job]}"
+            )
             lines.append(line + (f"  error: {self.errors[job]}" if job in self.errors else ""))
         return "\n".join(lines)
 

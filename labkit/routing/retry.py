@@ -35,8 +35,9 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if type(self.max_attempts) is not int or self.max_attempts < 1:
-            raise GraphError(f"max_attempts must be an int >= 1 (it counts the first try), "
-                             f"got {self.max_attempts!r}")
+            raise GraphError(
+                f"max_attempts must be an int >= 1 (it counts the first try), got {self.max_attempts!r}"
+            )
         for name in ("initial_interval", "backoff_factor", "max_interval"):
             value = getattr(self, name)
             if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
@@ -44,8 +45,10 @@ class RetryPolicy:
         if self.backoff_factor < 1:
             raise GraphError(f"backoff_factor must be >= 1 (waits never shrink), got {self.backoff_factor!r}")
         if self.max_interval < self.initial_interval:
-            raise GraphError(f"max_interval ({self.max_interval!r}) must be >= initial_interval "
-                             f"({self.initial_interval!r})")
+            raise GraphError(
+                f"max_interval ({self.max_interval!r}) must be >= initial_interval "
+                f"({self.initial_interval!r})"
+            )
         retry_on = self.retry_on
         if _is_error_type(retry_on):  # a lone class is callable too: never mistake it for a predicate
             retry_on = (retry_on,)
@@ -56,8 +59,9 @@ class RetryPolicy:
             if bad:
                 raise GraphError(f"retry_on must hold exception types, got {bad[0]!r}")
         elif not callable(retry_on):
-            raise GraphError(f"retry_on must be a tuple of exception types or a function "
-                             f"error -> bool, got {retry_on!r}")
+            raise GraphError(
+                f"retry_on must be a tuple of exception types or a function error -> bool, got {retry_on!r}"
+            )
         object.__setattr__(self, "retry_on", retry_on)
 
     def delay(self, attempt: int) -> float:

@@ -36,8 +36,12 @@ class Next:
         if self.kind == "goto":
             if not isinstance(self.job, str) or not self.job:
                 raise GraphError(f"Next.back_to needs a job id (a non-empty string), got {self.job!r}")
-            if self.feedback is not None and (not isinstance(self.feedback, str) or not self.feedback.strip()):
-                raise GraphError(f"feedback for {self.job!r} must be a non-blank string, got {self.feedback!r}")
+            if self.feedback is not None and (
+                not isinstance(self.feedback, str) or not self.feedback.strip()
+            ):
+                raise GraphError(
+                    f"feedback for {self.job!r} must be a non-blank string, got {self.feedback!r}"
+                )
         elif self.job is not None or self.feedback is not None:
             raise GraphError(f"Next.{self.kind.capitalize()} takes no job or feedback")
 
@@ -76,10 +80,14 @@ class Route:
     def check(self, decision: object) -> str | None:
         """Why the router's `decision` cannot be acted on, or None if it can."""
         if not isinstance(decision, Next):
-            return (f"router on {self.job!r} returned {decision!r}, not a Next (Next.Continue, "
-                    "Next.back_to(job), Next.back_to_with(job, feedback) or Next.Stop)")
+            return (
+                f"router on {self.job!r} returned {decision!r}, not a Next (Next.Continue, "
+                "Next.back_to(job), Next.back_to_with(job, feedback) or Next.Stop)"
+            )
         if decision.kind == "goto" and decision.job not in self.targets:
             declared = ", ".join(self.targets) or "none"
-            return (f"router on {self.job!r} returned {decision!r}, a target its route did not declare "
-                    f"(declared: {declared})")
+            return (
+                f"router on {self.job!r} returned {decision!r}, a target its route did not declare "
+                f"(declared: {declared})"
+            )
         return None

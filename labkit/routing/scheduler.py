@@ -84,8 +84,14 @@ def check_settings(max_concurrency: object, max_visits: object, clock: object) -
         raise GraphError(f"clock must have now() and async sleep(seconds), got {clock!r}")
 
 
-async def run_plan(plan: Plan, *, max_concurrency: int = 4, max_visits: int = 5, clock: Clock | None = None,
-                   ready: ReadyStep = ready_after) -> RunResult:
+async def run_plan(
+    plan: Plan,
+    *,
+    max_concurrency: int = 4,
+    max_visits: int = 5,
+    clock: Clock | None = None,
+    ready: ReadyStep = ready_after,
+) -> RunResult:
     """Run a validated plan on the running event loop; `ready` is the ready step (see the module doc)."""
     check_settings(max_concurrency, max_visits, clock)
     return await _Run(plan, max_visits, clock or RealClock(), ready).run(max_concurrency)
@@ -155,8 +161,9 @@ class _Run:
         if new not in TRANSITIONS[old]:
             raise RuntimeError(f"scheduler bug: illegal transition {job}: {old} -> {new}")
         self.states[job] = new
-        self.events.append(Event(self.clock.now() - self.start, job, old, new, self.visits[job],
-                                 self.attempt[job], note))
+        self.events.append(
+            Event(self.clock.now() - self.start, job, old, new, self.visits[job], self.attempt[job], note)
+        )
 
     def begin(self, job: str) -> asyncio.Task[tuple[str, Any]]:
         """Log a new visit of `job` as running and start it in a task of its own."""
@@ -168,12 +175,16 @@ class _Run:
         inputs = {dep: self.results[dep] for dep in self.plan.deps[job]}
         return asyncio.create_task(self.visit(job, inputs, feedback, previous))
 
-    async def visit(self, job: str, inputs: dict[str, Any], feedback: str | None, previous: Any) -> tuple[str, Any]:
+    async def visit(
+        self, job: str, inputs: dict[str, Any], feedback: str | None, previous: Any
+    ) -> tuple[str, Any]:
         """Attempts of one visit until success or a refusal to retry: ("ok", result) or ("failed", note)."""
         spec = self.jobs[job]
         while True:
             try:
-                ctx = Context(job, inputs, self.visits[job], self.attempt[job], feedback, previous, self.clock)
+                ctx = Context(
+                    job, inputs, self.visits[job], self.attempt[job], feedback, previous, self.clock
+                )
                 value = spec.fn(ctx)
                 if inspect.isawaitable(value):
                     value = await value
@@ -266,7 +277,9 @@ class _Run:
     def goto(self, router: str, target: str, feedback: str | None) -> list[str]:
         """`router` sent the run back to `target`: re-run it and everything downstream of it."""
         rerun = self.downstream(target)
-        if any(self.visits[job] >= self.max_visits for job in rerun if self.states[job] in (*_LIVE, COMPLETED)):
+        if any(
+            self.visits[job] >= self.max_visits for job in rerun if self.states[job] in (*_LIVE, COMPLETED)
+        ):
             return self.dead_letter(router, target, feedback, rerun)
         previous = self.results[target]
         reset = [job for job in rerun if self.states[job] in (COMPLETED, RUNNING, RETRYING)]
@@ -298,8 +311,10 @@ class _Run:
         cancelled = self.cancel(rerun, f"dead letter upstream: {router} -> {target}")
         runs = _listed(f"{job} {self.visits[job]} runs" for job in loop)
         told = f"; last feedback: {feedback!r}" if feedback is not None else "; no feedback given"
-        self.dead_letters.append(f"loop {router} -> {target} hit max_visits={self.max_visits} ({runs}){told}; "
-                                 f"cancelled: {_listed(cancelled)}")
+        self.dead_letters.append(
+            f"loop {router} -> {target} hit max_visits={self.max_visits} ({runs}){told}; "
+            f"cancelled: {_listed(cancelled)}"
+        )
         return cancelled
 
     def stop(self, router: str) -> list[str]:
@@ -322,10 +337,18 @@ class _Run:
         else:
             status, reason = "completed", self.stop_note or f"all {len(self.states)} jobs completed"
         return RunResult(
-            status=status, reason=reason, states=dict(self.states), visits=dict(self.visits),
+            status=status,
+            reason=reason,
+            states=dict(self.states),
+            visits=dict(self.visits),
             attempts=dict(self.attempts),
-            results={job: self.results[job] for job, state in self.states.items()
-                     if state in (COMPLETED, DEAD_LETTER)},
+            results={
+                job: self.results[job]
+                for job, state in self.states.items()
+                if state in (COMPLETED, DEAD_LETTER)
+            },
             errors={job: self.errors[job] for job in self.states if job in self.errors},
-            events=tuple(self.events), elapsed=self.clock.now() - self.start, stopped_by=self.stopped_by,
+            events=tuple(self.events),
+            elapsed=self.clock.now() - self.start,
+            stopped_by=self.stopped_by,
         )

@@ -49,8 +49,17 @@ def spans(events: Iterable[Event] | RunResult) -> list[Span]:
     for event in events:
         began = open_.pop(event.job, None)
         if began is not None:
-            out.append(Span(event.job, str(began.new), began.visit, began.attempt, began.time,
-                            event.time, str(event.new)))
+            out.append(
+                Span(
+                    event.job,
+                    str(began.new),
+                    began.visit,
+                    began.attempt,
+                    began.time,
+                    event.time,
+                    str(event.new),
+                )
+            )
         if event.new in (RUNNING, RETRYING):
             open_[event.job] = event
     return out
@@ -74,8 +83,15 @@ def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None =
             shown.add(span.outcome)
         ax.barh(rows[span.job], max(span.duration, 1e-9), left=span.start, height=0.6, **style)
         if span.kind == "running" and span.visit > 1:
-            ax.text(span.start + span.duration / 2, rows[span.job], f"v{span.visit}",
-                    ha="center", va="center", fontsize=8, color="white")
+            ax.text(
+                span.start + span.duration / 2,
+                rows[span.job],
+                f"v{span.visit}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white",
+            )
     for event in result.events:
         if event.new == DEAD_LETTER:
             ax.text(event.time, rows[event.job], " ✗ dead letter", va="center", fontsize=8, color="#c62828")
@@ -87,8 +103,11 @@ def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None =
     ax.set_xlim(left=0)
     ax.set_xlabel("seconds since the run started")
     ax.set_title(title or f"run: {result.status}")
-    legend = [Patch(color=_COLOURS[k], label=f"attempt → {k}")
-              for k in ("completed", "failed", "pending", "cancelled") if k in shown]
+    legend = [
+        Patch(color=_COLOURS[k], label=f"attempt → {k}")
+        for k in ("completed", "failed", "pending", "cancelled")
+        if k in shown
+    ]
     if "backoff" in shown:
         legend.append(Patch(facecolor="#fff3cd", edgecolor="#f9a825", hatch="///", label="backoff"))
     if legend:
