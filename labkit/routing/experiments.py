@@ -236,13 +236,16 @@ def cutter_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataF
     return pd.DataFrame(rows).set_index("variant"), cutters
 
 
-def within_limit(verdict: Mapping[str, Any], *, limit: int = LIMIT, feedback: bool = True) -> Next:
-    """The acceptance criterion, in code: continue within `limit`, otherwise back to revise."""
+def within_limit(verdict, limit=LIMIT):
+    """Continue within `limit` characters; otherwise back to revise, saying why."""
     if verdict["chars"] <= limit:
         return Next.Continue
-    if not feedback:
-        return Next.back_to("revise")
     return Next.back_to_with("revise", f"{verdict['chars']} characters, limit is {limit}")
+
+
+def _without_feedback(verdict: Mapping[str, Any], limit: int = LIMIT) -> Next:
+    """The same criterion, sent back without a reason."""
+    return Next.Continue if verdict["chars"] <= limit else Next.back_to("revise")
 
 
 def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Context], Any]:
@@ -269,7 +272,8 @@ def loop_graph(
     gives jobs virtual durations (a FakeClock timeline). Returns the graph and the reviser."""
     seconds = seconds or {}
     reviser = Reviser() if reviser is None else reviser
-    router = partial(within_limit, limit=limit, feedback=feedback) if router is None else router
+    if router is None:
+        router = partial(within_limit if feedback else _without_feedback, limit=limit)
     graph = Graph()
     graph.job("draft", _timed(lambda ctx: DRAFT, seconds.get("draft")))
     graph.job("revise", _timed(reviser, seconds.get("revise")), deps=["draft"])
