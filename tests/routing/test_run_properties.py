@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labkit.routing import (
-    FINAL_STATES as FINAL,
+    FINAL_STATES,
     Context,
     FakeClock,
     Graph,
@@ -50,21 +50,27 @@ def upstream(i: int, deps: list[list[int]]) -> set[int]:
 def scenarios(draw):
     n = draw(st.integers(1, 7))
     deps = [sorted(draw(st.sets(st.integers(0, i - 1), max_size=3))) if i else [] for i in range(n)]
-    jobs = [{
-        "deps": deps[i],
-        "async": draw(st.booleans()),
-        "yields": draw(st.integers(0, 3)),
-        "faults": draw(st.lists(FAULTS, min_size=1, max_size=4)),
-        "attempts": draw(st.one_of(st.none(), st.integers(1, 3))),
-    } for i in range(n)]
+    jobs = [
+        {
+            "deps": deps[i],
+            "async": draw(st.booleans()),
+            "yields": draw(st.integers(0, 3)),
+            "faults": draw(st.lists(FAULTS, min_size=1, max_size=4)),
+            "attempts": draw(st.one_of(st.none(), st.integers(1, 3))),
+        }
+        for i in range(n)
+    ]
     routes = {}
     for i in range(n):
         if draw(st.integers(0, 2)) == 0:
             continue
         up = sorted(upstream(i, deps))
         targets = draw(st.lists(st.sampled_from(up), min_size=1, max_size=len(up), unique=True))
-        routes[i] = {"targets": targets, "script": draw(st.lists(DECISIONS, min_size=1, max_size=5)),
-                     "picks": draw(st.lists(st.integers(0, 9), min_size=1, max_size=3))}
+        routes[i] = {
+            "targets": targets,
+            "script": draw(st.lists(DECISIONS, min_size=1, max_size=5)),
+            "picks": draw(st.lists(st.integers(0, 9), min_size=1, max_size=3)),
+        }
     return {
         "jobs": jobs,
         "order": draw(st.permutations(range(n))),  # declaration order need not follow dependencies
@@ -95,6 +101,7 @@ def build(scenario):
             for _ in range(spec["yields"]):
                 await asyncio.sleep(0)
             return outcome(ctx)
+
         return job
 
     def make_router(i: int, route: dict):
@@ -117,6 +124,7 @@ def build(scenario):
                 return Next.back_to(outside[pick % len(outside)]) if outside else Next.Continue
             target = names[pick % len(names)]
             return Next.back_to_with(target, "again") if kind == "goto+" else Next.back_to(target)
+
         return router
 
     for i in scenario["order"]:
@@ -159,14 +167,15 @@ def test_every_run_is_legal(scenario):
         assert in_flight <= limit
 
     assert state == dict(result.states)
-    assert all(s in FINAL for s in state.values())
+    assert all(s in FINAL_STATES for s in state.values())
     assert dict(visits) == {job: v for job, v in result.visits.items() if v}
     assert dict(attempts) == {job: a for job, a in result.attempts.items() if a}
     assert all(v <= cap for v in result.visits.values())
     assert all(result.attempts[job] <= result.visits[job] * max_attempts[job] for job in deps)
     # One call per attempt, except attempts withdrawn (by a Goto or a Stop) before their call.
-    withdrawn = Counter(e.job for e in result.events
-                        if e.old == State.RUNNING and e.new in (State.PENDING, State.CANCELLED))
+    withdrawn = Counter(
+        e.job for e in result.events if e.old == State.RUNNING and e.new in (State.PENDING, State.CANCELLED)
+    )
     for job in deps:
         assert result.attempts[job] - withdrawn[job] <= calls[job] <= result.attempts[job]
 
