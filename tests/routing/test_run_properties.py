@@ -1,16 +1,6 @@
-"""Property test: random DAGs, random faults and random router decisions, every run legal.
-
-For each generated graph the run's events are replayed against the state machine:
-
-- every transition starts from the job's current state and is in TRANSITIONS;
-- no job enters `running` unless each of its dependencies is `completed` at that moment
-  (so never before they completed in the current visit: a Goto resets them first);
-- at most `max_concurrency` jobs are running or backing off at any moment;
-- no job runs more than `max_visits` times, nor tries more than its policy's
-  `max_attempts` times in one visit; its function is called once per attempt (less only
-  for attempts a Goto or a Stop withdrew before the call);
-- the run ends with every job in a final state and a status that matches those states.
-"""
+"""Random DAGs, faults and router decisions: every run's events replay legally against the state
+machine, no job starts before its dependencies completed in this visit, at most max_concurrency are in
+flight, the caps hold, and the run ends in final states with the status they imply."""
 
 from __future__ import annotations
 
@@ -36,16 +26,6 @@ FAULTS = st.sampled_from(["ok", "ok", "transient", "invalid"])
 DECISIONS = st.sampled_from(["continue", "continue", "goto", "goto+", "goto", "stop", "undeclared", "none"])
 
 
-def upstream(i: int, deps: list[list[int]]) -> set[int]:
-    seen, stack = {i}, [i]
-    while stack:
-        for d in deps[stack.pop()]:
-            if d not in seen:
-                seen.add(d)
-                stack.append(d)
-    return seen
-
-
 @st.composite
 def scenarios(draw):
     n = draw(st.integers(1, 7))
@@ -53,8 +33,7 @@ def scenarios(draw):
     jobs = [
         {
             "deps": deps[i],
-            "async": draw(st.booleans()),
-            "yields": draw(st.integers(0, 3)),
+            "yields": draw(st.integers(-1, 3)),  # -1: a plain function, else async
             "faults": draw(st.lists(FAULTS, min_size=1, max_size=4)),
             "attempts": draw(st.one_of(st.none(), st.integers(1, 3))),
         }
@@ -62,18 +41,19 @@ def scenarios(draw):
     ]
     routes = {}
     for i in range(n):
-        if draw(st.integers(0, 2)) == 0:
-            continue
-        up = sorted(upstream(i, deps))
-        targets = draw(st.lists(st.sampled_from(up), min_size=1, max_size=len(up), unique=True))
-        routes[i] = {
-            "targets": targets,
-            "script": draw(st.lists(DECISIONS, min_size=1, max_size=5)),
-            "picks": draw(st.lists(st.integers(0, 9), min_size=1, max_size=3)),
-        }
+        up = {i}
+        for j in range(i, -1, -1):  # the jobs i depends on, directly or not: all declared before i
+            if j in up:
+                up.update(deps[j])
+        if draw(st.integers(0, 2)):
+            targets = draw(st.lists(st.sampled_from(sorted(up)), min_size=1, max_size=len(up), unique=True))
+            routes[i] = {
+                "targets": targets,
+                "script": draw(st.lists(st.tuples(DECISIONS, st.integers(0, 9)), min_size=1, max_size=5)),
+            }
     return {
         "jobs": jobs,
-        "order": draw(st.permutations(range(n))),  # declaration order need not follow dependencies
+        "order": draw(st.permutations(range(n))),
         "routes": routes,
         "max_concurrency": draw(st.integers(1, 4)),
         "max_visits": draw(st.integers(1, 4)),
@@ -88,42 +68,36 @@ def build(scenario):
         def outcome(ctx: Context) -> tuple[str, int]:
             fault = spec["faults"][calls[name] % len(spec["faults"])]
             calls[name] += 1
-            if fault == "transient":
-                raise ConnectionError("transient")
-            if fault == "invalid":
-                raise InvalidInput("invalid")
+            if fault != "ok":
+                raise ConnectionError("transient") if fault == "transient" else InvalidInput("invalid")
             return name, ctx.visit
-
-        if not spec["async"]:
-            return outcome
 
         async def job(ctx: Context) -> tuple[str, int]:
             for _ in range(spec["yields"]):
                 await asyncio.sleep(0)
             return outcome(ctx)
 
-        return job
+        return outcome if spec["yields"] < 0 else job
 
-    def make_router(i: int, route: dict):
+    def make_router(route: dict):
         seen = [0]
         names = [f"j{t}" for t in route["targets"]]
         outside = [f"j{k}" for k in range(len(jobs)) if f"j{k}" not in names]
 
         def router(result: object) -> object:
-            n = seen[0]
+            kind, pick = route["script"][seen[0] % len(route["script"])]
             seen[0] += 1
-            kind = route["script"][n % len(route["script"])]
-            pick = route["picks"][n % len(route["picks"])]
-            if kind == "continue":
-                return Next.Continue
-            if kind == "stop":
-                return Next.Stop
-            if kind == "none":
-                return None
             if kind == "undeclared":
                 return Next.back_to(outside[pick % len(outside)]) if outside else Next.Continue
             target = names[pick % len(names)]
-            return Next.back_to_with(target, "again") if kind == "goto+" else Next.back_to(target)
+            decisions = {
+                "continue": Next.Continue,
+                "stop": Next.Stop,
+                "none": None,
+                "goto": Next.back_to(target),
+                "goto+": Next.back_to_with(target, "again"),
+            }
+            return decisions[kind]
 
         return router
 
@@ -132,7 +106,7 @@ def build(scenario):
         retry = spec["attempts"] and RetryPolicy(max_attempts=spec["attempts"], initial_interval=0.1)
         graph.job(f"j{i}", make_job(f"j{i}", spec), deps=[f"j{d}" for d in spec["deps"]], retry=retry)
     for i, route in scenario["routes"].items():
-        graph.route(f"j{i}", make_router(i, route), targets=[f"j{t}" for t in route["targets"]])
+        graph.route(f"j{i}", make_router(route), targets=[f"j{t}" for t in route["targets"]])
     return graph, calls
 
 
