@@ -17,7 +17,7 @@ from labkit.routing.experiments import LIMIT
 from labkit.routing.route import Next
 
 
-class ReadyCase(NamedTuple):
+class _ReadyCase(NamedTuple):
     name: str
     finished: str
     dependents: dict[str, list[str]]
@@ -25,9 +25,9 @@ class ReadyCase(NamedTuple):
     states: dict[str, str]
 
 
-def _fan_in(other: str) -> ReadyCase:
+def _fan_in(other: str) -> _ReadyCase:
     """c needs a and b; a just completed while b is `other`: c still waits for b."""
-    return ReadyCase(
+    return _ReadyCase(
         f"c needs a and b, a completed and b is {other}",
         "a",
         {"a": ["c"], "b": ["c"], "c": []},
@@ -36,9 +36,9 @@ def _fan_in(other: str) -> ReadyCase:
     )
 
 
-def _only_dependent(state: str) -> ReadyCase:
+def _only_dependent(state: str) -> _ReadyCase:
     """b's count reaches zero, but b is not pending: it must not start again."""
-    return ReadyCase(
+    return _ReadyCase(
         f"b's last dependency completed but b is {state}",
         "a",
         {"a": ["b"], "b": []},
@@ -48,21 +48,21 @@ def _only_dependent(state: str) -> ReadyCase:
 
 
 READY_CASES = [
-    ReadyCase(
+    _ReadyCase(
         "a completed and b needs only a",
         "a",
         {"a": ["b"], "b": []},
         {"a": 0, "b": 1},
         {"a": "completed", "b": "pending"},
     ),
-    ReadyCase(
+    _ReadyCase(
         "fetch completed and parse, stats need only fetch (a diamond)",
         "fetch",
         {"fetch": ["parse", "stats"], "parse": ["report"], "stats": ["report"], "report": []},
         {"fetch": 0, "parse": 1, "stats": 1, "report": 2},
         {"fetch": "completed", "parse": "pending", "stats": "pending", "report": "pending"},
     ),
-    ReadyCase(
+    _ReadyCase(
         "its dependents are declared z, m, a",
         "root",
         {"root": ["z", "m", "a"], "z": [], "m": [], "a": []},
@@ -70,7 +70,7 @@ READY_CASES = [
         {"root": "completed", "z": "pending", "m": "pending", "a": "pending"},
     ),
     *(_fan_in(state) for state in ("pending", "running", "retrying", "failed", "dead_letter", "cancelled")),
-    ReadyCase(
+    _ReadyCase(
         "c needs a and b and b was counted already",
         "a",
         {"a": ["c"], "b": ["c"], "c": []},
@@ -81,14 +81,14 @@ READY_CASES = [
         _only_dependent(state)
         for state in ("running", "retrying", "completed", "failed", "dead_letter", "cancelled")
     ),
-    ReadyCase(
+    _ReadyCase(
         "c became ready earlier and waits for a slot",
         "a",
         {"a": ["b"], "b": [], "c": []},
         {"a": 0, "b": 1, "c": 0},
         {"a": "completed", "b": "pending", "c": "pending"},
     ),
-    ReadyCase(
+    _ReadyCase(
         "the finished job has no dependents",
         "b",
         {"a": ["b"], "b": []},
@@ -134,7 +134,7 @@ def made_up(count: int, seed: int) -> list[dict[str, list[str]]]:
 
 
 def ready_problem(
-    case: ReadyCase, got: Any, waiting: dict[str, int], want: list[str], want_waiting: dict[str, int]
+    case: _ReadyCase, got: Any, waiting: dict[str, int], want: list[str], want_waiting: dict[str, int]
 ) -> str | None:
     """What is wrong with one answer of the ready step (its list and the counts it left), or None."""
     if not isinstance(got, list | tuple) or any(type(job) is not str for job in got):
@@ -171,12 +171,12 @@ def ready_problem(
 
 
 # The lengths the lab's text mentions, then lengths drawn here (printed nowhere).
-SHOWN_CHARS = (12, LIMIT, LIMIT + 1, 45)
+_SHOWN_CHARS = (12, LIMIT, LIMIT + 1, 45)
 
 
 def router_chars() -> list[int]:
     rng = random.Random(4026)
-    return [*SHOWN_CHARS, *rng.sample(range(1, LIMIT), 3), *rng.sample(range(LIMIT + 2, 140), 4)]
+    return [*_SHOWN_CHARS, *rng.sample(range(1, LIMIT), 3), *rng.sample(range(LIMIT + 2, 140), 4)]
 
 
 def _says(feedback: str, number: int) -> bool:

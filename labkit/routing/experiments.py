@@ -27,8 +27,8 @@ from labkit.routing.route import Next
 
 LIMIT = 26  # characters: the limit of harness-rs's route.rs example, so figures compare
 DRAFT = "Search is now much faster everywhere you look"
-FILLER = ("is", "you", "look")  # what the reviser always drops: 45 -> 33 characters
-EXPENDABLE = ("much", "now", "faster")  # what it cuts next, one word per revision, when told to
+_FILLER = ("is", "you", "look")  # what the reviser always drops: 45 -> 33 characters
+_EXPENDABLE = ("much", "now", "faster")  # what it cuts next, one word per revision, when told to
 LOOP_SECONDS = {"draft": 1.0, "revise": 0.6, "review": 0.1, "publish": 0.3}  # virtual, for the chart
 
 
@@ -40,7 +40,7 @@ def _noop(ctx: Context) -> None:
 
 
 _PIPELINE = [("draft", []), ("revise", ["draft"]), ("review", ["revise"]), ("publish", ["review"])]
-BROKEN = {  # one mistake each: the jobs (id, deps) and a route (job, targets) or None
+_BROKEN = {  # one mistake each: the jobs (id, deps) and a route (job, targets) or None
     "duplicate id": ([("draft", []), ("draft", [])], None),
     "unknown dependency": ([("draft", []), ("revise", ["draft"]), ("review", ["revize"])], None),
     "dependency cycle": ([("draft", []), ("review", ["draft", "revise"]), ("revise", ["review"])], None),
@@ -51,9 +51,9 @@ BROKEN = {  # one mistake each: the jobs (id, deps) and a route (job, targets) o
 
 
 def validation_errors() -> pd.DataFrame:
-    """One row per mistake of BROKEN: the GraphError message `validate()` raises."""
+    """One row per mistake of _BROKEN: the GraphError message `validate()` raises."""
     errors = {}
-    for mistake, (jobs, route) in BROKEN.items():
+    for mistake, (jobs, route) in _BROKEN.items():
         graph = Graph()
         for job, deps in jobs:
             graph.job(job, _noop, deps=deps)
@@ -66,26 +66,13 @@ def validation_errors() -> pd.DataFrame:
     return pd.DataFrame({"error": list(errors.values())}, index=pd.Index(list(errors), name="mistake"))
 
 
-def undeclared_goto() -> RunResult:
-    """A router that returns a target its route did not declare: the job fails, visibly."""
-    graph = (
-        Graph()
-        .job("draft", lambda ctx: DRAFT)
-        .job("revise", lambda ctx: ctx.input, deps=["draft"])
-        .job("review", lambda ctx: len(ctx.input), deps=["revise"])
-        .job("publish", _noop, deps=["review"])
-    )
-    graph.route("review", lambda chars: Next.back_to("draft"), targets=["revise"])
-    return graph.run(clock=FakeClock())
-
-
 # -- sequential against parallel ------------------------------------------------------------
 
 FETCH_SECONDS = {"fetch_a": 0.04, "fetch_b": 0.08, "fetch_c": 0.12, "fetch_d": 0.16}
-EDGE_SECONDS = {"plan": 0.02, "merge": 0.02}
+_EDGE_SECONDS = {"plan": 0.02, "merge": 0.02}
 
 
-def fan_graph(fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, float] = EDGE_SECONDS) -> Graph:
+def fan_graph(fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, float] = _EDGE_SECONDS) -> Graph:
     """plan → fetch_* (independent) → merge; each job waits its seconds with asyncio.sleep."""
 
     def waits(seconds: float) -> Callable[[Context], Any]:
@@ -103,7 +90,7 @@ def fan_graph(fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, flo
 
 def parallel_experiment(
     fetch: Mapping[str, float] = FETCH_SECONDS,
-    edge: Mapping[str, float] = EDGE_SECONDS,
+    edge: Mapping[str, float] = _EDGE_SECONDS,
     max_concurrency: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, RunResult]]:
     """`fan_graph` one job at a time, then with every fetch in flight at once, and, given
@@ -196,17 +183,17 @@ def retry_experiment(policy: RetryPolicy | None = None) -> tuple[pd.DataFrame, d
 
 @dataclass
 class Reviser:
-    """The scripted reviser: told nothing, it drops FILLER from the draft (33 characters, every
-    time); told why, it cuts one more EXPENDABLE word from its previous version."""
+    """The scripted reviser: told nothing, it drops _FILLER from the draft (33 characters, every
+    time); told why, it cuts one more _EXPENDABLE word from its previous version."""
 
     history: list[str] = field(default_factory=list)
 
     def __call__(self, ctx: Context) -> str:
         if ctx.feedback is None or ctx.previous is None:
-            text = " ".join(w for w in ctx.inputs["draft"].split() if w not in FILLER)
+            text = " ".join(w for w in ctx.inputs["draft"].split() if w not in _FILLER)
         else:
             words = ctx.previous.split()
-            cut = next((w for w in EXPENDABLE if w in words), None)
+            cut = next((w for w in _EXPENDABLE if w in words), None)
             text = " ".join(w for w in words if w != cut)
         self.history.append(text)
         return text
@@ -228,12 +215,8 @@ class WordCutter:
 
 def cutter_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, dict[str, WordCutter]]:
     """The loop with a `WordCutter`, without and with feedback: a summary row each, and the cutters."""
-    rows, cutters = [], {}
-    for name, feedback in (("without feedback", False), ("with feedback", True)):
-        cutters[name] = cutter = WordCutter()
-        graph, _ = loop_graph(feedback=feedback, limit=limit, reviser=cutter)
-        rows.append(summary_row(name, graph.run(max_visits=max_visits, clock=FakeClock())))
-    return pd.DataFrame(rows).set_index("variant"), cutters
+    cutters = {name: WordCutter() for name in _VARIANTS}
+    return compare_revisers(cutters, max_visits, limit)[1], cutters
 
 
 def within_limit(verdict, limit=LIMIT):
@@ -284,19 +267,26 @@ def loop_graph(
     return graph, reviser
 
 
-def feedback_experiment(
-    max_visits: int = 5,
-    limit: int = LIMIT,
+_VARIANTS = ("without feedback", "with feedback")  # the router goes back told nothing, or told why
+
+
+def compare_revisers(
+    revisers: Mapping[str, Callable[[Context], str]], max_visits: int = 5, limit: int = LIMIT
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult]]:
-    """The loop with `back_to` and with `back_to_with`, the same reviser: the characters of each
-    revision per variant, a summary row per variant (`summary_row`) and the runs."""
+    """The review loop once per variant of _VARIANTS, each with its reviser (one with a `history`):
+    the characters of each revision (`visit_table`), a summary row each (`summary_row`), the runs."""
     lengths, rows, runs = {}, [], {}
-    for name, feedback in (("without feedback", False), ("with feedback", True)):
-        graph, reviser = loop_graph(feedback=feedback, limit=limit)
+    for name, reviser in revisers.items():
+        graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
         runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
         lengths[name] = [len(text) for text in reviser.history]
         rows.append(summary_row(name, result))
     return visit_table(lengths), pd.DataFrame(rows).set_index("variant"), runs
+
+
+def feedback_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """`compare_revisers` with the scripted Reviser in both variants."""
+    return compare_revisers({name: Reviser() for name in _VARIANTS}, max_visits, limit)
 
 
 def summary_row(variant: str, result: RunResult) -> dict[str, Any]:

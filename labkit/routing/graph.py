@@ -1,16 +1,15 @@
 """A graph of jobs: declare jobs and routes, then validate everything before anything runs.
 
 `job` and `route` check their own arguments at once. `validate()`, which `run` calls first,
-checks how jobs relate and raises the first problem as one GraphError, in this order: a job id
-declared twice; a dependency on an unknown job (with a close match); a dependency cycle, with
-its path in running order; a route on an unknown job, a second route on one job, an unknown
-target, or a target that is not the routed job or upstream of it (a Goto goes back).
-A job may be declared before its dependencies: order only breaks ties between ready jobs.
+raises the first problem as one GraphError: a job id declared twice; an unknown dependency
+(with a close match); a dependency cycle (graphlib finds it); a route on an unknown job, a
+second route on a job, or a target that is unknown or not upstream of the routed job.
 """
 
 from __future__ import annotations
 
 import difflib
+import graphlib
 from collections.abc import Iterable
 
 from labkit.routing.clock import Clock
@@ -79,10 +78,11 @@ class Graph:
                 if dep not in ids:
                     raise GraphError(f"job {job!r} depends on unknown job {dep!r}{_suggest(dep, ids)}")
                 dependents[dep].append(job)
-        if cycle := _find_cycle(dependents):
-            raise GraphError(
-                f"dependency cycle: {' -> '.join(cycle)} (declare a loop as a route, not as deps)"
-            )
+        try:
+            graphlib.TopologicalSorter(deps).prepare()
+        except graphlib.CycleError as error:  # its path reads in running order
+            path = " -> ".join(error.args[1])
+            raise GraphError(f"dependency cycle: {path} (declare a loop as a route, not as deps)") from None
         routes: dict[str, Route] = {}
         for route in self.routes:
             if route.job not in ids:
@@ -119,31 +119,6 @@ class Graph:
 
     def __repr__(self) -> str:
         return f"Graph({len(self.jobs)} jobs, {len(self.routes)} routes)"
-
-
-def _find_cycle(dependents: dict[str, list[str]]) -> list[str] | None:
-    """The first dependency cycle in declaration order, its first job repeated at the end.
-
-    Iterative depth-first search: a 10,000-job chain would overflow Python's recursion limit.
-    """
-    colour = dict.fromkeys(dependents, 0)  # 0 unseen, 1 on the current path, 2 finished
-    for root in dependents:
-        if colour[root]:
-            continue
-        colour[root] = 1
-        path, stack = [root], [iter(dependents[root])]
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                colour[path.pop()] = 2
-                stack.pop()
-            elif colour[nxt] == 1:
-                return path[path.index(nxt) :] + [nxt]
-            elif colour[nxt] == 0:
-                colour[nxt] = 1
-                path.append(nxt)
-                stack.append(iter(dependents[nxt]))
-    return None
 
 
 def _upstream(job: str, deps: dict[str, tuple[str, ...]]) -> set[str]:

@@ -5,7 +5,7 @@ SmolLM2-135M-Instruct (or `LABKIT_MODEL`'s model) to shorten the announcement; t
 code. Only the router differs: ``without feedback`` tells it "Revise it again.", ``with
 feedback`` "33 characters, limit is 26. Revise it again." Visit n of `revise` is turn n of its
 variant's task (``announcement+no-feedback`` / ``announcement+feedback``), so (lab, case, trial,
-turn) names one recorded call. Changing INSTRUCTIONS, the messages, DRAFT, LIMIT or the policy's
+turn) names one recorded call. Changing _INSTRUCTIONS, the messages, DRAFT, LIMIT or the policy's
 options makes replay stop with a ReplayMiss naming case and turn. Record afresh (then move the
 file over fixtures/trials/routing-smollm2.jsonl; appending would keep two answers per request)::
 
@@ -33,7 +33,7 @@ from labkit.core.errors import LabError
 from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
 from labkit.model.constraints import StateRules
 from labkit.routing.clock import FakeClock
-from labkit.routing.experiments import DRAFT, LIMIT, loop_graph, summary_row, visit_table
+from labkit.routing.experiments import DRAFT, LIMIT, compare_revisers, loop_graph, summary_row
 from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
 from labkit.routing.route import Next
@@ -44,7 +44,7 @@ VARIANTS = {"without feedback": "no-feedback", "with feedback": "feedback"}  # v
 # A worked example on another sentence, not a placeholder: measured with SmolLM2-135M, an
 # instruction showing `"answer": "<the shortened announcement>"` made it reply with that
 # placeholder, 28 characters, on all ten visits of both variants.
-INSTRUCTIONS = """\
+_INSTRUCTIONS = """\
 You shorten announcements. Keep the meaning, use fewer characters. Reply with exactly one \
 JSON object, as in the example: the shortened announcement is the answer.
 
@@ -52,13 +52,13 @@ Example.
 User: Shorten this announcement to at most 20 characters:
 The new mobile app is now available for everyone
 Assistant: {"action": "final", "answer": "New app for everyone", "citation": "none"}"""
-AGAIN = "Revise it again."
-MAX_WORDS = 12  # 4,095 deletions: the enum of admissible answers stays a small grammar
+_AGAIN = "Revise it again."
+_MAX_WORDS = 12  # 4,095 deletions: the enum of admissible answers stays a small grammar
 _RUNGS = ("L1", "L2")  # L1: any text (the static schema); L2: only deletions of words from the draft
 
 
 @dataclass(frozen=True)
-class Announcement:
+class _Announcement:
     """The reviser's task: `id` keys the replay, `text` is the draft, `limit` is stated to it."""
 
     id: str
@@ -66,15 +66,15 @@ class Announcement:
     limit: int
 
 
-def _task_text(task: Announcement) -> str:
+def _task_text(task: _Announcement) -> str:
     """The first user message: the draft and the limit (both variants are told the limit)."""
     return f"Shorten this announcement to at most {task.limit} characters:\n{task.text}"
 
 
 def observe(observation: Mapping[str, Any]) -> str:
-    """What the reviser is told on a later visit: the router's feedback, if any, then AGAIN."""
+    """What the reviser is told on a later visit: the router's feedback, if any, then _AGAIN."""
     feedback = observation.get("result")
-    return f"{feedback}. {AGAIN}" if feedback else AGAIN
+    return f"{feedback}. {_AGAIN}" if feedback else _AGAIN
 
 
 def _answer_text(decision: Any) -> str:
@@ -107,7 +107,7 @@ class ModelReviser:
         case = f"announcement+{VARIANTS.get(self.variant, self.variant)}"
         if self.min_cut:
             case += f"+cut{self.min_cut}"
-        self.task = Announcement(case, DRAFT, self.limit)
+        self.task = _Announcement(case, DRAFT, self.limit)
         rules = None
         if self.rung == "L2":
             rules = StateRules(
@@ -119,7 +119,7 @@ class ModelReviser:
         self.policy = ModelPolicy(
             REVISER_LAB,
             tools={},
-            instructions=INSTRUCTIONS,
+            instructions=_INSTRUCTIONS,
             describe=_task_text,
             observe=observe,
             backend=self.backend,
@@ -131,7 +131,7 @@ class ModelReviser:
         )
         self.observations: list[dict[str, Any]] = []
 
-    def deletions(self, task: Announcement, observations: Any = ()) -> list[str]:
+    def deletions(self, task: _Announcement, observations: Any = ()) -> list[str]:
         """L2's admissible answers: deletions of the last text this reviser wrote (the draft first)."""
         return deletions_of(self.history[-1] if self.history else task.text, self.min_cut)
 
@@ -152,8 +152,8 @@ def deletions_of(text: str, min_cut: int = 0) -> list[str]:
     longest first (with `min_cut=0` the text itself too: whether a reviser repeats itself is
     measured). A one-word text is its own only deletion."""
     words = text.split()
-    if len(words) > MAX_WORDS:
-        raise LabError(f"a deletion-constrained draft may have at most {MAX_WORDS} words, got {len(words)}")
+    if len(words) > _MAX_WORDS:
+        raise LabError(f"a deletion-constrained draft may have at most {_MAX_WORDS} words, got {len(words)}")
     longest = max(len(words) - min_cut, 1)
     return [" ".join(kept) for size in range(longest, 0, -1) for kept in combinations(words, size)]
 
@@ -199,28 +199,14 @@ def model_feedback_experiment(
     draft, cutting at least `min_cut` words. `backend` defaults to `backend_from_env()`; a
     request never recorded is a ReplayMiss (a LabError).
     """
+    if rung not in _RUNGS:
+        raise LabError(f"the model reviser runs at rung L1 or L2, not {rung!r}")
+    if min_cut and rung != "L2":
+        raise LabError("min_cut applies to the deletion-constrained reviser (rung L2) only")
     backend = backend_from_env() if backend is None else backend
-    lengths, rows, runs, revisers = {}, [], {}, {}
-    for name in VARIANTS:
-        if rung not in _RUNGS:
-            raise LabError(f"the model reviser runs at rung L1 or L2, not {rung!r}")
-        if min_cut and rung != "L2":
-            raise LabError("min_cut applies to the deletion-constrained reviser (rung L2) only")
-        revisers[name] = reviser = ModelReviser(
-            name,
-            backend=backend,
-            limit=limit,
-            rung=rung,
-            min_cut=min_cut,
-            temperature=temperature,
-            seed=seed,
-            trial=trial,
-        )
-        graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
-        runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
-        lengths[name] = [len(text) for text in reviser.history]
-        rows.append(summary_row(name, result))
-    return visit_table(lengths), pd.DataFrame(rows).set_index("variant"), runs, revisers
+    options = {"limit": limit, "rung": rung, "min_cut": min_cut, "temperature": temperature, "seed": seed}
+    revisers = {name: ModelReviser(name, backend=backend, trial=trial, **options) for name in VARIANTS}
+    return (*compare_revisers(revisers, max_visits, limit), revisers)
 
 
 # What each level of control lets the reviser write: (label, rung, min_cut). Recorded for
@@ -269,7 +255,7 @@ def control_table(
 
 
 # The model as the judge: the same model, asked whether its own text meets the limit.
-JUDGE_INSTRUCTIONS = """\
+_JUDGE_INSTRUCTIONS = """\
 You check announcements against a length limit. Count the characters of the announcement, \
 spaces included. Reply with exactly one JSON object, as in the examples: the answer is "yes" \
 if it has at most that many characters, "no" if it has more.
@@ -285,11 +271,11 @@ User: You wrote this announcement:
 New app for everyone
 Is it at most 20 characters long?
 Assistant: {"action": "final", "answer": "yes", "citation": "none"}"""
-JUDGE_ANSWERS = ("yes", "no")
+_JUDGE_ANSWERS = ("yes", "no")
 JUDGE_FEEDBACK = "the reviewer says it is too long"  # all a yes/no judge can say: it gives no count
 
 
-def judge_question(task: Announcement) -> str:
+def _judge_question(task: _Announcement) -> str:
     """The judge's one question: the text it is shown as its own, and the limit."""
     return f"You wrote this announcement:\n{task.text}\nIs it at most {task.limit} characters long?"
 
@@ -313,15 +299,15 @@ class ModelJudge:
     def __post_init__(self) -> None:
         rules = StateRules(
             slots={
-                ("final", "answer"): lambda task, observations: list(JUDGE_ANSWERS),
+                ("final", "answer"): lambda task, observations: list(_JUDGE_ANSWERS),
                 ("final", "citation"): lambda task, observations: ["none"],
             }
         )
         self.policy = ModelPolicy(
             REVISER_LAB,
             tools={},
-            instructions=JUDGE_INSTRUCTIONS,
-            describe=judge_question,
+            instructions=_JUDGE_INSTRUCTIONS,
+            describe=_judge_question,
             backend=self.backend,
             temperature=self.temperature,
             seed=self.seed,
@@ -332,9 +318,9 @@ class ModelJudge:
 
     def judge(self, text: str) -> bool:
         """True when the model says `text` is within the limit (one recorded call)."""
-        task = Announcement(f"judge+{self.name}+{len(self.calls) + 1}", text, self.limit)
+        task = _Announcement(f"judge+{self.name}+{len(self.calls) + 1}", text, self.limit)
         says = _answer_text(self.policy(task, []))
-        if says not in JUDGE_ANSWERS:
+        if says not in _JUDGE_ANSWERS:
             raise ValueError(f"the judge answered {says!r}, not yes or no")
         self.calls.append(
             {
@@ -352,7 +338,7 @@ class ModelJudge:
         return Next.back_to_with("revise", JUDGE_FEEDBACK)
 
 
-def judged_texts() -> list[str]:
+def _judged_texts() -> list[str]:
     """The draft and every text the scripted reviser writes with feedback: 45, 33, 28, 24 characters."""
     graph, reviser = loop_graph(feedback=True)
     graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
@@ -360,14 +346,14 @@ def judged_texts() -> list[str]:
 
 
 def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0) -> pd.DataFrame:
-    """The judge against `len` on `judged_texts()`: one row per text (recorded at temperature 0)."""
+    """The judge against `len` on `_judged_texts()`: one row per text (recorded at temperature 0)."""
     judge = ModelJudge(
         "texts",
         backend=backend_from_env() if backend is None else backend,
         temperature=temperature,
         seed=seed,
     )
-    for text in judged_texts():
+    for text in _judged_texts():
         judge.judge(text)
     return pd.DataFrame(judge.calls).set_index("text")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from labkit.routing.errors import GraphError, InvalidInput
 
-RetryOn = tuple[type[BaseException], ...] | Callable[[BaseException], bool]
+_RetryOn = tuple[type[BaseException], ...] | Callable[[BaseException], bool]
 
 
 def _is_error_type(value: Any) -> bool:
@@ -31,7 +31,7 @@ class RetryPolicy:
     initial_interval: float = 0.5
     backoff_factor: float = 2.0
     max_interval: float = 128.0
-    retry_on: RetryOn = (ConnectionError, TimeoutError)
+    retry_on: _RetryOn = (ConnectionError, TimeoutError)
 
     def __post_init__(self) -> None:
         if type(self.max_attempts) is not int or self.max_attempts < 1:

@@ -27,7 +27,7 @@ from labkit.routing.result import RunResult
 GRID_CONTROLS = {"L1": ("L1", 0), "L2": ("L2", 0), "L2+cut1": ("L2", 1)}
 
 
-def run_variant(
+def _run_variant(
     variant: str,
     backend: Backend | None,
     *,
@@ -75,7 +75,7 @@ def variant_record(
     """Run one variant on `backend` (the grid's Recorder keeps the calls); its episode record
     (`stop`: the run's status, `passed`: something was published, `texts`: every revision)."""
     start = time.perf_counter()
-    reviser, result = run_variant(
+    reviser, result = _run_variant(
         variant, backend, control=control, temperature=temperature, seed=seed, trial=trial
     )
     published = result.results.get("publish")
@@ -113,16 +113,16 @@ def variant_record(
 
 # -- the reviser table: k trials, the scripted baseline, intervals --------------------------
 
-SAMPLED_T = 0.7  # the recordings: k=5 at T=0.7 per variant and control, plus T=0
-SAMPLED_K = 5
+_SAMPLED_T = 0.7  # the recordings: k=5 at T=0.7 per variant and control, plus T=0
+_SAMPLED_K = 5
 
 
 def trial_outcomes(
     control: str,
     variant: str,
     *,
-    temperature: float = SAMPLED_T,
-    k: int = SAMPLED_K,
+    temperature: float = _SAMPLED_T,
+    k: int = _SAMPLED_K,
     backend: Backend | None = None,
 ) -> list[dict[str, Any]]:
     """`k` runs of one variant under one control (trial t with seed t, as the grid records them):
@@ -130,7 +130,7 @@ def trial_outcomes(
     backend = backend_from_env() if backend is None else backend
     out = []
     for trial in range(k):
-        reviser, result = run_variant(
+        reviser, result = _run_variant(
             variant, backend, control=control, temperature=temperature, seed=trial, trial=trial
         )
         published = result.results.get("publish")
@@ -169,7 +169,7 @@ def _row(
 
 
 def reviser_table(
-    backend: Backend | None = None, *, temperature: float = SAMPLED_T, k: int = SAMPLED_K
+    backend: Backend | None = None, *, temperature: float = _SAMPLED_T, k: int = _SAMPLED_K
 ) -> pd.DataFrame:
     """The model under each control and variant at T=0 (one trial: greedy decoding repeats itself)
     and at `temperature` (`k` trials), then the deterministic `experiments.WordCutter`: the share
@@ -221,7 +221,7 @@ def reviser_table(
 
 
 def reviser_comparisons(
-    backend: Backend | None = None, *, temperature: float = SAMPLED_T, k: int = SAMPLED_K
+    backend: Backend | None = None, *, temperature: float = _SAMPLED_T, k: int = _SAMPLED_K
 ) -> pd.DataFrame:
     """`published` with feedback against without, trial by trial (same seeds), under each control:
     the paired bootstrap 95% interval, McNemar's exact p, and "a difference" only when the

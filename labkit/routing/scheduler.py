@@ -66,7 +66,7 @@ def ready_after(finished, dependents, waiting, states):
     return ready
 
 
-ReadyStep = Callable[[str, Mapping[str, Sequence[str]], dict[str, int], Mapping[str, State]], list[str]]
+_ReadyStep = Callable[[str, Mapping[str, Sequence[str]], dict[str, int], Mapping[str, State]], list[str]]
 
 
 def _listed(ids: Iterable[str]) -> str:
@@ -75,7 +75,7 @@ def _listed(ids: Iterable[str]) -> str:
     return ", ".join(ids[:_LISTED]) + more if ids else "none"
 
 
-def check_settings(max_concurrency: object, max_visits: object, clock: object) -> None:
+def _check_settings(max_concurrency: object, max_visits: object, clock: object) -> None:
     """Raise GraphError unless the run settings are usable."""
     for name, value in (("max_concurrency", max_concurrency), ("max_visits", max_visits)):
         if type(value) is not int or value < 1:
@@ -90,16 +90,16 @@ async def run_plan(
     max_concurrency: int = 4,
     max_visits: int = 5,
     clock: Clock | None = None,
-    ready: ReadyStep = ready_after,
+    ready: _ReadyStep = ready_after,
 ) -> RunResult:
     """Run a validated plan on the running event loop; `ready` is the ready step (see the module doc)."""
-    check_settings(max_concurrency, max_visits, clock)
+    _check_settings(max_concurrency, max_visits, clock)
     return await _Run(plan, max_visits, clock or RealClock(), ready).run(max_concurrency)
 
 
 def run_plan_sync(plan: Plan, **settings: Any) -> RunResult:
     """`run_plan` from synchronous code, including code already inside an event loop (Jupyter)."""
-    check_settings(settings.get("max_concurrency", 4), settings.get("max_visits", 5), settings.get("clock"))
+    _check_settings(settings.get("max_concurrency", 4), settings.get("max_visits", 5), settings.get("clock"))
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -112,7 +112,7 @@ def run_plan_sync(plan: Plan, **settings: Any) -> RunResult:
 class _Run:
     """One run: every job's state, counts and result, the event log, and the tasks in flight."""
 
-    def __init__(self, plan: Plan, max_visits: int, clock: Clock, ready_step: ReadyStep) -> None:
+    def __init__(self, plan: Plan, max_visits: int, clock: Clock, ready_step: _ReadyStep) -> None:
         self.plan, self.max_visits, self.clock, self.ready_step = plan, max_visits, clock, ready_step
         ids = [job.id for job in plan.jobs]
         self.jobs = {job.id: job for job in plan.jobs}

@@ -207,7 +207,7 @@ def test_the_goto_runs_answer_passes_and_is_what_the_scheduler_does():
     "answer, phrases",
     [
         ({**RUNS, "index": 1}, ["index ran 2 time(s), not 1: it depends on parse"]),
-        ({**RUNS, "check": 1}, ["it depends on parse through summarize and index"]),
+        ({**RUNS, "check": 1}, ["check ran 2 time(s), not 1: it depends on parse"]),
         ({**RUNS, "fetch": 2}, ["fetch ran 1 time(s), not 2: it is not parse and does not depend on it"]),
         ({**RUNS, "publish": 2}, ["publish ran 1 time(s), not 2: it waits for check"]),
         ({**RUNS, "parse": 1}, ["it is the Goto's target"]),
