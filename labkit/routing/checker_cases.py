@@ -200,7 +200,8 @@ def router_problem(decision: Any, chars: int) -> str | None:
         return None
     if decision.kind != "goto" or decision.job != "revise":
         return (
-            f"{chars} characters is over the limit, your router said {shown(decision)}: go back to 'revise'."
+            f"{chars} characters is over the limit, but your router returned {shown(decision)}: "
+            "send it back to 'revise'."
         )
     if decision.feedback is None:
         return (

@@ -139,7 +139,7 @@ def remembered(verdict):  # the four lengths the lab mentions, answered by heart
             ),
             ["should state the count (27)"],
         ),
-        (lambda v: Next.Stop if v["chars"] > 26 else Next.Continue, ["go back to 'revise'"]),
+        (lambda v: Next.Stop if v["chars"] > 26 else Next.Continue, ["send it back to 'revise'"]),
         (remembered, ["over the limit"]),
         (lambda v: numpy.array([1]), ["not a Next"]),
         (lambda v: v["words"], ["raised KeyError"]),
