@@ -85,6 +85,21 @@ def _answer_text(decision: Any) -> str:
     raise ValueError(f"the model's decision has no answer text: {decision!r}")
 
 
+def _policy(
+    instructions: str, describe: Any, answers: Any, rung: str, *options: Any, observe: Any = None
+) -> ModelPolicy:
+    """A policy for one-answer decisions (backend, temperature, seed, trial in `options`); at rung
+    L2 the answer is one of `answers(task, observations)` and the citation "none"."""
+    rules = None
+    if rung == "L2":
+        rules = StateRules(
+            slots={("final", "answer"): answers, ("final", "citation"): lambda task, seen: ["none"]}
+        )
+    return ModelPolicy(
+        REVISER_LAB, {}, instructions, describe, *options, observe=observe, rung=rung, rules=rules
+    )
+
+
 @dataclass
 class ModelReviser:
     """A `revise` job backed by a model, one per variant; `history` lists the text of every visit.
@@ -108,26 +123,16 @@ class ModelReviser:
         if self.min_cut:
             case += f"+cut{self.min_cut}"
         self.task = _Announcement(case, DRAFT, self.limit)
-        rules = None
-        if self.rung == "L2":
-            rules = StateRules(
-                slots={
-                    ("final", "answer"): self.deletions,
-                    ("final", "citation"): lambda task, observations: ["none"],
-                }
-            )
-        self.policy = ModelPolicy(
-            REVISER_LAB,
-            tools={},
-            instructions=_INSTRUCTIONS,
-            describe=_task_text,
+        self.policy = _policy(
+            _INSTRUCTIONS,
+            _task_text,
+            self.deletions,
+            self.rung,
+            self.backend,
+            self.temperature,
+            self.seed,
+            self.trial,
             observe=observe,
-            backend=self.backend,
-            temperature=self.temperature,
-            seed=self.seed,
-            trial=self.trial,
-            rung=self.rung,
-            rules=rules,
         )
         self.observations: list[dict[str, Any]] = []
 
@@ -140,8 +145,6 @@ class ModelReviser:
             self.observations = []
         else:
             self.observations.append({"action": "final", "result": ctx.feedback})
-        if len(self.observations) != ctx.visit - 1:  # pragma: no cover - one call per visit, no retries
-            raise RuntimeError(f"ModelReviser: visit {ctx.visit} after {len(self.observations)} observations")
         text = _answer_text(self.policy(self.task, list(self.observations)))
         self.history.append(text)
         return text
@@ -297,23 +300,16 @@ class ModelJudge:
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        rules = StateRules(
-            slots={
-                ("final", "answer"): lambda task, observations: list(_JUDGE_ANSWERS),
-                ("final", "citation"): lambda task, observations: ["none"],
-            }
-        )
-        self.policy = ModelPolicy(
-            REVISER_LAB,
-            tools={},
-            instructions=_JUDGE_INSTRUCTIONS,
-            describe=_judge_question,
-            backend=self.backend,
-            temperature=self.temperature,
-            seed=self.seed,
-            trial=self.trial,
-            rung="L2",
-            rules=rules,
+        answers = lambda task, observations: list(_JUDGE_ANSWERS)  # noqa: E731
+        self.policy = _policy(
+            _JUDGE_INSTRUCTIONS,
+            _judge_question,
+            answers,
+            "L2",
+            self.backend,
+            self.temperature,
+            self.seed,
+            self.trial,
         )
 
     def judge(self, text: str) -> bool:
