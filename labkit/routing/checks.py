@@ -102,21 +102,13 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
             "dead letter without publishing."
         )
     table = pd.DataFrame(
-        [
-            {
-                "reviser": "scripted",
-                "status": converging.status,
-                "revise runs": converging.visits["revise"],
-                "published": converging.results["publish"],
-            },
-            {
-                "reviser": "never improves",
-                "status": stubborn.status,
-                "revise runs": stubborn.visits["revise"],
-                "published": "-",
-            },
-        ]
-    ).set_index("reviser")
+        {
+            "status": [converging.status, stubborn.status],
+            "revise runs": [converging.visits["revise"], stubborn.visits["revise"]],
+            "published": [converging.results["publish"], "-"],
+        },
+        index=pd.Index(["scripted", "never improves"], name="reviser"),
+    )
     return Check(
         True,
         "your router converges with the scripted reviser and dead-letters one that never improves.",

@@ -72,7 +72,7 @@ FETCH_SECONDS = {"fetch_a": 0.04, "fetch_b": 0.08, "fetch_c": 0.12, "fetch_d": 0
 _EDGE_SECONDS = {"plan": 0.02, "merge": 0.02}
 
 
-def fan_graph(fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, float] = _EDGE_SECONDS) -> Graph:
+def fan_graph() -> Graph:
     """plan → fetch_* (independent) → merge; each job waits its seconds with asyncio.sleep."""
 
     def waits(seconds: float) -> Callable[[Context], Any]:
@@ -82,21 +82,17 @@ def fan_graph(fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, flo
 
         return job
 
-    graph = Graph().job("plan", waits(edge["plan"]))
-    for name, seconds in fetch.items():
+    graph = Graph().job("plan", waits(_EDGE_SECONDS["plan"]))
+    for name, seconds in FETCH_SECONDS.items():
         graph.job(name, waits(seconds), deps=["plan"])
-    return graph.job("merge", waits(edge["merge"]), deps=list(fetch))
+    return graph.job("merge", waits(_EDGE_SECONDS["merge"]), deps=list(FETCH_SECONDS))
 
 
-def parallel_experiment(
-    fetch: Mapping[str, float] = FETCH_SECONDS,
-    edge: Mapping[str, float] = _EDGE_SECONDS,
-    max_concurrency: int | None = None,
-) -> tuple[pd.DataFrame, dict[str, RunResult]]:
+def parallel_experiment(max_concurrency: int | None = None) -> tuple[pd.DataFrame, dict[str, RunResult]]:
     """`fan_graph` one job at a time, then with every fetch in flight at once, and, given
     `max_concurrency`, with that many slots (expected: the fetches packed greedily into them).
     Overhead is the measured wall time minus the expected one; real time, so it varies."""
-    graph = fan_graph(fetch, edge)
+    graph, fetch, edge = fan_graph(), FETCH_SECONDS, _EDGE_SECONDS
     expected = {
         "sequential": sum(fetch.values()) + sum(edge.values()),
         "parallel": max(fetch.values()) + sum(edge.values()),
