@@ -261,16 +261,10 @@ class _Run:
         return order
 
     def fail(self, job: str, note: str) -> list[str]:
-        """`job` failed for good: cancel its live dependents, reached through live jobs."""
+        """`job` failed for good: cancel what depends on it, directly or not, and is still live."""
         self.errors[job] = note
         self.log(job, FAILED if self.states[job] is RUNNING else CANCELLED, note)
-        doomed, queue = {}, deque(self.plan.dependents[job])  # a dict: a set that keeps the order
-        while queue:
-            dependent = queue.popleft()
-            if dependent not in doomed and self.states[dependent] in _LIVE:
-                doomed[dependent] = None
-                queue.extend(self.plan.dependents[dependent])
-        cancelled = self.cancel(doomed, f"{job} failed")
+        cancelled = self.cancel(self.downstream(job)[1:], f"{job} failed")
         self.failures.append(f"{job} failed: {note}; cancelled: {_listed(cancelled)}")
         return cancelled
 
