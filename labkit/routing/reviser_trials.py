@@ -179,44 +179,19 @@ def reviser_table(
     rows = []
     for control in GRID_CONTROLS:
         for variant in VARIANTS.values():
-            rows.append(
-                _row(
-                    "model",
-                    control,
-                    variant,
-                    0.0,
-                    trial_outcomes(control, variant, temperature=0.0, k=1, backend=backend),
-                )
-            )
-            rows.append(
-                _row(
-                    "model",
-                    control,
-                    variant,
-                    temperature,
-                    trial_outcomes(control, variant, temperature=temperature, k=k, backend=backend),
-                )
-            )
-    _, cutters = cutter_experiment()
-    for name, cutter in cutters.items():
+            for t, trials in ((0.0, 1), (temperature, k)):
+                outcomes = trial_outcomes(control, variant, temperature=t, k=trials, backend=backend)
+                rows.append(_row("model", control, variant, t, outcomes))
+    for name, cutter in cutter_experiment()[1].items():
         fits = len(cutter.history[-1]) <= LIMIT
-        rows.append(
-            _row(
-                "word cutter (scripted)",
-                "L2+cut1",
-                VARIANTS[name],
-                None,
-                [
-                    {
-                        "trial": 0,
-                        "published": fits,
-                        "final chars": len(cutter.history[-1]),
-                        "texts": cutter.history,
-                        "status": "completed" if fits else "dead_letter",
-                    }
-                ],
-            )
-        )
+        outcome = {
+            "trial": 0,
+            "published": fits,
+            "final chars": len(cutter.history[-1]),
+            "texts": cutter.history,
+            "status": "completed" if fits else "dead_letter",
+        }
+        rows.append(_row("word cutter (scripted)", "L2+cut1", VARIANTS[name], None, [outcome]))
     return pd.DataFrame(rows).set_index(["reviser", "control", "variant", "T"])
 
 
@@ -230,14 +205,13 @@ def reviser_comparisons(
 
     rows = []
     for control in GRID_CONTROLS:
-        a = {
-            str(o["trial"]): o["published"]
-            for o in trial_outcomes(control, "feedback", temperature=temperature, k=k, backend=backend)
-        }
-        b = {
-            str(o["trial"]): o["published"]
-            for o in trial_outcomes(control, "no-feedback", temperature=temperature, k=k, backend=backend)
-        }
+        a, b = (
+            {
+                str(o["trial"]): o["published"]
+                for o in trial_outcomes(control, variant, temperature=temperature, k=k, backend=backend)
+            }
+            for variant in ("feedback", "no-feedback")
+        )
         interval = paired({t: float(v) for t, v in a.items()}, {t: float(v) for t, v in b.items()})
         p = mcnemar(a, b)
         rows.append(
