@@ -86,15 +86,16 @@ def _answer_text(decision: Any) -> str:
 
 
 def _policy(
-    instructions: str, describe: Any, answers: Any, rung: str, *options: Any, observe: Any = None
+    owner: Any, instructions: str, describe: Any, answers: Any, rung: str, observe: Any = None
 ) -> ModelPolicy:
-    """A policy for one-answer decisions (backend, temperature, seed, trial in `options`); at rung
+    """A policy for one-answer decisions with `owner`'s backend, temperature, seed and trial; at rung
     L2 the answer is one of `answers(task, observations)` and the citation "none"."""
     rules = None
     if rung == "L2":
         rules = StateRules(
             slots={("final", "answer"): answers, ("final", "citation"): lambda task, seen: ["none"]}
         )
+    options = (owner.backend, owner.temperature, owner.seed, owner.trial)
     return ModelPolicy(
         REVISER_LAB, {}, instructions, describe, *options, observe=observe, rung=rung, rules=rules
     )
@@ -123,17 +124,7 @@ class ModelReviser:
         if self.min_cut:
             case += f"+cut{self.min_cut}"
         self.task = _Announcement(case, DRAFT, self.limit)
-        self.policy = _policy(
-            _INSTRUCTIONS,
-            _task_text,
-            self.deletions,
-            self.rung,
-            self.backend,
-            self.temperature,
-            self.seed,
-            self.trial,
-            observe=observe,
-        )
+        self.policy = _policy(self, _INSTRUCTIONS, _task_text, self.deletions, self.rung, observe)
         self.observations: list[dict[str, Any]] = []
 
     def deletions(self, task: _Announcement, observations: Any = ()) -> list[str]:
@@ -300,16 +291,8 @@ class ModelJudge:
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        answers = lambda task, observations: list(_JUDGE_ANSWERS)  # noqa: E731
         self.policy = _policy(
-            _JUDGE_INSTRUCTIONS,
-            _judge_question,
-            answers,
-            "L2",
-            self.backend,
-            self.temperature,
-            self.seed,
-            self.trial,
+            self, _JUDGE_INSTRUCTIONS, _judge_question, lambda task, seen: list(_JUDGE_ANSWERS), "L2"
         )
 
     def judge(self, text: str) -> bool:

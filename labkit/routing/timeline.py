@@ -49,17 +49,8 @@ def spans(events: Iterable[Event] | RunResult) -> list[Span]:
     for event in events:
         began = open_.pop(event.job, None)
         if began is not None:
-            out.append(
-                Span(
-                    event.job,
-                    str(began.new),
-                    began.visit,
-                    began.attempt,
-                    began.time,
-                    event.time,
-                    str(event.new),
-                )
-            )
+            kind, outcome = str(began.new), str(event.new)
+            out.append(Span(event.job, kind, began.visit, began.attempt, began.time, event.time, outcome))
         if event.new in (RUNNING, RETRYING):
             open_[event.job] = event
     return out
@@ -74,6 +65,7 @@ def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None =
         _, ax = plt.subplots(figsize=(8, 0.45 * len(result.jobs) + 1.2))
     rows = {job: n for n, job in enumerate(result.jobs)}
     shown: set[str] = set()
+    label: dict[str, Any] = {"va": "center", "fontsize": 8}
     for span in spans(result):
         style: dict[str, Any] = {"color": _COLOURS.get(span.outcome, "#1565c0"), "edgecolor": "white"}
         if span.kind == "retrying":
@@ -88,16 +80,15 @@ def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None =
                 rows[span.job],
                 f"v{span.visit}",
                 ha="center",
-                va="center",
-                fontsize=8,
+                **label,
                 color="white",
             )
     for event in result.events:
         if event.new == DEAD_LETTER:
-            ax.text(event.time, rows[event.job], " ✗ dead letter", va="center", fontsize=8, color="#c62828")
+            ax.text(event.time, rows[event.job], " ✗ dead letter", **label, color="#c62828")
     for job, state in result.states.items():
         if state == "cancelled" and not any(e.job == job and e.new == RUNNING for e in result.events):
-            ax.text(0, rows[job], "  cancelled, never ran", va="center", fontsize=8, color="#616161")
+            ax.text(0, rows[job], "  cancelled, never ran", **label, color="#616161")
     ax.set_yticks(range(len(rows)), list(rows))
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first declared job on top
     ax.set_xlim(left=0)
