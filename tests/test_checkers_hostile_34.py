@@ -1,4 +1,4 @@
-"""Every lab 03 and lab 04 checker, handed what a learner can hand it, answers with a verdict.
+"""Every lab 03 checker, handed what a learner can hand it, answers with a verdict.
 
 Hypothesis draws answers of every kind a notebook cell can produce — None, ints (huge ones
 too), floats (NaN, infinities), strings, bytes, lists, dicts, numpy values and arrays — and
@@ -25,8 +25,6 @@ from verdicts import own_verdict
 from labkit.core import check as core_check
 from labkit.core.errors import LabError
 from labkit.refunds import checks as lab03
-from labkit.routing import RetryPolicy
-from labkit.routing import checks as lab04
 
 LIMIT = 0.05
 
@@ -37,8 +35,12 @@ def _short_limit(monkeypatch):
 
 
 def fast(examples: int) -> settings:
-    return settings(max_examples=examples, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
 
 
 # -- what a learner can hand in ---------------------------------------------------------------------
@@ -82,8 +84,9 @@ def sleeping(*args: Any, **kwargs: Any) -> Any:
 
 functions = st.one_of(
     values.map(returning),
-    st.sampled_from([ValueError, KeyError, TypeError, ZeroDivisionError, LabError, OSError,
-                     RecursionError]).map(raising),
+    st.sampled_from(
+        [ValueError, KeyError, TypeError, ZeroDivisionError, LabError, OSError, RecursionError]
+    ).map(raising),
     st.just(sleeping),
 )
 answers = st.one_of(values, functions)
@@ -98,6 +101,7 @@ def assert_a_verdict(result: Any) -> None:
 
 
 # -- lab 03 -----------------------------------------------------------------------------------------
+
 
 @fast(12)
 @given(answers)
@@ -140,8 +144,10 @@ def test_check_retry_policy_lab03_answers_a_policy_that_goes_wrong_midway(turns,
 records = st.one_of(
     answers,
     st.dictionaries(st.sampled_from(sorted(INTENT)), values, max_size=6).map(lambda d: {**INTENT, **d}),
-    st.builds(lambda goal: {**INTENT, "goal": goal},
-              st.text(alphabet="{}:.>!r0123456789orderamountuser ", max_size=60)),
+    st.builds(
+        lambda goal: {**INTENT, "goal": goal},
+        st.text(alphabet="{}:.>!r0123456789orderamountuser ", max_size=60),
+    ),
 )
 
 
@@ -152,60 +158,9 @@ def test_check_intent_attack_answers_everything(record):
     assert_a_verdict(lab03.check_intent_attack(record))
 
 
-# -- lab 04 -----------------------------------------------------------------------------------------
-
-@fast(40)
-@given(answers)
-@example(returning(None))
-def test_check_ready_answers_everything(answer):
-    assert_a_verdict(lab04.check_ready(answer))
-
-
-@fast(40)
-@given(answers)
-@example(returning(numpy.array([1, 2])))
-def test_check_router_answers_everything(answer):
-    assert_a_verdict(lab04.check_router(answer))
-
-
-policies = st.one_of(
-    answers,
-    st.builds(lambda retry_on: RetryPolicy(max_attempts=4, initial_interval=0.2, retry_on=retry_on),
-              functions),
-    st.builds(lambda cap: RetryPolicy(max_attempts=4, initial_interval=0.2, max_interval=cap),
-              st.floats(0.2, 10)),
-)
-
-
-@fast(40)
-@given(policies)
-@example(RetryPolicy(max_attempts=4, initial_interval=0.2, retry_on=raising(LabError)))
-def test_check_retry_policy_lab04_answers_everything(policy):
-    assert_a_verdict(lab04.check_retry_policy(policy))
-
-
-RUNS = {"fetch": 1, "parse": 2, "audit": 1, "summarize": 2, "index": 2, "check": 2, "publish": 1}
-
-
-@fast(60)
-@given(st.one_of(answers, st.dictionaries(st.sampled_from(sorted(RUNS)), values, max_size=7)
-                 .map(lambda d: {**RUNS, **d})))
-@example({**RUNS, "fetch": 10**5000})
-def test_check_goto_runs_answers_everything(runs):
-    assert_a_verdict(lab04.check_goto_runs(runs))
-
-
-@fast(60)
-@given(answers)
-def test_check_worst_case_answers_everything(calls):
-    assert_a_verdict(lab04.check_worst_case(calls))
-
-
 # -- every checker of both labs is covered above -----------------------------------------------------
 
-def test_every_checker_of_labs_03_and_04_is_fuzzed_here():
-    covered = {"lab03": {"check_mediation", "check_guard", "check_retry_policy", "check_intent_attack"},
-               "lab04": {"check_ready", "check_router", "check_retry_policy", "check_goto_runs",
-                         "check_worst_case"}}
-    for module, names in (("lab03", lab03), ("lab04", lab04)):
-        assert {name for name in names.__all__ if name.startswith("check_")} == covered[module]
+
+def test_every_checker_of_lab_03_is_fuzzed_here():
+    covered = {"check_mediation", "check_guard", "check_retry_policy", "check_intent_attack"}
+    assert {name for name in lab03.__all__ if name.startswith("check_")} == covered

@@ -1,39 +1,29 @@
 """Lab 04's build-it cells and exercises.
 
-Build it, part 1: `check_ready(my_ready)`. The scheduler's ready-job step:
-`my_ready(deps, states)` gets each job's dependencies (``{job: [dep, ...]}``, in declaration
-order) and each job's state (``"pending"``, ``"running"``, ``"completed"``, ``"failed"``,
-``"cancelled"``) and returns the jobs that may start now — pending, with every dependency
-completed — in declaration order. Checked on hand-built states, then by running whole graphs
-round by round with your step.
+Build it, part 1: `check_ready(my_ready)`, the scheduler's ready step: `my_ready(finished,
+dependents, waiting, states)` counts the job that just completed off each of its dependents'
+`waiting` and returns those whose count reached 0 and that are still pending, in the order of
+`dependents[finished]`: labkit's `scheduler.ready_after`. Asked on each boundary of the rule,
+then run in labkit's scheduler in place of `ready_after` over graphs shown and made up.
 
-Build it, part 2: `check_router(my_router)`. The review loop's router: `my_router(verdict)`
-gets the review's result ``{"text": ..., "chars": n}`` and returns `Next.Continue` when the
-text fits the 26-character limit, otherwise `Next.back_to_with("revise", feedback)` with a
-feedback that states the count and the limit. The checker runs your router in the lab's
-draft → revise → review → publish graph, on the real scheduler and a fake clock, with the
-scripted reviser (it must converge and publish within the limit) and with a reviser that
-never improves (it must end as a dead letter, publish never run).
+Build it, part 2: `check_router(my_router)`: `Next.Continue` within 26 characters, otherwise
+`Next.back_to_with("revise", feedback)` stating the count and the limit; then run in the review
+loop with the scripted reviser (it must publish) and one that never improves (a dead letter).
 
-Exercises, each answered by running the real scheduler on a fake clock, never by reading
-the learner's source:
-
-1. `check_retry_policy(policy)`: 3 retries after the first try, waits 0.2, 0.4, 0.8 s,
-   connection errors and timeouts only.
-2. `check_goto_runs(runs)`: how many times each job of `goto_graph()` runs when its `check`
-   sends the work back to `parse` once (a Goto re-runs the target and what depends on it).
-3. `check_worst_case(calls)`: the most calls of one job's function in one run, under
-   `max_visits=4` and `max_attempts=3` (shown by `worst_case_run`).
+Exercises, each answered by running the real scheduler on a fake clock: 1. `check_retry_policy`,
+2. `check_goto_runs` (the runs of each job of `goto_graph()`), 3. `check_worst_case`.
 """
 
 from __future__ import annotations
 
+import random
+import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
-from labkit.core.answers import Recorded, is_labkits, shown, watching
+from labkit.core.answers import Recorded, shown
 from labkit.core.check import (
     Check,
     Raised,
@@ -45,30 +35,15 @@ from labkit.core.check import (
     time_limit,
     unanswered,
 )
-from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
-from labkit.routing.checker_cases import (
-    GRAPHS,
-    READY_CASES,
-    ROUNDS,
-    Refused,
-    ask,
-    graph_text,
-    hidden_cases,
-    made_up,
-    ready_hint,
-    reference,
-    rounds_with,
-    router_chars,
-    router_problem,
-)
 from labkit.routing.clock import FakeClock
-from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, loop_graph, retry_graph, within_limit
+from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, loop_graph, retry_graph
 from labkit.routing.graph import Graph
+from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Next
-from labkit.routing.scheduler import Context
+from labkit.routing.scheduler import ready_after, run_plan_sync
 
 __all__ = [
     "check_goto_runs",
@@ -80,8 +55,207 @@ __all__ = [
     "worst_case_run",
 ]
 
-STUBBORN = "Search now much faster everywhere"  # 33 characters, whatever it is told
-LABKITS = "that is labkit's version ({name}, shown in the lab); write your own."
+
+class _ReadyCase(NamedTuple):
+    name: str
+    finished: str
+    dependents: dict[str, list[str]]
+    waiting: dict[str, int]
+    states: dict[str, str]
+
+
+def _fan_in(other: str) -> _ReadyCase:
+    """c needs a and b; a just completed while b is `other`: c still waits for b."""
+    return _ReadyCase(
+        f"c needs a and b, a completed and b is {other}",
+        "a",
+        {"a": ["c"], "b": ["c"], "c": []},
+        {"a": 0, "b": 0, "c": 2},
+        {"a": "completed", "b": other, "c": "pending"},
+    )
+
+
+def _only_dependent(state: str) -> _ReadyCase:
+    """b's count reaches zero, but b is not pending: it must not start again."""
+    return _ReadyCase(
+        f"b's last dependency completed but b is {state}",
+        "a",
+        {"a": ["b"], "b": []},
+        {"a": 0, "b": 1},
+        {"a": "completed", "b": state},
+    )
+
+
+READY_CASES = [
+    _ReadyCase(
+        "a completed and b needs only a",
+        "a",
+        {"a": ["b"], "b": []},
+        {"a": 0, "b": 1},
+        {"a": "completed", "b": "pending"},
+    ),
+    _ReadyCase(
+        "fetch completed and parse, stats need only fetch (a diamond)",
+        "fetch",
+        {"fetch": ["parse", "stats"], "parse": ["report"], "stats": ["report"], "report": []},
+        {"fetch": 0, "parse": 1, "stats": 1, "report": 2},
+        {"fetch": "completed", "parse": "pending", "stats": "pending", "report": "pending"},
+    ),
+    _ReadyCase(
+        "its dependents are declared z, m, a",
+        "root",
+        {"root": ["z", "m", "a"], "z": [], "m": [], "a": []},
+        {"root": 0, "z": 1, "m": 1, "a": 1},
+        {"root": "completed", "z": "pending", "m": "pending", "a": "pending"},
+    ),
+    *(_fan_in(state) for state in ("pending", "running", "retrying", "failed", "dead_letter", "cancelled")),
+    _ReadyCase(
+        "c needs a and b and b was counted already",
+        "a",
+        {"a": ["c"], "b": ["c"], "c": []},
+        {"a": 0, "b": 0, "c": 1},
+        {"a": "completed", "b": "completed", "c": "pending"},
+    ),
+    *(
+        _only_dependent(state)
+        for state in ("running", "retrying", "completed", "failed", "dead_letter", "cancelled")
+    ),
+    _ReadyCase(
+        "c became ready earlier and waits for a slot",
+        "a",
+        {"a": ["b"], "b": [], "c": []},
+        {"a": 0, "b": 1, "c": 0},
+        {"a": "completed", "b": "pending", "c": "pending"},
+    ),
+    _ReadyCase(
+        "the finished job has no dependents",
+        "b",
+        {"a": ["b"], "b": []},
+        {"a": 0, "b": 0},
+        {"a": "completed", "b": "completed"},
+    ),
+]
+
+# Graphs run on the scheduler with the learner's step: {job: deps}, in declaration order.
+_GRAPHS = {
+    "diamond": {"fetch": [], "parse": ["fetch"], "stats": ["fetch"], "report": ["parse", "stats"]},
+    "chain": {"a": [], "b": ["a"], "c": ["b"], "d": ["c"]},
+    "fan-out/fan-in": {
+        "start": [],
+        **{f"w{i}": ["start"] for i in range(4)},
+        "join": [f"w{i}" for i in range(4)],
+    },
+}
+_NAMES = (
+    "fetch",
+    "parse",
+    "load",
+    "clean",
+    "index",
+    "score",
+    "merge",
+    "train",
+    "report",
+    "audit",
+    "plot",
+    "ship",
+)
+
+
+def _made_up(count: int, seed: int) -> list[dict[str, list[str]]]:
+    """`count` graphs of 5 to 8 jobs drawn from `seed`, declared in a shuffled order."""
+    rng = random.Random(seed)
+    graphs = []
+    for _ in range(count):
+        names = rng.sample(_NAMES, rng.randint(5, 8))
+        graphs.append({job: rng.sample(names[:i], rng.randint(0, min(3, i))) for i, job in enumerate(names)})
+    return graphs
+
+
+def _ready_problem(
+    case: _ReadyCase, got: Any, waiting: dict[str, int], want: list[str], want_waiting: dict[str, int]
+) -> str | None:
+    """What is wrong with one answer of the ready step (its list and the counts it left), or None."""
+    if not isinstance(got, list | tuple) or any(type(job) is not str for job in got):
+        return f"your step returned {shown(got)}: return a list of job ids such as ['b', 'c']."
+    releases = case.dependents[case.finished]
+    for job, count in want_waiting.items():
+        if waiting.get(job) != count:
+            if job not in releases:
+                return (
+                    f"waiting[{job!r}] changed, but {job} does not depend on {case.finished}: count "
+                    f"{case.finished} off dependents[{case.finished!r}] only."
+                )
+            return (
+                f"waiting[{job!r}] is {shown(waiting.get(job))}, not {count}: {job} depends on "
+                f"{case.finished}, so subtract 1 from its count."
+            )
+    for job in got:
+        if job not in releases:
+            return (
+                f"{shown(job)} does not depend on {case.finished}: only a job that {case.finished} "
+                "releases can become ready now (one whose count reached 0 earlier is queued already)."
+            )
+        if want_waiting[job]:
+            return (
+                f"{job} still waits for {want_waiting[job]} dependency(ies): it starts when its count is 0."
+            )
+        if case.states[job] != "pending":
+            return f"{job} is {case.states[job]}: only a pending job may start (nothing starts twice)."
+    if missing := [job for job in want if job not in got]:
+        return f"{missing[0]} may start: its count reached 0 and it is pending."
+    if list(got) != want:
+        return f"return each ready job once, in the order of dependents[{case.finished!r}] ({want})."
+    return None
+
+
+# The lengths the lab's text mentions, then lengths drawn here (printed nowhere).
+_SHOWN_CHARS = (12, LIMIT, LIMIT + 1, 45)
+
+
+def _router_chars() -> list[int]:
+    rng = random.Random(4026)
+    return [*_SHOWN_CHARS, *rng.sample(range(1, LIMIT), 3), *rng.sample(range(LIMIT + 2, 140), 4)]
+
+
+def _says(feedback: str, number: int) -> bool:
+    """Whether `feedback` states `number` as digits of its own (27 in "27 chars", not in "127")."""
+    return re.search(rf"(?<!\d){number}(?!\d)", feedback) is not None
+
+
+def _router_problem(decision: Any, chars: int) -> str | None:
+    """What is wrong with the router's answer to a verdict of `chars` characters, or None."""
+    if type(decision) is not Next:
+        return (
+            f"for a verdict of {chars} characters your router returned {shown(decision)}, not a Next: "
+            "return Next.Continue or Next.back_to_with('revise', feedback)."
+        )
+    if chars <= LIMIT:
+        if decision.kind != "continue":
+            return (
+                f"{chars} characters is within the limit of {LIMIT}, but your router returned "
+                f"{shown(decision)}: it should be Next.Continue."
+            )
+        return None
+    if decision.kind != "goto" or decision.job != "revise":
+        return (
+            f"{chars} characters is over the limit, but your router returned {shown(decision)}: "
+            "send it back to 'revise'."
+        )
+    if decision.feedback is None:
+        return (
+            "over the limit your router goes back without feedback: a reviser not told why repeats "
+            "itself. Use Next.back_to_with."
+        )
+    if not (_says(decision.feedback, chars) and _says(decision.feedback, LIMIT)):
+        return (
+            f"the feedback {shown(decision.feedback)} should state the count ({chars}) and the limit "
+            f"({LIMIT}) as digits, e.g. '{chars} characters, limit {LIMIT}'."
+        )
+    return None
+
+
+_STUBBORN = "Search now much faster everywhere"  # 33 characters, whatever it is told
 
 
 def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str) -> RunResult | Check:
@@ -93,38 +267,25 @@ def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str)
             result = loop_graph(router=recorded, reviser=reviser)[0].run(max_visits=5, clock=FakeClock())
     except TimedOut as error:
         return crashed(error, where)
-    if recorded.error is not None:
-        return crashed(recorded.error, where)
-    return result
+    return crashed(recorded.error, where) if recorded.error is not None else result
 
 
 @exercise("04", "router")
 def check_router(my_router: Callable[[Any], Any] | None) -> Check:
-    """Build it: the review loop's router with its criterion in code (see the module docstring).
-
-    Asked directly (on copies, within the time limit) about the lengths the lab mentions and
-    others drawn here, then run in the real loop. labkit's own `within_limit`, handed in or
-    called, is refused as labkit's version.
-    """
+    """Build it: the review loop's router (see the module docstring)."""
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
         return refused
-    if is_labkits(my_router, within_limit):
-        return fail(LABKITS.format(name="within_limit"))
-    with watching(within_limit) as delegated:
-        for chars in router_chars():
-            verdict = {"text": "x" * chars, "chars": chars}
-            try:
-                decision = call(my_router, verdict)
-            except Raised as raised:
-                return crashed(raised.error, f"on a verdict of {chars} characters")
-            if delegated:
-                return fail(LABKITS.format(name="within_limit"))
-            if (problem := router_problem(decision, chars)) is not None:
-                return problem
+    for chars in _router_chars():
+        try:
+            decision = call(my_router, {"text": "x" * chars, "chars": chars})
+        except Raised as raised:
+            return crashed(raised.error, f"on a verdict of {chars} characters")
+        if (problem := _router_problem(decision, chars)) is not None:
+            return fail(problem)
     converging = _loop(my_router, Reviser(), "scripted")
     if isinstance(converging, Check):
         return converging
-    stubborn = _loop(my_router, lambda ctx: STUBBORN, "never-improving")
+    stubborn = _loop(my_router, lambda ctx: _STUBBORN, "never-improving")
     if isinstance(stubborn, Check):
         return stubborn
     if converging.status != "completed" or len(converging.results.get("publish", "")) > LIMIT:
@@ -135,21 +296,13 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
             "dead letter without publishing."
         )
     table = pd.DataFrame(
-        [
-            {
-                "reviser": "scripted",
-                "status": converging.status,
-                "revise runs": converging.visits["revise"],
-                "published": converging.results["publish"],
-            },
-            {
-                "reviser": "never improves",
-                "status": stubborn.status,
-                "revise runs": stubborn.visits["revise"],
-                "published": "-",
-            },
-        ]
-    ).set_index("reviser")
+        {
+            "status": [converging.status, stubborn.status],
+            "revise runs": [converging.visits["revise"], stubborn.visits["revise"]],
+            "published": [converging.results["publish"], "-"],
+        },
+        index=pd.Index(["scripted", "never improves"], name="reviser"),
+    )
     return Check(
         True,
         "your router converges with the scripted reviser and dead-letters one that never improves.",
@@ -157,69 +310,80 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     )
 
 
+def _ready_graphs() -> dict[str, Graph]:
+    """_GRAPHS, three graphs made up here, and the review loop (its Gotos reset the counts)."""
+    graphs = {}
+    for name, deps in [
+        *_GRAPHS.items(),
+        *((f"made-up graph {n}", d) for n, d in enumerate(_made_up(3, 4042), 1)),
+    ]:
+        graph = Graph()
+        for job, needs in deps.items():
+            graph.job(job, lambda ctx: ctx.job, deps=needs)
+        graphs[name] = graph
+    graphs["review loop"] = loop_graph()[0]
+    return graphs
+
+
+def _starts(result: RunResult) -> list[str]:
+    return [e.job for e in result.events if e.new == "running" and e.old == "pending"]
+
+
 @exercise("04", "ready")
 def check_ready(my_ready: Callable[..., Any] | None) -> Check:
-    """Build it: the scheduler's ready-job step (see the module docstring).
-
-    Asked (on copies, within the time limit) about the cases in READY_CASES, then about cases
-    made up here and printed nowhere, then run round by round over the GRAPHS and over graphs
-    made up here. An answer that is not a list of job ids, a crash or a hang is a verdict.
-    """
-    if (
-        refused := not_a_function(my_ready, "my_ready must be a function (deps, states) -> list of jobs")
-    ) is not None:
+    """Build it: the scheduler's ready step (see the module docstring)."""
+    shape = "my_ready must be a function (finished, dependents, waiting, states) -> list of jobs"
+    if (refused := not_a_function(my_ready, shape)) is not None:
         return refused
-    try:
-        for name, deps, states, want in READY_CASES:
-            got = ask(my_ready, deps, states, f"when {name}")
-            if got != want:
-                return fail(f"When {name}, your step returned {shown(got)}, not {want}: " + ready_hint(
-                    deps, states, got, want))
-        for deps, states, want in hidden_cases():
-            got = ask(my_ready, deps, states, "on a graph the checker made up")
-            if got != want:
-                hint = ready_hint(deps, states, got, want)
-                return fail(shorten(f"On a graph the checker made up ({graph_text(deps, states)}), your "
-                                    f"step returned {shown(got)}, not {want}: {hint}", 390))
-        rows = []
-        for name, deps in GRAPHS.items():
-            rounds = rounds_with(my_ready, deps, f"running the {name} graph")
-            if rounds != ROUNDS[name]:
-                return fail(
-                    f"Running the {name} graph round by round with your step started {shown(rounds)}; "
-                    f"expected {ROUNDS[name]}."
+    for case in READY_CASES:
+        want_waiting = dict(case.waiting)
+        want = ready_after(case.finished, case.dependents, want_waiting, case.states)
+        waiting = dict(case.waiting)
+        try:
+            with time_limit():
+                got = my_ready(
+                    case.finished,
+                    {k: list(v) for k, v in case.dependents.items()},
+                    waiting,
+                    dict(case.states),
                 )
-            rows.append({"graph": name, "rounds": len(rounds), "jobs": len(deps)})
-        for deps in made_up(3, 4042, (5, 7)):
-            rounds = rounds_with(my_ready, deps, "running a graph the checker made up")
-            want = rounds_with(reference, deps, "")
-            if rounds != want:
-                pictured = graph_text(deps, dict.fromkeys(deps, "pending"))
-                return fail(shorten(f"Running a graph the checker made up ({pictured}) round by round, your "
-                                    f"step started {shown(rounds)}; expected {want}.", 390))
-    except Refused as refused:
-        return refused.verdict
+        except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict names the learner's error
+            return crashed(error, f"when {case.name}")
+        if (problem := _ready_problem(case, got, waiting, want, want_waiting)) is not None:
+            return fail(f"When {case.name}, {problem}")
+    rows = []
+    for name, graph in _ready_graphs().items():
+        plan, yours = graph.validate(), Recorded(my_ready)
+        want = run_plan_sync(plan, max_concurrency=2, clock=FakeClock())
+        try:
+            with time_limit():
+                got = run_plan_sync(plan, max_concurrency=2, clock=FakeClock(), ready=yours)
+        except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict says what went wrong
+            if yours.error is not None or isinstance(error, TimedOut):
+                return crashed(yours.error or error, f"while labkit's scheduler ran the {name} graph")
+            return fail(f"Running the {name} graph with your step, the scheduler stopped: {error}.")
+        if got.events != want.events:
+            return fail(
+                f"Running the {name} graph with your step, the scheduler started {shown(_starts(got))}; "
+                f"with labkit's, {shown(_starts(want))}."
+            )
+        rows.append({"graph": name, "jobs": len(plan.jobs), "starts": len(_starts(got))})
     return Check(
         True,
-        "your step starts exactly the jobs whose dependencies completed; each graph ran in its "
-        "fewest rounds.",
+        "your step drove labkit's scheduler through every graph exactly as ready_after does.",
         pd.DataFrame(rows).set_index("graph"),
     )
 
 
 # -- Exercise 1: a retry policy ------------------------------------------------------------------
 
-WANT_WAITS = [0.2, 0.4, 0.8]
+_WANT_WAITS = [0.2, 0.4, 0.8]
 
 
 @exercise("04", "retry_policy")
 def check_retry_policy(policy: Any) -> Check:
     """Exercise 1: 3 retries after the first try, waits 0.2, 0.4, 0.8 s, transient errors only.
-
-    A `retry_on` predicate is the learner's code: each question to it gets the time limit, and
-    a crash or a hang is a verdict. Wrong waits are blamed on the setting that causes them
-    (max_interval when only the cap is off).
-    """
+    Wrong waits are blamed on the setting that causes them (max_interval when only the cap is off)."""
     if unanswered(policy):
         return fail("not attempted yet: replace the None with a RetryPolicy(...) and run the cell again")
     if type(policy) is not RetryPolicy:
@@ -230,8 +394,12 @@ def check_retry_policy(policy: Any) -> Check:
             "first try, so 3 retries need 4."
         )
     retried = {}
-    for error in (TimeoutError("slow"), ConnectionResetError("reset"), ValueError("bad argument"),
-                  KeyError("missing")):
+    for error in (
+        TimeoutError("slow"),
+        ConnectionResetError("reset"),
+        ValueError("bad"),
+        KeyError("missing"),
+    ):
         try:
             retried[type(error)] = bool(call(policy.retryable, error))
         except Raised as raised:
@@ -243,16 +411,16 @@ def check_retry_policy(policy: Any) -> Check:
     except TimedOut as error:
         return crashed(error, "while the retried job ran")
     waits = [round(s, 6) for s in clock.sleeps]
-    if waits != WANT_WAITS:
-        uncapped = [round(policy.initial_interval * policy.backoff_factor ** n, 6) for n in range(3)]
-        if uncapped == WANT_WAITS:
+    if waits != _WANT_WAITS:
+        uncapped = [round(policy.initial_interval * policy.backoff_factor**n, 6) for n in range(3)]
+        if uncapped == _WANT_WAITS:
             return fail(
-                f"the waits were {waits}; expected {WANT_WAITS}: max_interval={policy.max_interval:g} caps "
-                f"every wait at {policy.max_interval:g} s, and the last must be {WANT_WAITS[-1]:g}. Raise "
+                f"the waits were {waits}; expected {_WANT_WAITS}: max_interval={policy.max_interval:g} caps "
+                f"every wait at {policy.max_interval:g} s, and the last must be {_WANT_WAITS[-1]:g}. Raise "
                 "max_interval (or leave its default); initial_interval and backoff_factor are right."
             )
         return fail(
-            f"the waits were {waits}; expected {WANT_WAITS}: set initial_interval (the first wait) "
+            f"the waits were {waits}; expected {_WANT_WAITS}: set initial_interval (the first wait) "
             "and backoff_factor (how each wait grows)."
         )
     for kind in (TimeoutError, ConnectionResetError):
@@ -270,14 +438,12 @@ def check_retry_policy(policy: Any) -> Check:
 
 # -- Exercise 2: what a Goto re-runs --------------------------------------------------------------
 
-GOTO_TARGET = "parse"
+_GOTO_TARGET = "parse"
 
 
 def goto_graph() -> Graph:
-    """fetch → parse → (summarize, index) → check → publish, and audit beside parse.
-
-    `check` sends the work back to `parse` on its first visit and continues on its second.
-    """
+    """fetch → parse → (summarize, index) → check → publish, and audit beside parse; `check` sends
+    the work back to `parse` on its first visit and continues on its second."""
     graph = Graph()
     graph.job("fetch", lambda ctx: "page")
     graph.job("parse", lambda ctx: "sections", deps=["fetch"])
@@ -287,15 +453,14 @@ def goto_graph() -> Graph:
     graph.job("check", lambda ctx: ctx.visit, deps=["summarize", "index"])
     graph.route(
         "check",
-        lambda visit: Next.back_to_with(GOTO_TARGET, "summary too long") if visit == 1 else Next.Continue,
-        targets=[GOTO_TARGET],
+        lambda visit: Next.back_to_with(_GOTO_TARGET, "summary too long") if visit == 1 else Next.Continue,
+        targets=[_GOTO_TARGET],
     )
     graph.job("publish", lambda ctx: "published", deps=["check"])
     return graph
 
 
 def _downstream(deps: Mapping[str, Sequence[str]], target: str) -> set[str]:
-    """`target` and every job that depends on it, directly or through others."""
     found = {target}
     for job, needs in deps.items():  # declaration order lists a job after its dependencies
         if found.intersection(needs):
@@ -303,30 +468,28 @@ def _downstream(deps: Mapping[str, Sequence[str]], target: str) -> set[str]:
     return found
 
 
-def _why(job: str, said: Any, runs: int, deps: Mapping[str, Sequence[str]], loop: set[str]) -> str:
+def _why(job: str, said: Any, runs: int, loop: set[str]) -> str:
     if job not in loop:
-        return (f"{job} ran {runs} time(s), not {said}: it is not {GOTO_TARGET} and does not depend on "
-                f"it, so a Goto to {GOTO_TARGET} leaves it alone.")
-    if job == "publish":
-        return (f"publish ran {runs} time(s), not {said}: it waits for check, which sent the work "
-                "back before publish could start, then continued.")
-    via = [dep for dep in deps[job] if dep in loop]
-    reason = f"it depends on {GOTO_TARGET}" if job != GOTO_TARGET else "it is the Goto's target"
-    if via and GOTO_TARGET not in via and job != GOTO_TARGET:
-        reason += f" through {' and '.join(via)}"
-    return (f"{job} ran {runs} time(s), not {said}: {reason}, and a Goto re-runs its target and what "
-            "depends on it.")
+        reason = (
+            f"it is not {_GOTO_TARGET} and does not depend on it, so a Goto to {_GOTO_TARGET} leaves it alone"
+        )
+    elif job == "publish":
+        reason = "it waits for check, which sent the work back before publish could start, then continued"
+    else:
+        reason = "it is the Goto's target" if job == _GOTO_TARGET else f"it depends on {_GOTO_TARGET}"
+        reason += ", and a Goto re-runs its target and what depends on it"
+    return f"{job} ran {runs} time(s), not {said}: {reason}."
 
 
-MAX_COUNT = 1000  # no job of these graphs runs anywhere near this often
+_MAX_COUNT = 1000  # no job of these graphs runs anywhere near this often
 
 
 def _count_problem(value: Any, what: str) -> str | None:
-    """Why `value` is not a count to compare (an exact int from 0 to MAX_COUNT), or None."""
+    """Why `value` is not a count to compare (an exact int from 0 to _MAX_COUNT), or None."""
     if type(value) is not int:
         return f"{what} must be a whole number (an int), not {shown(value)} ({type(value).__name__})"
-    if not 0 <= value <= MAX_COUNT:
-        return f"{what} must be a count from 0 to {MAX_COUNT}, not {shown(value)}"
+    if not 0 <= value <= _MAX_COUNT:
+        return f"{what} must be a count from 0 to {_MAX_COUNT}, not {shown(value)}"
     return None
 
 
@@ -342,10 +505,7 @@ def _goto_payload(runs: Any) -> dict[str, int] | None:
 
 @exercise("04", "goto_runs", payload=_goto_payload)
 def check_goto_runs(runs: Any) -> Check:
-    """Exercise 2: `runs` maps each job of `goto_graph()` to how many times it runs.
-
-    Each count must be an exact int (a "1" or 1.0 is refused in a sentence, not compared).
-    """
+    """Exercise 2: `runs` maps each job of `goto_graph()` to how many times it runs (exact ints)."""
     graph = goto_graph()
     plan = graph.validate()
     deps = {job.id: list(job.deps) for job in plan.jobs}
@@ -358,21 +518,28 @@ def check_goto_runs(runs: Any) -> Check:
         if (problem := _count_problem(said, f"the count for {job}")) is not None:
             return fail(f"{problem}.")
     result = graph.run(clock=FakeClock())
-    loop = _downstream(deps, GOTO_TARGET)
+    loop = _downstream(deps, _GOTO_TARGET)
     for job in deps:
         if runs[job] != result.visits[job]:
-            return fail(_why(job, runs[job], result.visits[job], deps, loop))
-    table = pd.DataFrame({"you said": [runs[job] for job in deps], "runs": list(result.visits.values()),
-                          "downstream of parse": [job in loop for job in deps]},
-                         index=pd.Index(list(deps), name="job"))
+            return fail(_why(job, runs[job], result.visits[job], loop))
+    table = pd.DataFrame(
+        {
+            "you said": [runs[job] for job in deps],
+            "runs": list(result.visits.values()),
+            "downstream of parse": [job in loop for job in deps],
+        },
+        index=pd.Index(list(deps), name="job"),
+    )
     return Check(True, "a Goto to parse re-ran it and all that depends on it; the rest ran once.", table)
 
 
 # -- Exercise 3: the worst case ------------------------------------------------------------------
 
+
 def worst_case_run(max_visits: int = 4, max_attempts: int = 3) -> RunResult:
     """A loop built to hit both caps: every visit of `revise` fails until its last attempt,
     and the review never accepts. `result.attempts["revise"]` counts every call of revise."""
+
     def revise(ctx: Context) -> str:
         if ctx.attempt < max_attempts:
             raise ConnectionError("provider unreachable")
@@ -380,11 +547,15 @@ def worst_case_run(max_visits: int = 4, max_attempts: int = 3) -> RunResult:
 
     graph = Graph()
     graph.job("draft", lambda ctx: DRAFT)
-    graph.job("revise", revise, deps=["draft"],
-              retry=RetryPolicy(max_attempts=max_attempts, initial_interval=0.1))
+    graph.job(
+        "revise", revise, deps=["draft"], retry=RetryPolicy(max_attempts=max_attempts, initial_interval=0.1)
+    )
     graph.job("review", lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}, deps=["revise"])
-    graph.route("review", lambda verdict: Next.back_to_with("revise", f"{verdict['chars']} characters"),
-                targets=["revise"])
+    graph.route(
+        "review",
+        lambda verdict: Next.back_to_with("revise", f"{verdict['chars']} characters"),
+        targets=["revise"],
+    )
     graph.job("publish", lambda ctx: ctx.input["text"], deps=["review"])
     return graph.run(max_visits=max_visits, clock=FakeClock())
 
@@ -396,9 +567,8 @@ def check_worst_case(calls: Any) -> Check:
         return fail("not attempted yet: replace the None with a number and run the cell again")
     if type(calls) is not int:
         return fail(f"answer with a whole number of calls, not {shown(calls)}.")
-    if not 0 <= calls <= MAX_COUNT:
-        return fail(f"{shown(calls)} calls is not it: count the runs of the job, then the tries in each "
-                    "run.")
+    if not 0 <= calls <= _MAX_COUNT:
+        return fail(f"{shown(calls)} calls is not it: count the runs of the job, then the tries in each run.")
     result = worst_case_run(4, 3)
     most = result.attempts["revise"]
     hints = {
@@ -409,9 +579,13 @@ def check_worst_case(calls: Any) -> Check:
         15: "max_visits counts runs with the first included, so 4 visits are 4 runs, not 5.",
     }
     if calls != most:
-        return fail(hints.get(
-            calls, f"{calls} is not it: count the runs of the job, then the tries in each run."
-        ))
+        return fail(
+            hints.get(calls, f"{calls} is not it: count the runs of the job, then the tries in each run.")
+        )
     table = result.table().loc[["revise", "review"]]
-    return Check(True, f"{most} = max_visits × max_attempts: revise was called {most} times, then the loop "
-                 f"ended as {result.status}.", table)
+    return Check(
+        True,
+        f"{most} = max_visits × max_attempts: revise was called {most} times, then the loop "
+        f"ended as {result.status}.",
+        table,
+    )

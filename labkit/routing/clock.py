@@ -1,10 +1,5 @@
-"""The run's clock: where event times come from and how a retry waits out its backoff.
-
-A clock has two methods: `now()` (seconds, any origin) and `await sleep(seconds)`. The
-scheduler takes one as an argument, so tests and notebooks pass a FakeClock and a retry
-with a 0.5 s, 1 s, 2 s backoff costs no wall time at all, while the real clock stays the
-default for anything measured.
-"""
+"""The run's clock: `now()` and `await sleep(seconds)`. Tests and notebooks pass a FakeClock, so a
+retry's 0.5 s, 1 s, 2 s backoff costs no wall time; the real clock is the default."""
 
 from __future__ import annotations
 
@@ -21,28 +16,18 @@ class Clock(Protocol):
 
 
 class RealClock:
-    """Wall time: `time.perf_counter()` and `asyncio.sleep`."""
-
     def now(self) -> float:
         return time.perf_counter()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
-    def __repr__(self) -> str:
-        return "RealClock()"
-
 
 class FakeClock:
-    """Virtual time that moves only when something sleeps on it.
+    """Virtual time that moves only when something sleeps on it; `sleeps` records every wait.
 
-    `sleep(s)` returns at once (after one yield to the event loop, as a real sleep would
-    give other tasks a turn), moves `now()` forward by `s` and records `s` in `sleeps`,
-    so a test can assert the exact backoff intervals a run waited.
-
-    Sleeps do not overlap: two jobs that back off at the same moment advance the clock by
-    the sum of their waits, not the longer one. Use it to count and order waits; measure
-    overlap (parallel wall time) on the RealClock.
+    Sleeps do not overlap (two backoffs at once advance it by their sum): use it to count and
+    order waits, and the RealClock to measure parallel wall time.
     """
 
     def __init__(self, start: float = 0.0) -> None:
@@ -55,7 +40,7 @@ class FakeClock:
     async def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.time += seconds
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # a turn for other tasks, as a real sleep gives
 
     def __repr__(self) -> str:
         return f"FakeClock(time={self.time:g}, sleeps={len(self.sleeps)})"

@@ -1,18 +1,9 @@
-"""Lab 04's experiments, shared by the notebook and `python -m labkit routing`.
+"""Lab 04's experiments, shared by the notebook and `labkit routing`: validation errors, the
+fan-out graph at max_concurrency 1 and 4 (real sleeps), retries under one policy, the review loop
+with and without feedback, and Next.Stop on a cache hit.
 
-- `validation_errors()`: one broken graph per rule, and the error each one gets.
-- `parallel_experiment()`: the same fan-out graph at max_concurrency 1 and 4, real sleeps.
-- `retry_experiment()`: a transient fault, the same fault every time, and an invalid input.
-- `feedback_experiment()`: the draft → revise → review loop, with and without feedback.
-- `cache_stop_experiment()`: Next.Stop ends a run early as a success.
-
-Every job here is scripted: the reviser is a rule, not a model. The experiments show
-what the *control layer* does with a reviser that ignores or uses feedback; whether a
-given model behaves like either is a separate measurement (harness-rs reports one in the
-docs of its `Next::Goto`, crates/harness-orchestrator/src/route.rs: without feedback, 33,
-33, 33, 31 and 33 characters against a limit of 26). This lab's own model measurement,
-through lab 02's seam and replayed from recorded trials, is
-`labkit.routing.model_reviser.model_feedback_experiment`.
+Every job here is scripted: the reviser is a rule, not a model, so these show what the control
+layer does with a reviser that ignores or uses feedback. The model reviser is `model_reviser`'s.
 """
 
 from __future__ import annotations
@@ -36,8 +27,8 @@ from labkit.routing.route import Next
 
 LIMIT = 26  # characters: the limit of harness-rs's route.rs example, so figures compare
 DRAFT = "Search is now much faster everywhere you look"
-FILLER = ("is", "you", "look")  # what the reviser always drops: 45 -> 33 characters
-EXPENDABLE = ("much", "now", "faster")  # what it cuts next, one word per revision, when told to
+_FILLER = ("is", "you", "look")  # what the reviser always drops: 45 -> 33 characters
+_EXPENDABLE = ("much", "now", "faster")  # what it cuts next, one word per revision, when told to
 LOOP_SECONDS = {"draft": 1.0, "revise": 0.6, "review": 0.1, "publish": 0.3}  # virtual, for the chart
 
 
@@ -47,84 +38,65 @@ def _noop(ctx: Context) -> None:
 
 # -- validation --------------------------------------------------------------------------
 
-def _broken_graphs() -> dict[str, Graph]:
-    within = lambda verdict: Next.Continue  # noqa: E731 - the router is not the point here
-    duplicate = Graph().job("draft", _noop).job("draft", _noop)
-    unknown = Graph().job("draft", _noop).job("revise", _noop, deps=["draft"]).job(
-        "review", _noop, deps=["revize"])
-    cycle = Graph().job("draft", _noop).job("review", _noop, deps=["draft", "revise"]).job(
-        "revise", _noop, deps=["review"])
-    base = lambda: Graph().job("draft", _noop).job("revise", _noop, deps=["draft"]).job(  # noqa: E731
-        "review", _noop, deps=["revise"]).job("publish", _noop, deps=["review"])
-    return {
-        "duplicate id": duplicate,
-        "unknown dependency": unknown,
-        "dependency cycle": cycle,
-        "route on an unknown job": base().route("reviw", within, targets=["revise"]),
-        "route to an unknown target": base().route("review", within, targets=["revize"]),
-        "route forward, not back": base().route("review", within, targets=["publish"]),
-    }
+
+_PIPELINE = [("draft", []), ("revise", ["draft"]), ("review", ["revise"]), ("publish", ["review"])]
+_BROKEN = {  # one mistake each: the jobs (id, deps) and a route (job, targets) or None
+    "duplicate id": ([("draft", []), ("draft", [])], None),
+    "unknown dependency": ([("draft", []), ("revise", ["draft"]), ("review", ["revize"])], None),
+    "dependency cycle": ([("draft", []), ("review", ["draft", "revise"]), ("revise", ["review"])], None),
+    "route on an unknown job": (_PIPELINE, ("reviw", ["revise"])),
+    "route to an unknown target": (_PIPELINE, ("review", ["revize"])),
+    "route forward, not back": (_PIPELINE, ("review", ["publish"])),
+}
 
 
 def validation_errors() -> pd.DataFrame:
-    """One row per rule: the mistake and the GraphError message `validate()` raises."""
-    rows = []
-    for case, graph in _broken_graphs().items():
+    """One row per mistake of _BROKEN: the GraphError message `validate()` raises."""
+    errors = {}
+    for mistake, (jobs, route) in _BROKEN.items():
+        graph = Graph()
+        for job, deps in jobs:
+            graph.job(job, _noop, deps=deps)
+        if route is not None:
+            graph.route(route[0], lambda verdict: Next.Continue, targets=route[1])
         try:
             graph.validate()
         except GraphError as error:
-            rows.append({"mistake": case, "error": str(error)})
-        else:  # pragma: no cover - each graph above breaks exactly one rule
-            raise AssertionError(f"{case}: validate() accepted a broken graph")
-    return pd.DataFrame(rows).set_index("mistake")
-
-
-def undeclared_goto() -> RunResult:
-    """A router that returns a target its route did not declare: the job fails, visibly."""
-    graph = (Graph().job("draft", lambda ctx: DRAFT)
-             .job("revise", lambda ctx: ctx.input, deps=["draft"])
-             .job("review", lambda ctx: len(ctx.input), deps=["revise"])
-             .job("publish", _noop, deps=["review"]))
-    graph.route("review", lambda chars: Next.back_to("draft"), targets=["revise"])
-    return graph.run(clock=FakeClock())
+            errors[mistake] = str(error)
+    return pd.DataFrame({"error": list(errors.values())}, index=pd.Index(list(errors), name="mistake"))
 
 
 # -- sequential against parallel ------------------------------------------------------------
 
 FETCH_SECONDS = {"fetch_a": 0.04, "fetch_b": 0.08, "fetch_c": 0.12, "fetch_d": 0.16}
-EDGE_SECONDS = {"plan": 0.02, "merge": 0.02}
+_EDGE_SECONDS = {"plan": 0.02, "merge": 0.02}
 
 
-def fan_graph(fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, float] = EDGE_SECONDS) -> Graph:
+def fan_graph() -> Graph:
     """plan → fetch_* (independent) → merge; each job waits its seconds with asyncio.sleep."""
+
     def waits(seconds: float) -> Callable[[Context], Any]:
         async def job(ctx: Context) -> float:
             await asyncio.sleep(seconds)
             return seconds
+
         return job
 
-    graph = Graph().job("plan", waits(edge["plan"]))
-    for name, seconds in fetch.items():
+    graph = Graph().job("plan", waits(_EDGE_SECONDS["plan"]))
+    for name, seconds in FETCH_SECONDS.items():
         graph.job(name, waits(seconds), deps=["plan"])
-    return graph.job("merge", waits(edge["merge"]), deps=list(fetch))
+    return graph.job("merge", waits(_EDGE_SECONDS["merge"]), deps=list(FETCH_SECONDS))
 
 
-def parallel_experiment(
-    fetch: Mapping[str, float] = FETCH_SECONDS, edge: Mapping[str, float] = EDGE_SECONDS,
-    max_concurrency: int | None = None,
-) -> tuple[pd.DataFrame, dict[str, RunResult]]:
-    """Run `fan_graph` one job at a time, then with every fetch in flight at once.
-
-    `max_concurrency` adds a third row with that limit (the "Try it" knob of lab 04): its
-    expected wall time is plan + merge + the fetches packed greedily into that many slots.
-
-    Expected wall time: the sum of all waits one at a time; plan + the longest fetch +
-    merge in parallel. Overhead is measured wall time minus that (scheduler, event loop,
-    timer resolution). Real time: the figures vary from run to run.
-    """
-    graph = fan_graph(fetch, edge)
-    expected = {"sequential": sum(fetch.values()) + sum(edge.values()),
-                "parallel": max(fetch.values()) + sum(edge.values())}
+def parallel_experiment(max_concurrency: int | None = None) -> tuple[pd.DataFrame, dict[str, RunResult]]:
+    """`fan_graph` one job at a time, then with every fetch in flight at once, and, given
+    `max_concurrency`, with that many slots (expected: the fetches packed greedily into them).
+    Overhead is the measured wall time minus the expected one; real time, so it varies."""
+    graph, fetch, edge = fan_graph(), FETCH_SECONDS, _EDGE_SECONDS
+    expected = {
+        "sequential": sum(fetch.values()) + sum(edge.values()),
+        "parallel": max(fetch.values()) + sum(edge.values()),
+    }
     modes = [("sequential", 1), ("parallel", len(fetch))]
     if max_concurrency is not None:
         if type(max_concurrency) is not int or max_concurrency < 1:
@@ -138,20 +110,29 @@ def parallel_experiment(
     runs, rows = {}, []
     for mode, limit in modes:
         runs[mode] = result = graph.run(max_concurrency=limit)
-        rows.append({"mode": mode, "max_concurrency": limit, "expected_s": round(expected[mode], 3),
-                     "wall_s": round(result.elapsed, 3),
-                     "overhead_ms": round((result.elapsed - expected[mode]) * 1000, 1)})
+        rows.append(
+            {
+                "mode": mode,
+                "max_concurrency": limit,
+                "expected_s": round(expected[mode], 3),
+                "wall_s": round(result.elapsed, 3),
+                "overhead_ms": round((result.elapsed - expected[mode]) * 1000, 1),
+            }
+        )
     return pd.DataFrame(rows).set_index("mode"), runs
 
 
 # -- retries ----------------------------------------------------------------------------------
 
+
 def flaky(failures: int, error: BaseException) -> Callable[[Context], str]:
     """A job that raises `error` on its first `failures` attempts, then returns 'page'."""
+
     def job(ctx: Context) -> str:
         if ctx.attempt <= failures:
             raise error
         return "page"
+
     return job
 
 
@@ -164,41 +145,51 @@ RETRY_CASES: dict[str, tuple[int, BaseException]] = {
 
 def retry_graph(job: Callable[[Context], Any], policy: RetryPolicy) -> Graph:
     """fetch (with `policy`) → summarize, and an independent audit job beside them."""
-    return (Graph().job("fetch", job, retry=policy)
-            .job("summarize", lambda ctx: f"summary of {ctx.input}", deps=["fetch"])
-            .job("audit", lambda ctx: "logged"))
+    return (
+        Graph()
+        .job("fetch", job, retry=policy)
+        .job("summarize", lambda ctx: f"summary of {ctx.input}", deps=["fetch"])
+        .job("audit", lambda ctx: "logged")
+    )
 
 
 def retry_experiment(policy: RetryPolicy | None = None) -> tuple[pd.DataFrame, dict[str, RunResult]]:
-    """Each case of RETRY_CASES under one policy (default: 3 attempts, 0.5 s doubling, and
-    every Exception retryable — so the invalid input shows the rule, not the filter)."""
+    """Each case of RETRY_CASES under one policy (default: 3 attempts, 0.5 s doubling, every
+    Exception retryable, so the invalid input shows the rule, not the filter)."""
     policy = policy or RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,))
     rows, runs = [], {}
     for case, (failures, error) in RETRY_CASES.items():
         clock = FakeClock()
         runs[case] = result = retry_graph(flaky(failures, error), policy).run(clock=clock)
-        rows.append({"case": case, "status": result.status, "fetch attempts": result.attempts["fetch"],
-                     "waits (s)": ", ".join(f"{s:g}" for s in clock.sleeps) or "-",
-                     "summarize": str(result.states["summarize"]), "audit": str(result.states["audit"])})
+        rows.append(
+            {
+                "case": case,
+                "status": result.status,
+                "fetch attempts": result.attempts["fetch"],
+                "waits (s)": ", ".join(f"{s:g}" for s in clock.sleeps) or "-",
+                "summarize": str(result.states["summarize"]),
+                "audit": str(result.states["audit"]),
+            }
+        )
     return pd.DataFrame(rows).set_index("case"), runs
 
 
 # -- the review loop --------------------------------------------------------------------------
 
+
 @dataclass
 class Reviser:
-    """The scripted reviser. Without feedback it rewrites the draft the only way it knows
-    (dropping FILLER: 33 characters, every time). Told why it was rejected, it cuts one
-    more EXPENDABLE word from its previous version per revision."""
+    """The scripted reviser: told nothing, it drops _FILLER from the draft (33 characters, every
+    time); told why, it cuts one more _EXPENDABLE word from its previous version."""
 
     history: list[str] = field(default_factory=list)
 
     def __call__(self, ctx: Context) -> str:
         if ctx.feedback is None or ctx.previous is None:
-            text = " ".join(w for w in ctx.inputs["draft"].split() if w not in FILLER)
+            text = " ".join(w for w in ctx.inputs["draft"].split() if w not in _FILLER)
         else:
             words = ctx.previous.split()
-            cut = next((w for w in EXPENDABLE if w in words), None)
+            cut = next((w for w in _EXPENDABLE if w in words), None)
             text = " ".join(w for w in words if w != cut)
         self.history.append(text)
         return text
@@ -206,12 +197,8 @@ class Reviser:
 
 @dataclass
 class WordCutter:
-    """A scripted baseline for the model reviser: cut the last word, every visit, whatever it is told.
-
-    A rule written in advance, feedback ignored: visit n publishes the draft's first words
-    once they fit. Every text it writes is a deletion of its previous one with at least one
-    word cut, so it is admissible at the model's tightest control (L2, min_cut=1).
-    """
+    """The model reviser's scripted baseline: cut the last word every visit, whatever it is told
+    (a deletion with a word cut: admissible at the model's tightest control, L2 with min_cut=1)."""
 
     history: list[str] = field(default_factory=list)
 
@@ -223,23 +210,21 @@ class WordCutter:
 
 
 def cutter_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, dict[str, WordCutter]]:
-    """The loop with `WordCutter` as reviser, without and with feedback: a summary row per variant
-    (as `feedback_experiment`'s), and the cutters (their `history` holds the texts)."""
-    rows, cutters = [], {}
-    for name, feedback in (("without feedback", False), ("with feedback", True)):
-        cutters[name] = cutter = WordCutter()
-        graph, _ = loop_graph(feedback=feedback, limit=limit, reviser=cutter)
-        rows.append(summary_row(name, graph.run(max_visits=max_visits, clock=FakeClock())))
-    return pd.DataFrame(rows).set_index("variant"), cutters
+    """The loop with a `WordCutter`, without and with feedback: a summary row each, and the cutters."""
+    cutters = {name: WordCutter() for name in _VARIANTS}
+    return compare_revisers(cutters, max_visits, limit)[1], cutters
 
 
-def within_limit(verdict: Mapping[str, Any], *, limit: int = LIMIT, feedback: bool = True) -> Next:
-    """The acceptance criterion, in code: continue within `limit`, otherwise back to revise."""
+def within_limit(verdict, limit=LIMIT):
+    """Continue within `limit` characters; otherwise back to revise, saying why."""
     if verdict["chars"] <= limit:
         return Next.Continue
-    if not feedback:
-        return Next.back_to("revise")
     return Next.back_to_with("revise", f"{verdict['chars']} characters, limit is {limit}")
+
+
+def _without_feedback(verdict: Mapping[str, Any], limit: int = LIMIT) -> Next:
+    """The same criterion, sent back without a reason."""
+    return Next.Continue if verdict["chars"] <= limit else Next.back_to("revise")
 
 
 def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Context], Any]:
@@ -249,22 +234,25 @@ def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Con
     async def job(ctx: Context) -> Any:
         await ctx.clock.sleep(seconds)  # virtual seconds on a FakeClock: a picture of the loop
         return fn(ctx)
+
     return job
 
 
-def loop_graph(*, feedback: bool = True, limit: int = LIMIT, seconds: Mapping[str, float] | None = None,
-               reviser: Callable[[Context], str] | None = None,
-               router: Callable[[Any], Any] | None = None) -> tuple[Graph, Callable[[Context], str]]:
-    """draft → revise → review → publish, with `router` routing review back to revise.
-
-    `router` defaults to `within_limit` with `limit` and `feedback` (which nothing else uses);
-    `reviser` defaults to a fresh Reviser; `seconds` gives jobs virtual durations (for a
-    FakeClock timeline). Returns the graph and the reviser, whose `history` (for a
-    Reviser) lists every version it wrote.
-    """
+def loop_graph(
+    *,
+    feedback: bool = True,
+    limit: int = LIMIT,
+    seconds: Mapping[str, float] | None = None,
+    reviser: Callable[[Context], str] | None = None,
+    router: Callable[[Any], Any] | None = None,
+) -> tuple[Graph, Callable[[Context], str]]:
+    """draft → revise → review → publish, `router` (default: `within_limit` with `limit` and
+    `feedback`) routing review back to revise; `reviser` defaults to a fresh Reviser, `seconds`
+    gives jobs virtual durations (a FakeClock timeline). Returns the graph and the reviser."""
     seconds = seconds or {}
     reviser = Reviser() if reviser is None else reviser
-    router = partial(within_limit, limit=limit, feedback=feedback) if router is None else router
+    if router is None:
+        router = partial(within_limit if feedback else _without_feedback, limit=limit)
     graph = Graph()
     graph.job("draft", _timed(lambda ctx: DRAFT, seconds.get("draft")))
     graph.job("revise", _timed(reviser, seconds.get("revise")), deps=["draft"])
@@ -275,48 +263,61 @@ def loop_graph(*, feedback: bool = True, limit: int = LIMIT, seconds: Mapping[st
     return graph, reviser
 
 
-def feedback_experiment(
-    max_visits: int = 5, limit: int = LIMIT,
-) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult]]:
-    """The loop with `back_to` (no feedback) and with `back_to_with` (feedback), same reviser.
+_VARIANTS = ("without feedback", "with feedback")  # the router goes back told nothing, or told why
 
-    Returns the characters of each revision per variant (one row per visit), a summary
-    (status, runs of revise and review, publish's state, what was published) and the runs.
-    """
+
+def compare_revisers(
+    revisers: Mapping[str, Callable[[Context], str]], max_visits: int = 5, limit: int = LIMIT
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult]]:
+    """The review loop once per variant of _VARIANTS, each with its reviser (one with a `history`):
+    the characters of each revision (`visit_table`), a summary row each (`summary_row`), the runs."""
     lengths, rows, runs = {}, [], {}
-    for name, feedback in (("without feedback", False), ("with feedback", True)):
-        graph, reviser = loop_graph(feedback=feedback, limit=limit)
+    for name, reviser in revisers.items():
+        graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
         runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
         lengths[name] = [len(text) for text in reviser.history]
         rows.append(summary_row(name, result))
     return visit_table(lengths), pd.DataFrame(rows).set_index("variant"), runs
 
 
+def feedback_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """`compare_revisers` with the scripted Reviser in both variants."""
+    return compare_revisers({name: Reviser() for name in _VARIANTS}, max_visits, limit)
+
+
 def summary_row(variant: str, result: RunResult) -> dict[str, Any]:
     """One variant of a loop run: status, runs of revise and review, publish's state and output."""
-    return {"variant": variant, "status": result.status, "revise runs": result.visits["revise"],
-            "review runs": result.visits["review"], "publish": str(result.states["publish"]),
-            "published": result.results.get("publish", "-")}
+    return {
+        "variant": variant,
+        "status": result.status,
+        "revise runs": result.visits["revise"],
+        "review runs": result.visits["review"],
+        "publish": str(result.states["publish"]),
+        "published": result.results.get("publish", "-"),
+    }
 
 
 def visit_table(lengths: Mapping[str, list[int]]) -> pd.DataFrame:
-    """Characters per revise visit, one column per variant; "-" where a variant stopped earlier.
-
-    Cells are strings so that a shorter column prints "-" rather than NaN (and 33, not 33.0).
-    """
+    """Characters per revise visit, one column per variant, "-" where a variant stopped earlier
+    (strings, so a shorter column prints "-", not NaN)."""
     visits = max((len(v) for v in lengths.values()), default=0)
-    return pd.DataFrame({name: [str(v[n]) if n < len(v) else "-" for n in range(visits)]
-                         for name, v in lengths.items()},
-                        index=pd.RangeIndex(1, visits + 1, name="revise visit"))
+    return pd.DataFrame(
+        {name: [str(v[n]) if n < len(v) else "-" for n in range(visits)] for name, v in lengths.items()},
+        index=pd.RangeIndex(1, visits + 1, name="revise visit"),
+    )
 
 
 # -- Next.Stop ----------------------------------------------------------------------------
 
+
 def cache_stop_experiment(hit: bool = True) -> RunResult:
     """lookup → check (Stop on a cache hit) → compute → store: a hit skips the expensive half."""
-    graph = (Graph().job("lookup", lambda ctx: "cached answer" if hit else None)
-             .job("check", lambda ctx: ctx.input is not None, deps=["lookup"])
-             .job("compute", lambda ctx: "fresh answer", deps=["check"])
-             .job("store", _noop, deps=["compute"]))
+    graph = (
+        Graph()
+        .job("lookup", lambda ctx: "cached answer" if hit else None)
+        .job("check", lambda ctx: ctx.input is not None, deps=["lookup"])
+        .job("compute", lambda ctx: "fresh answer", deps=["check"])
+        .job("store", _noop, deps=["compute"])
+    )
     graph.route("check", lambda found: Next.Stop if found else Next.Continue)
     return graph.run(clock=FakeClock())

@@ -1,51 +1,20 @@
 """The feedback experiment with a model as the reviser, through lab 02's seam (replayed by default).
 
-`experiments.feedback_experiment` shows what the loop does with a *scripted* reviser that
-ignores or uses feedback. This module asks the real question of a model: in the same
-draft → revise → review → publish graph (`experiments.loop_graph`), `revise` is a
-`ModelReviser` that asks SmolLM2-135M-Instruct (or whatever `LABKIT_MODEL` names) to
-shorten the announcement. Only the router differs between the two variants:
+In the review loop (`experiments.loop_graph`), `revise` is a `ModelReviser` asking
+SmolLM2-135M-Instruct (or `LABKIT_MODEL`'s model) to shorten the announcement; the review stays
+code. Only the router differs: ``without feedback`` tells it "Revise it again.", ``with
+feedback`` "33 characters, limit is 26. Revise it again." Visit n of `revise` is turn n of its
+variant's task (``announcement+no-feedback`` / ``announcement+feedback``), so (lab, case, trial,
+turn) names one recorded call. Changing _INSTRUCTIONS, the messages, DRAFT, LIMIT or the policy's
+options makes replay stop with a ReplayMiss naming case and turn. Record afresh (then move the
+file over fixtures/trials/routing-smollm2.jsonl; appending would keep two answers per request)::
 
-- ``without feedback``: `Next.back_to("revise")`; the reviser is told "Revise it again.";
-- ``with feedback``: `Next.back_to_with("revise", "33 characters, limit is 26")`; it is told
-  "33 characters, limit is 26. Revise it again."
+    LABKIT_MODEL=local LABKIT_RECORD=/tmp/routing-smollm2.jsonl python -m labkit.routing.model_reviser
 
-In both, the model sees its own previous replies (the conversation keeps them verbatim),
-so the one thing that differs is the reason. The review stays code (`len`), never the model.
-
-Replay keys. Each variant has its own task id (``announcement+no-feedback`` /
-``announcement+feedback``) and its own `ModelPolicy`; visit *n* of `revise` is turn *n* of
-that task (the policy counts turns as earlier observations + 1, and the reviser passes one
-observation per earlier visit). So (lab ``routing``, case, trial 0, turn = visit) names one
-recorded call, and its fingerprint pins the exact messages.
-
-Recording (live; measured 4.9 s wall time on 2 cores for both variants, ten calls of
-0.2-0.5 s each, model load included). Record into a fresh file outside `fixtures/trials/`,
-then move it over the old one (appending would leave two answers for one request)::
-
-    LABKIT_MODEL=local LABKIT_RECORD=/tmp/routing-smollm2.jsonl \\
-        python -m labkit.routing.model_reviser
-    mv /tmp/routing-smollm2.jsonl fixtures/trials/routing-smollm2.jsonl
-
-Recorded (SmolLM2-135M-Instruct Q4_1, temperature 0, one trial per variant): the draft back
-unchanged, 45 characters, on all ten visits; both runs end as dead_letter, nothing published.
-
-Sampled trials (k=5 at T=0.7, plus T=0, every control) are `labkit.routing.reviser_trials`'.
-
-Changing INSTRUCTIONS, `describe`, `observe`, DRAFT, LIMIT or the policy's options changes
-the messages, and replay then stops with a ReplayMiss (a LabError) naming case and turn.
-
-The model as the judge (`ModelJudge`, `judge_table`, `judge_experiment`): the review's
-acceptance criterion asked of the same model ("You wrote this announcement: ... Is it at most
-26 characters long?", held to "yes" or "no" at rung L2) instead of `len`. Each question is a
-fresh one-turn conversation, case ``judge+<name>+<n>``; the reviser it routes is a
-`ModelReviser` of variant ``judged``. Recorded live (11 calls, 118 s wall time on 2 cores shared
-with other work, model load included), keeping only the 6 calls that are new (the ``len`` row
-replays routing-smollm2.jsonl; its live replies were the recorded ones)::
-
-    LABKIT_MODEL=local LABKIT_RECORD=/tmp/judge.jsonl python -m labkit.routing.model_reviser judge
-    grep -E '"case":"(judge[+]|announcement[+]judged)' /tmp/judge.jsonl \
-        > fixtures/trials/routing-smollm2-judge.jsonl
+`ModelJudge` asks the same model whether its text is within the limit (held to "yes"/"no"),
+as the router in place of `len`; recorded with the argument ``judge`` into
+fixtures/trials/routing-smollm2-judge.jsonl (only the calls whose case starts ``judge+`` or
+``announcement+judged``).
 """
 
 from __future__ import annotations
@@ -64,18 +33,18 @@ from labkit.core.errors import LabError
 from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
 from labkit.model.constraints import StateRules
 from labkit.routing.clock import FakeClock
-from labkit.routing.experiments import DRAFT, LIMIT, loop_graph, summary_row, visit_table
+from labkit.routing.experiments import DRAFT, LIMIT, compare_revisers, loop_graph, summary_row
 from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
 from labkit.routing.route import Next
 
-LAB = "routing"
+REVISER_LAB = "routing"
 RECORDED = {"max_visits": 5, "limit": LIMIT}  # what fixtures/trials/routing-smollm2.jsonl was made with
 VARIANTS = {"without feedback": "no-feedback", "with feedback": "feedback"}  # variant -> task id suffix
 # A worked example on another sentence, not a placeholder: measured with SmolLM2-135M, an
 # instruction showing `"answer": "<the shortened announcement>"` made it reply with that
 # placeholder, 28 characters, on all ten visits of both variants.
-INSTRUCTIONS = """\
+_INSTRUCTIONS = """\
 You shorten announcements. Keep the meaning, use fewer characters. Reply with exactly one \
 JSON object, as in the example: the shortened announcement is the answer.
 
@@ -83,13 +52,13 @@ Example.
 User: Shorten this announcement to at most 20 characters:
 The new mobile app is now available for everyone
 Assistant: {"action": "final", "answer": "New app for everyone", "citation": "none"}"""
-AGAIN = "Revise it again."
-MAX_WORDS = 12  # 4,095 deletions: the enum of admissible answers stays a small grammar
-RUNGS = ("L1", "L2")  # L1: any text (the static schema); L2: only deletions of words from the draft
+_AGAIN = "Revise it again."
+_MAX_WORDS = 12  # 4,095 deletions: the enum of admissible answers stays a small grammar
+_RUNGS = ("L1", "L2")  # L1: any text (the static schema); L2: only deletions of words from the draft
 
 
 @dataclass(frozen=True)
-class Announcement:
+class _Announcement:
     """The reviser's task: `id` keys the replay, `text` is the draft, `limit` is stated to it."""
 
     id: str
@@ -97,18 +66,18 @@ class Announcement:
     limit: int
 
 
-def describe(task: Announcement) -> str:
+def _task_text(task: _Announcement) -> str:
     """The first user message: the draft and the limit (both variants are told the limit)."""
     return f"Shorten this announcement to at most {task.limit} characters:\n{task.text}"
 
 
 def observe(observation: Mapping[str, Any]) -> str:
-    """What the reviser is told on a later visit: the router's feedback, if any, then AGAIN."""
+    """What the reviser is told on a later visit: the router's feedback, if any, then _AGAIN."""
     feedback = observation.get("result")
-    return f"{feedback}. {AGAIN}" if feedback else AGAIN
+    return f"{feedback}. {_AGAIN}" if feedback else _AGAIN
 
 
-def answer_of(decision: Any) -> str:
+def _answer_text(decision: Any) -> str:
     """The revised text in a model decision; ValueError (the revise job fails) if it has none."""
     answer = decision.get("answer") if isinstance(decision, dict) else None
     if isinstance(answer, str) and decision.get("action") == "final":
@@ -116,14 +85,28 @@ def answer_of(decision: Any) -> str:
     raise ValueError(f"the model's decision has no answer text: {decision!r}")
 
 
+def _policy(
+    owner: Any, instructions: str, describe: Any, answers: Any, rung: str, observe: Any = None
+) -> ModelPolicy:
+    """A policy for one-answer decisions with `owner`'s backend, temperature, seed and trial; at rung
+    L2 the answer is one of `answers(task, observations)` and the citation "none"."""
+    rules = None
+    if rung == "L2":
+        rules = StateRules(
+            slots={("final", "answer"): answers, ("final", "citation"): lambda task, seen: ["none"]}
+        )
+    options = (owner.backend, owner.temperature, owner.seed, owner.trial)
+    return ModelPolicy(
+        REVISER_LAB, {}, instructions, describe, *options, observe=observe, rung=rung, rules=rules
+    )
+
+
 @dataclass
 class ModelReviser:
-    """A `revise` job function backed by a model (see the module docstring).
+    """A `revise` job backed by a model, one per variant; `history` lists the text of every visit.
 
-    One instance per variant: its `task.id` and its policy's turn counter are the replay
-    key. `history` lists the text of every visit, in order. On visit 1 it starts a new
-    conversation; on visit n it passes one observation per earlier visit (the Goto's
-    feedback, None for `back_to`), so the policy asks turn n.
+    Visit n passes one observation per earlier visit (the Goto's feedback, None for `back_to`),
+    so the policy asks turn n: its `task.id` and turn are the replay key.
     """
 
     variant: str
@@ -140,21 +123,12 @@ class ModelReviser:
         case = f"announcement+{VARIANTS.get(self.variant, self.variant)}"
         if self.min_cut:
             case += f"+cut{self.min_cut}"
-        self.task = Announcement(case, DRAFT, self.limit)
-        rules = None
-        if self.rung == "L2":
-            rules = StateRules(slots={("final", "answer"): self.deletions,
-                                      ("final", "citation"): lambda task, observations: ["none"]})
-        self.policy = ModelPolicy(LAB, tools={}, instructions=INSTRUCTIONS, describe=describe,
-                                  observe=observe, backend=self.backend, temperature=self.temperature,
-                                  seed=self.seed, trial=self.trial, rung=self.rung, rules=rules)
+        self.task = _Announcement(case, DRAFT, self.limit)
+        self.policy = _policy(self, _INSTRUCTIONS, _task_text, self.deletions, self.rung, observe)
         self.observations: list[dict[str, Any]] = []
 
-    def deletions(self, task: Announcement, observations: Any = ()) -> list[str]:
-        """L2's admissible answers: the current draft with any words cut (none or all but one).
-
-        The current draft is the last text this reviser wrote, or the original on visit 1.
-        """
+    def deletions(self, task: _Announcement, observations: Any = ()) -> list[str]:
+        """L2's admissible answers: deletions of the last text this reviser wrote (the draft first)."""
         return deletions_of(self.history[-1] if self.history else task.text, self.min_cut)
 
     def __call__(self, ctx: Context) -> str:
@@ -162,32 +136,25 @@ class ModelReviser:
             self.observations = []
         else:
             self.observations.append({"action": "final", "result": ctx.feedback})
-        if len(self.observations) != ctx.visit - 1:  # pragma: no cover - one call per visit, no retries
-            raise RuntimeError(f"ModelReviser: visit {ctx.visit} after {len(self.observations)} observations")
-        text = answer_of(self.policy(self.task, list(self.observations)))
+        text = _answer_text(self.policy(self.task, list(self.observations)))
         self.history.append(text)
         return text
 
 
 def deletions_of(text: str, min_cut: int = 0) -> list[str]:
     """Every non-empty subsequence of the words of `text` with at least `min_cut` words cut,
-    longest first, words in their order.
-
-    With `min_cut=0` the draft itself is included: a reviser may repeat itself, and whether
-    it does is one thing the experiment measures (8 words give 255 texts). With `min_cut=1`
-    it must cut something each visit, and the question becomes how much. A one-word draft
-    has nothing left to cut, and is its own only deletion.
-    """
+    longest first (with `min_cut=0` the text itself too: whether a reviser repeats itself is
+    measured). A one-word text is its own only deletion."""
     words = text.split()
-    if len(words) > MAX_WORDS:
-        raise LabError(f"a deletion-constrained draft may have at most {MAX_WORDS} words, got {len(words)}")
+    if len(words) > _MAX_WORDS:
+        raise LabError(f"a deletion-constrained draft may have at most {_MAX_WORDS} words, got {len(words)}")
     longest = max(len(words) - min_cut, 1)
     return [" ".join(kept) for size in range(longest, 0, -1) for kept in combinations(words, size)]
 
 
 def recorded() -> bool:
     """True when replay has a recording for this lab (`fixtures/trials/routing*.jsonl`)."""
-    return bool(trial_files(LAB))
+    return bool(trial_files(REVISER_LAB))
 
 
 def live() -> bool:
@@ -204,80 +171,85 @@ def source(reviser: ModelReviser) -> str:
     if "recorded" not in extra:
         return f"live {reviser.policy.backend.name}, temperature {reviser.policy.temperature:g}"
     provenance = extra.get("provenance", {})
-    return (f"replayed from {extra['recorded'].split(':')[0]} ({provenance.get('backend')} "
-            f"{provenance.get('model', '')}, temperature {reviser.policy.temperature:g})")
+    return (
+        f"replayed from {extra['recorded'].split(':')[0]} ({provenance.get('backend')} "
+        f"{provenance.get('model', '')}, temperature {reviser.policy.temperature:g})"
+    )
 
 
 def model_feedback_experiment(
-    max_visits: int = RECORDED["max_visits"], limit: int = RECORDED["limit"], backend: Backend | None = None,
-    rung: str = "L1", min_cut: int = 0, temperature: float = 0.0, seed: int = 0, trial: int = 0,
+    max_visits: int = RECORDED["max_visits"],
+    limit: int = RECORDED["limit"],
+    backend: Backend | None = None,
+    rung: str = "L1",
+    min_cut: int = 0,
+    temperature: float = 0.0,
+    seed: int = 0,
+    trial: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult], dict[str, ModelReviser]]:
-    """The feedback experiment with a `ModelReviser` in each variant, at `temperature` (recorded: 0).
+    """`experiments.feedback_experiment` with a `ModelReviser` in each variant; also the revisers.
 
-    `rung` ``L1`` lets the model write any text; ``L2`` holds each reply to a deletion of
-    words from the current draft (`deletions_of`), so the model chooses only what to cut;
-    `min_cut` is the fewest words it must cut per visit at L2 (0: it may repeat the draft).
-
-    `backend` defaults to `backend_from_env()` (replay when `LABKIT_MODEL` is unset), shared
-    by both variants. Returns, as `feedback_experiment` does, the characters per visit and
-    a summary per variant, then the runs and the revisers (whose `history` holds the texts).
-    Raises ReplayMiss (a LabError) for a request that was never recorded — e.g. another
-    `limit`, since the limit is part of what the model is shown.
+    Rung ``L1`` lets the model write any text, ``L2`` only a deletion of words from its current
+    draft, cutting at least `min_cut` words. `backend` defaults to `backend_from_env()`; a
+    request never recorded is a ReplayMiss (a LabError).
     """
+    if rung not in _RUNGS:
+        raise LabError(f"the model reviser runs at rung L1 or L2, not {rung!r}")
+    if min_cut and rung != "L2":
+        raise LabError("min_cut applies to the deletion-constrained reviser (rung L2) only")
     backend = backend_from_env() if backend is None else backend
-    lengths, rows, runs, revisers = {}, [], {}, {}
-    for name in VARIANTS:
-        if rung not in RUNGS:
-            raise LabError(f"the model reviser runs at rung L1 or L2, not {rung!r}")
-        if min_cut and rung != "L2":
-            raise LabError("min_cut applies to the deletion-constrained reviser (rung L2) only")
-        revisers[name] = reviser = ModelReviser(name, backend=backend, limit=limit, rung=rung,
-                                                min_cut=min_cut, temperature=temperature, seed=seed,
-                                                trial=trial)
-        graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
-        runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
-        lengths[name] = [len(text) for text in reviser.history]
-        rows.append(summary_row(name, result))
-    return visit_table(lengths), pd.DataFrame(rows).set_index("variant"), runs, revisers
+    options = {"limit": limit, "rung": rung, "min_cut": min_cut, "temperature": temperature, "seed": seed}
+    revisers = {name: ModelReviser(name, backend=backend, trial=trial, **options) for name in VARIANTS}
+    return (*compare_revisers(revisers, max_visits, limit), revisers)
 
 
 # What each level of control lets the reviser write: (label, rung, min_cut). Recorded for
 # all three in fixtures/trials/routing-smollm2*.jsonl.
-CONTROLS = (("any text (L1)", "L1", 0), ("deletions only (L2)", "L2", 0),
-            ("must cut a word (L2, min_cut=1)", "L2", 1))
+CONTROLS = (
+    ("any text (L1)", "L1", 0),
+    ("deletions only (L2)", "L2", 0),
+    ("must cut a word (L2, min_cut=1)", "L2", 1),
+)
 
 
-def control_table(backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0,
-                  k: int = 1) -> tuple[pd.DataFrame, dict[str, dict[str, ModelReviser]]]:
-    """The model feedback experiment at each level of CONTROLS, one row per (level, variant).
-
-    Columns: the characters of each revision, the run's status, what was published, and
-    whether the two variants of that level wrote the same texts. Returns the table and the
-    revisers per level (their `history` holds the texts). `k` trials of each (trial t with
-    seed `seed + t`; recorded: k=1, temperature 0, seed 0); with k > 1 the trial is a third
-    index level and the revisers returned are the last trial's.
-    """
+def control_table(
+    backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0, k: int = 1
+) -> tuple[pd.DataFrame, dict[str, dict[str, ModelReviser]]]:
+    """The model feedback experiment at each level of CONTROLS, a row per (level, variant), and the
+    revisers per level. `k` trials each (trial t with seed `seed + t`; with k > 1 the trial is
+    a third index level and the revisers are the last trial's)."""
     if type(k) is not int or k < 1:
         raise LabError(f"k (trials per variant) must be a positive int, got {k!r}")
     rows, revisers = [], {}
     for trial in range(k):
         for label, rung, min_cut in CONTROLS:
             chars, summary, _, revisers[label] = model_feedback_experiment(
-                backend=backend, rung=rung, min_cut=min_cut, temperature=temperature, seed=seed + trial,
-                trial=trial)
+                backend=backend,
+                rung=rung,
+                min_cut=min_cut,
+                temperature=temperature,
+                seed=seed + trial,
+                trial=trial,
+            )
             texts = [reviser.history for reviser in revisers[label].values()]
             for variant in VARIANTS:
-                rows.append({"reviser may write": label, "variant": variant, "trial": trial,
-                             "characters per visit": " ".join(c for c in chars[variant] if c != "-"),
-                             "status": summary.loc[variant, "status"],
-                             "published": summary.loc[variant, "published"],
-                             "same texts both variants": texts[0] == texts[1]})
+                rows.append(
+                    {
+                        "reviser may write": label,
+                        "variant": variant,
+                        "trial": trial,
+                        "characters per visit": " ".join(c for c in chars[variant] if c != "-"),
+                        "status": summary.loc[variant, "status"],
+                        "published": summary.loc[variant, "published"],
+                        "same texts both variants": texts[0] == texts[1],
+                    }
+                )
     index = ["reviser may write", "variant"] + (["trial"] if k > 1 else [])
     return pd.DataFrame(rows).set_index(index).drop(columns="trial", errors="ignore"), revisers
 
 
 # The model as the judge: the same model, asked whether its own text meets the limit.
-JUDGE_INSTRUCTIONS = """\
+_JUDGE_INSTRUCTIONS = """\
 You check announcements against a length limit. Count the characters of the announcement, \
 spaces included. Reply with exactly one JSON object, as in the examples: the answer is "yes" \
 if it has at most that many characters, "no" if it has more.
@@ -293,25 +265,21 @@ User: You wrote this announcement:
 New app for everyone
 Is it at most 20 characters long?
 Assistant: {"action": "final", "answer": "yes", "citation": "none"}"""
-JUDGE_ANSWERS = ("yes", "no")
+_JUDGE_ANSWERS = ("yes", "no")
 JUDGE_FEEDBACK = "the reviewer says it is too long"  # all a yes/no judge can say: it gives no count
 
 
-def judge_question(task: Announcement) -> str:
+def _judge_question(task: _Announcement) -> str:
     """The judge's one question: the text it is shown as its own, and the limit."""
     return f"You wrote this announcement:\n{task.text}\nIs it at most {task.limit} characters long?"
 
 
 @dataclass
 class ModelJudge:
-    """A router for `review` whose acceptance criterion is a model's "yes" or "no", not `len`.
+    """A router for `review` whose criterion is the model's "yes" or "no" (rung L2), not `len`.
 
-    Called with the review's result `{"text": ..., "chars": n}`: asks the model (a fresh
-    one-turn conversation per call, case ``judge+<name>+<n>``, n counting this judge's calls)
-    whether the text is within `limit`, at rung L2 so the reply is exactly "yes" or "no";
-    returns `Next.Continue` on "yes", else `Next.back_to_with("revise", JUDGE_FEEDBACK)`.
-    `calls` lists one row per question: the text, its characters, what `len` says, what the
-    model said. A reply without a yes/no answer raises ValueError (the review job fails).
+    Each call is a fresh one-turn conversation, case ``judge+<name>+<n>``; `calls` holds one row
+    per question (text, characters, what `len` says, what the model said).
     """
 
     name: str
@@ -323,20 +291,24 @@ class ModelJudge:
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        rules = StateRules(slots={("final", "answer"): lambda task, observations: list(JUDGE_ANSWERS),
-                                  ("final", "citation"): lambda task, observations: ["none"]})
-        self.policy = ModelPolicy(LAB, tools={}, instructions=JUDGE_INSTRUCTIONS, describe=judge_question,
-                                  backend=self.backend, temperature=self.temperature, seed=self.seed,
-                                  trial=self.trial, rung="L2", rules=rules)
+        self.policy = _policy(
+            self, _JUDGE_INSTRUCTIONS, _judge_question, lambda task, seen: list(_JUDGE_ANSWERS), "L2"
+        )
 
     def judge(self, text: str) -> bool:
         """True when the model says `text` is within the limit (one recorded call)."""
-        task = Announcement(f"judge+{self.name}+{len(self.calls) + 1}", text, self.limit)
-        says = answer_of(self.policy(task, []))
-        if says not in JUDGE_ANSWERS:
+        task = _Announcement(f"judge+{self.name}+{len(self.calls) + 1}", text, self.limit)
+        says = _answer_text(self.policy(task, []))
+        if says not in _JUDGE_ANSWERS:
             raise ValueError(f"the judge answered {says!r}, not yes or no")
-        self.calls.append({"text": text, "characters": len(text),
-                           f"len(text) <= {self.limit}": len(text) <= self.limit, "the model says": says})
+        self.calls.append(
+            {
+                "text": text,
+                "characters": len(text),
+                f"len(text) <= {self.limit}": len(text) <= self.limit,
+                "the model says": says,
+            }
+        )
         return says == "yes"
 
     def __call__(self, verdict: Mapping[str, Any]) -> Next:
@@ -345,7 +317,7 @@ class ModelJudge:
         return Next.back_to_with("revise", JUDGE_FEEDBACK)
 
 
-def judged_texts() -> list[str]:
+def _judged_texts() -> list[str]:
     """The draft and every text the scripted reviser writes with feedback: 45, 33, 28, 24 characters."""
     graph, reviser = loop_graph(feedback=True)
     graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
@@ -353,25 +325,27 @@ def judged_texts() -> list[str]:
 
 
 def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0) -> pd.DataFrame:
-    """The judge against `len` on `judged_texts()`: one row per text (recorded at temperature 0)."""
-    judge = ModelJudge("texts", backend=backend_from_env() if backend is None else backend,
-                       temperature=temperature, seed=seed)
-    for text in judged_texts():
+    """The judge against `len` on `_judged_texts()`: one row per text (recorded at temperature 0)."""
+    judge = ModelJudge(
+        "texts",
+        backend=backend_from_env() if backend is None else backend,
+        temperature=temperature,
+        seed=seed,
+    )
+    for text in _judged_texts():
         judge.judge(text)
     return pd.DataFrame(judge.calls).set_index("text")
 
 
 def judge_experiment(
-    backend: Backend | None = None, *, max_visits: int = RECORDED["max_visits"], temperature: float = 0.0,
+    backend: Backend | None = None,
+    *,
+    max_visits: int = RECORDED["max_visits"],
+    temperature: float = 0.0,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, dict[str, RunResult], ModelJudge]:
-    """The model reviser (rung L1, told why) in the review loop under two routers, `max_visits` 5.
-
-    ``len(text) <= 26`` is `experiments.within_limit` (replays routing-smollm2.jsonl);
-    ``the model as judge`` is a `ModelJudge` of the same model. Returns one row per router
-    (status, runs of revise and review, what was published and its characters), the runs
-    and the judge (whose `calls` hold its verdicts).
-    """
+    """The model reviser (rung L1, told why) in the review loop under `within_limit` and under a
+    `ModelJudge` of the same model: a row per router, the runs and the judge."""
     backend = backend_from_env() if backend is None else backend
     options = {"backend": backend, "temperature": temperature, "seed": seed}
     in_code = ModelReviser("with feedback", **options)
@@ -395,8 +369,12 @@ def main() -> int:
     for arg in sys.argv[1:] or ["L1"]:  # L1, L2, L2+cut1 (at least one word cut per visit), or judge
         if arg == "judge":  # the model as the judge (see the module docstring)
             table, _, judge = judge_experiment()
-            print(judge_table().to_string(), table.to_string(), pd.DataFrame(judge.calls).to_string(),
-                  sep="\n\n")
+            print(
+                judge_table().to_string(),
+                table.to_string(),
+                pd.DataFrame(judge.calls).to_string(),
+                sep="\n\n",
+            )
             continue
         rung, _, cut = arg.partition("+cut")
         chars, summary, _, revisers = model_feedback_experiment(rung=rung, min_cut=int(cut or 0))

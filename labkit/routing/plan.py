@@ -1,9 +1,4 @@
-"""What a graph turns into once validated, and what a job's function receives.
-
-These types sit between graph.py (which builds a Plan) and scheduler.py (which runs one),
-so that neither imports the other's internals: graph -> plan <- scheduler, and graph ->
-scheduler for `Graph.run`, never the other way round.
-"""
+"""What a graph turns into once validated (Plan), and what a job's function receives (Context)."""
 
 from __future__ import annotations
 
@@ -15,14 +10,11 @@ from labkit.routing.clock import Clock
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Route
 
-JobFn = Callable[..., Any]
-"""A job: `fn(ctx)` returning its result, or a coroutine that does (see Context)."""
+JobFn = Callable[..., Any]  # fn(ctx) returning the job's result, or an awaitable of it
 
 
 @dataclass(frozen=True)
 class Job:
-    """One unit of work: an id, the jobs it needs first, its function, its retry policy."""
-
     id: str
     fn: JobFn
     deps: tuple[str, ...] = ()
@@ -31,29 +23,21 @@ class Job:
 
 @dataclass(frozen=True)
 class Plan:
-    """A validated graph in the scheduler's terms: jobs by position, edges both ways.
-
-    `deps[i]` and `dependents[i]` hold positions in declaration order, each at most once;
-    `routes` maps a routed job's position to its Route; `index` maps an id to its position.
-    """
+    """A validated graph: `jobs` in declaration order, each job's `deps` and `dependents` (ids in
+    declaration order, each once), and the Route of each routed job."""
 
     jobs: tuple[Job, ...]
-    index: Mapping[str, int]
-    deps: tuple[tuple[int, ...], ...]
-    dependents: tuple[tuple[int, ...], ...]
-    routes: Mapping[int, Route]
+    deps: Mapping[str, tuple[str, ...]]
+    dependents: Mapping[str, tuple[str, ...]]
+    routes: Mapping[str, Route]
 
 
 class Context(NamedTuple):
     """What a job's function receives.
 
-    `inputs` maps each dependency's id to its result in the current visit. `visit` is the
-    job's run number (1 first), `attempt` the try within the visit (1 first). `feedback`
-    and `previous` are set only on a visit started by a Goto naming this job: the Goto's
-    feedback (None for `Next.back_to`) and this job's output from its previous visit.
-    `clock` is the run's clock: `await ctx.clock.sleep(s)` waits in run time.
-
-    Immutable, like Event: a job reads its context, it cannot change what others see.
+    `inputs` maps each dependency to its result in this visit; `visit` is the job's run number
+    and `attempt` the try within it (both from 1). `feedback` and `previous` are set only on a
+    visit started by a Goto naming this job: its feedback and this job's last output.
     """
 
     job: str

@@ -1,23 +1,10 @@
 """Retry policies as plain data: how many attempts, how long to wait, which errors qualify.
 
-``RetryPolicy(max_attempts=3, initial_interval=0.5, backoff_factor=2.0, max_interval=128.0)``
-(LangGraph's defaults) means: at most 3 attempts *counting the first try* (Temporal's
-`maximum_attempts`; Prefect's `retries=2` is the same policy), waiting 0.5 s after the
-first failure and 1 s after the second. The wait after failed attempt n is
-``min(initial_interval * backoff_factor ** (n - 1), max_interval)``. There is no jitter:
-the waits are exact so tests can assert them; a fleet of clients sharing one provider
-should add jitter.
-
-`retry_on` says which errors are worth another attempt: a tuple of exception types,
-matched with isinstance (so ConnectionResetError counts as a ConnectionError, unlike
-Temporal's exact type names), or a predicate ``error -> bool``. A predicate that raises
-answers "not retryable": the job fails, with what the predicate raised in its error, and
-the run goes on (as with a router that raises). The default retries
-ConnectionError and TimeoutError only — faults that may pass. InvalidInput is never
-retried, whatever `retry_on` says: an invalid input does not become valid by repeating it.
-
-A job without a policy gets exactly one attempt. A job in a loop can be called at most
-``max_visits * max_attempts`` times in one run.
+``RetryPolicy()`` is LangGraph's default: at most 3 attempts *counting the first try*, waiting
+0.5 s after the first failure, then 1 s. The wait after failed attempt n is
+``min(initial_interval * backoff_factor ** (n - 1), max_interval)``, without jitter, so tests can
+assert it. `retry_on` is a tuple of exception types (matched with isinstance) or a predicate
+``error -> bool``; by default connection errors and timeouts. InvalidInput is never retried.
 """
 
 from __future__ import annotations
@@ -29,7 +16,7 @@ from typing import Any
 
 from labkit.routing.errors import GraphError, InvalidInput
 
-RetryOn = tuple[type[BaseException], ...] | Callable[[BaseException], bool]
+_RetryOn = tuple[type[BaseException], ...] | Callable[[BaseException], bool]
 
 
 def _is_error_type(value: Any) -> bool:
@@ -44,12 +31,13 @@ class RetryPolicy:
     initial_interval: float = 0.5
     backoff_factor: float = 2.0
     max_interval: float = 128.0
-    retry_on: RetryOn = (ConnectionError, TimeoutError)
+    retry_on: _RetryOn = (ConnectionError, TimeoutError)
 
     def __post_init__(self) -> None:
         if type(self.max_attempts) is not int or self.max_attempts < 1:
-            raise GraphError(f"max_attempts must be an int >= 1 (it counts the first try), "
-                             f"got {self.max_attempts!r}")
+            raise GraphError(
+                f"max_attempts must be an int >= 1 (it counts the first try), got {self.max_attempts!r}"
+            )
         for name in ("initial_interval", "backoff_factor", "max_interval"):
             value = getattr(self, name)
             if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
@@ -57,8 +45,10 @@ class RetryPolicy:
         if self.backoff_factor < 1:
             raise GraphError(f"backoff_factor must be >= 1 (waits never shrink), got {self.backoff_factor!r}")
         if self.max_interval < self.initial_interval:
-            raise GraphError(f"max_interval ({self.max_interval!r}) must be >= initial_interval "
-                             f"({self.initial_interval!r})")
+            raise GraphError(
+                f"max_interval ({self.max_interval!r}) must be >= initial_interval "
+                f"({self.initial_interval!r})"
+            )
         retry_on = self.retry_on
         if _is_error_type(retry_on):  # a lone class is callable too: never mistake it for a predicate
             retry_on = (retry_on,)
@@ -69,8 +59,9 @@ class RetryPolicy:
             if bad:
                 raise GraphError(f"retry_on must hold exception types, got {bad[0]!r}")
         elif not callable(retry_on):
-            raise GraphError(f"retry_on must be a tuple of exception types or a function "
-                             f"error -> bool, got {retry_on!r}")
+            raise GraphError(
+                f"retry_on must be a tuple of exception types or a function error -> bool, got {retry_on!r}"
+            )
         object.__setattr__(self, "retry_on", retry_on)
 
     def delay(self, attempt: int) -> float:
@@ -99,7 +90,7 @@ class RetryPolicy:
             return "invalid input is never retried"
         try:
             retryable = self.retryable(error)
-        except Exception as broken:  # noqa: BLE001 - the learner's predicate: a refusal, not a crash
+        except Exception as broken:  # noqa: BLE001 - a learner's predicate: a refusal, not a crash
             return f"retry_on raised {type(broken).__name__}: {broken}; not retried"
         if not retryable:
             return f"{type(error).__name__} is not retryable"

@@ -1,43 +1,25 @@
-"""The scheduler: run a validated Plan by dependency counts, with routers, retries and caps.
+"""The scheduler: run a validated Plan by counting dependencies down, with routers, retries and caps.
 
-Contract of one run (`Graph.run` / `Graph.run_async`, which validate and call `run_plan`):
+Contract of one run (`Graph.run` and `Graph.run_async` validate, then call `run_plan`):
 
-- **Ready jobs** are those whose dependencies all completed in their current visit. They
-  start in the order they became ready; jobs that become ready together (at the start,
-  or when one job completes) start in declaration order. At most `max_concurrency` jobs
-  are in flight at once; a job waiting out a retry's backoff keeps its slot.
-- **Cost.** Each job keeps a count of unfinished dependencies; a completion decrements
-  its dependents' counts, so a whole run without Gotos is O(jobs + edges); a Goto costs
-  O(jobs + edges) of the part it re-runs. Seed 004 rescanned every job after every round
-  instead: quadratic on a chain, 84 s for 10,000 jobs in the course notes' measurement
-  (benchmarks/orchestrator.py compares the two).
-- **Defaults.** max_concurrency=4 (seed 002's), max_visits=5 (seed 002's number, but
-  counting runs: its cap counted re-entries and so allowed one run more).
-- **Job functions** receive one `Context` and return the job's result. Every visit runs
-  in an asyncio task of its own; whatever the function returns that is awaitable (a
-  coroutine function's coroutine, say) is awaited there. Only awaiting jobs overlap: a
-  blocking call in a plain function blocks the whole run.
-- **Failures.** An exception from a job fails the attempt; the job's RetryPolicy decides
-  whether it is tried again (none: one attempt). A job that fails for good cancels the
-  jobs that depend on it, directly or not, and nothing else: independent siblings carry
-  on. A LabError from a job is a broken lab, not a job outcome: it ends the run and
-  propagates, after every job still in flight has been cancelled.
-- **Routers** run after a job succeeds (see route.py). `Next.Continue` releases its
-  dependents. `Next.Stop` cancels every job that has not finished and ends the run as a
-  success. A Goto to job T re-runs T and every job downstream of T: jobs of that set
-  still in flight are cancelled first (and awaited, so none completes on stale inputs),
-  finished ones go back to pending, and T's next visit receives the Goto's feedback and
-  T's previous output; the others re-run as on a first visit, told nothing.
-- **Caps.** `max_visits` counts runs of each job, the first included: with 3, no job runs
-  a 4th time. A Goto that would run any job of its set past the cap is refused: the
-  looping jobs (T, the routed job and those between) become `dead_letter`, everything
-  downstream of them that has not finished is cancelled, and the run's status is
-  `dead_letter`. A job's function is therefore called at most max_visits × max_attempts
-  times in one run.
-
-Every state change is an Event (states.py) with a time on the run's clock; the result
-carries them all, in order. The rules above that decide states live in run_state.py, plain
-bookkeeping; this module is the event-loop side: a task per visit, retries, withdrawal.
+- **Ready jobs.** Each job keeps `waiting`, how many of its dependencies have not completed in
+  this visit. When a job completes, `ready_after` counts it off each of its dependents and
+  returns those whose count reached zero: they start in that order (plan order). A run touches
+  each edge once, O(jobs + edges), where a loop that rescans every job after each completion is
+  quadratic on a chain (`benchmarks/orchestrator.py` prints the ratio).
+- At most `max_concurrency` jobs are in flight; a job waiting out a retry's backoff keeps its slot.
+- **Job functions** receive one Context; an awaitable they return is awaited. Only awaiting jobs
+  overlap: a blocking call in a plain function blocks the whole run.
+- **Failures.** An exception fails the attempt; the job's RetryPolicy decides whether it is tried
+  again (none: one attempt). A job that fails for good cancels what depends on it and nothing
+  else. A LabError is a broken lab: it ends the run once every job in flight is cancelled.
+- **Routers** run after a job succeeds. A Goto to T re-runs T and everything downstream of it:
+  those still running are cancelled and awaited first (none completes on stale inputs), finished
+  ones go back to pending, and T's next visit gets the feedback and T's previous output.
+  `Next.Stop` cancels every unfinished job and ends the run as a success.
+- **Caps.** `max_visits` counts runs, the first included. A Goto that would run a job past it is
+  refused: the loop's jobs become dead_letter and what is downstream and unfinished is cancelled.
+  A job's function is therefore called at most max_visits × max_attempts times in one run.
 """
 
 from __future__ import annotations
@@ -45,9 +27,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import Any
 
 from labkit.core.errors import LabError
@@ -55,12 +36,46 @@ from labkit.routing.clock import Clock, RealClock
 from labkit.routing.errors import GraphError
 from labkit.routing.plan import Context, Plan
 from labkit.routing.result import RunResult
-from labkit.routing.run_state import Outcome, RunState
+from labkit.routing.route import Next
+from labkit.routing.states import (
+    CANCELLED,
+    COMPLETED,
+    DEAD_LETTER,
+    FAILED,
+    FINAL_STATES,
+    PENDING,
+    RETRYING,
+    RUNNING,
+    TRANSITIONS,
+    Event,
+    State,
+)
 
-__all__ = ["Context", "check_settings", "run_plan", "run_plan_sync"]
+_LIVE = (PENDING, RUNNING, RETRYING)  # what a Goto, a Stop or a failure upstream can still change
+_LISTED = 5  # jobs named in a reason before "… (+N more)"
 
 
-def check_settings(max_concurrency: object, max_visits: object, clock: object) -> None:
+def ready_after(finished, dependents, waiting, states):
+    """`finished` just completed: count it off each job that depends on it, and return those
+    whose count reached zero and that are still pending, in the order of `dependents`."""
+    ready = []
+    for job in dependents[finished]:
+        waiting[job] -= 1
+        if waiting[job] == 0 and states[job] == "pending":
+            ready.append(job)
+    return ready
+
+
+_ReadyStep = Callable[[str, Mapping[str, Sequence[str]], dict[str, int], Mapping[str, State]], list[str]]
+
+
+def _listed(ids: Iterable[str]) -> str:
+    ids = list(ids)
+    more = f" … (+{len(ids) - _LISTED} more)" if len(ids) > _LISTED else ""
+    return ", ".join(ids[:_LISTED]) + more if ids else "none"
+
+
+def _check_settings(max_concurrency: object, max_visits: object, clock: object) -> None:
     """Raise GraphError unless the run settings are usable."""
     for name, value in (("max_concurrency", max_concurrency), ("max_visits", max_visits)):
         if type(value) is not int or value < 1:
@@ -69,135 +84,265 @@ def check_settings(max_concurrency: object, max_visits: object, clock: object) -
         raise GraphError(f"clock must have now() and async sleep(seconds), got {clock!r}")
 
 
-async def run_plan(plan: Plan, *, max_concurrency: int = 4, max_visits: int = 5,
-                   clock: Clock | None = None) -> RunResult:
-    """Run a validated plan on the running event loop; see the module docstring."""
-    check_settings(max_concurrency, max_visits, clock)
-    run = _Run(plan, max_concurrency, RunState(plan, max_visits, clock or RealClock()))
-    return await run.execute()
+async def run_plan(
+    plan: Plan,
+    *,
+    max_concurrency: int = 4,
+    max_visits: int = 5,
+    clock: Clock | None = None,
+    ready: _ReadyStep = ready_after,
+) -> RunResult:
+    """Run a validated plan on the running event loop; `ready` is the ready step (see the module doc)."""
+    _check_settings(max_concurrency, max_visits, clock)
+    return await _Run(plan, max_visits, clock or RealClock(), ready).run(max_concurrency)
 
 
-def run_plan_sync(plan: Plan, *, max_concurrency: int = 4, max_visits: int = 5,
-                  clock: Clock | None = None) -> RunResult:
-    """`run_plan` from synchronous code, including code already inside an event loop."""
-    check_settings(max_concurrency, max_visits, clock)
-    run = partial(run_plan, plan, max_concurrency=max_concurrency, max_visits=max_visits, clock=clock)
+def run_plan_sync(plan: Plan, **settings: Any) -> RunResult:
+    """`run_plan` from synchronous code, including code already inside an event loop (Jupyter)."""
+    _check_settings(settings.get("max_concurrency", 4), settings.get("max_visits", 5), settings.get("clock"))
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(run())
-    # A Jupyter kernel already runs a loop in this thread, and asyncio.run refuses to nest:
-    # give the run its own loop on a worker thread and wait for it.
+        return asyncio.run(run_plan(plan, **settings))
+    # asyncio.run refuses to nest: give the run its own loop on a worker thread.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="labkit-run") as pool:
-        return pool.submit(lambda: asyncio.run(run())).result()
+        return pool.submit(lambda: asyncio.run(run_plan(plan, **settings))).result()
 
 
 class _Run:
-    """One run on the event loop: a task per visit, at most `max_concurrency` at once."""
+    """One run: every job's state, counts and result, the event log, and the tasks in flight."""
 
-    def __init__(self, plan: Plan, max_concurrency: int, state: RunState) -> None:
-        self.plan, self.max_concurrency, self.state = plan, max_concurrency, state
-        # The task each job's current visit runs in. Only its outcome counts: a task taken
-        # out of here (by a Goto, a Stop or a failure upstream) is cancelled and then ignored.
-        self.tasks: dict[int, asyncio.Task[Outcome]] = {}
-        self.inbox: deque[tuple[int, asyncio.Task[Outcome], Outcome]] = deque()
-        self.wakeup: asyncio.Future[None] | None = None  # set while the drive waits for an outcome
+    def __init__(self, plan: Plan, max_visits: int, clock: Clock, ready_step: _ReadyStep) -> None:
+        self.plan, self.max_visits, self.clock, self.ready_step = plan, max_visits, clock, ready_step
+        ids = [job.id for job in plan.jobs]
+        self.jobs = {job.id: job for job in plan.jobs}
+        self.states: dict[str, State] = dict.fromkeys(ids, PENDING)
+        self.waiting = {job: len(plan.deps[job]) for job in ids}  # dependencies not completed this visit
+        self.visits = dict.fromkeys(ids, 0)  # runs of each job, the first included
+        self.attempts = dict.fromkeys(ids, 0)  # tries of each job, over all its visits
+        self.attempt = dict.fromkeys(ids, 0)  # the try within the current visit
+        self.results: dict[str, Any] = dict.fromkeys(ids)
+        self.errors: dict[str, str] = {}
+        self.carry: dict[str, tuple[str | None, Any]] = {}  # a Goto target's feedback and last output
+        self.ready = deque(job for job in ids if not self.waiting[job])
+        self.running: dict[asyncio.Task[tuple[str, Any]], str] = {}
+        self.events: list[Event] = []
+        self.failures: list[str] = []
+        self.dead_letters: list[str] = []
+        self.stop_note: str | None = None
+        self.stopped_by: str | None = None
+        self.start = clock.now()
 
-    async def execute(self) -> RunResult:
-        self.loop = asyncio.get_running_loop()
+    async def run(self, max_concurrency: int) -> RunResult:
+        """Start what is ready, wait for the first outcome, settle it; until nothing is left."""
         try:
-            await self._drive()
+            while self.ready or self.running:
+                while self.ready and len(self.running) < max_concurrency:
+                    job = self.ready.popleft()
+                    if self.states[job] == PENDING and self.waiting[job] == 0:  # not reset meanwhile
+                        self.running[self.begin(job)] = job
+                if not self.running:
+                    continue
+                done, _ = await asyncio.wait(self.running, return_when=asyncio.FIRST_COMPLETED)
+                for task in [task for task in self.running if task in done]:  # in start order
+                    if task in self.running:  # else withdrawn by an outcome settled just before
+                        await self.withdraw(self.settle(self.running.pop(task), task))
         finally:  # a LabError, or the run itself cancelled: no job outlives its run
-            leftovers = [task for task in self.tasks.values() if not task.done()]
+            leftovers = list(self.running)
             for task in leftovers:
                 task.cancel()
             if leftovers:
                 await asyncio.wait(leftovers)
-        return self.state.result()
+        return self.result()
 
-    async def _drive(self) -> None:
-        """Start what is ready, wait for outcomes, settle them; until nothing is in flight.
+    def log(self, job: str, new: State, note: str = "") -> None:
+        """Move `job` to `new`, checked against TRANSITIONS, and record the Event."""
+        old = self.states[job]
+        if new not in TRANSITIONS[old]:
+            raise RuntimeError(f"scheduler bug: illegal transition {job}: {old} -> {new}")
+        self.states[job] = new
+        self.events.append(
+            Event(self.clock.now() - self.start, job, old, new, self.visits[job], self.attempt[job], note)
+        )
 
-        Outcomes arrive through each task's done callback (`_arrived`), so the drive settles,
-        in one go, every outcome whose callback ran before it woke up, in that order.
-        """
+    def begin(self, job: str) -> asyncio.Task[tuple[str, Any]]:
+        """Log a new visit of `job` as running and start it in a task of its own."""
+        feedback, previous = self.carry.pop(job, (None, None))
+        self.visits[job] += 1
+        self.attempts[job] += 1
+        self.attempt[job] = 1
+        self.log(job, RUNNING, f"feedback: {feedback}" if feedback else "")
+        inputs = {dep: self.results[dep] for dep in self.plan.deps[job]}
+        return asyncio.create_task(self.visit(job, inputs, feedback, previous))
+
+    async def visit(
+        self, job: str, inputs: dict[str, Any], feedback: str | None, previous: Any
+    ) -> tuple[str, Any]:
+        """Attempts of one visit until success or a refusal to retry: ("ok", result) or ("failed", note)."""
+        spec = self.jobs[job]
         while True:
-            while len(self.tasks) < self.max_concurrency and (started := self.state.start_next()):
-                i, inputs, feedback, previous = started
-                task = self.loop.create_task(self._visit(i, inputs, feedback, previous))
-                task.add_done_callback(partial(self._arrived, i))
-                self.tasks[i] = task
-            if not self.tasks:
-                return
-            if not self.inbox:
-                self.wakeup = self.loop.create_future()
-                await self.wakeup
-                self.wakeup = None
-            while self.inbox:
-                i, task, outcome = self.inbox.popleft()
-                if self.tasks.get(i) is task:  # else the job was reset or cancelled meanwhile
-                    del self.tasks[i]
-                    await self._withdraw(self.state.settle(i, outcome))
+            try:
+                ctx = Context(
+                    job, inputs, self.visits[job], self.attempt[job], feedback, previous, self.clock
+                )
+                value = spec.fn(ctx)
+                if inspect.isawaitable(value):
+                    value = await value
+                return ("ok", value)
+            except LabError:
+                raise
+            except Exception as error:  # noqa: BLE001 - any job failure is a counted outcome
+                if self.states[job] is not RUNNING:
+                    return ("failed", "withdrawn")  # the run moved on: this outcome is ignored
+                message = f"{type(error).__name__}: {error}"
+                refusal = "no retry policy" if spec.retry is None else spec.retry.refusal(error, ctx.attempt)
+                if refusal is not None:
+                    return ("failed", f"{message} ({refusal})")
+                delay = spec.retry.delay(ctx.attempt)
+                self.log(job, FAILED, message)
+                self.log(job, RETRYING, f"attempt {ctx.attempt + 1} after {delay:g} s")
+            await self.clock.sleep(delay)
+            self.attempt[job] += 1
+            self.attempts[job] += 1
+            self.log(job, RUNNING)
 
-    def _arrived(self, i: int, task: asyncio.Task[Outcome]) -> None:
-        """Done callback of job `i`'s task: its outcome goes to the inbox; wake the drive."""
-        if task.cancelled():
-            outcome: Outcome = ("cancelled", None)
-        elif task.exception() is not None:
-            return  # KeyboardInterrupt or SystemExit: already on its way out of the event loop
+    async def withdraw(self, jobs: Iterable[str]) -> None:
+        """Cancel the tasks of `jobs` and wait for them, so that none completes on stale inputs."""
+        jobs = set(jobs)
+        tasks = [task for task, job in self.running.items() if job in jobs]
+        for task in tasks:
+            del self.running[task]
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    # -- what a finished visit leads to; each returns the jobs whose tasks must be withdrawn --
+
+    def settle(self, job: str, task: asyncio.Task[tuple[str, Any]]) -> list[str]:
+        if task.cancelled():  # only the job's own code cancels a task the run still counts on
+            return self.fail(job, "CancelledError: the job cancelled its own task")
+        if task.exception() is not None:
+            raise task.exception()  # a LabError: the lab is broken
+        kind, value = task.result()
+        if kind == "failed":
+            return self.fail(job, value)
+        route, decision = self.plan.routes.get(job), Next.Continue
+        if route is not None:
+            try:
+                decision = route.router(value)
+                problem = route.check(decision)
+            except Exception as error:  # noqa: BLE001 - a broken router fails its job, visibly
+                problem = f"router on {job!r} raised {type(error).__name__}: {error}"
+            if problem:
+                return self.fail(job, problem)
+        self.results[job] = value
+        self.log(job, COMPLETED, "" if route is None else repr(decision))
+        if decision.kind == "goto":
+            return self.goto(job, decision.job, decision.feedback)
+        if decision.kind == "stop":
+            return self.stop(job)
+        self.ready.extend(self.ready_step(job, self.plan.dependents, self.waiting, self.states))
+        return []
+
+    def cancel(self, jobs: Iterable[str], note: str) -> list[str]:
+        live = [job for job in jobs if self.states[job] in _LIVE]
+        for job in live:
+            self.log(job, CANCELLED, note)
+        return live
+
+    def downstream(self, root: str) -> list[str]:
+        """`root` and every job that depends on it, directly or not, breadth first."""
+        order, seen = [root], {root}
+        for job in order:  # grows while it is walked
+            for dependent in self.plan.dependents[job]:
+                if dependent not in seen:
+                    seen.add(dependent)
+                    order.append(dependent)
+        return order
+
+    def fail(self, job: str, note: str) -> list[str]:
+        """`job` failed for good: cancel what depends on it, directly or not, and is still live."""
+        self.errors[job] = note
+        self.log(job, FAILED if self.states[job] is RUNNING else CANCELLED, note)
+        cancelled = self.cancel(self.downstream(job)[1:], f"{job} failed")
+        self.failures.append(f"{job} failed: {note}; cancelled: {_listed(cancelled)}")
+        return cancelled
+
+    def goto(self, router: str, target: str, feedback: str | None) -> list[str]:
+        """`router` sent the run back to `target`: re-run it and everything downstream of it."""
+        rerun = self.downstream(target)
+        if any(
+            self.visits[job] >= self.max_visits for job in rerun if self.states[job] in (*_LIVE, COMPLETED)
+        ):
+            return self.dead_letter(router, target, feedback, rerun)
+        previous = self.results[target]
+        reset = [job for job in rerun if self.states[job] in (COMPLETED, RUNNING, RETRYING)]
+        for job in reset:
+            self.log(job, PENDING, f"reset by {router} -> {target}")
+            self.results[job] = None
+        for job in rerun:
+            self.carry.pop(job, None)
+        self.carry[target] = (feedback, previous)
+        for job in rerun:
+            if self.states[job] is PENDING:
+                self.waiting[job] = sum(self.states[dep] is not COMPLETED for dep in self.plan.deps[job])
+                if self.waiting[job] == 0:
+                    self.ready.append(job)
+        return reset
+
+    def dead_letter(self, router: str, target: str, feedback: str | None, rerun: list[str]) -> list[str]:
+        """The Goto would run a job past max_visits: the loop's jobs become dead letters."""
+        inside, looping, queue = set(rerun), {router}, deque([router])
+        while queue:  # the loop: the jobs of `rerun` that the router's job depends on, and it
+            for dep in self.plan.deps[queue.popleft()]:
+                if dep in inside and dep not in looping:
+                    looping.add(dep)
+                    queue.append(dep)
+        loop = [job for job in self.states if job in looping]
+        for job in loop:
+            if self.states[job] is COMPLETED:
+                self.log(job, DEAD_LETTER, f"max_visits={self.max_visits} reached")
+        cancelled = self.cancel(rerun, f"dead letter upstream: {router} -> {target}")
+        runs = _listed(f"{job} {self.visits[job]} runs" for job in loop)
+        told = f"; last feedback: {feedback!r}" if feedback is not None else "; no feedback given"
+        self.dead_letters.append(
+            f"loop {router} -> {target} hit max_visits={self.max_visits} ({runs}){told}; "
+            f"cancelled: {_listed(cancelled)}"
+        )
+        return cancelled
+
+    def stop(self, router: str) -> list[str]:
+        """`router` said Next.Stop: cancel everything unfinished."""
+        self.stopped_by = router
+        cancelled = self.cancel(self.states, f"Next.Stop from {router}")
+        self.ready.clear()
+        self.stop_note = f"stopped by {router} (Next.Stop); cancelled: {_listed(cancelled)}"
+        return cancelled
+
+    def result(self) -> RunResult:
+        """The RunResult; RuntimeError (a scheduler bug) if a job is not in a final state."""
+        unfinished = [f"{job} ({state})" for job, state in self.states.items() if state not in FINAL_STATES]
+        if unfinished:
+            raise RuntimeError(f"scheduler bug: run ended with unfinished jobs: {_listed(unfinished)}")
+        if self.dead_letters:
+            status, reason = "dead_letter", "; ".join(self.dead_letters + self.failures)
+        elif self.failures:
+            status, reason = "failed", "; ".join(self.failures)
         else:
-            outcome = task.result()
-        self.inbox.append((i, task, outcome))
-        if self.wakeup is not None and not self.wakeup.done():
-            self.wakeup.set_result(None)
-
-    async def _withdraw(self, jobs: Iterable[int]) -> None:
-        """Take `jobs` away from their tasks; cancel the tasks still running and wait for them,
-        so that none completes on stale inputs."""
-        running = []
-        for i in jobs:
-            task = self.tasks.pop(i, None)
-            if task is not None and not task.done():
-                task.cancel()
-                running.append(task)
-        if running:
-            await asyncio.wait(running)
-
-    def _withdrawn(self, i: int) -> bool:
-        """True inside a visit the scheduler has moved on from (see `tasks`)."""
-        return self.tasks.get(i) is not asyncio.current_task()
-
-    async def _visit(self, i: int, inputs: dict[str, Any], feedback: str | None, previous: Any) -> Outcome:
-        """One visit of job `i`, the task's result: attempts until success, a refusal to retry,
-        or cancellation. The failed -> retrying -> running steps in between are logged here,
-        as they happen; the outcome is logged when the drive settles it.
-        """
-        job, state, attempt = self.plan.jobs[i], self.state, 1
-        try:
-            while True:
-                try:
-                    value = job.fn(Context(job.id, inputs, state.visits[i], attempt, feedback, previous,
-                                           state.clock))
-                    if inspect.isawaitable(value):
-                        value = await value
-                    return ("ok", value)
-                except LabError:
-                    raise
-                except Exception as error:  # noqa: BLE001 - any job failure is a counted outcome
-                    if self._withdrawn(i):
-                        return ("failed", "withdrawn")  # ignored: the scheduler moved on
-                    message = f"{type(error).__name__}: {error}"
-                    refusal = "no retry policy" if job.retry is None else job.retry.refusal(error, attempt)
-                    if refusal is not None:
-                        return ("failed", f"{message} ({refusal})")
-                    delay = job.retry.delay(attempt)
-                    state.retrying(i, message, delay)
-                await state.clock.sleep(delay)
-                if self._withdrawn(i):
-                    return ("failed", "withdrawn")
-                attempt += 1
-                state.next_attempt(i)
-        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
-            raise  # the task ends cancelled (see `_arrived`), or the run ends at once
-        except BaseException as error:  # noqa: BLE001 - a LabError or a scheduler bug: settled, then raised
-            return ("raise", error)
+            status, reason = "completed", self.stop_note or f"all {len(self.states)} jobs completed"
+        return RunResult(
+            status=status,
+            reason=reason,
+            states=dict(self.states),
+            visits=dict(self.visits),
+            attempts=dict(self.attempts),
+            results={
+                job: self.results[job]
+                for job, state in self.states.items()
+                if state in (COMPLETED, DEAD_LETTER)
+            },
+            errors={job: self.errors[job] for job in self.states if job in self.errors},
+            events=tuple(self.events),
+            elapsed=self.clock.now() - self.start,
+            stopped_by=self.stopped_by,
+        )

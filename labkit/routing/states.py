@@ -6,14 +6,11 @@
        │          │  │          └──────> pending          (reset by a Goto)
        │          │  └──> failed ──> retrying ──> running  (a retryable error, attempts left)
        │          └─────> pending                          (interrupted by a Goto)
-       └──> cancelled   <── running, retrying               (an upstream job failed, a dead
-                                                              letter upstream, or Next.Stop)
+       └──> cancelled   <── running, retrying               (a failure or dead letter upstream,
+                                                              or Next.Stop)
 
-`dead_letter` and `cancelled` are never left. `failed` is left only for `retrying`, in the
-same instant the failure is logged, so a failed job that is not retried stays failed. A
-run ends with every job in one of FINAL. Nothing else may change a job's state: the
-scheduler checks every transition against TRANSITIONS and treats an illegal one as its
-own bug (RuntimeError), and the tests replay every run's events against the same table.
+A run ends with every job in FINAL_STATES. The scheduler checks every transition against
+TRANSITIONS and treats an illegal one as its own bug (RuntimeError).
 """
 
 from __future__ import annotations
@@ -44,20 +41,14 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     CANCELLED: frozenset(),
 }
 
-FINAL = frozenset({COMPLETED, FAILED, DEAD_LETTER, CANCELLED})
-"""The states a run may end with; every job is in one of them when `run` returns."""
+FINAL_STATES = frozenset({COMPLETED, FAILED, DEAD_LETTER, CANCELLED})
 
 
 class Event(NamedTuple):
-    """One transition of one job.
+    """One transition of one job, at `time` seconds since the run started on the run's clock.
 
-    `time` is seconds since the run started, on the run's clock (a FakeClock's virtual
-    seconds in tests). `visit` counts runs of the job (1 on its first run) and `attempt`
-    the tries within that visit (1 on the first try). `note` says why, in a few words:
-    the error of a failed attempt, the backoff before a retry, the Goto that reset a job.
-
-    Immutable: a log is evidence, and nothing may edit it after the fact. A named tuple,
-    so it also compares equal to a plain tuple of the same seven values.
+    `visit` counts runs of the job (1 first), `attempt` the tries within that visit; `note`
+    says why in a few words (the error, the backoff, the Goto that reset the job).
     """
 
     time: float

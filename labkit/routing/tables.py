@@ -1,9 +1,7 @@
 """DataFrames that read well in JupyterLab: text columns left-aligned, numbers right-aligned.
 
-JupyterLab right-aligns every table cell, so a column of error messages or revised texts
-reads ragged-left. A `<style>` block or a pandas Styler does not help: JupyterLab strips
-both from an untrusted notebook's output (checked in JupyterLab 4 here), while an inline
-`style` attribute on a cell survives. The plain-text repr (what nbval compares) is untouched.
+JupyterLab strips a `<style>` block or a pandas Styler from an untrusted notebook's output, but
+keeps an inline `style` attribute on a cell. The plain-text repr (what nbval compares) is untouched.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-LEFT = '<td style="text-align: left;">'
+_LEFT = '<td style="text-align: left;">'
 
 
 def html(frame: pd.DataFrame) -> str:
@@ -24,7 +22,7 @@ def html(frame: pd.DataFrame) -> str:
 
     def row(match: re.Match[str]) -> str:
         cells = iter(range(len(frame.columns)))
-        return re.sub("<td>", lambda _: LEFT if next(cells, -1) in text else "<td>", match.group(0))
+        return re.sub("<td>", lambda _: _LEFT if next(cells, -1) in text else "<td>", match.group(0))
 
     return head + sep + re.sub(r"<tr>.*?</tr>", row, body, flags=re.S)
 

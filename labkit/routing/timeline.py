@@ -1,8 +1,7 @@
 """A run's timeline, rebuilt from its events: spans per job, and a Gantt chart of them.
 
-A span opens when a job enters `running` (an attempt) or `retrying` (a backoff) and
-closes at the job's next event; its `outcome` is the state it moved to. Nothing here is
-measured separately: the chart shows exactly what the event log says.
+A span opens when a job enters `running` (an attempt) or `retrying` (a backoff) and closes at
+the job's next event, its `outcome` the state it moved to: the chart shows what the log says.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from labkit.routing.states import DEAD_LETTER, RETRYING, RUNNING, Event
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-COLOURS = {  # by how a span ended
+_COLOURS = {  # by how a span ended
     "completed": "#2e7d32",
     "failed": "#c62828",
     "pending": "#9e9e9e",  # reset by a Goto while running: its work was thrown away
@@ -50,8 +49,8 @@ def spans(events: Iterable[Event] | RunResult) -> list[Span]:
     for event in events:
         began = open_.pop(event.job, None)
         if began is not None:
-            out.append(Span(event.job, str(began.new), began.visit, began.attempt, began.time,
-                            event.time, str(event.new)))
+            kind, outcome = str(began.new), str(event.new)
+            out.append(Span(event.job, kind, began.visit, began.attempt, began.time, event.time, outcome))
         if event.new in (RUNNING, RETRYING):
             open_[event.job] = event
     return out
@@ -66,8 +65,9 @@ def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None =
         _, ax = plt.subplots(figsize=(8, 0.45 * len(result.jobs) + 1.2))
     rows = {job: n for n, job in enumerate(result.jobs)}
     shown: set[str] = set()
+    label: dict[str, Any] = {"va": "center", "fontsize": 8}
     for span in spans(result):
-        style: dict[str, Any] = {"color": COLOURS.get(span.outcome, "#1565c0"), "edgecolor": "white"}
+        style: dict[str, Any] = {"color": _COLOURS.get(span.outcome, "#1565c0"), "edgecolor": "white"}
         if span.kind == "retrying":
             style.update(color="#fff3cd", edgecolor="#f9a825", hatch="///")
             shown.add("backoff")
@@ -75,21 +75,30 @@ def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None =
             shown.add(span.outcome)
         ax.barh(rows[span.job], max(span.duration, 1e-9), left=span.start, height=0.6, **style)
         if span.kind == "running" and span.visit > 1:
-            ax.text(span.start + span.duration / 2, rows[span.job], f"v{span.visit}",
-                    ha="center", va="center", fontsize=8, color="white")
+            ax.text(
+                span.start + span.duration / 2,
+                rows[span.job],
+                f"v{span.visit}",
+                ha="center",
+                **label,
+                color="white",
+            )
     for event in result.events:
         if event.new == DEAD_LETTER:
-            ax.text(event.time, rows[event.job], " ✗ dead letter", va="center", fontsize=8, color="#c62828")
+            ax.text(event.time, rows[event.job], " ✗ dead letter", **label, color="#c62828")
     for job, state in result.states.items():
         if state == "cancelled" and not any(e.job == job and e.new == RUNNING for e in result.events):
-            ax.text(0, rows[job], "  cancelled, never ran", va="center", fontsize=8, color="#616161")
+            ax.text(0, rows[job], "  cancelled, never ran", **label, color="#616161")
     ax.set_yticks(range(len(rows)), list(rows))
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first declared job on top
     ax.set_xlim(left=0)
     ax.set_xlabel("seconds since the run started")
     ax.set_title(title or f"run: {result.status}")
-    legend = [Patch(color=COLOURS[k], label=f"attempt → {k}")
-              for k in ("completed", "failed", "pending", "cancelled") if k in shown]
+    legend = [
+        Patch(color=_COLOURS[k], label=f"attempt → {k}")
+        for k in ("completed", "failed", "pending", "cancelled")
+        if k in shown
+    ]
     if "backoff" in shown:
         legend.append(Patch(facecolor="#fff3cd", edgecolor="#f9a825", hatch="///", label="backoff"))
     if legend:

@@ -55,7 +55,8 @@ def model_feedback() -> dict[str, Any]:
         return {"available": False, "note": f"lab 02's model seam is not importable ({error})"}
     if not model.live() and not model.recorded():
         return {"available": False,
-                "note": f"no recorded trials for lab {model.LAB!r} (fixtures/trials/{model.LAB}*.jsonl); "
+                "note": f"no recorded trials for lab {model.REVISER_LAB!r} "
+                        f"(fixtures/trials/{model.REVISER_LAB}*.jsonl); "
                         "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>"}
     _, summary, runs, revisers = model.model_feedback_experiment()
     return {"available": True, "source": model.source(revisers["with feedback"]),

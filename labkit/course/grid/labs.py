@@ -289,9 +289,9 @@ def print_tables(grid: RefundGrid | RoutingGrid, record: str | Path, *, as_json:
 
         table = grid_table(record)
     else:
-        from labkit.routing.reviser_trials import grid_table
+        from labkit.routing.reviser_trials import reviser_grid_table
 
-        table = grid_table(record)
+        table = reviser_grid_table(record)
     print(table.reset_index().to_json(orient="records") if as_json else table.to_string())
     return 0
 

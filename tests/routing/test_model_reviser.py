@@ -1,0 +1,119 @@
+"""The review loop with a model as the reviser or the judge, through lab 02's seam: what the model is
+asked, what replay refuses, and the tables over trials (on a scripted backend)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("labkit.model")
+
+from labkit.model import ReplayBackend, ReplayMiss, Reply  # noqa: E402
+from labkit.routing import FakeClock, Next  # noqa: E402
+from labkit.routing import model_reviser as model  # noqa: E402
+from labkit.routing import reviser_trials as trials  # noqa: E402
+from labkit.routing.experiments import DRAFT, LIMIT, loop_graph  # noqa: E402
+
+recorded = pytest.mark.skipif(not model.recorded(), reason="no recorded routing trials")
+
+
+class Shortener:
+    """A backend that 'revises' by dropping one more word of the draft per turn; keeps the requests."""
+
+    name = "shortener"
+
+    def __init__(self, answer: str | None = None) -> None:
+        self.requests, self.answer = [], answer
+
+    def provenance(self) -> dict:
+        return {"backend": self.name}
+
+    def complete(self, request) -> Reply:
+        self.requests.append(request)
+        words = DRAFT.split()[: len(DRAFT.split()) - request.turn]
+        answer = " ".join(words) if self.answer is None else self.answer
+        return Reply(text=json.dumps({"action": "final", "answer": answer, "citation": "none"}))
+
+
+@pytest.fixture
+def replay(monkeypatch):
+    monkeypatch.delenv("LABKIT_MODEL", raising=False)
+    monkeypatch.delenv("LABKIT_RECORD", raising=False)
+
+
+def test_the_review_is_code_and_only_the_feedback_variant_is_told_why():
+    backend = Shortener()
+    _, _, runs, revisers = model.model_feedback_experiment(backend=backend)
+    assert revisers["with feedback"].history == [
+        "Search is now much faster everywhere you",
+        "Search is now much faster everywhere",
+        "Search is now much faster",
+    ]
+    assert runs["with feedback"].results["publish"] == "Search is now much faster"
+    assert [(r.case, r.turn) for r in backend.requests] == [
+        ("announcement+no-feedback", n) for n in range(1, 4)
+    ] + [("announcement+feedback", n) for n in range(1, 4)]
+    told = {r.case: r.messages[-1]["content"] for r in backend.requests if r.turn == 2}
+    assert told == {
+        "announcement+no-feedback": "Revise it again.",
+        "announcement+feedback": "40 characters, limit is 26. Revise it again.",
+    }
+    assert all(r.messages[2]["role"] == "assistant" for r in backend.requests if r.turn == 2)
+
+
+def test_a_decision_without_answer_text_fails_the_revise_job():
+    reviser = model.ModelReviser("with feedback", backend=Shortener(answer=3))
+    result = loop_graph(reviser=reviser)[0].run(clock=FakeClock())
+    assert result.status == "failed" and "has no answer text" in result.errors["revise"]
+
+
+@recorded
+def test_an_unrecorded_request_is_a_replay_miss_naming_case_and_turn(replay):
+    with pytest.raises(
+        ReplayMiss,
+        match=r"case 'announcement\+no-feedback', trial 0, turn 1 was asked "
+        r"something else",
+    ):
+        model.model_feedback_experiment(limit=30)  # the limit is part of what the model is shown
+    with pytest.raises(ReplayMiss, match="turn 6"):
+        model.model_feedback_experiment(max_visits=6)
+
+
+def test_the_control_tables_trials_sample_with_their_own_seed_and_temperature():
+    shortener = Shortener()
+    table, _ = model.control_table(backend=shortener, temperature=0.7, seed=5, k=2)
+    assert table.index.names == ["reviser may write", "variant", "trial"] and len(table) == 12
+    assert table.loc[("any text (L1)", "with feedback", 1), "characters per visit"] == "40 36 25"
+    assert {(r.trial, r.seed) for r in shortener.requests} == {(0, 5), (1, 6)}
+    assert {r.temperature for r in shortener.requests} == {0.7}
+
+
+def test_the_reviser_table_has_intervals_and_the_scripted_baseline():
+    table = trials.reviser_table(backend=Shortener(), k=2)
+    assert list(table.index.get_level_values("reviser").unique()) == ["model", "word cutter (scripted)"]
+    row = table.loc[("model", "L1", "feedback", 0.7)]
+    assert (row["trials"], row["published"], row["published_ci"]) == (2, 1.0, "[0.34, 1.00]")  # Wilson 2/2
+    assert table.loc[("word cutter (scripted)", "L2+cut1", "feedback", "-"), "final chars"] == 25
+    paired = trials.reviser_comparisons(backend=Shortener(), k=3)  # the feedback changes nothing here
+    assert set(paired["difference"]) == {0.0} and set(paired["verdict"]) == {"not distinguishable"}
+
+
+def test_the_judge_is_held_to_yes_or_no_and_routes_on_it():
+    yes, no = model.ModelJudge("t", backend=Shortener("yes")), model.ModelJudge("t", backend=Shortener("no"))
+    assert yes({"text": "x" * 40, "chars": 40}) == Next.Continue
+    assert no({"text": "short", "chars": 5}) == Next.back_to_with("revise", model.JUDGE_FEEDBACK)
+    request = yes.policy.backend.requests[0]
+    assert (request.case, request.rung) == ("judge+t+1", "L2")
+    assert request.schema["anyOf"][0]["properties"]["answer"]["enum"] == ["yes", "no"]
+    with pytest.raises(ValueError, match="not yes or no"):
+        model.ModelJudge("t", backend=Shortener("maybe")).judge("text")
+
+
+@recorded
+def test_the_recorded_judge_publishes_the_unchanged_draft_that_len_dead_letters():
+    table, _, judge = model.judge_experiment(ReplayBackend())
+    code, judged = table.index
+    assert table.loc[code, "status"] == "dead_letter" and table.loc[judged, "status"] == "completed"
+    assert table.loc[judged, "published characters"] == 45 > LIMIT
+    assert [call["the model says"] for call in judge.calls] == ["yes"]

@@ -1,0 +1,272 @@
+"""Lab 04's build-it cells and exercises are solvable: each intended solution passes its checker, and
+plausible wrong answers (each boundary of the rule, a crash, a hang, None) get a sentence saying
+what to fix, never a traceback."""
+
+import time
+
+import numpy
+import pytest
+from verdicts import own_verdict, verdict
+
+from labkit.core.errors import LabError
+from labkit.routing import Next, RetryPolicy
+from labkit.routing import checks as lab04
+
+
+def my_ready(finished, dependents, waiting, states):
+    ready = []
+    for job in dependents[finished]:
+        waiting[job] -= 1
+        if waiting[job] == 0 and states[job] == "pending":
+            ready.append(job)
+    return ready
+
+
+def my_router(verdict):
+    if verdict["chars"] <= 26:
+        return Next.Continue
+    return Next.back_to_with("revise", f"{verdict['chars']} characters, limit is 26")
+
+
+def test_the_intended_ready_step_passes_and_drives_labkits_scheduler():
+    check = lab04.check_ready(my_ready)
+    verdict(check, True, "exactly as ready_after does")
+    assert check.table.loc["review loop", "starts"] == 8  # three visits of revise and review, one of publish
+
+
+def rescans(finished, dependents, waiting, states):  # counts, then returns every job at 0
+    for job in dependents[finished]:
+        waiting[job] -= 1
+    return [job for job in waiting if waiting[job] == 0 and states[job] == "pending"]
+
+
+def ignores_state(finished, dependents, waiting, states):
+    ready = []
+    for job in dependents[finished]:
+        waiting[job] -= 1
+        if waiting[job] == 0:
+            ready.append(job)
+    return ready
+
+
+def never_counts(finished, dependents, waiting, states):
+    return [job for job in dependents[finished] if waiting[job] == 1 and states[job] == "pending"]
+
+
+def counts_everyone(finished, dependents, waiting, states):
+    for job in waiting:
+        waiting[job] -= 1
+    return [job for job in dependents[finished] if waiting[job] == 0 and states[job] == "pending"]
+
+
+def off_by_one(finished, dependents, waiting, states):
+    ready = []
+    for job in dependents[finished]:
+        waiting[job] -= 1
+        if waiting[job] <= 1 and states[job] == "pending":
+            ready.append(job)
+    return ready
+
+
+def alphabetical(finished, dependents, waiting, states):
+    return sorted(my_ready(finished, dependents, waiting, states))
+
+
+@pytest.mark.parametrize(
+    "answer, phrases",
+    [
+        (rescans, ["c needs a and b", "'b' does not depend on a"]),
+        (ignores_state, ["but b is running", "only a pending job may start"]),
+        (never_counts, ["waiting['b'] is 1, not 0", "subtract 1"]),
+        (counts_everyone, ["waiting['a'] changed", "does not depend on a"]),
+        (off_by_one, ["c still waits for 1", "count is 0"]),
+        (alphabetical, ["declared z, m, a", "order of dependents['root']"]),
+        (lambda f, d, w, s: None, ["returned None", "list of job ids"]),
+        (lambda f, d, w, s: {"b"}, ["returned {'b'}", "list of job ids"]),
+        (lambda f, d, w, s: s["missing"], ["raised KeyError", "at line"]),
+        (lambda *args: (_ for _ in ()).throw(LabError("a lab mistake")), ["raised LabError: a lab mistake"]),
+        (lambda f, d, w, s: time.sleep(1.5), ["did not return within 0.2 s", "when a completed"]),
+        ("a, c", ["must be a function"]),
+        (None, ["not attempted"]),
+    ],
+)
+def test_wrong_ready_steps_say_what_to_fix(short_limit, answer, phrases):
+    verdict(lab04.check_ready(answer), False, *phrases)
+
+
+def test_a_step_right_on_the_cases_but_wrong_in_a_run_is_caught_by_the_scheduler():
+    calls = []
+
+    def breaks_later(finished, dependents, waiting, states):  # right on the cases, drops jobs in runs
+        calls.append(finished)
+        ready = my_ready(finished, dependents, waiting, states)
+        return ready if len(calls) <= len(lab04.READY_CASES) else ready[:1]
+
+    verdict(lab04.check_ready(breaks_later), False, "Running the diamond graph with your step")
+
+
+def test_the_intended_router_passes():
+    check = lab04.check_router(my_router)
+    verdict(check, True, "converges")
+    assert check.table.loc["scripted", "published"] == "Search faster everywhere"
+    assert check.table.loc["never improves", "status"] == "dead_letter"
+
+
+def remembered(verdict):  # the four lengths the lab mentions, answered by heart
+    return {
+        27: Next.back_to_with("revise", "27 characters, limit 26"),
+        45: Next.back_to_with("revise", "45 characters, limit 26"),
+    }.get(verdict["chars"], Next.Continue)
+
+
+@pytest.mark.parametrize(
+    "answer, phrases",
+    [
+        (lambda v: Next.Continue if v["chars"] <= 26 else Next.back_to("revise"), ["without feedback"]),
+        (
+            lambda v: Next.Continue if v["chars"] < 26 else Next.back_to_with("revise", "no"),
+            ["26 characters is within the limit"],
+        ),
+        (
+            lambda v: Next.Continue if v["chars"] <= 26 else Next.back_to_with("revise", "shorter"),
+            ["should state the count (27) and the limit (26)"],
+        ),
+        (
+            lambda v: (
+                Next.Continue
+                if v["chars"] <= 26
+                else Next.back_to_with("revise", f"{v['chars'] - 26} too many")
+            ),
+            ["should state the count (27)"],
+        ),
+        (lambda v: Next.Stop if v["chars"] > 26 else Next.Continue, ["send it back to 'revise'"]),
+        (remembered, ["over the limit"]),
+        (lambda v: numpy.array([1]), ["not a Next"]),
+        (lambda v: v["words"], ["raised KeyError"]),
+        (lambda v: time.sleep(1.5), ["did not return within 0.2 s", "12 characters"]),
+        (None, ["not attempted"]),
+    ],
+)
+def test_wrong_routers_say_what_to_fix(short_limit, answer, phrases):
+    verdict(lab04.check_router(answer), False, *phrases)
+
+
+def test_the_intended_retry_policy_passes():
+    check = lab04.check_retry_policy(RetryPolicy(max_attempts=4, initial_interval=0.2))
+    verdict(check, True, "4 attempts")
+    assert check.table.loc["fetch", "waits"] == "0.2, 0.4, 0.8"
+
+
+def raises_lab_error(error):
+    raise LabError("no")
+
+
+@pytest.mark.parametrize(
+    "policy, phrases",
+    [
+        (RetryPolicy(max_attempts=3, initial_interval=0.2), ["max_attempts=3 allows 2 retries"]),
+        (
+            RetryPolicy(max_attempts=4, initial_interval=0.2, backoff_factor=3),
+            ["the waits were [0.2, 0.6, 1.8]"],
+        ),
+        (RetryPolicy(max_attempts=4), ["the waits were [0.5, 1.0, 2.0]"]),
+        (
+            RetryPolicy(max_attempts=4, initial_interval=0.2, max_interval=0.5),
+            ["max_interval=0.5 caps every wait"],
+        ),
+        (
+            RetryPolicy(max_attempts=4, initial_interval=0.2, retry_on=(Exception,)),
+            ["a ValueError is retried"],
+        ),
+        (
+            RetryPolicy(max_attempts=4, initial_interval=0.2, retry_on=(ConnectionError,)),
+            ["a TimeoutError is not"],
+        ),
+        (RetryPolicy(max_attempts=4, initial_interval=0.2, retry_on=raises_lab_error), ["raised LabError"]),
+        (
+            RetryPolicy(max_attempts=4, initial_interval=0.2, retry_on=lambda e: time.sleep(1.5)),
+            ["within 0.2 s"],
+        ),
+        ("four", ["expected a RetryPolicy"]),
+        (None, ["not attempted"]),
+    ],
+)
+def test_wrong_retry_policies_say_what_to_fix(short_limit, policy, phrases):
+    verdict(lab04.check_retry_policy(policy), False, *phrases)
+
+
+RUNS = {"fetch": 1, "parse": 2, "audit": 1, "summarize": 2, "index": 2, "check": 2, "publish": 1}
+
+
+def test_the_goto_runs_answer_passes_and_is_what_the_scheduler_does():
+    verdict(lab04.check_goto_runs(dict(RUNS)), True, "re-ran it and all that depends on it")
+    assert lab04.goto_graph().run().visits == RUNS  # the real clock gives the same counts
+
+
+@pytest.mark.parametrize(
+    "answer, phrases",
+    [
+        ({**RUNS, "index": 1}, ["index ran 2 time(s), not 1: it depends on parse"]),
+        ({**RUNS, "check": 1}, ["check ran 2 time(s), not 1: it depends on parse"]),
+        ({**RUNS, "fetch": 2}, ["fetch ran 1 time(s), not 2: it is not parse and does not depend on it"]),
+        ({**RUNS, "publish": 2}, ["publish ran 1 time(s), not 2: it waits for check"]),
+        ({**RUNS, "parse": 1}, ["it is the Goto's target"]),
+        ({**RUNS, "fetch": "1"}, ["whole number (an int), not '1' (str)"]),
+        ({**RUNS, "fetch": 10**400}, ["count from 0 to 1000"]),
+        ({"fetch": 1}, ["one count per job"]),
+        (dict.fromkeys(RUNS), ["not attempted"]),
+    ],
+)
+def test_wrong_goto_runs_say_what_to_fix(answer, phrases):
+    verdict(lab04.check_goto_runs(answer), False, *phrases)
+
+
+def test_the_worst_case_answer_passes_and_is_computed():
+    verdict(lab04.check_worst_case(12), True, "called 12 times", "dead_letter")
+    for visits, attempts in ((1, 1), (3, 2), (5, 4)):
+        assert lab04.worst_case_run(visits, attempts).attempts["revise"] == visits * attempts
+
+
+@pytest.mark.parametrize(
+    "answer, phrase",
+    [
+        (4, "counts the visits only"),
+        (3, "tries of one visit"),
+        (7, "not added"),
+        (15, "counts runs with the first included"),
+        (99, "count the runs"),
+        (12.0, "whole number"),
+        (numpy.arange(3), "whole number"),
+        (None, "not attempted"),
+    ],
+)
+def test_wrong_worst_cases_say_what_to_fix(answer, phrase):
+    verdict(lab04.check_worst_case(answer), False, phrase)
+
+
+def sleeping(*args):
+    time.sleep(1.5)
+
+
+ODD = [
+    None,
+    ...,
+    12,
+    10**5000,
+    float("nan"),
+    "x" * 10**5,
+    b"y",
+    [1, "a"],
+    {"a": 1},
+    numpy.zeros((2, 2)),
+    lambda *a: None,
+    lambda *a: numpy.array([1, 2]),
+    lambda *a: 1 / 0,
+    sleeping,
+]
+
+
+@pytest.mark.parametrize("name", [name for name in lab04.__all__ if name.startswith("check_")])
+def test_every_checker_answers_odd_answers_with_its_own_verdict(short_limit, name):
+    for answer in ODD:
+        own_verdict(getattr(lab04, name)(answer))
