@@ -1,20 +1,17 @@
-"""Files a learner can hand us: every malformed one is one FixtureError naming the file.
+"""Files the commands read are untrusted data: every malformed one is one line naming the file, exit 2.
 
-A number with thousands of digits, arrays nested past Python's recursion limit, NaN,
-an empty case list, a trials file given twice, and text with the Unicode line separators
-that `str.splitlines` splits on.
+A number with thousands of digits, arrays nested past the recursion limit, NaN, an empty case list,
+a trials file given twice, and text with the line separators `str.splitlines` splits on.
 """
 
-import json
 import shutil
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from labkit import FixtureError, LabError, Task, docuctl_tools, load_corpus, run
+from labkit import FixtureError, LabError, Task, docuctl_tools, run
 from labkit.baseline.corpus import DOCUCTL
-from labkit.core.fixtures import CASES, load_json
 from labkit.decision_loop.model_policy import describe_docuctl
 from labkit.model import ModelPolicy, ReplayBackend, read_records
 from labkit.model.backend import Reply, Request
@@ -52,16 +49,6 @@ def corpus_dir(tmp_path):
 
 
 @pytest.mark.parametrize("text", HOSTILE_JSON.values(), ids=HOSTILE_JSON)
-def test_load_json_refuses_what_json_loads_would_crash_on_or_accept_as_a_non_number(tmp_path, text):
-    path = tmp_path / "cases.json"
-    path.write_text(text)
-    with pytest.raises(FixtureError) as caught:
-        load_json(path, CASES)
-    message = str(caught.value)
-    assert message.startswith(f"{path}: not valid JSON (") and "\n" not in message and len(message) < 300
-
-
-@pytest.mark.parametrize("text", HOSTILE_JSON.values(), ids=HOSTILE_JSON)
 def test_compare_on_a_hostile_cases_file_is_one_line_and_exit_2(cli, corpus_dir, text):
     (corpus_dir / "cases.json").write_text(text)
     code, out, err = cli("compare", "--fixtures", str(corpus_dir))
@@ -72,10 +59,6 @@ def test_compare_on_a_hostile_cases_file_is_one_line_and_exit_2(cli, corpus_dir,
 
 def test_an_empty_case_list_is_refused_not_scored_0_of_0(cli, corpus_dir):
     (corpus_dir / "cases.json").write_text("[]")
-    with pytest.raises(
-        FixtureError, match=r"cases.json: should be non-empty|cases.json: \[\] should be non-empty"
-    ):
-        load_corpus(corpus_dir)
     code, out, err = cli("compare", "--fixtures", str(corpus_dir))
     assert (code, out) == (2, "") and "non-empty" in err
 
@@ -86,14 +69,6 @@ def test_the_refund_lab_refuses_a_hostile_number_in_its_records(tmp_path):
     orders = (folder / "orders.json").read_text()
     (folder / "orders.json").write_text(orders.replace('"amount": 89.0', f'"amount": {BIG}', 1))
     with pytest.raises(FixtureError, match=r"orders.json: not valid JSON \("):
-        load_lab(folder)
-
-
-def test_the_refund_lab_refuses_an_empty_request_list(tmp_path):
-    folder = tmp_path / "refunds"
-    shutil.copytree(REFUNDS, folder)
-    (folder / "requests.json").write_text("[]")
-    with pytest.raises(FixtureError, match=r"requests.json: \[\] should be non-empty"):
         load_lab(folder)
 
 
@@ -146,14 +121,6 @@ def test_a_401_digit_usage_in_a_call_is_refused_by_the_loader(tmp_path, cli):
     path = tmp_path / "docuctl-usage.jsonl"
     path.write_text(CALL.replace('"prompt_tokens":', f'"prompt_tokens":{"1" + "0" * 400},"_":', 1) + "\n")
     with pytest.raises(FixtureError, match=r"line 1 \(call\): field 'usage.prompt_tokens'"):
-        list(read_records(path))
-
-
-def test_nan_latency_is_refused_even_where_the_schema_says_number(tmp_path):
-    path = tmp_path / "docuctl-nan.jsonl"
-    record = json.loads(CALL)
-    path.write_text(json.dumps(record | {"latency_s": float("nan")}) + "\n")  # json.dumps writes NaN
-    with pytest.raises(FixtureError, match="line 1"):
         list(read_records(path))
 
 

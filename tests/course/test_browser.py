@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "labkit-browser-test"
@@ -44,7 +44,7 @@ pytestmark = pytest.mark.browser
 
 # The notebooks Run All is clicked in: 00 and lab 01 in `make test`; every lab when measuring
 # Run All for the instructor's plan (`LABKIT_BROWSER_LABS=00,01,02,03,04 pytest -n 0 -s
-# tests/test_browser.py -k run_all` prints each one's seconds from the click to the last cell).
+# tests/course/test_browser.py -k run_all` prints each one's seconds from the click to the last cell).
 RUN_ALL = os.environ.get("LABKIT_BROWSER_LABS", "00,01").split(",")
 
 
@@ -78,13 +78,17 @@ DIAGRAMS = "diagrams.ipynb"
 
 def _diagram_cells(number: str) -> list[dict]:
     source = json.loads(next(NOTEBOOKS.glob(f"{number}_*.ipynb")).read_text())["cells"]
-    return [cell for cell in source
-            if cell["cell_type"] == "markdown" and "```mermaid" in "".join(cell["source"])]
+    return [
+        cell for cell in source if cell["cell_type"] == "markdown" and "```mermaid" in "".join(cell["source"])
+    ]
 
 
 def _write_diagrams(target: Path) -> None:
-    cells = [{**cell, "metadata": {"lab": number}} for number in ("01", "02", "03", "04")
-             for cell in _diagram_cells(number)]
+    cells = [
+        {**cell, "metadata": {"lab": number}}
+        for number in ("01", "02", "03", "04")
+        for cell in _diagram_cells(number)
+    ]
     target.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
 
 
@@ -104,21 +108,42 @@ def jupyterlab(tmp_path_factory):
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
     # The same file `python -m labkit.course.jupyter_settings` installs, here as a config-dir layer.
-    shutil.copy(ROOT / "labkit" / "course" / "jupyter_overrides.json",
-                config / "labconfig" / "default_setting_overrides.json")
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(base / "ws"),
-           "IPYTHONDIR": str(base / "ipython"), "LABKIT_RUNS": str(base / "runs"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    shutil.copy(
+        ROOT / "labkit" / "course" / "jupyter_overrides.json",
+        config / "labconfig" / "default_setting_overrides.json",
+    )
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(base / "ws"),
+        "IPYTHONDIR": str(base / "ipython"),
+        "LABKIT_RUNS": str(base / "runs"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     with socket.socket() as sock:  # a free port, released just before the server takes it
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     log = (base / "server.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         "--port-retries=0", f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={TOKEN}",
-         "--LabApp.expose_app_in_browser=True", "--allow-root"],
-        env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-c",
+            SERVE,
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--port-retries=0",
+            f"--ServerApp.root_dir={root}",
+            f"--IdentityProvider.token={TOKEN}",
+            "--LabApp.expose_app_in_browser=True",
+            "--allow-root",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -158,8 +183,9 @@ def lab(browser, jupyterlab):
     notebook there with JupyterLab's own open command."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{jupyterlab}/lab?token={TOKEN}")
-    page.wait_for_function("() => window.jupyterapp?.commands.hasCommand('docmanager:open')",
-                           timeout=START_TIMEOUT * 1000)
+    page.wait_for_function(
+        "() => window.jupyterapp?.commands.hasCommand('docmanager:open')", timeout=START_TIMEOUT * 1000
+    )
     # The layout is restored: nothing opens later. Each evaluate returns nothing: playwright
     # would serialise what the promise resolves to (here, a whole widget: 4 s of this process).
     page.evaluate("async () => { await window.jupyterapp.restored; }")
@@ -205,12 +231,15 @@ DONE = """() => {
 
 def _run_all(page, name: str, shot: Path) -> dict:
     """Open `name` in the page, Run All, wait until every code cell has run; JupyterLab's state."""
-    page.evaluate("async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
-                  name)
+    page.evaluate(
+        "async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }", name
+    )
     page.wait_for_function(
         "name => { const w = window.jupyterapp.shell.currentWidget;"
         " return w?.context?.path === name && w.sessionContext?.session?.kernel?.status === 'idle'; }",
-        arg=name, timeout=START_TIMEOUT * 1000)
+        arg=name,
+        timeout=START_TIMEOUT * 1000,
+    )
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     start = time.perf_counter()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
@@ -281,12 +310,15 @@ MERMAID = """async () => {
 
 
 def _open(page, name: str) -> None:
-    page.evaluate("async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
-                  name)
+    page.evaluate(
+        "async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }", name
+    )
     page.wait_for_function(
         "name => { const w = window.jupyterapp.shell.currentWidget;"
         " return w?.context?.path === name && w.content?.widgets?.length > 0; }",
-        arg=name, timeout=START_TIMEOUT * 1000)
+        arg=name,
+        timeout=START_TIMEOUT * 1000,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -311,8 +343,7 @@ def test_every_mermaid_diagram_renders_as_an_svg(number, request):
     cells = _diagram_cells(number)
     assert cells, f"lab {number} has no mermaid diagram"
     order = [n for n in ("01", "02", "03", "04") for _ in _diagram_cells(n)]
-    found = [diagram for diagram in request.getfixturevalue("diagrams")
-             if order[diagram["index"]] == number]
+    found = [diagram for diagram in request.getfixturevalue("diagrams") if order[diagram["index"]] == number]
     assert len(found) == len(cells), f"lab {number}: {len(cells)} diagrams, {len(found)} found in the page"
     for diagram in found:
         assert diagram["error"] is None, f"lab {number} diagram {diagram['index']}: {diagram['error']}"
