@@ -2,7 +2,8 @@
 
 `report()` returns a DataFrame: check, status ("ok", "FIX" for something a lab needs, "optional"
 for a model backend not usable right now), what was found, and what to do. Nothing here
-downloads, builds or waits more than TIMEOUT_S; nothing it shows names a path outside the checkout.
+downloads, builds or waits more than TIMEOUT_S; what it shows of a
+course checkout names no folder of the machine.
 """
 
 from __future__ import annotations
@@ -30,14 +31,6 @@ ROOM_FIX = (
 CheckRow = tuple[str, str, str, str]  # check, status, found, fix
 
 
-def _where(path: str | Path) -> str:
-    """`path` relative to the checkout when inside it, so that no output names this machine's folders."""
-    for root, inside in ((CHECKOUT, Path(path).absolute()), (CHECKOUT.resolve(), Path(path).resolve())):
-        if inside.is_relative_to(root):
-            return str(inside.relative_to(root))
-    return str(path)
-
-
 def python_version() -> CheckRow:
     ok = sys.version_info >= (3, 11)
     fix = "" if ok else "install Python 3.11+ and recreate .venv (`make clean lab`)"
@@ -56,7 +49,8 @@ def environment() -> CheckRow:
             have = "absent"
         if name in pins and have != pins[name].strip():
             wrong.append(f"{name} {have} (course: {pins[name].strip()})")
-    found = f"kernel {_where(sys.prefix)}"
+    ours = Path(sys.prefix).resolve() == (CHECKOUT / ".venv").resolve()
+    found = "kernel: this checkout's .venv" if ours else f"kernel: {sys.prefix}, not this checkout's .venv"
     if wrong:
         return ("kernel is the course's environment", "FIX", f"{found}; {', '.join(wrong)}", INSTALL)
     return ("kernel is the course's environment", "ok", found + "; pandas, numpy, matplotlib as pinned", "")
@@ -65,7 +59,8 @@ def environment() -> CheckRow:
 def labkit_importable() -> CheckRow:
     import labkit
 
-    where = _where(Path(labkit.__file__).parent)
+    folder = Path(labkit.__file__).resolve().parent
+    where = "this checkout" if folder == CHECKOUT / "labkit" else str(folder)
     try:
         version = metadata.version("labkit")
     except metadata.PackageNotFoundError:
@@ -94,7 +89,7 @@ def recordings() -> CheckRow:
         return (
             "recorded model runs load",
             "FIX",
-            f"none in {_where(TRIALS)}",
+            "none in fixtures/trials/",
             "restore fixtures/trials/ from the course's git",
         )
     texts = [path.read_text(encoding="utf-8") for path in files]

@@ -18,7 +18,7 @@ def test_the_course_environment_passes_every_required_check():
     assert table.loc["model: replay (default)", "status"] == "ok"
     # what the notebook shows names no folder of this machine (it is committed with its output)
     assert str(CHECKOUT) not in table.to_string() and sys.prefix not in table.to_string()
-    assert table.loc["labkit importable", "found"].endswith(" from labkit")
+    assert table.loc["labkit importable", "found"].endswith(" from this checkout")
 
 
 def test_a_fresh_checkout_without_the_model_says_so(monkeypatch, tmp_path):
