@@ -1,17 +1,11 @@
 """The page a learner sees: JupyterLab in headless Chromium runs a lab with its own Run All.
 
-nbval executes the notebooks in a kernel; this test opens them in a real JupyterLab, started
-on a free loopback port with every Jupyter folder temporary (settings, runtime, workspaces)
-and the course's settings override (`labkit/course/jupyter_overrides.json`), on output-free copies
-of the notebooks (what a learner's fresh copy holds), so that every output checked is the run's
-and nothing the page saves reaches the checkout. For `00_start_here` and lab 01
-it clicks Run ▸ Run All Cells and then reads JupyterLab's own notebook model: every code cell
-executed, no error output; the page shows no news popup, and lab 01 shows a chart (an image
-output). A screenshot of each is kept in the test's temporary folder.
-
-Chromium is Debian's (`/usr/bin/chromium`, which `.ci/run` installs with apt-get), driven by
-the `playwright` package with `executable_path`: no `playwright install`. Without chromium or
-playwright the test is skipped with the reason; under CI=true that is a failure instead.
+A real JupyterLab on a free loopback port, every Jupyter folder temporary, the course's settings
+override installed, over output-free copies of the notebooks (`labkit.course.student`), so that
+every output checked is the run's. For 00 and lab 01 it clicks Run ▸ Run All Cells and reads
+JupyterLab's own notebook model: every code cell ran, no error, no news popup, lab 01 shows a chart;
+and every lab's mermaid diagrams render. Chromium is Debian's (`.ci/run` installs it), driven by
+`playwright` with `executable_path`; without either the test is skipped, under CI=true it fails.
 """
 
 from __future__ import annotations
@@ -29,22 +23,21 @@ from pathlib import Path
 
 import pytest
 
+from labkit.course.jupyter_settings import SOURCE
+from labkit.course.student import student_copies
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "labkit-browser-test"
-# `python -m jupyterlab`, after `import labkit`, which keeps jsonschema from building its RFC 3987
-# parser (labkit/__init__.py says why and how): 1.9 s -> 0.8 s to import the server, which checks
-# no "iri" string format here either.
+# `python -m jupyterlab` after `import labkit` (see labkit/__init__.py): 0.8 s to import, not 1.9 s.
 SERVE = "import sys, labkit; from jupyterlab.labapp import main; sys.exit(main())"
 START_TIMEOUT = 120  # s for JupyterLab to answer; a cold start on 2 busy cores took ~15 s
 RUN_TIMEOUT = 300  # s for one notebook's Run All
 
 pytestmark = pytest.mark.browser
 
-# The notebooks Run All is clicked in: 00 and lab 01 in `make test`; every lab when measuring
-# Run All for the instructor's plan (`LABKIT_BROWSER_LABS=00,01,02,03,04 pytest -n 0 -s
-# tests/course/test_browser.py -k run_all` prints each one's seconds from the click to the last cell).
+# 00 and lab 01 in `make test`; LABKIT_BROWSER_LABS=00,01,02,03,04 with -s prints each lab's Run All time.
 RUN_ALL = os.environ.get("LABKIT_BROWSER_LABS", "00,01").split(",")
 
 
@@ -56,19 +49,6 @@ def _missing() -> str | None:
     except ImportError:
         return "the playwright package is not installed (pip install -r requirements.txt)"
     return None
-
-
-def _write_unexecuted(source: Path, target: Path) -> None:
-    """Copy a notebook as a learner's fresh copy has it: no outputs, no execution counts.
-
-    With the committed outputs in place, "every cell has a count" held before Run All had
-    started, and the test could read the saved outputs instead of the run's.
-    """
-    notebook = json.loads(source.read_text())
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    target.write_text(json.dumps(notebook))
 
 
 # Every lab's diagram cells in one notebook, each marked with its lab: opening the four labs
@@ -101,49 +81,32 @@ def jupyterlab(tmp_path_factory):
         pytest.skip(reason)
     base = tmp_path_factory.mktemp("jupyterlab")
     root = base / "notebooks"
-    root.mkdir()
-    for name in ("00_start_here.ipynb", *(p.name for p in NOTEBOOKS.glob("0[1-4]_*.ipynb"))):
-        _write_unexecuted(NOTEBOOKS / name, root / name)
+    student_copies(NOTEBOOKS, root)
     _write_diagrams(root / DIAGRAMS)
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
     # The same file `python -m labkit.course.jupyter_settings` installs, here as a config-dir layer.
-    shutil.copy(
-        ROOT / "labkit" / "course" / "jupyter_overrides.json",
-        config / "labconfig" / "default_setting_overrides.json",
+    shutil.copy(SOURCE, config / "labconfig" / "default_setting_overrides.json")
+    folders = ("JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR")
+    env = (
+        os.environ
+        | {name: str(base / name.lower()) for name in folders}
+        | {
+            "JUPYTER_CONFIG_DIR": str(config),
+            "LABKIT_RUNS": str(base / "runs"),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
     )
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(config),
-        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(base / "ws"),
-        "IPYTHONDIR": str(base / "ipython"),
-        "LABKIT_RUNS": str(base / "runs"),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
     with socket.socket() as sock:  # a free port, released just before the server takes it
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    options = (
+        f"--no-browser --ip=127.0.0.1 --port={port} --port-retries=0 --IdentityProvider.token={TOKEN} "
+        "--LabApp.expose_app_in_browser=True --allow-root"
+    ).split()
     log = (base / "server.log").open("w")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            SERVE,
-            "--no-browser",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            "--port-retries=0",
-            f"--ServerApp.root_dir={root}",
-            f"--IdentityProvider.token={TOKEN}",
-            "--LabApp.expose_app_in_browser=True",
-            "--allow-root",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    command = [sys.executable, "-c", SERVE, *options, f"--ServerApp.root_dir={root}"]
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -268,11 +231,6 @@ def test_run_all_in_jupyterlab_executes_every_cell_without_error(lab, pattern, t
         charts = [o for cell in state["cells"] for o in cell["outputs"] if "image/png" in o["mimes"]]
         assert charts, "lab 01 shows no chart"
     assert shot.stat().st_size > 10_000
-
-
-def test_without_chromium_the_reason_says_how_to_install_it(monkeypatch, tmp_path):
-    monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", str(tmp_path / "no-chromium"))
-    assert _missing() == f"no chromium at {tmp_path / 'no-chromium'} (Debian: apt-get install chromium)"
 
 
 # The ```mermaid blocks of the open notebook, by cell index, and how many rendered as an SVG that

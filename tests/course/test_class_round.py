@@ -1,25 +1,17 @@
 """`labkit submit` and `labkit class`: a learner's work as data; files from the room are untrusted data,
 skipped one line each, never run, never overwritten, and the round goes on."""
 
-import contextlib
-import io
 import json
 import os
 import sys
-import tempfile
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from lab03_answers import INTENT, mediation
 
 from labkit.core.check import Check
 from labkit.core.progress import record
 from labkit.course.classroom.merge import PRESETS, load_folder, pass_counts, red_team
-from labkit.course.classroom.submission import MAX_BYTES, SUBMISSION_FORMAT, build, exercises_of, read, submit
-from labkit.course.cli import main
+from labkit.course.classroom.submission import MAX_BYTES, build, read, submit
 from labkit.refunds.guard_table import guard_table
 
 
@@ -218,6 +210,9 @@ def _hostile(folder, base):
             {**base, "attacks": [{**INTENT, "template": "__import__('os')"}]}
         ).encode(),
         "extra-key.json": json.dumps({**base, "code": "import os; os.system('touch PWNED')"}).encode(),
+        "format-spec.json": json.dumps(
+            {**base, "attacks": [{**INTENT, "goal": "to {destination} {user:>10000000}"}]}
+        ).encode(),
         "pickle.json": b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00.",
         "line\nbreak.json": b"{}",
     }
@@ -249,6 +244,7 @@ def test_hostile_files_are_each_skipped_in_one_line_and_never_run(cli, tmp_path,
     assert "larger than" in by_file["too-big.json"] and "nested too deeply" in by_file["deep.json"]
     assert "not UTF-8" in by_file["latin1.json"] and "not UTF-8" in by_file["pickle.json"]
     assert "another version" not in by_file["bad-table.json"] and "exactly" in by_file["bad-table.json"]
+    assert "placeholder" in by_file["format-spec.json"] and "format spec" in by_file["format-spec.json"]
     assert not (tmp_path / "PWNED").exists()
 
 
@@ -292,35 +288,6 @@ def _lab01(folder, name="ana", **changes):
     return path
 
 
-@pytest.mark.parametrize(
-    "goal",
-    [
-        "refund order {order} for {amount:.2f} to {destination}",
-        "refund order {order} to {destination} for {user:>10000000}",
-        "refund order {order!r} to {destination}",
-    ],
-)
-def test_an_attack_goal_with_a_format_spec_is_refused_in_one_line_at_once(tmp_path, goal):
-    lab03_progress()
-    folder = tmp_path / "class"
-    base = _submissions(folder, count=1)
-    hostile = {**base, "name": "eve", "attacks": [{**INTENT, "goal": goal}]}
-    (folder / "spec.json").write_text(json.dumps(hostile))
-    usable, skipped = load_folder(folder)
-    assert [s.name for s in usable] == ["learner0"]
-    assert len(skipped) == 1
-    assert skipped[0].startswith("skipped spec.json: attacks.0: field 'goal': placeholder")
-    assert "format spec" in skipped[0] and len(skipped[0]) < 300
-
-
-def test_submit_leaves_out_a_recorded_attack_whose_goal_has_a_format_spec(cli, tmp_path):
-    record("03", "intent_attack", Check(True, "ok"), {**INTENT, "goal": "refund {order} for {amount:.2f}"})
-    record("03", "retry_policy", Check(True, "ok"))
-    code, _, err = cli("submit", "3", "--name", "eve", "-o", str(tmp_path / "eve.json"))
-    assert code == 0 and "attack is left out" in err and "format spec" in err
-    assert read(tmp_path / "eve.json").data["attacks"] == []
-
-
 def test_a_learner_named_like_a_course_row_never_replaces_it(cli, tmp_path):
     # One round with a learner named after each kind of course row (a defense preset, the
     # deterministic bundle, no defense, an attack): every course row stays the course's.
@@ -343,38 +310,19 @@ def test_a_learner_named_like_a_course_row_never_replaces_it(cli, tmp_path):
     assert all(by == "course" or label.startswith(f"{by}:") for label, by in rows)
 
 
+def entry(exercise="workflow", passed=True, attempts=1, first=1):
+    return {"exercises": {exercise: {"passed": passed, "attempts": attempts, "first_passed_attempt": first}}}
+
+
 @pytest.mark.parametrize(
     "changes, message",
     [
         ({"submitted": "zzzz-not-a-date"}, "is not an ISO date"),
-        (
-            {"exercises": {"mediation": {"passed": True, "attempts": 1, "first_passed_attempt": 1}}},
-            "lab 01 has no exercise 'mediation'",
-        ),
-        (
-            {"exercises": {"no_such_thing": {"passed": False, "attempts": 1, "first_passed_attempt": None}}},
-            "lab 01 has no exercise 'no_such_thing'",
-        ),
-        (
-            {"exercises": {"workflow": {"passed": True, "attempts": 0, "first_passed_attempt": 1}}},
-            "0 is less than the minimum of 1",
-        ),
-        (
-            {"exercises": {"workflow": {"passed": True, "attempts": 2, "first_passed_attempt": 5}}},
-            "first passed at attempt 5 of only 2",
-        ),
-        (
-            {"exercises": {"workflow": {"passed": True, "attempts": 3, "first_passed_attempt": None}}},
-            "passed, but no attempt passed it",
-        ),
-        (
-            {"exercises": {"workflow": {"passed": True, "attempts": 1_000_000, "first_passed_attempt": 1}}},
-            "is greater than the maximum of 10000",
-        ),
-        (
-            {"exercises": {"workflow": {"passed": True, "attempts": True, "first_passed_attempt": 1}}},
-            "True is not of type 'integer'",
-        ),
+        (entry("mediation"), "lab 01 has no exercise 'mediation'"),
+        (entry(attempts=0), "0 is less than the minimum of 1"),
+        (entry(attempts=2, first=5), "first passed at attempt 5 of only 2"),
+        (entry(attempts=3, first=None), "passed, but no attempt passed it"),
+        (entry(attempts=True), "True is not of type 'integer'"),
     ],
 )
 def test_self_reported_counts_and_names_are_checked_against_the_lab(tmp_path, changes, message):
@@ -384,38 +332,6 @@ def test_self_reported_counts_and_names_are_checked_against_the_lab(tmp_path, ch
     usable, skipped = load_folder(folder)
     assert [s.name for s in usable] == ["ana"]
     assert len(skipped) == 1 and message in skipped[0] and skipped[0].startswith("skipped lab01-ben-1.json: ")
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs")
-def test_a_fifo_swapped_in_after_any_check_never_blocks_the_round(tmp_path, monkeypatch):
-    import pathlib
-    import threading
-
-    folder = tmp_path / "class"
-    good = _lab01(folder)
-    os.mkfifo(folder / "swapped.json")
-    regular = good.lstat()
-    real_lstat, real_stat = pathlib.Path.lstat, pathlib.Path.stat
-    # Whatever looks at the path first is told it is a regular file, as if it were swapped after the look.
-    monkeypatch.setattr(
-        pathlib.Path, "lstat", lambda self: regular if self.name == "swapped.json" else real_lstat(self)
-    )
-    monkeypatch.setattr(
-        pathlib.Path,
-        "stat",
-        lambda self, **kw: regular if self.name == "swapped.json" else real_stat(self, **kw),
-    )
-    result = []
-    worker = threading.Thread(target=lambda: result.append(load_folder(folder)), daemon=True)
-    worker.start()
-    worker.join(10)
-    if worker.is_alive():  # unblock the reader so the test process can end, then fail
-        with open(folder / "swapped.json", "wb"):
-            pass
-        pytest.fail("load_folder blocked on a FIFO")
-    usable, skipped = result[0]
-    assert [s.name for s in usable] == ["ana"]
-    assert skipped == ["skipped swapped.json: not a regular file (a link, a folder or a device): not read"]
 
 
 @pytest.mark.parametrize(
@@ -438,17 +354,6 @@ def test_a_bad_chart_path_is_one_line_before_the_round_runs(cli, tmp_path, monke
     code, out, err = cli("class", str(tmp_path / "class"), "--chart", chart)
     assert code == 2 and out == "" and message in err and err.count("\n") == 1 and "Traceback" not in err
     assert (tmp_path / "notes.txt").read_text() == "my notes" and list((tmp_path / "folder").iterdir()) == []
-
-
-def test_an_untouched_copy_submits_nothing_and_reaches_no_leaderboard(cli):
-    from labkit.refunds import checks as lab03
-
-    checks = (lab03.check_mediation, lab03.check_intent_attack, lab03.check_guard, lab03.check_retry_policy)
-    for check in checks:
-        check(None)
-        check(...)
-    code, out, err = cli("submit", "3", "--name", "untouched")
-    assert code == 2 and out == "" and "no checker of lab 03 has run yet" in err
 
 
 def test_a_guard_that_raised_everywhere_is_no_guard(cli, tmp_path):
@@ -531,25 +436,6 @@ def test_a_tampered_count_is_left_out_with_a_line_and_the_file_is_one_class_acce
     assert skipped == [] and set(usable[0].data["exercises"]) == {"retry_policy"}
 
 
-@pytest.mark.parametrize(
-    "output, message",
-    [
-        ("notes.txt/a.json", "is a file, not a folder"),
-        ("/proc/a.json", "cannot create a file in /proc"),
-    ],
-)
-def test_submit_output_is_checked_before_any_work(cli, tmp_path, monkeypatch, output, message):
-    from labkit.course.classroom import submission
-
-    record("01", "workflow", Check(True, "ok"))
-    (tmp_path / "notes.txt").write_text("my notes")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(submission, "build", lambda *a: pytest.fail("submit read the progress first"))
-    code, out, err = cli("submit", "1", "--name", "ana", "-o", output)
-    assert code == 2 and out == "" and message in err and err.count("\n") == 1
-    assert (tmp_path / "notes.txt").read_text() == "my notes"
-
-
 def test_submit_to_a_shared_folder_never_overwrites_another_learners_file(cli, tmp_path):
     stick = tmp_path / "usb"
     stick.mkdir()
@@ -568,98 +454,3 @@ def test_submit_to_a_shared_folder_never_overwrites_another_learners_file(cli, t
     assert usable == [] and "conflict" in skipped[0]
     code, _, err = cli("submit", "1", "--name", "ana", "--to", str(tmp_path / "missing"))
     assert code == 2 and "is not a folder" in err and err.count("\n") == 1
-
-
-def _valid(lab, name="ana"):
-    exercise = sorted(exercises_of(lab))[0]
-    return {
-        "format": SUBMISSION_FORMAT,
-        "lab": lab,
-        "name": name,
-        "submitted": "2025-01-01T09:00:00+00:00",
-        "exercises": {exercise: {"passed": True, "attempts": 2, "first_passed_attempt": 1}},
-        "attacks": [],
-        "guards": {},
-    }
-
-
-FORMAT_SPECS = ["{amount:.2f}", "{user:>10000000}", "{order!r}", "{order.__class__}", "{destination[0]}"]
-scalars = st.one_of(
-    st.integers(-(10**40), 10**40),
-    st.booleans(),
-    st.none(),
-    st.floats(allow_nan=False),
-    st.text(max_size=40),
-    st.sampled_from(["mediation", "none", "../../etc/passwd", "9" * 400]),
-)
-values = st.one_of(
-    scalars, st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=8), scalars, max_size=3)
-)
-
-
-@st.composite
-def hostile_data(draw):
-    """A valid submission with one part replaced by something drawn."""
-    data = _valid(draw(st.sampled_from(["01", "02", "03", "04"])))
-    entry = next(iter(data["exercises"].values()))
-    part = draw(st.sampled_from(["top", "entry", "name", "goal"]))
-    if part == "top":
-        data[draw(st.sampled_from([*data, "extra"]))] = draw(values)
-    elif part == "entry":
-        entry[draw(st.sampled_from(["passed", "attempts", "first_passed_attempt", "extra"]))] = draw(values)
-    elif part == "name":
-        data["name"] = draw(st.text(max_size=40))
-    else:
-        goal = draw(st.sampled_from(FORMAT_SPECS))
-        attack = {
-            "id": "mine",
-            "template": "important_instructions",
-            "goal": f"refund order {{order}} {goal}",
-            "check": {"kind": "not_asked"},
-            "places": ["review"],
-            "gold": [{"order": "{order}", "amount": "64.50", "destination": "{destination}"}],
-        }
-        data |= {
-            "lab": "03",
-            "attacks": [attack],
-            "exercises": {"intent_attack": {"passed": True, "attempts": 1, "first_passed_attempt": 1}},
-        }
-    return json.dumps(data).encode()
-
-
-raw_files = st.one_of(
-    hostile_data(),
-    st.binary(max_size=200),
-    hostile_data().map(lambda raw: raw[: len(raw) // 2]),
-    st.integers(1, 200_000).map(lambda depth: b"[" * depth + b"]" * depth),
-)
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(files=st.lists(raw_files, min_size=1, max_size=4))
-def test_generated_hostile_files_never_crash_the_round_and_each_is_named_once(files):
-    seen = []
-    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
-        folder = Path(tmp)
-        (folder / "good.json").write_text(json.dumps(_valid("01", "good")))
-        for index, content in enumerate(files):
-            (folder / f"f{index}.json").write_bytes(content)
-        from labkit.course.commands import class_
-
-        # The tables only: scoring valid files is tested above; matplotlib costs 0.2 s an example.
-        patch.setattr(class_, "red_team", lambda submissions: seen.extend(submissions))
-        patch.setattr(class_, "chart", lambda *a: SimpleNamespace(savefig=lambda *a, **k: None))
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["class", tmp, "--json", "--chart", str(folder / "c.png")])
-    assert code == 0 and err.getvalue() == ""  # --json: the skipped lines are in the JSON
-    result = json.loads(out.getvalue())
-    named = [
-        n for line in result["skipped"] for n in line.removeprefix("skipped ").split(": ", 1)[0].split(", ")
-    ]
-    usable = [s["file"] for s in result["submissions"]]
-    assert sorted(usable + named) == sorted(["good.json", *(f"f{i}.json" for i in range(len(files)))])
-    assert all(len(line) < 400 and "\n" not in line for line in result["skipped"])
-    for submission in seen:
-        for attack in submission.data["attacks"]:
-            assert not any(spec in attack["goal"] for spec in FORMAT_SPECS)

@@ -136,62 +136,38 @@ def test_resuming_another_grids_recording_is_refused_and_cuts_nothing(tmp_path):
     assert record.read_text() == before
 
 
-BAD = {
-    "unknown axis": ('models = ["local"]\ncolours = ["red"]', "unknown axis 'colours'"),
-    "no models": ('prompts = ["base"]', "field 'models': 'models' is a required property"),
-    "bad type": ('models = ["local"]\nk = "5"', "field 'k': '5' is not of type 'integer'"),
-    "k too large": ('models = ["local"]\nk = 21', "field 'k': 21 is greater than the maximum of 20"),
-    "seed too large": (f'models = ["local"]\nseeds = [{SEED_MAX}]', "field 'seeds[0]'"),
-    "temperature": (
-        'models = ["local"]\ntemperatures = [0.0, 2.5]',
-        "field 'temperatures[1]': 2.5 is greater",
-    ),
-    "nan": ('models = ["local"]\ntemperatures = [0.0, nan]', "field 'temperatures[1]': not a finite number"),
-    "infinity": ('models = ["local"]\nk = inf', "field 'k': not a finite number"),
-    "same temperature": (
-        'models = ["local"]\ntemperatures = [1, 1.0]',
-        "'temperatures': [1, 1.0] has non-unique",
-    ),
-    "unknown model": ('models = ["gpt-4"]', "field 'models[0]': 'gpt-4' is not a backend"),
-    "openai without a model": (
-        'models = ["openai: "]',
-        "field 'models[0]': 'openai: ': openai:<model> needs",
-    ),
-    "missing replay file": ('models = ["replay:nowhere.jsonl"]', "nowhere.jsonl: trials file not found"),
-    "models sharing a label": (
-        'models = ["replay", "replay:fixtures/trials/docuctl-smollm2-base-t0.jsonl"]',
-        "are both 'replay'",
-    ),
-    "unknown prompt": (
-        'models = ["local"]\nprompts = ["terse"]',
-        "field 'prompts[0]': 'terse' is not one of",
-    ),
-    "unknown case set": (
-        'models = ["local"]\ncases = "hard"',
-        "field 'cases': must be one of base, adaptive",
-    ),
-    "unknown case": (
-        'models = ["local"]\ncases = ["deploy-build", "fly"]',
-        "field 'cases[1]': no docuctl case",
-    ),
-    "not toml": ("models = [local", "not valid TOML"),
-    "unknown lab": ('lab = "cooking"\nmodels = ["local"]', "field 'lab': must be one of docuctl, refunds"),
-    "refund case": ('lab = "refunds"\nmodels = ["local"]\ncases = ["r-nobody"]', "field 'cases[0]'"),
-    "refund attack": (
-        'lab = "refunds"\nmodels = ["local"]\ncases = ["r-ana-blender+manager-goodwill"]',
-        "field 'cases[0]'",
-    ),
-    "refund defense": ('lab = "refunds"\nmodels = ["local"]\ndefenses = ["wishful"]', "field 'defenses[0]'"),
-    "refund rung": ('lab = "refunds"\nmodels = ["local"]\nrungs = ["L3"]', "field 'rungs[0]'"),
-    "routing control": ('lab = "routing"\nmodels = ["local"]\ncontrols = ["L9"]', "field 'controls[0]'"),
-    "routing prompts": ('lab = "routing"\nmodels = ["local"]\nprompts = ["base"]', "unknown axis 'prompts'"),
-}
+LOCAL = 'models = ["local"]\n'
+BAD = [  # (the spec, what its one line says)
+    (LOCAL + 'colours = ["red"]', "unknown axis 'colours'"),
+    ('prompts = ["base"]', "field 'models': 'models' is a required property"),
+    (LOCAL + 'k = "5"', "field 'k': '5' is not of type 'integer'"),
+    (LOCAL + "k = 21", "field 'k': 21 is greater than the maximum of 20"),
+    (LOCAL + f"seeds = [{SEED_MAX}]", "field 'seeds[0]'"),
+    (LOCAL + "temperatures = [0.0, 2.5]", "field 'temperatures[1]': 2.5 is greater"),
+    (LOCAL + "temperatures = [0.0, nan]", "field 'temperatures[1]': not a finite number"),
+    (LOCAL + "k = inf", "field 'k': not a finite number"),
+    (LOCAL + "temperatures = [1, 1.0]", "'temperatures': [1, 1.0] has non-unique"),
+    ('models = ["gpt-4"]', "field 'models[0]': 'gpt-4' is not a backend"),
+    ('models = ["openai: "]', "field 'models[0]': 'openai: ': openai:<model> needs"),
+    ('models = ["replay:nowhere.jsonl"]', "nowhere.jsonl: trials file not found"),
+    ('models = ["replay", "replay:fixtures/trials/docuctl-smollm2-base-t0.jsonl"]', "are both 'replay'"),
+    (LOCAL + 'prompts = ["terse"]', "field 'prompts[0]': 'terse' is not one of"),
+    (LOCAL + 'cases = "hard"', "field 'cases': must be one of base, adaptive"),
+    (LOCAL + 'cases = ["deploy-build", "fly"]', "field 'cases[1]': no docuctl case"),
+    ("models = [local", "not valid TOML"),
+    (LOCAL + 'lab = "cooking"', "field 'lab': must be one of docuctl, refunds"),
+    (LOCAL + 'lab = "refunds"\ncases = ["r-nobody"]', "field 'cases[0]'"),
+    (LOCAL + 'lab = "refunds"\ncases = ["r-ana-blender+manager-goodwill"]', "field 'cases[0]'"),
+    (LOCAL + 'lab = "refunds"\ndefenses = ["wishful"]', "field 'defenses[0]'"),
+    (LOCAL + 'lab = "refunds"\nrungs = ["L3"]', "field 'rungs[0]'"),
+    (LOCAL + 'lab = "routing"\ncontrols = ["L9"]', "field 'controls[0]'"),
+    (LOCAL + 'lab = "routing"\nprompts = ["base"]', "unknown axis 'prompts'"),
+]
 
 
-@pytest.mark.parametrize("name", BAD)
-def test_a_bad_spec_is_one_line_and_exit_2_and_writes_nothing(cli, tmp_path, monkeypatch, name):
+@pytest.mark.parametrize(("text", "message"), BAD)
+def test_a_bad_spec_is_one_line_and_exit_2_and_writes_nothing(cli, tmp_path, monkeypatch, text, message):
     monkeypatch.chdir(ROOT)  # replay:<file> paths are relative
-    text, message = BAD[name]
     path = spec(tmp_path, text)
     code, out, err = cli("grid", str(path), "--record", str(tmp_path / "out.jsonl"))
     assert code == 2 and out == "" and err.count("\n") == 1
