@@ -19,7 +19,7 @@ from labkit.core.errors import LabError
 from labkit.course import commands
 
 
-class OneLineParser(argparse.ArgumentParser):
+class _OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line: `labkit compare: error: ...`."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -35,11 +35,11 @@ def command_modules() -> dict[str, str]:
 def build_parser(command: str | None = None, *, eager: bool = False) -> argparse.ArgumentParser:
     """The `labkit` parser, with the full subparser of `command` (or of every command if `eager`);
     every other command gets a placeholder with its one-line help, enough for `--help` and errors."""
-    parser = OneLineParser(
+    parser = _OneLineParser(
         prog="labkit",
         description="Run the Agent Engineering Labs experiments headless and print their tables.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
     for name, module in command_modules().items():
         summary = commands.SUMMARIES.get(name)

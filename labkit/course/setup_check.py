@@ -2,7 +2,7 @@
 
 `report()` returns a DataFrame: check, status ("ok", "FIX" for something a lab needs, "optional"
 for a model backend not usable right now), what was found, and what to do. Nothing here
-downloads, builds or waits more than TIMEOUT_S; what it shows of a
+downloads, builds or waits more than _TIMEOUT_S; what it shows of a
 course checkout names no folder of the machine.
 """
 
@@ -21,10 +21,10 @@ import pandas as pd
 
 from labkit.core.paths import CHECKOUT
 
-TIMEOUT_S = 0.5  # a server on this laptop or the room's answers in milliseconds
-PINNED = ("pandas", "numpy", "matplotlib")  # what the notebooks' checked tables were printed with
-INSTALL = "run `make lab` in the course folder (without make: see the README), then pick the kernel of .venv"
-ROOM_FIX = (
+_TIMEOUT_S = 0.5  # a server on this laptop or the room's answers in milliseconds
+_PINNED = ("pandas", "numpy", "matplotlib")  # what the notebooks' checked tables were printed with
+_INSTALL = "run `make lab` in the course folder (without make: see the README), then pick the kernel of .venv"
+_ROOM_FIX = (
     "in a room, set the address the instructor gives (`labkit serve` prints it): "
     "OPENAI_BASE_URL=http://HOST:8000/v1 and LABKIT_MODEL=openai:smollm2"
 )
@@ -42,7 +42,7 @@ def environment() -> CheckRow:
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     pins = dict(line.split("#")[0].strip().partition("==")[::2] for line in lines if "==" in line)
     wrong = []
-    for name in PINNED:
+    for name in _PINNED:
         try:
             have = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -52,7 +52,7 @@ def environment() -> CheckRow:
     ours = Path(sys.prefix).resolve() == (CHECKOUT / ".venv").resolve()
     found = "kernel: this checkout's .venv" if ours else f"kernel: {sys.prefix}, not this checkout's .venv"
     if wrong:
-        return ("kernel is the course's environment", "FIX", f"{found}; {', '.join(wrong)}", INSTALL)
+        return ("kernel is the course's environment", "FIX", f"{found}; {', '.join(wrong)}", _INSTALL)
     return ("kernel is the course's environment", "ok", found + "; pandas, numpy, matplotlib as pinned", "")
 
 
@@ -64,7 +64,7 @@ def labkit_importable() -> CheckRow:
     try:
         version = metadata.version("labkit")
     except metadata.PackageNotFoundError:
-        return ("labkit importable", "FIX", f"imported from {where}, but not installed", INSTALL)
+        return ("labkit importable", "FIX", f"imported from {where}, but not installed", _INSTALL)
     return ("labkit importable", "ok", f"labkit {version} from {where}", "")
 
 
@@ -92,10 +92,8 @@ def recordings() -> CheckRow:
             "none in fixtures/trials/",
             "restore fixtures/trials/ from the course's git",
         )
-    texts = [path.read_text(encoding="utf-8") for path in files]
-    lines = sum(
-        1 for text in texts for line in text.splitlines() if line.strip() and parse_json(line) is not None
-    )
+    lines = [line for path in files for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = sum(parse_json(line) is not None for line in lines)
     return ("recorded model runs load", "ok", f"{len(files)} files, {lines:,} records", "")
 
 
@@ -130,23 +128,24 @@ def _get(url: str, timeout: float) -> dict:
     return answer
 
 
-def ollama_backend(host: str | None = None, timeout: float = TIMEOUT_S) -> CheckRow:
+def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> CheckRow:
     host = (host or os.environ.get("OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434").rstrip("/")
     host = host if "://" in host else f"http://{host}"
     try:
         version = _get(f"{host}/api/version", timeout).get("version", "?")
     except (OSError, ValueError) as error:
+        found = f"no server answers at {host} ({getattr(error, 'reason', error)})"[:160]
         return (
             "model: ollama:<tag>",
             "optional",
-            f"no server answers at {host} ({getattr(error, 'reason', error)})"[:160],
-            "start `ollama serve` and `ollama pull qwen2.5:0.5b`, or set OLLAMA_HOST",
+            found,
+            "start `ollama serve` and `ollama pull qwen2.5:0.5b`",
         )
     return ("model: ollama:<tag>", "ok", f"Ollama {version} at {host}", "")
 
 
 def room_server(
-    base_url: str | None = None, model: str | None = None, timeout: float = TIMEOUT_S
+    base_url: str | None = None, model: str | None = None, timeout: float = _TIMEOUT_S
 ) -> CheckRow:
     """Does the OpenAI-compatible server at `OPENAI_BASE_URL` answer `/models`, and serve the model
     `LABKIT_MODEL=openai:<model>` names? "optional" with the fix when not (no lab needs one)."""
@@ -156,30 +155,22 @@ def room_server(
         kind, _, arg = os.environ.get("LABKIT_MODEL", "").strip().partition(":")
         model = arg.strip() if kind == "openai" else None
     if not base:
-        return (name, "optional", "no room server set (OPENAI_BASE_URL is unset)", ROOM_FIX)
+        return (name, "optional", "no room server set (OPENAI_BASE_URL is unset)", _ROOM_FIX)
     base = base if "://" in base else f"http://{base}"
     try:
         entries = [e for e in _get(f"{base}/models", timeout).get("data", []) if isinstance(e, dict)]
     except (OSError, ValueError, AttributeError, TypeError) as error:
-        return (
-            name,
-            "optional",
-            f"no model server answers at {base} ({getattr(error, 'reason', error)})"[:160],
-            "ask the instructor whether the room's server runs; check OPENAI_BASE_URL (it ends in /v1)",
-        )
+        found = f"no model server answers at {base} ({getattr(error, 'reason', error)})"[:160]
+        return (name, "optional", found, "ask the instructor whether it runs; OPENAI_BASE_URL ends in /v1")
     ids = [str(entry.get("id")) for entry in entries]
     served = ", ".join(ids[:5]) or "no model"
     by = " (llama-cpp-python)" if {str(e.get("owned_by")) for e in entries} == {"me"} else ""
     if model is not None and model not in ids:
-        return (
-            name,
-            "optional",
-            f"{base} answers{by}, serving {served}, not {model!r}"[:160],
-            f"set LABKIT_MODEL=openai:{ids[0] if ids else '<model>'}",
-        )
-    chosen = (
-        f"; LABKIT_MODEL=openai:{model}" if model else (f"; set LABKIT_MODEL=openai:{ids[0]}" if ids else "")
-    )
+        found = f"{base} answers{by}, serving {served}, not {model!r}"[:160]
+        return (name, "optional", found, f"set LABKIT_MODEL=openai:{ids[0] if ids else '<model>'}")
+    chosen = f"; LABKIT_MODEL=openai:{model}" if model else ""
+    if not model and ids:
+        chosen = f"; set LABKIT_MODEL=openai:{ids[0]}"
     return (name, "ok", f"{base} answers{by}, serving {served}{chosen}"[:200], "")
 
 
@@ -188,12 +179,8 @@ def jupyter_news_off() -> CheckRow:
 
     if installed():
         return ("JupyterLab news popup off", "ok", "override installed in this environment", "")
-    return (
-        "JupyterLab news popup off",
-        "optional",
-        "JupyterLab may ask about news on first open",
-        "python -m labkit.course.jupyter_settings, then reload the page",
-    )
+    fix = "python -m labkit.course.jupyter_settings, then reload the page"
+    return ("JupyterLab news popup off", "optional", "JupyterLab may ask about news on first open", fix)
 
 
 CHECKS: tuple[Callable[[], CheckRow], ...] = (
@@ -217,9 +204,8 @@ def report(checks: tuple[Callable[[], CheckRow], ...] = CHECKS) -> pd.DataFrame:
         try:
             rows.append(check())
         except Exception as error:  # noqa: BLE001 - the point of a setup check is to report, not to stop
-            rows.append(
-                (check.__name__.replace("_", " "), "FIX", f"{type(error).__name__}: {error}"[:200], INSTALL)
-            )
+            found = f"{type(error).__name__}: {error}"[:200]
+            rows.append((check.__name__.replace("_", " "), "FIX", found, _INSTALL))
     return pd.DataFrame(rows, columns=["check", "status", "found", "fix"]).set_index("check")
 
 

@@ -37,11 +37,11 @@ from labkit.core.text import shorten
 
 SUBMISSION_FORMAT = "labkit-submission/1"
 MAX_BYTES = 1_000_000  # a lab-03 submission with two guard tables is about 25 kB
-MAX_PROGRESS_BYTES = 10_000_000  # a progress file: the payloads of a few guard tables
-MAX_ATTEMPTS = 10_000  # more attempts at one exercise than a workshop has minutes
-MAX_COPIES = 99  # labNN-NAME.json .. labNN-NAME-99.json in a shared folder
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
-_ATTEMPTS = {"type": "integer", "minimum": 1, "maximum": MAX_ATTEMPTS}
+_MAX_PROGRESS_BYTES = 10_000_000  # a progress file: the payloads of a few guard tables
+_MAX_ATTEMPTS = 10_000  # more attempts at one exercise than a workshop has minutes
+_MAX_COPIES = 99  # labNN-NAME.json .. labNN-NAME-99.json in a shared folder
+_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
+_ATTEMPTS = {"type": "integer", "minimum": 1, "maximum": _MAX_ATTEMPTS}
 _EXERCISE = {"type": "string", "pattern": "^[a-z0-9_]{1,40}$"}
 _ENTRY = {
     "type": "object",
@@ -62,15 +62,9 @@ class SubmissionError(ValueError):
 @dataclass(frozen=True)
 class Submission:
     file: str  # the file's name, printable
+    lab: str
+    name: str
     data: dict[str, Any]
-
-    @property
-    def lab(self) -> str:
-        return self.data["lab"]
-
-    @property
-    def name(self) -> str:
-        return self.data["name"]
 
 
 def printable(name: str) -> str:
@@ -78,7 +72,7 @@ def printable(name: str) -> str:
     return shorten(name if name.isascii() and name.isprintable() else ascii(name), 120)
 
 
-def read_json_file(path: Path, max_bytes: int) -> Any:
+def _read_json_file(path: Path, max_bytes: int) -> Any:
     """The JSON in the regular file `path` (at most `max_bytes`); SubmissionError (one phrase) if not.
 
     Opened once, non-blocking and without following a link, and judged from the opened file: a
@@ -131,7 +125,7 @@ def _schema() -> dict[str, Any]:
         "properties": {
             "format": {"const": SUBMISSION_FORMAT},
             "lab": {"enum": list(LABS)},
-            "name": {"type": "string", "pattern": NAME_PATTERN},
+            "name": {"type": "string", "pattern": _NAME_PATTERN},
             "submitted": {"type": "string", "maxLength": 40},
             "exercises": {
                 "type": "object",
@@ -161,7 +155,7 @@ def lab_number(text: str | int) -> str:
 
 
 @cache
-def exercises_of(lab: str) -> frozenset[str]:
+def _exercises_of(lab: str) -> frozenset[str]:
     """The exercise names lab `lab`'s checkers record (their `@exercise` names)."""
     module = importlib.import_module(f"labkit.exercises.lab{lab}")
     return frozenset(
@@ -196,22 +190,18 @@ def _entry_problem(entry: Any) -> str | None:
 
 def _attack_problem(record: Any) -> str | None:
     """Why `record` is not an attack on the course's shop (one phrase), or None."""
-    from labkit.refunds.attacks import (
-        GOAL_FIELDS,
-        attack_from,
-        load_templates,
-        placeholder_problem,
-        schema_problem,
-    )
+    from labkit.refunds import attacks
     from labkit.refunds.lab import refund_lab
 
-    if (problem := schema_problem(record)) is not None:
+    if (problem := attacks.schema_problem(record)) is not None:
         return shorten(problem, 200)
-    if (problem := placeholder_problem("goal", record["goal"], GOAL_FIELDS)) is not None:
+    if (problem := attacks.placeholder_problem("goal", record["goal"], attacks.GOAL_FIELDS)) is not None:
         return problem
     lab = refund_lab()
     try:
-        attack_from(record, load_templates(lab.shop.folder / "templates.json"), lab.shop, "attack")
+        attacks.attack_from(
+            record, attacks.load_templates(lab.shop.folder / "templates.json"), lab.shop, "attack"
+        )
     except LabError as refused:
         return shorten(str(refused), 200)
     return None
@@ -223,13 +213,11 @@ def _guard_problem(table: Any) -> str | None:
     if (problem := table_problem(table)) is not None:
         return problem
     if not table["verdicts"].strip(RAISED):
-        return (
-            "the guard raised on every call it was asked about: it is no guard (fix it and run its checker)"
-        )
+        return "the guard raised on every call it was asked about: it is no guard (fix it, run its checker)"
     return None
 
 
-def problem(data: Any) -> str | None:
+def _problem(data: Any) -> str | None:
     """Why parsed JSON `data` is not a usable submission (one phrase), or None."""
     if (found := _schema_problem(_schema(), data)) is not None:
         return found
@@ -237,7 +225,7 @@ def problem(data: Any) -> str | None:
         datetime.fromisoformat(data["submitted"])
     except ValueError:
         return f"submitted: {shorten(data['submitted'], 40)!r} is not an ISO date (as `labkit submit` writes)"
-    lab, known = data["lab"], exercises_of(data["lab"])
+    lab, known = data["lab"], _exercises_of(data["lab"])
     for exercise, entry in data["exercises"].items():
         if exercise not in known:
             return f"exercises: lab {lab} has no exercise {exercise!r} (it has: {', '.join(sorted(known))})"
@@ -258,10 +246,10 @@ def problem(data: Any) -> str | None:
 
 def read(path: Path) -> Submission:
     """Read and check one submission file; SubmissionError (one phrase) if it is not usable."""
-    data = read_json_file(path, MAX_BYTES)
-    if (found := problem(data)) is not None:
+    data = _read_json_file(path, MAX_BYTES)
+    if (found := _problem(data)) is not None:
         raise SubmissionError(shorten(found, 300))
-    return Submission(printable(path.name), data)
+    return Submission(printable(path.name), data["lab"], data["name"], data)
 
 
 def _progress(lab: str) -> dict[str, Any]:
@@ -270,13 +258,11 @@ def _progress(lab: str) -> dict[str, Any]:
     if not os.path.lexists(path):
         return {}
     try:
-        data = read_json_file(path, MAX_PROGRESS_BYTES)
+        data = _read_json_file(path, _MAX_PROGRESS_BYTES)
+        if not isinstance(data, dict) or not isinstance(data.get("exercises"), dict):
+            raise SubmissionError("not a progress file (no exercises)")
     except SubmissionError as error:
         raise LabError(f"{path}: {error}; delete it and run the lab's exercise cells again") from None
-    if not isinstance(data, dict) or not isinstance(data.get("exercises"), dict):
-        raise LabError(
-            f"{path}: not a progress file (no exercises); delete it and run the lab's exercise cells again"
-        )
     return data["exercises"]
 
 
@@ -289,7 +275,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     from labkit.refunds.guard_table import FORMAT as TABLE
 
     lab = lab_number(lab)
-    if not re.fullmatch(NAME_PATTERN, name):
+    if not re.fullmatch(_NAME_PATTERN, name):
         raise LabError(
             f"name {shorten(name, 40)!r} must be 1-32 letters, digits, '.', '_' or '-', starting "
             "with a letter or digit (it names the file)"
@@ -302,7 +288,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
         raw = raw if isinstance(raw, dict) else {}
         first = raw.get("first_passed_attempt")
         entry = {"passed": first is not None, "attempts": raw.get("attempts"), "first_passed_attempt": first}
-        why = "lab has no such exercise" if exercise not in exercises_of(lab) else _entry_problem(entry)
+        why = "lab has no such exercise" if exercise not in _exercises_of(lab) else _entry_problem(entry)
         if why is not None:
             notes.append(f"exercise {shorten(ascii(exercise), 40)} is left out: {why}")
             continue
@@ -313,7 +299,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
         if exercise == "intent_attack":
             if (why := _attack_problem(payload)) is not None:
                 notes.append(f"your {exercise} attack is left out: {why}")
-            elif len(attacks) < 10:
+            else:
                 attacks.append(payload)
         elif isinstance(payload, dict) and payload.get("format") == TABLE:
             if (why := _guard_problem(payload)) is not None:
@@ -325,16 +311,10 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
             f"no exercise of lab {lab} is recorded in a usable form ({'; '.join(notes)[:200]}); "
             "run the lab's exercise cells, then submit"
         )
-    submission = {
-        "format": SUBMISSION_FORMAT,
-        "lab": lab,
-        "name": name,
-        "submitted": datetime.now(UTC).isoformat(timespec="seconds"),
-        "exercises": exercises,
-        "attacks": attacks,
-        "guards": guards,
-    }
-    if (why := problem(submission)) is not None:  # never hand over a file the class round would refuse
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    submission = dict(format=SUBMISSION_FORMAT, lab=lab, name=name, submitted=now, exercises=exercises)
+    submission |= {"attacks": attacks, "guards": guards}
+    if (why := _problem(submission)) is not None:  # never hand over a file the class round would refuse
         raise LabError(f"this submission would be refused by `labkit class` ({why}); nothing was written")
     return submission, notes
 
@@ -342,7 +322,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
 def _hand_in(text: str, folder: Path, stem: str) -> Path:
     """Write `text` into `folder` as `stem.json`, or the first free `stem-N.json`: never replacing a
     file, even with 30 laptops writing at once (O_EXCL), and leaving no partial file."""
-    for copy in range(1, MAX_COPIES + 1):
+    for copy in range(1, _MAX_COPIES + 1):
         target = folder / (f"{stem}.json" if copy == 1 else f"{stem}-{copy}.json")
         try:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -355,7 +335,7 @@ def _hand_in(text: str, folder: Path, stem: str) -> Path:
             target.unlink(missing_ok=True)
             raise
         return target
-    raise FileExistsError(f"{folder} already holds {stem}.json to {stem}-{MAX_COPIES}.json")
+    raise FileExistsError(f"{folder} already holds {stem}.json to {stem}-{_MAX_COPIES}.json")
 
 
 def submit(
@@ -393,22 +373,13 @@ def submit(
         ) from None
     for note in notes:
         print(f"labkit submit: {note}", file=sys.stderr)
-    taken = (
-        (
-            f" ({stem}.json is already there, yours or another learner's: it was left as it is; if both "
-            "are yours, delete the older one)"
-        )
-        if path.name != f"{stem}.json"
-        else ""
-    )
+    line = f"wrote {path}"
+    if path.name != f"{stem}.json":
+        line += f" ({stem}.json is already there, yours or another learner's: it was left as it is; if both "
+        line += "are yours, delete the older one)"
     passed = sum(e["passed"] for e in submission["exercises"].values())
-    extra = (
-        f", {len(submission['attacks'])} attack(s), {len(submission['guards'])} guard(s)"
-        if submission["lab"] == "03"
-        else ""
-    )
-    print(
-        f"wrote {path}{taken}: lab {submission['lab']}, {passed} of {len(submission['exercises'])} "
-        f"exercises passed{extra}. Hand this file to your instructor."
-    )
+    line += f": lab {submission['lab']}, {passed} of {len(submission['exercises'])} exercises passed"
+    if submission["lab"] == "03":
+        line += f", {len(submission['attacks'])} attack(s), {len(submission['guards'])} guard(s)"
+    print(line + ". Hand this file to your instructor.")
     return path

@@ -15,7 +15,7 @@ from labkit.course.argtypes import output_path, output_type
 from labkit.course.classroom.merge import chart, load_folder, pass_counts, red_team
 from labkit.course.commands import plain
 
-SELF_REPORTED = "self-reported: each file's own count, not re-checked here"
+_SELF_REPORTED = "self-reported: each file's own count, not re-checked here"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +67,7 @@ def handle(args: argparse.Namespace) -> int:
             "submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions],
             "skipped": skipped,
             "exercises": plain(counts.reset_index()),
-            "exercises_are": SELF_REPORTED,
+            "exercises_are": _SELF_REPORTED,
             "chart": str(path),
         }
         if round_ is not None:
@@ -79,7 +79,7 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     with pd.option_context("display.width", 120, "display.max_columns", 30, "display.max_colwidth", 40):
         print(f"{len(submissions)} submission(s) from {args.folder}, {len(skipped)} skipped.\n")
-        print(f"Exercises: learners who attempted and ever passed each one ({SELF_REPORTED})")
+        print(f"Exercises: learners who attempted and ever passed each one ({_SELF_REPORTED})")
         print(counts.to_string(), "\n")
         if round_ is not None:
             print(

@@ -25,8 +25,8 @@ from labkit.course.argtypes import int_in
 
 ALIAS = "smollm2"
 PORT = 8000
-READY_S = 60.0  # the server loads the 98 MB model in about a second; give a slow disk a minute
-SERVER_MODULES = (
+_READY_S = 60.0  # the server loads the 98 MB model in about a second; give a slow disk a minute
+_SERVER_MODULES = (
     "llama_cpp",
     "fastapi",
     "uvicorn",
@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def require_server() -> None:
     """LabError naming what is missing when llama-cpp-python's server extra is not installed."""
-    missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         raise LabError(
             f"llama-cpp-python's server is not installed (missing {', '.join(missing)}): "
@@ -98,7 +98,7 @@ def server_command(
     return [sys.executable, "-m", "llama_cpp.server", *(part for item in options.items() for part in item)]
 
 
-def addresses(host: str) -> list[str]:
+def _addresses(host: str) -> list[str]:
     """The addresses learners can reach this server at: the one it listens on, or for 0.0.0.0
     this machine's outgoing address on the room's network (found without sending anything)."""
     if host not in ("0.0.0.0", "", "::"):
@@ -113,7 +113,7 @@ def addresses(host: str) -> list[str]:
     return [address for address in found if not address.startswith("127.")] or ["127.0.0.1"]
 
 
-def wait_until_ready(process: subprocess.Popen, url: str, limit: float = READY_S) -> str:
+def wait_until_ready(process: subprocess.Popen, url: str, limit: float = _READY_S) -> str:
     """The model id `url` (/v1/models) lists once it answers; LabError if the server exits or
     has not answered within `limit` seconds."""
     deadline = time.monotonic() + limit
@@ -161,7 +161,7 @@ def handle(args: argparse.Namespace) -> int:
         served = wait_until_ready(process, f"http://{local}:{args.port}/v1/models")
         print(f"serving {served} with llama_cpp.server on {args.host}:{args.port} (one request at a time)")
         print("each learner sets, in the notebook's parameters cell or before starting Jupyter:")
-        for address in addresses(args.host):
+        for address in _addresses(args.host):
             print(f"    OPENAI_BASE_URL=http://{address}:{args.port}/v1   LABKIT_MODEL=openai:{ALIAS}")
         print(
             "00_start_here.ipynb's setup check shows whether it answers. Ctrl-C stops the server.", flush=True

@@ -76,8 +76,7 @@ def handle(args: argparse.Namespace) -> int:
         )
         return 130
     passed = sum(e["passed"] for e in episodes)
-    print(
-        f"{len(episodes)} episodes, {passed} passed, in {time.perf_counter() - start:.0f} s; wrote {args.record}"
-    )
+    took = time.perf_counter() - start
+    print(f"{len(episodes)} episodes, {passed} passed, in {took:.0f} s; wrote {args.record}")
     print(f"Evaluate: python -m labkit evaluate --trials {args.record}")
     return 0

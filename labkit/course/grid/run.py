@@ -102,35 +102,32 @@ def plan(grid: Grid, record: str | Path) -> GridPlan:
             lines = list(read_records(record))
         except FixtureError as error:
             raise FixtureError(
-                f"{error}: not a recording of grid {grid.path}; it was left as it is "
-                "(record into another file)"
+                f"{error}: not a recording of grid {grid.path}; it was left as it is"
             ) from None
         for number, line in lines:
+            where = f"{record}: line {number}: "
             if line["kind"] == "call":
-                if line.get("run") not in labels:
+                problem = (
+                    None if line.get("run") in labels else f"a call of run {line.get('run')!r}, which is"
+                )
+            elif (episode := by_key.get(record_key(line))) is None:
+                problem = f"case {line['case']!r} trial {line['trial']} of {line['run']!r} is"
+            else:
+                settings = (line["run"], line["max_tokens"], line["limits"]["budget_tokens"])
+                wanted = (episode.label, episode.max_tokens, episode.budget_tokens)
+                if settings != wanted:
                     raise FixtureError(
-                        f"{record}: line {number}: a call of run {line.get('run')!r}, which is "
-                        f"not in grid {grid.path}: choose another file"
+                        f"{where}recorded with run, max_tokens, budget_tokens {settings}, "
+                        f"and this grid asks {wanted}: choose another file"
                     )
+                if episode.key() in seen:
+                    raise FixtureError(
+                        f"{where}case {line['case']!r} is recorded twice: it cannot be resumed"
+                    )
+                seen.add(episode.key())
                 continue
-            key = record_key(line)
-            where = f"{record}: line {number}: case {line['case']!r} trial {line['trial']} of {line['run']!r}"
-            if key not in by_key:
-                raise FixtureError(
-                    f"{where} is not in grid {grid.path}: resume a recording with the grid "
-                    "that wrote it, or choose another file"
-                )
-            episode = by_key[key]
-            settings = (line["run"], line["max_tokens"], line["limits"]["budget_tokens"])
-            wanted = (episode.label, episode.max_tokens, episode.budget_tokens)
-            if settings != wanted:
-                raise FixtureError(
-                    f"{where} was recorded with run, max_tokens, budget_tokens {settings}, "
-                    f"and this grid asks {wanted}: choose another file"
-                )
-            if key in seen:
-                raise FixtureError(f"{where} is recorded twice: this file cannot be resumed")
-            seen.add(key)
+            if problem is not None:
+                raise FixtureError(f"{where}{problem} not in grid {grid.path}: choose another file")
     return GridPlan(grid, record, [e for e in grid.episodes if e.key() not in seen], len(seen), cut)
 
 
@@ -161,10 +158,8 @@ def _on_dask(todo: list[GridEpisode], client: Any) -> Iterator[list[dict[str, An
                 yield future.result()
             except KilledWorker:
                 e = futures[future]
-                raise LabError(
-                    f"the workers running {e.label!r} case {e.case!r} trial {e.trial} died each "
-                    "time it ran; stopped (what finished is recorded: rerun to resume)"
-                ) from None
+                why = f"the workers running {e.label!r} case {e.case!r} trial {e.trial} died each time it ran"
+                raise LabError(f"{why}; stopped (what finished is recorded: rerun to resume)") from None
     finally:
         client.cancel(list(futures))
 
@@ -196,10 +191,10 @@ def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], 
                 held.clear()
             elif len(held) == MAX_PROVIDER_FAILURES:
                 detail = next((r["error"] for r in reversed(records) if "error" in r), "no detail")
+                down = f"{records[-1]['backend']}: {len(held)} episodes in a row ended in provider_error"
                 raise LabError(
-                    f"{records[-1]['backend']}: {len(held)} episodes in a row ended in "
-                    f"provider_error (last: {detail}); stopped with {len(recorded)} new episode(s) "
-                    f"in {work.record}: rerun to resume"
+                    f"{down} (last: {detail}); stopped with {len(recorded)} new episode(s) in "
+                    f"{work.record}: rerun to resume"
                 )
         for held in failing.values():
             for each in held:
@@ -212,7 +207,7 @@ def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], 
 def local_cluster(workers: int) -> Any:
     """A `distributed.LocalCluster` of `workers` processes, one thread each, logs quiet (a failed
     episode is one line, not a worker's traceback), the dashboard on any free port."""
-    import logging
+    from logging import CRITICAL
 
     from distributed import LocalCluster
 
@@ -221,12 +216,9 @@ def local_cluster(workers: int) -> Any:
     # llama.cpp evaluates a prompt on every core by default: two workers on two cores would run
     # four threads (measured: 0.59x one process). Each worker gets its share of the cores instead.
     share = max(1, (os.cpu_count() or 1) // workers)
-    return LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        env={THREADS_ENV: str(share)},
-        processes=True,
-        dashboard_address=None,
-        scheduler_kwargs={"dashboard_address": ":0"},
-        silence_logs=logging.CRITICAL,
-    )
+    quiet = {
+        "dashboard_address": None,
+        "scheduler_kwargs": {"dashboard_address": ":0"},
+        "silence_logs": CRITICAL,
+    }
+    return LocalCluster(n_workers=workers, threads_per_worker=1, env={THREADS_ENV: str(share)}, **quiet)

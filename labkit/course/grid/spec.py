@@ -40,7 +40,7 @@ from labkit.model.constraints import RUNGS
 from labkit.model.factory import backend_name
 from labkit.model.policy import MAX_TOKENS
 
-GRID_LABS = ("docuctl", "refunds", "routing")
+_GRID_LABS = ("docuctl", "refunds", "routing")
 MAX_EPISODES = 100_000  # a week of model time at 6 s each: more likely a mistyped axis than a study
 # Per lab: the axes whose combinations are the cells, and the axis each cell runs k times over.
 _CELL_AXES = {
@@ -110,57 +110,46 @@ class Grid:
     episodes: tuple[GridEpisode, ...]
 
 
-def _list(items: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "array", "minItems": 1, "maxItems": 100, "uniqueItems": True, "items": items}
+def _list(items: dict[str, Any], default: Any = None) -> dict[str, Any]:
+    """The schema of an axis of distinct values; `default` (a JSON Schema annotation) is used when absent."""
+    schema = {"type": "array", "minItems": 1, "maxItems": 100, "uniqueItems": True, "items": items}
+    return schema if default is None else schema | {"default": default}
 
 
 def _axes(lab: str) -> dict[str, Any]:
-    """The schema of each axis a `lab` grid may have."""
+    """The schema of each axis a `lab` grid may have, with its default."""
     ids = _list({"type": "string", "minLength": 1, "maxLength": 200})
     axes = {
-        "lab": {"enum": list(GRID_LABS)},
+        "lab": {"enum": list(_GRID_LABS)},
         "models": ids,
-        "temperatures": _list({"type": "number", "minimum": 0, "maximum": 2}),
-        "seeds": _list({"type": "integer", "minimum": 0, "maximum": SEED_MAX - MAX_TRIALS}),
-        "k": {"type": "integer", "minimum": 1, "maximum": MAX_TRIALS},
+        "temperatures": _list({"type": "number", "minimum": 0, "maximum": 2}, [0.0]),
+        "seeds": _list({"type": "integer", "minimum": 0, "maximum": SEED_MAX - MAX_TRIALS}, [0]),
+        "k": {"type": "integer", "minimum": 1, "maximum": MAX_TRIALS, "default": 1},
     }
     if lab == "refunds":
         from labkit.refunds.defenses import DEFENSES
+        from labkit.refunds.model_rows import MODEL_DEFENSES
 
         return axes | {
-            "rungs": _list({"enum": ["L0", "L1", "L2"]}),
-            "defenses": _list({"enum": list(DEFENSES)}),
-            "cases": {"oneOf": [{"const": "model"}, ids]},
+            "rungs": _list({"enum": ["L0", "L1", "L2"]}, ["L2"]),
+            "defenses": _list({"enum": list(DEFENSES)}, list(MODEL_DEFENSES)),
+            "cases": {"oneOf": [{"const": "model"}, ids], "default": "model"},
         }
     if lab == "routing":
         from labkit.routing.model_reviser import VARIANTS
         from labkit.routing.reviser_trials import GRID_CONTROLS
 
         return axes | {
-            "controls": _list({"enum": list(GRID_CONTROLS)}),
-            "variants": _list({"enum": list(VARIANTS.values())}),
+            "controls": _list({"enum": list(GRID_CONTROLS)}, list(GRID_CONTROLS)),
+            "variants": _list({"enum": list(VARIANTS.values())}, list(VARIANTS.values())),
         }
     return axes | {
-        "prompts": _list({"enum": list(PROMPTS)}),
-        "rungs": _list({"enum": list(RUNGS)}),
-        "cases": {"oneOf": [{"enum": list(CASE_SETS)}, ids]},
+        "prompts": _list({"enum": list(PROMPTS)}, ["base"]),
+        "rungs": _list({"enum": list(RUNGS)}, ["L1"]),
+        "cases": {"oneOf": [{"enum": list(CASE_SETS)}, ids], "default": "all"},
         "max_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_TOKENS_MAX},
         "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 2**53},
     }
-
-
-def _defaults(lab: str) -> dict[str, Any]:
-    common = {"temperatures": [0.0], "seeds": [0], "k": 1}
-    if lab == "refunds":
-        from labkit.refunds.model_rows import MODEL_DEFENSES
-
-        return common | {"rungs": ["L2"], "defenses": list(MODEL_DEFENSES), "cases": "model"}
-    if lab == "routing":
-        from labkit.routing.model_reviser import VARIANTS
-        from labkit.routing.reviser_trials import GRID_CONTROLS
-
-        return common | {"controls": list(GRID_CONTROLS), "variants": list(VARIANTS.values())}
-    return common | {"prompts": ["base"], "rungs": ["L1"], "cases": "all"}
 
 
 def _read(path: Path) -> Any:
@@ -212,10 +201,8 @@ def _check_models(path: Path, models: list[str]) -> None:
         if model.startswith("replay:") and not Path(file).is_file():
             raise FixtureError(f"{path}: field 'models[{index}]': {file}: trials file not found")
         if name in names:
-            raise FixtureError(
-                f"{path}: field 'models[{index}]': {model!r} and {names[name]!r} are both "
-                f"{name!r}: their runs would share labels (run one grid per recording)"
-            )
+            also = f"{model!r} and {names[name]!r} are both {name!r}"
+            raise FixtureError(f"{path}: field 'models[{index}]': {also}: their runs would share labels")
         names[name] = model
 
 
@@ -251,19 +238,14 @@ def _refund_task(case: str, defense: str) -> str:
 def _episode(lab: str, cell: dict[str, Any], inner: str, trial: int, values: dict[str, Any]) -> GridEpisode:
     model, temperature, seed = cell["models"], float(cell["temperatures"]), int(cell["seeds"])
     backend = backend_name(model)
-    tail = f" T={temperature:g}" + (f" seed={seed}" if len(values["seeds"]) > 1 else "")
+    seeds = f" seed={seed}" if len(values["seeds"]) > 1 else ""
+    common = {"lab": lab, "model": model, "temperature": temperature, "seed": seed, "trial": trial}
     if lab == "refunds":
         defense, rung = cell["defenses"], cell["rungs"]
+        options = (("case", inner), ("defense", defense))
+        label = f"{backend} refunds {rung} T={temperature:g}{seeds} {defense}"
         return GridEpisode(
-            lab,
-            model,
-            rung,
-            temperature,
-            seed,
-            _refund_task(inner, defense),
-            trial,
-            f"{backend} refunds {rung}{tail} {defense}",
-            options=(("case", inner), ("defense", defense)),
+            **common, rung=rung, case=_refund_task(inner, defense), label=label, options=options
         )
     if lab == "routing":
         from labkit.routing.reviser_trials import GRID_CONTROLS
@@ -271,32 +253,17 @@ def _episode(lab: str, cell: dict[str, Any], inner: str, trial: int, values: dic
         control = cell["controls"]
         rung, cut = GRID_CONTROLS[control]
         case = f"announcement+{inner}" + (f"+cut{cut}" if cut else "")
+        label = f"{backend} routing {control} T={temperature:g}{seeds}"
         return GridEpisode(
-            lab,
-            model,
-            rung,
-            temperature,
-            seed,
-            case,
-            trial,
-            f"{backend} routing {control}{tail}",
-            options=(("control", control), ("variant", inner)),
+            **common, rung=rung, case=case, label=label, options=(("control", control), ("variant", inner))
         )
     prompt, rung = cell["prompts"], cell["rungs"]
-    label = default_label(SimpleNamespace(name=backend), prompt, temperature, rung)
-    return GridEpisode(
-        lab,
-        model,
-        rung,
-        temperature,
-        seed,
-        inner,
-        trial,
-        label + (f" seed={seed}" if len(values["seeds"]) > 1 else ""),
-        prompt,
-        int(values.get("max_tokens", MAX_TOKENS)),
-        values.get("budget_tokens"),
-    )
+    label = default_label(SimpleNamespace(name=backend), prompt, temperature, rung) + seeds
+    tokens = {
+        "max_tokens": int(values.get("max_tokens", MAX_TOKENS)),
+        "budget_tokens": values.get("budget_tokens"),
+    }
+    return GridEpisode(**common, rung=rung, case=inner, label=label, prompt=prompt, **tokens)
 
 
 def load_spec(path: str | Path) -> Grid:
@@ -304,15 +271,16 @@ def load_spec(path: str | Path) -> Grid:
     path = Path(path)
     data = _read(path)
     lab = data.get("lab", "docuctl") if isinstance(data, dict) else "docuctl"
-    if lab not in GRID_LABS:
-        raise FixtureError(f"{path}: field 'lab': must be one of {', '.join(GRID_LABS)}, got {lab!r}")
-    _check(path, data, _axes(lab))
+    if lab not in _GRID_LABS:
+        raise FixtureError(f"{path}: field 'lab': must be one of {', '.join(_GRID_LABS)}, got {lab!r}")
+    axes = _axes(lab)
+    _check(path, data, axes)
     _check_models(path, data["models"])
-    values = _defaults(lab) | data
+    values = {name: schema["default"] for name, schema in axes.items() if "default" in schema} | data
     if "cases" in values:
         values["cases"] = _cases(path, lab, values["cases"])
     values["k"] = int(values["k"])  # JSON Schema counts 2.0 as an integer
-    axes = _CELL_AXES[lab]
+    axes = _CELL_AXES[lab]  # the cell axes, in order
     cells = math.prod(len(values[axis]) for axis in axes)
     total = cells * values["k"] * len(values[_INNER[lab]])
     if total > MAX_EPISODES:  # counted from the axes: nothing is built for a grid too large
