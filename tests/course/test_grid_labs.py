@@ -116,17 +116,6 @@ def test_refund_grid_records_each_episode_once_and_resumes(tmp_path, fake):
     assert sorted(record_key(e) for e in episodes_in(record)) == sorted(keys)
 
 
-def test_refund_episode_records_hold_the_ledger_score(tmp_path, fake):
-    grid = load_spec(refund_spec(tmp_path, cases=("r-dev-other",), defenses=("none",)))
-    record = tmp_path / "r.jsonl"
-    execute(plan(grid, record))
-    (episode,) = episodes_in(record)
-    assert episode["lab"] == "refunds" and episode["case"] == "r-dev-other+none"
-    assert episode["defense"] == "none" and episode["attack"] is None and episode["rung"] == "L2"
-    # r-dev-other is a request to refuse: a final after one lookup pays nothing, which is right.
-    assert episode["utility"] is True and episode["refunds"] == [] and episode["unauthorized"] == 0
-
-
 def test_replay_reads_what_the_refund_grid_wrote(tmp_path, fake):
     grid = load_spec(refund_spec(tmp_path))
     record = tmp_path / "refunds-fake.jsonl"

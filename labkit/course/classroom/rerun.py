@@ -3,11 +3,9 @@
 Each lab with a model (02-04) has a cell tagged `parameters` (papermill's convention) assigning
 LABKIT_MODEL, K, TEMPERATURE and SEED. `rerun` has papermill inject the values asked for after it
 and execute the notebook top to bottom in a fresh `python3` kernel, from the notebooks' folder.
-The kernel also gets `LABKIT_MODEL` in its environment and, for a live backend, `LABKIT_RECORD`, so
-every model call is recorded under `runs/rerun/`. The executed notebook goes to a temporary file
-beside OUT, renamed into place only if every cell ran; otherwise it is kept as `OUT.failed.ipynb`
-and the error is one line naming the cell. Progress is one line per code cell executed, with the
-model calls recorded so far; the kernel's own log stays off the terminal (log level ERROR).
+The kernel also gets `LABKIT_MODEL` in its environment and, for a live backend, `LABKIT_RECORD`
+(every call recorded under `runs/rerun/`). The executed notebook is renamed into OUT only if every
+cell ran; otherwise it is kept as `OUT.failed.ipynb` and the error is one line naming the cell.
 
 Dropped, as the course does not need it: a heartbeat line during one long cell, and parameter
 names matched without regard to case (every lab declares the same four names).
@@ -24,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from labkit.core.errors import LabError
 from labkit.core.paths import CHECKOUT, runs_dir
@@ -88,15 +87,12 @@ def rerun(
     model: str,
     output: Path,
     *,
-    k: int | None = None,
-    temperature: float | None = None,
-    seed: int | None = None,
     folder: Path = NOTEBOOKS,
-    timeout: int = 3600,
     progress: Callable[[str], None] | None = _to_stderr,
+    **knobs: Any,
 ) -> Rerun:
-    """Execute lab `lab` with `model` (a LABKIT_MODEL spec) and the given knobs; see the module doc.
-    `progress` gets one line per code cell executed (None: nothing is reported)."""
+    """Execute lab `lab` with `model` (a LABKIT_MODEL spec) and `knobs` (k, temperature, seed; None:
+    the notebook's own); see the module doc. `progress` gets one line per code cell (None: nothing)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
     from papermill.inspection import inspect_notebook
@@ -105,10 +101,8 @@ def rerun(
     from labkit.model.factory import backend_name
 
     if lab in WITHOUT_MODEL:
-        raise LabError(
-            f"lab {lab} has no model to vary ({WITHOUT_MODEL[lab]}): nothing to re-run against "
-            "another backend; labs 02-04 call one"
-        )
+        why = f"lab {lab} has no model to vary ({WITHOUT_MODEL[lab]})"
+        raise LabError(f"{why}: nothing to re-run against another backend; labs 02-04 call one")
     backend_name(model)  # a spec that names no backend: its one line, before anything runs
     try:  # before anything runs: a folder, a path under a file or /proc would fail only at the end
         output_path(output)
@@ -117,19 +111,14 @@ def rerun(
     notebook = notebook_of(lab, folder)
     declared = list(inspect_notebook(str(notebook)))
     if not declared:
-        raise LabError(
-            f"{notebook.name} has no cell tagged 'parameters' (papermill's convention): it "
-            "cannot be re-run with other parameters"
-        )
-    chosen = {}
-    for key, value in {"model": model, "k": k, "temperature": temperature, "seed": seed}.items():
-        if value is not None and PARAMETERS[key] not in declared:
+        raise LabError(f"{notebook.name} has no cell tagged 'parameters' (papermill's convention)")
+    chosen = {PARAMETERS[key]: value for key, value in {"model": model, **knobs}.items() if value is not None}
+    for key, name in PARAMETERS.items():
+        if name in chosen and name not in declared:
             raise LabError(
-                f"{notebook.name}'s parameters cell has no {key} parameter "
-                f"(it declares: {', '.join(declared)})"
+                f"{notebook.name}'s parameters cell has no {key} parameter (it declares: "
+                f"{', '.join(declared)})"
             )
-        if value is not None:
-            chosen[PARAMETERS[key]] = value
     record, env = None, {"LABKIT_MODEL": model}
     if not model.startswith("replay"):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
@@ -138,41 +127,35 @@ def rerun(
         env["LABKIT_RECORD"] = str(record)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.stem}.partial.ipynb")
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)  # papermill's kernel inherits this process's environment
     if progress is not None:
+        recorded = f"; model calls recorded in {record}" if record else ""
         progress(
-            f"lab {lab}: running {notebook.name} against {model}, top to bottom in a fresh kernel"
-            + (f"; model calls recorded in {record}" if record else "")
+            f"lab {lab}: running {notebook.name} against {model}, top to bottom in a fresh kernel{recorded}"
         )
+    # Saved when it ends or fails, not after every cell: each save re-encodes the whole notebook.
+    options = {
+        "kernel_name": "python3",
+        "progress_bar": False,
+        "log_output": False,
+        "execution_timeout": 3600,
+        "request_save_on_cell_execute": False,
+        "extra_arguments": ["--IPKernelApp.log_level=ERROR"],
+    }
     try:
-        # Saved when it ends or fails, not after every cell: each save re-encodes the whole notebook.
-        papermill.execute_notebook(
-            str(notebook),
-            str(partial),
-            parameters=chosen,
-            kernel_name="python3",
-            cwd=str(notebook.parent),
-            progress_bar=False,
-            log_output=False,
-            execution_timeout=timeout,
-            request_save_on_cell_execute=False,
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
-            **_hooks(progress or (lambda line: None), record),
-        )
+        with mock.patch.dict(os.environ, env):  # papermill's kernel inherits this process's environment
+            papermill.execute_notebook(
+                str(notebook),
+                str(partial),
+                parameters=chosen,
+                cwd=str(notebook.parent),
+                **options,
+                **_hooks(progress or (lambda line: None), record),
+            )
     except PapermillExecutionError as error:
         failed = output.with_name(f"{output.stem}.failed.ipynb")
         os.replace(partial, failed)
         first = shorten(str(error.evalue).splitlines()[0], 200) if error.evalue else ""
-        raise LabError(
-            f"lab {lab} stopped at cell {error.exec_count}: {error.ename}: {first} "
-            f"(the notebook up to there: {failed})"
-        ) from None
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        stopped = f"lab {lab} stopped at cell {error.exec_count}: {error.ename}: {first}"
+        raise LabError(f"{stopped} (the notebook up to there: {failed})") from None
     os.replace(partial, output)
     return Rerun(output, record, chosen)

@@ -1,17 +1,13 @@
 """A learner's work on one lab as one JSON file: built from their progress, read back as data.
 
 `build(lab, name)` turns `runs/progress/labNN.json` (written by every checker) into a submission:
-per exercise, whether it was ever passed, at which attempt it first was, and how many attempts;
-for lab 03 also the attack the learner wrote (`intent_attack`'s payload, in attacks.json's shape)
-and each guard as a guard table of its verdicts (`labkit.refunds.guard_table`), never as code.
-
-`read(path)` is the other side, run over files from the room, which are untrusted data: it opens a
-file once without blocking or following a link, reads at most MAX_BYTES of UTF-8 JSON, executes
-nothing, and checks it against the schema and the course (`problem`): an exercise the lab does not
-have, counts that contradict each other, an attack goal with more than plain `{name}` placeholders,
-an attack or a guard table that does not fit the shop. Any failure is one SubmissionError phrase.
-The progress file is read the same way (a learner may edit it): an entry `read` would refuse is
-left out with a note, so `submit` never hands over a file `labkit class` refuses.
+per exercise, ever passed, first passing attempt, attempts; for lab 03 also the learner's attack
+(`intent_attack`'s payload) and each guard as a table of its verdicts, never as code. `read(path)`
+is the other side, over files from the room, which are untrusted data: opened once without blocking
+or following a link, at most MAX_BYTES of UTF-8 JSON, never executed, checked against the schema
+and the course (`_problem`); any failure is one SubmissionError phrase. The progress file is read
+the same way: an entry `read` would refuse is left out with a note, so `submit` never hands over a
+file `labkit class` refuses.
 """
 
 from __future__ import annotations
@@ -43,16 +39,21 @@ _MAX_COPIES = 99  # labNN-NAME.json .. labNN-NAME-99.json in a shared folder
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
 _ATTEMPTS = {"type": "integer", "minimum": 1, "maximum": _MAX_ATTEMPTS}
 _EXERCISE = {"type": "string", "pattern": "^[a-z0-9_]{1,40}$"}
-_ENTRY = {
-    "type": "object",
-    "properties": {
+
+
+def _object(properties: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """The schema of a JSON object with exactly these properties."""
+    closed = {"required": list(properties), "additionalProperties": False}
+    return {"type": "object", "properties": properties, **closed, **more}
+
+
+_ENTRY = _object(
+    {
         "passed": {"type": "boolean"},
         "attempts": _ATTEMPTS,
         "first_passed_attempt": {"oneOf": [_ATTEMPTS, {"type": "null"}]},
-    },
-    "required": ["passed", "attempts", "first_passed_attempt"],
-    "additionalProperties": False,
-}
+    }
+)
 
 
 class SubmissionError(ValueError):
@@ -109,41 +110,26 @@ def _schema() -> dict[str, Any]:
     from labkit.refunds.attacks import ATTACKS
     from labkit.refunds.guard_table import FORMAT as TABLE
 
-    table = {
-        "type": "object",
-        "properties": {
+    table = _object(
+        {
             "format": {"const": TABLE},
             "shop": {"type": "string", "maxLength": 64},
             "size": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
             "verdicts": {"type": "string", "maxLength": 200_000},
-        },
-        "required": ["format", "shop", "size", "verdicts"],
-        "additionalProperties": False,
-    }
-    return {
-        "type": "object",
-        "properties": {
+        }
+    )
+    per_exercise = {"type": "object", "propertyNames": _EXERCISE}
+    return _object(
+        {
             "format": {"const": SUBMISSION_FORMAT},
             "lab": {"enum": list(LABS)},
             "name": {"type": "string", "pattern": _NAME_PATTERN},
             "submitted": {"type": "string", "maxLength": 40},
-            "exercises": {
-                "type": "object",
-                "maxProperties": 40,
-                "propertyNames": _EXERCISE,
-                "additionalProperties": _ENTRY,
-            },
+            "exercises": {**per_exercise, "maxProperties": 40, "additionalProperties": _ENTRY},
             "attacks": {**ATTACKS, "maxItems": 10},
-            "guards": {
-                "type": "object",
-                "maxProperties": 5,
-                "propertyNames": _EXERCISE,
-                "additionalProperties": table,
-            },
-        },
-        "required": ["format", "lab", "name", "submitted", "exercises", "attacks", "guards"],
-        "additionalProperties": False,
-    }
+            "guards": {**per_exercise, "maxProperties": 5, "additionalProperties": table},
+        }
+    )
 
 
 def lab_number(text: str | int) -> str:
