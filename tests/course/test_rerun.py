@@ -1,7 +1,6 @@
 """`labkit rerun`: a lab re-executed with papermill, its parameters injected, written only when it ran."""
 
 import configparser
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -9,17 +8,12 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+from papermill.inspection import inspect_notebook
 
-from labkit.core.paths import runs_dir
-
-# Found, not imported: every xdist worker collects this module while one of them runs it.
-if importlib.util.find_spec("papermill") is None:
-    pytest.skip("labkit rerun needs the `rerun` extra (papermill)", allow_module_level=True)
-
-from labkit.core.errors import LabError  # noqa: E402
-from labkit.core.paths import CHECKOUT  # noqa: E402
-from labkit.core.progress import LABS  # noqa: E402
-from labkit.course.classroom.rerun import NOTEBOOKS, WITHOUT_MODEL, notebook_of, rerun  # noqa: E402
+from labkit.core.errors import LabError
+from labkit.core.paths import CHECKOUT, runs_dir
+from labkit.core.progress import LABS
+from labkit.course.classroom.rerun import NOTEBOOKS, WITHOUT_MODEL, notebook_of, rerun
 
 PARAMETERS = 'LABKIT_MODEL = "replay"\nK = 1\nTEMPERATURE = 0.0\nSEED = 0'
 SHOW = (
@@ -173,8 +167,6 @@ def checked_outputs(path):
 
 @pytest.mark.parametrize("number", MODEL_LABS)
 def test_every_lab_with_a_model_declares_the_four_parameters(number):
-    from papermill.inspection import inspect_notebook
-
     declared = inspect_notebook(str(notebook_of(number)))
     assert {name: p["default"] for name, p in declared.items()} == {
         "LABKIT_MODEL": '"replay"',
@@ -185,14 +177,13 @@ def test_every_lab_with_a_model_declares_the_four_parameters(number):
 
 
 def test_lab_01_has_no_parameters_cell_and_rerun_says_it_has_no_model_in_one_line(cli, tmp_path):
-    from papermill.inspection import inspect_notebook
-
     assert list(WITHOUT_MODEL) == ["01"] and inspect_notebook(str(notebook_of("01"))) == {}
     code, out, err = cli("rerun", "1", "--model", "local", "-o", str(tmp_path / "o.ipynb"))
-    assert code == 2 and out == ""
-    assert err == (
-        "labkit rerun: error: lab 01 has no model to vary (its policies are all scripted): "
-        "nothing to re-run against another backend; labs 02-04 call one\n"
+    assert (
+        code == 2
+        and out == ""
+        and err.startswith("labkit rerun: error: lab 01 has no model to vary")
+        and err.count("\n") == 1
     )
     assert not (tmp_path / "o.ipynb").exists()
 
@@ -219,8 +210,6 @@ def test_a_rerun_reports_each_cell_and_the_live_calls_so_far(recorded):
     assert lines[0].startswith("lab 02: running 02_demo.ipynb against ollama:qwen2.5:0.5b")
     cells = [line for line in lines[1:] if " done in " in line]
     assert len(cells) == 5  # the parameters cell, papermill's injected one, and three
-    assert cells[0].startswith("  cell 1/5 done in ")
-    assert cells[0].endswith("(0 model calls, 0 live episodes so far)")
+    assert cells[0].startswith("  cell 1/5 done in ") and cells[-1].startswith("  cell 5/5 done in ")
     assert cells[2].endswith("(0 model calls, 0 live episodes so far)")  # it printed, recorded nothing
-    assert cells[-1].startswith("  cell 5/5 done in ")
     assert cells[-1].endswith("(2 model calls, 1 live episode so far)")
