@@ -49,8 +49,12 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
     if not (args.workers or args.scheduler):
         yield None
         return
-    from distributed import Client
-
+    try:
+        from distributed import Client
+    except ImportError:
+        raise LabError(
+            "--workers and --scheduler need Dask: pip install -c requirements.txt -e '.[grid]'"
+        ) from None
     from labkit.course.grid import run
 
     if args.workers:
