@@ -1,12 +1,9 @@
 """The course wing: tooling around the labs that no notebook teaches.
 
-- `cli` and `commands`: `python -m labkit COMMAND`, one module per command;
-- `classroom`: a learner's work as data (`submission`), the class round (`merge`), and
-  `labkit rerun` (papermill);
+- `cli` and `commands`: `python -m labkit COMMAND`, one module per command (`argtypes`: their types);
+- `classroom`: a learner's work as data (`submission`), the class round (`merge`), `labkit rerun`;
 - `grid`: trial grids run once per episode, in-process or on Dask;
-- `setup_check` (`00_start_here`), `student` (`make student`), `jupyter_settings`,
-  `pytest_plugin`, `argtypes` (argparse types shared by the commands).
+- `setup_check` (`00_start_here`), `student` (`make student`), `jupyter_settings`, `pytest_plugin`.
 
-The course wing may import any lab; no lab, core or model module imports it
-(tests/test_layout.py).
+The course wing may import any lab; no lab, core or model module imports it.
 """

@@ -1,11 +1,9 @@
 """Turn off JupyterLab's news popup for this environment: `python -m labkit.course.jupyter_settings`.
 
-On first open JupyterLab asks "Would you like to get notified about official Jupyter news?"
-in a toast that covers a notebook's outputs. `jupyter_overrides.json` (next to this file)
-sets the news feed and update check off; `install()` copies it into the environment's
-JupyterLab settings as `<sys.prefix>/share/jupyter/lab/settings/overrides.d/labkit.json`,
-a layer JupyterLab reads on start and that leaves any other override file alone.
-(`make lab` runs it; pip cannot do it for an editable install, which skips data files.)
+On first open JupyterLab asks about "official Jupyter news" in a toast over a notebook's outputs.
+`jupyter_overrides.json` (next to this file) sets the news feed and update check off;
+`install_overrides()` copies it to `<sys.prefix>/share/jupyter/lab/settings/overrides.d/labkit.json`,
+a layer JupyterLab reads on start (`make lab` runs it: pip skips data files of an editable install).
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ def installed(prefix: str | Path = sys.prefix) -> bool:
     return path.is_file() and path.read_bytes() == SOURCE.read_bytes()
 
 
-def install(prefix: str | Path = sys.prefix) -> Path:
+def install_overrides(prefix: str | Path = sys.prefix) -> Path:
     """Copy the override into `prefix`'s JupyterLab settings; return where it went."""
     path = target(prefix)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -36,4 +34,4 @@ def install(prefix: str | Path = sys.prefix) -> Path:
 
 
 if __name__ == "__main__":
-    print(f"JupyterLab's news popup is off for this environment: {install()}")
+    print(f"JupyterLab's news popup is off for this environment: {install_overrides()}")

@@ -1,8 +1,9 @@
 """The setup check of `00_start_here.ipynb`: one row per thing a lab needs, with a one-line fix.
 
-`report()` returns a DataFrame: check, status ("ok", "FIX" for something a lab needs,
-"optional" for a model backend that is not usable right now), what was found, and what to do.
-Every check is bounded: nothing here downloads, builds or waits more than `OLLAMA_TIMEOUT`.
+`report()` returns a DataFrame: check, status ("ok", "FIX" for something a lab needs, "optional"
+for a model backend not usable right now), what was found, and what to do. Nothing here
+downloads, builds or waits more than _TIMEOUT_S; what it shows of a
+course checkout names no folder of the machine.
 """
 
 from __future__ import annotations
@@ -20,187 +21,191 @@ import pandas as pd
 
 from labkit.core.paths import CHECKOUT
 
-OLLAMA_TIMEOUT = 0.5  # seconds: a server on this laptop or the room's answers in milliseconds
-# The versions the notebooks' checked outputs were made with (pandas' table repr above all).
-PINNED = ("pandas", "numpy", "matplotlib")
-INSTALL = "run `make lab` in the course folder (without make: see the README), then pick the kernel of .venv"
-
-Row = tuple[str, str, str, str]  # check, status, found, fix
-
-
-def _pins() -> dict[str, str]:
-    """name -> version pinned in the checkout's requirements.txt (empty if there is none)."""
-    path = CHECKOUT / "requirements.txt"
-    if not path.is_file():
-        return {}
-    pins = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        name, sep, version = line.split("#")[0].strip().partition("==")
-        if sep:
-            pins[name.lower()] = version.strip()
-    return pins
+_TIMEOUT_S = 0.5  # a server on this laptop or the room's answers in milliseconds
+_PINNED = ("pandas", "numpy", "matplotlib")  # what the notebooks' checked tables were printed with
+_INSTALL = "run `make lab` in the course folder (without make: see the README), then pick the kernel of .venv"
+_ROOM_FIX = (
+    "in a room, set the address the instructor gives (`labkit serve` prints it): "
+    "OPENAI_BASE_URL=http://HOST:8000/v1 and LABKIT_MODEL=openai:smollm2"
+)
+CheckRow = tuple[str, str, str, str]  # check, status, found, fix
 
 
-def python_version() -> Row:
-    found = ".".join(map(str, sys.version_info[:3]))
+def python_version() -> CheckRow:
     ok = sys.version_info >= (3, 11)
-    return ("Python 3.11 or newer", "ok" if ok else "FIX", found,
-            "" if ok else "install Python 3.11+ and recreate .venv (`make clean lab`)")
+    fix = "" if ok else "install Python 3.11+ and recreate .venv (`make clean lab`)"
+    return ("Python 3.11 or newer", "ok" if ok else "FIX", ".".join(map(str, sys.version_info[:3])), fix)
 
 
-def environment() -> Row:
-    pins = _pins()
+def environment() -> CheckRow:
+    path = CHECKOUT / "requirements.txt"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    pins = dict(line.split("#")[0].strip().partition("==")[::2] for line in lines if "==" in line)
     wrong = []
-    for name in PINNED:
+    for name in _PINNED:
         try:
             have = metadata.version(name)
         except metadata.PackageNotFoundError:
             have = "absent"
-        if name in pins and have != pins[name]:
-            wrong.append(f"{name} {have} (course: {pins[name]})")
-    found = f"kernel {sys.executable}"
+        if name in pins and have != pins[name].strip():
+            wrong.append(f"{name} {have} (course: {pins[name].strip()})")
+    ours = Path(sys.prefix).resolve() == (CHECKOUT / ".venv").resolve()
+    found = "kernel: this checkout's .venv" if ours else f"kernel: {sys.prefix}, not this checkout's .venv"
     if wrong:
-        return ("kernel is the course's environment", "FIX", f"{found}; {', '.join(wrong)}", INSTALL)
+        return ("kernel is the course's environment", "FIX", f"{found}; {', '.join(wrong)}", _INSTALL)
     return ("kernel is the course's environment", "ok", found + "; pandas, numpy, matplotlib as pinned", "")
 
 
-def labkit_importable() -> Row:
+def labkit_importable() -> CheckRow:
     import labkit
 
-    where = Path(labkit.__file__).resolve().parent
+    folder = Path(labkit.__file__).resolve().parent
+    where = "this checkout" if folder == CHECKOUT / "labkit" else str(folder)
     try:
         version = metadata.version("labkit")
     except metadata.PackageNotFoundError:
-        return ("labkit importable", "FIX", f"imported from {where}, but not installed", INSTALL)
+        return ("labkit importable", "FIX", f"imported from {where}, but not installed", _INSTALL)
     return ("labkit importable", "ok", f"labkit {version} from {where}", "")
 
 
-def fixtures() -> Row:
+def fixtures() -> CheckRow:
     from labkit.baseline.corpus import docuctl
     from labkit.refunds.lab import refund_lab
 
     corpus, lab = docuctl(), refund_lab()
-    return ("fixtures load", "ok",
-            f"lab 01-02: {len(corpus.cases)} + {len(corpus.adaptive_cases)} cases; "
-            f"lab 03: {len(lab.requests)} requests, {len(lab.attacks)} attacks", "")
+    found = (
+        f"lab 01-02: {len(corpus.cases)} + {len(corpus.adaptive_cases)} cases; "
+        f"lab 03: {len(lab.requests)} requests, {len(lab.attacks)} attacks"
+    )
+    return ("fixtures load", "ok", found, "")
 
 
-def recordings() -> Row:
+def recordings() -> CheckRow:
     from labkit.core.fixtures import parse_json
     from labkit.model.replay import TRIALS
 
     files = sorted(TRIALS.glob("*.jsonl"))
-    lines = sum(1 for path in files for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and parse_json(line) is not None)
     if not files:
-        return ("recorded model runs load", "FIX", f"none in {TRIALS}",
-                "restore fixtures/trials/ from the course's git")
+        return (
+            "recorded model runs load",
+            "FIX",
+            "none in fixtures/trials/",
+            "restore fixtures/trials/ from the course's git",
+        )
+    lines = [line for path in files for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = sum(parse_json(line) is not None for line in lines)
     return ("recorded model runs load", "ok", f"{len(files)} files, {lines:,} records", "")
 
 
-def replay_backend() -> Row:
+def replay_backend() -> CheckRow:
     return ("model: replay (default)", "ok", "answers from the recorded runs, offline", "")
 
 
-def local_backend() -> Row:
+def local_backend() -> CheckRow:
     from labkit.core.errors import LabError
     from labkit.model.local import find_model_file
 
-    missing = []
-    if importlib.util.find_spec("llama_cpp") is None:
-        missing.append("llama-cpp-python")
+    name = "model: local (SmolLM2 in-process)"
     try:
         find_model_file()
     except LabError:
-        missing.append("the SmolLM2 model file")
-    if missing:
-        return ("model: local (SmolLM2 in-process)", "optional", f"missing {' and '.join(missing)}",
-                "`make model` (about 16-17 minutes on 2 cores the first time)")
-    return ("model: local (SmolLM2 in-process)", "ok", "llama-cpp-python and the model file are installed",
-            "")
+        return (
+            name,
+            "optional",
+            "not installed",
+            "`make model` (about 16-17 minutes on 2 cores the first time)",
+        )
+    if importlib.util.find_spec("llama_cpp") is None:
+        return (name, "optional", "the model file is there, llama-cpp-python is not", "`make model`")
+    return (name, "ok", "llama-cpp-python and the model file are installed", "")
 
 
-def ollama_backend(host: str | None = None, timeout: float = OLLAMA_TIMEOUT) -> Row:
+def _get(url: str, timeout: float) -> dict:
+    with urllib.request.urlopen(url, timeout=timeout) as reply:
+        answer = json.loads(reply.read(100_000))
+    if not isinstance(answer, dict):
+        raise ValueError("its answer is not a JSON object")
+    return answer
+
+
+def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> CheckRow:
     host = (host or os.environ.get("OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434").rstrip("/")
-    if "://" not in host:
-        host = f"http://{host}"
+    host = host if "://" in host else f"http://{host}"
     try:
-        with urllib.request.urlopen(f"{host}/api/version", timeout=timeout) as reply:
-            version = json.loads(reply.read(10_000)).get("version", "?")
-    except (OSError, ValueError, AttributeError) as error:
-        reason = getattr(error, "reason", error)
-        return ("model: ollama:<tag>", "optional", f"no server answers at {host} ({reason})"[:160],
-                "start `ollama serve` and `ollama pull qwen2.5:0.5b`, or set OLLAMA_HOST")
+        version = _get(f"{host}/api/version", timeout).get("version", "?")
+    except (OSError, ValueError) as error:
+        found = f"no server answers at {host} ({getattr(error, 'reason', error)})"[:160]
+        return (
+            "model: ollama:<tag>",
+            "optional",
+            found,
+            "start `ollama serve` and `ollama pull qwen2.5:0.5b`",
+        )
     return ("model: ollama:<tag>", "ok", f"Ollama {version} at {host}", "")
 
 
-ROOM_FIX = ("in a room, set the address the instructor gives (`labkit serve` prints it): "
-            "OPENAI_BASE_URL=http://HOST:8000/v1 and LABKIT_MODEL=openai:smollm2")
-
-
-def room_server(base_url: str | None = None, model: str | None = None,
-                timeout: float = OLLAMA_TIMEOUT) -> Row:
-    """The room's model server: does the OpenAI-compatible server at `OPENAI_BASE_URL` answer
-    `/v1/models`, and does it serve the model `LABKIT_MODEL=openai:<model>` names?
-
-    "optional" when none is set, none answers, or it lacks the model (no lab needs one), with the
-    fix; "ok" naming the server and its models. Waits at most `timeout` seconds; sends no key.
-    """
+def room_server(
+    base_url: str | None = None, model: str | None = None, timeout: float = _TIMEOUT_S
+) -> CheckRow:
+    """Does the OpenAI-compatible server at `OPENAI_BASE_URL` answer `/models`, and serve the model
+    `LABKIT_MODEL=openai:<model>` names? "optional" with the fix when not (no lab needs one)."""
     name = "room model server (openai:)"
     base = (base_url or os.environ.get("OPENAI_BASE_URL", "")).strip().rstrip("/")
     if model is None:
         kind, _, arg = os.environ.get("LABKIT_MODEL", "").strip().partition(":")
         model = arg.strip() if kind == "openai" else None
     if not base:
-        return (name, "optional", "no room server set (OPENAI_BASE_URL is unset)", ROOM_FIX)
-    if "://" not in base:
-        base = f"http://{base}"
+        return (name, "optional", "no room server set (OPENAI_BASE_URL is unset)", _ROOM_FIX)
+    base = base if "://" in base else f"http://{base}"
     try:
-        with urllib.request.urlopen(f"{base}/models", timeout=timeout) as reply:
-            listed = json.loads(reply.read(100_000))
-        entries = listed.get("data") if isinstance(listed, dict) else None
-        if not isinstance(entries, list):
-            raise ValueError("its /models answer is not a model list")
-        ids = [str(entry.get("id")) for entry in entries if isinstance(entry, dict)]
-        owners = sorted({str(entry.get("owned_by")) for entry in entries if isinstance(entry, dict)})
-    except (OSError, ValueError, AttributeError) as error:
-        reason = getattr(error, "reason", error)
-        return (name, "optional", f"no model server answers at {base} ({reason})"[:160],
-                "ask the instructor whether the room's server runs; check OPENAI_BASE_URL (it ends in /v1)")
+        entries = [e for e in _get(f"{base}/models", timeout).get("data", []) if isinstance(e, dict)]
+    except (OSError, ValueError, AttributeError, TypeError) as error:
+        found = f"no model server answers at {base} ({getattr(error, 'reason', error)})"[:160]
+        return (name, "optional", found, "ask the instructor whether it runs; OPENAI_BASE_URL ends in /v1")
+    ids = [str(entry.get("id")) for entry in entries]
     served = ", ".join(ids[:5]) or "no model"
-    by = " (llama-cpp-python)" if owners == ["me"] else ""
+    by = " (llama-cpp-python)" if {str(e.get("owned_by")) for e in entries} == {"me"} else ""
     if model is not None and model not in ids:
-        return (name, "optional", f"{base} answers{by}, serving {served}, not {model!r}"[:160],
-                f"set LABKIT_MODEL=openai:{ids[0] if ids else '<model>'}")
+        found = f"{base} answers{by}, serving {served}, not {model!r}"[:160]
+        return (name, "optional", found, f"set LABKIT_MODEL=openai:{ids[0] if ids else '<model>'}")
     chosen = f"; LABKIT_MODEL=openai:{model}" if model else ""
     if not model and ids:
         chosen = f"; set LABKIT_MODEL=openai:{ids[0]}"
     return (name, "ok", f"{base} answers{by}, serving {served}{chosen}"[:200], "")
 
 
-def jupyter_news_off() -> Row:
+def jupyter_news_off() -> CheckRow:
     from labkit.course.jupyter_settings import installed
 
     if installed():
         return ("JupyterLab news popup off", "ok", "override installed in this environment", "")
-    return ("JupyterLab news popup off", "optional", "JupyterLab may ask about news on first open",
-            "python -m labkit.course.jupyter_settings, then reload the page")
+    fix = "python -m labkit.course.jupyter_settings, then reload the page"
+    return ("JupyterLab news popup off", "optional", "JupyterLab may ask about news on first open", fix)
 
 
-CHECKS: tuple[Callable[[], Row], ...] = (python_version, environment, labkit_importable, fixtures, recordings,
-                                         replay_backend, local_backend, ollama_backend, room_server,
-                                         jupyter_news_off)
+CHECKS: tuple[Callable[[], CheckRow], ...] = (
+    python_version,
+    environment,
+    labkit_importable,
+    fixtures,
+    recordings,
+    replay_backend,
+    local_backend,
+    ollama_backend,
+    room_server,
+    jupyter_news_off,
+)
 
 
-def report(checks: tuple[Callable[[], Row], ...] = CHECKS) -> pd.DataFrame:
+def report(checks: tuple[Callable[[], CheckRow], ...] = CHECKS) -> pd.DataFrame:
     """Run every check; a check that fails unexpectedly is a FIX row naming the error, not a traceback."""
     rows = []
     for check in checks:
         try:
             rows.append(check())
         except Exception as error:  # noqa: BLE001 - the point of a setup check is to report, not to stop
-            name = check.__name__.replace("_", " ")
-            rows.append((name, "FIX", f"{type(error).__name__}: {error}"[:200], INSTALL))
+            found = f"{type(error).__name__}: {error}"[:200]
+            rows.append((check.__name__.replace("_", " "), "FIX", found, _INSTALL))
     return pd.DataFrame(rows, columns=["check", "status", "found", "fix"]).set_index("check")
 
 

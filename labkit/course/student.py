@@ -1,10 +1,8 @@
 """Output-free copies of the labs for learners: `python -m labkit.course.student notebooks student`.
 
-A learner who sees the committed outputs reads the answer before predicting it. This copies
-each lab notebook directly in the source folder (`NN_name.ipynb`: 00 to 04) with every output
-and execution count removed and everything else — cells, tags, metadata — unchanged. Only
-those files are read: `notebooks/solutions/` and any other subfolder is never copied.
-The destination is replaced file by file; nothing else in it is touched.
+A learner who sees the committed outputs reads the answer before predicting it. Each lab notebook
+directly in the source folder (`NN_name.ipynb`) is copied with every output and execution count
+removed, everything else unchanged; subfolders (`notebooks/solutions/`) are never copied.
 """
 
 from __future__ import annotations
@@ -14,26 +12,19 @@ import re
 import sys
 from pathlib import Path
 
-LAB = re.compile(r"^\d\d_[A-Za-z0-9_]+\.ipynb$")
-
-
-def strip(notebook: dict) -> dict:
-    """`notebook` (nbformat 4 JSON) with no outputs and no execution counts."""
-    for cell in notebook.get("cells", []):
-        if cell.get("cell_type") == "code":
-            cell["outputs"] = []
-            cell["execution_count"] = None
-        cell.get("metadata", {}).pop("execution", None)  # per-cell timings some front ends record
-    return notebook
+_LAB_NOTEBOOK = re.compile(r"^\d\d_[A-Za-z0-9_]+\.ipynb$")
 
 
 def student_copies(source: Path, destination: Path) -> list[Path]:
     """Write an output-free copy of every lab notebook in `source` into `destination`."""
-    labs = sorted(p for p in source.iterdir() if p.is_file() and LAB.match(p.name))
     destination.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in labs:
-        notebook = strip(json.loads(path.read_text(encoding="utf-8")))
+    for path in sorted(p for p in source.iterdir() if p.is_file() and _LAB_NOTEBOOK.match(p.name)):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        for cell in notebook.get("cells", []):
+            if cell.get("cell_type") == "code":
+                cell["outputs"], cell["execution_count"] = [], None
+            cell.get("metadata", {}).pop("execution", None)  # per-cell timings some front ends record
         target = destination / path.name
         target.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(target)

@@ -1,28 +1,14 @@
 """Re-execute a lab headless against another model, with papermill: `labkit rerun`.
 
-Each lab with a model (02-04) has a cell tagged `parameters` (papermill's convention) that
-assigns the model spec, k, temperature and seed, which drive its live-model cells (its checked
-results come from the recordings). `rerun(lab, model, ...)` hands papermill the values asked for,
-under the names that cell uses (matched without regard to case: LABKIT_MODEL or MODEL, K,
-TEMPERATURE, SEED); papermill injects them in a cell right after it and executes the
-notebook top to bottom in a fresh `python3` kernel, from the notebooks' folder.
+Each lab with a model (02-04) has a cell tagged `parameters` (papermill's convention) assigning
+LABKIT_MODEL, K, TEMPERATURE and SEED. `rerun` has papermill inject the values asked for after it
+and execute the notebook top to bottom in a fresh `python3` kernel, from the notebooks' folder.
+The kernel also gets `LABKIT_MODEL` in its environment and, for a live backend, `LABKIT_RECORD`
+(every call recorded under `runs/rerun/`). The executed notebook is renamed into OUT only if every
+cell ran; otherwise it is kept as `OUT.failed.ipynb` and the error is one line naming the cell.
 
-Lab 01 calls no model (WITHOUT_MODEL): rerun refuses it in one line before running anything,
-as it refuses an OUT it could not write (an existing folder, a path under a file, /proc;
-see `labkit.course.argtypes.output_path`).
-
-The kernel also gets `LABKIT_MODEL` in its environment (so every model call in the lab uses
-that backend, whatever the notebook does with its parameter) and, for a live backend,
-`LABKIT_RECORD`, so every call is recorded with its provenance into a JSONL file under
-`runs/rerun/`. The executed notebook is written to a temporary file beside OUT and renamed
-into place only if every cell ran; otherwise it is kept as `OUT.failed.ipynb` and the error
-is one line naming the cell.
-
-A re-run can take minutes (lab 02 against `local`: about two), so it reports as it goes, one
-line per code cell executed and one every HEARTBEAT_S seconds while a long cell runs, each with
-the model calls and live episodes recorded so far (`progress`, default: lines on stderr). The
-kernel's own log (ipykernel's "Kernel is running over TCP without encryption" warning) is kept
-off the screen: the kernel starts at log level ERROR; what cells print goes into the notebook.
+Dropped, as the course does not need it: a heartbeat line during one long cell, and parameter
+names matched without regard to case (every lab declares the same four names).
 """
 
 from __future__ import annotations
@@ -30,23 +16,20 @@ from __future__ import annotations
 import os
 import re
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from labkit.core.errors import LabError
 from labkit.core.paths import CHECKOUT, runs_dir
 from labkit.core.text import shorten
 
 NOTEBOOKS = CHECKOUT / "notebooks"
-SPEC = re.compile(r"^(replay(:.+)?|local|ollama:[A-Za-z0-9._:/-]+|openai:[A-Za-z0-9._:/-]+)$")
-NAMES = {"model": ("LABKIT_MODEL", "MODEL"), "k": ("K",), "temperature": ("TEMPERATURE",), "seed": ("SEED",)}
-HEARTBEAT_S = 10.0  # seconds between "still running" lines during one long cell
-KERNEL_QUIET = ["--IPKernelApp.log_level=ERROR"]  # the kernel's warnings stay off the terminal
+PARAMETERS = {"model": "LABKIT_MODEL", "k": "K", "temperature": "TEMPERATURE", "seed": "SEED"}
 # Labs whose notebook calls no model, so it has no parameters cell: rerun says so and runs nothing.
 WITHOUT_MODEL = {"01": "its policies are all scripted"}
 
@@ -66,131 +49,77 @@ class Rerun:
     parameters: dict[str, Any]  # what was injected, by the notebook's own names
 
 
-def parameters_for(notebook: Path, asked: dict[str, Any]) -> dict[str, Any]:
-    """`asked` (keys model, k, temperature, seed; None = keep the notebook's) under the names the
-    notebook's parameters cell uses; LabError if it has no such cell or lacks a name asked for."""
-    from papermill.inspection import inspect_notebook
-
-    declared = list(inspect_notebook(str(notebook)))
-    if not declared:
-        raise LabError(f"{notebook.name} has no cell tagged 'parameters' (papermill's convention): "
-                       "it cannot be re-run with other parameters")
-    chosen = {}
-    for key, value in asked.items():
-        if value is None:
-            continue
-        name = next((n for n in declared if n.upper() in NAMES[key]), None)
-        if name is None:
-            raise LabError(f"{notebook.name}'s parameters cell has no {key} parameter "
-                           f"(it declares: {', '.join(declared)})")
-        chosen[name] = value
-    return chosen
-
-
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def recorded_so_far(record: Path | None) -> tuple[int, int]:
-    """(model calls, live episodes) in the recording so far: its lines, and those of a turn 1."""
-    if record is None:
-        return 0, 0
-    try:
-        data = record.read_bytes()
-    except OSError:
-        return 0, 0
-    return data.count(b"\n"), data.count(b'"turn":1,')
+def _hooks(say: Callable[[str], None], record: Path | None) -> dict[str, Callable[..., None]]:
+    """nbclient's hooks: one line per code cell executed, with the model calls recorded so far."""
+    state = {"cells": 0, "done": 0, "start": time.monotonic()}
 
-
-def _runs(cell: Any) -> bool:
-    """Whether nbclient executes this cell (it skips markdown and blank code cells)."""
-    return cell.cell_type == "code" and bool(cell.source.strip())
-
-
-class Progress:
-    """What `rerun` reports while papermill runs: nbclient's cell hooks, and a heartbeat thread."""
-
-    def __init__(self, say: Callable[[str], None], record: Path | None, heartbeat: float = HEARTBEAT_S):
-        self.say = say
-        self.record = record
-        self.heartbeat = heartbeat
-        self.cells = 0
-        self.done = 0
-        self.current: int | None = None
-        self.cell_started = time.monotonic()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def counts(self) -> str:
-        if self.record is None:
+    def counts() -> str:
+        if record is None:
             return "replayed, no live calls"
-        calls, episodes = recorded_so_far(self.record)
-        calls_s, episodes_s = "s" * (calls != 1), "s" * (episodes != 1)
-        return f"{calls} model call{calls_s}, {episodes} live episode{episodes_s} so far"
+        data = record.read_bytes() if record.exists() else b""
+        calls, episodes = data.count(b"\n"), data.count(b'"turn":1,')
+        return (
+            f"{calls} model call{'s' * (calls != 1)}, {episodes} live episode{'s' * (episodes != 1)} so far"
+        )
 
-    def on_notebook_start(self, notebook: Any, **_: Any) -> None:
-        self.cells = sum(1 for cell in notebook.cells if _runs(cell))
+    def started(notebook: Any, **_: Any) -> None:
+        state["cells"] = sum(
+            cell.cell_type == "code" and bool(cell.source.strip()) for cell in notebook.cells
+        )
 
-    def on_cell_start(self, cell: Any, cell_index: int, **_: Any) -> None:
-        if _runs(cell):
-            self.current, self.cell_started = self.done + 1, time.monotonic()
+    def cell_started(cell: Any, **_: Any) -> None:
+        state["start"] = time.monotonic()
 
-    def on_cell_executed(self, cell: Any, cell_index: int, **_: Any) -> None:
-        self.done += 1
-        self.current = None
-        took = time.monotonic() - self.cell_started
-        self.say(f"  cell {self.done}/{self.cells} done in {took:.1f} s ({self.counts()})")
+    def cell_done(cell: Any, **_: Any) -> None:
+        state["done"] += 1
+        took = time.monotonic() - state["start"]
+        say(f"  cell {state['done']}/{state['cells']} done in {took:.1f} s ({counts()})")
 
-    def __enter__(self) -> Progress:
-        self._thread = threading.Thread(target=self._beat, name="labkit-rerun-progress", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(self.heartbeat):
-            current = self.current
-            if current is not None:
-                running = time.monotonic() - self.cell_started
-                self.say(f"  cell {current}/{self.cells} still running after {running:.0f} s "
-                         f"({self.counts()})")
-
-    def hooks(self) -> dict[str, Any]:
-        return {"on_notebook_start": self.on_notebook_start, "on_cell_start": self.on_cell_start,
-                "on_cell_executed": self.on_cell_executed}
+    return {"on_notebook_start": started, "on_cell_start": cell_started, "on_cell_executed": cell_done}
 
 
-def rerun(lab: str, model: str, output: Path, *, k: int | None = None, temperature: float | None = None,
-          seed: int | None = None, folder: Path = NOTEBOOKS, timeout: int = 3600,
-          progress: Callable[[str], None] | None = _to_stderr) -> Rerun:
-    """Execute lab `lab` with `model` (a LABKIT_MODEL spec) and the given knobs; see the module doc.
-
-    `progress` gets one line per code cell executed and a heartbeat during long cells (see the
-    module doc); None reports nothing.
-    """
+def rerun(
+    lab: str,
+    model: str,
+    output: Path,
+    *,
+    folder: Path = NOTEBOOKS,
+    progress: Callable[[str], None] | None = _to_stderr,
+    **knobs: Any,
+) -> Rerun:
+    """Execute lab `lab` with `model` (a LABKIT_MODEL spec) and `knobs` (k, temperature, seed; None:
+    the notebook's own); see the module doc. `progress` gets one line per code cell (None: nothing)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
+    from papermill.inspection import inspect_notebook
+
+    from labkit.course.argtypes import output_path
+    from labkit.model.factory import backend_name
 
     if lab in WITHOUT_MODEL:
-        raise LabError(f"lab {lab} has no model to vary ({WITHOUT_MODEL[lab]}): nothing to re-run against "
-                       "another backend; labs 02-04 call one")
-    if not SPEC.match(model):
-        raise LabError(f"--model {model!r} is not a backend: use replay, local, ollama:<tag> "
-                       "or openai:<model>")
-    from labkit.course.argtypes import output_path
-
+        why = f"lab {lab} has no model to vary ({WITHOUT_MODEL[lab]})"
+        raise LabError(f"{why}: nothing to re-run against another backend; labs 02-04 call one")
+    backend_name(model)  # a spec that names no backend: its one line, before anything runs
     try:  # before anything runs: a folder, a path under a file or /proc would fail only at the end
         output_path(output)
     except ValueError as error:
         raise LabError(f"-o {error}") from None
     notebook = notebook_of(lab, folder)
-    chosen = parameters_for(notebook, {"model": model, "k": k, "temperature": temperature, "seed": seed})
-    record = None
-    env = {"LABKIT_MODEL": model}
+    declared = list(inspect_notebook(str(notebook)))
+    if not declared:
+        raise LabError(f"{notebook.name} has no cell tagged 'parameters' (papermill's convention)")
+    chosen = {PARAMETERS[key]: value for key, value in {"model": model, **knobs}.items() if value is not None}
+    for key, name in PARAMETERS.items():
+        if name in chosen and name not in declared:
+            raise LabError(
+                f"{notebook.name}'s parameters cell has no {key} parameter (it declares: "
+                f"{', '.join(declared)})"
+            )
+    record, env = None, {"LABKIT_MODEL": model}
     if not model.startswith("replay"):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         record = runs_dir() / "rerun" / f"lab{lab}-{re.sub(r'[^A-Za-z0-9.-]+', '_', model)}-{stamp}.jsonl"
@@ -198,31 +127,35 @@ def rerun(lab: str, model: str, output: Path, *, k: int | None = None, temperatu
         env["LABKIT_RECORD"] = str(record)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.stem}.partial.ipynb")
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)  # papermill's kernel inherits this process's environment
-    watcher = Progress(progress or (lambda line: None), record, heartbeat=HEARTBEAT_S)
     if progress is not None:
-        progress(f"lab {lab}: running {notebook.name} against {model}, top to bottom in a fresh kernel"
-                 + (f"; model calls recorded in {record}" if record else ""))
+        recorded = f"; model calls recorded in {record}" if record else ""
+        progress(
+            f"lab {lab}: running {notebook.name} against {model}, top to bottom in a fresh kernel{recorded}"
+        )
+    # Saved when it ends or fails, not after every cell: each save re-encodes the whole notebook.
+    options = {
+        "kernel_name": "python3",
+        "progress_bar": False,
+        "log_output": False,
+        "execution_timeout": 3600,
+        "request_save_on_cell_execute": False,
+        "extra_arguments": ["--IPKernelApp.log_level=ERROR"],
+    }
     try:
-        # Saved when it ends or fails, not after every cell: papermill's save deep-copies and
-        # re-encodes the whole notebook each time, 2.3 s of CPU on lab 02's 40 cells (4.7 s in all).
-        with watcher:
-            papermill.execute_notebook(str(notebook), str(partial), parameters=chosen, kernel_name="python3",
-                                       cwd=str(notebook.parent), progress_bar=False, log_output=False,
-                                       execution_timeout=timeout, request_save_on_cell_execute=False,
-                                       extra_arguments=KERNEL_QUIET, **watcher.hooks())
+        with mock.patch.dict(os.environ, env):  # papermill's kernel inherits this process's environment
+            papermill.execute_notebook(
+                str(notebook),
+                str(partial),
+                parameters=chosen,
+                cwd=str(notebook.parent),
+                **options,
+                **_hooks(progress or (lambda line: None), record),
+            )
     except PapermillExecutionError as error:
         failed = output.with_name(f"{output.stem}.failed.ipynb")
         os.replace(partial, failed)
-        raise LabError(f"lab {lab} stopped at cell {error.exec_count}: {error.ename}: "
-                       f"{shorten(str(error.evalue).splitlines()[0], 200) if error.evalue else ''} "
-                       f"(the notebook up to there: {failed})") from None
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        first = shorten(str(error.evalue).splitlines()[0], 200) if error.evalue else ""
+        stopped = f"lab {lab} stopped at cell {error.exec_count}: {error.ename}: {first}"
+        raise LabError(f"{stopped} (the notebook up to there: {failed})") from None
     os.replace(partial, output)
     return Rerun(output, record, chosen)

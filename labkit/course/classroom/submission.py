@@ -1,35 +1,23 @@
 """A learner's work on one lab as one JSON file: built from their progress, read back as data.
 
-`build(lab, name)` reads `runs/progress/labNN.json` (written by every checker, see
-`labkit.core.verdicts`) and keeps, per exercise, whether it was ever passed, after how many
-attempts it first was, and how many attempts there were. For lab 03 it adds the attacks the
-learner wrote (the payload of exercise `intent_attack`: one record in attacks.json's shape)
-and their guards as guard tables (any exercise whose payload is one; see
-`labkit.refunds.guard_table`). The progress file is read as untrusted too (a learner may have
-edited it): an entry that `read` would refuse is left out with a note, and the built
-submission is checked by `check` before it is written, so `submit` never hands over a file
-`labkit class` rejects.
-
-`read(path)` is the other side, run by the instructor over files from thirty laptops: it
-never executes anything (JSON only, no pickle, no code), opens the file once without blocking
-(`labkit.course.classroom.files.read_regular`), and refuses, with one phrase, a file that is
-not a regular file, is larger than MAX_BYTES, is not UTF-8 JSON, is nested too deeply, holds
-a number Python cannot hold, breaks SUBMISSION (which bounds every string, list and count),
-or fails `check`: `submitted` not an ISO date, an exercise the lab does not have, counts that
-contradict each other (passed with no attempt, a first pass after the last attempt), an
-attack goal whose placeholders are more than plain `{name}`s (a format spec such as
-`{amount:.2f}` or `{user:>10000000}` is refused: goals are filled as data), an attack that
-does not make sense for the shop, or a guard table that does not fit it or raised on every call.
-
-Shape: {"format": "labkit-submission/1", "lab": "03", "name": "ana", "submitted": ISO time,
-"exercises": {name: {"passed": bool (ever), "attempts": int, "first_passed_attempt": int | null}},
-"attacks": [attack record, ...], "guards": {exercise name: guard table}}. The counts are the
-learner's own report: `labkit class` labels them self-reported.
+`build(lab, name)` turns `runs/progress/labNN.json` (written by every checker) into a submission:
+per exercise, ever passed, first passing attempt, attempts; for lab 03 also the learner's attack
+(`intent_attack`'s payload) and each guard as a table of its verdicts, never as code. `read(path)`
+is the other side, over files from the room, which are untrusted data: opened once without blocking
+or following a link, at most MAX_BYTES of UTF-8 JSON, never executed, checked against the schema
+and the course (`_problem`); any failure is one SubmissionError phrase. The progress file is read
+the same way: an entry `read` would refuse is left out with a note, so `submit` never hands over a
+file `labkit class` refuses.
 """
 
 from __future__ import annotations
 
+import errno
+import importlib
 import json
+import os
+import re
+import stat
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,60 +27,109 @@ from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.core.fixtures import parse_json, schema_error
-from labkit.core.paths import write_whole
-from labkit.core.text import shorten
+from labkit.core.paths import runs_dir, write_whole
 from labkit.core.verdicts import LABS, progress_path
-from labkit.course.classroom.files import Refused, hand_in, read_regular
+from labkit.core.text import shorten
 
-FORMAT = "labkit-submission/1"
+SUBMISSION_FORMAT = "labkit-submission/1"
 MAX_BYTES = 1_000_000  # a lab-03 submission with two guard tables is about 25 kB
-MAX_PROGRESS_BYTES = 10_000_000  # a progress file: the payloads of a few guard tables
-MAX_ATTEMPTS = 10_000  # more attempts at one exercise than a workshop has minutes
-ATTACK_EXERCISES = ("intent_attack",)
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
+_MAX_PROGRESS_BYTES = 10_000_000  # a progress file: the payloads of a few guard tables
+_MAX_ATTEMPTS = 10_000  # more attempts at one exercise than a workshop has minutes
+_MAX_COPIES = 99  # labNN-NAME.json .. labNN-NAME-99.json in a shared folder
+_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
+_ATTEMPTS = {"type": "integer", "minimum": 1, "maximum": _MAX_ATTEMPTS}
 _EXERCISE = {"type": "string", "pattern": "^[a-z0-9_]{1,40}$"}
-_ATTEMPTS = {"type": "integer", "minimum": 1, "maximum": MAX_ATTEMPTS}
-_SIZE = {"type": "integer", "minimum": 0, "maximum": 1_000_000}
-# The module whose checkers are each lab's exercises (their @exercise names).
-CHECKERS = {"01": "labkit.exercises.lab01", "02": "labkit.exercises.lab02", "03": "labkit.exercises.lab03",
-            "04": "labkit.exercises.lab04"}
 
 
+def _object(properties: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """The schema of a JSON object with exactly these properties."""
+    closed = {"required": list(properties), "additionalProperties": False}
+    return {"type": "object", "properties": properties, **closed, **more}
+
+
+_ENTRY = _object(
+    {
+        "passed": {"type": "boolean"},
+        "attempts": _ATTEMPTS,
+        "first_passed_attempt": {"oneOf": [_ATTEMPTS, {"type": "null"}]},
+    }
+)
+
+
+class SubmissionError(ValueError):
+    """A file that is not a usable submission; the message is one phrase naming why."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    file: str  # the file's name, printable
+    lab: str
+    name: str
+    data: dict[str, Any]
+
+
+def printable(name: str) -> str:
+    """A file name as it can be printed on one line: as is if plain, else Python's ascii()."""
+    return shorten(name if name.isascii() and name.isprintable() else ascii(name), 120)
+
+
+def _read_json_file(path: Path, max_bytes: int) -> Any:
+    """The JSON in the regular file `path` (at most `max_bytes`); SubmissionError (one phrase) if not.
+
+    Opened once, non-blocking and without following a link, and judged from the opened file: a
+    FIFO, a device, a folder or a link swapped in is refused, never waited on.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    not_regular = "not a regular file (a link, a folder or a device): not read"
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        irregular = error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO)
+        raise SubmissionError(
+            not_regular if irregular else f"cannot read it ({error.strerror or error})"
+        ) from None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        raw = os.read(fd, max_bytes + 1) if regular else b""  # a regular file reads whole, up to EOF
+    finally:
+        os.close(fd)
+    if not regular:
+        raise SubmissionError(not_regular)
+    if len(raw) > max_bytes:
+        raise SubmissionError(f"larger than the {max_bytes:,} bytes it may be")
+    try:
+        return parse_json(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SubmissionError("not UTF-8 text") from None
+    except ValueError as error:
+        raise SubmissionError(f"not valid JSON ({error})") from None
+
+
+@cache
 def _schema() -> dict[str, Any]:
     from labkit.refunds.attacks import ATTACKS
     from labkit.refunds.guard_table import FORMAT as TABLE
 
-    table = {
-        "type": "object",
-        "properties": {"format": {"const": TABLE}, "shop": {"type": "string", "maxLength": 64},
-                       "size": _SIZE, "verdicts": {"type": "string", "maxLength": 200_000}},
-        "required": ["format", "shop", "size", "verdicts"],
-        "additionalProperties": False,
-    }
-    return {
-        "type": "object",
-        "properties": {
-            "format": {"const": FORMAT},
+    table = _object(
+        {
+            "format": {"const": TABLE},
+            "shop": {"type": "string", "maxLength": 64},
+            "size": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
+            "verdicts": {"type": "string", "maxLength": 200_000},
+        }
+    )
+    per_exercise = {"type": "object", "propertyNames": _EXERCISE}
+    return _object(
+        {
+            "format": {"const": SUBMISSION_FORMAT},
             "lab": {"enum": list(LABS)},
-            "name": {"type": "string", "pattern": NAME_PATTERN},
+            "name": {"type": "string", "pattern": _NAME_PATTERN},
             "submitted": {"type": "string", "maxLength": 40},
-            "exercises": {
-                "type": "object", "maxProperties": 40, "propertyNames": _EXERCISE,
-                "additionalProperties": {
-                    "type": "object",
-                    "properties": {"passed": {"type": "boolean"}, "attempts": _ATTEMPTS,
-                                   "first_passed_attempt": {"oneOf": [_ATTEMPTS, {"type": "null"}]}},
-                    "required": ["passed", "attempts", "first_passed_attempt"],
-                    "additionalProperties": False,
-                },
-            },
+            "exercises": {**per_exercise, "maxProperties": 40, "additionalProperties": _ENTRY},
             "attacks": {**ATTACKS, "maxItems": 10},
-            "guards": {"type": "object", "maxProperties": 5, "propertyNames": _EXERCISE,
-                       "additionalProperties": table},
-        },
-        "required": ["format", "lab", "name", "submitted", "exercises", "attacks", "guards"],
-        "additionalProperties": False,
-    }
+            "guards": {**per_exercise, "maxProperties": 5, "additionalProperties": table},
+        }
+    )
 
 
 def lab_number(text: str | int) -> str:
@@ -103,43 +140,54 @@ def lab_number(text: str | int) -> str:
     raise LabError(f"unknown lab {shorten(str(text), 40)!r} (known: {', '.join(LABS)})")
 
 
-def check_name(name: str) -> str:
-    import re
-
-    if not re.fullmatch(NAME_PATTERN, name):
-        raise LabError(f"name {shorten(name, 40)!r} must be 1-32 letters, digits, '.', '_' or '-', starting "
-                       "with a letter or digit (it names the file)")
-    return name
-
-
 @cache
-def exercises_of(lab: str) -> frozenset[str]:
+def _exercises_of(lab: str) -> frozenset[str]:
     """The exercise names lab `lab`'s checkers record (their `@exercise` names)."""
-    import importlib
+    module = importlib.import_module(f"labkit.exercises.lab{lab}")
+    return frozenset(
+        value.exercise[1]
+        for value in vars(module).values()
+        if isinstance(getattr(value, "exercise", None), tuple) and value.exercise[0] == lab
+    )
 
-    module = importlib.import_module(CHECKERS[lab])
-    return frozenset(value.exercise[1] for value in vars(module).values()
-                     if isinstance(getattr(value, "exercise", None), tuple) and value.exercise[0] == lab)
+
+def _schema_problem(schema: dict[str, Any], data: Any) -> str | None:
+    try:
+        error = schema_error(schema, data)
+    except RecursionError:
+        return "nested too deeply"
+    if error is None:
+        return None
+    where = ".".join(printable(str(part)) for part in error.absolute_path) or "the file"
+    return shorten(f"{where}: {error.message}", 300)
+
+
+def _entry_problem(entry: Any) -> str | None:
+    """Why one exercise's counts are not a valid entry or contradict each other, or None."""
+    if (problem := _schema_problem(_ENTRY, entry)) is not None:
+        return problem.removeprefix("the file: ")
+    first, attempts = entry["first_passed_attempt"], entry["attempts"]
+    if first is not None and first > attempts:
+        return f"first passed at attempt {first} of only {attempts}"
+    if entry["passed"] and first is None:
+        return "passed, but no attempt passed it"
+    return None
 
 
 def _attack_problem(record: Any) -> str | None:
     """Why `record` is not an attack on the course's shop (one phrase), or None."""
-    from labkit.refunds.attacks import (
-        GOAL_FIELDS,
-        attack_from,
-        load_templates,
-        placeholder_problem,
-        schema_problem,
-    )
+    from labkit.refunds import attacks
     from labkit.refunds.lab import refund_lab
 
-    if (problem := schema_problem(record)) is not None:
+    if (problem := attacks.schema_problem(record)) is not None:
         return shorten(problem, 200)
-    if (problem := placeholder_problem("goal", record["goal"], GOAL_FIELDS)) is not None:
+    if (problem := attacks.placeholder_problem("goal", record["goal"], attacks.GOAL_FIELDS)) is not None:
         return problem
     lab = refund_lab()
     try:
-        attack_from(record, load_templates(lab.shop.folder / "templates.json"), lab.shop, "attack")
+        attacks.attack_from(
+            record, attacks.load_templates(lab.shop.folder / "templates.json"), lab.shop, "attack"
+        )
     except LabError as refused:
         return shorten(str(refused), 200)
     return None
@@ -151,153 +199,141 @@ def _guard_problem(table: Any) -> str | None:
     if (problem := table_problem(table)) is not None:
         return problem
     if not table["verdicts"].strip(RAISED):
-        return ("the guard raised on every call it was asked about: it is no guard "
-                "(fix it and run its checker)")
+        return "the guard raised on every call it was asked about: it is no guard (fix it, run its checker)"
     return None
 
 
-def _entry_problem(entry: dict[str, Any]) -> str | None:
-    """Why one exercise's counts contradict each other (one phrase), or None."""
-    first, attempts = entry["first_passed_attempt"], entry["attempts"]
-    if first is not None and first > attempts:
-        return f"first passed at attempt {first} of only {attempts}"
-    if entry["passed"] and first is None:
-        return "passed, but no attempt passed it"
-    return None
-
-
-def check(data: dict[str, Any]) -> str | None:
-    """What the schema cannot say about a submission (schema-checked already), one phrase, or None."""
+def _problem(data: Any) -> str | None:
+    """Why parsed JSON `data` is not a usable submission (one phrase), or None."""
+    if (found := _schema_problem(_schema(), data)) is not None:
+        return found
     try:
         datetime.fromisoformat(data["submitted"])
     except ValueError:
         return f"submitted: {shorten(data['submitted'], 40)!r} is not an ISO date (as `labkit submit` writes)"
-    lab = data["lab"]
-    known = exercises_of(lab)
+    lab, known = data["lab"], _exercises_of(data["lab"])
     for exercise, entry in data["exercises"].items():
         if exercise not in known:
             return f"exercises: lab {lab} has no exercise {exercise!r} (it has: {', '.join(sorted(known))})"
-        if (problem := _entry_problem(entry)) is not None:
-            return f"exercises.{exercise}: {problem}"
+        if (found := _entry_problem(entry)) is not None:
+            return f"exercises.{exercise}: {found}"
     if lab != "03" and (data["attacks"] or data["guards"]):
         return f"attacks and guards belong to lab 03, not lab {lab}"
     for index, record in enumerate(data["attacks"]):
-        if (problem := _attack_problem(record)) is not None:
-            return f"attacks.{index}: {problem}"
+        if (found := _attack_problem(record)) is not None:
+            return f"attacks.{index}: {found}"
     for exercise, table in data["guards"].items():
         if exercise not in data["exercises"]:
             return f"guards.{exercise}: no exercise {exercise!r} was attempted in this submission"
-        if (problem := _guard_problem(table)) is not None:
-            return f"guards.{exercise}: {problem}"
+        if (found := _guard_problem(table)) is not None:
+            return f"guards.{exercise}: {found}"
     return None
+
+
+def read(path: Path) -> Submission:
+    """Read and check one submission file; SubmissionError (one phrase) if it is not usable."""
+    data = _read_json_file(path, MAX_BYTES)
+    if (found := _problem(data)) is not None:
+        raise SubmissionError(shorten(found, 300))
+    return Submission(printable(path.name), data["lab"], data["name"], data)
 
 
 def _progress(lab: str) -> dict[str, Any]:
     """The lab's recorded exercises, read as untrusted input: LabError (one line) if unusable."""
     path = progress_path(lab)
-    fix = "delete it and run the lab's exercise cells again"
+    if not os.path.lexists(path):
+        return {}
     try:
-        data = parse_json(read_regular(path, MAX_PROGRESS_BYTES).decode("utf-8"))
-    except Refused as error:
-        if not path.exists() and not path.is_symlink():
-            return {}
-        raise LabError(f"{path}: {error}; {fix}") from None
-    except UnicodeDecodeError:
-        raise LabError(f"{path}: not UTF-8 text; {fix}") from None
-    except ValueError as error:
-        raise LabError(f"{path}: not valid JSON ({shorten(str(error), 100)}); {fix}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("exercises"), dict):
-        raise LabError(f"{path}: not a progress file (no exercises); {fix}")
+        data = _read_json_file(path, _MAX_PROGRESS_BYTES)
+        if not isinstance(data, dict) or not isinstance(data.get("exercises"), dict):
+            raise SubmissionError("not a progress file (no exercises)")
+    except SubmissionError as error:
+        raise LabError(f"{path}: {error}; delete it and run the lab's exercise cells again") from None
     return data["exercises"]
-
-
-def _count(value: Any) -> int | None:
-    """A count as recorded (an int from 1 to MAX_ATTEMPTS, never a bool), or None."""
-    return value if type(value) is int and 1 <= value <= MAX_ATTEMPTS else None
-
-
-def _exercise(name: str, entry: Any, known: frozenset[str], lab: str) -> tuple[dict | None, str | None]:
-    """One progress entry as a submission entry, or None and the note saying why it is left out."""
-    if name not in known:
-        return None, f"exercise {shorten(ascii(name), 40)} is left out: lab {lab} has no such exercise"
-    if not isinstance(entry, dict):
-        return None, f"exercise {name} is left out: its record is not an object"
-    attempts, first = _count(entry.get("attempts")), entry.get("first_passed_attempt")
-    if attempts is None:
-        return None, (f"exercise {name} is left out: its attempt count is not a whole number from 1 to "
-                      f"{MAX_ATTEMPTS:,}")
-    if first is not None and (_count(first) is None or first > attempts):
-        return None, (f"exercise {name} is left out: its first passing attempt does not fit its "
-                      f"{attempts} attempt(s)")
-    # Passed ever, not at the last attempt: experimenting after a pass keeps the pass.
-    return {"passed": first is not None, "attempts": attempts, "first_passed_attempt": first}, None
 
 
 def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     """The submission for `lab` from the recorded progress, and notes on what was left out.
 
-    `passed` is whether any attempt passed (a learner who passed and then experimented keeps
-    the pass). LabError (one line) if no checker of that lab has run yet or the progress file
-    cannot be used.
+    `passed` is whether any attempt passed (experimenting after a pass keeps the pass). LabError
+    (one line) if no checker of that lab has run yet or the progress file cannot be used.
     """
     from labkit.refunds.guard_table import FORMAT as TABLE
 
-    lab, name = lab_number(lab), check_name(name)
+    lab = lab_number(lab)
+    if not re.fullmatch(_NAME_PATTERN, name):
+        raise LabError(
+            f"name {shorten(name, 40)!r} must be 1-32 letters, digits, '.', '_' or '-', starting "
+            "with a letter or digit (it names the file)"
+        )
     recorded = _progress(lab)
     if not recorded:
         raise LabError(f"no checker of lab {lab} has run yet: run the lab's exercise cells, then submit")
-    known = exercises_of(lab)
     exercises, attacks, guards, notes = {}, [], {}, []
-    for exercise, entry in sorted(recorded.items())[:200]:
-        kept, note = _exercise(exercise, entry, known, lab)
-        if kept is None:
-            notes.append(note)
+    for exercise, raw in sorted(recorded.items())[:200]:
+        raw = raw if isinstance(raw, dict) else {}
+        first = raw.get("first_passed_attempt")
+        entry = {"passed": first is not None, "attempts": raw.get("attempts"), "first_passed_attempt": first}
+        why = "lab has no such exercise" if exercise not in _exercises_of(lab) else _entry_problem(entry)
+        if why is not None:
+            notes.append(f"exercise {shorten(ascii(exercise), 40)} is left out: {why}")
             continue
-        exercises[exercise] = kept
-        payload = entry.get("payload")
+        exercises[exercise] = entry
+        payload = raw.get("payload")
         if lab != "03" or payload is None:
             continue
-        if exercise in ATTACK_EXERCISES:
-            problem = _attack_problem(payload)
-            if problem is None and len(attacks) < 10:
-                attacks.append(payload)
-            elif problem is not None:
-                notes.append(f"your {exercise} attack is left out: {problem}")
-        elif isinstance(payload, dict) and payload.get("format") == TABLE:
-            problem = _guard_problem(payload)
-            if problem is None:
-                guards[exercise] = payload
+        if exercise == "intent_attack":
+            if (why := _attack_problem(payload)) is not None:
+                notes.append(f"your {exercise} attack is left out: {why}")
             else:
-                notes.append(f"your {exercise} guard is left out: {problem} (run its checker again)")
+                attacks.append(payload)
+        elif isinstance(payload, dict) and payload.get("format") == TABLE:
+            if (why := _guard_problem(payload)) is not None:
+                notes.append(f"your {exercise} guard is left out: {why} (run its checker again)")
+            else:
+                guards[exercise] = payload
     if not exercises:
-        raise LabError(f"no exercise of lab {lab} is recorded in a usable form ({'; '.join(notes)[:200]}); "
-                       "run the lab's exercise cells, then submit")
-    submission = {"format": FORMAT, "lab": lab, "name": name,
-                  "submitted": datetime.now(UTC).isoformat(timespec="seconds"),
-                  "exercises": exercises, "attacks": attacks, "guards": guards}
-    problem = _problem(submission)
-    if problem is not None:  # never hand over a file the class round would refuse
-        raise LabError(f"this submission would be refused by `labkit class` ({problem}); nothing was written")
+        raise LabError(
+            f"no exercise of lab {lab} is recorded in a usable form ({'; '.join(notes)[:200]}); "
+            "run the lab's exercise cells, then submit"
+        )
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    submission = dict(format=SUBMISSION_FORMAT, lab=lab, name=name, submitted=now, exercises=exercises)
+    submission |= {"attacks": attacks, "guards": guards}
+    if (why := _problem(submission)) is not None:  # never hand over a file the class round would refuse
+        raise LabError(f"this submission would be refused by `labkit class` ({why}); nothing was written")
     return submission, notes
 
 
-def write(submission: dict[str, Any], path: Path) -> Path:
-    """Write `submission` to `path` whole (through a temporary file): no partial file is left."""
-    # A temporary file is private; a submission is meant to be handed over.
-    return write_whole(path, json.dumps(submission, indent=1, sort_keys=True), mode=0o644)
+def _hand_in(text: str, folder: Path, stem: str) -> Path:
+    """Write `text` into `folder` as `stem.json`, or the first free `stem-N.json`: never replacing a
+    file, even with 30 laptops writing at once (O_EXCL), and leaving no partial file."""
+    for copy in range(1, _MAX_COPIES + 1):
+        target = folder / (f"{stem}.json" if copy == 1 else f"{stem}-{copy}.json")
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError:
+            target.unlink(missing_ok=True)
+            raise
+        return target
+    raise FileExistsError(f"{folder} already holds {stem}.json to {stem}-{_MAX_COPIES}.json")
 
 
-def submit(lab: str | int, name: str, output: str | Path | None = None, *,
-           to: str | Path | None = None) -> Path:
+def submit(
+    lab: str | int, name: str, output: str | Path | None = None, *, to: str | Path | None = None
+) -> Path:
     """`labkit submit` from a notebook cell: write the submission, print where, return the path.
 
     `output`: a file (replaced if there) or a folder to write `labNN-NAME.json` in (default
-    runs/submissions/). `to`: a shared folder (a USB stick): the file goes in as `labNN-NAME.json`,
-    or `labNN-NAME-2.json`... if that name is taken, never replacing a file; the line printed
-    says which. LabError (one line) if no checker of the lab has run yet, the name is not a
-    plain name, or the file cannot be written there.
+    runs/submissions/). `to`: a shared folder (a USB stick), where the file never replaces
+    another (see `_hand_in`). LabError (one line) if nothing of the lab is recorded, the name is
+    not a plain name, or the file cannot be written there.
     """
-    from labkit.core.paths import runs_dir
     from labkit.course.argtypes import output_path
 
     if output is not None and to is not None:
@@ -310,82 +346,26 @@ def submit(lab: str | int, name: str, output: str | Path | None = None, *,
     if folder is not None and not folder.is_dir():
         raise LabError(f"--to {folder}: not a folder (the USB stick or shared folder to hand the file in)")
     submission, notes = build(lab, name)
-    stem = f"lab{submission['lab']}-{submission['name']}"
-    taken = ""
+    stem, text = f"lab{submission['lab']}-{name}", json.dumps(submission, indent=1, sort_keys=True)
     try:
         if folder is not None:
-            path = hand_in(json.dumps(submission, indent=1, sort_keys=True), folder, stem)
-            if path.name != f"{stem}.json":
-                taken = (f" ({stem}.json is already there, yours or another learner's: it was left as "
-                         f"it is; if both are yours, delete the older one)")
+            path = _hand_in(text, folder, stem)
         else:
             path = target if target is not None else runs_dir() / "submissions" / f"{stem}.json"
-            if path.is_dir():
-                path = path / f"{stem}.json"
-            write(submission, path)
+            path = write_whole(path / f"{stem}.json" if path.is_dir() else path, text, mode=0o644)
     except OSError as error:
-        raise LabError(f"cannot write the submission ({error.strerror or error}); "
-                       "nothing was written") from None
+        raise LabError(
+            f"cannot write the submission ({error.strerror or error}); nothing was written"
+        ) from None
     for note in notes:
         print(f"labkit submit: {note}", file=sys.stderr)
+    line = f"wrote {path}"
+    if path.name != f"{stem}.json":
+        line += f" ({stem}.json is already there, yours or another learner's: it was left as it is; if both "
+        line += "are yours, delete the older one)"
     passed = sum(e["passed"] for e in submission["exercises"].values())
-    extra = (f", {len(submission['attacks'])} attack(s), {len(submission['guards'])} guard(s)"
-             if submission["lab"] == "03" else "")
-    print(f"wrote {path}{taken}: lab {submission['lab']}, {passed} of {len(submission['exercises'])} "
-          f"exercises passed{extra}. Hand this file to your instructor.")
+    line += f": lab {submission['lab']}, {passed} of {len(submission['exercises'])} exercises passed"
+    if submission["lab"] == "03":
+        line += f", {len(submission['attacks'])} attack(s), {len(submission['guards'])} guard(s)"
+    print(line + ". Hand this file to your instructor.")
     return path
-
-
-class SubmissionError(ValueError):
-    """A file that is not a usable submission; the message is one phrase naming why."""
-
-
-@dataclass(frozen=True)
-class Submission:
-    file: str  # the file's name, printable
-    data: dict[str, Any]
-
-    @property
-    def lab(self) -> str:
-        return self.data["lab"]
-
-    @property
-    def name(self) -> str:
-        return self.data["name"]
-
-
-def shown(name: str) -> str:
-    """A file name as it can be printed on one line: as is if plain, else Python's ascii()."""
-    return shorten(name if name.isascii() and name.isprintable() else ascii(name), 120)
-
-
-def _problem(data: Any) -> str | None:
-    """Why parsed JSON `data` is not a usable submission (one phrase), or None."""
-    try:
-        error = schema_error(_schema(), data)
-    except RecursionError:
-        return "nested too deeply"
-    if error is not None:
-        where = ".".join(shown(str(part)) for part in error.absolute_path) or "the file"
-        return shorten(f"{where}: {error.message}", 300)
-    return check(data)
-
-
-def read(path: Path) -> Submission:
-    """Read and check one submission file; SubmissionError (one phrase) if it is not usable."""
-    try:
-        raw = read_regular(path, MAX_BYTES)
-    except Refused as error:
-        raise SubmissionError(str(error)) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SubmissionError("not UTF-8 text") from None
-    try:
-        data = parse_json(text)
-    except ValueError as error:
-        raise SubmissionError(f"not valid JSON ({error})") from None
-    problem = _problem(data)
-    if problem is not None:
-        raise SubmissionError(shorten(problem, 300))
-    return Submission(shown(path.name), data)

@@ -1,10 +1,11 @@
 """One module per CLI subcommand; each defines `register(subparsers)` (see labkit.course.cli).
 
-SUMMARIES holds each command's one-line help, the same text its `register` passes as
-`help=`, so that `labkit --help` can list the commands without importing their modules
-(tests/test_cli_startup.py checks that the two agree and that every module is listed).
-A module missing here still works; it is only imported on every invocation.
+SUMMARIES holds each command's one-line help, the text its `register` passes as `help=`, so that
+`labkit --help` lists the commands without importing their modules (a module missing here still
+works: it is imported on every invocation).
 """
+
+from typing import Any
 
 SUMMARIES: dict[str, str] = {
     "class": "class round: merge a folder of submissions into pass counts and lab 03's red-team leaderboard",
@@ -18,3 +19,8 @@ SUMMARIES: dict[str, str] = {
     "submit": "write one JSON of your work on a lab (checker outcomes; lab 03: your attacks and guard)",
     "trials": "lab 02: run the model policy live over the docuctl cases and record every call",
 }
+
+
+def plain(frame: Any, orient: str = "records") -> Any:
+    """A DataFrame as JSON-ready values (`DataFrame.to_dict(orient)`), NaN as None."""
+    return frame.astype(object).where(frame.notna(), None).to_dict(orient)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -14,8 +13,9 @@ from labkit.core.errors import LabError
 from labkit.core.paths import runs_dir
 from labkit.course.argtypes import output_path, output_type
 from labkit.course.classroom.merge import chart, load_folder, pass_counts, red_team
+from labkit.course.commands import plain
 
-SELF_REPORTED = "self-reported: each file's own count, not re-checked here"
+_SELF_REPORTED = "self-reported: each file's own count, not re-checked here"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,20 +30,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("folder", metavar="FOLDER", type=Path, help="the folder of submission files")
-    parser.add_argument("--json", action="store_true",
-                        help="print the tables as JSON (skipped files included)")
-    parser.add_argument("--chart", metavar="PNG", type=output_type(suffix=".png"),
-                        help="where to save the chart, a .png file (default: runs/class/class-results.png); "
-                             "checked before the round runs")
+    parser.add_argument(
+        "--json", action="store_true", help="print the tables as JSON (skipped files included)"
+    )
+    parser.add_argument(
+        "--chart",
+        metavar="PNG",
+        type=output_type(suffix=".png"),
+        help="where to save the chart, a .png file (default: runs/class/class-results.png); "
+        "checked before the round runs",
+    )
     parser.set_defaults(handler=handle)
-
-
-def _records(frame: pd.DataFrame) -> list[dict]:
-    def plain(value: object) -> object:
-        value = value.item() if hasattr(value, "item") else value
-        return None if isinstance(value, float) and math.isnan(value) else value
-
-    return [{k: plain(v) for k, v in row.items()} for row in frame.reset_index().to_dict("records")]
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -54,36 +51,41 @@ def handle(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise LabError(f"chart: {error}") from None
     submissions, skipped = load_folder(args.folder)
-    if not submissions:
+    if not args.json or not submissions:
         for line in skipped:
             print(line, file=sys.stderr)
+    if not submissions:
         raise LabError(f"no usable submission in {args.folder} ({len(skipped)} file(s) skipped)")
-    counts = pass_counts(submissions)
-    round_ = red_team(submissions)
+    counts, round_ = pass_counts(submissions), red_team(submissions)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         chart(counts, round_).savefig(path, dpi=100, format="png")
     except OSError as error:
-        raise LabError(f"cannot write the chart {path} ({error.strerror or error}); the tables follow "
-                       "with --json or without --chart") from None
+        raise LabError(f"cannot write the chart {path} ({error.strerror or error})") from None
     if args.json:
-        out = {"submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions],
-               "skipped": skipped, "exercises": _records(counts), "exercises_are": SELF_REPORTED,
-               "chart": str(path)}
+        out = {
+            "submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions],
+            "skipped": skipped,
+            "exercises": plain(counts.reset_index()),
+            "exercises_are": _SELF_REPORTED,
+            "chart": str(path),
+        }
         if round_ is not None:
-            out["red_team"] = {"success": _records(round_.success), "defenses": _records(round_.defenses),
-                               "attacks": _records(round_.attacks)}
+            out["red_team"] = {
+                name: plain(getattr(round_, name).reset_index())
+                for name in ("success", "defenses", "attacks")
+            }
         print(json.dumps(out, indent=2))
         return 0
-    for line in skipped:
-        print(line, file=sys.stderr)
     with pd.option_context("display.width", 120, "display.max_columns", 30, "display.max_colwidth", 40):
         print(f"{len(submissions)} submission(s) from {args.folder}, {len(skipped)} skipped.\n")
-        print(f"Exercises: learners who attempted and ever passed each one ({SELF_REPORTED})")
+        print(f"Exercises: learners who attempted and ever passed each one ({_SELF_REPORTED})")
         print(counts.to_string(), "\n")
         if round_ is not None:
-            print("Lab 03 red team: defenses, best first (gullible policy, every attack at every place; "
-                  "from the ledger)")
+            print(
+                "Lab 03 red team: defenses, best first (gullible policy, every attack at every place; "
+                "from the ledger)"
+            )
             print(round_.defenses.to_string(), "\n")
             print("Lab 03 red team: attacks, strongest first")
             print(round_.attacks.to_string(), "\n")

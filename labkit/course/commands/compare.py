@@ -23,33 +23,20 @@ def register(sub: argparse._SubParsersAction) -> None:
             "loop) and every controller gets the same budget of three tools; otherwise two."
         ),
     )
-    parser.add_argument(
-        "--fixtures",
-        metavar="DIR",
-        default=str(DOCUCTL),
-        help="fixture folder (default: the course's fixtures/docuctl)",
-    )
-    parser.add_argument(
-        "--cases",
-        choices=("base", "adaptive", "all"),
-        default="base",
-        help="which cases to grade (default: base, the 18 baseline cases)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--fixtures", metavar="DIR", default=str(DOCUCTL), help="fixture folder (default: fixtures/docuctl)")
+    cases = "which cases to grade (default: base, the 18 baseline cases)"
+    add("--cases", choices=("base", "adaptive", "all"), default="base", help=cases)
+    add(
         "--top-k",
         type=int,
         choices=(1, 2, 3),
         default=TOP_K,
-        help=f"search hits every controller considers (default: {TOP_K})",
+        help=f"search hits considered (default: {TOP_K})",
     )
-    parser.add_argument(
-        "--max-tools",
-        type=int,
-        choices=range(1, 7),
-        metavar="{1..6}",
-        help="tool budget of every controller (default: 3 with adaptive cases, else 2)",
-    )
-    parser.add_argument("--json", action="store_true", help="print {controller: {passed, total, tool_calls}}")
+    tools = "tool budget of every controller (default: 3 with adaptive cases, else 2)"
+    add("--max-tools", type=int, choices=range(1, 7), metavar="{1..6}", help=tools)
+    add("--json", action="store_true", help="print {controller: {passed, total, tool_calls}}")
     parser.set_defaults(handler=handle)
 
 
@@ -57,16 +44,12 @@ def handle(args: argparse.Namespace) -> int:
     corpus = load_corpus(args.fixtures)
     if args.cases != "base" and not corpus.adaptive_cases:
         raise LabError(f"{args.fixtures}: --cases {args.cases} needs adaptive_cases.json")
-    cases = {
-        "base": corpus.cases,
-        "adaptive": corpus.adaptive_cases,
-        "all": corpus.cases + corpus.adaptive_cases,
-    }[args.cases]
+    cases = {"base": corpus.cases, "adaptive": corpus.adaptive_cases}.get(
+        args.cases, corpus.cases + corpus.adaptive_cases
+    )
+    adaptive = bool(corpus.adaptive_cases)
     table = compare(
-        cases,
-        controllers(
-            corpus.docs, adaptive=bool(corpus.adaptive_cases), top_k=args.top_k, max_tools=args.max_tools
-        ),
+        cases, controllers(corpus.docs, adaptive=adaptive, top_k=args.top_k, max_tools=args.max_tools)
     )
     if args.json:
         rows = {name: {key: int(value) for key, value in row.items()} for name, row in table.iterrows()}

@@ -1,7 +1,7 @@
 """`labkit evaluate`: pass@1, pass^k and stop reasons of recorded trials, beside the scripted policies.
 
-With `--baselines`, the model's runs beside every baseline of lab 02's ladder on the same
-cases (`labkit.decision_loop.ladder.ladder_with_baselines`), each rate with its 95% interval.
+With `--baselines`, the model's runs beside every baseline of lab 02's ladder on the same cases,
+each rate with its 95% interval (`labkit.decision_loop.ladder.ladder_with_baselines`).
 """
 
 from __future__ import annotations
@@ -9,18 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Any
 
 import pandas as pd
 
 from labkit.course.argtypes import int_in
+from labkit.course.commands import plain
 from labkit.decision_loop.baselines import SEEDS, baseline_rows
 from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
 from labkit.decision_loop.ladder import ladder_with_baselines
 from labkit.decision_loop.tables import K_MAX, WRONG, latency, stop_counts, summary
 from labkit.decision_loop.trials import known_cases
-
-SEEDS_MAX = 1000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,13 +39,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--baselines",
         action="store_true",
-        help="print the runs beside the baselines on the same cases (random and search-then-answer "
-        "at L0-L3, scripted and adaptive loops), every rate with its 95%% interval and the paired "
-        "difference from the scripted loop and from the best baseline",
+        help="print the runs beside the baselines on the same cases (random and "
+        "search-then-answer at L0-L3, scripted and adaptive loops), every rate with its "
+        "95%% interval and the paired difference from the scripted loop and from the "
+        "best baseline",
     )
     parser.add_argument(
         "--seeds",
-        type=int_in(1, SEEDS_MAX),
+        type=int_in(1, 1000),
         default=SEEDS,
         metavar="N",
         help=f"with --baselines: episodes per case of each random baseline (default {SEEDS})",
@@ -55,23 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=handle)
 
 
-def _plain(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    def value(v: Any) -> Any:
-        if isinstance(v, float) and math.isnan(v):
-            return None
-        return v.item() if hasattr(v, "item") else v
-
-    return {str(index): {str(k): value(v) for k, v in row.items()} for index, row in frame.iterrows()}
-
-
-def _with_interval(table: pd.DataFrame, name: str) -> pd.Series:
-    return pd.Series(
-        [
-            "" if math.isnan(e) else f"{e:.3f} [{lo:.3f}, {hi:.3f}]"
-            for e, lo, hi in zip(table[name], table[f"{name} low"], table[f"{name} high"], strict=True)
-        ],
-        index=table.index,
-    )
+def _with_interval(table: pd.DataFrame, name: str) -> list[str]:
+    return [
+        "" if math.isnan(e) else f"{e:.3f} [{lo:.3f}, {hi:.3f}]"
+        for e, lo, hi in zip(table[name], table[f"{name} low"], table[f"{name} high"], strict=True)
+    ]
 
 
 def _baselines(args: argparse.Namespace) -> int:
@@ -81,7 +68,7 @@ def _baselines(args: argparse.Namespace) -> int:
     table = ladder_with_baselines(rows, baseline_rows(cases, seeds=args.seeds))
     best = table.attrs["best baseline"]
     if args.json:
-        print(json.dumps({"ladder": _plain(table), "best baseline": best}, indent=2))
+        print(json.dumps({"ladder": plain(table, "index"), "best baseline": best}, indent=2))
         return 0
     shown = table[["kind", "cases", "trials"]].copy()
     for name in ("pass@1", f"pass^{K_MAX}", WRONG, "vs scripted", "vs best"):
@@ -98,22 +85,14 @@ def _baselines(args: argparse.Namespace) -> int:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if getattr(args, "baselines", False):  # `labkit grid` calls this with trials and json only
+    if args.baselines:
         return _baselines(args)
     rows = evaluate_trials(args.trials)
-    table, stops, timing = summary(rows), stop_counts(rows), latency(rows)
+    tables = {"summary": summary(rows), "stops": stop_counts(rows), "latency": latency(rows)}
     if args.json:
-        print(
-            json.dumps(
-                {"summary": _plain(table), "stops": _plain(stops), "latency": _plain(timing)}, indent=2
-            )
-        )
+        print(json.dumps({name: plain(table, "index") for name, table in tables.items()}, indent=2))
         return 0
     with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(table.to_string())
-        print()
-        print(stops.to_string())
-        print()
-        print(timing.to_string())
+        print("\n\n".join(table.to_string() for table in tables.values()))
     print("pass^k = mean over cases of C(c,k)/C(n,k); NaN where a case has fewer than k trials.")
     return 0

@@ -1,8 +1,4 @@
-"""`labkit grid`: run a trial grid (models × prompts × rungs × temperatures × seeds × k × cases).
-
-A grid naming lab ``refunds`` or ``routing`` runs lab 03's or lab 04's model episodes
-(`labkit.course.grid.labs`) and ends with that lab's table instead of `labkit evaluate`.
-"""
+"""`labkit grid SPEC --record FILE`: run a trial grid, resumably, in-process or on Dask."""
 
 from __future__ import annotations
 
@@ -16,8 +12,6 @@ from typing import Any
 from labkit.core.errors import LabError
 from labkit.course.argtypes import int_in
 
-MAX_WORKERS = 256
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -28,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "temperatures, seeds, k, cases; see fixtures/grids/) and append each, as it finishes, to "
             "FILE in the format `labkit trials` writes. Episodes already in FILE are skipped, so "
             "running the same command again resumes an interrupted run. At the end, print the "
-            "evaluation of FILE (as `labkit evaluate`). A SPEC with lab = \"refunds\" (lab 03's model "
+            'evaluation of FILE (as `labkit evaluate`). A SPEC with lab = "refunds" (lab 03\'s model '
             "policy) or lab = \"routing\" (lab 04's model reviser) runs that lab's episodes and prints "
             "its table, with 95%% intervals."
         ),
@@ -38,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
-        type=int_in(1, MAX_WORKERS),
+        type=int_in(1, 256),
         metavar="N",
         help="run on a local Dask cluster of N worker processes (default: in this process)",
     )
@@ -57,26 +51,38 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
         return
     try:
         from distributed import Client
-
-        from labkit.course.grid.run import local_cluster
     except ImportError:
-        raise LabError("--workers and --scheduler need Dask: pip install 'dask[distributed]'") from None
-    if args.scheduler:
-        try:
-            client = Client(args.scheduler, timeout="10s")
-        except (OSError, TimeoutError, ValueError) as error:
-            raise LabError(f"cannot reach the Dask scheduler at {args.scheduler} ({error})") from None
-        with client:
+        raise LabError(
+            "--workers and --scheduler need Dask: pip install -c requirements.txt -e '.[grid]'"
+        ) from None
+    from labkit.course.grid import run
+
+    if args.workers:
+        with run.local_cluster(args.workers) as cluster, Client(cluster) as client:
             yield client
         return
-    with local_cluster(args.workers) as cluster, Client(cluster) as client:
+    try:
+        client = Client(args.scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as error:
+        raise LabError(f"cannot reach the Dask scheduler at {args.scheduler} ({error})") from None
+    with client:
         yield client
+
+
+def _lab_table(lab: str, record: str, as_json: bool) -> int:
+    if lab == "refunds":
+        from labkit.refunds.model_rows import grid_table
+    else:
+        from labkit.routing.reviser_trials import reviser_grid_table as grid_table
+    table = grid_table(record)
+    print(table.reset_index().to_json(orient="records") if as_json else table.to_string())
+    return 0
 
 
 def handle(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from labkit.course.commands import evaluate  # pandas: only when a grid runs, not for --help
+    from labkit.course.commands import evaluate
     from labkit.course.grid.run import check_models, execute, plan
     from labkit.course.grid.spec import load_spec
 
@@ -88,8 +94,8 @@ def handle(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     print(
-        f"{grid.path}: {len(grid.cells())} cells, {work.total} episodes; {work.done} already in "
-        f"{args.record}, {len(work.todo)} to run",
+        f"{grid.path}: {grid.cells} cells, {work.total} episodes; {work.done} already in {args.record}, "
+        f"{len(work.todo)} to run",
         file=sys.stderr,
     )
     start = time.perf_counter()
@@ -101,8 +107,8 @@ def handle(args: argparse.Namespace) -> int:
                 ran = execute(work, client=client, on_episode=lambda _: bar.update())
             except KeyboardInterrupt:
                 print(
-                    f"labkit grid: interrupted; the finished episodes are in {args.record}: "
-                    "run the same command to resume",
+                    f"labkit grid: interrupted; the finished episodes are in {args.record}: run the same "
+                    "command to resume",
                     file=sys.stderr,
                 )
                 return 130
@@ -114,7 +120,5 @@ def handle(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if grid.lab != "docuctl":
-        from labkit.course.grid.labs import print_tables
-
-        return print_tables(grid, args.record, as_json=args.json)
-    return evaluate.handle(argparse.Namespace(trials=[args.record], json=args.json))
+        return _lab_table(grid.lab, args.record, args.json)
+    return evaluate.handle(argparse.Namespace(trials=[args.record], json=args.json, baselines=False))

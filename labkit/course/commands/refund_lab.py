@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 import pandas as pd
 
 from labkit.core.errors import LabError
+from labkit.course.commands import plain
 from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.metrics import COLUMNS, matrix
 from labkit.refunds.model_rows import LADDER_DEFENSES, model_available, model_matrix, recorded_rungs
@@ -25,15 +25,29 @@ def register(sub: argparse._SubParsersAction) -> None:
             "policy and defense. Every number is read from the ledger of refunds actually executed."
         ),
     )
-    parser.add_argument("--policy", metavar="NAME", action="append",
-                        help=f"a policy ({', '.join(POLICIES)}); repeat for several (default: all "
-                             "scripted ones, plus the model where trials are recorded)")
-    parser.add_argument("--defense", metavar="NAME", action="append",
-                        help=f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)")
-    parser.add_argument("--by-attack", action="store_true",
-                        help="one row per policy, defense and attack (that attack's episodes only)")
-    parser.add_argument("--json", action="store_true",
-                        help="print a list of rows {policy, defense, attack?, " + ", ".join(COLUMNS) + "}")
+    parser.add_argument(
+        "--policy",
+        metavar="NAME",
+        action="append",
+        help=f"a policy ({', '.join(POLICIES)}); repeat for several (default: all "
+        "scripted ones, plus the model where trials are recorded)",
+    )
+    parser.add_argument(
+        "--defense",
+        metavar="NAME",
+        action="append",
+        help=f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)",
+    )
+    parser.add_argument(
+        "--by-attack",
+        action="store_true",
+        help="one row per policy, defense and attack (that attack's episodes only)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a list of rows {policy, defense, attack?, " + ", ".join(COLUMNS) + "}",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -44,43 +58,36 @@ def _names(given: list[str] | None, known: dict, what: str) -> list[str]:
     return list(dict.fromkeys(given)) if given else list(known)
 
 
-def _plain(value: object) -> object:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value.item() if hasattr(value, "item") else value
-
-
 def handle(args: argparse.Namespace) -> int:
     policies = _names(args.policy, POLICIES, "policy")
     defenses = [defenses_named(name).name for name in _names(args.defense, DEFENSES, "defense")]
     scripted = [name for name in policies if name != "model"]
-    frames = []
-    if scripted:
-        frames.append(matrix(scripted, defenses, by_attack=args.by_attack))
-    # The model runs where trials are recorded: by default only if any are, and then only
-    # under the defenses recorded; asked for by name, a missing recording is an error.
+    frames = [matrix(scripted, defenses, by_attack=args.by_attack)] if scripted else []
+    # The model runs where trials are recorded: by default only if any are, and then only under the
+    # defenses recorded, one block per recorded rung; asked for by name, a missing recording is an error.
     if "model" in policies and (args.policy is not None or model_available()):
         from labkit.model.factory import backend_from_env
 
         backend_from_env()  # a LABKIT_MODEL that names no backend: its one line, before any progress bar
         chosen = defenses if args.defense else list(LADDER_DEFENSES)
-        # One block of rows per recorded rung of the constraint ladder; a defense asked for by
-        # name must be recorded at some rung.
-        model_frames = [model_matrix(chosen, by_attack=args.by_attack, explicit=False, rung=rung)
-                        for rung in recorded_rungs()]
+        model_frames = [
+            model_matrix(chosen, by_attack=args.by_attack, explicit=False, rung=rung)
+            for rung in recorded_rungs()
+        ]
         if args.policy is not None and all(frame.empty for frame in model_frames):
-            # Its LabError names what is missing.
-            model_matrix(chosen, by_attack=args.by_attack, explicit=True)
+            model_matrix(
+                chosen, by_attack=args.by_attack, explicit=True
+            )  # its LabError names what is missing
         frames += model_frames
     table = pd.concat([frame for frame in frames if not frame.empty] or frames)
     if args.json:
-        records = table.reset_index().to_dict("records")
-        rows = [{key: _plain(value) for key, value in row.items()} for row in records]
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(plain(table.reset_index()), indent=2))
         return 0
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print("Refund attack lab: metrics read from the ledger of refunds executed.")
         print(table.to_string())
-    print("Scripted policies ignore their prompt, so policy_prompt and spotlighting equal none for them. "
-          "Model rows (if any) cover only their recorded episodes (column 'episodes').")
+    print(
+        "Scripted policies ignore their prompt, so policy_prompt and spotlighting equal none for them. "
+        "Model rows (if any) cover only their recorded episodes (column 'episodes')."
+    )
     return 0

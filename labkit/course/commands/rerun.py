@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 
 from labkit.core.errors import LabError
 from labkit.course.argtypes import SEED_MAX, int_in, output_type, positive, temperature
-from labkit.course.classroom.rerun import rerun
-from labkit.course.classroom.submission import lab_number
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,23 +20,35 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4")
-    parser.add_argument("--model", required=True, metavar="SPEC",
-                        help="replay, local or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)")
+    parser.add_argument(
+        "--model",
+        required=True,
+        metavar="SPEC",
+        help="replay, local or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)",
+    )
     parser.add_argument("--k", type=positive, help="trials per case (default: the notebook's)")
     parser.add_argument("--temperature", type=temperature, help="0..2 (default: the notebook's)")
     parser.add_argument("--seed", type=int_in(0, SEED_MAX), help="(default: the notebook's)")
-    parser.add_argument("-o", "--output", required=True, type=output_type(), metavar="OUT.ipynb",
-                        help="where to write the executed notebook (checked before anything runs)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=output_type(),
+        metavar="OUT.ipynb",
+        help="where to write the executed notebook (checked before anything runs)",
+    )
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    try:
-        import papermill  # noqa: F401
-    except ImportError:
-        raise LabError("rerun needs papermill: pip install -c requirements.txt -e '.[rerun]'") from None
-    done = rerun(lab_number(args.lab), args.model, args.output, k=args.k, temperature=args.temperature,
-                 seed=args.seed)
+    if importlib.util.find_spec("papermill") is None:
+        raise LabError("rerun needs papermill: pip install -c requirements.txt -e '.[rerun]'")
+    from labkit.course.classroom.rerun import rerun
+    from labkit.course.classroom.submission import lab_number
+
+    done = rerun(
+        lab_number(args.lab), args.model, args.output, k=args.k, temperature=args.temperature, seed=args.seed
+    )
     injected = ", ".join(f"{name}={value!r}" for name, value in done.parameters.items())
     print(f"wrote {done.notebook} ({injected})")
     if done.record is not None:

@@ -1,8 +1,7 @@
-"""`labkit routing`: lab 04's experiments headless — validation, parallelism, retries, loops.
+"""`labkit routing`: lab 04's experiments headless: validation, parallelism, retries, loops.
 
-The model part (the review loop with a model as the reviser) is replayed from
-`fixtures/trials/routing*.jsonl` unless `LABKIT_MODEL` names a live backend; when neither
-is there it is one line saying so, and the rest of the report is unchanged.
+The review loop with a model as the reviser is replayed from `fixtures/trials/routing*.jsonl`
+unless `LABKIT_MODEL` names a live backend; with neither it is one line saying so.
 """
 
 from __future__ import annotations
@@ -11,7 +10,10 @@ import argparse
 import json
 from typing import Any
 
+import pandas as pd
+
 from labkit.core.errors import LabError
+from labkit.course.commands import plain
 from labkit.routing import experiments as lab
 
 
@@ -29,41 +31,49 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    parser.add_argument("--max-visits", type=int, default=5, metavar="N",
-                        help="runs allowed per job in the review loop, 1..20 (default: 5)")
-    parser.add_argument("--limit", type=int, default=lab.LIMIT, metavar="CHARS",
-                        help=f"the review's character limit, 1..200 (default: {lab.LIMIT})")
-    parser.add_argument("--skip-timing", action="store_true",
-                        help="leave out the real-time experiment (the rest is deterministic)")
+    parser.add_argument(
+        "--max-visits",
+        type=int,
+        default=5,
+        metavar="N",
+        help="runs allowed per job in the review loop, 1..20 (default: 5)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=lab.LIMIT,
+        metavar="CHARS",
+        help=f"the review's character limit, 1..200 (default: {lab.LIMIT})",
+    )
+    parser.add_argument(
+        "--skip-timing",
+        action="store_true",
+        help="leave out the real-time experiment (the rest is deterministic)",
+    )
     parser.set_defaults(handler=handle)
 
 
-def _records(frame: Any) -> dict[str, dict[str, Any]]:
-    return frame.to_dict(orient="index")  # keeps each column's type: ints stay ints
-
-
 def model_feedback() -> dict[str, Any]:
-    """The loop with a model reviser at its recorded settings, as plain data for the report.
+    """The loop with a model reviser at its recorded settings, as plain data for the report;
+    `{"available": False, "note": ...}` when replay is asked for and nothing is recorded."""
+    from labkit.routing import model_reviser as model
 
-    `{"available": False, "note": ...}` when lab 02's seam is not importable, or when replay
-    is asked for and nothing is recorded; a request the recording does not hold is a
-    ReplayMiss (a LabError: the lab is broken, not the experiment's result).
-    """
-    try:
-        from labkit.routing import model_reviser as model
-    except ImportError as error:
-        return {"available": False, "note": f"lab 02's model seam is not importable ({error})"}
     if not model.live() and not model.recorded():
-        return {"available": False,
-                "note": f"no recorded trials for lab {model.REVISER_LAB!r} "
-                        f"(fixtures/trials/{model.REVISER_LAB}*.jsonl); "
-                        "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>"}
+        return {
+            "available": False,
+            "note": f"no recorded trials for lab {model.REVISER_LAB!r} (fixtures/trials/{model.REVISER_LAB}*.jsonl); "
+            "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>",
+        }
     _, summary, runs, revisers = model.model_feedback_experiment()
-    return {"available": True, "source": model.source(revisers["with feedback"]),
-            "settings": dict(model.RECORDED),
-            "chars": {name: [len(text) for text in reviser.history] for name, reviser in revisers.items()},
-            "texts": {name: list(reviser.history) for name, reviser in revisers.items()},
-            "runs": _records(summary), "reasons": {name: run.reason for name, run in runs.items()}}
+    return {
+        "available": True,
+        "source": model.source(revisers["with feedback"]),
+        "settings": dict(model.RECORDED),
+        "chars": {name: [len(text) for text in reviser.history] for name, reviser in revisers.items()},
+        "texts": {name: list(reviser.history) for name, reviser in revisers.items()},
+        "runs": plain(summary, "index"),
+        "reasons": {name: run.reason for name, run in runs.items()},
+    }
 
 
 def _print_model(model: dict[str, Any]) -> None:
@@ -71,22 +81,18 @@ def _print_model(model: dict[str, Any]) -> None:
         print(f"\n5. The review loop with a model reviser: not run: {model['note']}")
         return
     settings = model["settings"]
-    print(f"\n5. The review loop with a model reviser, limit {settings['limit']} characters, "
-          f"max_visits={settings['max_visits']}: characters per revision")
+    print(
+        f"\n5. The review loop with a model reviser, limit {settings['limit']} characters, "
+        f"max_visits={settings['max_visits']}: characters per revision"
+    )
     print(f"   {model['source']}")
     print(lab.visit_table(model["chars"]).to_string())
-    print(_frame(model["runs"]).to_string())
+    print(pd.DataFrame.from_dict(model["runs"], orient="index").rename_axis("variant").to_string())
     for name, texts in model["texts"].items():
         print(f"   {name}: last text {texts[-1]!r}" if texts else f"   {name}: no text")
     for name, reason in model["reasons"].items():  # why a run failed: a model error shows here
         print(f"   {name}: {reason}")
     print("   One model, temperature 0, one trial: a measurement of this model and prompt, not of models.")
-
-
-def _frame(records: dict[str, dict[str, Any]]) -> Any:
-    import pandas as pd
-
-    return pd.DataFrame.from_dict(records, orient="index").rename_axis("variant")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -101,16 +107,25 @@ def handle(args: argparse.Namespace) -> int:
     stop = lab.cache_stop_experiment()
     model = model_feedback()
     if args.json:
-        print(json.dumps({
-            "validation": errors["error"].to_dict(),
-            "parallel": None if parallel is None else _records(parallel),
-            "retries": _records(retries),
-            "loop": {"chars": {name: [int(v) for v in column if v != "-"] for name, column in chars.items()},
-                     "runs": _records(loops),
-                     "reasons": {name: run.reason for name, run in runs.items()}},
-            "model_feedback": model,
-            "stop": {"status": stop.status, "reason": stop.reason},
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "validation": errors["error"].to_dict(),
+                    "parallel": None if parallel is None else plain(parallel, "index"),
+                    "retries": plain(retries, "index"),
+                    "loop": {
+                        "chars": {
+                            name: [int(v) for v in column if v != "-"] for name, column in chars.items()
+                        },
+                        "runs": plain(loops, "index"),
+                        "reasons": {name: run.reason for name, run in runs.items()},
+                    },
+                    "model_feedback": model,
+                    "stop": {"status": stop.status, "reason": stop.reason},
+                },
+                indent=2,
+            )
+        )
         return 0
     print("1. Validation: each broken graph is refused before anything runs.")
     for mistake, error in errors["error"].items():
@@ -120,8 +135,10 @@ def handle(args: argparse.Namespace) -> int:
         print(parallel.to_string())
     print("\n3. Retries: 3 attempts, waits 0.5 s doubling, every Exception retryable (fake clock):")
     print(retries.to_string())
-    print(f"\n4. The review loop, limit {args.limit} characters, max_visits={args.max_visits}: "
-          "characters per revision")
+    print(
+        f"\n4. The review loop, limit {args.limit} characters, max_visits={args.max_visits}: "
+        "characters per revision"
+    )
     print(chars.to_string())
     print(loops.to_string())
     for name, run in runs.items():

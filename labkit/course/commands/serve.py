@@ -1,16 +1,10 @@
 """`labkit serve`: one model server for the room, the course's SmolLM2 behind an OpenAI-compatible API.
 
-A thin wrapper around llama-cpp-python's own server (`python -m llama_cpp.server`, its `server`
-extra, installed by `make model`): it serves the model file the `local` backend uses
-(`labkit.model.local.find_model_file`), under the name ``smollm2`` (`--model_alias`), with the
-local backend's context size, on 0.0.0.0:8000 by default, with its request log off. Once the
-server answers `/v1/models` it prints the lines each learner types (the machine's addresses on
-the room's network), then runs until Ctrl-C.
-
-llama-cpp-python's server answers one request at a time (a global lock): fine for a handful of
-learners; for a whole room, measured in benchmarks/room.py and the README, use llama.cpp's
-`llama-server -np N --cont-batching` or Ollama with `OLLAMA_NUM_PARALLEL`. Learners' laptops
-compile nothing: they need only the `openai` client, which labkit already depends on.
+A thin wrapper around llama-cpp-python's own server (`python -m llama_cpp.server`, installed by
+`make model`): the local backend's model file and context size, under the name ``smollm2``, on
+0.0.0.0:8000 by default. Once it answers `/v1/models` it prints the lines each learner types, then
+runs until Ctrl-C. It answers one request at a time: for a whole room, use llama.cpp's
+`llama-server -np N --cont-batching` or Ollama (the README's "One model for the room").
 """
 
 from __future__ import annotations
@@ -31,8 +25,8 @@ from labkit.course.argtypes import int_in
 
 ALIAS = "smollm2"
 PORT = 8000
-READY_S = 60.0  # the server loads the 98 MB model in about a second; give a slow disk a minute
-SERVER_MODULES = (
+_READY_S = 60.0  # the server loads the 98 MB model in about a second; give a slow disk a minute
+_SERVER_MODULES = (
     "llama_cpp",
     "fastapi",
     "uvicorn",
@@ -53,33 +47,23 @@ def register(sub: argparse._SubParsersAction) -> None:
             "for a room of 30 see the README's 'One model for the room'."
         ),
     )
-    parser.add_argument(
-        "--host",
-        default="0.0.0.0",
-        help="address to listen on (default 0.0.0.0: the room's network; 127.0.0.1: this machine)",
+    add = parser.add_argument
+    add("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0, the room's network)")
+    add("--port", type=int_in(1, 65535), default=PORT, metavar="N", help=f"port (default {PORT})")
+    add(
+        "--threads", type=int_in(1, 256), metavar="N", help="CPU threads for the model (default: llama.cpp's)"
     )
-    parser.add_argument(
-        "--port", type=int_in(1, 65535), default=PORT, metavar="N", help=f"port (default {PORT})"
-    )
-    parser.add_argument(
-        "--threads",
-        type=int_in(1, 256),
-        default=None,
-        metavar="N",
-        help="CPU threads for the model (default: llama.cpp's choice)",
-    )
-    parser.add_argument(
+    add(
         "--model-path",
-        default=None,
         metavar="FILE",
-        help="a GGUF file (default: the course's SmolLM2, as LABKIT_MODEL=local finds it)",
+        help="a GGUF file (default: the course's SmolLM2, as `local` finds it)",
     )
     parser.set_defaults(handler=handle)
 
 
 def require_server() -> None:
     """LabError naming what is missing when llama-cpp-python's server extra is not installed."""
-    missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         raise LabError(
             f"llama-cpp-python's server is not installed (missing {', '.join(missing)}): "
@@ -101,29 +85,20 @@ def server_command(
     path = Path(model_path) if model_path else find_model_file()
     if not path.is_file():
         raise LabError(f"--model-path {path}: no such file")
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(path),
-        "--model_alias",
-        alias,
-        "--n_ctx",
-        str(N_CTX),
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--verbose",
-        "False",
-    ]
+    options = {
+        "--model": str(path),
+        "--model_alias": alias,
+        "--n_ctx": str(N_CTX),
+        "--host": host,
+        "--port": str(port),
+        "--verbose": "False",
+    }
     if threads is not None:
-        command += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
-    return command
+        options |= {"--n_threads": str(threads), "--n_threads_batch": str(threads)}
+    return [sys.executable, "-m", "llama_cpp.server", *(part for item in options.items() for part in item)]
 
 
-def addresses(host: str) -> list[str]:
+def _addresses(host: str) -> list[str]:
     """The addresses learners can reach this server at: the one it listens on, or for 0.0.0.0
     this machine's outgoing address on the room's network (found without sending anything)."""
     if host not in ("0.0.0.0", "", "::"):
@@ -138,7 +113,7 @@ def addresses(host: str) -> list[str]:
     return [address for address in found if not address.startswith("127.")] or ["127.0.0.1"]
 
 
-def wait_until_ready(process: subprocess.Popen, url: str, limit: float = READY_S) -> str:
+def wait_until_ready(process: subprocess.Popen, url: str, limit: float = _READY_S) -> str:
     """The model id `url` (/v1/models) lists once it answers; LabError if the server exits or
     has not answered within `limit` seconds."""
     deadline = time.monotonic() + limit
@@ -160,12 +135,10 @@ def wait_until_ready(process: subprocess.Popen, url: str, limit: float = READY_S
 def warm_up(base_url: str, alias: str = ALIAS, timeout: float = 120.0) -> None:
     """Ask the server for one token, so that a measured or tested request does not pay its
     first-request warm-up (seconds on a busy machine)."""
+    body = {"model": alias, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+    headers = {"Content-Type": "application/json"}
     request = urllib.request.Request(
-        f"{base_url}/chat/completions",
-        headers={"Content-Type": "application/json"},
-        data=json.dumps(
-            {"model": alias, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
-        ).encode(),
+        f"{base_url}/chat/completions", headers=headers, data=json.dumps(body).encode()
     )
     with urllib.request.urlopen(request, timeout=timeout) as reply:
         reply.read()
@@ -181,18 +154,14 @@ def free_port(host: str = "127.0.0.1") -> int:
 def handle(args: argparse.Namespace) -> int:
     require_server()
     command = server_command(args.host, args.port, threads=args.threads, model_path=args.model_path)
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    process = subprocess.Popen(command, env={**os.environ, "PYTHONWARNINGS": "ignore"}, **quiet)
     try:
         local = "127.0.0.1" if args.host in ("0.0.0.0", "", "::") else args.host
         served = wait_until_ready(process, f"http://{local}:{args.port}/v1/models")
         print(f"serving {served} with llama_cpp.server on {args.host}:{args.port} (one request at a time)")
         print("each learner sets, in the notebook's parameters cell or before starting Jupyter:")
-        for address in addresses(args.host):
+        for address in _addresses(args.host):
             print(f"    OPENAI_BASE_URL=http://{address}:{args.port}/v1   LABKIT_MODEL=openai:{ALIAS}")
         print(
             "00_start_here.ipynb's setup check shows whether it answers. Ctrl-C stops the server.", flush=True

@@ -1,5 +1,4 @@
-"""`labkit submit LAB --name NAME [--to DIR]`: a learner's work on one lab as one JSON file for the
-class round, handed in by writing it into a shared folder or a USB stick."""
+"""`labkit submit LAB --name NAME [-o FILE | --to DIR]`: a learner's work on one lab as one JSON file."""
 
 from __future__ import annotations
 
@@ -20,15 +19,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4 (or 01, lab03, ...)")
-    parser.add_argument("--name", required=True, help="your name as the class round shows it (letters, "
-                                                      "digits, '.', '_', '-'; up to 32)")
+    parser.add_argument(
+        "--name",
+        required=True,
+        help="your name as the class round shows it (letters, digits, '.', '_', '-'; up to 32)",
+    )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("-o", "--output", metavar="FILE", type=output_type(folder_ok=True),
-                       help="where to write it (default: runs/submissions/labNN-NAME.json; "
-                            "a folder: inside it)")
-    where.add_argument("--to", metavar="DIR", type=folder_type,
-                       help="hand it in: write labNN-NAME.json into DIR (a USB stick or shared folder), "
-                            "never replacing a file already there (labNN-NAME-2.json then, and it says so)")
+    where.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        type=output_type(folder_ok=True),
+        help="where to write it (default: runs/submissions/labNN-NAME.json; a folder: inside it)",
+    )
+    where.add_argument(
+        "--to",
+        metavar="DIR",
+        type=folder_type,
+        help="hand it in: write labNN-NAME.json into DIR (a USB stick or shared folder), "
+        "never replacing a file already there (labNN-NAME-2.json then, and it says so)",
+    )
     parser.set_defaults(handler=handle)
 
 

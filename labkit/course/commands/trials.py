@@ -27,41 +27,20 @@ def register(sub: argparse._SubParsersAction) -> None:
             "FILE as JSON lines. FILE must not exist; it appears only when the run completes."
         ),
     )
-    parser.add_argument(
-        "--model",
-        required=True,
-        metavar="SPEC",
-        help="live backend: local (SmolLM2 in-process) or ollama:<tag>",
-    )
-    parser.add_argument("--cases", choices=CASE_SETS, default="all", help="which cases (default: all 24)")
-    parser.add_argument("--k", type=positive, default=1, help="trials per case (default 1)")
-    parser.add_argument(
-        "--temperature", type=temperature, default=0.0, help="sampling temperature (default 0)"
-    )
-    parser.add_argument("--seed", type=int_in(0, SEED_MAX - MAX_TRIALS), default=0,
-                        help="trial t uses seed SEED+t (default 0)")
-    parser.add_argument(
-        "--prompt", choices=tuple(PROMPTS), default="base", help="system prompt (default base)"
-    )
-    parser.add_argument(
-        "--rung",
-        choices=RUNGS,
-        default="L1",
-        help="constraint ladder rung: L0 prompt only, L1 static schema (default), L2 observed ids, "
-        "L3 observed ids + extractive final",
-    )
-    parser.add_argument("--label", help="the run's name in evaluations (default: model, prompt, T)")
-    parser.add_argument("--budget-tokens", type=positive, metavar="N", help="token budget per episode")
-    parser.add_argument(
-        "--max-tokens",
-        type=int_in(1, MAX_TOKENS_MAX),
-        default=MAX_TOKENS,
-        metavar="N",
-        help=f"token limit per decision (default {MAX_TOKENS})",
-    )
-    parser.add_argument(
-        "--record", required=True, metavar="FILE", help="JSONL file to write (must not exist)"
-    )
+    add = parser.add_argument
+    add("--model", required=True, metavar="SPEC", help="live backend: local (SmolLM2) or ollama:<tag>")
+    add("--cases", choices=CASE_SETS, default="all", help="which cases (default: all 24)")
+    add("--k", type=positive, default=1, help="trials per case (default 1)")
+    add("--temperature", type=temperature, default=0.0, help="sampling temperature (default 0)")
+    add("--seed", type=int_in(0, SEED_MAX - MAX_TRIALS), default=0, help="trial t uses seed SEED+t")
+    add("--prompt", choices=tuple(PROMPTS), default="base", help="system prompt (default base)")
+    rungs = "L0 prompt only, L1 static schema (default), L2 observed ids, L3 observed ids + extractive final"
+    add("--rung", choices=RUNGS, default="L1", help=f"constraint ladder rung: {rungs}")
+    add("--label", help="the run's name in evaluations (default: model, prompt, T)")
+    add("--budget-tokens", type=positive, metavar="N", help="token budget per episode")
+    tokens = f"token limit per decision (default {MAX_TOKENS})"
+    add("--max-tokens", type=int_in(1, MAX_TOKENS_MAX), default=MAX_TOKENS, metavar="N", help=tokens)
+    add("--record", required=True, metavar="FILE", help="JSONL file to write (must not exist)")
     parser.set_defaults(handler=handle)
 
 
@@ -73,33 +52,31 @@ def handle(args: argparse.Namespace) -> int:
     backend = parse_spec(args.model)
     start = time.perf_counter()
     try:
+        settings = (
+            "cases",
+            "k",
+            "temperature",
+            "seed",
+            "prompt",
+            "rung",
+            "label",
+            "budget_tokens",
+            "max_tokens",
+        )
+        desc = f"{args.model} {args.prompt} {args.rung} T={args.temperature:g}"
+        bar = lambda pairs: tqdm(pairs, desc=desc, unit="episode")  # noqa: E731
         episodes = run_trials(
-            backend,
-            args.record,
-            cases=args.cases,
-            k=args.k,
-            temperature=args.temperature,
-            seed=args.seed,
-            prompt=args.prompt,
-            rung=args.rung,
-            label=args.label,
-            budget_tokens=args.budget_tokens,
-            max_tokens=args.max_tokens,
-            progress=lambda pairs: tqdm(
-                pairs, desc=f"{args.model} {args.prompt} {args.rung} T={args.temperature:g}", unit="episode"
-            ),
+            backend, args.record, progress=bar, **{name: vars(args)[name] for name in settings}
         )
     except KeyboardInterrupt:
+        partial = f"{args.record}.partial"
         print(
-            f"labkit trials: interrupted; {args.record} not written, the finished calls and episodes "
-            f"are in {args.record}.partial",
+            f"labkit trials: interrupted; {args.record} not written, what finished is in {partial}",
             file=sys.stderr,
         )
         return 130
     passed = sum(e["passed"] for e in episodes)
-    print(
-        f"{len(episodes)} episodes, {passed} passed, in {time.perf_counter() - start:.0f} s; "
-        f"wrote {args.record}"
-    )
+    took = time.perf_counter() - start
+    print(f"{len(episodes)} episodes, {passed} passed, in {took:.0f} s; wrote {args.record}")
     print(f"Evaluate: python -m labkit evaluate --trials {args.record}")
     return 0

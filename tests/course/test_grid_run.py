@@ -1,11 +1,7 @@
-"""Running grids: the same records in-process and on a Dask LocalCluster, each key exactly once.
-
-The cluster is real: two worker processes (`distributed.LocalCluster`, processes=True), one
-per module. Episodes run on the replay backend (the committed recordings) and on the
-real Ollama client against tests/fake_ollama.py, whose `docuctl_oracle` plays the scripted
-policy over the wire. Records are compared without what differs from run to run: an
-episode's `elapsed_s`, a call's provenance `date` (and, for Ollama, its measured latency).
-"""
+"""Running grids: the same records in-process and on a real Dask LocalCluster (two worker processes,
+one per module), each key exactly once. Episodes replay the committed recordings or call the real
+Ollama client against tests/fake_ollama.py, whose `docuctl_oracle` plays the scripted policy over
+the wire; records are compared without timings and dates."""
 
 import contextlib
 import json
@@ -16,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import distributed
 import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
 
@@ -26,7 +23,7 @@ from labkit.course.grid.spec import load_spec, record_key
 from labkit.decision_loop.trials import cases_of
 from labkit.model.replay import ReplayMiss
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECORDING = ROOT / "fixtures" / "trials" / "docuctl-smollm2-example-l2-t07.jsonl"
 MODEL = "qwen2.5:0.5b"
 
@@ -60,7 +57,6 @@ def ollama():
 
 @pytest.fixture(scope="module")
 def client(ollama):
-    distributed = pytest.importorskip("distributed")
     with local_cluster(2) as cluster, distributed.Client(cluster) as client:
         yield client
 
@@ -95,7 +91,7 @@ def test_replay_on_two_workers_records_what_one_process_records(tmp_path, client
     here, there = tmp_path / "here.jsonl", tmp_path / "there.jsonl"
     assert run(replay_grid, here) == run(replay_grid, there, client) == 12
     assert comparable(here) == comparable(there)
-    assert sorted(episode_keys(there)) == sorted(e.key() for e in replay_grid.episodes())
+    assert sorted(episode_keys(there)) == sorted(e.key() for e in replay_grid.episodes)
 
 
 def test_the_command_on_an_existing_cluster_records_what_it_records_in_process(
@@ -112,13 +108,6 @@ def test_the_command_on_an_existing_cluster_records_what_it_records_in_process(
     assert comparable(here) == comparable(there)
 
 
-def test_ollama_on_two_workers_records_what_one_process_records(tmp_path, client, ollama_grid):
-    here, there = tmp_path / "here.jsonl", tmp_path / "there.jsonl"
-    assert run(ollama_grid, here) == run(ollama_grid, there, client) == 48
-    assert comparable(here) == comparable(there)
-    assert len(set(episode_keys(there))) == 48
-
-
 def test_a_grid_episode_is_the_record_labkit_trials_writes(tmp_path, cli, ollama):
     path = tmp_path / "one.toml"
     path.write_text(
@@ -127,23 +116,8 @@ def test_a_grid_episode_is_the_record_labkit_trials_writes(tmp_path, cli, ollama
     )
     grid_file, trials_file = tmp_path / "grid.jsonl", tmp_path / "trials.jsonl"
     assert cli("grid", str(path), "--record", str(grid_file))[0] == 0
-    code, _, err = cli(
-        "trials",
-        "--model",
-        f"ollama:{MODEL}",
-        "--rung",
-        "L3",
-        "--temperature",
-        "0.5",
-        "--seed",
-        "7",
-        "--k",
-        "2",
-        "--cases",
-        "adaptive",
-        "--record",
-        str(trials_file),
-    )
+    options = "--rung L3 --temperature 0.5 --seed 7 --k 2 --cases adaptive".split()
+    code, _, err = cli("trials", "--model", f"ollama:{MODEL}", *options, "--record", str(trials_file))
     assert code == 0, err
     assert comparable(grid_file) == comparable(trials_file)
 
@@ -268,23 +242,6 @@ def test_an_unrecorded_replay_request_is_one_line_and_keeps_nothing_half_done(tm
     with pytest.raises(ReplayMiss, match="temperature is 0.3, recorded 0.0"):
         run(load_spec(path), record, client)
     assert not record.exists()
-
-
-def test_a_second_run_into_a_file_being_recorded_is_refused_and_cuts_nothing(tmp_path, replay_grid):
-    fcntl = pytest.importorskip("fcntl")
-    record = tmp_path / "out.jsonl"
-    run(replay_grid, record)
-    lines = record.read_text().splitlines()
-    first = next(i for i, line in enumerate(lines) if '"kind":"episode"' in line)
-    with record.open("a") as held:
-        held.write("\n".join(lines[:first]) + "\n")  # the first run is writing an episode's calls
-        held.flush()
-        fcntl.flock(held, fcntl.LOCK_EX)
-        before = record.read_text()
-        with pytest.raises(LabError, match="another grid run is recording into it"):
-            run(replay_grid, record)
-        assert record.read_text() == before
-    assert plan(replay_grid, record).cut == first  # once it has stopped, its unfinished episode goes
 
 
 def test_the_command_on_two_workers_prints_the_evaluation_of_a_grid_of_two_models(

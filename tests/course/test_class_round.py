@@ -1,4 +1,5 @@
-"""`labkit submit` and `labkit class`: a learner's work as data, and a class round that survives its files."""
+"""`labkit submit` and `labkit class`: a learner's work as data; files from the room are untrusted data,
+skipped one line each, never run, never overwritten, and the round goes on."""
 
 import json
 import os
@@ -52,11 +53,14 @@ def test_submit_defaults_to_the_runs_folder_and_leaves_out_an_invalid_attack(cli
     assert err.count("\n") == 1 and "intent_attack attack is left out" in err and "no_such_template" in err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["submit", "2", "--name", "ana"], "no checker of lab 02 has run yet"),
-    (["submit", "7", "--name", "ana"], "unknown lab '7'"),
-    (["submit", "1", "--name", "../../etc/passwd"], "must be 1-32 letters"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["submit", "2", "--name", "ana"], "no checker of lab 02 has run yet"),
+        (["submit", "7", "--name", "ana"], "unknown lab '7'"),
+        (["submit", "1", "--name", "../../etc/passwd"], "must be 1-32 letters"),
+    ],
+)
 def test_submit_mistakes_are_one_line_and_write_nothing(cli, tmp_path, argv, message):
     record("01", "workflow", Check(True, "ok"))
     code, out, err = cli(*argv)
@@ -68,14 +72,7 @@ def test_submit_from_a_notebook_cell_returns_the_file(tmp_path, capsys):
     record("04", "router", Check(True, "ok"))
     path = submit(4, "ana")
     assert path == tmp_path / "runs" / "submissions" / "lab04-ana.json" and read(path).lab == "04"
-    out = capsys.readouterr().out
-    assert out == f"wrote {path}: lab 04, 1 of 1 exercises passed. Hand this file to your instructor.\n"
-
-
-def test_a_lab01_submission_holds_no_attacks_or_guards():
-    record("01", "workflow", Check(True, "ok"), {"anything": 1})
-    submission, notes = build("1", "ana")
-    assert submission["attacks"] == [] and submission["guards"] == {} and notes == []
+    assert capsys.readouterr().out.startswith(f"wrote {path}: lab 04, 1 of 1 exercises passed.")
 
 
 def _submissions(folder, count=8):
@@ -85,8 +82,11 @@ def _submissions(folder, count=8):
     for i in range(count):
         data = json.loads(json.dumps(base))
         data["name"] = f"learner{i}"
-        data["exercises"]["retry_policy"] = {"passed": i % 2 == 0, "attempts": 1 + i % 3,
-                                             "first_passed_attempt": 1 + i % 3 if i % 2 == 0 else None}
+        data["exercises"]["retry_policy"] = {
+            "passed": i % 2 == 0,
+            "attempts": 1 + i % 3,
+            "first_passed_attempt": 1 + i % 3 if i % 2 == 0 else None,
+        }
         if i % 4 == 3:
             data["attacks"], data["guards"] = [], {}
         (folder / f"lab03-learner{i}.json").write_text(json.dumps(data))
@@ -116,8 +116,14 @@ def test_class_json_counts_and_the_red_team_read_from_the_ledger(cli, tmp_path):
     code, out, _ = cli("class", str(tmp_path / "class"), "--json", "--chart", str(tmp_path / "c.png"))
     result = json.loads(out)
     retry = next(r for r in result["exercises"] if r["exercise"] == "retry_policy")
-    assert retry == {"lab": "03", "exercise": "retry_policy", "learners": 8, "attempted": 8, "passed": 4,
-                     "median_attempts_to_pass": 1.5}  # first passes 1, 3, 2, 1
+    assert retry == {
+        "lab": "03",
+        "exercise": "retry_policy",
+        "learners": 8,
+        "attempted": 8,
+        "passed": 4,
+        "median_attempts_to_pass": 1.5,
+    }  # first passes 1, 3, 2, 1
     defenses = {row["defense"]: row for row in result["red_team"]["defenses"]}
     # A tabulated copy of complete mediation scores exactly as the mediation defense itself.
     same = ("attacks_stopped", "attack_success_rate", "money_lost", "legit_paid")
@@ -157,19 +163,8 @@ def test_learners_who_hand_in_the_same_table_are_scored_once_and_alike(tmp_path,
     assert not rows.loc["dora:mediation"].equals(rows.loc["learner0:mediation"])
 
 
-def test_the_class_round_hands_no_decision_to_a_timeout_thread(tmp_path, decision_waits):
-    # labkit's own scripted policy cannot hang; handing each of its ~23,000 decisions to a
-    # timeout thread tripled the round's time. Neither a step timeout nor a deadline may do it.
-    lab03_progress()
-    _submissions(tmp_path / "class", count=1)
-    usable, _ = load_folder(tmp_path / "class")
-    assert red_team(usable) is not None
-    assert len(decision_waits) > 1000 and set(decision_waits) == {None}
-
-
 def test_two_different_files_of_one_learner_are_a_conflict_never_a_preference(tmp_path):
-    # A file claiming to be learner0's, with a later (or a garbage) date, used to replace their real
-    # one. Now neither counts, one line names both, and a byte-for-byte copy is only a copy.
+    # A file claiming to be learner0's never replaces theirs: neither counts, one line names both.
     lab03_progress()
     folder = tmp_path / "class"
     base = _submissions(folder, count=2)
@@ -192,10 +187,14 @@ def _hostile(folder, base):
     deep = "[" * 100_000 + "]" * 100_000
     files = {
         "bad.json": b"{not json",
-        "latin1.json": "{\"name\": \"J\u00e9r\u00f4me\"}".encode("latin-1"),
+        "latin1.json": '{"name": "J\u00e9r\u00f4me"}'.encode("latin-1"),
         "list.json": b"[]",
-        "types.json": json.dumps({**base, "exercises": {"mediation": {
-            "passed": "yes", "attempts": 1, "first_passed_attempt": None}}}).encode(),
+        "types.json": json.dumps(
+            {
+                **base,
+                "exercises": {"mediation": {"passed": "yes", "attempts": 1, "first_passed_attempt": None}},
+            }
+        ).encode(),
         "huge-float.json": json.dumps(base).replace('"attempts": 1', '"attempts": 1e999', 1).encode(),
         "huge-int.json": json.dumps(base).replace('"attempts": 1', '"attempts": ' + "9" * 5000, 1).encode(),
         "big-count.json": json.dumps(base).replace('"attempts": 1', '"attempts": 10000000000', 1).encode(),
@@ -204,11 +203,16 @@ def _hostile(folder, base):
         "deep-inside.json": json.dumps({**base, "guards": {"g": json.loads("[" * 500 + "]" * 500)}}).encode(),
         "path-name.json": json.dumps({**base, "name": "../../etc/passwd"}).encode(),
         "other-lab.json": json.dumps({**base, "lab": "01"}).encode(),
-        "bad-table.json": json.dumps({**base, "guards": {"mediation": {**base["guards"]["mediation"],
-                                                                       "verdicts": "a" * 10}}}).encode(),
-        "bad-attack.json": json.dumps({**base, "attacks": [{**INTENT, "template": "__import__('os')"}]})
-        .encode(),
+        "bad-table.json": json.dumps(
+            {**base, "guards": {"mediation": {**base["guards"]["mediation"], "verdicts": "a" * 10}}}
+        ).encode(),
+        "bad-attack.json": json.dumps(
+            {**base, "attacks": [{**INTENT, "template": "__import__('os')"}]}
+        ).encode(),
         "extra-key.json": json.dumps({**base, "code": "import os; os.system('touch PWNED')"}).encode(),
+        "format-spec.json": json.dumps(
+            {**base, "attacks": [{**INTENT, "goal": "to {destination} {user:>10000000}"}]}
+        ).encode(),
         "pickle.json": b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00.",
         "line\nbreak.json": b"{}",
     }
@@ -240,6 +244,7 @@ def test_hostile_files_are_each_skipped_in_one_line_and_never_run(cli, tmp_path,
     assert "larger than" in by_file["too-big.json"] and "nested too deeply" in by_file["deep.json"]
     assert "not UTF-8" in by_file["latin1.json"] and "not UTF-8" in by_file["pickle.json"]
     assert "another version" not in by_file["bad-table.json"] and "exactly" in by_file["bad-table.json"]
+    assert "placeholder" in by_file["format-spec.json"] and "format spec" in by_file["format-spec.json"]
     assert not (tmp_path / "PWNED").exists()
 
 
@@ -272,9 +277,6 @@ def test_the_real_checkers_hand_submit_an_attack_and_a_guard_table(cli, tmp_path
     assert data["guards"]["mediation"] == guard_table(mediation)
 
 
-# -- the class round, one file at a time untrusted (issue 21, issue 20's class round) -----------------
-
-
 def _lab01(folder, name="ana", **changes):
     """A lab-01 submission as `labkit submit` writes it, with `changes` applied; its path."""
     record("01", "workflow", Check(True, "ok"))
@@ -284,30 +286,6 @@ def _lab01(folder, name="ana", **changes):
     path = folder / f"lab01-{name}-{len(list(folder.iterdir()))}.json"
     path.write_text(json.dumps(data))
     return path
-
-
-@pytest.mark.parametrize("goal", ["refund order {order} for {amount:.2f} to {destination}",
-                                  "refund order {order} to {destination} for {user:>10000000}",
-                                  "refund order {order!r} to {destination}"])
-def test_an_attack_goal_with_a_format_spec_is_refused_in_one_line_at_once(tmp_path, goal):
-    lab03_progress()
-    folder = tmp_path / "class"
-    base = _submissions(folder, count=1)
-    hostile = {**base, "name": "eve", "attacks": [{**INTENT, "goal": goal}]}
-    (folder / "spec.json").write_text(json.dumps(hostile))
-    usable, skipped = load_folder(folder)
-    assert [s.name for s in usable] == ["learner0"]
-    assert len(skipped) == 1
-    assert skipped[0].startswith("skipped spec.json: attacks.0: field 'goal': placeholder")
-    assert "format spec" in skipped[0] and len(skipped[0]) < 300
-
-
-def test_submit_leaves_out_a_recorded_attack_whose_goal_has_a_format_spec(cli, tmp_path):
-    record("03", "intent_attack", Check(True, "ok"), {**INTENT, "goal": "refund {order} for {amount:.2f}"})
-    record("03", "retry_policy", Check(True, "ok"))
-    code, _, err = cli("submit", "3", "--name", "eve", "-o", str(tmp_path / "eve.json"))
-    assert code == 0 and "attack is left out" in err and "format spec" in err
-    assert read(tmp_path / "eve.json").data["attacks"] == []
 
 
 def test_a_learner_named_like_a_course_row_never_replaces_it(cli, tmp_path):
@@ -332,23 +310,21 @@ def test_a_learner_named_like_a_course_row_never_replaces_it(cli, tmp_path):
     assert all(by == "course" or label.startswith(f"{by}:") for label, by in rows)
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"submitted": "zzzz-not-a-date"}, "is not an ISO date"),
-    ({"exercises": {"mediation": {"passed": True, "attempts": 1, "first_passed_attempt": 1}}},
-     "lab 01 has no exercise 'mediation'"),
-    ({"exercises": {"no_such_thing": {"passed": False, "attempts": 1, "first_passed_attempt": None}}},
-     "lab 01 has no exercise 'no_such_thing'"),
-    ({"exercises": {"workflow": {"passed": True, "attempts": 0, "first_passed_attempt": 1}}},
-     "0 is less than the minimum of 1"),
-    ({"exercises": {"workflow": {"passed": True, "attempts": 2, "first_passed_attempt": 5}}},
-     "first passed at attempt 5 of only 2"),
-    ({"exercises": {"workflow": {"passed": True, "attempts": 3, "first_passed_attempt": None}}},
-     "passed, but no attempt passed it"),
-    ({"exercises": {"workflow": {"passed": True, "attempts": 1_000_000, "first_passed_attempt": 1}}},
-     "is greater than the maximum of 10000"),
-    ({"exercises": {"workflow": {"passed": True, "attempts": True, "first_passed_attempt": 1}}},
-     "True is not of type 'integer'"),
-])
+def entry(exercise="workflow", passed=True, attempts=1, first=1):
+    return {"exercises": {exercise: {"passed": passed, "attempts": attempts, "first_passed_attempt": first}}}
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"submitted": "zzzz-not-a-date"}, "is not an ISO date"),
+        (entry("mediation"), "lab 01 has no exercise 'mediation'"),
+        (entry(attempts=0), "0 is less than the minimum of 1"),
+        (entry(attempts=2, first=5), "first passed at attempt 5 of only 2"),
+        (entry(attempts=3, first=None), "passed, but no attempt passed it"),
+        (entry(attempts=True), "True is not of type 'integer'"),
+    ],
+)
 def test_self_reported_counts_and_names_are_checked_against_the_lab(tmp_path, changes, message):
     folder = tmp_path / "class"
     _lab01(folder, "ana")
@@ -358,70 +334,15 @@ def test_self_reported_counts_and_names_are_checked_against_the_lab(tmp_path, ch
     assert len(skipped) == 1 and message in skipped[0] and skipped[0].startswith("skipped lab01-ben-1.json: ")
 
 
-def test_the_table_says_its_counts_are_self_reported(cli, tmp_path):
-    _lab01(tmp_path / "class")
-    code, out, _ = cli("class", str(tmp_path / "class"), "--chart", str(tmp_path / "c.png"))
-    assert code == 0 and "(self-reported: each file's own count, not re-checked here)" in out
-    code, out, _ = cli("class", str(tmp_path / "class"), "--json", "--chart", str(tmp_path / "c.png"))
-    assert json.loads(out)["exercises_are"].startswith("self-reported")
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs")
-def test_a_fifo_swapped_in_after_any_check_never_blocks_the_round(tmp_path, monkeypatch):
-    import pathlib
-    import threading
-
-    folder = tmp_path / "class"
-    good = _lab01(folder)
-    os.mkfifo(folder / "swapped.json")
-    regular = good.lstat()
-    real_lstat, real_stat = pathlib.Path.lstat, pathlib.Path.stat
-    # Whatever looks at the path first is told it is a regular file, as if it were swapped after the look.
-    monkeypatch.setattr(pathlib.Path, "lstat",
-                        lambda self: regular if self.name == "swapped.json" else real_lstat(self))
-    monkeypatch.setattr(pathlib.Path, "stat",
-                        lambda self, **kw: regular if self.name == "swapped.json" else real_stat(self, **kw))
-    result = []
-    worker = threading.Thread(target=lambda: result.append(load_folder(folder)), daemon=True)
-    worker.start()
-    worker.join(10)
-    if worker.is_alive():  # unblock the reader so the test process can end, then fail
-        with open(folder / "swapped.json", "wb"):
-            pass
-        pytest.fail("load_folder blocked on a FIFO")
-    usable, skipped = result[0]
-    assert [s.name for s in usable] == ["ana"]
-    assert skipped == ["skipped swapped.json: not a regular file (a link, a folder or a device): not read"]
-
-
-def test_a_file_that_takes_too_long_to_check_is_skipped_and_the_round_goes_on(tmp_path, monkeypatch):
-    import time
-
-    from labkit.course.classroom import merge
-
-    folder = tmp_path / "class"
-    _lab01(folder, "ana")
-    _lab01(folder, "slow")
-    real_read = merge.read
-
-    def read_slowly(path):
-        if "slow" in path.name:
-            time.sleep(30)
-        return real_read(path)
-
-    monkeypatch.setattr(merge, "read", read_slowly)
-    monkeypatch.setattr(merge, "FILE_S", 0.3)
-    usable, skipped = load_folder(folder)
-    assert [s.name for s in usable] == ["ana"]
-    assert skipped == ["skipped lab01-slow-1.json: not checked within 0.3 s"]
-
-
-@pytest.mark.parametrize("chart, message", [
-    ("x.txt", "x.txt must end in .png"),
-    ("notes.txt/c.png", "is a file, not a folder"),
-    ("/proc/c.png", "cannot create a file in /proc"),
-    ("folder", "folder is a folder"),
-])
+@pytest.mark.parametrize(
+    "chart, message",
+    [
+        ("x.txt", "x.txt must end in .png"),
+        ("notes.txt/c.png", "is a file, not a folder"),
+        ("/proc/c.png", "cannot create a file in /proc"),
+        ("folder", "folder is a folder"),
+    ],
+)
 def test_a_bad_chart_path_is_one_line_before_the_round_runs(cli, tmp_path, monkeypatch, chart, message):
     from labkit.course.commands import class_
 
@@ -433,20 +354,6 @@ def test_a_bad_chart_path_is_one_line_before_the_round_runs(cli, tmp_path, monke
     code, out, err = cli("class", str(tmp_path / "class"), "--chart", chart)
     assert code == 2 and out == "" and message in err and err.count("\n") == 1 and "Traceback" not in err
     assert (tmp_path / "notes.txt").read_text() == "my notes" and list((tmp_path / "folder").iterdir()) == []
-
-
-# -- submit: the progress it reads is untrusted, and what it writes the class round accepts -------------
-
-
-def test_an_untouched_copy_submits_nothing_and_reaches_no_leaderboard(cli):
-    from labkit.refunds import checks as lab03
-
-    checks = (lab03.check_mediation, lab03.check_intent_attack, lab03.check_guard, lab03.check_retry_policy)
-    for check in checks:
-        check(None)
-        check(...)
-    code, out, err = cli("submit", "3", "--name", "untouched")
-    assert code == 2 and out == "" and "no checker of lab 03 has run yet" in err
 
 
 def test_a_guard_that_raised_everywhere_is_no_guard(cli, tmp_path):
@@ -467,7 +374,10 @@ def test_a_learner_who_passed_then_experimented_submits_the_pass(cli, tmp_path):
     code, out, _ = cli("submit", "4", "--name", "ana", "-o", str(tmp_path / "a.json"))
     assert code == 0 and "1 of 2 exercises passed" in out
     assert read(tmp_path / "a.json").data["exercises"]["router"] == {
-        "passed": True, "attempts": 2, "first_passed_attempt": 1}
+        "passed": True,
+        "attempts": 2,
+        "first_passed_attempt": 1,
+    }
 
 
 def _progress_file(content: bytes):
@@ -508,34 +418,22 @@ def test_a_fifo_progress_file_never_hangs_submit(cli):
     assert code == 2 and out == "" and "not a regular file" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("attempts", [10**30, -3, True, 0, 2.0, "7"])
+@pytest.mark.parametrize("attempts", [10**30, -3, True, 0, "7"])
 def test_a_tampered_count_is_left_out_with_a_line_and_the_file_is_one_class_accepts(cli, tmp_path, attempts):
-    data = {"lab": "03", "exercises": {
-        "retry_policy": {"passed": True, "attempts": 1, "first_passed_attempt": 1},
-        "guard": {"passed": True, "attempts": attempts, "first_passed_attempt": 1},
-        "not_an_exercise": {"passed": True, "attempts": 1, "first_passed_attempt": 1}}}
+    data = {
+        "lab": "03",
+        "exercises": {
+            "retry_policy": {"passed": True, "attempts": 1, "first_passed_attempt": 1},
+            "guard": {"passed": True, "attempts": attempts, "first_passed_attempt": 1},
+            "not_an_exercise": {"passed": True, "attempts": 1, "first_passed_attempt": 1},
+        },
+    }
     _progress_file(json.dumps(data).encode())
     code, out, err = cli("submit", "3", "--name", "ana", "-o", str(tmp_path / "class" / "a.json"))
     assert code == 0 and "Hand this file to your instructor" in out
-    assert "exercise guard is left out" in err and "exercise 'not_an_exercise' is left out" in err
+    assert "exercise 'guard' is left out" in err and "exercise 'not_an_exercise' is left out" in err
     usable, skipped = load_folder(tmp_path / "class")
     assert skipped == [] and set(usable[0].data["exercises"]) == {"retry_policy"}
-
-
-@pytest.mark.parametrize("output, message", [
-    ("notes.txt/a.json", "is a file, not a folder"),
-    ("/proc/a.json", "cannot create a file in /proc"),
-])
-def test_submit_output_is_checked_before_any_work(cli, tmp_path, monkeypatch, output, message):
-    from labkit.course.classroom import submission
-
-    record("01", "workflow", Check(True, "ok"))
-    (tmp_path / "notes.txt").write_text("my notes")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(submission, "build", lambda *a: pytest.fail("submit read the progress first"))
-    code, out, err = cli("submit", "1", "--name", "ana", "-o", output)
-    assert code == 2 and out == "" and message in err and err.count("\n") == 1
-    assert (tmp_path / "notes.txt").read_text() == "my notes"
 
 
 def test_submit_to_a_shared_folder_never_overwrites_another_learners_file(cli, tmp_path):

@@ -1,9 +1,11 @@
 """00_start_here's setup check: each row says ok, FIX with a one-line fix, or optional."""
 
 import socket
+import sys
 
 from fake_ollama import FakeOllama
 
+from labkit.core.paths import CHECKOUT
 from labkit.course import setup_check
 from labkit.course.setup_check import environment, ollama_backend, ready, report
 
@@ -14,6 +16,15 @@ def test_the_course_environment_passes_every_required_check():
     assert set(table["status"]) <= {"ok", "FIX", "optional"}
     assert ready(table) == "ready: every required check passed"
     assert table.loc["model: replay (default)", "status"] == "ok"
+    # what the notebook shows names no folder of this machine (it is committed with its output)
+    assert str(CHECKOUT) not in table.to_string() and sys.prefix not in table.to_string()
+    assert table.loc["labkit importable", "found"].endswith(" from this checkout")
+
+
+def test_a_fresh_checkout_without_the_model_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("LABKIT_MODEL_PATH", str(tmp_path / "none.gguf"))
+    check, status, found, fix = setup_check.local_backend()
+    assert (status, found) == ("optional", "not installed") and "make model" in fix
 
 
 def test_an_ollama_server_that_answers_is_usable():
@@ -54,8 +65,9 @@ def test_a_room_server_that_answers_names_its_model(monkeypatch):
     with FakeOpenAI("smollm2", owned_by="me") as server:
         check, status, found, fix = room_server(server.base_url)
     assert check == "room model server (openai:)" and status == "ok" and fix == ""
-    assert found == (f"{server.base_url} answers (llama-cpp-python), serving smollm2; "
-                     "LABKIT_MODEL=openai:smollm2")
+    assert found == (
+        f"{server.base_url} answers (llama-cpp-python), serving smollm2; LABKIT_MODEL=openai:smollm2"
+    )
 
 
 def test_a_room_server_without_the_chosen_model_says_which_to_set():
@@ -75,14 +87,9 @@ def test_no_room_server_is_optional_with_the_address_to_set(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     check, status, found, fix = room_server()
     assert status == "optional" and "OPENAI_BASE_URL is unset" in found and "labkit serve" in fix
+    assert report().loc["room model server (openai:)", "status"] == "optional"
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     check, status, found, fix = room_server(f"127.0.0.1:{port}/v1")
     assert status == "optional" and f"no model server answers at http://127.0.0.1:{port}/v1" in found
-
-
-def test_the_setup_check_has_the_room_row(monkeypatch):
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    table = report()
-    assert table.loc["room model server (openai:)", "status"] == "optional"

@@ -10,17 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from labkit.core.errors import FixtureError
 from labkit.course import cli
 from labkit.course.grid import episode as grid_episode
-from labkit.course.grid.labs import RefundEpisode, RoutingEpisode
 from labkit.course.grid.run import execute, plan
 from labkit.course.grid.spec import load_spec, record_key
 from labkit.model.backend import Reply
 from labkit.model.record import read_records
-from labkit.refunds.grid import grid_cases, spec_of
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _value(name, slot):
@@ -71,15 +68,19 @@ CASES = ("r-ana-blender", "r-dev-other", "r-ben-headphones+manager-goodwill@note
 
 def refund_spec(tmp_path, cases=CASES, defenses=("none", "mediation"), k=1):
     path = tmp_path / "refunds.toml"
-    path.write_text(f'lab = "refunds"\nmodels = ["local"]\nrungs = ["L2"]\n'
-                    f'defenses = {json.dumps(list(defenses))}\ncases = {json.dumps(list(cases))}\nk = {k}\n')
+    path.write_text(
+        f'lab = "refunds"\nmodels = ["local"]\nrungs = ["L2"]\n'
+        f"defenses = {json.dumps(list(defenses))}\ncases = {json.dumps(list(cases))}\nk = {k}\n"
+    )
     return path
 
 
 def routing_spec(tmp_path, temperatures=(0.0, 0.7), k=2):
     path = tmp_path / "routing.toml"
-    path.write_text(f'lab = "routing"\nmodels = ["local"]\ncontrols = ["L1", "L2+cut1"]\n'
-                    f'temperatures = {json.dumps(list(temperatures))}\nk = {k}\n')
+    path.write_text(
+        f'lab = "routing"\nmodels = ["local"]\ncontrols = ["L1", "L2+cut1"]\n'
+        f"temperatures = {json.dumps(list(temperatures))}\nk = {k}\n"
+    )
     return path
 
 
@@ -88,50 +89,10 @@ def episodes_in(path):
 
 
 def test_refund_grid_names_its_lab_and_expands_to_keyed_episodes(tmp_path):
-    grid = load_spec(refund_spec(tmp_path, k=2))
-    episodes = grid.episodes()
-    assert all(isinstance(e, RefundEpisode) for e in episodes)
-    assert len(episodes) == 3 * 2 * 2  # cases x defenses x trials
-    assert len({e.key() for e in episodes}) == len(episodes)
-    first = episodes[0]
-    assert first.task == "r-ana-blender+none" and first.key()[0] == "refunds"
+    episodes = load_spec(refund_spec(tmp_path, k=2)).episodes
+    assert len(episodes) == len({e.key() for e in episodes}) == 3 * 2 * 2  # cases x defenses x trials
+    assert episodes[0].case == "r-ana-blender+none" and episodes[0].key()[0] == "refunds"
     assert {e.seed + e.trial for e in episodes} == {0, 1}
-
-
-def test_the_model_suite_has_every_request_and_each_attack_at_two_places():
-    from labkit.refunds.lab import refund_lab
-
-    lab = refund_lab()
-    cases = grid_cases(lab)
-    specs = [spec_of(case, lab) for case in cases]
-    assert {s.request.id for s in specs if s.kind == "benign"} == set(lab.requests)
-    for attack in lab.attacks:
-        assert len({s.place for s in specs if s.attack and s.attack.id == attack}) >= 2
-    assert len(cases) >= 28
-
-
-def test_a_grid_without_a_lab_is_docuctl_and_an_unknown_lab_is_one_line(tmp_path):
-    grid = load_spec(ROOT / "fixtures" / "grids" / "replay-small.toml")
-    assert {episode.key()[0] for episode in grid.episodes()} == {"docuctl"}
-    bad = tmp_path / "bad.toml"
-    bad.write_text('lab = "cooking"\nmodels = ["local"]\n')
-    with pytest.raises(FixtureError, match="field 'lab'"):
-        load_spec(bad)
-
-
-@pytest.mark.parametrize("body, field", [
-    ('lab = "refunds"\nmodels = ["local"]\ncases = ["r-nobody"]\n', "cases[0]"),
-    ('lab = "refunds"\nmodels = ["local"]\ncases = ["r-ana-blender+manager-goodwill"]\n', "cases[0]"),
-    ('lab = "refunds"\nmodels = ["local"]\ndefenses = ["wishful"]\n', "defenses[0]"),
-    ('lab = "refunds"\nmodels = ["local"]\nrungs = ["L3"]\n', "rungs[0]"),
-    ('lab = "routing"\nmodels = ["local"]\ncontrols = ["L9"]\n', "controls[0]"),
-    ('lab = "routing"\nmodels = ["local"]\nprompts = ["base"]\n', "prompts"),
-])
-def test_a_wrong_lab_grid_is_one_line_naming_the_field(tmp_path, body, field):
-    path = tmp_path / "g.toml"
-    path.write_text(body)
-    with pytest.raises(FixtureError, match=field.replace("[", r"\[").replace("]", r"\]")):
-        load_spec(path)
 
 
 def test_refund_grid_records_each_episode_once_and_resumes(tmp_path, fake):
@@ -141,7 +102,7 @@ def test_refund_grid_records_each_episode_once_and_resumes(tmp_path, fake):
     assert (work.done, len(work.todo)) == (0, 6)
     assert execute(work) == 6
     keys = [record_key(e) for e in episodes_in(record)]
-    assert sorted(keys) == sorted(e.key() for e in grid.episodes())
+    assert sorted(keys) == sorted(e.key() for e in grid.episodes)
     calls = fake.calls
     again = plan(grid, record)
     assert (again.done, again.todo) == (6, [])
@@ -153,17 +114,6 @@ def test_refund_grid_records_each_episode_once_and_resumes(tmp_path, fake):
     assert len(resumed.todo) == 1 and resumed.cut > 0
     assert execute(resumed) == 1
     assert sorted(record_key(e) for e in episodes_in(record)) == sorted(keys)
-
-
-def test_refund_episode_records_hold_the_ledger_score(tmp_path, fake):
-    grid = load_spec(refund_spec(tmp_path, cases=("r-dev-other",), defenses=("none",)))
-    record = tmp_path / "r.jsonl"
-    execute(plan(grid, record))
-    (episode,) = episodes_in(record)
-    assert episode["lab"] == "refunds" and episode["case"] == "r-dev-other+none"
-    assert episode["defense"] == "none" and episode["attack"] is None and episode["rung"] == "L2"
-    # r-dev-other is a request to refuse: a final after one lookup pays nothing, which is right.
-    assert episode["utility"] is True and episode["refunds"] == [] and episode["unauthorized"] == 0
 
 
 def test_replay_reads_what_the_refund_grid_wrote(tmp_path, fake):
@@ -184,22 +134,25 @@ def test_replay_reads_what_the_refund_grid_wrote(tmp_path, fake):
 
 def test_routing_grid_keys_resume_and_replay(tmp_path, fake):
     grid = load_spec(routing_spec(tmp_path))
-    episodes = grid.episodes()
-    assert all(isinstance(e, RoutingEpisode) for e in episodes)
-    assert len(episodes) == 2 * 2 * 2 * 2  # controls x temperatures x trials x variants
-    assert len({e.key() for e in episodes}) == len(episodes)
+    episodes = grid.episodes
+    assert len(episodes) == len({e.key() for e in episodes}) == 2 * 2 * 2 * 2  # controls, T, trials, variants
     record = tmp_path / "routing-fake.jsonl"
     assert execute(plan(grid, record)) == len(episodes)
     assert execute(plan(grid, record)) == 0
     written = episodes_in(record)
     assert sorted(map(record_key, written)) == sorted(e.key() for e in episodes)
     # The fake writes "Short" at L1 (published at visit 1); at L2+cut1 it must cut words.
-    assert {e["case"] for e in written} == {"announcement+no-feedback", "announcement+feedback",
-                                           "announcement+no-feedback+cut1", "announcement+feedback+cut1"}
+    assert {e["case"] for e in written} == {
+        "announcement+no-feedback",
+        "announcement+feedback",
+        "announcement+no-feedback+cut1",
+        "announcement+feedback+cut1",
+    }
     path = tmp_path / "replay.toml"
     path.write_text(routing_spec(tmp_path).read_text().replace('["local"]', f'["replay:{record}"]'))
     replayed_file = tmp_path / "replayed.jsonl"
     execute(plan(load_spec(path), replayed_file))
+
     def texts(records):
         return {(e["case"], e["temperature"], e["trial"]): e["texts"] for e in records}
 
@@ -213,10 +166,13 @@ def test_the_grid_command_prints_the_lab_table(tmp_path, fake, capsys):
     assert "local refunds L2 T=0 mediation" in out and "attack_success_rate_ci" in out
 
 
-@pytest.mark.parametrize("spec, recording", [
-    ("refunds-smollm2-l2.toml", "refunds-smollm2-l2-grid.jsonl"),
-    ("routing-smollm2-k5.toml", "routing-trials-smollm2-k5.jsonl"),
-])
+@pytest.mark.parametrize(
+    "spec, recording",
+    [
+        ("refunds-smollm2-l2.toml", "refunds-smollm2-l2-grid.jsonl"),
+        ("routing-smollm2-k5.toml", "routing-trials-smollm2-k5.jsonl"),
+    ],
+)
 def test_the_committed_lab_recordings_hold_every_episode_of_their_grid_once(tmp_path, spec, recording):
     source = ROOT / "fixtures" / "trials" / recording
     assert source.is_file(), f"{recording} is committed under fixtures/trials"
@@ -226,4 +182,5 @@ def test_the_committed_lab_recordings_hold_every_episode_of_their_grid_once(tmp_
     assert work.todo == [] and work.cut == 0 and work.done == work.total
     calls = [r for _, r in read_records(copy) if r["kind"] == "call"]
     assert {(c["provenance"]["backend"], c["provenance"]["model"]) for c in calls} == {
-        ("local", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+        ("local", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    }

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from labkit.course.student import main
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def test_student_copies_have_every_cell_and_no_output_and_no_solution(tmp_path, capsys):
@@ -21,8 +21,9 @@ def test_student_copies_have_every_cell_and_no_output_and_no_solution(tmp_path, 
         original = json.loads((source / name).read_text())
         copy = json.loads((tmp_path / "student" / name).read_text())
         assert [c["source"] for c in copy["cells"]] == [c["source"] for c in original["cells"]]
-        assert [c.get("metadata", {}).get("tags") for c in copy["cells"]] == \
-               [c.get("metadata", {}).get("tags") for c in original["cells"]]
+        assert [c.get("metadata", {}).get("tags") for c in copy["cells"]] == [
+            c.get("metadata", {}).get("tags") for c in original["cells"]
+        ]
         code = [c for c in copy["cells"] if c["cell_type"] == "code"]
         assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
     assert f"{len(labs)} output-free notebooks" in capsys.readouterr().out

@@ -1,17 +1,11 @@
 """The page a learner sees: JupyterLab in headless Chromium runs a lab with its own Run All.
 
-nbval executes the notebooks in a kernel; this test opens them in a real JupyterLab, started
-on a free loopback port with every Jupyter folder temporary (settings, runtime, workspaces)
-and the course's settings override (`labkit/course/jupyter_overrides.json`), on output-free copies
-of the notebooks (what a learner's fresh copy holds), so that every output checked is the run's
-and nothing the page saves reaches the checkout. For `00_start_here` and lab 01
-it clicks Run ▸ Run All Cells and then reads JupyterLab's own notebook model: every code cell
-executed, no error output; the page shows no news popup, and lab 01 shows a chart (an image
-output). A screenshot of each is kept in the test's temporary folder.
-
-Chromium is Debian's (`/usr/bin/chromium`, which `.ci/run` installs with apt-get), driven by
-the `playwright` package with `executable_path`: no `playwright install`. Without chromium or
-playwright the test is skipped with the reason; under CI=true that is a failure instead.
+A real JupyterLab on a free loopback port, every Jupyter folder temporary, the course's settings
+override installed, over output-free copies of the notebooks (`labkit.course.student`), so that
+every output checked is the run's. For 00 and lab 01 it clicks Run ▸ Run All Cells and reads
+JupyterLab's own notebook model: every code cell ran, no error, no news popup, lab 01 shows a chart;
+and every lab's mermaid diagrams render. Chromium is Debian's (`.ci/run` installs it), driven by
+`playwright` with `executable_path`; without either the test is skipped, under CI=true it fails.
 """
 
 from __future__ import annotations
@@ -29,22 +23,21 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from labkit.course.jupyter_settings import SOURCE
+from labkit.course.student import student_copies
+
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "labkit-browser-test"
-# `python -m jupyterlab`, after `import labkit`, which keeps jsonschema from building its RFC 3987
-# parser (labkit/__init__.py says why and how): 1.9 s -> 0.8 s to import the server, which checks
-# no "iri" string format here either.
+# `python -m jupyterlab` after `import labkit` (see labkit/__init__.py): 0.8 s to import, not 1.9 s.
 SERVE = "import sys, labkit; from jupyterlab.labapp import main; sys.exit(main())"
 START_TIMEOUT = 120  # s for JupyterLab to answer; a cold start on 2 busy cores took ~15 s
 RUN_TIMEOUT = 300  # s for one notebook's Run All
 
 pytestmark = pytest.mark.browser
 
-# The notebooks Run All is clicked in: 00 and lab 01 in `make test`; every lab when measuring
-# Run All for the instructor's plan (`LABKIT_BROWSER_LABS=00,01,02,03,04 pytest -n 0 -s
-# tests/test_browser.py -k run_all` prints each one's seconds from the click to the last cell).
+# 00 and lab 01 in `make test`; LABKIT_BROWSER_LABS=00,01,02,03,04 with -s prints each lab's Run All time.
 RUN_ALL = os.environ.get("LABKIT_BROWSER_LABS", "00,01").split(",")
 
 
@@ -58,19 +51,6 @@ def _missing() -> str | None:
     return None
 
 
-def _write_unexecuted(source: Path, target: Path) -> None:
-    """Copy a notebook as a learner's fresh copy has it: no outputs, no execution counts.
-
-    With the committed outputs in place, "every cell has a count" held before Run All had
-    started, and the test could read the saved outputs instead of the run's.
-    """
-    notebook = json.loads(source.read_text())
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    target.write_text(json.dumps(notebook))
-
-
 # Every lab's diagram cells in one notebook, each marked with its lab: opening the four labs
 # themselves would start four kernels (about 6 s of this test's 12) only to render markdown.
 DIAGRAMS = "diagrams.ipynb"
@@ -78,13 +58,17 @@ DIAGRAMS = "diagrams.ipynb"
 
 def _diagram_cells(number: str) -> list[dict]:
     source = json.loads(next(NOTEBOOKS.glob(f"{number}_*.ipynb")).read_text())["cells"]
-    return [cell for cell in source
-            if cell["cell_type"] == "markdown" and "```mermaid" in "".join(cell["source"])]
+    return [
+        cell for cell in source if cell["cell_type"] == "markdown" and "```mermaid" in "".join(cell["source"])
+    ]
 
 
 def _write_diagrams(target: Path) -> None:
-    cells = [{**cell, "metadata": {"lab": number}} for number in ("01", "02", "03", "04")
-             for cell in _diagram_cells(number)]
+    cells = [
+        {**cell, "metadata": {"lab": number}}
+        for number in ("01", "02", "03", "04")
+        for cell in _diagram_cells(number)
+    ]
     target.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
 
 
@@ -97,28 +81,32 @@ def jupyterlab(tmp_path_factory):
         pytest.skip(reason)
     base = tmp_path_factory.mktemp("jupyterlab")
     root = base / "notebooks"
-    root.mkdir()
-    for name in ("00_start_here.ipynb", *(p.name for p in NOTEBOOKS.glob("0[1-4]_*.ipynb"))):
-        _write_unexecuted(NOTEBOOKS / name, root / name)
+    student_copies(NOTEBOOKS, root)
     _write_diagrams(root / DIAGRAMS)
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
     # The same file `python -m labkit.course.jupyter_settings` installs, here as a config-dir layer.
-    shutil.copy(ROOT / "labkit" / "course" / "jupyter_overrides.json",
-                config / "labconfig" / "default_setting_overrides.json")
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(base / "ws"),
-           "IPYTHONDIR": str(base / "ipython"), "LABKIT_RUNS": str(base / "runs"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    shutil.copy(SOURCE, config / "labconfig" / "default_setting_overrides.json")
+    folders = ("JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR")
+    env = (
+        os.environ
+        | {name: str(base / name.lower()) for name in folders}
+        | {
+            "JUPYTER_CONFIG_DIR": str(config),
+            "LABKIT_RUNS": str(base / "runs"),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+    )
     with socket.socket() as sock:  # a free port, released just before the server takes it
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    options = (
+        f"--no-browser --ip=127.0.0.1 --port={port} --port-retries=0 --IdentityProvider.token={TOKEN} "
+        "--LabApp.expose_app_in_browser=True --allow-root"
+    ).split()
     log = (base / "server.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         "--port-retries=0", f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={TOKEN}",
-         "--LabApp.expose_app_in_browser=True", "--allow-root"],
-        env=env, stdout=log, stderr=subprocess.STDOUT)
+    command = [sys.executable, "-c", SERVE, *options, f"--ServerApp.root_dir={root}"]
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -158,8 +146,9 @@ def lab(browser, jupyterlab):
     notebook there with JupyterLab's own open command."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{jupyterlab}/lab?token={TOKEN}")
-    page.wait_for_function("() => window.jupyterapp?.commands.hasCommand('docmanager:open')",
-                           timeout=START_TIMEOUT * 1000)
+    page.wait_for_function(
+        "() => window.jupyterapp?.commands.hasCommand('docmanager:open')", timeout=START_TIMEOUT * 1000
+    )
     # The layout is restored: nothing opens later. Each evaluate returns nothing: playwright
     # would serialise what the promise resolves to (here, a whole widget: 4 s of this process).
     page.evaluate("async () => { await window.jupyterapp.restored; }")
@@ -205,12 +194,15 @@ DONE = """() => {
 
 def _run_all(page, name: str, shot: Path) -> dict:
     """Open `name` in the page, Run All, wait until every code cell has run; JupyterLab's state."""
-    page.evaluate("async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
-                  name)
+    page.evaluate(
+        "async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }", name
+    )
     page.wait_for_function(
         "name => { const w = window.jupyterapp.shell.currentWidget;"
         " return w?.context?.path === name && w.sessionContext?.session?.kernel?.status === 'idle'; }",
-        arg=name, timeout=START_TIMEOUT * 1000)
+        arg=name,
+        timeout=START_TIMEOUT * 1000,
+    )
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     start = time.perf_counter()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
@@ -239,11 +231,6 @@ def test_run_all_in_jupyterlab_executes_every_cell_without_error(lab, pattern, t
         charts = [o for cell in state["cells"] for o in cell["outputs"] if "image/png" in o["mimes"]]
         assert charts, "lab 01 shows no chart"
     assert shot.stat().st_size > 10_000
-
-
-def test_without_chromium_the_reason_says_how_to_install_it(monkeypatch, tmp_path):
-    monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", str(tmp_path / "no-chromium"))
-    assert _missing() == f"no chromium at {tmp_path / 'no-chromium'} (Debian: apt-get install chromium)"
 
 
 # The ```mermaid blocks of the open notebook, by cell index, and how many rendered as an SVG that
@@ -281,12 +268,15 @@ MERMAID = """async () => {
 
 
 def _open(page, name: str) -> None:
-    page.evaluate("async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
-                  name)
+    page.evaluate(
+        "async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }", name
+    )
     page.wait_for_function(
         "name => { const w = window.jupyterapp.shell.currentWidget;"
         " return w?.context?.path === name && w.content?.widgets?.length > 0; }",
-        arg=name, timeout=START_TIMEOUT * 1000)
+        arg=name,
+        timeout=START_TIMEOUT * 1000,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -311,8 +301,7 @@ def test_every_mermaid_diagram_renders_as_an_svg(number, request):
     cells = _diagram_cells(number)
     assert cells, f"lab {number} has no mermaid diagram"
     order = [n for n in ("01", "02", "03", "04") for _ in _diagram_cells(n)]
-    found = [diagram for diagram in request.getfixturevalue("diagrams")
-             if order[diagram["index"]] == number]
+    found = [diagram for diagram in request.getfixturevalue("diagrams") if order[diagram["index"]] == number]
     assert len(found) == len(cells), f"lab {number}: {len(cells)} diagrams, {len(found)} found in the page"
     for diagram in found:
         assert diagram["error"] is None, f"lab {number} diagram {diagram['index']}: {diagram['error']}"

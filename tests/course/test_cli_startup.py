@@ -1,0 +1,83 @@
+"""Start-up: `import labkit` and `labkit --help` import nothing heavy, and lose nothing
+(what is imported is checked, never how long it takes: benchmarks/startup.py times it)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+import labkit
+from labkit.course import commands
+from labkit.course.cli import build_parser, command_modules
+
+HEAVY = {
+    "pandas",
+    "numpy",
+    "matplotlib",
+    "jsonschema",
+    "labkit.baseline.controllers",
+    "labkit.baseline.corpus",
+}
+MAIN = "from labkit.course.cli import main\ntry:\n    main({argv})\nexcept SystemExit:\n    pass"
+
+
+def _run(code: str) -> str:
+    """What `code` prints, run in a fresh interpreter (in this one, other tests imported things)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize(
+    ("code", "command_modules_loaded"),
+    [
+        ("import labkit", set()),
+        (MAIN.format(argv=["--help"]), set()),
+        (MAIN.format(argv=["compare", "--help"]), {"labkit.course.commands.compare"}),
+    ],
+)
+def test_start_up_imports_nothing_heavy_and_only_the_command_run(code, command_modules_loaded):
+    names = "print(json.dumps(sorted({*(m.split('.')[0] for m in sys.modules), *sys.modules})))"
+    loaded = set(json.loads(_run(f"import sys\n{code}\nimport json\n{names}").splitlines()[-1]))
+    assert not loaded & HEAVY or command_modules_loaded  # a command imports what it needs
+    assert {m for m in loaded if m.startswith("labkit.course.commands.")} == command_modules_loaded
+
+
+def test_every_command_module_has_a_summary_and_lazy_help_reads_as_eager_help():
+    subparsers = next(a for a in build_parser(eager=True)._actions if a.dest == "command")
+    registered = {choice.dest: choice.help for choice in subparsers._choices_actions}
+    assert registered == commands.SUMMARIES and list(registered) == list(command_modules())
+    for name in [None, *commands.SUMMARIES]:
+        assert build_parser(name).format_help() == build_parser(eager=True).format_help()
+
+
+def test_every_public_name_resolves_to_its_defining_module():
+    assert set(labkit.__all__) == set(labkit._EXPORTS) and len(labkit.__all__) == len(set(labkit.__all__))
+    for name, module in labkit._EXPORTS.items():
+        assert getattr(labkit, name) is getattr(importlib.import_module(f"labkit.{module}"), name)
+    assert set(labkit.__all__) <= set(dir(labkit))
+    # importing lab 01's module first does not shadow the function; a subpackage is imported on access
+    out = _run(
+        "import labkit.baseline.controllers, sys\nfrom labkit import controllers\nimport labkit\n"
+        "print(controllers is labkit.controllers, 'labkit.routing' in sys.modules, labkit.routing.__name__)"
+    )
+    assert out == "True False labkit.routing\n"
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        labkit.no_such_thing  # noqa: B018 - the attribute access is the test
+
+
+def test_labkit_keeps_jsonschema_from_building_the_iri_parser_and_still_validates():
+    out = _run(
+        "import sys, labkit, jsonschema\n"
+        "jsonschema.Draft202012Validator({'type': 'object', 'required': ['id']}).validate({'id': 1})\n"
+        "print(sys.modules['rfc3987_syntax'])"
+    )
+    assert out == "None\n"
+    # A process that imported it first keeps it: labkit only fills an empty slot (a stand-in module).
+    out = _run(
+        "import sys, types\nbefore = sys.modules['rfc3987_syntax'] = types.ModuleType('rfc3987_syntax')\n"
+        "import labkit\nprint(sys.modules['rfc3987_syntax'] is before)"
+    )
+    assert out == "True\n"
