@@ -28,8 +28,8 @@ from typing import Any
 from labkit.core.errors import LabError
 from labkit.core.fixtures import parse_json, schema_error
 from labkit.core.paths import runs_dir, write_whole
-from labkit.core.verdicts import LABS, progress_path
 from labkit.core.text import shorten
+from labkit.core.verdicts import LABS, progress_path
 
 SUBMISSION_FORMAT = "labkit-submission/1"
 MAX_BYTES = 1_000_000  # a lab-03 submission with two guard tables is about 25 kB

@@ -61,7 +61,8 @@ def model_feedback() -> dict[str, Any]:
     if not model.live() and not model.recorded():
         return {
             "available": False,
-            "note": f"no recorded trials for lab {model.REVISER_LAB!r} (fixtures/trials/{model.REVISER_LAB}*.jsonl); "
+            "note": f"no recorded trials for lab {model.REVISER_LAB!r} "
+            f"(fixtures/trials/{model.REVISER_LAB}*.jsonl); "
             "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>",
         }
     _, summary, runs, revisers = model.model_feedback_experiment()
