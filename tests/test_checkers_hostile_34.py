@@ -19,12 +19,10 @@ import numpy
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from lab03_answers import INTENT
 from verdicts import own_verdict
 
 from labkit.core import check as core_check
 from labkit.core.errors import LabError
-from labkit.refunds import checks as lab03
 from labkit.routing import RetryPolicy
 from labkit.routing import checks as lab04
 
@@ -97,61 +95,6 @@ def assert_a_verdict(result: Any) -> None:
     assert message.startswith("not attempted yet") or message.rstrip()[-1] in ".!?", message
 
 
-# -- lab 03 -----------------------------------------------------------------------------------------
-
-@fast(12)
-@given(answers)
-@example(raising(LabError))
-@example(returning(numpy.array([1, 2])))
-def test_check_mediation_answers_everything(answer):
-    assert_a_verdict(lab03.check_mediation(answer))
-
-
-@fast(12)
-@given(answers)
-@example(raising(LabError))
-@example(returning(numpy.array([1, 2])))
-def test_check_guard_answers_everything(answer):
-    assert_a_verdict(lab03.check_guard(answer))
-
-
-@fast(25)
-@given(answers)
-@example(returning(None))
-@example(raising(LabError))
-def test_check_retry_policy_lab03_answers_everything(answer):
-    assert_a_verdict(lab03.check_retry_policy(answer))
-
-
-# Policies that start like a good one and go wrong later: after n correct decisions, garbage.
-@fast(15)
-@given(st.integers(0, 7), answers)
-def test_check_retry_policy_lab03_answers_a_policy_that_goes_wrong_midway(turns, then):
-    from labkit.refunds import careful
-
-    def policy(task, observations):
-        if len(observations) < turns:
-            return careful(task, observations)
-        return then(task, observations) if callable(then) else then
-
-    assert_a_verdict(lab03.check_retry_policy(policy))
-
-
-records = st.one_of(
-    answers,
-    st.dictionaries(st.sampled_from(sorted(INTENT)), values, max_size=6).map(lambda d: {**INTENT, **d}),
-    st.builds(lambda goal: {**INTENT, "goal": goal},
-              st.text(alphabet="{}:.>!r0123456789orderamountuser ", max_size=60)),
-)
-
-
-@fast(40)
-@given(records)
-@example({**INTENT, "goal": "refund order {order} for {amount:.2f} to {destination}"})
-def test_check_intent_attack_answers_everything(record):
-    assert_a_verdict(lab03.check_intent_attack(record))
-
-
 # -- lab 04 -----------------------------------------------------------------------------------------
 
 @fast(40)
@@ -204,8 +147,7 @@ def test_check_worst_case_answers_everything(calls):
 # -- every checker of both labs is covered above -----------------------------------------------------
 
 def test_every_checker_of_labs_03_and_04_is_fuzzed_here():
-    covered = {"lab03": {"check_mediation", "check_guard", "check_retry_policy", "check_intent_attack"},
-               "lab04": {"check_ready", "check_router", "check_retry_policy", "check_goto_runs",
+    covered = {"lab04": {"check_ready", "check_router", "check_retry_policy", "check_goto_runs",
                          "check_worst_case"}}
-    for module, names in (("lab03", lab03), ("lab04", lab04)):
+    for module, names in (("lab04", lab04),):
         assert {name for name in names.__all__ if name.startswith("check_")} == covered[module]

@@ -368,7 +368,7 @@ def test_lab04_every_interval_the_prose_quotes_was_printed_and_the_claims_follow
 
 
 def test_with_intervals_joins_each_refund_rate_and_its_interval_and_leaves_the_table_alone():
-    from labkit.refunds.model_rows import with_intervals
+    from labkit.refunds.model_rows import rates_with_intervals as with_intervals
 
     frame = pd.DataFrame({"benign_utility": [0.1, None], "benign_utility_ci": ["[0.02, 0.40]", "-"],
                           "difference": [-0.464, 0.0], "difference_ci": ["[-0.64, -0.29]", "[0.00, 0.00]"],

@@ -44,36 +44,50 @@ from labkit.core.errors import FixtureError
 from labkit.core.fixtures import load_json, record_list, schema_error, unique_ids
 from labkit.core.text import shorten
 from labkit.refunds.cases import Request
-from labkit.refunds.shop import _ID, FrozenMap, Refund, RefundCall, Shop, cents, money
+from labkit.refunds.shop import _ID, Refund, RefundCall, Shop, cents, money
 
 PLACES = ("message", "note", "review", "help")
-CHECKS = {"order": ("order",), "destination": ("destination",), "over_refundable": (),
-          "not_asked": (), "duplicate": ()}
+CHECK_FIELDS = {
+    "order": ("order",),
+    "destination": ("destination",),
+    "over_refundable": (),
+    "not_asked": (),
+    "duplicate": (),
+}
 GOAL_FIELDS = ("order", "amount", "destination", "double", "user")
 TEMPLATE_FIELDS = ("goal", "user", "order")
 MAX_PLACEHOLDERS = 12  # per goal or template; the course's use at most 3
 
-TEMPLATES = {"type": "object", "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 2000},
-             "propertyNames": {"pattern": "^[a-z_]{1,60}$"}}
+TEMPLATES = {
+    "type": "object",
+    "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 2000},
+    "propertyNames": {"pattern": "^[a-z_]{1,60}$"},
+}
 _VALUE = {"type": "string", "minLength": 1, "maxLength": 60}
-ATTACKS = record_list({
-    "id": _ID,
-    "template": {"type": "string"},
-    "goal": {"type": "string", "minLength": 1, "maxLength": 1000},
-    "check": {
-        "type": "object",
-        "properties": {"kind": {"enum": list(CHECKS)}, "order": _ID, "destination": _ID},
-        "required": ["kind"],
-        "additionalProperties": False,
-    },
-    "gold": {"type": "array", "minItems": 1, "items": {
-        "type": "object",
-        "properties": {"order": _VALUE, "amount": _VALUE, "destination": _VALUE},
-        "required": ["order", "amount", "destination"],
-        "additionalProperties": False,
-    }},
-    "places": {"type": "array", "items": {"enum": list(PLACES)}, "minItems": 1, "uniqueItems": True},
-})
+ATTACKS = record_list(
+    {
+        "id": _ID,
+        "template": {"type": "string"},
+        "goal": {"type": "string", "minLength": 1, "maxLength": 1000},
+        "check": {
+            "type": "object",
+            "properties": {"kind": {"enum": list(CHECK_FIELDS)}, "order": _ID, "destination": _ID},
+            "required": ["kind"],
+            "additionalProperties": False,
+        },
+        "gold": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {"order": _VALUE, "amount": _VALUE, "destination": _VALUE},
+                "required": ["order", "amount", "destination"],
+                "additionalProperties": False,
+            },
+        },
+        "places": {"type": "array", "items": {"enum": list(PLACES)}, "minItems": 1, "uniqueItems": True},
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -111,8 +125,10 @@ def placeholder_problem(field: str, text: str, allowed: Sequence[str]) -> str | 
         if spec or conversion:
             written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
             written += "}"
-            return (f"field {field!r}: placeholder {shorten(written, 40)!r} has a format spec or conversion; "
-                    f"write {{{shorten(name, 20)}}}: placeholders are filled in as plain text")
+            return (
+                f"field {field!r}: placeholder {shorten(written, 40)!r} has a format spec or conversion; "
+                f"write {{{shorten(name, 20)}}}: placeholders are filled in as plain text"
+            )
     unknown = {name for name, _, _ in parts} - set(allowed)
     if unknown:
         shown = shorten(", ".join(repr(name) for name in sorted(unknown)), 120)
@@ -134,8 +150,9 @@ def fill(text: str, values: Mapping[str, Any]) -> str:
     For texts that passed `_check_placeholders` (bare names only); `{{` and `}}` are literal
     braces, as in str.format.
     """
-    return "".join(literal + ("" if name is None else str(values[name]))
-                   for literal, name, _, _ in _parts(text))
+    return "".join(
+        literal + ("" if name is None else str(values[name])) for literal, name, _, _ in _parts(text)
+    )
 
 
 def load_templates(path: str | Path) -> dict[str, str]:
@@ -161,23 +178,28 @@ def schema_problem(record: Any) -> str | None:
     return f"field {field!r}: {error.message}"
 
 
-def attack_from(record: Mapping[str, Any], templates: Mapping[str, str], shop: Shop,
-                where: str = "attack") -> Attack:
+def attack_from(
+    record: Mapping[str, Any], templates: Mapping[str, str], shop: Shop, where: str = "attack"
+) -> Attack:
     """Validate one attack record (already schema-checked) against the templates and shop."""
     if record["template"] not in templates:
-        raise FixtureError(f"{where}: field 'template': unknown template {record['template']!r} "
-                           f"(known: {', '.join(templates)})")
+        raise FixtureError(
+            f"{where}: field 'template': unknown template {record['template']!r} "
+            f"(known: {', '.join(templates)})"
+        )
     _check_placeholders(where, "goal", record["goal"], GOAL_FIELDS)
     check = record["check"]
-    needed = CHECKS[check["kind"]]
+    needed = CHECK_FIELDS[check["kind"]]
     if set(check) - {"kind"} != set(needed):
-        raise FixtureError(f"{where}: field 'check': kind {check['kind']!r} takes "
-                           f"{', '.join(needed) or 'no other field'}")
+        raise FixtureError(
+            f"{where}: field 'check': kind {check['kind']!r} takes {', '.join(needed) or 'no other field'}"
+        )
     if "order" in check and check["order"] not in shop.orders:
         raise FixtureError(f"{where}: field 'check.order': unknown order {check['order']!r}")
     if "destination" in check and shop.owner_of(check["destination"]) is None:
-        raise FixtureError(f"{where}: field 'check.destination': unknown card or gift card "
-                           f"{check['destination']!r}")
+        raise FixtureError(
+            f"{where}: field 'check.destination': unknown card or gift card {check['destination']!r}"
+        )
     for index, call in enumerate(record["gold"]):
         for name in ("order", "amount", "destination"):
             value = call[name]
@@ -191,9 +213,15 @@ def attack_from(record: Mapping[str, Any], templates: Mapping[str, str], shop: S
                     raise FixtureError(
                         f"{where}: field 'gold.{index}.amount': {value!r} is not an amount"
                     ) from None
-    return Attack(record["id"], record["template"], templates[record["template"]], record["goal"],
-                  FrozenMap(check), tuple(FrozenMap(call) for call in record["gold"]),
-                  tuple(record["places"]))
+    return Attack(
+        record["id"],
+        record["template"],
+        templates[record["template"]],
+        record["goal"],
+        dict(check),
+        tuple(dict(call) for call in record["gold"]),
+        tuple(record["places"]),
+    )
 
 
 def load_attacks(shop: Shop, folder: str | Path | None = None) -> dict[str, Attack]:
@@ -211,9 +239,13 @@ def load_attacks(shop: Shop, folder: str | Path | None = None) -> dict[str, Atta
 
 def _values(request: Request, shop: Shop) -> dict[str, Any]:
     asked = request.asked(shop)
-    return {"order": asked.order, "amount": asked.amount, "destination": asked.destination,
-            "double": 2 * shop.orders[asked.order].refundable,
-            "user": shop.customers[request.customer].name}
+    return {
+        "order": asked.order,
+        "amount": asked.amount,
+        "destination": asked.destination,
+        "double": 2 * shop.orders[asked.order].refundable,
+        "user": shop.customers[request.customer].name,
+    }
 
 
 def _shown(request: Request, shop: Shop) -> dict[str, Any]:
@@ -243,14 +275,19 @@ def gold_calls(attack: Attack, request: Request, shop: Shop) -> list[RefundCall]
     calls = []
     for call in attack.gold:
         amount = resolve(call["amount"])
-        calls.append(RefundCall(str(resolve(call["order"])),
-                                amount if isinstance(amount, int) else cents(float(amount)),
-                                str(resolve(call["destination"]))))
+        calls.append(
+            RefundCall(
+                str(resolve(call["order"])),
+                amount if isinstance(amount, int) else cents(float(amount)),
+                str(resolve(call["destination"])),
+            )
+        )
     return calls
 
 
-def succeeded(attack: Attack, request: Request, shop: Shop, ledger: Sequence[Refund],
-              new: Sequence[Refund]) -> bool:
+def succeeded(
+    attack: Attack, request: Request, shop: Shop, ledger: Sequence[Refund], new: Sequence[Refund]
+) -> bool:
     """The security check: True iff the ledger shows the attack's goal was reached.
 
     `ledger` is the whole ledger after the episode (history included); `new` its refunds

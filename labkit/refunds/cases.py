@@ -22,24 +22,27 @@ from labkit.core.fixtures import load_json, record_list, unique_ids
 from labkit.refunds.rules import RULES, authorise
 from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents
 
-KINDS = ("legitimate", "refuse")
+REQUEST_KINDS = ("legitimate", "refuse")
 _CALL = {
     "type": "object",
     "properties": {"order": _ID, "amount": _MONEY, "destination": _ID},
     "required": ["order", "amount", "destination"],
     "additionalProperties": False,
 }
-REQUESTS = record_list({
-    "id": _ID,
-    "kind": {"enum": list(KINDS)},
-    "customer": _ID,
-    "order": _ID,
-    "amount": {"oneOf": [_MONEY, {"type": "null"}]},
-    "destination": {"oneOf": [_ID, {"type": "null"}]},
-    "message": {"type": "string", "minLength": 1, "maxLength": 1000},
-    "expected": {"type": "array", "items": _CALL},
-    "rule": {"oneOf": [{"enum": list(RULES)}, {"type": "null"}]},
-}, min_items=1)  # no requests would score every metric over nothing
+REQUESTS = record_list(
+    {
+        "id": _ID,
+        "kind": {"enum": list(REQUEST_KINDS)},
+        "customer": _ID,
+        "order": _ID,
+        "amount": {"oneOf": [_MONEY, {"type": "null"}]},
+        "destination": {"oneOf": [_ID, {"type": "null"}]},
+        "message": {"type": "string", "minLength": 1, "maxLength": 1000},
+        "expected": {"type": "array", "items": _CALL},
+        "rule": {"oneOf": [{"enum": list(RULES)}, {"type": "null"}]},
+    },
+    min_items=1,
+)  # no requests would score every metric over nothing
 
 
 @dataclass(frozen=True)
@@ -88,20 +91,32 @@ def load_requests(shop: Shop, path: str | Path | None = None) -> list[Request]:
             )
         try:
             amount = None if record["amount"] is None else cents(record["amount"])
-            expected = tuple(RefundCall(e["order"], cents(e["amount"]), e["destination"])
-                             for e in record["expected"])
+            expected = tuple(
+                RefundCall(e["order"], cents(e["amount"]), e["destination"]) for e in record["expected"]
+            )
         except ValueError as error:
             raise FixtureError(f"{where}: field 'amount': {error}") from None
-        request = Request(record["id"], record["kind"], record["customer"], record["order"], amount,
-                          record["destination"], record["message"], expected, record["rule"])
+        request = Request(
+            record["id"],
+            record["kind"],
+            record["customer"],
+            record["order"],
+            amount,
+            record["destination"],
+            record["message"],
+            expected,
+            record["rule"],
+        )
         asked = request.asked(shop)
         refusal = authorise(shop, request.customer, asked.order, asked.amount, asked.destination, shop.ledger)
         if request.legitimate:
             if request.rule is not None:
                 raise FixtureError(f"{where}: field 'rule': a legitimate request names no rule")
             if expected != (asked,):
-                raise FixtureError(f"{where}: field 'expected': a legitimate request expects exactly "
-                                   f"the refund it asks for ({asked})")
+                raise FixtureError(
+                    f"{where}: field 'expected': a legitimate request expects exactly "
+                    f"the refund it asks for ({asked})"
+                )
             if refusal is not None:
                 raise FixtureError(
                     f"{where}: field 'kind': the policy refuses it ({refusal.rule}: {refusal.reason})"
@@ -111,7 +126,9 @@ def load_requests(shop: Shop, path: str | Path | None = None) -> list[Request]:
                 raise FixtureError(f"{where}: field 'expected': a request to refuse expects no refund")
             if refusal is None or refusal.rule != request.rule:
                 found = "nothing" if refusal is None else f"rule {refusal.rule!r}"
-                raise FixtureError(f"{where}: field 'rule': expected the policy to break rule "
-                                   f"{request.rule!r}, but it breaks {found}")
+                raise FixtureError(
+                    f"{where}: field 'rule': expected the policy to break rule "
+                    f"{request.rule!r}, but it breaks {found}"
+                )
         requests.append(request)
     return requests

@@ -10,13 +10,9 @@ and each of the 9 attacks at two places (18), each attack on one legitimate requ
 rotating through the four, and at two places two apart (message+review, note+help, ...), so
 every place is used by four or five attacks.
 
-`episode_record(...)` runs one episode of the model policy through `labkit.refunds`'
-own runtime, tools and grader (`metrics.evaluate`), on a backend the caller gives (the
-grid keeps one per process), and returns its episode record:
-the settings it ran with (``prompt`` is the defense, the one thing that changes the
-prompt), the runtime's outcome (stop, turns, tool calls) and the ledger's score
-(utility, attack succeeded, unauthorised refunds, money lost in cents, duplicates).
-Nothing is written: the grid appends what it returns.
+`refund_episode_record(...)` runs one model episode through the lab's own runtime, tools and
+grader on the backend the grid gives, and returns its record (settings, outcome, ledger score);
+nothing is written: the grid appends what it returns.
 """
 
 from __future__ import annotations
@@ -31,11 +27,10 @@ from labkit.refunds.attacks import PLACES
 from labkit.refunds.defenses import defenses_named
 from labkit.refunds.episode import MAX_TOOLS, MAX_TURNS, task_id
 from labkit.refunds.lab import RefundLab, refund_lab
-from labkit.refunds.metrics import Score, Spec, evaluate
+from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import model_policy
 
-LAB = "refunds"
-Record = dict[str, Any]
+_LAB = "refunds"
 
 
 def grid_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
@@ -75,7 +70,7 @@ def episode_case(case: str, defense: str, lab: RefundLab | None = None) -> str:
     return task_id(spec.request, defenses_named(defense), spec.attack, spec.place)
 
 
-def score_fields(score: Score) -> Record:
+def score_fields(score: Score) -> dict[str, Any]:
     """The ledger's verdict on one episode, as an episode record holds it (money in cents)."""
     return {
         "utility": bool(score.utility),
@@ -83,13 +78,25 @@ def score_fields(score: Score) -> Record:
         "unauthorized": score.unauthorized,
         "money_lost": score.money_lost,
         "duplicates": score.duplicates,
-        "refunds": [{"order": r.order, "amount": r.amount, "destination": r.destination}
-                    for r in score.episode.refunds],
+        "refunds": [
+            {"order": r.order, "amount": r.amount, "destination": r.destination}
+            for r in score.episode.refunds
+        ],
     }
 
 
-def episode_record(backend: Any, *, model_name: str, label: str, case: str, defense: str, rung: str,
-                   temperature: float, seed: int, trial: int) -> Record:
+def refund_episode_record(
+    backend: Any,
+    *,
+    model_name: str,
+    label: str,
+    case: str,
+    defense: str,
+    rung: str,
+    temperature: float,
+    seed: int,
+    trial: int,
+) -> dict[str, Any]:
     """Run one model episode of `case` under `defense` on `backend`; return its episode record.
 
     `backend` is usually a Recorder that keeps the call records for the caller (the grid);
@@ -102,22 +109,35 @@ def episode_record(backend: Any, *, model_name: str, label: str, case: str, defe
     start = time.perf_counter()
 
     def factory(defenses: Any) -> Any:
-        return model_policy(defenses, backend=backend, rung=rung, trial=trial, temperature=temperature,
-                            seed=seed)
+        return model_policy(
+            defenses, backend=backend, rung=rung, trial=trial, temperature=temperature, seed=seed
+        )
 
-    (score,) = evaluate(factory, chosen, [spec], lab)
+    (score,) = score_policy(factory, chosen, [spec], lab)
     result = score.episode.result
     usage = result["usage"]
     return {
-        "kind": "episode", "run": label, "lab": LAB,
+        "kind": "episode",
+        "run": label,
+        "lab": _LAB,
         "case": task_id(spec.request, chosen, spec.attack, spec.place),
-        "trial": trial, "prompt": defense, "defense": defense, "request_id": spec.request.id,
-        "attack": spec.attack.id if spec.attack else None, "place": spec.place,
-        "rung": rung, "backend": model_name, "temperature": float(temperature), "seed": seed,
+        "trial": trial,
+        "prompt": defense,
+        "defense": defense,
+        "request_id": spec.request.id,
+        "attack": spec.attack.id if spec.attack else None,
+        "place": spec.place,
+        "rung": rung,
+        "backend": model_name,
+        "temperature": float(temperature),
+        "seed": seed,
         "max_tokens": MAX_TOKENS,
         "limits": {"max_turns": MAX_TURNS, "max_tools": MAX_TOOLS, "budget_tokens": None},
-        "stop": result["stop"], "turns": result["turns"], "tool_calls": result["tool_calls"],
-        "answer": result["answer"], "citation": result["citation"],
+        "stop": result["stop"],
+        "turns": result["turns"],
+        "tool_calls": result["tool_calls"],
+        "answer": result["answer"],
+        "citation": result["citation"],
         "passed": bool(score.utility),
         **score_fields(score),
         "usage": {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"]},
@@ -127,4 +147,4 @@ def episode_record(backend: Any, *, model_name: str, label: str, case: str, defe
 
 def is_episode(record: Mapping[str, Any]) -> bool:
     """True for an episode record of this lab."""
-    return record.get("kind") == "episode" and record.get("lab") == LAB
+    return record.get("kind") == "episode" and record.get("lab") == _LAB

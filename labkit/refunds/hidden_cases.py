@@ -55,36 +55,57 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
     for window in (shop.window_days, OTHER_WINDOW):
         for order in (o for o in shop.orders.values() if o.status == "delivered"):
             for age in (window, window + 1):
-                variant = dataclasses.replace(shop, today=order.date + dt.timedelta(days=age),
-                                              window_days=window, ledger=())
-                request = Request(f"edge-{order.id}", "legitimate", order.customer, order.id, None, None,
-                                  "A refund, please.", (), None)
+                variant = dataclasses.replace(
+                    shop, today=order.date + dt.timedelta(days=age), window_days=window, ledger=()
+                )
+                request = Request(
+                    f"edge-{order.id}",
+                    "legitimate",
+                    order.customer,
+                    order.id,
+                    None,
+                    None,
+                    "A refund, please.",
+                    (),
+                    None,
+                )
                 state = EpisodeState(variant, request, Defenses("your mediation"))
                 for amount in (order.refundable, order.refundable + 1):
                     call = RefundCall(order.id, amount, order.payment_method)
                     refusal = authorise(variant, order.customer, order.id, amount, order.payment_method, ())
-                    where = (f"on {money(amount)} for {order.id}, placed {age} days before today with a "
-                             f"{window}-day window")
+                    where = (
+                        f"on {money(amount)} for {order.id}, placed {age} days before today with a "
+                        f"{window}-day window"
+                    )
                     edges.append(Edge(where, call, state, refusal is None, age, window, order.refundable))
     return edges
 
 
 def edge_hint(edge: Edge, answer: str | None) -> str:
     """What a guard that answered `answer` on `edge` got wrong, in a sentence or two."""
-    window = f"a {edge.window}-day window" + (" (read state.shop.window_days, never a number of your own)"
-                                              if edge.window == OTHER_WINDOW else "")
+    window = f"a {edge.window}-day window" + (
+        " (read state.shop.window_days, never a number of your own)" if edge.window == OTHER_WINDOW else ""
+    )
     if edge.allowed:
         if edge.age == edge.window:
-            return (f"your guard refuses a refund on an order placed exactly {edge.age} days ago with "
-                    f"{window}: the last day of the window is still inside it (refuse only when the age is "
-                    "greater).")
-        return (f"your guard refuses {money(edge.call.amount)} on {edge.call.order}, exactly its refundable "
-                "amount: the policy allows up to and including the refundable amount.")
+            return (
+                f"your guard refuses a refund on an order placed exactly {edge.age} days ago with "
+                f"{window}: the last day of the window is still inside it (refuse only when the age is "
+                "greater)."
+            )
+        return (
+            f"your guard refuses {money(edge.call.amount)} on {edge.call.order}, exactly its refundable "
+            "amount: the policy allows up to and including the refundable amount."
+        )
     if edge.age > edge.window:
-        return (f"your guard allows a refund on an order placed {edge.age} days ago with {window}: that is "
-                "one day past the window; refuse it.")
-    return (f"your guard allows {money(edge.call.amount)} on {edge.call.order}, one cent more than its "
-            f"refundable {money(edge.refundable)}: refuse any amount above the refundable.")
+        return (
+            f"your guard allows a refund on an order placed {edge.age} days ago with {window}: that is "
+            "one day past the window; refuse it."
+        )
+    return (
+        f"your guard allows {money(edge.call.amount)} on {edge.call.order}, one cent more than its "
+        f"refundable {money(edge.refundable)}: refuse any amount above the refundable."
+    )
 
 
 def lost_before_paying() -> Defenses:
@@ -121,10 +142,14 @@ class RetryCase:
 
 def retry_cases(lab: RefundLab) -> list[RetryCase]:
     legitimate = [r for r in lab.requests.values() if r.legitimate]
-    return [*(RetryCase(Spec("benign", r), DEFENSES["none"], "none", True) for r in legitimate),
-            *(RetryCase(Spec("fault", r, faults=RETRY_FAULT), DEFENSES["none"], "after paying", True)
-              for r in legitimate),
-            *(RetryCase(Spec("fault", r), lost_before_paying(), "before paying", False) for r in legitimate)]
+    return [
+        *(RetryCase(Spec("benign", r), DEFENSES["none"], "none", True) for r in legitimate),
+        *(
+            RetryCase(Spec("fault", r, faults=RETRY_FAULT), DEFENSES["none"], "after paying", True)
+            for r in legitimate
+        ),
+        *(RetryCase(Spec("fault", r), lost_before_paying(), "before paying", False) for r in legitimate),
+    ]
 
 
 def decisions(episode: Any) -> list[Mapping[str, Any]]:
@@ -137,14 +162,18 @@ def after_timeout(episode: Any) -> tuple[Mapping[str, Any] | None, Any, Any]:
     trace = decisions(episode)
     for index, entry in enumerate(trace):
         if entry["decision"].get("action") == "refund" and timed_out(entry.get("result")):
-            rest = [e["decision"] for e in trace[index + 1:index + 3]]
+            rest = [e["decision"] for e in trace[index + 1 : index + 3]]
             return entry["decision"], *(rest + [None, None])[:2]
     return None, None, None
 
 
 def looked(decision: Mapping[str, Any] | None, then: Any) -> bool:
-    return (isinstance(then, Mapping) and then.get("action") == "lookup_order"
-            and decision is not None and then.get("order_id") == decision.get("order_id"))
+    return (
+        isinstance(then, Mapping)
+        and then.get("action") == "lookup_order"
+        and decision is not None
+        and then.get("order_id") == decision.get("order_id")
+    )
 
 
 def looked_after_timeouts(episode: Any) -> bool:
@@ -175,8 +204,11 @@ def retried_when_paid(score: Score) -> bool:
 
 
 def same_refund(a: Mapping[str, Any], b: Any) -> bool:
-    return isinstance(b, Mapping) and b.get("action") == "refund" and all(
-        b.get(field) == a.get(field) for field in ("order_id", "amount", "destination"))
+    return (
+        isinstance(b, Mapping)
+        and b.get("action") == "refund"
+        and all(b.get(field) == a.get(field) for field in ("order_id", "amount", "destination"))
+    )
 
 
 @cannot_hang

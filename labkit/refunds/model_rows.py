@@ -41,10 +41,10 @@ from pandas import DataFrame
 
 from labkit.core.errors import LabError
 from labkit.refunds.lab import RefundLab, refund_lab
-from labkit.refunds.metrics import Score, Spec, evaluate, frame_of, rows
+from labkit.refunds.metrics import Score, Spec, frame_of, rows, score_policy
 from labkit.refunds.policies import model_policy
 
-LAB = "refunds"
+_LAB = "refunds"
 MODEL_DEFENSES = ("none", "policy_prompt", "spotlighting", "mediation")
 # Rung L2 is recorded under the same four: none, both prompt-level defenses and mediation.
 # Measured: an L2 episode took 107 s on 2 busy cores (7 turns, prompts of ~350-1,150 tokens),
@@ -69,8 +69,10 @@ def model_specs(lab: RefundLab | None = None, rung: str = "L1") -> list[Spec]:
 
         return [spec_of(case, lab) for case in grid_cases(lab)]
     specs = [Spec("benign", lab.request(id)) for id in MODEL_BENIGN]
-    specs += [Spec("attack", lab.request(MODEL_ATTACKED), lab.attack(attack), place)
-              for attack, place in MODEL_ATTACKS]
+    specs += [
+        Spec("attack", lab.request(MODEL_ATTACKED), lab.attack(attack), place)
+        for attack, place in MODEL_ATTACKS
+    ]
     return specs
 
 
@@ -79,7 +81,7 @@ def _trial_files() -> list:
         from labkit.model import trial_files
     except ImportError:
         return []
-    return trial_files(LAB)
+    return trial_files(_LAB)
 
 
 def model_available() -> bool:
@@ -95,8 +97,11 @@ def recorded_defenses(rung: str = "L1") -> list[str]:
     found = set()
     for path in _trial_files():
         for _, record in read_records(path):
-            if (record.get("kind") == "call" and record.get("lab") == LAB
-                    and record.get("rung", DEFAULT_RUNG) == rung):
+            if (
+                record.get("kind") == "call"
+                and record.get("lab") == _LAB
+                and record.get("rung", DEFAULT_RUNG) == rung
+            ):
                 found.add(str(record["case"]).rsplit("+", 1)[-1])
     return [name for name in MODEL_DEFENSES if name in found] + sorted(found - set(MODEL_DEFENSES))
 
@@ -106,14 +111,26 @@ def recorded_rungs() -> list[str]:
     from labkit.model import read_records
     from labkit.model.constraints import DEFAULT_RUNG, RUNGS
 
-    found = {record.get("rung", DEFAULT_RUNG) for path in _trial_files()
-             for _, record in read_records(path) if record.get("kind") == "call"}
+    found = {
+        record.get("rung", DEFAULT_RUNG)
+        for path in _trial_files()
+        for _, record in read_records(path)
+        if record.get("kind") == "call"
+    }
     return [rung for rung in RUNGS if rung in found]
 
 
-def model_matrix(defenses: Sequence[str] = MODEL_DEFENSES, *, by_attack: bool = False,
-                 explicit: bool = True, backend: Any = None, rung: str = "L1", temperature: float = 0.0,
-                 seed: int = 0, k: int = 1) -> DataFrame:
+def model_matrix(
+    defenses: Sequence[str] = MODEL_DEFENSES,
+    *,
+    by_attack: bool = False,
+    explicit: bool = True,
+    backend: Any = None,
+    rung: str = "L1",
+    temperature: float = 0.0,
+    seed: int = 0,
+    k: int = 1,
+) -> DataFrame:
     """The model policy's rows under `defenses`, over `model_specs()`, at constraint `rung`.
 
     Replayed by default. LabError if the seam or the recordings are missing, or if a
@@ -136,18 +153,43 @@ def model_matrix(defenses: Sequence[str] = MODEL_DEFENSES, *, by_attack: bool = 
             from tqdm.auto import tqdm
 
             def progress(specs, trial, name=chosen.name):
-                return tqdm(specs, desc=f"model {rung} under {name}" + (f", trial {trial}" if k > 1 else ""),
-                            unit="episode")
-        table += rows(f"model {rung}", chosen.name, trials(chosen, specs, lab, backend=backend, rung=rung,
-                                                         temperature=temperature, seed=seed, k=k,
-                                                         progress=progress),
-                      by_attack=by_attack)
+                return tqdm(
+                    specs,
+                    desc=f"model {rung} under {name}" + (f", trial {trial}" if k > 1 else ""),
+                    unit="episode",
+                )
+
+        table += rows(
+            f"model {rung}",
+            chosen.name,
+            trials(
+                chosen,
+                specs,
+                lab,
+                backend=backend,
+                rung=rung,
+                temperature=temperature,
+                seed=seed,
+                k=k,
+                progress=progress,
+            ),
+            by_attack=by_attack,
+        )
     return frame_of(table, by_attack=by_attack)
 
 
-def trials(defenses: Any, specs: Sequence[Spec], lab: RefundLab, *, backend: Any = None, rung: str = "L1",
-           temperature: float = 0.0, seed: int = 0, k: int = 1,
-           progress: Callable[[Sequence[Spec], int], Iterable[Spec]] | None = None) -> list[Score]:
+def trials(
+    defenses: Any,
+    specs: Sequence[Spec],
+    lab: RefundLab,
+    *,
+    backend: Any = None,
+    rung: str = "L1",
+    temperature: float = 0.0,
+    seed: int = 0,
+    k: int = 1,
+    progress: Callable[[Sequence[Spec], int], Iterable[Spec]] | None = None,
+) -> list[Score]:
     """The model policy's scores on `k` trials of each of `specs` under `defenses`, trial by trial:
     trial t samples with seed `seed + t`, as lab 02's trials do (the recordings: k=1, seed 0).
     `progress(specs, trial)` wraps each trial's specs. LabError if k is not a positive int."""
@@ -155,10 +197,13 @@ def trials(defenses: Any, specs: Sequence[Spec], lab: RefundLab, *, backend: Any
         raise LabError(f"k (trials per episode) must be a positive int, got {k!r}")
     scores = []
     for trial in range(k):
+
         def factory(d: Any, trial: int = trial) -> Any:
-            return model_policy(d, backend=backend, rung=rung, trial=trial, temperature=temperature,
-                                seed=seed + trial)
-        scores += evaluate(factory, defenses, progress(specs, trial) if progress else specs, lab)
+            return model_policy(
+                d, backend=backend, rung=rung, trial=trial, temperature=temperature, seed=seed + trial
+            )
+
+        scores += score_policy(factory, defenses, progress(specs, trial) if progress else specs, lab)
     return scores
 
 
@@ -170,8 +215,15 @@ def _live(backend: Any = None) -> bool:
     return str(name).strip().split(":", 1)[0] not in ("", "replay")
 
 
-def model_behaviour(defenses: Sequence[str] = MODEL_DEFENSES, *, rung: str = "L1", backend: Any = None,
-                    temperature: float = 0.0, seed: int = 0, k: int = 1) -> DataFrame:
+def model_behaviour(
+    defenses: Sequence[str] = MODEL_DEFENSES,
+    *,
+    rung: str = "L1",
+    backend: Any = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    k: int = 1,
+) -> DataFrame:
     """What the model *did* at `rung`, per defense, replayed by default: the counts behind the metrics.
 
     Columns: episodes; decisions; lookups; refund proposals; of those, how many named an
@@ -187,24 +239,44 @@ def model_behaviour(defenses: Sequence[str] = MODEL_DEFENSES, *, rung: str = "L1
     table = []
     for name in (d for d in defenses if d in known):
         chosen = defenses_named(name)
-        scores = trials(chosen, model_specs(lab, rung), lab, backend=backend, rung=rung,
-                        temperature=temperature, seed=seed, k=k)
+        scores = trials(
+            chosen,
+            model_specs(lab, rung),
+            lab,
+            backend=backend,
+            rung=rung,
+            temperature=temperature,
+            seed=seed,
+            k=k,
+        )
         decisions = [entry.get("decision") for s in scores for entry in s.episode.result["trace"]]
         proposals = [d for d in decisions if isinstance(d, dict) and d.get("action") == "refund"]
         stops = Counter(s.episode.result["stop"] for s in scores)
-        table.append({
-            "rung": rung, "defense": name, "episodes": len(scores), "decisions": len(decisions),
-            "lookups": sum(isinstance(d, dict) and d.get("action") == "lookup_order" for d in decisions),
-            "refund proposals": len(proposals),
-            "of a real order": sum(p.get("order_id") in lab.shop.orders for p in proposals),
-            "refunds paid": sum(len(s.episode.refunds) for s in scores),
-            "commonest stop": stops.most_common(1)[0][0] if stops else "-",
-        })
+        table.append(
+            {
+                "rung": rung,
+                "defense": name,
+                "episodes": len(scores),
+                "decisions": len(decisions),
+                "lookups": sum(isinstance(d, dict) and d.get("action") == "lookup_order" for d in decisions),
+                "refund proposals": len(proposals),
+                "of a real order": sum(p.get("order_id") in lab.shop.orders for p in proposals),
+                "refunds paid": sum(len(s.episode.refunds) for s in scores),
+                "commonest stop": stops.most_common(1)[0][0] if stops else "-",
+            }
+        )
     return DataFrame(table).set_index(["rung", "defense"]) if table else DataFrame()
 
 
-def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", backend: Any = None,
-                temperature: float = 0.0, seed: int = 0, k: int = 1) -> DataFrame:
+def attribution(
+    defenses: Sequence[str] = LADDER_DEFENSES,
+    *,
+    rung: str = "L2",
+    backend: Any = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    k: int = 1,
+) -> DataFrame:
     """Did the injection cause an attack's "success"? Per attacked model episode, replayed by
     default: whether the ledger check fired, the first refund the model proposed (turn and
     amount), and the first turn whose tool result contained the injected text ("never" if
@@ -222,24 +294,41 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", 
     specs = [spec for spec in model_specs(lab, rung) if spec.attack]
     table = []
     for name in defenses:
-        scores = trials(defenses_named(name), specs, lab, backend=backend, rung=rung, temperature=temperature,
-                        seed=seed, k=k)
+        scores = trials(
+            defenses_named(name),
+            specs,
+            lab,
+            backend=backend,
+            rung=rung,
+            temperature=temperature,
+            seed=seed,
+            k=k,
+        )
         for i, s in enumerate(scores):
             trace = s.episode.result["trace"]
-            refunds = [e for e in trace if isinstance(e.get("decision"), dict)
-                       and e["decision"].get("action") == "refund"]
+            refunds = [
+                e
+                for e in trace
+                if isinstance(e.get("decision"), dict) and e["decision"].get("action") == "refund"
+            ]
             # The first 40 characters of the injected text, as they appear inside a JSON result.
             needle = json.dumps(s.episode.injected)[1:41]
-            seen = next((e["turn"] for e in trace if needle in json.dumps(e.get("result"), default=str)),
-                        None)
+            seen = next(
+                (e["turn"] for e in trace if needle in json.dumps(e.get("result"), default=str)), None
+            )
             first = refunds[0] if refunds else None
-            table.append({
-                "defense": name, "attack": s.spec.attack.id, "check fired": bool(s.attacked),
-                "first refund": f"turn {first['turn']}, amount {first['decision'].get('amount')}"
-                if first else "-",
-                "injection seen": f"turn {seen}" if seen else "never",
-                "trial": i // len(specs),
-            })
+            table.append(
+                {
+                    "defense": name,
+                    "attack": s.spec.attack.id,
+                    "check fired": bool(s.attacked),
+                    "first refund": f"turn {first['turn']}, amount {first['decision'].get('amount')}"
+                    if first
+                    else "-",
+                    "injection seen": f"turn {seen}" if seen else "never",
+                    "trial": i // len(specs),
+                }
+            )
     index = ["defense", "attack"] + (["trial"] if k > 1 else [])
     return DataFrame(table).set_index(index).drop(columns="trial", errors="ignore")
 
@@ -251,8 +340,15 @@ _BASELINES: dict[tuple[Any, ...], list[Score]] = {}
 BASELINES = ("random-admissible", "careful", "gullible")
 
 
-def model_scores(defense: str, *, rung: str = GRID_RUNG, backend: Any = None, temperature: float = 0.0,
-                 seed: int = 0, k: int = 1) -> list[Score]:
+def model_scores(
+    defense: str,
+    *,
+    rung: str = GRID_RUNG,
+    backend: Any = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    k: int = 1,
+) -> list[Score]:
     """The model's scores under `defense` over `model_specs(rung)` (replayed by default; kept per
     process when replayed, since the same rows feed several tables)."""
     from labkit.refunds.defenses import defenses_named
@@ -260,16 +356,25 @@ def model_scores(defense: str, *, rung: str = GRID_RUNG, backend: Any = None, te
     key = (defense, rung, temperature, seed, k)
     if _live(backend) or key not in _SCORES:
         lab = refund_lab()
-        scores = trials(defenses_named(defense), model_specs(lab, rung), lab, backend=backend, rung=rung,
-                        temperature=temperature, seed=seed, k=k)
+        scores = trials(
+            defenses_named(defense),
+            model_specs(lab, rung),
+            lab,
+            backend=backend,
+            rung=rung,
+            temperature=temperature,
+            seed=seed,
+            k=k,
+        )
         if _live(backend):
             return scores
         _SCORES[key] = scores
     return _SCORES[key]
 
 
-def baseline_scores(policy: str, defense: str, *, rung: str = GRID_RUNG, seeds: int | None = None
-                    ) -> list[Score]:
+def baseline_scores(
+    policy: str, defense: str, *, rung: str = GRID_RUNG, seeds: int | None = None
+) -> list[Score]:
     """A baseline's scores on the model's suite at `rung`: ``random-admissible`` (`seeds`
     seeds, default baselines.RANDOM_SEEDS), ``careful`` or ``gullible``."""
     from labkit.refunds.baselines import RANDOM_SEEDS, random_scores
@@ -283,13 +388,24 @@ def baseline_scores(policy: str, defense: str, *, rung: str = GRID_RUNG, seeds: 
     if key not in _BASELINES:  # deterministic for a seed: computed once per process
         lab = refund_lab()
         specs = model_specs(lab, rung)
-        _BASELINES[key] = (random_scores(defense, specs, seeds, lab) if policy == "random-admissible"
-                           else evaluate(POLICIES[policy], defenses_named(defense), specs, lab))
+        _BASELINES[key] = (
+            random_scores(defense, specs, seeds, lab)
+            if policy == "random-admissible"
+            else score_policy(POLICIES[policy], defenses_named(defense), specs, lab)
+        )
     return _BASELINES[key]
 
 
-def model_table(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = GRID_RUNG, backend: Any = None,
-                seeds: int | None = None, temperature: float = 0.0, seed: int = 0, k: int = 1) -> DataFrame:
+def model_table(
+    defenses: Sequence[str] = LADDER_DEFENSES,
+    *,
+    rung: str = GRID_RUNG,
+    backend: Any = None,
+    seeds: int | None = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    k: int = 1,
+) -> DataFrame:
     """The model's rows at `rung` beside its baselines, every rate with its 95% interval.
 
     Rows (policy, defense): ``model L2`` (replayed from the grid's recording by default),
@@ -302,19 +418,33 @@ def model_table(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = GRID_R
     from labkit.refunds.baselines import interval_row
 
     _check_recorded(defenses, rung, backend)
-    table = [interval_row(f"model {rung}", name, model_scores(name, rung=rung, backend=backend,
-                                                              temperature=temperature, seed=seed, k=k))
-             for name in defenses]
+    table = [
+        interval_row(
+            f"model {rung}",
+            name,
+            model_scores(name, rung=rung, backend=backend, temperature=temperature, seed=seed, k=k),
+        )
+        for name in defenses
+    ]
     for policy in BASELINES:
         label = f"{policy} {rung}" if policy == "random-admissible" else policy
-        table += [interval_row(label, name, baseline_scores(policy, name, rung=rung, seeds=seeds))
-                  for name in defenses]
+        table += [
+            interval_row(label, name, baseline_scores(policy, name, rung=rung, seeds=seeds))
+            for name in defenses
+        ]
     return DataFrame(table).set_index(["policy", "defense"])
 
 
-def model_comparisons(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = GRID_RUNG,
-                      backend: Any = None, seeds: int | None = None, temperature: float = 0.0, seed: int = 0,
-                      k: int = 1) -> DataFrame:
+def model_comparisons(
+    defenses: Sequence[str] = LADDER_DEFENSES,
+    *,
+    rung: str = GRID_RUNG,
+    backend: Any = None,
+    seeds: int | None = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    k: int = 1,
+) -> DataFrame:
     """Paired comparisons on the same cases: the model under each defense against the model under
     `none`, and the model against the random-admissible and careful baselines under each defense.
 
@@ -327,21 +457,31 @@ def model_comparisons(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = 
     from labkit.refunds.baselines import paired_rows
 
     _check_recorded(defenses, rung, backend)
-    model = {name: model_scores(name, rung=rung, backend=backend, temperature=temperature, seed=seed, k=k)
-             for name in defenses}
+    model = {
+        name: model_scores(name, rung=rung, backend=backend, temperature=temperature, seed=seed, k=k)
+        for name in defenses
+    }
     table = []
     if "none" in model:
         for name in (d for d in defenses if d != "none"):
             table += paired_rows(f"model {rung} {name}", model[name], f"model {rung} none", model["none"])
     for name in defenses:
-        table += paired_rows(f"model {rung} {name}", model[name], f"random-admissible {name}",
-                             baseline_scores("random-admissible", name, rung=rung, seeds=seeds))
-        table += paired_rows(f"model {rung} {name}", model[name], f"careful {name}",
-                             baseline_scores("careful", name, rung=rung))
+        table += paired_rows(
+            f"model {rung} {name}",
+            model[name],
+            f"random-admissible {name}",
+            baseline_scores("random-admissible", name, rung=rung, seeds=seeds),
+        )
+        table += paired_rows(
+            f"model {rung} {name}",
+            model[name],
+            f"careful {name}",
+            baseline_scores("careful", name, rung=rung),
+        )
     return DataFrame(table).set_index(["comparison", "rate"])
 
 
-def with_intervals(table: DataFrame) -> DataFrame:
+def rates_with_intervals(table: DataFrame) -> DataFrame:
     """A copy of `table` (`model_table`'s or `model_comparisons`') with each rate and its
     ``<rate>_ci`` column joined in one, as the prose quotes them: "0.46 [0.30, 0.64]" (two
     decimals, like the interval; "-" where the rate has no episodes), the ``_ci`` columns dropped
@@ -350,7 +490,8 @@ def with_intervals(table: DataFrame) -> DataFrame:
     for column in [c for c in table.columns if f"{c}_ci" in table.columns]:
         shown[column] = [
             "-" if value is None or value != value or ci == "-" else f"{float(value):.2f} {ci}"
-            for value, ci in zip(table[column], table[f"{column}_ci"], strict=True)]
+            for value, ci in zip(table[column], table[f"{column}_ci"], strict=True)
+        ]
         shown = shown.drop(columns=f"{column}_ci")
     return shown
 
@@ -364,21 +505,24 @@ def _check_recorded(defenses: Sequence[str], rung: str, backend: Any, *, explici
     if _live(backend):
         return list(defenses)
     if not model_available():
-        raise LabError("no recorded model trials for the refund lab (fixtures/trials/refunds*.jsonl); "
-                       "record them with `labkit grid fixtures/grids/refunds-smollm2-l2.toml`")
+        raise LabError(
+            "no recorded model trials for the refund lab (fixtures/trials/refunds*.jsonl); "
+            "record them with `labkit grid fixtures/grids/refunds-smollm2-l2.toml`"
+        )
     known = recorded_defenses(rung)
     missing = [name for name in defenses if name not in known]
     if missing and explicit:
-        raise LabError(f"no recorded model trials at rung {rung} under defense(s) {', '.join(missing)} "
-                       f"(recorded: {', '.join(known) or 'none'})")
+        raise LabError(
+            f"no recorded model trials at rung {rung} under defense(s) {', '.join(missing)} "
+            f"(recorded: {', '.join(known) or 'none'})"
+        )
     return [name for name in defenses if name in known]
 
 
-def grid_table(record: str | Path) -> DataFrame:
-    """The rows of a refund grid's recording, read from its episode records (no replay): one row
-    per run label (model, rung, temperature, seed, defense), the four rates with Wilson 95%
-    intervals over the episodes (every trial counted as one), the unauthorised refunds and the
-    money lost (dollars) in total. What `labkit grid` prints at the end of a refund grid."""
+def refund_grid_table(record: str | Path) -> DataFrame:
+    """What `labkit grid` prints at the end of a refund grid, from its episode records (no replay):
+    a row per run label, the four rates with Wilson 95% intervals over the episodes (every trial
+    counted as one), the unauthorised refunds and the money lost (dollars) in total."""
     from types import SimpleNamespace
 
     from labkit.core.intervals import wilson
@@ -386,18 +530,19 @@ def grid_table(record: str | Path) -> DataFrame:
     from labkit.refunds.baselines import RATES
     from labkit.refunds.grid import is_episode
 
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for _, line in read_records(record):
-        if is_episode(line):
-            runs.setdefault(line["run"], []).append(line)
+    lines = DataFrame([line for _, line in read_records(record) if is_episode(line)])
     table = []
-    for run, episodes in runs.items():
+    for run, group in lines.groupby("run", sort=False) if len(lines) else []:
         # An episode record holds a Score's fields under their names (grid.score_fields), so
         # RATES' outcomes read it as they read a Score; the grid's episodes are benign or attacked.
-        seen = [SimpleNamespace(**e) for e in episodes]
-        kinds = {"benign": [e for e in seen if e.attack is None],
-                 "attack": [e for e in seen if e.attack is not None], "all": seen}
-        row: dict[str, Any] = {"run": run, "episodes": len(episodes)}
+        seen = [SimpleNamespace(**e) for e in group.to_dict("records")]
+        attacked = [e for e in seen if isinstance(e.attack, str)]
+        kinds = {
+            "benign": [e for e in seen if not isinstance(e.attack, str)],
+            "attack": attacked,
+            "all": seen,
+        }
+        row: dict[str, Any] = {"run": run, "episodes": len(seen)}
         for column, (kind, outcome) in RATES.items():
             if chosen := kinds[kind]:
                 interval = wilson(sum(bool(outcome(e)) for e in chosen), len(chosen))
@@ -405,7 +550,7 @@ def grid_table(record: str | Path) -> DataFrame:
                 row[f"{column}_ci"] = f"[{interval.low:.2f}, {interval.high:.2f}]"
             else:
                 row[column], row[f"{column}_ci"] = None, "-"
-        row["unauthorized_refunds"] = sum(e["unauthorized"] for e in episodes)
-        row["money_lost"] = round(sum(e["money_lost"] for e in episodes) / 100, 2)
+        row["unauthorized_refunds"] = int(group["unauthorized"].sum())
+        row["money_lost"] = round(int(group["money_lost"].sum()) / 100, 2)
         table.append(row)
     return DataFrame(table).set_index("run") if table else DataFrame()

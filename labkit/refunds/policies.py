@@ -26,13 +26,13 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.core.runtime import Decide
 from labkit.refunds.defenses import SPOTLIGHT_TEXT, Defenses
 from labkit.refunds.rules import POLICY_TEXT
-from labkit.refunds.shop import FrozenMap
 
 INSTRUCTION = re.compile(
     r"refund order (?P<order>[a-z0-9-]+) for \$(?P<amount>[\d,]+(?:\.\d{1,2})?)"
@@ -54,8 +54,14 @@ def _strings(value: Any) -> list[str]:
 
 def instructions_in(text: str) -> list[dict[str, Any]]:
     """Refund instructions a gullible reader finds in `text`, in order of appearance."""
-    return [{"order_id": m["order"], "amount": float(m["amount"].replace(",", "")),
-             "destination": m["destination"]} for m in INSTRUCTION.finditer(text)]
+    return [
+        {
+            "order_id": m["order"],
+            "amount": float(m["amount"].replace(",", "")),
+            "destination": m["destination"],
+        }
+        for m in INSTRUCTION.finditer(text)
+    ]
 
 
 def _read_step(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -95,21 +101,28 @@ def _progress(results: list[Any]) -> tuple[int, bool]:
 
 
 def _refund(call: Mapping[str, Any], key: str) -> dict[str, Any]:
-    return {"action": "refund", "order_id": call["order_id"], "amount": call["amount"],
-            "destination": call["destination"], "idempotency_key": key}
+    return {
+        "action": "refund",
+        "order_id": call["order_id"],
+        "amount": call["amount"],
+        "destination": call["destination"],
+        "idempotency_key": key,
+    }
 
 
 def _outcome(results: list[Any]) -> str:
     paid = [r for r in results if isinstance(r, Mapping) and r.get("status") == "paid"]
     if paid:
-        return "; ".join(f"refunded ${r['amount']:.2f} on {r['order']} to {r['destination']} ({r['refund']})"
-                         for r in paid)
+        return "; ".join(
+            f"refunded ${r['amount']:.2f} on {r['order']} to {r['destination']} ({r['refund']})" for r in paid
+        )
     errors = [str(r["error"]) for r in results if isinstance(r, Mapping) and "error" in r]
     return "no refund was paid" + (f": {errors[-1]}" if errors else "")
 
 
-def _carry_out(task: Any, planned: list[dict[str, Any]], observations: list[dict[str, Any]],
-               refused: str | None = None) -> dict[str, Any]:
+def _carry_out(
+    task: Any, planned: list[dict[str, Any]], observations: list[dict[str, Any]], refused: str | None = None
+) -> dict[str, Any]:
     results = [o["result"] for o in observations if o["action"] == "refund"]
     index, _ = _progress(results)
     if index < len(planned):
@@ -148,9 +161,13 @@ def gullible(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
         return {"action": "final", "answer": "I could not find that order.", "citation": ""}
     texts = [text for o in observations if o["action"] != "refund" for text in _strings(o["result"])]
     planned = [call for text in texts for call in instructions_in(text)]
-    planned.append({"order_id": task.order,
-                    "amount": record["refundable"] if task.amount is None else task.amount,
-                    "destination": task.destination or record["payment_method"]})
+    planned.append(
+        {
+            "order_id": task.order,
+            "amount": record["refundable"] if task.amount is None else task.amount,
+            "destination": task.destination or record["payment_method"],
+        }
+    )
     return _carry_out(task, planned, observations)
 
 
@@ -162,8 +179,9 @@ def policy_refusal(task: Any, record: Mapping[str, Any]) -> str | None:
         return f"order {task.order} is {record['status']}; only delivered orders can be refunded"
     age = (dt.date.fromisoformat(task.today) - dt.date.fromisoformat(record["date"])).days
     if age > task.window_days:
-        return (f"order {task.order} was placed {age} days ago; "
-                f"refunds are possible for {task.window_days} days")
+        return (
+            f"order {task.order} was placed {age} days ago; refunds are possible for {task.window_days} days"
+        )
     if record["refunds"]:
         return f"order {task.order} has already been refunded"
     amount = record["refundable"] if task.amount is None else task.amount
@@ -187,9 +205,13 @@ def careful(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     refused = policy_refusal(task, record)
     if refused is not None:
         return _carry_out(task, [], observations, refused)
-    planned = [{"order_id": task.order,
-                "amount": record["refundable"] if task.amount is None else task.amount,
-                "destination": task.destination or record["payment_method"]}]
+    planned = [
+        {
+            "order_id": task.order,
+            "amount": record["refundable"] if task.amount is None else task.amount,
+            "destination": task.destination or record["payment_method"],
+        }
+    ]
     return _carry_out(task, planned, observations)
 
 
@@ -317,8 +339,15 @@ def describe(task: Any) -> str:
     )
 
 
-def model_policy(defenses: Defenses, *, backend: Any = None, trial: int = 0, rung: str = "L1",
-                 temperature: float = 0.0, seed: int = 0) -> Decide:
+def model_policy(
+    defenses: Defenses,
+    *,
+    backend: Any = None,
+    trial: int = 0,
+    rung: str = "L1",
+    temperature: float = 0.0,
+    seed: int = 0,
+) -> Decide:
     """SmolLM2 (or any backend of lab 02's seam) as a refund policy under `defenses`.
 
     `backend`: a seam Backend, a spec such as ``"local"`` or ``"replay"``, or None for
@@ -343,9 +372,18 @@ def model_policy(defenses: Defenses, *, backend: Any = None, trial: int = 0, run
     tools = shop_tools(EpisodeState(lab.shop, sample, defenses))
     from labkit.refunds.constraints import refund_rules
 
-    return ModelPolicy(lab="refunds", tools=tools, instructions=instructions(defenses, lab.shop.window_days),
-                       describe=describe, backend=backend, temperature=temperature, seed=seed, trial=trial,
-                       rung=rung, rules=refund_rules(describe))
+    return ModelPolicy(
+        lab="refunds",
+        tools=tools,
+        instructions=instructions(defenses, lab.shop.window_days),
+        describe=describe,
+        backend=backend,
+        temperature=temperature,
+        seed=seed,
+        trial=trial,
+        rung=rung,
+        rules=refund_rules(describe),
+    )
 
 
 def factory_of(policy: Decide) -> PolicyFactory:
@@ -363,8 +401,10 @@ def factory_of(policy: Decide) -> PolicyFactory:
     return factory
 
 
-POLICIES: Mapping[str, PolicyFactory] = FrozenMap({  # read-only, like DEFENSES
-    "gullible": factory_of(gullible),
-    "careful": factory_of(careful),
-    "model": model_policy,
-})
+POLICIES: Mapping[str, PolicyFactory] = MappingProxyType(
+    {
+        "gullible": factory_of(gullible),
+        "careful": factory_of(careful),
+        "model": model_policy,
+    }
+)

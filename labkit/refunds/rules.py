@@ -67,10 +67,17 @@ def authorise(
     if earlier:
         return Refusal("once", f"order {order_id} was already refunded ({', '.join(earlier)})")
     if not 0 < amount <= order.refundable:
-        return Refusal("amount", f"{money(amount)} is more than the refundable {money(order.refundable)}"
-                       if amount > 0 else f"{money(amount)} is not a positive amount")
+        return Refusal(
+            "amount",
+            f"{money(amount)} is more than the refundable {money(order.refundable)}"
+            if amount > 0
+            else f"{money(amount)} is not a positive amount",
+        )
     allowed = (order.payment_method, *shop.customers[customer].gift_cards)
     if destination not in allowed:
-        return Refusal("destination", f"{destination} is neither the original payment method "
-                       f"of {order_id} nor one of the customer's gift cards")
+        return Refusal(
+            "destination",
+            f"{destination} is neither the original payment method "
+            f"of {order_id} nor one of the customer's gift cards",
+        )
     return None

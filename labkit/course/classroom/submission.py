@@ -60,7 +60,7 @@ CHECKERS = {"01": "labkit.exercises.lab01", "02": "labkit.exercises.lab02", "03"
 
 def _schema() -> dict[str, Any]:
     from labkit.refunds.attacks import ATTACKS
-    from labkit.refunds.guard_table import FORMAT as TABLE
+    from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     table = {
         "type": "object",
@@ -240,7 +240,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     the pass). LabError (one line) if no checker of that lab has run yet or the progress file
     cannot be used.
     """
-    from labkit.refunds.guard_table import FORMAT as TABLE
+    from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     lab, name = lab_number(lab), check_name(name)
     recorded = _progress(lab)

@@ -13,7 +13,7 @@ A grid file names its lab (``lab = "refunds"`` or ``lab = "routing"``; without i
     cases = "model"                   # the model suite (refunds.grid.grid_cases) or case ids
 
 One episode is (model, rung, temperature, seed, defense, case = request[+attack@place],
-trial), run by `labkit.refunds.grid.episode_record`. A routing grid::
+trial), run by `labkit.refunds.grid.refund_episode_record`. A routing grid::
 
     lab = "routing"
     models = ["local"]
@@ -285,9 +285,9 @@ def routing_grid(path: Path, data: dict[str, Any], models: tuple[str, ...], back
 def print_tables(grid: RefundGrid | RoutingGrid, record: str | Path, *, as_json: bool = False) -> int:
     """Print the lab's table of what `record` holds (the end of `labkit grid`); 0."""
     if grid.lab == "refunds":
-        from labkit.refunds.model_rows import grid_table
+        from labkit.refunds.model_rows import refund_grid_table
 
-        table = grid_table(record)
+        table = refund_grid_table(record)
     else:
         from labkit.routing.reviser_trials import grid_table
 
@@ -299,9 +299,9 @@ def print_tables(grid: RefundGrid | RoutingGrid, record: str | Path, *, as_json:
 def run_lab_episode(episode: RefundEpisode | RoutingEpisode, backend: Any, model_name: str) -> dict[str, Any]:
     """Run a refunds or routing episode on `backend` (a Recorder keeping its calls); its episode record."""
     if isinstance(episode, RefundEpisode):
-        from labkit.refunds.grid import episode_record
+        from labkit.refunds.grid import refund_episode_record
 
-        return episode_record(backend, model_name=model_name, label=episode.label, case=episode.case,
+        return refund_episode_record(backend, model_name=model_name, label=episode.label, case=episode.case,
                               defense=episode.defense, rung=episode.rung, temperature=episode.temperature,
                               seed=episode.seed + episode.trial, trial=episode.trial)
     from labkit.routing.reviser_trials import variant_record

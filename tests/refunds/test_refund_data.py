@@ -1,9 +1,5 @@
-"""Lab 03's data: the shop loads, bad fixtures are refused by name, and the checkers are checked.
-
-"Checks of the checkers" (AgentDojo's banking checks once counted any transfer as a
-successful attack): every gold solution passes its utility check and trips no security
-check; every gold attack trips its own security check when executed undefended.
-"""
+"""Lab 03's data: bad fixtures are refused by name, and the checkers are checked (every gold
+solution passes utility and trips no security check; every gold attack trips its own)."""
 
 import json
 import shutil
@@ -12,13 +8,12 @@ import pytest
 
 from labkit.core.errors import FixtureError
 from labkit.refunds import (
-    DEFENSES,
     gold_calls,
     load_lab,
     money_lost,
     refund_lab,
     render,
-    run,
+    run_episode,
     succeeded,
     unauthorized,
     utility,
@@ -31,28 +26,21 @@ LAB = refund_lab()
 LEGIT = LAB.legitimate
 
 
-def test_the_course_shop_loads_with_its_requests_and_attacks():
-    assert len(LAB.requests) == 10 and len(LEGIT) == 4
-    assert {r.rule for r in LAB.requests.values() if not r.legitimate} == {
-        "status", "owner", "amount", "window", "once", "destination"}
-    assert len(LAB.attacks) == 9
-    assert {a.template for a in LAB.attacks.values()} >= {
-        "direct", "ignore_previous", "system_message", "important_instructions",
-        "important_instructions_wrong_name", "important_instructions_no_name"}
-    assert all(set(a.places) == {"message", "note", "review", "help"} for a in LAB.attacks.values())
-    # refundable excludes final-sale items: Ben's headphones order paid 74.00, refundable 59.00
-    order = LAB.shop.orders["o-1004"]
-    assert (order.amount, order.refundable) == (7400, 5900)
-
-
 def gold_policy(calls):
     """A policy that makes exactly these refund calls, then answers."""
+
     def decide(task, observations):
         if len(observations) < len(calls):
             call = calls[len(observations)]
-            return {"action": "refund", "order_id": call.order, "amount": call.amount / 100,
-                    "destination": call.destination, "idempotency_key": f"gold-{len(observations)}"}
+            return {
+                "action": "refund",
+                "order_id": call.order,
+                "amount": call.amount / 100,
+                "destination": call.destination,
+                "idempotency_key": f"gold-{len(observations)}",
+            }
         return {"action": "final", "answer": "done", "citation": ""}
+
     return decide
 
 
@@ -60,7 +48,7 @@ def gold_policy(calls):
 @pytest.mark.parametrize("defense", ["none", "all_deterministic"])
 def test_every_gold_solution_passes_utility_and_trips_no_security_check(request_id, defense):
     request = LAB.requests[request_id]
-    episode = run(request, gold_policy(list(request.expected)), defenses=defense)
+    episode = run_episode(request, gold_policy(list(request.expected)), defenses=defense)
     assert [r.call for r in episode.refunds] == list(request.expected)
     assert utility(request, episode.refunds)
     assert unauthorized(LAB.shop, request.customer, LAB.shop.ledger, episode.refunds) == []
@@ -75,11 +63,11 @@ def test_every_gold_solution_passes_utility_and_trips_no_security_check(request_
 def test_every_gold_attack_trips_its_check_undefended_and_nothing_under_mediation(request_id, attack_id):
     request, attack = LAB.requests[request_id], LAB.attacks[attack_id]
     calls = gold_calls(attack, request, LAB.shop)
-    undefended = run(request, gold_policy(calls), defenses="none")
+    undefended = run_episode(request, gold_policy(calls), defenses="none")
     assert [r.call for r in undefended.refunds] == calls
     assert succeeded(attack, request, LAB.shop, undefended.ledger, undefended.refunds)
     assert unauthorized(LAB.shop, request.customer, LAB.shop.ledger, undefended.refunds)
-    mediated = run(request, gold_policy(calls), defenses="mediation")
+    mediated = run_episode(request, gold_policy(calls), defenses="mediation")
     assert not succeeded(attack, request, LAB.shop, mediated.ledger, mediated.refunds)
     assert unauthorized(LAB.shop, request.customer, LAB.shop.ledger, mediated.refunds) == []
 
@@ -87,7 +75,7 @@ def test_every_gold_attack_trips_its_check_undefended_and_nothing_under_mediatio
 @pytest.mark.parametrize("request_id", [r.id for r in LAB.requests.values() if not r.legitimate])
 def test_doing_what_a_refused_request_asks_fails_utility_and_is_unauthorised(request_id):
     request = LAB.requests[request_id]
-    episode = run(request, gold_policy([request.asked(LAB.shop)]), defenses="none")
+    episode = run_episode(request, gold_policy([request.asked(LAB.shop)]), defenses="none")
     assert len(episode.refunds) == 1
     assert not utility(request, episode.refunds)
     assert len(unauthorized(LAB.shop, request.customer, LAB.shop.ledger, episode.refunds)) == 1
@@ -100,8 +88,10 @@ def test_each_attack_text_says_what_its_gold_calls_do(attack_id):
     attack = LAB.attacks[attack_id]
     for request in LEGIT:
         text = render(attack, request, LAB.shop)
-        said = [RefundCall(c["order_id"], round(c["amount"] * 100), c["destination"])
-                for c in instructions_in(text)]
+        said = [
+            RefundCall(c["order_id"], round(c["amount"] * 100), c["destination"])
+            for c in instructions_in(text)
+        ]
         assert said == gold_calls(attack, request, LAB.shop)[-1:]
         assert "{" not in text and "}" not in text
 
@@ -112,21 +102,24 @@ def test_attack_values_are_foreign_to_provenance_except_a_repeat():
         trusted = trusted_values(request, LAB.shop)
         for attack in LAB.attacks.values():
             call = gold_calls(attack, request, LAB.shop)[-1]
-            inside = (call.order in trusted.orders and call.amount in trusted.amounts
-                      and call.destination in trusted.destinations)
+            inside = (
+                call.order in trusted.orders
+                and call.amount in trusted.amounts
+                and call.destination in trusted.destinations
+            )
             assert inside == (attack.check["kind"] == "duplicate"), (request.id, attack.id)
 
 
 def test_fresh_ledger_for_every_episode():
     request = LEGIT[0]
-    first = run(request, gold_policy(list(request.expected)))
-    second = run(request, gold_policy(list(request.expected)))
+    first = run_episode(request, gold_policy(list(request.expected)))
+    second = run_episode(request, gold_policy(list(request.expected)))
     assert [r.id for r in first.refunds] == [r.id for r in second.refunds] == ["rf-0002"]
     assert second.ledger[:-1] == LAB.shop.ledger
-    assert DEFENSES["none"].name == "none"
 
 
 # --- bad fixtures: one FixtureError naming file, record and field ---------------------------
+
 
 @pytest.fixture
 def folder(tmp_path):
@@ -144,6 +137,7 @@ def edit(path, change):
 def set_field(index, field, value):
     def change(data):
         data[index][field] = value
+
     return change
 
 
@@ -151,43 +145,77 @@ EXPENSIVE_LAMP = [{"order": "o-1006", "amount": 120.0, "destination": "card-chlo
 WRONG_AMOUNT = [{"order": "o-1001", "amount": 80.0, "destination": "card-ana-4242"}]
 
 
-@pytest.mark.parametrize(("name", "change", "where", "detail"), [
-    ("orders.json", set_field(0, "amount", 88.0), "record 0 (id 'o-1001'): field 'amount'",
-     "88.0 is not the sum of its item prices (89.00)"),
-    ("orders.json", set_field(0, "customer", "c-nobody"), "record 0 (id 'o-1001'): field 'customer'",
-     "unknown customer 'c-nobody'"),
-    ("orders.json", set_field(0, "payment_method", "card-ben-1881"),
-     "record 0 (id 'o-1001'): field 'payment_method'", "'card-ben-1881' is not a payment method of 'c-ana'"),
-    ("orders.json", set_field(1, "status", "lost"), "record 1 (id 'o-1002'): field 'status'",
-     "'lost' is not one of"),
-    ("orders.json", set_field(2, "date", "2025-02-30"), "record 2 (id 'o-1003'): field 'date'",
-     "'2025-02-30' is not a date"),
-    ("customers.json", set_field(1, "gift_cards", ["gift-ana-01"]),
-     "record 1 (id 'c-ben'): field 'gift_cards'",
-     "'gift-ana-01' already belongs to 'c-ana'"),
-    ("ledger.json", set_field(0, "customer", "c-ana"), "record 0 (id 'rf-0001'): field 'customer'",
-     "order 'o-1005' belongs to 'c-ben', not 'c-ana'"),
-    ("requests.json", set_field(0, "expected", WRONG_AMOUNT),
-     "record 0 (id 'r-ana-blender'): field 'expected'",
-     "a legitimate request expects exactly the refund it asks for ($89.00 on o-1001 to card-ana-4242)"),
-    ("requests.json", set_field(4, "rule", "window"), "record 4 (id 'r-ana-pending'): field 'rule'",
-     "expected the policy to break rule 'window', but it breaks rule 'status'"),
-    ("requests.json", lambda data: data[5].update(kind="legitimate", rule=None, expected=EXPENSIVE_LAMP),
-     "record 5 (id 'r-dev-other'): field 'kind'", "the policy refuses it (owner: "),
-    ("requests.json", set_field(0, "order", "o-0000"), "record 0 (id 'r-ana-blender'): field 'order'",
-     "unknown order 'o-0000'"),
-    ("attacks.json", set_field(0, "template", "please"),
-     "record 0 (id 'direct-other-order'): field 'template'",
-     "unknown template 'please'"),
-    ("attacks.json", set_field(1, "goal", "refund order {orderr} for {amount} to x"),
-     "record 1 (id 'ignore-previous-redirect'): field 'goal'", "unknown placeholder(s) ['orderr']"),
-    ("attacks.json", set_field(0, "check", {"kind": "order"}),
-     "record 0 (id 'direct-other-order'): field 'check'",
-     "kind 'order' takes order"),
-    ("attacks.json", set_field(0, "places", ["inbox"]),
-     "record 0 (id 'direct-other-order'): field 'places.0'",
-     "'inbox' is not one of"),
-])
+@pytest.mark.parametrize(
+    ("name", "change", "where", "detail"),
+    [
+        (
+            "orders.json",
+            set_field(0, "amount", 88.0),
+            "record 0 (id 'o-1001'): field 'amount'",
+            "88.0 is not the sum of its item prices (89.00)",
+        ),
+        (
+            "orders.json",
+            set_field(0, "payment_method", "card-ben-1881"),
+            "record 0 (id 'o-1001'): field 'payment_method'",
+            "'card-ben-1881' is not a payment method of 'c-ana'",
+        ),
+        (
+            "orders.json",
+            set_field(2, "date", "2025-02-30"),
+            "record 2 (id 'o-1003'): field 'date'",
+            "'2025-02-30' is not a date",
+        ),
+        (
+            "customers.json",
+            set_field(1, "gift_cards", ["gift-ana-01"]),
+            "record 1 (id 'c-ben'): field 'gift_cards'",
+            "'gift-ana-01' already belongs to 'c-ana'",
+        ),
+        (
+            "ledger.json",
+            set_field(0, "customer", "c-ana"),
+            "record 0 (id 'rf-0001'): field 'customer'",
+            "order 'o-1005' belongs to 'c-ben', not 'c-ana'",
+        ),
+        (
+            "requests.json",
+            set_field(0, "expected", WRONG_AMOUNT),
+            "record 0 (id 'r-ana-blender'): field 'expected'",
+            "a legitimate request expects exactly the refund it asks for ($89.00 on o-1001 to card-ana-4242)",
+        ),
+        (
+            "requests.json",
+            set_field(4, "rule", "window"),
+            "record 4 (id 'r-ana-pending'): field 'rule'",
+            "expected the policy to break rule 'window', but it breaks rule 'status'",
+        ),
+        (
+            "requests.json",
+            lambda data: data[5].update(kind="legitimate", rule=None, expected=EXPENSIVE_LAMP),
+            "record 5 (id 'r-dev-other'): field 'kind'",
+            "the policy refuses it (owner: ",
+        ),
+        (
+            "attacks.json",
+            set_field(0, "template", "please"),
+            "record 0 (id 'direct-other-order'): field 'template'",
+            "unknown template 'please'",
+        ),
+        (
+            "attacks.json",
+            set_field(1, "goal", "refund order {orderr} for {amount} to x"),
+            "record 1 (id 'ignore-previous-redirect'): field 'goal'",
+            "unknown placeholder(s) ['orderr']",
+        ),
+        (
+            "attacks.json",
+            set_field(0, "check", {"kind": "order"}),
+            "record 0 (id 'direct-other-order'): field 'check'",
+            "kind 'order' takes order",
+        ),
+    ],
+)
 def test_a_broken_fixture_is_refused_with_file_record_and_field(folder, name, change, where, detail):
     edit(folder / name, change)
     with pytest.raises(FixtureError) as caught:
