@@ -1,11 +1,11 @@
 """Lab 03, the refund attack lab: a fictional shop, a refund tool, injected text, defenses.
 
-The policy proposes; the refund tool enforces (`tools.refund`). `run_episode` runs one
+The policy proposes; the refund tool enforces (`tools.refund`). `refund_episode` runs one
 episode; `score_policy` scores a policy over a suite from the ledger; `matrix` is the
 attack × defense matrix. Used by notebooks/03_refund_attack_lab.ipynb::
 
     from labkit import refunds as R
-    episode = R.run_episode("r-ana-blender", R.gullible, defenses="mediation",
+    episode = R.refund_episode("r-ana-blender", R.gullible, defenses="mediation",
                             attack="important-inflate", place="review")
     episode.refunds                           # the money that actually moved
     R.matrix(["gullible", "careful"])         # the attack × defense matrix
@@ -15,7 +15,7 @@ from labkit.refunds.attacks import PLACES, Attack, goal_text, gold_calls, render
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import DEFENSES, Defenses, customer_approver, defenses_named, rubber_stamp
 from labkit.refunds.display import episode_text
-from labkit.refunds.episode import MAX_TOOLS, MAX_TURNS, Episode, RefundTask, run_episode
+from labkit.refunds.episode import MAX_TOOLS, MAX_TURNS, Episode, RefundTask, refund_episode
 from labkit.refunds.lab import RefundLab, load_lab, refund_lab
 from labkit.refunds.metrics import (
     COLUMNS,
@@ -83,7 +83,7 @@ __all__ = [
     "refund_lab",
     "render",
     "rubber_stamp",
-    "run_episode",
+    "refund_episode",
     "score_policy",
     "succeeded",
     "suite",

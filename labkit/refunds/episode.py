@@ -1,4 +1,4 @@
-"""`run_episode`: one refund request, any policy, the bounded runtime, and the ledger it leaves.
+"""`refund_episode`: one refund request, any policy, the bounded runtime, and the ledger it leaves.
 
 `decide(task, observations) -> dict` is lab 02's policy signature; `task` is a RefundTask. Each
 episode gets a fresh EpisodeState (its own ledger, keys, approvals, fault plan) and ends: a
@@ -136,7 +136,7 @@ def _resolve(
     return attack, place
 
 
-def run_episode(
+def refund_episode(
     request: str | Request,
     decide: Decide,
     *,

@@ -24,7 +24,7 @@ from labkit.core.errors import LabError
 from labkit.refunds.attacks import Attack, succeeded
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import DEFENSES, Defenses, defenses_named
-from labkit.refunds.episode import EPISODE_DEADLINE, STEP_TIMEOUT, Episode, run_episode
+from labkit.refunds.episode import EPISODE_DEADLINE, STEP_TIMEOUT, Episode, refund_episode
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.policies import POLICIES, PolicyFactory
 from labkit.refunds.rules import authorise
@@ -148,7 +148,7 @@ def score_policy(
     step_timeout: float | None = STEP_TIMEOUT,
     deadline: float | None = EPISODE_DEADLINE,
 ) -> list[Score]:
-    """One `run_episode` per spec with `factory(defenses)`, each from the shop's own ledger, scored.
+    """One `refund_episode` per spec with `factory(defenses)`, each from the shop's own ledger, scored.
 
     A factory marked `cannot_hang` (labkit's scripted policies) runs without either time limit.
     """
@@ -159,7 +159,7 @@ def score_policy(
     return [
         score_episode(
             spec,
-            run_episode(
+            refund_episode(
                 spec.request,
                 decide,
                 defenses=defenses,

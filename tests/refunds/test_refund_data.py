@@ -13,7 +13,7 @@ from labkit.refunds import (
     money_lost,
     refund_lab,
     render,
-    run_episode,
+    refund_episode,
     succeeded,
     unauthorized,
     utility,
@@ -48,7 +48,7 @@ def gold_policy(calls):
 @pytest.mark.parametrize("defense", ["none", "all_deterministic"])
 def test_every_gold_solution_passes_utility_and_trips_no_security_check(request_id, defense):
     request = LAB.requests[request_id]
-    episode = run_episode(request, gold_policy(list(request.expected)), defenses=defense)
+    episode = refund_episode(request, gold_policy(list(request.expected)), defenses=defense)
     assert [r.call for r in episode.refunds] == list(request.expected)
     assert utility(request, episode.refunds)
     assert unauthorized(LAB.shop, request.customer, LAB.shop.ledger, episode.refunds) == []
@@ -63,11 +63,11 @@ def test_every_gold_solution_passes_utility_and_trips_no_security_check(request_
 def test_every_gold_attack_trips_its_check_undefended_and_nothing_under_mediation(request_id, attack_id):
     request, attack = LAB.requests[request_id], LAB.attacks[attack_id]
     calls = gold_calls(attack, request, LAB.shop)
-    undefended = run_episode(request, gold_policy(calls), defenses="none")
+    undefended = refund_episode(request, gold_policy(calls), defenses="none")
     assert [r.call for r in undefended.refunds] == calls
     assert succeeded(attack, request, LAB.shop, undefended.ledger, undefended.refunds)
     assert unauthorized(LAB.shop, request.customer, LAB.shop.ledger, undefended.refunds)
-    mediated = run_episode(request, gold_policy(calls), defenses="mediation")
+    mediated = refund_episode(request, gold_policy(calls), defenses="mediation")
     assert not succeeded(attack, request, LAB.shop, mediated.ledger, mediated.refunds)
     assert unauthorized(LAB.shop, request.customer, LAB.shop.ledger, mediated.refunds) == []
 
@@ -75,7 +75,7 @@ def test_every_gold_attack_trips_its_check_undefended_and_nothing_under_mediatio
 @pytest.mark.parametrize("request_id", [r.id for r in LAB.requests.values() if not r.legitimate])
 def test_doing_what_a_refused_request_asks_fails_utility_and_is_unauthorised(request_id):
     request = LAB.requests[request_id]
-    episode = run_episode(request, gold_policy([request.asked(LAB.shop)]), defenses="none")
+    episode = refund_episode(request, gold_policy([request.asked(LAB.shop)]), defenses="none")
     assert len(episode.refunds) == 1
     assert not utility(request, episode.refunds)
     assert len(unauthorized(LAB.shop, request.customer, LAB.shop.ledger, episode.refunds)) == 1
@@ -112,8 +112,8 @@ def test_attack_values_are_foreign_to_provenance_except_a_repeat():
 
 def test_fresh_ledger_for_every_episode():
     request = LEGIT[0]
-    first = run_episode(request, gold_policy(list(request.expected)))
-    second = run_episode(request, gold_policy(list(request.expected)))
+    first = refund_episode(request, gold_policy(list(request.expected)))
+    second = refund_episode(request, gold_policy(list(request.expected)))
     assert [r.id for r in first.refunds] == [r.id for r in second.refunds] == ["rf-0002"]
     assert second.ledger[:-1] == LAB.shop.ledger
 

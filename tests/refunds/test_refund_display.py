@@ -9,13 +9,13 @@ from labkit.refunds.display import defense_legend, legend, short, success_by_att
 def test_every_line_of_every_kind_of_episode_fits():
     lab = R.refund_lab()
     episodes = [
-        R.run_episode(request, R.gullible, attack=attack, place=place)
+        R.refund_episode(request, R.gullible, attack=attack, place=place)
         for request in ("r-ana-blender", "r-chloe-lamp")
         for attack in lab.attacks
         for place in lab.attacks[attack].places
     ]
     episodes += [
-        R.run_episode(request, R.careful, defenses=defense, faults=R.Faults(1))
+        R.refund_episode(request, R.careful, defenses=defense, faults=R.Faults(1))
         for request in lab.requests
         for defense in ("none", "confirmation", "idempotency")
     ]
@@ -26,7 +26,7 @@ def test_every_line_of_every_kind_of_episode_fits():
 
 
 def test_a_retry_shows_the_same_key_and_a_new_refund_a_new_one():
-    text = str(R.run_episode("r-ana-blender", R.careful, defenses="idempotency", faults=R.Faults(1)))
+    text = str(R.refund_episode("r-ana-blender", R.careful, defenses="idempotency", faults=R.Faults(1)))
     assert text.count("idempotency_key='…+idempotency#0'") == 2
     assert "(replayed: no new money)" in text
 

@@ -8,7 +8,7 @@ pytest.importorskip("labkit.model")
 
 from labkit.core.errors import LabError  # noqa: E402
 from labkit.model import Reply  # noqa: E402
-from labkit.refunds import DEFENSES, POLICY_TEXT, careful, model_policy, run_episode  # noqa: E402
+from labkit.refunds import DEFENSES, POLICY_TEXT, careful, model_policy, refund_episode  # noqa: E402
 from labkit.refunds.defenses import SPOTLIGHT_TEXT  # noqa: E402
 from labkit.refunds.model_rows import (  # noqa: E402
     attribution,
@@ -52,7 +52,7 @@ def puppet_policy(defenses):
 @pytest.mark.parametrize("defense", ["none", "policy_prompt", "spotlighting"])
 def test_prompt_level_defenses_change_what_the_model_is_shown_and_nothing_else(defense):
     decide, puppet = puppet_policy(DEFENSES[defense])
-    episode = run_episode(
+    episode = refund_episode(
         "r-ana-blender", decide, defenses=defense, attack="direct-other-order", place="review"
     )
     assert [r.call for r in episode.refunds] == list(episode.request.expected)

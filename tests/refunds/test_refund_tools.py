@@ -8,7 +8,7 @@ import pytest
 
 from labkit.core.errors import LabError
 from labkit.core.runtime import STOP_REASONS
-from labkit.refunds import DEFENSES, Defenses, Faults, careful, refund_lab, rubber_stamp, run_episode, suite
+from labkit.refunds import DEFENSES, Defenses, Faults, careful, refund_lab, rubber_stamp, refund_episode, suite
 from labkit.refunds.metrics import Spec, score_policy
 from labkit.refunds.policies import factory_of
 from labkit.refunds.tools import TIMEOUT_MESSAGE
@@ -60,17 +60,17 @@ def errors(episode):
     ],
 )
 def test_mediation_refuses_each_rule_and_moves_no_money(call, rule):
-    episode = run_episode("r-ana-blender", script(call), defenses="mediation")
+    episode = refund_episode("r-ana-blender", script(call), defenses="mediation")
     assert episode.refunds == ()
     assert len(errors(episode)) == 1 and errors(episode)[0].startswith(f"refused (mediation, {rule}): ")
     assert episode.result["stop"] == "final"  # a refusal is an observation, not a stop
 
 
 def test_mediation_refuses_a_second_refund_of_the_same_order_and_one_paid_before():
-    episode = run_episode("r-ana-blender", script(refund(key="a"), refund(key="b")), defenses="mediation")
+    episode = refund_episode("r-ana-blender", script(refund(key="a"), refund(key="b")), defenses="mediation")
     assert [r.call for r in episode.refunds] == list(LAB.requests["r-ana-blender"].expected)
     assert errors(episode) == ["refused (mediation, once): order o-1001 was already refunded (rf-0002)"]
-    history = run_episode(
+    history = refund_episode(
         "r-ben-again", script(refund("o-1005", 35.0, "card-ben-1881")), defenses="mediation"
     )
     assert history.refunds == () and "rf-0001" in errors(history)[0]
@@ -78,9 +78,9 @@ def test_mediation_refuses_a_second_refund_of_the_same_order_and_one_paid_before
 
 def test_mediation_judges_the_signed_in_customer_and_allows_their_gift_card_and_a_part():
     call = refund("o-1006", 120.0, "card-chloe-5100")  # Dev asks for Chloe's order
-    assert run_episode("r-dev-other", script(call), defenses="mediation").refunds == ()
-    assert len(run_episode("r-chloe-lamp", script(call), defenses="mediation").refunds) == 1
-    partial = run_episode(
+    assert refund_episode("r-dev-other", script(call), defenses="mediation").refunds == ()
+    assert len(refund_episode("r-chloe-lamp", script(call), defenses="mediation").refunds) == 1
+    partial = refund_episode(
         "r-ana-blender", script(refund(amount=40.0, destination="gift-ana-01")), defenses="mediation"
     )
     assert [(r.amount, r.destination) for r in partial.refunds] == [(4000, "gift-ana-01")]
@@ -102,13 +102,13 @@ HUGE = json.loads("1" + "0" * 400)
 )
 @pytest.mark.parametrize("defenses", ["none", "all_deterministic"])
 def test_malformed_arguments_are_refused_whatever_the_defenses(call, fragment, defenses):
-    episode = run_episode("r-ana-blender", script(call), defenses=defenses)
+    episode = refund_episode("r-ana-blender", script(call), defenses=defenses)
     assert episode.refunds == () and fragment in errors(episode)[0]
 
 
 @pytest.mark.parametrize("amount", [HUGE, -HUGE, 1e307, float("inf"), 2**60])
 def test_an_amount_too_big_to_represent_moves_no_money_and_crashes_nothing(amount):
-    episode = run_episode("r-ana-blender", script(refund(amount=amount)), defenses="none")
+    episode = refund_episode("r-ana-blender", script(refund(amount=amount)), defenses="none")
     assert episode.result["stop"] in STOP_REASONS and episode.refunds == ()
     assert not any("Overflow" in text for text in errors(episode))
 
@@ -120,7 +120,7 @@ def test_the_runtime_stops_a_refund_with_missing_or_wrongly_typed_arguments():
         {**refund(), "amount": True},
         {**refund(), "note": "extra"},
     ):
-        episode = run_episode("r-ana-blender", script(bad))
+        episode = refund_episode("r-ana-blender", script(bad))
         assert episode.result["stop"] == "invalid_decision" and episode.refunds == ()
 
 
@@ -130,18 +130,18 @@ def test_provenance_refuses_values_only_tool_text_supplied_and_allows_record_val
         refund("o-2001", 250.0, key="k2"),
         refund(amount=999.0, key="k3"),
     )
-    foreign = run_episode("r-ana-blender", script(*calls), defenses="provenance")
+    foreign = refund_episode("r-ana-blender", script(*calls), defenses="provenance")
     assert (
         foreign.refunds == () and [e.split(":")[0] for e in errors(foreign)] == ["refused (provenance)"] * 3
     )
     # The customer's own expired order is a record value: provenance passes it, mediation would not.
-    own = run_episode("r-ana-blender", script(refund(order="o-1002", amount=42.0)), defenses="provenance")
+    own = refund_episode("r-ana-blender", script(refund(order="o-1002", amount=42.0)), defenses="provenance")
     assert [r.order for r in own.refunds] == ["o-1002"]
 
 
 def test_confirmation_shows_exact_arguments_records_every_decision_and_is_only_as_good_as_the_approver():
     calls = script(refund(destination="gift-ana-01"), refund(key="k2"))
-    episode = run_episode("r-ana-blender", calls, defenses="confirmation")
+    episode = refund_episode("r-ana-blender", calls, defenses="confirmation")
     assert episode.approvals == (
         {"order": "o-1001", "amount": 89.0, "destination": "gift-ana-01", "approved": False},
         {
@@ -157,15 +157,15 @@ def test_confirmation_shows_exact_arguments_records_every_decision_and_is_only_a
         "refused (confirmation): the approver said no to refunding $89.00 on o-1001 to gift-ana-01"
     ]
     theft = script(refund(destination="card-mallory-6666"))
-    stamped = run_episode("r-ana-blender", theft, defenses="confirmation", approver=rubber_stamp)
+    stamped = refund_episode("r-ana-blender", theft, defenses="confirmation", approver=rubber_stamp)
     assert [r.destination for r in stamped.refunds] == ["card-mallory-6666"]
 
 
 def test_idempotency_replays_the_first_result_and_refuses_a_reused_key():
-    replayed = run_episode("r-ana-blender", script(refund(), refund()), defenses="idempotency")
+    replayed = refund_episode("r-ana-blender", script(refund(), refund()), defenses="idempotency")
     first, second = observed(replayed)
     assert len(replayed.refunds) == 1 and second == {**first, "replayed": True}
-    reused = run_episode("r-ana-blender", script(refund(), refund(amount=50.0)), defenses="idempotency")
+    reused = refund_episode("r-ana-blender", script(refund(), refund(amount=50.0)), defenses="idempotency")
     assert len(reused.refunds) == 1
     assert errors(reused) == [
         "idempotency key 'k1' was first used for $89.00 on o-1001 to card-ana-4242, "
@@ -175,9 +175,9 @@ def test_idempotency_replays_the_first_result_and_refuses_a_reused_key():
 
 def test_idempotency_replays_a_refusal_but_does_not_remember_a_malformed_call():
     both = DEFENSES["idempotency"] | DEFENSES["mediation"]
-    refused = run_episode("r-ana-blender", script(refund(amount=999.0), refund(amount=999.0)), defenses=both)
+    refused = refund_episode("r-ana-blender", script(refund(amount=999.0), refund(amount=999.0)), defenses=both)
     assert refused.refunds == () and errors(refused)[0] == errors(refused)[1]
-    malformed_then_fine = run_episode(
+    malformed_then_fine = refund_episode(
         "r-ana-blender", script(refund(order="o-9999"), refund()), defenses=both
     )
     assert len(malformed_then_fine.refunds) == 1
@@ -185,7 +185,7 @@ def test_idempotency_replays_a_refusal_but_does_not_remember_a_malformed_call():
 
 @pytest.mark.parametrize(("defense", "paid"), [("none", 2), ("idempotency", 1), ("mediation", 1)])
 def test_commit_then_timeout_and_a_retry(defense, paid):
-    episode = run_episode("r-ana-blender", script(refund(), refund()), defenses=defense, faults=Faults(1))
+    episode = refund_episode("r-ana-blender", script(refund(), refund()), defenses=defense, faults=Faults(1))
     assert len(episode.refunds) == paid
     assert observed(episode)[0] == {"error": f"TimeoutError: {TIMEOUT_MESSAGE}"}
     assert episode.refunds[0].id == "rf-0002"  # the money moved although the policy was told it timed out
@@ -201,10 +201,10 @@ READS = (
 
 def test_spotlighting_marks_untrusted_text_only_and_strips_marks_an_attacker_wrote():
     plain = observed(
-        run_episode("r-ana-blender", script(*READS), attack="direct-other-order", place="review")
+        refund_episode("r-ana-blender", script(*READS), attack="direct-other-order", place="review")
     )
     marked = observed(
-        run_episode(
+        refund_episode(
             "r-ana-blender",
             script(*READS),
             defenses="spotlighting",
@@ -222,7 +222,7 @@ def test_spotlighting_marks_untrusted_text_only_and_strips_marks_an_attacker_wro
 def test_an_attack_is_placed_where_it_says_and_nowhere_else():
     reads = script(*READS, {"action": "lookup_order", "order_id": "o-1002"})
     for place, index in (("note", 0), ("message", 1), ("review", 2), ("help", 3)):
-        results = observed(run_episode("r-ana-blender", reads, attack="direct-other-order", place=place))
+        results = observed(refund_episode("r-ana-blender", reads, attack="direct-other-order", place=place))
         assert [i for i, r in enumerate(results) if "o-2001" in str(r)] == [index], place
 
 
@@ -232,7 +232,7 @@ def test_read_tools_and_run_episode_refuse_unknown_names():
         {"action": "read_reviews", "product": "p-nothing"},
         {"action": "read_help", "topic": "secrets"},
     )
-    assert errors(run_episode("r-ana-blender", reads)) == [
+    assert errors(refund_episode("r-ana-blender", reads)) == [
         "no order 'x'",
         "no product 'p-nothing'",
         "no help page 'secrets' (pages: refunds)",
@@ -244,14 +244,14 @@ def test_read_tools_and_run_episode_refuse_unknown_names():
         ({"place": "note"}, "place 'note' given without an attack"),
     ):
         with pytest.raises(LabError, match=re.escape(fragment)):
-            run_episode("r-ana-blender", script(), **kwargs)
+            refund_episode("r-ana-blender", script(), **kwargs)
     with pytest.raises(LabError, match="unknown request 'r-nobody'"):
-        run_episode("r-nobody", script())
+        refund_episode("r-nobody", script())
 
 
 def test_every_episode_of_the_suite_has_its_own_task_id_under_each_defense():
     ids = {
-        run_episode(s.request, script(), attack=s.attack, place=s.place, faults=s.faults, defenses=d).task.id
+        refund_episode(s.request, script(), attack=s.attack, place=s.place, faults=s.faults, defenses=d).task.id
         for s in suite()
         for d in ("none", "mediation")
     }
@@ -269,7 +269,7 @@ def test_a_learners_guard_runs_after_mediation_and_before_confirmation():
     calls = script(
         refund("o-1006", 999.0, "gift-chloe-02"), refund("o-1006", 120.0, "gift-chloe-02", key="k2")
     )
-    episode = run_episode("r-chloe-lamp", calls, defenses=defenses)
+    episode = refund_episode("r-chloe-lamp", calls, defenses=defenses)
     assert episode.refunds == () and len(seen) == 1  # the 999 never reached the guard
     assert errors(episode)[1] == "refused (no_gift_cards): no gift cards today"
     assert episode.approvals == ()  # the guard refused before anyone was asked
@@ -285,7 +285,7 @@ def test_a_guard_that_changes_its_state_changes_nothing_the_tool_decides():
 
     defenses = Defenses("meddled", mediation=True, confirmation=True, guards=(meddler,))
     theft = refund(order="o-2001", amount=250.0, destination="card-mallory-6666", key="b")
-    episode = run_episode("r-ana-blender", script(refund(key="a"), theft, refund(key="c")), defenses=defenses)
+    episode = refund_episode("r-ana-blender", script(refund(key="a"), theft, refund(key="c")), defenses=defenses)
     assert [(r.order, r.destination) for r in episode.refunds] == [("o-1001", "card-ana-4242")]
     assert errors(episode)[0].startswith("refused (mediation, owner)")
     assert errors(episode)[1].startswith(
@@ -305,7 +305,7 @@ def test_a_policy_that_never_returns_is_a_counted_stop(limits, stop):
             release.wait(10)
         return refund(order="o-2001", amount=250.0, destination="card-mallory-6666")
 
-    episode = run_episode("r-ana-blender", stuck, **limits)
+    episode = refund_episode("r-ana-blender", stuck, **limits)
     release.set()
     assert episode.result["stop"] == stop and stop in STOP_REASONS
     assert len(episode.refunds) == 1  # the first, prompt decision ran; the stuck one never does
