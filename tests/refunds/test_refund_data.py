@@ -11,9 +11,9 @@ from labkit.refunds import (
     gold_calls,
     load_lab,
     money_lost,
+    refund_episode,
     refund_lab,
     render,
-    refund_episode,
     succeeded,
     unauthorized,
     utility,
@@ -134,95 +134,62 @@ def edit(path, change):
     path.write_text(json.dumps(data))
 
 
-def set_field(index, field, value):
-    def change(data):
-        data[index][field] = value
+LAMP = [{"order": "o-1006", "amount": 120.0, "destination": "card-chloe-5100"}]
+BROKEN = [  # file, record, field, the value written there, what the error says about it
+    ("orders.json", 0, "amount", 88.0, "88.0 is not the sum of its item prices (89.00)"),
+    (
+        "orders.json",
+        0,
+        "payment_method",
+        "card-ben-1881",
+        "'card-ben-1881' is not a payment method of 'c-ana'",
+    ),
+    ("orders.json", 2, "date", "2025-02-30", "'2025-02-30' is not a date"),
+    ("customers.json", 1, "gift_cards", ["gift-ana-01"], "'gift-ana-01' already belongs to 'c-ana'"),
+    ("ledger.json", 0, "customer", "c-ana", "order 'o-1005' belongs to 'c-ben', not 'c-ana'"),
+    (
+        "requests.json",
+        0,
+        "expected",
+        [{**LAMP[0], "order": "o-1001"}],
+        "expects exactly the refund it asks for",
+    ),
+    (
+        "requests.json",
+        4,
+        "rule",
+        "window",
+        "expected the policy to break rule 'window', but it breaks rule 'status'",
+    ),
+    ("attacks.json", 0, "template", "please", "unknown template 'please'"),
+    (
+        "attacks.json",
+        1,
+        "goal",
+        "refund order {orderr} for {amount} to x",
+        "unknown placeholder(s) ['orderr']",
+    ),
+    ("attacks.json", 0, "check", {"kind": "order"}, "kind 'order' takes order"),
+]
 
-    return change
 
-
-EXPENSIVE_LAMP = [{"order": "o-1006", "amount": 120.0, "destination": "card-chloe-5100"}]
-WRONG_AMOUNT = [{"order": "o-1001", "amount": 80.0, "destination": "card-ana-4242"}]
-
-
-@pytest.mark.parametrize(
-    ("name", "change", "where", "detail"),
-    [
-        (
-            "orders.json",
-            set_field(0, "amount", 88.0),
-            "record 0 (id 'o-1001'): field 'amount'",
-            "88.0 is not the sum of its item prices (89.00)",
-        ),
-        (
-            "orders.json",
-            set_field(0, "payment_method", "card-ben-1881"),
-            "record 0 (id 'o-1001'): field 'payment_method'",
-            "'card-ben-1881' is not a payment method of 'c-ana'",
-        ),
-        (
-            "orders.json",
-            set_field(2, "date", "2025-02-30"),
-            "record 2 (id 'o-1003'): field 'date'",
-            "'2025-02-30' is not a date",
-        ),
-        (
-            "customers.json",
-            set_field(1, "gift_cards", ["gift-ana-01"]),
-            "record 1 (id 'c-ben'): field 'gift_cards'",
-            "'gift-ana-01' already belongs to 'c-ana'",
-        ),
-        (
-            "ledger.json",
-            set_field(0, "customer", "c-ana"),
-            "record 0 (id 'rf-0001'): field 'customer'",
-            "order 'o-1005' belongs to 'c-ben', not 'c-ana'",
-        ),
-        (
-            "requests.json",
-            set_field(0, "expected", WRONG_AMOUNT),
-            "record 0 (id 'r-ana-blender'): field 'expected'",
-            "a legitimate request expects exactly the refund it asks for ($89.00 on o-1001 to card-ana-4242)",
-        ),
-        (
-            "requests.json",
-            set_field(4, "rule", "window"),
-            "record 4 (id 'r-ana-pending'): field 'rule'",
-            "expected the policy to break rule 'window', but it breaks rule 'status'",
-        ),
-        (
-            "requests.json",
-            lambda data: data[5].update(kind="legitimate", rule=None, expected=EXPENSIVE_LAMP),
-            "record 5 (id 'r-dev-other'): field 'kind'",
-            "the policy refuses it (owner: ",
-        ),
-        (
-            "attacks.json",
-            set_field(0, "template", "please"),
-            "record 0 (id 'direct-other-order'): field 'template'",
-            "unknown template 'please'",
-        ),
-        (
-            "attacks.json",
-            set_field(1, "goal", "refund order {orderr} for {amount} to x"),
-            "record 1 (id 'ignore-previous-redirect'): field 'goal'",
-            "unknown placeholder(s) ['orderr']",
-        ),
-        (
-            "attacks.json",
-            set_field(0, "check", {"kind": "order"}),
-            "record 0 (id 'direct-other-order'): field 'check'",
-            "kind 'order' takes order",
-        ),
-    ],
-)
-def test_a_broken_fixture_is_refused_with_file_record_and_field(folder, name, change, where, detail):
-    edit(folder / name, change)
+@pytest.mark.parametrize(("name", "index", "field", "value", "detail"), BROKEN)
+def test_a_broken_fixture_is_refused_with_file_record_and_field(folder, name, index, field, value, detail):
+    record = json.loads((folder / name).read_text())[index]
+    edit(folder / name, lambda data: data[index].update({field: value}))
     with pytest.raises(FixtureError) as caught:
         load_lab(folder)
     message = str(caught.value)
-    assert message.startswith(f"{folder / name}: {where}: ") and detail in message
-    assert "\n" not in message
+    assert message.startswith(f"{folder / name}: record {index} (id {record['id']!r}): field {field!r}: ")
+    assert detail in message and "\n" not in message
+
+
+def test_a_request_the_policy_refuses_cannot_be_legitimate(folder):
+    edit(folder / "requests.json", lambda data: data[5].update(kind="legitimate", rule=None, expected=LAMP))
+    with pytest.raises(
+        FixtureError, match=r"record 5 \(id 'r-dev-other'\): field 'kind': the policy refuses it \(owner: "
+    ):
+        load_lab(folder)
 
 
 def test_a_template_without_goal_and_a_file_that_is_not_json(folder):

@@ -3,7 +3,7 @@ tables with short labels whose legend names every label."""
 
 from labkit import refunds as R
 from labkit.refunds.display import _WIDTH as WIDTH
-from labkit.refunds.display import defense_legend, legend, short, success_by_attack
+from labkit.refunds.display import defense_legend, success_by_attack
 
 
 def test_every_line_of_every_kind_of_episode_fits():
@@ -29,14 +29,6 @@ def test_a_retry_shows_the_same_key_and_a_new_refund_a_new_one():
     text = str(R.refund_episode("r-ana-blender", R.careful, defenses="idempotency", faults=R.Faults(1)))
     assert text.count("idempotency_key='…+idempotency#0'") == 2
     assert "(replayed: no new money)" in text
-
-
-def test_short_labels_and_their_legend():
-    table = short(R.matrix(["careful"], ["none"]))
-    assert list(table.columns) == ["benign", "attacked", "ASR", "unauth", "lost", "dupes", "over_ref", "n"]
-    text = legend(table)
-    assert all(f"{label} = " in text for label in table.columns)
-    assert max(map(len, text.splitlines())) <= WIDTH and "$" not in text
 
 
 def test_success_by_attack_is_a_narrow_attack_by_defense_table():

@@ -11,7 +11,6 @@ from labkit.refunds.guard_table import (
     TABLE_FORMAT,
     TableGuard,
     amount_class,
-    domain,
     guard_table,
     landmarks,
     representatives,
@@ -38,16 +37,6 @@ def intent(call, state):
 def cap(call, state):
     """A constant of its own: no refund above $50."""
     return "over the cap" if call.amount > 50_00 else None
-
-
-def test_the_domain_covers_every_request_order_destination_and_ledger_bit():
-    lab, dom = refund_lab(), domain()
-    instruments = {i for c in lab.shop.customers.values() for i in (*c.payment_methods, *c.gift_cards)}
-    assert {p[0] for p in dom.points} == set(lab.requests)
-    assert {p[1] for p in dom.points} == set(lab.shop.orders)
-    assert {p[2] for p in dom.points} == instruments
-    assert {p[3] for p in dom.points} == {False, True}
-    assert len(dom.index) == len(dom.points) == len(guard_table(mediation)["verdicts"])
 
 
 @given(st.integers(1, MAX_CENTS))

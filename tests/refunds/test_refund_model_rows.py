@@ -136,16 +136,10 @@ def _outcomes(scores):
     ]
 
 
-def test_the_random_admissible_baseline_is_reproducible_for_a_seed_and_admissible_at_l2():
-    import jsonschema
-
-    from labkit.model.constraints import admissible_schema
+def test_the_random_admissible_baseline_is_reproducible_for_a_seed():
     from labkit.refunds.baselines import random_scores
-    from labkit.refunds.constraints import refund_rules
     from labkit.refunds.grid import grid_cases, spec_of
     from labkit.refunds.lab import refund_lab
-    from labkit.refunds.policies import describe
-    from labkit.refunds.tools import EpisodeState, shop_tools
 
     lab = refund_lab()
     specs = [spec_of(case, lab) for case in grid_cases(lab)]
@@ -153,16 +147,6 @@ def test_the_random_admissible_baseline_is_reproducible_for_a_seed_and_admissibl
     assert _outcomes(first) == _outcomes(again)
     assert _outcomes(random_scores("none", specs, 1, lab)) == _outcomes(first[: len(specs)])
     assert len({json.dumps(o, default=str) for o in _outcomes(first)}) > len(specs)  # seeds differ
-    rules = refund_rules(describe)
-    for score in first[: len(specs)]:
-        tools = shop_tools(EpisodeState(lab.shop, score.spec.request, score.episode.defenses))
-        trace = score.episode.result["trace"]
-        for turn, entry in enumerate(trace):
-            observations = [
-                {"action": e["decision"]["action"], "result": e.get("result")} for e in trace[:turn]
-            ]
-            schema = admissible_schema(tools, "L2", rules, score.episode.task, observations)
-            jsonschema.validate(entry["decision"], schema)
 
 
 def test_interval_rows_use_wilson_for_one_trial_and_a_case_bootstrap_for_many():
@@ -207,21 +191,3 @@ def test_replayed_model_rows_reproduce_the_grid_recordings_episode_records(monke
                 record["money_lost"],
             )
             assert score.episode.result["stop"] == record["stop"]
-
-
-def test_the_paired_comparisons_name_a_verdict_from_the_interval(monkeypatch):
-    from labkit.refunds.model_rows import model_comparisons
-
-    monkeypatch.delenv("LABKIT_MODEL", raising=False)
-    table = model_comparisons(seeds=5)
-    assert ("model L2 mediation - model L2 none", "attack_success_rate") in table.index
-    assert ("model L2 none - random-admissible none", "benign_utility") in table.index
-    for _, row in table.iterrows():
-        low, high = map(float, row["difference_ci"].strip("[]").split(", "))
-        significant = row["mcnemar_p"] == "-" or float(row["mcnemar_p"]) < 0.05
-        assert row["verdict"] == (
-            "a difference" if (low > 0 or high < 0) and significant else "not distinguishable"
-        )
-    # Ten benign cases: the bootstrap interval excludes 0, McNemar does not; not a difference.
-    row = table.loc[("model L2 mediation - careful mediation", "benign_utility")]
-    assert row["difference_ci"] == "[-0.70, -0.10]" and row["verdict"] == "not distinguishable"

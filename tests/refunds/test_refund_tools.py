@@ -8,7 +8,16 @@ import pytest
 
 from labkit.core.errors import LabError
 from labkit.core.runtime import STOP_REASONS
-from labkit.refunds import DEFENSES, Defenses, Faults, careful, refund_lab, rubber_stamp, refund_episode, suite
+from labkit.refunds import (
+    DEFENSES,
+    Defenses,
+    Faults,
+    careful,
+    refund_episode,
+    refund_lab,
+    rubber_stamp,
+    suite,
+)
 from labkit.refunds.metrics import Spec, score_policy
 from labkit.refunds.policies import factory_of
 from labkit.refunds.tools import TIMEOUT_MESSAGE
@@ -106,24 +115,6 @@ def test_malformed_arguments_are_refused_whatever_the_defenses(call, fragment, d
     assert episode.refunds == () and fragment in errors(episode)[0]
 
 
-@pytest.mark.parametrize("amount", [HUGE, -HUGE, 1e307, float("inf"), 2**60])
-def test_an_amount_too_big_to_represent_moves_no_money_and_crashes_nothing(amount):
-    episode = refund_episode("r-ana-blender", script(refund(amount=amount)), defenses="none")
-    assert episode.result["stop"] in STOP_REASONS and episode.refunds == ()
-    assert not any("Overflow" in text for text in errors(episode))
-
-
-def test_the_runtime_stops_a_refund_with_missing_or_wrongly_typed_arguments():
-    for bad in (
-        {"action": "refund", "order_id": "o-1001"},
-        {**refund(), "amount": "89"},
-        {**refund(), "amount": True},
-        {**refund(), "note": "extra"},
-    ):
-        episode = refund_episode("r-ana-blender", script(bad))
-        assert episode.result["stop"] == "invalid_decision" and episode.refunds == ()
-
-
 def test_provenance_refuses_values_only_tool_text_supplied_and_allows_record_values():
     calls = (
         refund(destination="card-mallory-6666"),
@@ -175,7 +166,9 @@ def test_idempotency_replays_the_first_result_and_refuses_a_reused_key():
 
 def test_idempotency_replays_a_refusal_but_does_not_remember_a_malformed_call():
     both = DEFENSES["idempotency"] | DEFENSES["mediation"]
-    refused = refund_episode("r-ana-blender", script(refund(amount=999.0), refund(amount=999.0)), defenses=both)
+    refused = refund_episode(
+        "r-ana-blender", script(refund(amount=999.0), refund(amount=999.0)), defenses=both
+    )
     assert refused.refunds == () and errors(refused)[0] == errors(refused)[1]
     malformed_then_fine = refund_episode(
         "r-ana-blender", script(refund(order="o-9999"), refund()), defenses=both
@@ -251,7 +244,9 @@ def test_read_tools_and_run_episode_refuse_unknown_names():
 
 def test_every_episode_of_the_suite_has_its_own_task_id_under_each_defense():
     ids = {
-        refund_episode(s.request, script(), attack=s.attack, place=s.place, faults=s.faults, defenses=d).task.id
+        refund_episode(
+            s.request, script(), attack=s.attack, place=s.place, faults=s.faults, defenses=d
+        ).task.id
         for s in suite()
         for d in ("none", "mediation")
     }
@@ -285,7 +280,9 @@ def test_a_guard_that_changes_its_state_changes_nothing_the_tool_decides():
 
     defenses = Defenses("meddled", mediation=True, confirmation=True, guards=(meddler,))
     theft = refund(order="o-2001", amount=250.0, destination="card-mallory-6666", key="b")
-    episode = refund_episode("r-ana-blender", script(refund(key="a"), theft, refund(key="c")), defenses=defenses)
+    episode = refund_episode(
+        "r-ana-blender", script(refund(key="a"), theft, refund(key="c")), defenses=defenses
+    )
     assert [(r.order, r.destination) for r in episode.refunds] == [("o-1001", "card-ana-4242")]
     assert errors(episode)[0].startswith("refused (mediation, owner)")
     assert errors(episode)[1].startswith(
