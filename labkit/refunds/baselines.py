@@ -1,20 +1,9 @@
 """Rows beside the model's: baselines and 95% intervals, by the same runtime and grader.
 
-A model row means little alone. `interval_row(policy, defense, scores)` turns scores —
-one or more trials of each case — into a row of the lab's four rates, each with its 95%
-interval (`labkit.core.intervals`):
-
-- one trial per case (the model at T=0, a scripted policy): a Wilson interval of the
-  proportion over the cases;
-- several trials per case (the random baseline's seeds): the mean over cases of each
-  case's mean, with a bootstrap over *cases* (trials of one case are not independent).
-
-The rates: benign utility (requests alone), utility under attack and attack success rate
-(attacked episodes), and the share of episodes with an unauthorised refund (all episodes);
-the unauthorised refunds and the money lost are also given as totals per trial.
-
-`random_scores(defense, specs, seeds)` runs `policies.random_admissible` with each seed;
-`paired_rows(a, b)` compares two rows case by case (`intervals.paired`, `intervals.mcnemar`).
+`interval_row` gives the lab's four rates, each with its 95% interval: Wilson over the cases
+for one trial per case; for several (the random baseline's seeds), the mean over cases with a
+bootstrap over *cases* (trials of one case are not independent). `paired_rows` compares two
+policies case by case (paired bootstrap, McNemar where both are one trial per case).
 """
 
 from __future__ import annotations
@@ -91,10 +80,8 @@ def matrix_intervals(
     *,
     lab: RefundLab | None = None,
 ) -> list[dict[str, Any]]:
-    """The matrix's rates with their 95% intervals: one `interval_row` per (policy, defense) of
-    labkit's scripted policies over the whole suite (one trial per case: Wilson). A scripted
-    policy's rates are exact counts on this suite; the interval says how far the same policy
-    could land on another suite of the same size, which is what a comparison of two rows needs."""
+    """The matrix's rates with their 95% (Wilson) intervals: how far the same scripted policy could
+    land on another suite of the same size, which a comparison of two rows needs."""
     from labkit.refunds.defenses import DEFENSES
     from labkit.refunds.metrics import course_scores, policy_named, suite
 

@@ -1,15 +1,9 @@
 """Refund requests and their expected ledger outcomes, written before any policy runs.
 
-A request is what the signed-in customer submitted through the shop's authenticated form:
-who they are (`customer`), which `order`, how much (`amount`, or null for the refundable
-amount) and where to (`destination`, or null for the original payment method), plus their
-own words (`message`). `expected` lists the refunds the ledger must gain — empty for a
-request the policy must refuse — and `rule` names the policy rule that refuses it.
-
-Loading checks every request against the shop's policy in code: a legitimate request must
-expect exactly the refund it asks for, and that refund must be authorised; a request to
-refuse must expect nothing and must break exactly the rule it names. A request that
-contradicts its own shop is a FixtureError, so a wrong expectation cannot hide a bug.
+A request is what the signed-in customer submitted (customer, order, amount or null for the
+refundable, destination or null for the original card, their words); `expected` lists the
+refunds the ledger must gain (none for a request to refuse, whose `rule` names the rule it
+breaks). Loading checks each against the policy in code: a wrong expectation is a FixtureError.
 """
 
 from __future__ import annotations

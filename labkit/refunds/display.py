@@ -1,14 +1,6 @@
-"""What lab 03 shows: an episode as text, and the matrix as narrow tables.
-
-An episode is plain text on purpose: it is what nbval compares in checked cells, and no
-timing appears in it. Every line fits in `_WIDTH` characters: a JupyterLab output area at
-1400 pixels wraps at about 122, and a wrapped trace loses its columns. A tool's call and
-what it returned are therefore two lines, and a long argument (an idempotency key) shows
-only its end, which is the part that changes between calls.
-
-Tables use short column labels with a legend line (`short`, `legend`), so the attack ×
-defense matrix fits a projector; they contain no dollar signs, which JupyterLab's MathJax
-would pair up into formulas.
+"""What lab 03 shows: an episode as plain text (nbval compares it; no timing in it), every line
+within _WIDTH characters (a JupyterLab output area wraps at about 122), and narrow tables with
+short labels and a legend; no dollar signs in tables (MathJax would pair them into formulas).
 """
 
 from __future__ import annotations

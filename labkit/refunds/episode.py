@@ -37,12 +37,8 @@ EPISODE_DEADLINE = 600.0
 
 @dataclass(frozen=True)
 class RefundTask:
-    """What a policy is told: the authenticated request and the signed-in customer's account.
-
-    `id` names the episode (request, attack, place, fault, defenses): model replay keys on it.
-    Amounts are in dollars; None means the customer did not say (refundable amount, original
-    payment method).
-    """
+    """What a policy is told: the authenticated request and the signed-in customer's account (amounts
+    in dollars; None: not stated). `id` names the episode; model replay keys on it."""
 
     id: str
     request: str

@@ -1,18 +1,10 @@
-"""Lab 03's model episodes as `labkit grid` runs them: case ids, and one episode's records.
+"""Lab 03's model episodes as `labkit grid` runs them: case ids, and one episode's record.
 
-A refund grid case is a request alone (``r-ana-blender``) or a request under one attack at
-one place (``r-ana-blender+important-inflate@review``); with a defense it is the episode's
-task id (``r-ana-blender+important-inflate@review+mediation``, `episode.task_id`), which is
-also the `case` of every model call the episode makes, so replay finds them by it.
-
-`GRID_CASES` is the model suite the committed recording covers: every request alone (10)
-and each of the 9 attacks at two places (18), each attack on one legitimate request,
-rotating through the four, and at two places two apart (message+review, note+help, ...), so
-every place is used by four or five attacks.
-
-`refund_episode_record(...)` runs one model episode through the lab's own runtime, tools and
-grader on the backend the grid gives, and returns its record (settings, outcome, ledger score);
-nothing is written: the grid appends what it returns.
+A case is a request alone (``r-ana-blender``) or under one attack at one place
+(``r-ana-blender+important-inflate@review``); with a defense it is the episode's task id, the
+`case` of every model call it makes. `GRID_CASES`: every request alone and each attack at two
+places two apart, on the legitimate requests in turn. `refund_episode_record` runs one model
+episode and returns its record (settings, outcome, ledger score); the grid appends it.
 """
 
 from __future__ import annotations
@@ -97,12 +89,7 @@ def refund_episode_record(
     seed: int,
     trial: int,
 ) -> dict[str, Any]:
-    """Run one model episode of `case` under `defense` on `backend`; return its episode record.
-
-    `backend` is usually a Recorder that keeps the call records for the caller (the grid);
-    `model_name` is the backend's name as recorded; `seed` is the one the episode samples
-    with. LabError for an unknown case or defense, or a replay miss.
-    """
+    """Run one model episode of `case` under `defense` on `backend`; its episode record."""
     lab = refund_lab()
     spec = spec_of(case, lab)
     chosen = defenses_named(defense)

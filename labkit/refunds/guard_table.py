@@ -180,10 +180,7 @@ def table_problem(table: Any, lab: RefundLab | None = None) -> str | None:
 
 
 class TableGuard:
-    """A guard that answers from a guard table: no learner code runs.
-
-    `crashes` counts lookups that hit a point where the original guard raised.
-    """
+    """A guard that answers from a guard table (no learner code runs); `crashes` counts "e" hits."""
 
     def __init__(self, table: dict[str, Any], name: str, lab: RefundLab | None = None) -> None:
         problem = table_problem(table, lab)

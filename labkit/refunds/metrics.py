@@ -257,10 +257,7 @@ def matrix(
     lab: RefundLab | None = None,
 ) -> pd.DataFrame:
     """The attack × defense matrix: a row per (policy, defense[, attack]); money in dollars.
-
-    `policies` are names from POLICIES or a mapping name -> factory; `defenses` preset names or
-    Defenses (a learner's own).
-    """
+    `policies`: names from POLICIES or name -> factory; `defenses`: preset names or Defenses."""
     course = specs is None and lab is None and not isinstance(policies, Mapping)
     lab = lab or refund_lab()
     specs = list(specs) if specs is not None else suite(lab)

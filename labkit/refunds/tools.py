@@ -47,11 +47,8 @@ class Injection:
 
 @dataclass
 class EpisodeState:
-    """Everything one episode may change, created fresh for every run.
-
-    `ledger` holds the shop's history, then this episode's refunds; `keys` maps an idempotency
-    key to (call, receipt or {"error": refusal}). A learner's guard is handed a `copy()`.
-    """
+    """Everything one episode may change, created fresh for every run. `ledger`: the shop's history,
+    then this episode's refunds; `keys`: idempotency key -> (call, receipt or {"error": ...})."""
 
     shop: Shop
     request: Request
