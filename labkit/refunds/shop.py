@@ -200,23 +200,34 @@ class Shop:
         return None
 
 
-def _date(path: Path, index: int, record: dict[str, Any], field: str) -> dt.date:
+def _records(folder: Path, name: str, schema: dict[str, Any]) -> list[tuple[dict[str, Any], Any]]:
+    """Each record of `folder/name` (schema-checked, ids unique), with `fail(field, message)`: the
+    FixtureError that names the file, the record and the field."""
+    path = folder / name
+    records = load_json(path, schema)
+    unique_ids(path, records)
+
+    def failing(index: int, record: dict[str, Any]) -> Any:
+        def fail(field: str, message: str) -> FixtureError:
+            return FixtureError(f"{path}: record {index} (id {record['id']!r}): field {field!r}: {message}")
+
+        return fail
+
+    return [(record, failing(index, record)) for index, record in enumerate(records)]
+
+
+def _cents(record: dict[str, Any], fail: Any, *amounts: Any) -> list[int]:
+    try:
+        return [cents(amount) for amount in amounts]
+    except ValueError as error:
+        raise fail("amount", str(error)) from None
+
+
+def _date(record: dict[str, Any], fail: Any, field: str) -> dt.date:
     try:
         return dt.date.fromisoformat(record[field])
     except ValueError:
-        raise FixtureError(
-            f"{path}: record {index} (id {record['id']!r}): field {field!r}: {record[field]!r} is not a date"
-        ) from None
-
-
-def _fail(path: Path, index: int, record: dict[str, Any], field: str, message: str) -> FixtureError:
-    return FixtureError(f"{path}: record {index} (id {record['id']!r}): field {field!r}: {message}")
-
-
-def _load_list(folder: Path, name: str, schema: dict[str, Any]) -> list[dict[str, Any]]:
-    records = load_json(folder / name, schema)
-    unique_ids(folder / name, records)
-    return records
+        raise fail(field, f"{record[field]!r} is not a date") from None
 
 
 def load_shop(folder: str | Path = REFUNDS) -> Shop:
@@ -229,124 +240,61 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
         today = dt.date.fromisoformat(head["today"])
     except ValueError:
         raise FixtureError(f"{folder / 'shop.json'}: key 'today': {head['today']!r} is not a date") from None
-
     customers: dict[str, Customer] = {}
     owners: dict[str, str] = {}
-    path = folder / "customers.json"
-    for index, record in enumerate(_load_list(folder, "customers.json", CUSTOMERS)):
+    for record, fail in _records(folder, "customers.json", CUSTOMERS):
         for field in ("payment_methods", "gift_cards"):
             for instrument in record[field]:
                 if instrument in owners:
-                    raise _fail(
-                        path,
-                        index,
-                        record,
-                        field,
-                        f"{instrument!r} already belongs to {owners[instrument]!r}",
-                    )
+                    raise fail(field, f"{instrument!r} already belongs to {owners[instrument]!r}")
                 owners[instrument] = record["id"]
-        customers[record["id"]] = Customer(
-            record["id"], record["name"], tuple(record["payment_methods"]), tuple(record["gift_cards"])
-        )
-
+        methods, gift_cards = tuple(record["payment_methods"]), tuple(record["gift_cards"])
+        customers[record["id"]] = Customer(record["id"], record["name"], methods, gift_cards)
     orders: dict[str, Order] = {}
-    path = folder / "orders.json"
-    for index, record in enumerate(_load_list(folder, "orders.json", ORDERS)):
-        if record["customer"] not in customers:
-            raise _fail(path, index, record, "customer", f"unknown customer {record['customer']!r}")
-        if record["payment_method"] not in customers[record["customer"]].payment_methods:
-            raise _fail(
-                path,
-                index,
-                record,
-                "payment_method",
-                f"{record['payment_method']!r} is not a payment method of {record['customer']!r}",
-            )
-        try:
-            items = tuple(
-                Item(i["product"], i["name"], cents(i["price"]), i["final_sale"]) for i in record["items"]
-            )
-            amount = cents(record["amount"])
-        except ValueError as error:
-            raise _fail(path, index, record, "amount", str(error)) from None
-        if amount != sum(item.price for item in items):
-            raise _fail(
-                path,
-                index,
-                record,
-                "amount",
-                f"{record['amount']} is not the sum of its item prices "
-                f"({sum(item.price for item in items) / 100:.2f})",
-            )
-        orders[record["id"]] = Order(
-            record["id"],
-            record["customer"],
-            record["status"],
-            _date(path, index, record, "date"),
-            record["payment_method"],
-            amount,
-            items,
-            record["note"],
+    for record, fail in _records(folder, "orders.json", ORDERS):
+        customer, method = record["customer"], record["payment_method"]
+        if customer not in customers:
+            raise fail("customer", f"unknown customer {customer!r}")
+        if method not in customers[customer].payment_methods:
+            raise fail("payment_method", f"{method!r} is not a payment method of {customer!r}")
+        amount, *prices = _cents(record, fail, record["amount"], *(i["price"] for i in record["items"]))
+        items = tuple(
+            Item(i["product"], i["name"], price, i["final_sale"])
+            for i, price in zip(record["items"], prices, strict=True)
         )
-
+        if amount != sum(prices):
+            raise fail(
+                "amount", f"{record['amount']} is not the sum of its item prices ({sum(prices) / 100:.2f})"
+            )
+        date = _date(record, fail, "date")
+        orders[record["id"]] = Order(
+            record["id"], customer, record["status"], date, method, amount, items, record["note"]
+        )
     ledger = []
-    path = folder / "ledger.json"
-    for index, record in enumerate(_load_list(folder, "ledger.json", LEDGER)):
+    for record, fail in _records(folder, "ledger.json", LEDGER):
         order = orders.get(record["order"])
         if order is None:
-            raise _fail(path, index, record, "order", f"unknown order {record['order']!r}")
+            raise fail("order", f"unknown order {record['order']!r}")
         if record["customer"] != order.customer:
-            raise _fail(
-                path,
-                index,
-                record,
-                "customer",
-                f"order {order.id!r} belongs to {order.customer!r}, not {record['customer']!r}",
+            raise fail(
+                "customer", f"order {order.id!r} belongs to {order.customer!r}, not {record['customer']!r}"
             )
         if record["destination"] not in owners:
-            raise _fail(
-                path, index, record, "destination", f"unknown card or gift card {record['destination']!r}"
-            )
-        try:
-            amount = cents(record["amount"])
-        except ValueError as error:
-            raise _fail(path, index, record, "amount", str(error)) from None
-        _date(path, index, record, "date")
-        ledger.append(
-            Refund(record["id"], record["order"], amount, record["destination"], record["customer"])
-        )
-
-    messages = _load_list(folder, "messages.json", MESSAGES)
-    for index, record in enumerate(messages):
+            raise fail("destination", f"unknown card or gift card {record['destination']!r}")
+        (amount,) = _cents(record, fail, record["amount"])
+        _date(record, fail, "date")
+        ledger.append(Refund(record["id"], order.id, amount, record["destination"], record["customer"]))
+    messages = _records(folder, "messages.json", MESSAGES)
+    for record, fail in messages:
         if record["customer"] not in customers:
-            raise _fail(
-                folder / "messages.json",
-                index,
-                record,
-                "customer",
-                f"unknown customer {record['customer']!r}",
-            )
+            raise fail("customer", f"unknown customer {record['customer']!r}")
     products = {item.product for order in orders.values() for item in order.items}
-    reviews = _load_list(folder, "reviews.json", REVIEWS)
-    for index, record in enumerate(reviews):
+    reviews = _records(folder, "reviews.json", REVIEWS)
+    for record, fail in reviews:
         if record["product"] not in products:
-            raise _fail(
-                folder / "reviews.json",
-                index,
-                record,
-                "product",
-                f"no order contains product {record['product']!r}",
-            )
-    help_pages = _load_list(folder, "help.json", HELP)
+            raise fail("product", f"no order contains product {record['product']!r}")
+    pages = {page["id"]: page for page, _ in _records(folder, "help.json", HELP)}
+    texts = tuple(m for m, _ in messages), tuple(r for r, _ in reviews)
     return Shop(
-        head["name"],
-        today,
-        head["window_days"],
-        customers,
-        orders,
-        tuple(ledger),
-        tuple(messages),
-        tuple(reviews),
-        {page["id"]: page for page in help_pages},
-        folder,
+        head["name"], today, head["window_days"], customers, orders, tuple(ledger), *texts, pages, folder
     )
