@@ -18,27 +18,18 @@ from labkit.refunds.shop import Refund, Shop, money
 
 _WIDTH = 118
 
-# Metric columns as a projector can show them, and what each label means.
-LABELS = {
-    "benign_utility": "benign",
-    "utility_under_attack": "attacked",
-    "attack_success_rate": "ASR",
-    "unauthorized_refunds": "unauth",
-    "money_lost": "lost",
-    "duplicate_refunds": "dupes",
-    "over_refusals": "over_ref",
-    "episodes": "n",
+# Metric column -> (its label on a projector, what the label means in the legend).
+_LABELS = {
+    "benign_utility": ("benign", "benign utility"),
+    "utility_under_attack": ("attacked", "utility under attack"),
+    "attack_success_rate": ("ASR", "attack success rate"),
+    "unauthorized_refunds": ("unauth", "unauthorised refunds"),
+    "money_lost": ("lost", "money lost (dollars)"),
+    "duplicate_refunds": ("dupes", "duplicate refunds"),
+    "over_refusals": ("over_ref", "over-refusals"),
+    "episodes": ("n", "episodes"),
 }
-MEANINGS = {
-    "benign": "benign utility",
-    "attacked": "utility under attack",
-    "ASR": "attack success rate",
-    "unauth": "unauthorised refunds",
-    "lost": "money lost (dollars)",
-    "dupes": "duplicate refunds",
-    "over_ref": "over-refusals",
-    "n": "episodes",
-}
+_MEANINGS = dict(_LABELS.values())
 DEFENSE_LABELS = {
     "none": "none",
     "policy_prompt": "prompt",
@@ -159,13 +150,13 @@ def episode_text(episode: Any) -> str:
 
 
 def short(table: pd.DataFrame) -> pd.DataFrame:
-    """A metrics table with the short labels of LABELS (other columns unchanged)."""
-    return table.rename(columns=LABELS)
+    """A metrics table with the short labels of _LABELS (other columns unchanged)."""
+    return table.rename(columns={column: label for column, (label, _) in _LABELS.items()})
 
 
 def legend(table: pd.DataFrame) -> str:
     """One or two lines saying what each short label in `table` means."""
-    text = "; ".join(f"{label} = {MEANINGS[label]}" for label in table.columns if label in MEANINGS)
+    text = "; ".join(f"{label} = {_MEANINGS[label]}" for label in table.columns if label in _MEANINGS)
     return "\n".join(textwrap.wrap(text, _WIDTH))
 
 
