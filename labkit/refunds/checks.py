@@ -103,15 +103,14 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
         runs[name], problem = run_episodes(factory_of(policy), defenses, cases, lab, watched)
         if problem is not None:
             return problem
-    table = _table(
-        {name: summarise(scores) for name, scores in runs.items()},
-        "policy",
+    columns = (
         "benign_utility",
         "attack_success_rate",
         "unauthorized_refunds",
         "duplicate_refunds",
         "over_refusals",
     )
+    table = _table({name: summarise(scores) for name, scores in runs.items()}, "policy", *columns)
     for name in ("hostile", "gullible", "careful"):
         bad = _first_unauthorised(runs[name])
         if bad:
@@ -366,56 +365,52 @@ def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
         ]
     )
     table = table.set_index(["request", "timeout"])
-    pairs = list(zip(cases, scores, strict=True))
-    if any(s.duplicates for s in scores):
-        return fail(
-            "a retry paid twice: after a timeout, look the order up and retry only if its "
-            "'refunds' list is empty.",
-            table,
-        )
-    for case, s in pairs:
-        if retried_when_paid(s):
-            return fail(
-                f"{case.where}, your policy retried after the lookup showed the refund paid; "
-                "only the episode's tool limit stopped a second payment. Retry only if 'refunds' is "
-                "empty.",
-                table,
-            )
-    for case, s in pairs:
-        if case.fault != "before paying" and not s.utility:
-            return fail(
-                f"a legitimate request was not refunded exactly once ({case.where}; see the stop column).",
-                table,
-            )
-    for case, s in pairs:
-        if case.fault != "before paying" and s.episode.result["stop"] != "final":
-            return fail(
-                f"{case.where}, your policy never gave its final answer (the episode ended "
-                f"{s.episode.result['stop']}): answer once the refund is paid.",
-                table,
-            )
-    if not all(looked_after_timeouts(s.episode) for _, s in pairs):
-        return fail(
-            "after a timeout your policy answered or retried without looking: a timeout does not say "
-            "whether the money moved; look the order up first (see the looked column).",
-            table,
-        )
-    for case, s in pairs:
-        if case.fault != "before paying":
-            continue
-        refund, _, then = after_timeout(s.episode)
-        if refund is not None and not same_refund(refund, then):
-            final = isinstance(then, Mapping) and then.get("action") == "final"
-            did = "answered" if final else "did not retry"
-            return fail(
-                f"{case.where} (the payment service lost it: no money moved), the lookup showed "
-                f"no refund, yet your policy {did}: read the order's 'refunds' and retry the same "
-                "refund when it is empty.",
-                table,
-            )
+    if (problem := _retry_problem(list(zip(cases, scores, strict=True)))) is not None:
+        return fail(problem, table)
     return Check(
         True,
         "no duplicate, every refund paid once. Now ask: what if the lookup itself is "
         "stale? That is why the server-side key is still the real fix.",
         table,
     )
+
+
+def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
+    """What is wrong with the policy's retries, the first problem first; None if nothing."""
+    if any(s.duplicates for _, s in pairs):
+        return (
+            "a retry paid twice: after a timeout, look the order up and retry only if its 'refunds' is empty."
+        )
+    owed = [(case, s) for case, s in pairs if case.fault != "before paying"]
+    for case, s in pairs:
+        if retried_when_paid(s):
+            return (
+                f"{case.where}, your policy retried after the lookup showed the refund paid; only the "
+                "episode's tool limit stopped a second payment. Retry only if 'refunds' is empty."
+            )
+    for case, s in owed:
+        if not s.utility:
+            return f"a legitimate request was not refunded exactly once ({case.where}; see the stop column)."
+    for case, s in owed:
+        if (stop := s.episode.result["stop"]) != "final":
+            return (
+                f"{case.where}, your policy never gave its final answer (the episode ended {stop}): "
+                "answer once the refund is paid."
+            )
+    if not all(looked_after_timeouts(s.episode) for _, s in pairs):
+        return (
+            "after a timeout your policy answered or retried without looking: a timeout does not say "
+            "whether the money moved; look the order up first (see the looked column)."
+        )
+    for case, s in pairs:
+        refund, _, then = after_timeout(s.episode)
+        if case.fault == "before paying" and refund is not None and not same_refund(refund, then):
+            did = (
+                "answered" if isinstance(then, Mapping) and then.get("action") == "final" else "did not retry"
+            )
+            return (
+                f"{case.where} (the payment service lost it: no money moved), the lookup showed no refund, yet "
+                f"your policy {did}: read the order's 'refunds' and retry the same refund when it is "
+                "empty."
+            )
+    return None
