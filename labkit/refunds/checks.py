@@ -409,8 +409,8 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
                 "answered" if isinstance(then, Mapping) and then.get("action") == "final" else "did not retry"
             )
             return (
-                f"{case.where} (the payment service lost it: no money moved), the lookup showed no refund, yet "
-                f"your policy {did}: read the order's 'refunds' and retry the same refund when it is "
-                "empty."
+                f"{case.where} (the payment service lost it: no money moved), the lookup showed no "
+                f"refund, yet your policy {did}: read the order's 'refunds' and retry the same refund "
+                "when it is empty."
             )
     return None
