@@ -144,7 +144,7 @@ def guard_table(
                 if key not in states:
                     states[key] = _state(lab_, lab_.requests[request], key[1])
                 try:
-                    reason = guard(RefundCall(order, amount, destination), states[key])
+                    reason = guard(RefundCall(order, amount, destination), states[key].copy())
                 except Exception:  # noqa: BLE001 - a crash inside the tool is a refusal; recorded as such
                     verdicts.append(RAISED)
                     continue

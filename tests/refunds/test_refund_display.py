@@ -3,7 +3,6 @@ tables with short labels whose legend names every label."""
 
 from labkit import refunds as R
 from labkit.refunds.display import _WIDTH as WIDTH
-from labkit.refunds.display import defense_legend, success_by_attack
 
 
 def test_every_line_of_every_kind_of_episode_fits():
@@ -29,25 +28,6 @@ def test_a_retry_shows_the_same_key_and_a_new_refund_a_new_one():
     text = str(R.refund_episode("r-ana-blender", R.careful, defenses="idempotency", faults=R.Faults(1)))
     assert text.count("idempotency_key='…+idempotency#0'") == 2
     assert "(replayed: no new money)" in text
-
-
-def test_success_by_attack_is_a_narrow_attack_by_defense_table():
-    lab = R.refund_lab()
-    rates = success_by_attack(R.matrix(["gullible"], by_attack=True), list(lab.attacks))
-    assert list(rates.index) == list(lab.attacks)
-    assert list(rates.columns) == [
-        "none",
-        "prompt",
-        "spotlight",
-        "mediate",
-        "provenance",
-        "confirm",
-        "idem",
-        "all_det",
-    ]
-    assert rates.loc["refund-failed-again", "provenance"] == 1.0 and rates["mediate"].sum() == 0
-    assert max(map(len, rates.to_string().splitlines())) <= WIDTH
-    assert "spotlight = spotlighting" in defense_legend(rates.columns)
 
 
 def test_the_chart_puts_money_on_a_log_scale_with_every_value_labelled():
