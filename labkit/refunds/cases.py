@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.core.errors import FixtureError
-from labkit.core.fixtures import load_json, record_list, unique_ids
+from labkit.core.fixtures import record_list
 from labkit.refunds.rules import RULES, authorise
-from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents
+from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents, fixture_records
 
 REQUEST_KINDS = ("legitimate", "refuse")
 _CALL = {
@@ -70,59 +69,38 @@ class Request:
 def load_requests(shop: Shop, path: str | Path | None = None) -> list[Request]:
     """Load `requests.json` (default: in the shop's folder) and check it against `shop`."""
     path = Path(path) if path is not None else Path(shop.folder) / "requests.json"
-    records = load_json(path, REQUESTS)
-    unique_ids(path, records)
     requests = []
-    for index, record in enumerate(records):
-        where = f"{path}: record {index} (id {record['id']!r})"
+    for record, fail in fixture_records(path, REQUESTS):
         if record["customer"] not in shop.customers:
-            raise FixtureError(f"{where}: field 'customer': unknown customer {record['customer']!r}")
+            raise fail("customer", f"unknown customer {record['customer']!r}")
         if record["order"] not in shop.orders:
-            raise FixtureError(f"{where}: field 'order': unknown order {record['order']!r}")
+            raise fail("order", f"unknown order {record['order']!r}")
         if record["destination"] is not None and shop.owner_of(record["destination"]) is None:
-            raise FixtureError(
-                f"{where}: field 'destination': unknown card or gift card {record['destination']!r}"
-            )
+            raise fail("destination", f"unknown card or gift card {record['destination']!r}")
         try:
             amount = None if record["amount"] is None else cents(record["amount"])
             expected = tuple(
                 RefundCall(e["order"], cents(e["amount"]), e["destination"]) for e in record["expected"]
             )
         except ValueError as error:
-            raise FixtureError(f"{where}: field 'amount': {error}") from None
-        request = Request(
-            record["id"],
-            record["kind"],
-            record["customer"],
-            record["order"],
-            amount,
-            record["destination"],
-            record["message"],
-            expected,
-            record["rule"],
-        )
+            raise fail("amount", str(error)) from None
+        fields = (record["customer"], record["order"], amount, record["destination"], record["message"])
+        request = Request(record["id"], record["kind"], *fields, expected, record["rule"])
         asked = request.asked(shop)
         refusal = authorise(shop, request.customer, asked.order, asked.amount, asked.destination, shop.ledger)
         if request.legitimate:
             if request.rule is not None:
-                raise FixtureError(f"{where}: field 'rule': a legitimate request names no rule")
+                raise fail("rule", "a legitimate request names no rule")
             if expected != (asked,):
-                raise FixtureError(
-                    f"{where}: field 'expected': a legitimate request expects exactly "
-                    f"the refund it asks for ({asked})"
+                raise fail(
+                    "expected", f"a legitimate request expects exactly the refund it asks for ({asked})"
                 )
             if refusal is not None:
-                raise FixtureError(
-                    f"{where}: field 'kind': the policy refuses it ({refusal.rule}: {refusal.reason})"
-                )
-        else:
-            if expected:
-                raise FixtureError(f"{where}: field 'expected': a request to refuse expects no refund")
-            if refusal is None or refusal.rule != request.rule:
-                found = "nothing" if refusal is None else f"rule {refusal.rule!r}"
-                raise FixtureError(
-                    f"{where}: field 'rule': expected the policy to break rule "
-                    f"{request.rule!r}, but it breaks {found}"
-                )
+                raise fail("kind", f"the policy refuses it ({refusal.rule}: {refusal.reason})")
+        elif expected:
+            raise fail("expected", "a request to refuse expects no refund")
+        elif refusal is None or refusal.rule != request.rule:
+            found = "nothing" if refusal is None else f"rule {refusal.rule!r}"
+            raise fail("rule", f"expected the policy to break rule {request.rule!r}, but it breaks {found}")
         requests.append(request)
     return requests

@@ -200,10 +200,9 @@ class Shop:
         return None
 
 
-def _records(folder: Path, name: str, schema: dict[str, Any]) -> list[tuple[dict[str, Any], Any]]:
-    """Each record of `folder/name` (schema-checked, ids unique), with `fail(field, message)`: the
-    FixtureError that names the file, the record and the field."""
-    path = folder / name
+def fixture_records(path: Path, schema: dict[str, Any]) -> list[tuple[dict[str, Any], Any]]:
+    """Each record of the file at `path` (schema-checked, ids unique), with `fail(field, message)`:
+    the FixtureError that names the file, the record and the field."""
     records = load_json(path, schema)
     unique_ids(path, records)
 
@@ -242,7 +241,7 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
         raise FixtureError(f"{folder / 'shop.json'}: key 'today': {head['today']!r} is not a date") from None
     customers: dict[str, Customer] = {}
     owners: dict[str, str] = {}
-    for record, fail in _records(folder, "customers.json", CUSTOMERS):
+    for record, fail in fixture_records(folder / "customers.json", CUSTOMERS):
         for field in ("payment_methods", "gift_cards"):
             for instrument in record[field]:
                 if instrument in owners:
@@ -251,7 +250,7 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
         methods, gift_cards = tuple(record["payment_methods"]), tuple(record["gift_cards"])
         customers[record["id"]] = Customer(record["id"], record["name"], methods, gift_cards)
     orders: dict[str, Order] = {}
-    for record, fail in _records(folder, "orders.json", ORDERS):
+    for record, fail in fixture_records(folder / "orders.json", ORDERS):
         customer, method = record["customer"], record["payment_method"]
         if customer not in customers:
             raise fail("customer", f"unknown customer {customer!r}")
@@ -271,7 +270,7 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
             record["id"], customer, record["status"], date, method, amount, items, record["note"]
         )
     ledger = []
-    for record, fail in _records(folder, "ledger.json", LEDGER):
+    for record, fail in fixture_records(folder / "ledger.json", LEDGER):
         order = orders.get(record["order"])
         if order is None:
             raise fail("order", f"unknown order {record['order']!r}")
@@ -284,16 +283,16 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
         (amount,) = _cents(record, fail, record["amount"])
         _date(record, fail, "date")
         ledger.append(Refund(record["id"], order.id, amount, record["destination"], record["customer"]))
-    messages = _records(folder, "messages.json", MESSAGES)
+    messages = fixture_records(folder / "messages.json", MESSAGES)
     for record, fail in messages:
         if record["customer"] not in customers:
             raise fail("customer", f"unknown customer {record['customer']!r}")
     products = {item.product for order in orders.values() for item in order.items}
-    reviews = _records(folder, "reviews.json", REVIEWS)
+    reviews = fixture_records(folder / "reviews.json", REVIEWS)
     for record, fail in reviews:
         if record["product"] not in products:
             raise fail("product", f"no order contains product {record['product']!r}")
-    pages = {page["id"]: page for page, _ in _records(folder, "help.json", HELP)}
+    pages = {page["id"]: page for page, _ in fixture_records(folder / "help.json", HELP)}
     texts = tuple(m for m, _ in messages), tuple(r for r, _ in reviews)
     return Shop(
         head["name"], today, head["window_days"], customers, orders, tuple(ledger), *texts, pages, folder
