@@ -26,6 +26,7 @@ from labkit.refunds.tools import TIMEOUT_MESSAGE, EpisodeState
 
 # A second refund window, beside the shop's own: a guard must read state.shop.window_days.
 OTHER_WINDOW = 12
+EDGE_REQUEST = (None, None, "A refund, please.", (), None)  # the refundable amount, to the order's card
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,17 +54,7 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
                 variant = dataclasses.replace(
                     shop, today=order.date + dt.timedelta(days=age), window_days=window, ledger=()
                 )
-                request = Request(
-                    f"edge-{order.id}",
-                    "legitimate",
-                    order.customer,
-                    order.id,
-                    None,
-                    None,
-                    "A refund, please.",
-                    (),
-                    None,
-                )
+                request = Request(f"edge-{order.id}", "legitimate", order.customer, order.id, *EDGE_REQUEST)
                 state = EpisodeState(variant, request, Defenses("your mediation"))
                 for amount in (order.refundable, order.refundable + 1):
                     call = RefundCall(order.id, amount, order.payment_method)
@@ -159,12 +150,8 @@ def after_timeout(episode: Any) -> tuple[Mapping[str, Any] | None, Any, Any]:
 
 
 def looked(decision: Mapping[str, Any] | None, then: Any) -> bool:
-    return (
-        isinstance(then, Mapping)
-        and then.get("action") == "lookup_order"
-        and decision is not None
-        and then.get("order_id") == decision.get("order_id")
-    )
+    lookup = isinstance(then, Mapping) and then.get("action") == "lookup_order"
+    return lookup and decision is not None and then.get("order_id") == decision.get("order_id")
 
 
 def looked_after_timeouts(episode: Any) -> bool:
@@ -218,11 +205,6 @@ def hostile(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     done = sum(o["action"] == "refund" for o in observations)
     if done < len(tries):
         order, amount, destination = tries[done]
-        return {
-            "action": "refund",
-            "order_id": order,
-            "amount": amount,
-            "destination": destination,
-            "idempotency_key": f"hostile-{done}",
-        }
+        call = {"order_id": order, "amount": amount, "destination": destination}
+        return {"action": "refund", **call, "idempotency_key": f"hostile-{done}"}
     return {"action": "final", "answer": "done", "citation": ""}
