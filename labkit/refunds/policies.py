@@ -223,6 +223,15 @@ def _amounts(task: Any, observations: list[dict[str, Any]]) -> list[float]:
     return sorted(set(found))
 
 
+def _schema_tools(defenses: Defenses) -> dict[str, Any]:
+    """Tools whose names and parameters give the decision schema; an episode runs its own."""
+    from labkit.refunds.lab import refund_lab
+    from labkit.refunds.tools import EpisodeState, shop_tools
+
+    lab = refund_lab()
+    return shop_tools(EpisodeState(lab.shop, next(iter(lab.requests.values())), defenses))
+
+
 def random_admissible(seed: int = 0) -> Decide:
     """A baseline: each turn, a decision drawn uniformly from those rung L2 admits in this state
     (the action, then each slot; `amount` from the dollar amounts observed so far, so no refund
@@ -231,13 +240,8 @@ def random_admissible(seed: int = 0) -> Decide:
 
     from labkit.model.constraints import admissible_schema
     from labkit.refunds.constraints import refund_rules
-    from labkit.refunds.defenses import DEFENSES
-    from labkit.refunds.lab import refund_lab
-    from labkit.refunds.tools import EpisodeState, shop_tools
 
-    lab = refund_lab()
-    tools = shop_tools(EpisodeState(lab.shop, next(iter(lab.requests.values())), DEFENSES["none"]))
-    rules = refund_rules(describe)
+    tools, rules = _schema_tools(Defenses("none")), refund_rules(describe)
 
     def decide(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
         rng = random.Random(f"{seed}:{task.id}:{len(observations)}")
@@ -264,8 +268,7 @@ def random_admissible(seed: int = 0) -> Decide:
     return cannot_hang(decide)
 
 
-# A policy factory builds the decide function for one set of defenses (a model's prompt
-# depends on them; a scripted policy ignores them).
+# The decide function for one set of defenses (a model's prompt depends on them).
 PolicyFactory = Callable[[Defenses], Decide]
 
 
@@ -325,20 +328,13 @@ def model_policy(
         raise LabError(f"the model policy needs lab 02's model seam (labkit.model): {error}") from None
     if isinstance(backend, str):
         backend = parse_spec(backend)
-    from labkit.refunds.lab import refund_lab
-    from labkit.refunds.tools import EpisodeState, shop_tools
-
-    lab = refund_lab()
-    sample = next(iter(lab.requests.values()))
-    # The seam derives the decision schema from the tools' names and parameters only; the
-    # tools that run are the episode's own, built fresh by `run`.
-    tools = shop_tools(EpisodeState(lab.shop, sample, defenses))
     from labkit.refunds.constraints import refund_rules
+    from labkit.refunds.lab import refund_lab
 
     return ModelPolicy(
         lab="refunds",
-        tools=tools,
-        instructions=instructions(defenses, lab.shop.window_days),
+        tools=_schema_tools(defenses),
+        instructions=instructions(defenses, refund_lab().shop.window_days),
         describe=describe,
         backend=backend,
         temperature=temperature,
