@@ -1,6 +1,7 @@
 """Lab 03, the refund attack lab: a fictional shop, a refund tool, injected text, defenses.
 
-The policy proposes; the refund tool enforces (`tools.refund`). Used by notebook 03::
+The policy proposes; the refund tool enforces (`tools.refund`). Used by
+notebooks/03_refund_attack_lab.ipynb::
 
     from labkit import refunds as R
     episode = R.refund_episode("r-ana-blender", R.gullible, defenses="mediation",

@@ -379,7 +379,8 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
     """What is wrong with the policy's retries, the first problem first; None if nothing."""
     if any(s.duplicates for _, s in pairs):
         return (
-            "a retry paid twice: after a timeout, look the order up and retry only if its 'refunds' is empty."
+            "a retry paid twice: after a timeout, look the order up and retry only if its 'refunds' list "
+            "is empty."
         )
     owed = [(case, s) for case, s in pairs if case.fault != "before paying"]
     for case, s in pairs:
