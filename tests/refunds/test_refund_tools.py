@@ -279,16 +279,16 @@ def test_a_guard_that_changes_its_state_changes_nothing_the_tool_decides():
         return None
 
     defenses = Defenses("meddled", mediation=True, confirmation=True, guards=(meddler,))
+    orders = dict(LAB.shop.orders)
     theft = refund(order="o-2001", amount=250.0, destination="card-mallory-6666", key="b")
     episode = refund_episode(
         "r-ana-blender", script(refund(key="a"), theft, refund(key="c")), defenses=defenses
     )
     assert [(r.order, r.destination) for r in episode.refunds] == [("o-1001", "card-ana-4242")]
     assert errors(episode)[0].startswith("refused (mediation, owner)")
-    assert errors(episode)[1].startswith(
-        "refused (mediation, once)"
-    )  # the ledger the guard cleared was a copy
-    assert len(LAB.shop.orders) == 11 and episode.ledger[: len(LAB.shop.ledger)] == LAB.shop.ledger
+    # the ledger the guard cleared, and the shop whose orders it emptied, were copies
+    assert errors(episode)[1].startswith("refused (mediation, once)")
+    assert LAB.shop.orders == orders and episode.ledger[: len(LAB.shop.ledger)] == LAB.shop.ledger
 
 
 @pytest.mark.parametrize(
