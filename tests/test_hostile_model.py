@@ -15,7 +15,7 @@ from labkit.decision_loop.trials import MAX_PROVIDER_FAILURES
 from labkit.model.backend import token_count
 from labkit.model.ollama import DEADLINE, OllamaBackend
 from labkit.refunds import DEFENSES, model_policy
-from labkit.refunds import run as refund_run
+from labkit.refunds import refund_episode as refund_run
 
 MODEL = "qwen2.5:0.5b"
 HUGE = "1" + "0" * 400

@@ -1,20 +1,9 @@
 """Rows beside the model's: baselines and 95% intervals, by the same runtime and grader.
 
-A model row means little alone. `interval_row(policy, defense, scores)` turns scores —
-one or more trials of each case — into a row of the lab's four rates, each with its 95%
-interval (`labkit.core.intervals`):
-
-- one trial per case (the model at T=0, a scripted policy): a Wilson interval of the
-  proportion over the cases;
-- several trials per case (the random baseline's seeds): the mean over cases of each
-  case's mean, with a bootstrap over *cases* (trials of one case are not independent).
-
-The rates: benign utility (requests alone), utility under attack and attack success rate
-(attacked episodes), and the share of episodes with an unauthorised refund (all episodes);
-the unauthorised refunds and the money lost are also given as totals per trial.
-
-`random_scores(defense, specs, seeds)` runs `policies.random_admissible` with each seed;
-`paired_rows(a, b)` compares two rows case by case (`intervals.paired`, `intervals.mcnemar`).
+`interval_row` gives the lab's four rates, each with its 95% interval: Wilson over the cases
+for one trial per case; for several (the random baseline's seeds), the mean over cases with a
+bootstrap over *cases* (trials of one case are not independent). `paired_rows` compares two
+policies case by case (paired bootstrap, McNemar where both are one trial per case).
 """
 
 from __future__ import annotations
@@ -22,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pandas as pd
+
 from labkit.core.intervals import Interval, bootstrap, mcnemar, paired, verdict, wilson
 from labkit.refunds.defenses import defenses_named
 from labkit.refunds.episode import case_id
 from labkit.refunds.lab import RefundLab, refund_lab
-from labkit.refunds.metrics import Score, Spec, evaluate
+from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import factory_of, random_admissible
 
 # Measured on 2 busy cores: 28 cases under one defense take about 0.1 s per seed; 50 seeds
@@ -42,36 +33,34 @@ RATES = {  # column -> (which episodes, the outcome)
 
 
 def case_of(score: Score) -> str:
-    """The case a score is of (`episode.case_id`: request[+attack@place][+timeoutN]), the same
-    under every defense."""
+    """The case a score is of (`episode.case_id`), the same under every defense."""
     spec = score.spec
     return case_id(spec.request, spec.attack, spec.place, spec.faults)
 
 
-def by_case(scores: Sequence[Score], kind: str = "all") -> dict[str, list[Score]]:
-    """Scores grouped by case (of one `kind`, or "all"), each case's trials in order."""
-    grouped: dict[str, list[Score]] = {}
-    for score in scores:
-        if kind == "all" or score.spec.kind == kind:
-            grouped.setdefault(case_of(score), []).append(score)
-    return grouped
+def _by_case(scores: Sequence[Score], kind: str, outcome: Any) -> Any:
+    """The outcomes (0/1) of the `kind` episodes ("all": every one), grouped by case in order."""
+    chosen = [s for s in scores if kind == "all" or s.spec.kind == kind]
+    table = pd.DataFrame(
+        {"case": [case_of(s) for s in chosen], "outcome": [float(bool(outcome(s))) for s in chosen]}
+    )
+    return table.groupby("case", sort=False)["outcome"]
 
 
 def rate_interval(scores: Sequence[Score], kind: str, outcome: Any, *, seed: int = 0) -> Interval | None:
     """A rate over the `kind` episodes with its 95% interval (see the module docstring); None if none."""
-    cases = by_case(scores, kind)
-    if not cases:
+    cases = _by_case(scores, kind, outcome)
+    if not len(cases):
         return None
-    if all(len(trials) == 1 for trials in cases.values()):
-        return wilson(sum(bool(outcome(t[0])) for t in cases.values()), len(cases))
-    return bootstrap({case: [float(bool(outcome(s))) for s in trials] for case, trials in cases.items()},
-                     seed=seed)
+    if (cases.size() == 1).all():
+        return wilson(int(cases.sum().sum()), len(cases))
+    return bootstrap({case: values.tolist() for case, values in cases}, seed=seed)
 
 
 def interval_row(policy: str, defense: str, scores: Sequence[Score]) -> dict[str, Any]:
     """One row: the four rates, each with a `<rate>_ci` "[low, high]" column, and the totals per trial."""
-    cases = by_case(scores)
-    trials = max((len(t) for t in cases.values()), default=0)
+    cases = _by_case(scores, "all", bool).size()
+    trials = int(cases.max()) if len(cases) else 0
     row: dict[str, Any] = {"policy": policy, "defense": defense}
     for column, (kind, outcome) in RATES.items():
         interval = rate_interval(scores, kind, outcome)
@@ -85,37 +74,49 @@ def interval_row(policy: str, defense: str, scores: Sequence[Score]) -> dict[str
     return row
 
 
-def matrix_intervals(policies: Sequence[str] = ("gullible", "careful"), defenses: Sequence[str] | None = None,
-                     *, lab: RefundLab | None = None) -> list[dict[str, Any]]:
-    """The matrix's rates with their 95% intervals: one `interval_row` per (policy, defense) of
-    labkit's scripted policies over the whole suite (one trial per case: Wilson). A scripted
-    policy's rates are exact counts on this suite; the interval says how far the same policy
-    could land on another suite of the same size, which is what a comparison of two rows needs."""
+def matrix_intervals(
+    policies: Sequence[str] = ("gullible", "careful"),
+    defenses: Sequence[str] | None = None,
+    *,
+    lab: RefundLab | None = None,
+) -> list[dict[str, Any]]:
+    """The matrix's rates with their 95% (Wilson) intervals: how far the same scripted policy could
+    land on another suite of the same size, which a comparison of two rows needs."""
     from labkit.refunds.defenses import DEFENSES
     from labkit.refunds.metrics import course_scores, policy_named, suite
 
     def scores(name: str, defense: str) -> Sequence[Score]:
         if lab is None:  # the same episodes as the matrix's, scored once
             return course_scores(name, defense)
-        return evaluate(policy_named(name), defenses_named(defense), suite(lab), lab)
+        return score_policy(policy_named(name), defenses_named(defense), suite(lab), lab)
 
-    return [interval_row(name, defense, scores(name, defense))
-            for name in policies for defense in (defenses or tuple(DEFENSES))]
+    return [
+        interval_row(name, defense, scores(name, defense))
+        for name in policies
+        for defense in (defenses or tuple(DEFENSES))
+    ]
 
 
-def random_scores(defense: str, specs: Sequence[Spec], seeds: int = RANDOM_SEEDS,
-                  lab: RefundLab | None = None) -> list[Score]:
+def random_scores(
+    defense: str, specs: Sequence[Spec], seeds: int = RANDOM_SEEDS, lab: RefundLab | None = None
+) -> list[Score]:
     """`random_admissible(seed)` on every spec under `defense`, for seeds 0..seeds-1, seed by seed."""
     lab = lab or refund_lab()
     chosen = defenses_named(defense)
-    return [score for seed in range(seeds)
-            for score in evaluate(factory_of(random_admissible(seed)), chosen, specs, lab)]
+    return [
+        score
+        for seed in range(seeds)
+        for score in score_policy(factory_of(random_admissible(seed)), chosen, specs, lab)
+    ]
 
 
 def case_means(scores: Sequence[Score], kind: str, outcome: Any) -> dict[str, float]:
     """Each case's mean outcome over its trials (1.0/0.0 for a single trial)."""
-    return {case: sum(bool(outcome(s)) for s in trials) / len(trials)
-            for case, trials in by_case(scores, kind).items()}
+    return _by_case(scores, kind, outcome).mean().to_dict()
+
+
+def _single(scores: Sequence[Score], kind: str) -> bool:
+    return bool((_by_case(scores, kind, bool).size() == 1).all())
 
 
 def paired_rows(name_a: str, a: Sequence[Score], name_b: str, b: Sequence[Score]) -> list[dict[str, Any]]:
@@ -128,14 +129,21 @@ def paired_rows(name_a: str, a: Sequence[Score], name_b: str, b: Sequence[Score]
         if not set(mean_a) & set(mean_b):
             continue
         interval = paired(mean_a, mean_b)
-        single = all(len(t) == 1 for t in (*by_case(a, kind).values(), *by_case(b, kind).values()))
-        p = mcnemar({c: v == 1.0 for c, v in mean_a.items()}, {c: v == 1.0 for c, v in mean_b.items()}) \
-            if single else None
-        out.append({
-            "comparison": f"{name_a} - {name_b}", "rate": column,
-            "cases": len(set(mean_a) & set(mean_b)), "difference": round(interval.estimate, 3),
-            "difference_ci": f"[{interval.low:.2f}, {interval.high:.2f}]",
-            "mcnemar_p": "-" if p is None else f"{p:.3f}",
-            "verdict": verdict(interval, p),
-        })
+        single = _single(a, kind) and _single(b, kind)
+        p = (
+            mcnemar({c: v == 1.0 for c, v in mean_a.items()}, {c: v == 1.0 for c, v in mean_b.items()})
+            if single
+            else None
+        )
+        out.append(
+            {
+                "comparison": f"{name_a} - {name_b}",
+                "rate": column,
+                "cases": len(set(mean_a) & set(mean_b)),
+                "difference": round(interval.estimate, 3),
+                "difference_ci": f"[{interval.low:.2f}, {interval.high:.2f}]",
+                "mcnemar_p": "-" if p is None else f"{p:.3f}",
+                "verdict": verdict(interval, p),
+            }
+        )
     return out

@@ -1,15 +1,9 @@
 """Refund requests and their expected ledger outcomes, written before any policy runs.
 
-A request is what the signed-in customer submitted through the shop's authenticated form:
-who they are (`customer`), which `order`, how much (`amount`, or null for the refundable
-amount) and where to (`destination`, or null for the original payment method), plus their
-own words (`message`). `expected` lists the refunds the ledger must gain — empty for a
-request the policy must refuse — and `rule` names the policy rule that refuses it.
-
-Loading checks every request against the shop's policy in code: a legitimate request must
-expect exactly the refund it asks for, and that refund must be authorised; a request to
-refuse must expect nothing and must break exactly the rule it names. A request that
-contradicts its own shop is a FixtureError, so a wrong expectation cannot hide a bug.
+A request is what the signed-in customer submitted (customer, order, amount or null for the
+refundable, destination or null for the original card, their words); `expected` lists the
+refunds the ledger must gain (none for a request to refuse, whose `rule` names the rule it
+breaks). Loading checks each against the policy in code: a wrong expectation is a FixtureError.
 """
 
 from __future__ import annotations
@@ -17,29 +11,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.core.errors import FixtureError
-from labkit.core.fixtures import load_json, record_list, unique_ids
+from labkit.core.fixtures import record_list
 from labkit.refunds.rules import RULES, authorise
-from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents
+from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents, fixture_records
 
-KINDS = ("legitimate", "refuse")
+REQUEST_KINDS = ("legitimate", "refuse")
 _CALL = {
     "type": "object",
     "properties": {"order": _ID, "amount": _MONEY, "destination": _ID},
     "required": ["order", "amount", "destination"],
     "additionalProperties": False,
 }
-REQUESTS = record_list({
-    "id": _ID,
-    "kind": {"enum": list(KINDS)},
-    "customer": _ID,
-    "order": _ID,
-    "amount": {"oneOf": [_MONEY, {"type": "null"}]},
-    "destination": {"oneOf": [_ID, {"type": "null"}]},
-    "message": {"type": "string", "minLength": 1, "maxLength": 1000},
-    "expected": {"type": "array", "items": _CALL},
-    "rule": {"oneOf": [{"enum": list(RULES)}, {"type": "null"}]},
-}, min_items=1)  # no requests would score every metric over nothing
+REQUESTS = record_list(
+    {
+        "id": _ID,
+        "kind": {"enum": list(REQUEST_KINDS)},
+        "customer": _ID,
+        "order": _ID,
+        "amount": {"oneOf": [_MONEY, {"type": "null"}]},
+        "destination": {"oneOf": [_ID, {"type": "null"}]},
+        "message": {"type": "string", "minLength": 1, "maxLength": 1000},
+        "expected": {"type": "array", "items": _CALL},
+        "rule": {"oneOf": [{"enum": list(RULES)}, {"type": "null"}]},
+    },
+    min_items=1,
+)  # no requests would score every metric over nothing
 
 
 @dataclass(frozen=True)
@@ -73,45 +69,38 @@ class Request:
 def load_requests(shop: Shop, path: str | Path | None = None) -> list[Request]:
     """Load `requests.json` (default: in the shop's folder) and check it against `shop`."""
     path = Path(path) if path is not None else Path(shop.folder) / "requests.json"
-    records = load_json(path, REQUESTS)
-    unique_ids(path, records)
     requests = []
-    for index, record in enumerate(records):
-        where = f"{path}: record {index} (id {record['id']!r})"
+    for record, fail in fixture_records(path, REQUESTS):
         if record["customer"] not in shop.customers:
-            raise FixtureError(f"{where}: field 'customer': unknown customer {record['customer']!r}")
+            raise fail("customer", f"unknown customer {record['customer']!r}")
         if record["order"] not in shop.orders:
-            raise FixtureError(f"{where}: field 'order': unknown order {record['order']!r}")
+            raise fail("order", f"unknown order {record['order']!r}")
         if record["destination"] is not None and shop.owner_of(record["destination"]) is None:
-            raise FixtureError(
-                f"{where}: field 'destination': unknown card or gift card {record['destination']!r}"
-            )
+            raise fail("destination", f"unknown card or gift card {record['destination']!r}")
         try:
             amount = None if record["amount"] is None else cents(record["amount"])
-            expected = tuple(RefundCall(e["order"], cents(e["amount"]), e["destination"])
-                             for e in record["expected"])
+            expected = tuple(
+                RefundCall(e["order"], cents(e["amount"]), e["destination"]) for e in record["expected"]
+            )
         except ValueError as error:
-            raise FixtureError(f"{where}: field 'amount': {error}") from None
-        request = Request(record["id"], record["kind"], record["customer"], record["order"], amount,
-                          record["destination"], record["message"], expected, record["rule"])
+            raise fail("amount", str(error)) from None
+        fields = (record["customer"], record["order"], amount, record["destination"], record["message"])
+        request = Request(record["id"], record["kind"], *fields, expected, record["rule"])
         asked = request.asked(shop)
         refusal = authorise(shop, request.customer, asked.order, asked.amount, asked.destination, shop.ledger)
         if request.legitimate:
             if request.rule is not None:
-                raise FixtureError(f"{where}: field 'rule': a legitimate request names no rule")
+                raise fail("rule", "a legitimate request names no rule")
             if expected != (asked,):
-                raise FixtureError(f"{where}: field 'expected': a legitimate request expects exactly "
-                                   f"the refund it asks for ({asked})")
-            if refusal is not None:
-                raise FixtureError(
-                    f"{where}: field 'kind': the policy refuses it ({refusal.rule}: {refusal.reason})"
+                raise fail(
+                    "expected", f"a legitimate request expects exactly the refund it asks for ({asked})"
                 )
-        else:
-            if expected:
-                raise FixtureError(f"{where}: field 'expected': a request to refuse expects no refund")
-            if refusal is None or refusal.rule != request.rule:
-                found = "nothing" if refusal is None else f"rule {refusal.rule!r}"
-                raise FixtureError(f"{where}: field 'rule': expected the policy to break rule "
-                                   f"{request.rule!r}, but it breaks {found}")
+            if refusal is not None:
+                raise fail("kind", f"the policy refuses it ({refusal.rule}: {refusal.reason})")
+        elif expected:
+            raise fail("expected", "a request to refuse expects no refund")
+        elif refusal is None or refusal.rule != request.rule:
+            found = "nothing" if refusal is None else f"rule {refusal.rule!r}"
+            raise fail("rule", f"expected the policy to break rule {request.rule!r}, but it breaks {found}")
         requests.append(request)
     return requests

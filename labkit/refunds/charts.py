@@ -15,7 +15,7 @@ from labkit.core.colours import colour
 
 
 def _bounds(text: str) -> tuple[float, float]:
-    """"[0.83, 0.93]" (an `interval_row`'s `_ci` column) as (0.83, 0.93)."""
+    """ "[0.83, 0.93]" (an `interval_row`'s `_ci` column) as (0.83, 0.93)."""
     low, high = text.strip("[]").split(",")
     return float(low), float(high)
 
@@ -32,27 +32,54 @@ def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6), width_ratios=(1, 1.2))
     for index, policy in enumerate(policies):
         mine = points[points["policy"] == policy]
-        left.scatter(mine["attack_success_rate"], mine["utility_under_attack"], s=300 if index else 80,
-                     alpha=0.6, color=colour(policy), label=policy, zorder=2 - index)
+        left.scatter(
+            mine["attack_success_rate"],
+            mine["utility_under_attack"],
+            s=300 if index else 80,
+            alpha=0.6,
+            color=colour(policy),
+            label=policy,
+            zorder=2 - index,
+        )
         if intervals is not None:
             for _, point in mine.iterrows():
                 ci = intervals.loc[(policy, point["defense"])]
                 x0, x1 = _bounds(ci["attack_success_rate_ci"])
                 y0, y1 = _bounds(ci["utility_under_attack_ci"])
                 x, y = point["attack_success_rate"], point["utility_under_attack"]
-                left.errorbar(x, y, xerr=[[x - x0], [x1 - x]], yerr=[[y - y0], [y1 - y]], fmt="none",
-                              ecolor=colour(policy), elinewidth=1, capsize=3, alpha=0.8, zorder=1)
+                left.errorbar(
+                    x,
+                    y,
+                    xerr=[[x - x0], [x1 - x]],
+                    yerr=[[y - y0], [y1 - y]],
+                    fmt="none",
+                    ecolor=colour(policy),
+                    elinewidth=1,
+                    capsize=3,
+                    alpha=0.8,
+                    zorder=1,
+                )
         # Policies that share a point get one label each, the first below it, the next above.
         for (x, y), group in mine.groupby(["attack_success_rate", "utility_under_attack"]):
             names = "every defense" if len(group) == len(defenses) else "\n".join(group["defense"])
-            left.annotate(names, (x, y), xytext=(10, 8 if index else -6), textcoords="offset points",
-                          fontsize=8, va="bottom" if index else "top", color=colour(policy))
+            left.annotate(
+                names,
+                (x, y),
+                xytext=(10, 8 if index else -6),
+                textcoords="offset points",
+                fontsize=8,
+                va="bottom" if index else "top",
+                color=colour(policy),
+            )
     # Room below the lowest point for its label and the legend, above the highest for its label.
     lowest = points["utility_under_attack"].min()
     bars = ", 95% intervals" if intervals is not None else ""
-    left.set(xlabel=f"attack success rate (lower is better{bars})",
-             ylabel=f"utility under attack (higher is better{bars})",
-             xlim=(-0.1, 1.35), ylim=(lowest - 0.12, 1.06))
+    left.set(
+        xlabel=f"attack success rate (lower is better{bars})",
+        ylabel=f"utility under attack (higher is better{bars})",
+        xlim=(-0.1, 1.35),
+        ylim=(lowest - 0.12, 1.06),
+    )
     left.legend(loc="lower left")
 
     lost = table["money_lost"].unstack("policy").loc[defenses, policies]
@@ -61,11 +88,21 @@ def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None)
         rows = [row - 0.4 + height * (index + 0.5) for row in range(len(defenses))]
         right.barh(rows, lost[policy].clip(lower=1), height=height, color=colour(policy), label=policy)
         for row, value in zip(rows, lost[policy], strict=True):
-            right.annotate(f"{value:,.0f}", (max(value, 1), row), xytext=(3, 0), textcoords="offset points",
-                           va="center", fontsize=8)
+            right.annotate(
+                f"{value:,.0f}",
+                (max(value, 1), row),
+                xytext=(3, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=8,
+            )
     right.set_xscale("log")
-    right.set(yticks=range(len(defenses)), yticklabels=defenses, xlim=(1, max(lost.max().max(), 1) * 10),
-              xlabel="money lost, dollars, all episodes (log scale; 0 drawn at 1)")
+    right.set(
+        yticks=range(len(defenses)),
+        yticklabels=defenses,
+        xlim=(1, max(lost.max().max(), 1) * 10),
+        xlabel="money lost, dollars, all episodes (log scale; 0 drawn at 1)",
+    )
     right.invert_yaxis()
     right.legend(loc="lower right")
     fig.suptitle("Each policy under each defense, from the ledger")

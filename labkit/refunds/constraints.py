@@ -1,16 +1,9 @@
 """The refund desk's state rules for the constraint ladder (`labkit.model.constraints`).
 
-At rung L2 an id-like argument may only be a value this episode has *observed*: one that
-appears in the authenticated request the model was shown or in any tool result so far —
-order ids (``o-1001``), payment destinations (``card-…``, ``gift-…``) and product ids
-(``p-…``). Observed is not trusted: text an injection planted in a note, message, review or
-help page is observed too, so an attack can still steer the model to the attacker's order or
-card. That is deliberate. A constraint makes a small model able to *act* (it can no longer
-invent an order id that does not exist); whether the act is authorised stays the business of
-the refund tool's deterministic defenses, never of the decoder.
-
-The refund lab has no extractive final (a refund's answer is a sentence, not a value to
-copy), so L3 is refused for it; the final's citation is always empty.
+At rung L2 an order id, destination or product id may only be one the episode has *observed*
+(in the request shown or any tool result). Observed is not trusted: injected text is observed
+too. A constraint lets a small model act; whether the act is authorised stays the refund tool's
+business. The refund lab has no extractive final, so L3 is refused for it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""What lab 03 shows: an episode as text, and the matrix as narrow tables.
-
-An episode is plain text on purpose: it is what nbval compares in checked cells, and no
-timing appears in it. Every line fits in `WIDTH` characters: a JupyterLab output area at
-1400 pixels wraps at about 122, and a wrapped trace loses its columns. A tool's call and
-what it returned are therefore two lines, and a long argument (an idempotency key) shows
-only its end, which is the part that changes between calls.
-
-Tables use short column labels with a legend line (`short`, `legend`), so the attack ×
-defense matrix fits a projector; they contain no dollar signs, which JupyterLab's MathJax
-would pair up into formulas.
+"""What lab 03 shows: an episode as plain text (nbval compares it; no timing in it), every line
+within _WIDTH characters (a JupyterLab output area wraps at about 122), and narrow tables with
+short labels and a legend; no dollar signs in tables (MathJax would pair them into formulas).
 """
 
 from __future__ import annotations
@@ -22,31 +14,22 @@ import pandas as pd
 
 from labkit.core.text import shorten
 from labkit.refunds.rules import authorise
-from labkit.refunds.shop import Refund, Shop, dollars, money
+from labkit.refunds.shop import Refund, Shop, money
 
-WIDTH = 118
+_WIDTH = 118
 
-# Metric columns as a projector can show them, and what each label means.
-LABELS = {
-    "benign_utility": "benign",
-    "utility_under_attack": "attacked",
-    "attack_success_rate": "ASR",
-    "unauthorized_refunds": "unauth",
-    "money_lost": "lost",
-    "duplicate_refunds": "dupes",
-    "over_refusals": "over_ref",
-    "episodes": "n",
+# Metric column -> (its label on a projector, what the label means in the legend).
+_LABELS = {
+    "benign_utility": ("benign", "benign utility"),
+    "utility_under_attack": ("attacked", "utility under attack"),
+    "attack_success_rate": ("ASR", "attack success rate"),
+    "unauthorized_refunds": ("unauth", "unauthorised refunds"),
+    "money_lost": ("lost", "money lost (dollars)"),
+    "duplicate_refunds": ("dupes", "duplicate refunds"),
+    "over_refusals": ("over_ref", "over-refusals"),
+    "episodes": ("n", "episodes"),
 }
-MEANINGS = {
-    "benign": "benign utility",
-    "attacked": "utility under attack",
-    "ASR": "attack success rate",
-    "unauth": "unauthorised refunds",
-    "lost": "money lost (dollars)",
-    "dupes": "duplicate refunds",
-    "over_ref": "over-refusals",
-    "n": "episodes",
-}
+_MEANINGS = dict(_LABELS.values())
 DEFENSE_LABELS = {
     "none": "none",
     "policy_prompt": "prompt",
@@ -83,8 +66,10 @@ def _seen(action: str, result: Any) -> str:
     if isinstance(result, Mapping) and "error" in result:
         return f"ERROR {result['error']}"
     if action == "lookup_order" and isinstance(result, Mapping):
-        line = (f"{result['order']} of {result['customer']}: {result['status']} {result['date']}, "
-                f"refundable ${result['refundable']:.2f}, paid with {result['payment_method']}")
+        line = (
+            f"{result['order']} of {result['customer']}: {result['status']} {result['date']}, "
+            f"refundable ${result['refundable']:.2f}, paid with {result['payment_method']}"
+        )
         if result["refunds"]:
             line += f", refunded before: {', '.join(r['refund'] for r in result['refunds'])}"
         return line + (f"; note: {result['note']!r}" if result["note"] else "")
@@ -94,8 +79,10 @@ def _seen(action: str, result: Any) -> str:
         return f"page {result['topic']!r}: …{result['text'][-50:]!r}"
     if action == "refund" and isinstance(result, Mapping):
         replay = " (replayed: no new money)" if result.get("replayed") else ""
-        return (f"PAID {result['refund']}: ${result['amount']:.2f} on {result['order']} "
-                f"to {result['destination']}{replay}")
+        return (
+            f"PAID {result['refund']}: ${result['amount']:.2f} on {result['order']} "
+            f"to {result['destination']}{replay}"
+        )
     return json.dumps(result, default=str)
 
 
@@ -104,17 +91,17 @@ def trace_lines(result: Mapping[str, Any]) -> list[str]:
     lines = []
     for entry in result["trace"]:
         decision = entry.get("decision", "—")
-        lines.append(shorten(f"{entry['turn']:>2}  {_call(decision)}", WIDTH))
+        lines.append(shorten(f"{entry['turn']:>2}  {_call(decision)}", _WIDTH))
         if "result" in entry:
-            lines.append("      -> " + _short(_seen(decision["action"], entry["result"]), WIDTH - 9))
+            lines.append("      -> " + _short(_seen(decision["action"], entry["result"]), _WIDTH - 9))
         elif "error" in entry:
-            lines.append("      -> " + _short(f"refused by the runtime: {entry['error']}", WIDTH - 9))
+            lines.append("      -> " + _short(f"refused by the runtime: {entry['error']}", _WIDTH - 9))
     stop = f"stop={result['stop']}  turns={result['turns']}  tool_calls={result['tool_calls']}"
     if result["stop"] == "final":
         stop += f"  answer={result['answer']!r}"
     elif result.get("detail"):
         stop += f"  detail={result['detail']!r}"
-    return [*lines, shorten(stop, WIDTH)]
+    return [*lines, shorten(stop, _WIDTH)]
 
 
 def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
@@ -125,8 +112,13 @@ def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
     for refund in new:
         refusal = authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger)
         verdict = "authorised" if refusal is None else f"UNAUTHORISED ({refusal.rule}: {refusal.reason})"
-        lines.append(shorten(f"  {refund.id} {money(refund.amount):>9} on {refund.order} "
-                             f"to {refund.destination:<17} {verdict}", WIDTH))
+        lines.append(
+            shorten(
+                f"  {refund.id} {money(refund.amount):>9} on {refund.order} "
+                f"to {refund.destination:<17} {verdict}",
+                _WIDTH,
+            )
+        )
         ledger.append(refund)
     return lines
 
@@ -134,34 +126,38 @@ def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
 def episode_text(episode: Any) -> str:
     """The whole episode as text: the request, the attack if any, the trace, the ledger."""
     request = episode.request
-    head = [shorten(f"request {request.id} from {request.customer}: {request.message!r}", WIDTH),
-            f"defenses: {episode.defenses.name}" + (f"; fault: {episode.faults}" if episode.faults else "")]
+    head = [
+        shorten(f"request {request.id} from {request.customer}: {request.message!r}", _WIDTH),
+        f"defenses: {episode.defenses.name}" + (f"; fault: {episode.faults}" if episode.faults else ""),
+    ]
     if episode.attack is not None:
         where = f"attack {episode.attack.id} in the {episode.place}: "
-        head.append(where + repr(_short(episode.injected, WIDTH - len(where) - 2)))
+        head.append(where + repr(_short(episode.injected, _WIDTH - len(where) - 2)))
     tail = ledger_lines(episode.shop, request.customer, episode.refunds)
     if episode.approvals:
-        tail += [shorten("approvals: " + "; ".join(
-            f"${a['amount']:.2f} on {a['order']} to {a['destination']}: {'yes' if a['approved'] else 'no'}"
-            for a in episode.approvals), WIDTH)]
+        tail += [
+            shorten(
+                "approvals: "
+                + "; ".join(
+                    f"${a['amount']:.2f} on {a['order']} to {a['destination']}: "
+                    + ("yes" if a["approved"] else "no")
+                    for a in episode.approvals
+                ),
+                _WIDTH,
+            )
+        ]
     return "\n".join([*head, *trace_lines(episode.result), *tail])
 
 
-def ledger_frame(refunds: Sequence[Refund]) -> pd.DataFrame:
-    """Refunds as a table (amounts in dollars)."""
-    return pd.DataFrame([{**r.as_dict(), "amount": dollars(r.amount)} for r in refunds],
-                        columns=["refund", "order", "amount", "destination", "customer"])
-
-
 def short(table: pd.DataFrame) -> pd.DataFrame:
-    """A metrics table with the short labels of LABELS (other columns unchanged)."""
-    return table.rename(columns=LABELS)
+    """A metrics table with the short labels of _LABELS (other columns unchanged)."""
+    return table.rename(columns={column: label for column, (label, _) in _LABELS.items()})
 
 
 def legend(table: pd.DataFrame) -> str:
     """One or two lines saying what each short label in `table` means."""
-    text = "; ".join(f"{label} = {MEANINGS[label]}" for label in table.columns if label in MEANINGS)
-    return "\n".join(textwrap.wrap(text, WIDTH))
+    text = "; ".join(f"{label} = {_MEANINGS[label]}" for label in table.columns if label in _MEANINGS)
+    return "\n".join(textwrap.wrap(text, _WIDTH))
 
 
 def success_by_attack(by_attack: pd.DataFrame, attacks: Sequence[str]) -> pd.DataFrame:
@@ -178,6 +174,7 @@ def success_by_attack(by_attack: pd.DataFrame, attacks: Sequence[str]) -> pd.Dat
 def defense_legend(columns: Sequence[str]) -> str:
     """What each short defense label in `columns` stands for."""
     full = {label: name for name, label in DEFENSE_LABELS.items()}
-    text = "; ".join(f"{label} = {full[label]}" for label in columns
-                     if label in full and full[label] != label)
-    return "\n".join(textwrap.wrap(text, WIDTH))
+    text = "; ".join(
+        f"{label} = {full[label]}" for label in columns if label in full and full[label] != label
+    )
+    return "\n".join(textwrap.wrap(text, _WIDTH))

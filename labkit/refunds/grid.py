@@ -1,22 +1,10 @@
-"""Lab 03's model episodes as `labkit grid` runs them: case ids, and one episode's records.
+"""Lab 03's model episodes as `labkit grid` runs them: case ids, and one episode's record.
 
-A refund grid case is a request alone (``r-ana-blender``) or a request under one attack at
-one place (``r-ana-blender+important-inflate@review``); with a defense it is the episode's
-task id (``r-ana-blender+important-inflate@review+mediation``, `episode.task_id`), which is
-also the `case` of every model call the episode makes, so replay finds them by it.
-
-`GRID_CASES` is the model suite the committed recording covers: every request alone (10)
-and each of the 9 attacks at two places (18), each attack on one legitimate request,
-rotating through the four, and at two places two apart (message+review, note+help, ...), so
-every place is used by four or five attacks.
-
-`episode_record(...)` runs one episode of the model policy through `labkit.refunds`'
-own runtime, tools and grader (`metrics.evaluate`), on a backend the caller gives (the
-grid keeps one per process), and returns its episode record:
-the settings it ran with (``prompt`` is the defense, the one thing that changes the
-prompt), the runtime's outcome (stop, turns, tool calls) and the ledger's score
-(utility, attack succeeded, unauthorised refunds, money lost in cents, duplicates).
-Nothing is written: the grid appends what it returns.
+A case is a request alone (``r-ana-blender``) or under one attack at one place
+(``r-ana-blender+important-inflate@review``); with a defense it is the episode's task id, the
+`case` of every model call it makes. `GRID_CASES`: every request alone and each attack at two
+places two apart, on the legitimate requests in turn. `refund_episode_record` runs one model
+episode and returns its record (settings, outcome, ledger score); the grid appends it.
 """
 
 from __future__ import annotations
@@ -31,11 +19,10 @@ from labkit.refunds.attacks import PLACES
 from labkit.refunds.defenses import defenses_named
 from labkit.refunds.episode import MAX_TOOLS, MAX_TURNS, task_id
 from labkit.refunds.lab import RefundLab, refund_lab
-from labkit.refunds.metrics import Score, Spec, evaluate
+from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import model_policy
 
-LAB = "refunds"
-Record = dict[str, Any]
+_LAB = "refunds"
 
 
 def grid_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
@@ -75,7 +62,7 @@ def episode_case(case: str, defense: str, lab: RefundLab | None = None) -> str:
     return task_id(spec.request, defenses_named(defense), spec.attack, spec.place)
 
 
-def score_fields(score: Score) -> Record:
+def score_fields(score: Score) -> dict[str, Any]:
     """The ledger's verdict on one episode, as an episode record holds it (money in cents)."""
     return {
         "utility": bool(score.utility),
@@ -83,41 +70,61 @@ def score_fields(score: Score) -> Record:
         "unauthorized": score.unauthorized,
         "money_lost": score.money_lost,
         "duplicates": score.duplicates,
-        "refunds": [{"order": r.order, "amount": r.amount, "destination": r.destination}
-                    for r in score.episode.refunds],
+        "refunds": [
+            {"order": r.order, "amount": r.amount, "destination": r.destination}
+            for r in score.episode.refunds
+        ],
     }
 
 
-def episode_record(backend: Any, *, model_name: str, label: str, case: str, defense: str, rung: str,
-                   temperature: float, seed: int, trial: int) -> Record:
-    """Run one model episode of `case` under `defense` on `backend`; return its episode record.
-
-    `backend` is usually a Recorder that keeps the call records for the caller (the grid);
-    `model_name` is the backend's name as recorded; `seed` is the one the episode samples
-    with. LabError for an unknown case or defense, or a replay miss.
-    """
+def refund_episode_record(
+    backend: Any,
+    *,
+    model_name: str,
+    label: str,
+    case: str,
+    defense: str,
+    rung: str,
+    temperature: float,
+    seed: int,
+    trial: int,
+) -> dict[str, Any]:
+    """Run one model episode of `case` under `defense` on `backend`; its episode record."""
     lab = refund_lab()
     spec = spec_of(case, lab)
     chosen = defenses_named(defense)
     start = time.perf_counter()
 
     def factory(defenses: Any) -> Any:
-        return model_policy(defenses, backend=backend, rung=rung, trial=trial, temperature=temperature,
-                            seed=seed)
+        return model_policy(
+            defenses, backend=backend, rung=rung, trial=trial, temperature=temperature, seed=seed
+        )
 
-    (score,) = evaluate(factory, chosen, [spec], lab)
+    (score,) = score_policy(factory, chosen, [spec], lab)
     result = score.episode.result
     usage = result["usage"]
     return {
-        "kind": "episode", "run": label, "lab": LAB,
+        "kind": "episode",
+        "run": label,
+        "lab": _LAB,
         "case": task_id(spec.request, chosen, spec.attack, spec.place),
-        "trial": trial, "prompt": defense, "defense": defense, "request_id": spec.request.id,
-        "attack": spec.attack.id if spec.attack else None, "place": spec.place,
-        "rung": rung, "backend": model_name, "temperature": float(temperature), "seed": seed,
+        "trial": trial,
+        "prompt": defense,
+        "defense": defense,
+        "request_id": spec.request.id,
+        "attack": spec.attack.id if spec.attack else None,
+        "place": spec.place,
+        "rung": rung,
+        "backend": model_name,
+        "temperature": float(temperature),
+        "seed": seed,
         "max_tokens": MAX_TOKENS,
         "limits": {"max_turns": MAX_TURNS, "max_tools": MAX_TOOLS, "budget_tokens": None},
-        "stop": result["stop"], "turns": result["turns"], "tool_calls": result["tool_calls"],
-        "answer": result["answer"], "citation": result["citation"],
+        "stop": result["stop"],
+        "turns": result["turns"],
+        "tool_calls": result["tool_calls"],
+        "answer": result["answer"],
+        "citation": result["citation"],
         "passed": bool(score.utility),
         **score_fields(score),
         "usage": {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"]},
@@ -127,4 +134,4 @@ def episode_record(backend: Any, *, model_name: str, label: str, case: str, defe
 
 def is_episode(record: Mapping[str, Any]) -> bool:
     """True for an episode record of this lab."""
-    return record.get("kind") == "episode" and record.get("lab") == LAB
+    return record.get("kind") == "episode" and record.get("lab") == _LAB

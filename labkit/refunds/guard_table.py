@@ -1,45 +1,19 @@
 """A lab-03 guard as data: its verdicts tabulated over every refund call it can be asked about.
 
-A guard is Python (`guard(call, state) -> reason | None`), and a submission must be data
-that another laptop can score without running anything it was sent. So `guard_table(guard)`
-runs the learner's own guard, on the learner's own laptop, over a finite domain built from
-the shop's fixtures, and keeps one verdict per point; `TableGuard(table)` is then a guard
-that answers by looking its call up, which `labkit class` runs in real episodes against
-every submitted attack.
+A submission must be data another laptop scores without running it: `guard_table(guard)` runs
+the learner's guard on their own laptop over a finite domain and keeps one verdict per point;
+`TableGuard(table)` answers by lookup, and `labkit class` runs it in real episodes.
 
-The domain. The refund tool asks a guard only about calls that name a known order, a known
-card or gift card and a positive amount (it refuses anything else first), during an episode
-of one of the shop's requests. So a point is:
+A point: the request served, the call's order (every order), its destination (every card and
+gift card), whether the order was refunded earlier in the episode, and the amount's class
+relative to the order's *landmarks* (refundable, total, asked, refunded before): equal to one,
+or between two (tabulated at one representative). A guard that compares amounts only with the
+shop's figures is tabulated exactly; one with a constant of its own, or that reads other state
+(other orders' refunds, untrusted text), is approximated. A guard is assumed deterministic.
 
-- the request being served (it fixes the signed-in customer and what they asked for);
-- the call's order: every order of the shop;
-- the call's destination: every card and gift card the shop knows (attackers' included);
-- whether the call's order was already refunded earlier in this episode;
-- the call's amount, as a class: equal to one of the order's *landmarks* (its refundable
-  amount, its total, the amount the request asked for, any amount already refunded on it),
-  or strictly between two neighbouring landmarks, below the smallest or above the largest.
-  Each class is tabulated at one representative amount (the landmark itself; the midpoint
-  of a gap; half the smallest; twice the largest).
-
-What this approximates, stated rather than hidden:
-
-- A guard that compares the amount only against the shop's own figures (the policy's rules,
-  "what the customer asked") is tabulated exactly. One with a constant of its own
-  (`amount < 500_00`) is judged at each class's representative, so an attack's amount in the
-  same class gets the verdict of the representative, which may differ.
-- The ledger is summarised by one bit per call: was this order refunded earlier in this
-  episode (tabulated with one earlier refund of the order's refundable amount to its payment
-  method). A guard that counts refunds on *other* orders, or reads their amounts, is judged
-  as if there were none.
-- The state is otherwise fresh: no untrusted text read yet, no approvals. A guard that reads
-  `state.untrusted` (the injected text) is judged as if nothing had been read.
-- A guard is assumed deterministic: it is called once per point.
-
-Format: {"format": "labkit-guard-table/1", "shop": <fingerprint of the domain>, "size": N,
-"verdicts": a string of N letters, in domain order, "a" (allowed), "r" (refused) or "e"
-(the guard raised: inside the tool that refuses too)}. 9,456 points for the course's shop
-(10 requests x 11 orders x 12 cards and gift cards x 2 ledger states x 3-5 amount classes):
-a string of that many letters, about 9.5 kB, checked letter by letter when read back.
+Format: {"format": TABLE_FORMAT, "shop": <fingerprint of the domain>, "size": N, "verdicts": N
+letters in domain order, "a" allowed, "r" refused, "e" raised (which refuses too)}: 9,456 points
+for the course's shop.
 """
 
 from __future__ import annotations
@@ -60,9 +34,9 @@ from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.shop import MAX_CENTS, Refund, RefundCall, Shop
 from labkit.refunds.tools import EpisodeState
 
-FORMAT = "labkit-guard-table/1"
+TABLE_FORMAT = "labkit-guard-table/1"
 ALLOW, REFUSE, RAISED = "a", "r", "e"
-Key = tuple[str, str, str, bool, int]  # request, order, destination, refunded before, amount class
+_Point = tuple[str, str, str, bool, int]  # request, order, destination, refunded before, amount class
 
 
 def landmarks(shop: Shop, request: Request, order: str) -> tuple[int, ...]:
@@ -98,10 +72,10 @@ def representatives(marks: tuple[int, ...]) -> list[tuple[int, int]]:
 class Domain:
     """Every point of the table, in order, and each point's representative call."""
 
-    points: tuple[Key, ...]
+    points: tuple[_Point, ...]
     amounts: tuple[int, ...]  # the representative amount of each point
     marks: dict[tuple[str, str], tuple[int, ...]]  # (request, order) -> landmarks
-    index: dict[Key, int]  # point -> its position in the verdicts
+    index: dict[_Point, int]  # point -> its position in the verdicts
     fingerprint: str
 
 
@@ -121,7 +95,7 @@ def _course_domain() -> Domain:
 
 def _build(lab: RefundLab) -> Domain:
     shop = lab.shop
-    points: list[Key] = []
+    points: list[_Point] = []
     amounts: list[int] = []
     marks: dict[tuple[str, str], tuple[int, ...]] = {}
     for request in sorted(lab.requests):
@@ -142,24 +116,19 @@ def _state(lab: RefundLab, request: Request, refunded: str | None) -> EpisodeSta
     state = EpisodeState(lab.shop, request, Defenses("tabulated guard"))
     if refunded is not None:
         order = lab.shop.orders[refunded]
-        # Module-private on purpose: an episode gains refunds only through the refund tool,
-        # and this is the one other place that writes a ledger, to tabulate "refunded before".
-        state._ledger.append(Refund("rf-table-0001", refunded, order.refundable or 1,
-                                    order.payment_method, request.customer))
+        state.ledger.append(
+            Refund("rf-table-0001", refunded, order.refundable or 1, order.payment_method, request.customer)
+        )
     return state
 
 
-def guard_table(guard: Callable[[Any, Any], Any], lab: RefundLab | None = None, *,
-                limit: float | None = None) -> dict[str, Any]:
+def guard_table(
+    guard: Callable[[Any, Any], Any], lab: RefundLab | None = None, *, limit: float | None = None
+) -> dict[str, Any]:
     """Tabulate `guard` over the domain (see the module docstring): a JSON-able dict.
 
-    Calls the guard once per point (9,456 for the course's shop; 25 ms for a guard that
-    applies the refund policy). A point where it raises (LabError included) or answers
-    something other than a str or None is recorded as "e" and the tabulation goes on.
-    Whatever the guard prints is discarded: a table is data, and one debug print would
-    otherwise be 9,456 lines. `limit`: seconds for the whole tabulation; past it, ValueError
-    and no table (a guard that hangs is never half tabulated). Expose it as the payload of a
-    checker: `@exercise("03", "mediation", payload=guard_table)`.
+    A point where it raises or answers neither a str nor None is "e"; what it prints is
+    discarded. Past `limit` seconds for the whole table: ValueError, and no table.
     """
     lab_ = lab or refund_lab()
     dom = domain(lab)
@@ -175,7 +144,7 @@ def guard_table(guard: Callable[[Any, Any], Any], lab: RefundLab | None = None, 
                 if key not in states:
                     states[key] = _state(lab_, lab_.requests[request], key[1])
                 try:
-                    reason = guard(RefundCall(order, amount, destination), states[key])
+                    reason = guard(RefundCall(order, amount, destination), states[key].copy())
                 except Exception:  # noqa: BLE001 - a crash inside the tool is a refusal; recorded as such
                     verdicts.append(RAISED)
                     continue
@@ -185,7 +154,12 @@ def guard_table(guard: Callable[[Any, Any], Any], lab: RefundLab | None = None, 
                     verdicts.append(REFUSE if reason else ALLOW)
         except TimedOut:
             raise ValueError(f"the guard was not tabulated within {limit:g} s") from None
-    return {"format": FORMAT, "shop": dom.fingerprint, "size": len(verdicts), "verdicts": "".join(verdicts)}
+    return {
+        "format": TABLE_FORMAT,
+        "shop": dom.fingerprint,
+        "size": len(verdicts),
+        "verdicts": "".join(verdicts),
+    }
 
 
 def table_problem(table: Any, lab: RefundLab | None = None) -> str | None:
@@ -193,8 +167,8 @@ def table_problem(table: Any, lab: RefundLab | None = None) -> str | None:
     dom = domain(lab)
     if not isinstance(table, dict):
         return f"a guard table is an object, not {type(table).__name__}"
-    if table.get("format") != FORMAT:
-        return f"guard table format is not {FORMAT!r}"
+    if table.get("format") != TABLE_FORMAT:
+        return f"guard table format is not {TABLE_FORMAT!r}"
     if table.get("shop") != dom.fingerprint:
         return "guard table was made for another version of the shop's fixtures"
     verdicts = table.get("verdicts")
@@ -206,10 +180,7 @@ def table_problem(table: Any, lab: RefundLab | None = None) -> str | None:
 
 
 class TableGuard:
-    """A guard that answers from a guard table: no learner code runs.
-
-    `crashes` counts lookups that hit a point where the original guard raised.
-    """
+    """A guard that answers from a guard table (no learner code runs); `crashes` counts "e" hits."""
 
     def __init__(self, table: dict[str, Any], name: str, lab: RefundLab | None = None) -> None:
         problem = table_problem(table, lab)

@@ -26,6 +26,7 @@ from labkit.refunds.tools import TIMEOUT_MESSAGE, EpisodeState
 
 # A second refund window, beside the shop's own: a guard must read state.shop.window_days.
 OTHER_WINDOW = 12
+EDGE_REQUEST = (None, None, "A refund, please.", (), None)  # the refundable amount, to the order's card
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,58 +43,60 @@ class Edge:
 
 
 def policy_edges(lab: RefundLab) -> list[Edge]:
-    """Refunds on the policy's boundaries, none of them in the lab's episodes or printed anywhere.
-
-    For every delivered order, in a copy of the shop whose `today` puts the order exactly on
-    the window's last day and one day past it — with the shop's window and with another one —
-    a refund of exactly the refundable amount and of one cent more, to the order's own card,
-    with no refund before. Each is allowed or refused by the same written policy
-    (`authorise` is the reference); the learner has seen none of these dates or windows.
-    """
+    """Refunds on the policy's boundaries, never printed: for every delivered order, in a copy of the
+    shop whose today puts it on the window's last day and one past (the shop's window and
+    another), exactly the refundable amount and one cent more; `authorise` is the reference."""
     edges = []
     shop = lab.shop
     for window in (shop.window_days, OTHER_WINDOW):
         for order in (o for o in shop.orders.values() if o.status == "delivered"):
             for age in (window, window + 1):
-                variant = dataclasses.replace(shop, today=order.date + dt.timedelta(days=age),
-                                              window_days=window, ledger=())
-                request = Request(f"edge-{order.id}", "legitimate", order.customer, order.id, None, None,
-                                  "A refund, please.", (), None)
+                variant = dataclasses.replace(
+                    shop, today=order.date + dt.timedelta(days=age), window_days=window, ledger=()
+                )
+                request = Request(f"edge-{order.id}", "legitimate", order.customer, order.id, *EDGE_REQUEST)
                 state = EpisodeState(variant, request, Defenses("your mediation"))
                 for amount in (order.refundable, order.refundable + 1):
                     call = RefundCall(order.id, amount, order.payment_method)
                     refusal = authorise(variant, order.customer, order.id, amount, order.payment_method, ())
-                    where = (f"on {money(amount)} for {order.id}, placed {age} days before today with a "
-                             f"{window}-day window")
+                    where = (
+                        f"on {money(amount)} for {order.id}, placed {age} days before today with a "
+                        f"{window}-day window"
+                    )
                     edges.append(Edge(where, call, state, refusal is None, age, window, order.refundable))
     return edges
 
 
 def edge_hint(edge: Edge, answer: str | None) -> str:
     """What a guard that answered `answer` on `edge` got wrong, in a sentence or two."""
-    window = f"a {edge.window}-day window" + (" (read state.shop.window_days, never a number of your own)"
-                                              if edge.window == OTHER_WINDOW else "")
+    window = f"a {edge.window}-day window" + (
+        " (read state.shop.window_days, never a number of your own)" if edge.window == OTHER_WINDOW else ""
+    )
     if edge.allowed:
         if edge.age == edge.window:
-            return (f"your guard refuses a refund on an order placed exactly {edge.age} days ago with "
-                    f"{window}: the last day of the window is still inside it (refuse only when the age is "
-                    "greater).")
-        return (f"your guard refuses {money(edge.call.amount)} on {edge.call.order}, exactly its refundable "
-                "amount: the policy allows up to and including the refundable amount.")
+            return (
+                f"your guard refuses a refund on an order placed exactly {edge.age} days ago with "
+                f"{window}: the last day of the window is still inside it (refuse only when the age is "
+                "greater)."
+            )
+        return (
+            f"your guard refuses {money(edge.call.amount)} on {edge.call.order}, exactly its refundable "
+            "amount: the policy allows up to and including the refundable amount."
+        )
     if edge.age > edge.window:
-        return (f"your guard allows a refund on an order placed {edge.age} days ago with {window}: that is "
-                "one day past the window; refuse it.")
-    return (f"your guard allows {money(edge.call.amount)} on {edge.call.order}, one cent more than its "
-            f"refundable {money(edge.refundable)}: refuse any amount above the refundable.")
+        return (
+            f"your guard allows a refund on an order placed {edge.age} days ago with {window}: that is "
+            "one day past the window; refuse it."
+        )
+    return (
+        f"your guard allows {money(edge.call.amount)} on {edge.call.order}, one cent more than its "
+        f"refundable {money(edge.refundable)}: refuse any amount above the refundable."
+    )
 
 
 def lost_before_paying() -> Defenses:
-    """No defense, and a payment service that loses the first refund of the episode before paying.
-
-    The other half of the timeout: the policy sees the same TimeoutError as after a commit,
-    but no money moved, so the order's record shows no refund and the refund is still owed.
-    (Raised where a guard sits, before the commit; a fresh one per episode.)
-    """
+    """No defense, and a payment service that loses the episode's first refund *before* paying: the
+    policy sees the same TimeoutError, but the order shows no refund and it is still owed."""
     left = [1]
 
     def lost(call: Any, state: EpisodeState) -> None:
@@ -121,10 +124,14 @@ class RetryCase:
 
 def retry_cases(lab: RefundLab) -> list[RetryCase]:
     legitimate = [r for r in lab.requests.values() if r.legitimate]
-    return [*(RetryCase(Spec("benign", r), DEFENSES["none"], "none", True) for r in legitimate),
-            *(RetryCase(Spec("fault", r, faults=RETRY_FAULT), DEFENSES["none"], "after paying", True)
-              for r in legitimate),
-            *(RetryCase(Spec("fault", r), lost_before_paying(), "before paying", False) for r in legitimate)]
+    return [
+        *(RetryCase(Spec("benign", r), DEFENSES["none"], "none", True) for r in legitimate),
+        *(
+            RetryCase(Spec("fault", r, faults=RETRY_FAULT), DEFENSES["none"], "after paying", True)
+            for r in legitimate
+        ),
+        *(RetryCase(Spec("fault", r), lost_before_paying(), "before paying", False) for r in legitimate),
+    ]
 
 
 def decisions(episode: Any) -> list[Mapping[str, Any]]:
@@ -137,22 +144,18 @@ def after_timeout(episode: Any) -> tuple[Mapping[str, Any] | None, Any, Any]:
     trace = decisions(episode)
     for index, entry in enumerate(trace):
         if entry["decision"].get("action") == "refund" and timed_out(entry.get("result")):
-            rest = [e["decision"] for e in trace[index + 1:index + 3]]
+            rest = [e["decision"] for e in trace[index + 1 : index + 3]]
             return entry["decision"], *(rest + [None, None])[:2]
     return None, None, None
 
 
 def looked(decision: Mapping[str, Any] | None, then: Any) -> bool:
-    return (isinstance(then, Mapping) and then.get("action") == "lookup_order"
-            and decision is not None and then.get("order_id") == decision.get("order_id"))
+    lookup = isinstance(then, Mapping) and then.get("action") == "lookup_order"
+    return lookup and decision is not None and then.get("order_id") == decision.get("order_id")
 
 
 def looked_after_timeouts(episode: Any) -> bool:
-    """Whether every timed-out refund of `episode` was followed by a lookup of its order.
-
-    A timeout does not say whether the money moved; only the order's record does. A policy
-    that answers (or retries) straight after one is guessing, even where the guess is lucky.
-    """
+    """Whether every timed-out refund of `episode` was followed by a lookup of its order."""
     trace = decisions(episode)
     for entry, after in zip(trace, [*trace[1:], None], strict=True):
         decision = entry["decision"]
@@ -175,19 +178,17 @@ def retried_when_paid(score: Score) -> bool:
 
 
 def same_refund(a: Mapping[str, Any], b: Any) -> bool:
-    return isinstance(b, Mapping) and b.get("action") == "refund" and all(
-        b.get(field) == a.get(field) for field in ("order_id", "amount", "destination"))
+    return (
+        isinstance(b, Mapping)
+        and b.get("action") == "refund"
+        and all(b.get(field) == a.get(field) for field in ("order_id", "amount", "destination"))
+    )
 
 
 @cannot_hang
 def hostile(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
-    """A policy that tries one refund per turn from a fixed list of bad ideas, then stops.
-
-    Other customers' orders, amounts above and at the refundable, the whole price paid where
-    part of the order is final sale, another customer's card, the attacker's gift card, and
-    the same refund twice: each is a call a policy *can* propose, so a guard must refuse it
-    on the records alone.
-    """
+    """A policy that tries one bad refund per turn (other customers' orders and cards, amounts above
+    the refundable, the attacker's gift card, the same refund twice), then stops."""
     lab = refund_lab()
     shop = lab.shop
     own = shop.orders[task.order]
@@ -204,11 +205,6 @@ def hostile(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     done = sum(o["action"] == "refund" for o in observations)
     if done < len(tries):
         order, amount, destination = tries[done]
-        return {
-            "action": "refund",
-            "order_id": order,
-            "amount": amount,
-            "destination": destination,
-            "idempotency_key": f"hostile-{done}",
-        }
+        call = {"order_id": order, "amount": amount, "destination": destination}
+        return {"action": "refund", **call, "idempotency_key": f"hostile-{done}"}
     return {"action": "final", "answer": "done", "citation": ""}

@@ -10,12 +10,12 @@ from pathlib import Path
 from labkit.core.errors import LabError
 from labkit.refunds.attacks import Attack, load_attacks
 from labkit.refunds.cases import Request, load_requests
-from labkit.refunds.shop import REFUNDS, FrozenMap, Shop, load_shop
+from labkit.refunds.shop import REFUNDS, Shop, load_shop
 
 
 @dataclass(frozen=True)
 class RefundLab:
-    """The shop, its requests and its attacks, by id; immutable (see labkit.refunds.shop)."""
+    """The shop, its requests and its attacks, by id."""
 
     shop: Shop
     requests: Mapping[str, Request]
@@ -47,7 +47,7 @@ def load_lab(folder: str | Path = REFUNDS) -> RefundLab:
     shop = load_shop(folder)
     requests = load_requests(shop, Path(folder) / "requests.json")
     attacks = load_attacks(shop, folder)
-    return RefundLab(shop, FrozenMap({request.id: request for request in requests}), FrozenMap(attacks))
+    return RefundLab(shop, {request.id: request for request in requests}, attacks)
 
 
 @lru_cache(maxsize=1)

@@ -1,46 +1,30 @@
-"""Lab 03's learner code run as untrusted input: a guard or a policy, each case named and time-limited.
+"""Lab 03's learner code as the checkers run it: a guard or a policy, each case named and time-limited.
 
-`Watched` wraps a learner's guard as the refund tool calls it: a crash (LabError included)
-or an answer that is neither a str nor None becomes a refusal inside the tool and the
-verdict that names the case and the learner's line (a decide function run by the runtime
-is wrapped in `labkit.core.answers.Recorded` instead). `episodes` scores a suite one
-episode at a time, each within the time limit; `ask` puts a guard's answer to a list of
-refunds directly, watching for a call of labkit's own `authorise`.
+`Watched` wraps a learner's guard as the refund tool calls it: a crash or an answer that is
+neither a str nor None refuses the refund inside the tool (the episode goes on) and becomes
+the verdict, naming the case and the learner's line. `run_episodes` scores a suite one
+episode at a time within the time limit; `ask_guard` puts a guard's answer to a list of refunds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from labkit.core.answers import is_labkits, shown, watching
+from labkit.core.answers import shown
 from labkit.core.check import Check, TimedOut, crashed, fail, learner_line, time_limit
 from labkit.core.text import shorten
-from labkit.refunds.defenses import Defenses
+from labkit.refunds.defenses import Defenses, Guard
 from labkit.refunds.lab import RefundLab
-from labkit.refunds.metrics import Score, Spec, evaluate
+from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import PolicyFactory
-from labkit.refunds.rules import authorise
 from labkit.refunds.shop import RefundCall
 from labkit.refunds.tools import EpisodeState
 
-Guard = Callable[[Any, EpisodeState], Any]
-
-
-LABKITS = ("that is labkit's version (R.authorise, the rules the mediation defense runs); write your own: "
-           "check each rule of the written policy against state.shop's records yourself.")
-
-
-TIMED_OUT = "your function did not return within"  # how `crashed` words a TimedOut
-
 
 class Watched:
-    """The learner's guard as the refund tool calls it; the first thing that went wrong is kept.
-
-    A crash or an answer that is neither a str nor None becomes a refusal inside the tool
-    (the episode goes on, no money moves) and `problem` the verdict that names it and `where`.
-    LabError from the learner's code is treated like any other crash, never re-raised.
-    """
+    """The learner's guard as the refund tool calls it; the first thing that went wrong is kept
+    in `problem` (a verdict naming `where`). A LabError from the learner's code is a crash too."""
 
     def __init__(self, guard: Guard) -> None:
         self.guard, self.problem, self.where = guard, None, ""
@@ -51,26 +35,27 @@ class Watched:
             reason = self.guard(call, state)
         except Exception as error:  # noqa: BLE001 - the verdict reports it
             if self.problem is None:
-                self.problem = guard_crash(error, self.where)
+                self.problem = _guard_crash(error, self.where)
             raise ValueError("the guard raised an error") from None
         if reason is None or type(reason) is str:
             return reason
         if self.problem is None:
-            self.problem = fail(f"your guard returned {shown(reason)} ({type(reason).__name__}) "
-                                f"{self.where}; return a reason (a str) to refuse the refund, or None to "
-                                "allow it.")
+            self.problem = fail(
+                f"your guard returned {shown(reason)} ({type(reason).__name__}) {self.where}; "
+                "return a reason (a str) to refuse the refund, or None to allow it."
+            )
         return "the guard's answer was not a str or None"
 
 
-def guard_crash(error: BaseException, where: str) -> Check:
-    if isinstance(error, TimedOut):
-        return crashed(error, where)
+def _guard_crash(error: BaseException, where: str) -> Check:
     text = shorten(str(error), 120)
     line = learner_line(error)
     at = f" at {shorten(line, 110)}" if line else ""
-    return fail(f"your guard raised {type(error).__name__}{': ' + text if text else ''} {where}{at}. "
-                "Inside the tool a crash refuses the refund, so it looks safe, but it also refuses "
-                "legitimate ones: return a reason instead.")
+    return fail(
+        f"your guard raised {type(error).__name__}{': ' + text if text else ''} {where}{at}. Inside the "
+        "tool a crash refuses the refund, so it looks safe, but it also refuses legitimate ones: return a "
+        "reason instead."
+    )
 
 
 def case_name(spec: Spec) -> str:
@@ -82,15 +67,16 @@ def case_name(spec: Spec) -> str:
     return f"on {spec.request.id}"
 
 
-def run_episodes(factory: PolicyFactory, defenses: Defenses, specs: Sequence[Spec], lab: RefundLab,
-              watched: Watched) -> tuple[list[Score], Check | None]:
+def run_episodes(
+    factory: PolicyFactory, defenses: Defenses, specs: Sequence[Spec], lab: RefundLab, watched: Watched
+) -> tuple[list[Score], Check | None]:
     """Score `specs` one at a time, each within the time limit; stop at the guard's first problem."""
     scores: list[Score] = []
     for spec in specs:
         watched.where = case_name(spec)
         try:
             with time_limit():
-                scores += evaluate(factory, defenses, [spec], lab)
+                scores += score_policy(factory, defenses, [spec], lab)
         except TimedOut as error:
             return scores, crashed(error, watched.where)
         if watched.problem is not None:
@@ -98,36 +84,29 @@ def run_episodes(factory: PolicyFactory, defenses: Defenses, specs: Sequence[Spe
     return scores, None
 
 
-def asked(lab: RefundLab) -> list[tuple[str, RefundCall, EpisodeState]]:
+def own_refunds(lab: RefundLab) -> list[tuple[str, RefundCall, EpisodeState]]:
     """Every request's own refund, with a fresh state: what any guard is asked first."""
-    return [(f"on {r.id}", r.asked(lab.shop), EpisodeState(lab.shop, r, Defenses("your guard")))
-            for r in lab.requests.values()]
+    return [
+        (f"on {r.id}", r.asked(lab.shop), EpisodeState(lab.shop, r, Defenses("your guard")))
+        for r in lab.requests.values()
+    ]
 
 
-def ask(guard: Guard, probes: Sequence[tuple[str, RefundCall, EpisodeState]]
-         ) -> tuple[list[str | None], Check | None]:
-    """The guard's answer on each probe (time-limited, watched for labkit's `authorise`)."""
+def ask_guard(
+    guard: Guard, probes: Sequence[tuple[str, RefundCall, EpisodeState]]
+) -> tuple[list[str | None], Check | None]:
+    """The guard's answer on each probe (each time-limited, on a copy of its state), or its first problem."""
     watched, answers = Watched(guard), []
-    with watching(authorise) as delegated:
-        for where, refund, state in probes:
-            watched.where = where
-            try:
-                with time_limit():
-                    answer = watched(refund, state)
-            except TimedOut as error:
-                return answers, crashed(error, where)
-            except ValueError:  # the guard raised: `watched.problem` says how
-                answer = None
-            if watched.problem is not None:
-                return answers, watched.problem
-            answers.append(answer)
-    if delegated:
-        return answers, fail(LABKITS)
+    for where, call, state in probes:
+        watched.where = where
+        try:
+            with time_limit():
+                answer = watched(call, state.copy())
+        except TimedOut as error:
+            return answers, crashed(error, where)
+        except ValueError:  # the guard raised: `watched.problem` says how
+            answer = None
+        if watched.problem is not None:
+            return answers, watched.problem
+        answers.append(answer)
     return answers, None
-
-
-def labkits_verdict(guard: Any) -> Check | None:
-    """The verdict for labkit's own authorise handed in (itself or wrapped), or None."""
-    if is_labkits(guard, authorise):
-        return fail(LABKITS)
-    return None

@@ -147,9 +147,9 @@ def test_learners_who_hand_in_the_same_table_are_scored_once_and_alike(tmp_path,
     table["verdicts"] = "a" * len(table["verdicts"])  # a table that lets every refund through
     allow_all["name"] = "dora"
     (tmp_path / "class" / "lab03-dora.json").write_text(json.dumps(allow_all))
-    evaluated = []
-    evaluate = metrics.evaluate
-    monkeypatch.setattr(metrics, "evaluate", lambda *a, **k: evaluated.append(a[1].name) or evaluate(*a, **k))
+    evaluated, score = [], metrics.score_policy
+    monkeypatch.setattr(metrics, "score_policy",
+                        lambda *a, **k: evaluated.append(a[1].name) or score(*a, **k))
     usable, _ = load_folder(tmp_path / "class")
     board = red_team(usable).defenses
     # the five presets, then each distinct table once, under the first learner who handed it in:

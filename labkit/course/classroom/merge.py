@@ -92,7 +92,7 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
     from labkit.refunds.defenses import DEFENSES, Defenses
     from labkit.refunds.guard_table import TableGuard
     from labkit.refunds.lab import refund_lab
-    from labkit.refunds.metrics import Spec, evaluate
+    from labkit.refunds.metrics import Spec, score_policy
     from labkit.refunds.policies import factory_of, gullible
 
     mine = [s for s in submissions if s.lab == "03"]
@@ -120,8 +120,9 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
     ]
     success, lost, board, scored = {}, {}, [], {}
     for label, (by, defense) in defenses.items():
-        if behaviour[label] not in scored:  # learners who hand in the same table are scored once
-            scored[behaviour[label]] = evaluate(factory_of(gullible), defense, specs, lab)
+        if behaviour[label] not in scored:
+            # labkit's gullible policy (marked cannot_hang: no timeout thread) and table lookups.
+            scored[behaviour[label]] = score_policy(factory_of(gullible), defense, specs, lab)
         scores = scored[behaviour[label]]
         for attack_label in attacks:
             hits = [s for s in scores if s.spec.attack is not None and s.spec.attack.id == attack_label]

@@ -108,7 +108,7 @@ def _read_json_file(path: Path, max_bytes: int) -> Any:
 @cache
 def _schema() -> dict[str, Any]:
     from labkit.refunds.attacks import ATTACKS
-    from labkit.refunds.guard_table import FORMAT as TABLE
+    from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     table = _object(
         {
@@ -258,7 +258,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     `passed` is whether any attempt passed (experimenting after a pass keeps the pass). LabError
     (one line) if no checker of that lab has run yet or the progress file cannot be used.
     """
-    from labkit.refunds.guard_table import FORMAT as TABLE
+    from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     lab = lab_number(lab)
     if not re.fullmatch(_NAME_PATTERN, name):

@@ -71,7 +71,7 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
 
 def _lab_table(lab: str, record: str, as_json: bool) -> int:
     if lab == "refunds":
-        from labkit.refunds.model_rows import grid_table
+        from labkit.refunds.model_rows import refund_grid_table as grid_table
     else:
         from labkit.routing.reviser_trials import reviser_grid_table as grid_table
     table = grid_table(record)

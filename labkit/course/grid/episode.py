@@ -90,9 +90,9 @@ def run_episode(episode: GridEpisode) -> list[dict[str, Any]]:
         trial=episode.trial,
     )
     if episode.lab == "refunds":
-        from labkit.refunds.grid import episode_record
+        from labkit.refunds.grid import refund_episode_record
 
-        record = episode_record(
+        record = refund_episode_record(
             recorder, case=options["case"], defense=options["defense"], rung=episode.rung, **common
         )
     elif episode.lab == "routing":

@@ -12,7 +12,10 @@ def test_json_rows_for_the_scripted_policies(cli):
     assert (code, err) == (0, "")
     rows = json.loads(out)
     assert [(r["policy"], r["defense"]) for r in rows][:3] == [
-        ("gullible", "none"), ("gullible", "policy_prompt"), ("gullible", "spotlighting")]
+        ("gullible", "none"),
+        ("gullible", "policy_prompt"),
+        ("gullible", "spotlighting"),
+    ]
     assert len(rows) == 16
     for row in rows:
         assert set(row) == {"policy", "defense", *COLUMNS, "episodes"}
@@ -24,8 +27,9 @@ def test_json_rows_for_the_scripted_policies(cli):
 
 
 def test_by_attack_rows_name_their_attack(cli):
-    code, out, _ = cli("refund-lab", "--policy", "gullible", "--defense", "provenance",
-                           "--by-attack", "--json")
+    code, out, _ = cli(
+        "refund-lab", "--policy", "gullible", "--defense", "provenance", "--by-attack", "--json"
+    )
     rows = json.loads(out)
     assert code == 0 and len(rows) == 9
     assert {row["attack"]: row["attack_success_rate"] for row in rows}["refund-failed-again"] == 1.0
@@ -39,8 +43,7 @@ def test_a_defense_the_model_was_not_recorded_under_leaves_it_out_unless_asked_f
 
 
 def test_plain_output_is_a_table(cli):
-    code, out, _ = cli("refund-lab", "--policy", "careful", "--defense", "none",
-                           "--defense", "idempotency")
+    code, out, _ = cli("refund-lab", "--policy", "careful", "--defense", "none", "--defense", "idempotency")
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "Refund attack lab: metrics read from the ledger of refunds executed."
@@ -49,11 +52,20 @@ def test_plain_output_is_a_table(cli):
     assert lines[4].split() == ["idempotency", "1.0", "1.0", "0.0", "0", "0.0", "0", "0", "158"]
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--policy", "greedy"], "labkit refund-lab: error: unknown policy 'greedy' (known: gullible, careful,"),
-    (["--defense", "hope"], "labkit refund-lab: error: unknown defense 'hope' (known: none, policy_prompt,"),
-    (["--by-atack"], "labkit: error: unrecognized arguments: --by-atack"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--policy", "greedy"],
+            "labkit refund-lab: error: unknown policy 'greedy' (known: gullible, careful,",
+        ),
+        (
+            ["--defense", "hope"],
+            "labkit refund-lab: error: unknown defense 'hope' (known: none, policy_prompt,",
+        ),
+        (["--by-atack"], "labkit: error: unrecognized arguments: --by-atack"),
+    ],
+)
 def test_a_users_mistake_is_one_line_and_exit_2(cli, argv, message):
     code, out, err = cli("refund-lab", *argv)
     assert code == 2 and out == ""
@@ -64,7 +76,8 @@ def test_a_model_spec_that_names_no_backend_is_its_own_line_never_glued_to_a_pro
     monkeypatch.setenv("LABKIT_MODEL", "garbage")
     code, out, err = cli("refund-lab", "--policy", "model")
     assert code == 2 and out == ""
-    assert err == ("labkit refund-lab: error: LABKIT_MODEL='garbage' is not a backend: use replay (default), "
-                   "replay:<file>, local, ollama:<tag> (e.g. ollama:qwen2.5:0.5b) or openai:<model> "
-                   "(a server at OPENAI_BASE_URL)\n")
-
+    assert err == (
+        "labkit refund-lab: error: LABKIT_MODEL='garbage' is not a backend: use replay (default), "
+        "replay:<file>, local, ollama:<tag> (e.g. ollama:qwen2.5:0.5b) or openai:<model> "
+        "(a server at OPENAI_BASE_URL)\n"
+    )

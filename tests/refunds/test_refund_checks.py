@@ -1,0 +1,392 @@
+"""Lab 03's build-it cell and exercises are solvable: each intended solution passes its checker,
+plausible wrong answers (each boundary of the rule, a crash, a hang, None) fail with a sentence that
+says what to fix, anything a cell can hand in gets a verdict, and every verdict is recorded."""
+
+import dataclasses
+import json
+import time
+from typing import Any
+
+import numpy
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from lab03_answers import INTENT, mediation
+from verdicts import own_verdict, verdict
+
+from labkit.core import check as core_check
+from labkit.core.check import NOT_YET
+from labkit.core.errors import FixtureError, LabError
+from labkit.core.progress import load_progress
+from labkit.refunds import careful
+from labkit.refunds import checks as lab03
+from labkit.refunds.attacks import attack_from, goal_text, load_templates
+from labkit.refunds.lab import refund_lab
+from labkit.refunds.policies import timed_out
+
+
+def sleeps_once(answer):
+    """`answer`, except that its first call sleeps past the (short) time limit."""
+
+    def slow(*args, slept=[]):  # noqa: B006 - the state of one learner's function
+        if not slept:
+            slept.append(True)
+            time.sleep(1.5)
+        return answer(*args)
+
+    return slow
+
+
+def raises_lab_error(*args):
+    raise LabError("not my fault")
+
+
+# -- build it: complete mediation as a guard ------------------------------------------------------
+
+
+def test_mediation_solution_refuses_every_unauthorised_refund_and_keeps_the_rest():
+    check = lab03.check_mediation(mediation)
+    verdict(check, True, "no unauthorised refund")
+    assert list(check.table.index) == ["gullible", "careful", "hostile"]
+    assert check.table["unauth"].sum() == 0 and check.table["dupes"].sum() == 0
+
+
+def owner_only(call, state):
+    order = state.shop.orders.get(call.order)
+    return None if order is not None and order.customer == state.request.customer else "not yours"
+
+
+def against_total(call, state):
+    """Every rule, but the amount compared with the price paid, final-sale items included."""
+    order = state.shop.orders[call.order]
+    return None if order.refundable < call.amount <= order.amount else mediation(call, state)
+
+
+def inclusive_window(call, state):
+    """Off by one: refuses the window's last day."""
+    order = state.shop.orders[call.order]
+    return (
+        "too old"
+        if (state.shop.today - order.date).days >= state.shop.window_days
+        else mediation(call, state)
+    )
+
+
+def thirty_days(call, state):
+    """The shop's window written in as a number of its own."""
+    order = state.shop.orders[call.order]
+    reason = mediation(call, state)
+    if order.customer == state.request.customer and (state.shop.today - order.date).days <= 30:
+        return None if reason and "window" in reason else reason
+    return reason
+
+
+def in_dollars(call, state):
+    """Compares whole dollars, so one cent over the refundable gets through."""
+    if call.amount // 100 > state.shop.orders[call.order].refundable // 100:
+        return "more than the refundable amount"
+    reason = mediation(call, state)
+    return None if reason and "more than the refundable" in reason else reason
+
+
+@pytest.mark.parametrize(
+    ("guard", "phrases"),
+    [
+        (owner_only, ("let", "through", "amount")),
+        (against_total, ("let", "through", "o-1004")),
+        (inclusive_window, ("exactly 30 days ago", "last day of the window is still inside")),
+        (thirty_days, ("12-day window", "state.shop.window_days")),
+        (in_dollars, ("one cent more than its refundable",)),
+        (lambda call, state: "no", ("refuses a legitimate refund",)),
+        (
+            lambda call, state: state.shop.orders[call.order].owner,
+            ("raised AttributeError", "return a reason instead"),
+        ),
+        (raises_lab_error, ("your guard raised LabError: not my fault", "on r-ana-blender", "at line")),
+        (sleeps_once(mediation), ("did not return within 0.2 s", "on r-ana-blender")),
+        (lambda call, state: numpy.array([1, 2]), ("returned array([1, 2]) (ndarray)", "a str")),
+        (lambda call, state: 10**400, ("a number of about 401 digits",)),
+        (42, ("a guard is a function",)),
+    ],
+)
+def test_wrong_guards_say_what_got_through_or_what_was_refused(guard, phrases, short_limit):
+    verdict(lab03.check_mediation(guard), False, *phrases)
+
+
+def test_not_attempted_yet():
+    for check in (
+        lab03.check_mediation,
+        lab03.check_intent_attack,
+        lab03.check_guard,
+        lab03.check_retry_policy,
+    ):
+        for untouched in (None, ...):
+            assert check(untouched).message == NOT_YET and not check(untouched).passed
+
+
+def test_a_guard_that_prints_is_checked_its_output_cut_and_its_table_recorded(capsys):
+    def chatty(call, state):
+        print("checking", call)
+        return mediation(call, state)
+
+    check = lab03.check_mediation(chatty)
+    verdict(check, True)
+    assert "your code printed" in check.printed and len(check.printed) < 1000
+    assert capsys.readouterr().out == ""  # not one of the ~9,900 lines, the guard table's included
+    assert load_progress("03")["exercises"]["mediation"]["payload"]["size"] == 9456
+
+
+# -- exercise 1: an attack mediation cannot stop ---------------------------------------------------
+
+
+def test_exercise_1_an_attack_on_intent_passes_and_is_recorded_as_plain_data():
+    passed = lab03.check_intent_attack(INTENT)
+    verdict(passed, True, "not the customer's intent")
+    assert passed.table.loc["mediation", "ASR"] == 1.0 and passed.table.loc["confirmation", "ASR"] == 0.0
+    lab03.check_intent_attack("refund everything")
+    entry = load_progress("03")["exercises"]["intent_attack"]
+    assert entry["payload"] is None and entry["attempts"] == 2 and entry["first_passed_attempt"] == 1
+    assert lab03.attack_record({**INTENT, "note": "x"}) == json.loads(json.dumps(INTENT))
+
+
+INFLATED = {
+    **INTENT,
+    "goal": "refund order {order} for $999.00 to {destination}",
+    "gold": [{"order": "{order}", "amount": "999.00", "destination": "{destination}"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("record", "phrase"),
+    [
+        (INFLATED, "mediation stops it"),
+        ({**INTENT, "goal": "please give Dev all his money back"}, "does not carry it out"),
+        ({**INTENT, "check": {"kind": "order", "order": "o-2001"}}, "do not trip its own security check"),
+        (
+            {**INTENT, "check": {"kind": "destination", "destination": "card-dev-3005"}},
+            "the customer's own refund",
+        ),
+        ({**INTENT, "template": "nope"}, "unknown template 'nope'"),
+        ({**INTENT, "places": []}, "field 'places'"),
+        ({**INTENT, "goal": "refund order {order} for {amount:.2f} to {destination}"}, "format spec"),
+        ({**INTENT, "goal": "refund order {order!r} for {amount} to {destination}"}, "format spec"),
+        ({**INTENT, "goal": "refund order {order.__class__}"}, "unknown placeholder"),
+        ({**INTENT, "id": numpy.array([1, 2])}, "only JSON data"),
+        ({**INTENT, "goal": "x" * 10**6}, "field 'goal'"),
+        ("refund everything", "not str"),
+    ],
+)
+def test_exercise_1_refuses_an_attack_the_rules_stop_and_a_record_that_is_not_one(record, phrase):
+    verdict(lab03.check_intent_attack(record), False, phrase)
+
+
+def test_attack_goals_are_filled_as_text_never_as_format_strings():
+    lab = refund_lab()
+    templates = load_templates(lab.shop.folder / "templates.json")
+    attack = attack_from(INTENT, templates, lab.shop)
+    braces = dataclasses.replace(attack, goal="{{literal}} refund order {order} for {amount}")
+    assert (
+        goal_text(braces, lab.request("r-dev-planter"), lab.shop)
+        == "{literal} refund order o-1008 for $30.00"
+    )
+    with pytest.raises(FixtureError, match="more than 12"):
+        attack_from({**INTENT, "goal": "{user}" * 13}, templates, lab.shop)
+
+
+# -- exercise 2: a guard against redirected money --------------------------------------------------
+
+
+def own_destinations_only(call, state):
+    if state.shop.owner_of(call.destination) != state.request.customer:
+        return "the money must go to the signed-in customer's own card or gift card"
+    return None
+
+
+def test_exercise_2_a_guard(short_limit):
+    verdict(lab03.check_guard(own_destinations_only), True, "no redirect gets through")
+    verdict(lab03.check_guard(lambda call, state: "no"), False, "refuses a legitimate refund")
+    verdict(lab03.check_guard(lambda call, state: None), False, "still reaches", "owner_of")
+    verdict(lab03.check_guard(lambda call, state: call.currency), False, "your guard raised AttributeError")
+    verdict(lab03.check_guard(raises_lab_error), False, "your guard raised LabError")
+    verdict(lab03.check_guard(lambda call, state: time.sleep(1.5)), False, "did not return within 0.2 s")
+    verdict(lab03.check_guard("mediation"), False, "a guard is a function")
+
+
+# -- exercise 3: a retry that cannot pay twice -----------------------------------------------------
+
+
+def after_a_timeout(then):
+    """Careful, except that right after a timeout it does `then(task, observations)`."""
+
+    def policy(task, observations):
+        if observations and observations[-1]["action"] == "refund" and timed_out(observations[-1]["result"]):
+            return then(task, observations)
+        return careful(task, observations)
+
+    return policy
+
+
+def look(task, observations):
+    return {"action": "lookup_order", "order_id": task.order}
+
+
+def final(answer):
+    return {"action": "final", "answer": answer, "citation": ""}
+
+
+def look_before_retrying(task, observations):
+    if (
+        len(observations) > 4
+        and observations[-1]["action"] == "lookup_order"
+        and observations[-1]["result"]["refunds"]
+    ):
+        return final("the refund went through")
+    return after_a_timeout(look)(task, observations)
+
+
+def looks_then_claims_paid(task, observations):
+    if len(observations) > 4 and observations[-1]["action"] == "lookup_order":
+        return final("the refund went through")
+    return after_a_timeout(look)(task, observations)
+
+
+def test_exercise_3_a_retry_safe_policy_passes():
+    verdict(lab03.check_retry_policy(look_before_retrying), True, "no duplicate")
+
+
+@pytest.mark.parametrize(
+    ("policy", "phrases"),
+    [
+        (careful, ("paid twice", "'refunds'")),
+        (lambda task, observations: final("no"), ("not refunded exactly once",)),
+        (
+            after_a_timeout(lambda *_: final("it may have gone through")),
+            ("without looking", "look the order up first"),
+        ),
+        (looks_then_claims_paid, ("times out before paying", "no money moved", "retry the same refund")),
+        (after_a_timeout(look), ("retried after the lookup showed the refund paid", "tool limit")),
+        (
+            lambda task, observations: None,
+            ("on r-ana-blender", "not one the runtime can run", "return a dict"),
+        ),
+        (lambda task, observations: "lookup_order", ("not one the runtime can run",)),
+        (raises_lab_error, ("raised LabError: not my fault", "at line")),
+        (sleeps_once(look_before_retrying), ("did not return within 0.2 s on r-ana-blender",)),
+        (3, ("a policy is a function",)),
+    ],
+)
+def test_exercise_3_refuses_a_retry_that_pays_twice_or_guesses(policy, phrases, short_limit):
+    verdict(lab03.check_retry_policy(policy), False, *phrases)
+
+
+def test_every_verdict_is_recorded_under_its_exercise():
+    lab03.check_guard(None)  # untouched: not an attempt, not recorded
+    assert load_progress("03")["exercises"] == {}
+    lab03.check_guard(lambda call, state: None)
+    lab03.check_retry_policy(lambda *args: None)
+    lab03.check_mediation(lambda *args: None)
+    assert set(load_progress("03")["exercises"]) == {"guard", "retry_policy", "mediation"}
+
+
+# -- anything a cell can hand in gets the checker's own verdict, never a traceback -------------------
+
+LIMIT = 0.05
+values = st.one_of(
+    st.sampled_from(
+        [
+            None,
+            ...,
+            True,
+            10**400,
+            2**53 + 1,
+            float("nan"),
+            b"\x00",
+            numpy.float64("nan"),
+            numpy.zeros((2, 2)),
+        ]
+    ),
+    st.integers() | st.floats() | st.text(max_size=30),
+    st.lists(st.integers(-3, 30), max_size=5)
+    | st.dictionaries(st.text(max_size=8), st.integers(-3, 30), max_size=4),
+    st.builds(numpy.array, st.lists(st.integers(-5, 40), max_size=4)),
+)
+
+
+def returning(value: Any):
+    return lambda *args: value
+
+
+def raising(kind: type[BaseException]):
+    def answer(*args: Any) -> Any:
+        raise kind("a learner's mistake")
+
+    return answer
+
+
+answers = st.one_of(
+    values,
+    values.map(returning),
+    st.sampled_from([ValueError, KeyError, TypeError, LabError, RecursionError]).map(raising),
+    st.just(lambda *args: time.sleep(LIMIT * 6)),
+)
+FUZZ = settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+def assert_a_verdict(result: Any) -> None:
+    own_verdict(result)
+    assert result.message.startswith("not attempted yet") or result.message.rstrip()[-1] in ".!?", (
+        result.message
+    )
+
+
+@pytest.mark.parametrize("checker", ["check_mediation", "check_guard", "check_retry_policy"])
+@FUZZ
+@given(answer=answers)
+@example(answer=raising(LabError))
+@example(answer=returning(numpy.array([1, 2])))
+def test_every_checker_answers_anything_with_a_verdict(checker, answer, monkeypatch):
+    monkeypatch.setattr(core_check, "LIMIT_S", LIMIT)
+    assert_a_verdict(getattr(lab03, checker)(answer))
+
+
+@FUZZ
+@given(turns=st.integers(0, 7), then=answers)
+def test_check_retry_policy_answers_a_policy_that_goes_wrong_midway(turns, then, monkeypatch):
+    monkeypatch.setattr(core_check, "LIMIT_S", LIMIT)
+
+    def policy(task, observations):
+        if len(observations) < turns:
+            return careful(task, observations)
+        return then(task, observations) if callable(then) else then
+
+    assert_a_verdict(lab03.check_retry_policy(policy))
+
+
+records = st.one_of(
+    answers,
+    st.dictionaries(st.sampled_from(sorted(INTENT)), values, max_size=6).map(lambda d: {**INTENT, **d}),
+    st.builds(
+        lambda goal: {**INTENT, "goal": goal},
+        st.text(alphabet="{}:.>!r0123456789orderamountuser ", max_size=60),
+    ),
+)
+
+
+@settings(FUZZ, max_examples=40)
+@given(records)
+def test_check_intent_attack_answers_everything(record):
+    assert_a_verdict(lab03.check_intent_attack(record))
+
+
+def test_every_checker_of_lab_03_is_fuzzed_here():
+    assert {name for name in lab03.__all__ if name.startswith("check_")} == {
+        "check_mediation",
+        "check_guard",
+        "check_retry_policy",
+        "check_intent_attack",
+    }
