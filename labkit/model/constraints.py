@@ -87,10 +87,6 @@ def decision_schema(tools: Mapping[str, Tool], *, max_chars: int | None = MAX_CH
     return {"anyOf": [*shapes, _shape("final", dict.fromkeys(FINAL_FIELDS, "str"), max_chars)]}
 
 
-def _unique(values: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(v for v in values if isinstance(v, str)))
-
-
 def admissible_schema(
     tools: Mapping[str, Tool],
     rung: str,
@@ -117,7 +113,8 @@ def admissible_schema(
         properties = dict(shape["properties"])
         for name in shape["properties"]:
             if (source := rules.slots.get((action, name))) is not None:
-                properties[name] = {"enum": _unique(source(task, observations))}
+                values = source(task, observations)  # in first-seen order, once each
+                properties[name] = {"enum": list(dict.fromkeys(v for v in values if isinstance(v, str)))}
         if not (rung == "L3" and action == "final") and all(p.get("enum", 1) for p in properties.values()):
             shapes.append(shape | {"properties": properties})
     if rung == "L3":  # the final shape with its fields fixed to each extractive final

@@ -16,29 +16,29 @@ from labkit.model.record import Recorder
 from labkit.model.replay import ReplayBackend
 
 
-def _kind(spec: str) -> tuple[str, str]:
-    """(kind, argument) of a spec; LabError naming the choices for one that is no backend."""
+def _kind(spec: str, shown: str) -> tuple[str, str]:
+    """(kind, argument) of a spec; LabError naming the choices for one (`shown` so) that is no backend."""
     kind, _, arg = spec.partition(":")
     if kind == "openai" and not arg.strip():
-        raise LabError(f"{spec!r}: openai:<model> needs a model name, e.g. openai:smollm2")
+        raise LabError(f"{shown}: openai:<model> needs a model name, e.g. openai:smollm2")
     if kind in ("replay", "openai") or (kind == "local" and not arg) or (kind == "ollama" and arg):
         return kind, arg.strip() if kind == "openai" else arg
     raise LabError(
-        f"LABKIT_MODEL={spec!r} is not a backend: use replay (default), replay:<file>, local, "
+        f"{shown} is not a backend: use replay (default), replay:<file>, local, "
         "ollama:<tag> (e.g. ollama:qwen2.5:0.5b) or openai:<model> (a server at OPENAI_BASE_URL)"
     )
 
 
 def backend_name(spec: str) -> str:
     """The `Backend.name` of the backend `spec` selects, without constructing it."""
-    kind, arg = _kind(spec)
+    kind, arg = _kind(spec, repr(spec))
     return kind if kind in ("replay", "local") else f"{kind}:{arg}"
 
 
 def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
     """The backend a `LABKIT_MODEL`-style spec names (`environ` supplies the servers' variables)."""
     env = os.environ if environ is None else environ
-    kind, arg = _kind(spec)
+    kind, arg = _kind(spec, f"LABKIT_MODEL={spec!r}")
     if kind == "replay":
         return ReplayBackend([arg] if arg else None)
     if kind == "local":
@@ -75,6 +75,6 @@ def backend_for(parameter: str, environ: Mapping[str, str] | None = None) -> Bac
     """The backend a lab's `LABKIT_MODEL` parameter (papermill) names; left at ``replay``, the
     environment's `LABKIT_MODEL` decides (a learner who set it before starting Jupyter gets it)."""
     env = os.environ if environ is None else environ
-    if parameter.strip() in ("", "replay"):
-        return backend_from_env(env)
-    return backend_from_env({**env, "LABKIT_MODEL": parameter})
+    return backend_from_env(
+        env if parameter.strip() in ("", "replay") else {**env, "LABKIT_MODEL": parameter}
+    )

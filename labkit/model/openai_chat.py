@@ -69,17 +69,14 @@ class OpenAIBackend:
         self.mode: str | None = None if mode == "auto" else mode
         parts = urlsplit(self.base_url or "https://api.openai.com/v1")
         self.host = f"{parts.scheme}://{parts.netloc}"
-        self._client: Any = None
 
-    @property
+    @functools.cached_property
     def client(self) -> Any:
-        if self._client is None:
-            import openai
+        import openai
 
-            self._client = openai.OpenAI(
-                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=0
-            )
-        return self._client
+        return openai.OpenAI(
+            base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=0
+        )
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         """`fn()`, with every way the server can fail turned into one ProviderError (or LabError)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from labkit.core.errors import LabError
@@ -36,6 +37,7 @@ def observe_json(observation: Mapping[str, Any]) -> str:
     return f"Result of {observation.get('action')}: {result}"
 
 
+@dataclass(eq=False, repr=False)
 class ModelPolicy:
     """Decisions from `backend` (default `backend_from_env()`) for the runtime to validate.
 
@@ -44,42 +46,31 @@ class ModelPolicy:
     ladder's rung, and `rules` (the lab's `StateRules`) are required for L2 and L3.
     """
 
-    def __init__(
-        self,
-        lab: str,
-        tools: Mapping[str, Tool],
-        instructions: str,
-        describe: Callable[[Any], str],
-        backend: Backend | None = None,
-        temperature: float = 0.0,
-        seed: int = 0,
-        trial: int = 0,
-        *,
-        observe: Callable[[Mapping[str, Any]], str] | None = None,
-        max_tokens: int = MAX_TOKENS,
-        max_chars: int | None = MAX_CHARS,
-        rung: str = "L1",
-        rules: StateRules | None = None,
-    ):
+    lab: str
+    tools: Mapping[str, Tool]
+    instructions: str
+    describe: Callable[[Any], str]
+    backend: Backend = None  # type: ignore[assignment]  # None: backend_from_env()
+    temperature: float = 0.0
+    seed: int = 0
+    trial: int = 0
+    _: KW_ONLY
+    observe: Callable[[Mapping[str, Any]], str] = observe_json
+    max_tokens: int = MAX_TOKENS
+    max_chars: int | None = MAX_CHARS
+    rung: str = "L1"
+    rules: StateRules | None = None
+    last_usage: dict[str, int] | None = field(default=None, init=False)
+    last_reply: Reply | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
         try:
-            self.schema = decision_schema(tools, max_chars=max_chars)
-            self.rung = check_rung(rung, rules)
+            self.schema = decision_schema(self.tools, max_chars=self.max_chars)
+            check_rung(self.rung, self.rules)
         except (ValueError, LabError) as error:
             raise LabError(f"ModelPolicy: {error}") from None
-        self.rules = rules
-        self.max_chars = max_chars
-        self.lab = lab
-        self.tools = tools
-        self.instructions = instructions
-        self.describe = describe
-        self.observe = observe or observe_json
-        self.backend = backend_from_env() if backend is None else backend
-        self.temperature = float(temperature)
-        self.seed = seed
-        self.trial = trial
-        self.max_tokens = max_tokens
-        self.last_usage: dict[str, int] | None = None
-        self.last_reply: Reply | None = None
+        self.backend = backend_from_env() if self.backend is None else self.backend
+        self.temperature = float(self.temperature)  # 0 and 0.0 would fingerprint differently
         self._replies: list[str] = []
 
     def __repr__(self) -> str:

