@@ -9,7 +9,7 @@ prompt and how a task is shown; the constraint ladder (`constraints`) says what 
 from labkit.model.backend import Backend, ChatRequest, Reply
 from labkit.model.constraints import decision_schema, parse_reply
 from labkit.model.factory import backend_for, backend_from_env, parse_spec
-from labkit.model.policy import ModelPolicy, observe_json
+from labkit.model.policy import ModelPolicy
 from labkit.model.record import Recorder, read_records
 from labkit.model.replay import ReplayBackend, ReplayMiss, trial_files
 
@@ -24,7 +24,6 @@ __all__ = [
     "backend_for",
     "backend_from_env",
     "decision_schema",
-    "observe_json",
     "parse_reply",
     "parse_spec",
     "read_records",

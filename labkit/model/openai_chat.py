@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from labkit.core.errors import LabError, ProviderError
 from labkit.model.backend import TIMEOUT, ChatRequest, Reply, token_count, versions
 
-SCHEMA_MODES = ("auto", "json_schema", "json_object", "none")
+_SCHEMA_MODES = ("auto", "json_schema", "json_object", "none")
 PLACEHOLDER_KEY = "labkit-local"
 
 
@@ -55,9 +55,9 @@ class OpenAIBackend:
     ):
         env = os.environ if environ is None else environ
         mode = (schema_mode or env.get("LABKIT_OPENAI_SCHEMA", "").strip() or "auto").lower()
-        if mode not in SCHEMA_MODES:
+        if mode not in _SCHEMA_MODES:
             raise LabError(
-                f"LABKIT_OPENAI_SCHEMA={mode!r} is not a schema mode: use {', '.join(SCHEMA_MODES)}"
+                f"LABKIT_OPENAI_SCHEMA={mode!r} is not a schema mode: use {', '.join(_SCHEMA_MODES)}"
             )
         self.model = model
         self.name = f"openai:{model}"

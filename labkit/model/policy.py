@@ -31,7 +31,7 @@ from labkit.model.factory import backend_from_env
 MAX_TOKENS = 160  # two 100-character strings of ordinary words fit; a valid SmolLM2 reply takes ~20-40
 
 
-def observe_json(observation: Mapping[str, Any]) -> str:
+def _observe_json(observation: Mapping[str, Any]) -> str:
     """How an observation is shown to the model: the action's name and its result as JSON."""
     result = json.dumps(observation.get("result"), ensure_ascii=False)
     return f"Result of {observation.get('action')}: {result}"
@@ -55,7 +55,7 @@ class ModelPolicy:
     seed: int = 0
     trial: int = 0
     _: KW_ONLY
-    observe: Callable[[Mapping[str, Any]], str] = observe_json
+    observe: Callable[[Mapping[str, Any]], str] = _observe_json
     max_tokens: int = MAX_TOKENS
     max_chars: int | None = MAX_CHARS
     rung: str = "L1"

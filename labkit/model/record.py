@@ -38,7 +38,7 @@ _OPTIONS = {
     "seed": {"type": "integer"},
     "max_tokens": {"type": "integer", "minimum": 1},
 }
-CALL = _object(
+_CALL = _object(
     {
         "kind": {"const": "call"},
         "lab": _ID,
@@ -64,7 +64,7 @@ CALL = _object(
     optional=("run", "rung", "reply", "error", "finish_reason", "reused_tokens"),
     oneOf=[{"required": ["reply"]}, {"required": ["error"]}],
 )
-EPISODE = _object(
+_EPISODE = _object(
     {
         "kind": {"const": "episode"},
         "run": {"type": "string", "minLength": 1},
@@ -93,7 +93,7 @@ EPISODE = _object(
     },
     optional=("rung", "backend", "answer", "citation", "usage", "elapsed_s"),
 )
-_SCHEMAS = {"call": CALL, "episode": EPISODE}
+_SCHEMAS = {"call": _CALL, "episode": _EPISODE}
 # Files read and validated, by (path, size, mtime): replay and evaluation reread them in a process.
 _READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
 
