@@ -101,7 +101,7 @@ def test_l0_takes_the_first_json_object_out_of_free_text():
     }
     assert first_json_object('```json\n{"a": 1}\n```') == {"a": 1}
     assert first_json_object('{broken {"b": 2}') == {"b": 2}
-    assert first_json_object("{" * 100_000 + '{"c": 3}') == {"c": 3}  # nesting past the recursion limit
+    assert first_json_object('{"a":' * 2000 + '{"c": 3}') == {"c": 3}  # nesting past the recursion limit
     with pytest.raises(ValueError, match="no JSON object"):
         first_json_object("I would search the docs.")
 
