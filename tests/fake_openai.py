@@ -1,20 +1,10 @@
-"""A loopback HTTP server that speaks the OpenAI chat-completions wire format, for fault tests.
+"""A loopback server speaking OpenAI's chat-completions wire format (`GET /v1/models`, non-streaming
+`POST /v1/chat/completions`, errors as `{"error": {...}}`), in the shapes its API reference shows.
 
-It answers `GET /v1/models` (`{"object": "list", "data": [{"id", "object": "model",
-"owned_by"}]}`) and non-streaming `POST /v1/chat/completions` with a `chat.completion` object
-(`id`, `object`, `created`, `model`, `system_fingerprint`, `choices: [{index, message: {role,
-content}, finish_reason}]`, `usage: {prompt_tokens, completion_tokens, total_tokens}`), as
-OpenAI's API reference shows them; an error is `{"error": {"message", "type", "code"}}` with
-its HTTP status. The real llama-cpp-python server is exercised by the live test; this fake
-makes every fault happen on demand.
-
-`owned_by` is what /v1/models reports ("me" is llama-cpp-python's server). `takes` is the set of
-`response_format` types the server accepts: another one is refused with HTTP 500 naming it, as
-llama-cpp-python's server does for "json_schema". `fault` makes every chat request fail one way:
-"500", "slow" (answers after `delay` s), "drip" (a correct reply one byte every `delay` s),
-"not_json" (an HTML body, status 200), "wrong_shape" (JSON, not a completion), "no_usage" (a
-completion without `usage`), "401". `answer(messages)` composes a reply once the queue of
-`replies` is empty. `requests` keeps every chat request body, for wire-format checks.
+`owned_by` is what /v1/models reports ("me": llama-cpp-python's server); a `response_format` type
+not in `takes` is refused with HTTP 500. `fault` fails every chat one way ("500", "401", "slow"
+after `delay` s, "not_json", "wrong_shape", "no_usage"); otherwise the next queued `replies`, then
+`answer(messages)`, answers. `requests` keeps every chat body received.
 """
 
 from __future__ import annotations
@@ -30,14 +20,7 @@ from typing import Any
 FINGERPRINT = "fp_b376dfbbd5"
 
 
-def completion(
-    model: str,
-    content: str,
-    *,
-    prompt_tokens: int = 210,
-    completion_tokens: int = 18,
-    finish_reason: str = "stop",
-) -> dict[str, Any]:
+def completion(model: str, content: str) -> dict[str, Any]:
     """A non-streaming chat.completion in OpenAI's documented shape."""
     return {
         "id": "chatcmpl-123",
@@ -46,19 +29,14 @@ def completion(
         "model": model,
         "system_fingerprint": FINGERPRINT,
         "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "logprobs": None,
-                "finish_reason": finish_reason,
-            }
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        "usage": {"prompt_tokens": 210, "completion_tokens": 18, "total_tokens": 228},
     }
+
+
+def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": None}}
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -80,9 +58,7 @@ class FakeOpenAI:
         owned_by: str = "organization",
         takes: tuple[str, ...] = ("text", "json_object", "json_schema"),
     ):
-        self.model = model
-        self.owned_by = owned_by
-        self.takes = set(takes)
+        self.model, self.owned_by, self.takes = model, owned_by, set(takes)
         self.replies: deque[str] = deque(replies or [])
         self.answer = answer
         self.fault: str | None = None
@@ -94,12 +70,12 @@ class FakeOpenAI:
         )
 
     @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    @property
     def host(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.host}/v1"
 
     def __enter__(self) -> FakeOpenAI:
         self._thread.start()
@@ -114,6 +90,32 @@ class FakeOpenAI:
             self._server.shutdown()
         self._server.server_close()
 
+    def _chat(self, body: dict[str, Any]) -> tuple[int, Any]:
+        self.requests.append(body)
+        kind = (body.get("response_format") or {}).get("type", "text")
+        if self.fault == "slow":
+            time.sleep(self.delay)
+        if self.fault == "500":
+            return 500, _error("llama_decode returned -3: the KV cache is full", "server_error")
+        if self.fault == "401":
+            return 401, _error("Incorrect API key provided", "invalid_api_key")
+        if body.get("model") != self.model:
+            return 404, _error(f"The model `{body.get('model')}` does not exist")
+        if kind not in self.takes:
+            return 500, _error(f"response_format.type: Input should be 'text' or 'json_object', got {kind!r}")
+        if self.fault == "not_json":
+            return 200, b"<html><body>502 Bad Gateway</body></html>"
+        if self.fault == "wrong_shape":
+            return 200, {"status": "success"}
+        if not self.replies and self.answer is None:
+            return 500, _error("fake openai: no reply queued", "server_error")
+        value = completion(
+            self.model, self.replies.popleft() if self.replies else self.answer(body["messages"])
+        )
+        if self.fault == "no_usage":
+            del value["usage"]
+        return 200, value
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -121,85 +123,26 @@ class FakeOpenAI:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(
-                self, status: int, body: bytes, kind: str = "application/json", drip: bool = False
-            ) -> None:
+            def _send(self, status: int, value: Any) -> None:
+                body = value if isinstance(value, bytes) else json.dumps(value).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", kind)
+                self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                if not drip:
-                    self.wfile.write(body)
-                    return
-                for i in range(len(body)):
-                    self.wfile.write(body[i : i + 1])
-                    self.wfile.flush()
-                    time.sleep(fake.delay)
-
-            def _json(self, status: int, value: Any, drip: bool = False) -> None:
-                self._send(status, json.dumps(value).encode(), drip=drip)
-
-            def _error(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-                self._json(status, {"error": {"message": message, "type": kind, "code": None}})
+                self.wfile.write(body)
 
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
                 if self.path == "/v1/models":
-                    self._json(
-                        200,
-                        {
-                            "object": "list",
-                            "data": [
-                                {
-                                    "id": fake.model,
-                                    "object": "model",
-                                    "owned_by": fake.owned_by,
-                                    "permissions": [],
-                                }
-                            ],
-                        },
-                    )
+                    model = {"id": fake.model, "object": "model", "owned_by": fake.owned_by}
+                    self._send(200, {"object": "list", "data": [model]})
                 else:
-                    self._error(404, "not found")
+                    self._send(404, _error("not found"))
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                if self.path != "/v1/chat/completions":
-                    self._error(404, "not found")
-                    return
-                fake.requests.append(body)
-                fault = fake.fault
-                kind = (body.get("response_format") or {}).get("type", "text")
-                if fault == "slow":
-                    time.sleep(fake.delay)
-                if fault == "500":
-                    self._error(500, "llama_decode returned -3: the KV cache is full", "server_error")
-                elif fault == "401":
-                    self._error(401, "Incorrect API key provided", "invalid_api_key")
-                elif body.get("model") != fake.model:
-                    self._error(404, f"The model `{body.get('model')}` does not exist")
-                elif kind not in fake.takes:
-                    self._error(
-                        500,
-                        f"response_format.type: Input should be 'text' or 'json_object', got {kind!r}",
-                        "server_error",
-                    )
-                elif fault == "not_json":
-                    self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
-                elif fault == "wrong_shape":
-                    self._json(200, {"status": "success"})
-                elif fake.replies:
-                    self._reply(fake.replies.popleft())
-                elif fault == "drip":
-                    self._reply('{"action": "final", "answer": "x", "citation": ""}')
-                elif fake.answer is not None:
-                    self._reply(fake.answer(body["messages"]))
+                if self.path == "/v1/chat/completions":
+                    self._send(*fake._chat(body))
                 else:
-                    self._error(500, "fake openai: no reply queued", "server_error")
-
-            def _reply(self, content: str) -> None:
-                value = completion(fake.model, content)
-                if fake.fault == "no_usage":
-                    del value["usage"]
-                self._json(200, value, drip=fake.fault == "drip")
+                    self._send(404, _error("not found"))
 
         return Handler

@@ -29,7 +29,7 @@ from labkit.core.errors import LabError
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.tables import K_MAX, Row, stop_counts
 from labkit.decision_loop.trials import cases_of, known_cases, limits_for, run_case
-from labkit.model.backend import Reply, Request
+from labkit.model.backend import ChatRequest, Reply
 from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.record import read_records
 from labkit.model.replay import ReplayBackend
@@ -44,7 +44,7 @@ class _Tap:
     def provenance(self) -> dict[str, Any]:
         return self.inner.provenance()
 
-    def complete(self, request: Request) -> Reply:
+    def complete(self, request: ChatRequest) -> Reply:
         reply = self.inner.complete(request)
         self.replies.append(reply)
         return reply

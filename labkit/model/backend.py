@@ -1,17 +1,8 @@
-"""What a model backend is asked and answers: the types every backend shares.
+"""What a model backend is asked (`ChatRequest`) and answers (`Reply`): the types every backend shares.
 
-A backend has one job: given a `Request` (the messages, the decision schema, temperature,
-seed and token limit, plus where in the experiment the request comes from), return a
-`Reply` (the text and the usage it reports). Failures are of two kinds:
-
-- `labkit.core.errors.ProviderError` (an OSError): the backend could not answer — a server that
-  is down or slow, an HTTP error, a reply that is not a chat reply. The runtime counts it
-  as the stop reason `provider_error`.
-- `labkit.core.errors.LabError`: the lab is set up wrong — no model file, an unknown
-  `LABKIT_MODEL`, a request that was never recorded. The runtime re-raises it.
-
-Which backend a lab gets (`LABKIT_MODEL`) is `labkit.model.factory`'s job. This module imports
-no backend, so every backend can import it.
+A backend raises `ProviderError` when it could not answer (a server down or slow, an HTTP error,
+a body that is not a chat reply: the runtime counts `provider_error`) and `LabError` when the lab
+is set up wrong (no model file, an unknown `LABKIT_MODEL`, a request never recorded).
 """
 
 from __future__ import annotations
@@ -29,19 +20,15 @@ from labkit.core.decisions import MAX_NUMBER
 from labkit.core.errors import ProviderError
 
 Message = dict[str, str]
+TIMEOUT = 120.0  # seconds a server backend waits for each read of a call: a cold model load takes tens
 
 
 @dataclass(frozen=True)
-class Request:
-    """One decision asked of a model, and where in an experiment it was asked.
+class ChatRequest:
+    """One decision asked of a model: where (`lab`, `case`, `trial`, `turn`: the replay key) and what.
 
-    `lab`, `case`, `trial` and `turn` locate the request (the replay key); `messages`,
-    `schema`, `temperature`, `seed` and `max_tokens` are what the model is asked, and
-    `fingerprint()` hashes exactly those, so a replay can prove it answers the same
-    question the live model was asked. `rung` is the constraint level the schema was built
-    at (`labkit.model.constraints`); `schema` is None at ``L0`` (no constraint: free text).
-    The rung is recorded beside the fingerprint, and replay refuses a recording made at
-    another rung.
+    `fingerprint()` hashes the messages, schema and options, so a replay proves it answers the
+    question the live model was asked. `schema` is None at rung L0 (`labkit.model.constraints`).
     """
 
     lab: str
@@ -60,32 +47,18 @@ class Request:
 
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON of the messages, schema and options."""
-        return fingerprint(list(self.messages), self.schema, self.options())
+        body = {"messages": list(self.messages), "schema": self.schema, "options": self.options()}
+        text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        # surrogatepass: a reply may hold a lone surrogate (JSON can spell "\ud800").
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     def where(self) -> str:
         return f"lab {self.lab!r}, case {self.case!r}, trial {self.trial}, turn {self.turn}"
 
 
-def fingerprint(messages: list[Message], schema: Mapping[str, Any] | None, options: Mapping[str, Any]) -> str:
-    body = json.dumps(
-        {"messages": messages, "schema": schema, "options": options},
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    # surrogatepass: a reply may hold a lone surrogate (JSON can spell "\\ud800"); any other
-    # text encodes exactly as plain UTF-8, so no recorded fingerprint changes.
-    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 @dataclass(frozen=True)
 class Reply:
-    """A backend's answer: the text and what the backend reports about producing it.
-
-    `latency_s` is the backend's own wall time for the call (for a replay: the recorded
-    live figure). `reused_tokens` is how many prompt tokens came from the backend's cache
-    instead of being evaluated again, where the backend can tell (the local one can).
-    """
+    """A backend's answer. `reused_tokens`: prompt tokens served from a cache, where it can tell."""
 
     text: str
     prompt_tokens: int = 0
@@ -97,26 +70,17 @@ class Reply:
 
 
 def token_count(value: Any, what: str) -> int:
-    """`value` if it is a token count a server may report (an int from 0 to MAX_NUMBER).
-
-    Raises ProviderError "`what` <value>, not a token count" otherwise (`what` names the server
-    and the field, e.g. "Ollama at http://host reported eval_count").
-    """
-    if not (type(value) is int and 0 <= value <= MAX_NUMBER):
-        if type(value) is int:
-            shown = str(value) if abs(value) < 10**20 else "an out-of-range number"
-        else:
-            shown = "None" if value is None else f"a {type(value).__name__}"
-        raise ProviderError(f"{what} {shown}, not a token count")
-    return value
+    """`value` if an int from 0 to MAX_NUMBER, else ProviderError "`what` <value>, not a token count"."""
+    if type(value) is int and 0 <= value <= MAX_NUMBER:
+        return value
+    shown = f"{value}" if type(value) is int and abs(value) < 10**20 else type(value).__name__
+    raise ProviderError(f"{what} {shown}, not a token count")
 
 
 class Backend(Protocol):
-    """`name` says which backend this is; `complete` answers one request (see module doc)."""
-
     name: str
 
-    def complete(self, request: Request) -> Reply: ...
+    def complete(self, request: ChatRequest) -> Reply: ...
 
     def provenance(self) -> dict[str, Any]: ...
 

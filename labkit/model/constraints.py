@@ -1,24 +1,14 @@
 """The constraint ladder: which decisions a model may emit at each turn, as a JSON schema.
 
-A backend holds generation to the schema of the rung it is given; the runtime still
-validates every decision (`labkit.core.runtime.validate_decision`), so a rung is a convenience
-for the decoder, never the check. Four rungs:
-
-- ``L0`` prompt only: no schema; the reply is parsed as JSON (the first JSON object in it).
-- ``L1`` the static decision schema: one object shape per tool, plus ``final``
-  (`labkit.model.schema.decision_schema`), the same at every turn.
-- ``L2`` L1, with every id-like argument limited to values this episode has observed
-  (`StateRules.slots`): for docuctl, `read` only of a page id a search returned, and a final
-  citation only of such an id. A tool whose slot has no admissible value yet is left out
-  of the schema for that turn (no search yet: no read).
-- ``L3`` L2 plus an extractive final (`StateRules.finals`): the final answer must be the
-  exact command of a page read in this episode, citing that page. Defined only for labs
-  whose answers can be extracted (docuctl); asking it of another is a LabError.
-
-`admissible_schema(tools, rung, rules, task, observations)` is a pure function of the tools,
-the lab's rules and the episode's observations: the same state gives the same schema, so
-backends can cache what they build from it, and replay can prove the recorded request was
-the same.
+A rung is a convenience for the decoder, never the check: the runtime validates every decision.
+``L0`` prompt only (no schema; the first JSON object of the reply is taken); ``L1`` the static
+decision schema: one object per tool call ``{"action": <tool>, <each param>}`` or the final
+``{"action": "final", "answer", "citation"}``, the same at every turn; ``L2`` L1 with every
+id-like argument limited to values this episode observed (`StateRules.slots`; a tool with no
+admissible value yet is left out);
+``L3`` L2 plus an extractive final (`StateRules.finals`: the exact command of a page read).
+`admissible_schema` is a pure function of the tools, rules and observations, so backends can
+cache what they build from it and replay can prove the recorded request was the same.
 """
 
 from __future__ import annotations
@@ -30,9 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.core.errors import LabError
-from labkit.core.runtime import Tool
+from labkit.core.runtime import FINAL_FIELDS, Tool
 from labkit.core.text import shorten
-from labkit.model.schema import MAX_CHARS, decision_schema
 
 RUNGS = ("L0", "L1", "L2", "L3")
 RUNG_NAMES = {
@@ -41,27 +30,27 @@ RUNG_NAMES = {
     "L2": "observed ids",
     "L3": "observed ids + extractive final",
 }
-# Calls recorded before rungs existed were all made under the static schema.
-DEFAULT_RUNG = "L1"
+DEFAULT_RUNG = "L1"  # the rung of a call recorded before rungs existed
+
+# Caps every string the model writes, so a string must close: without it SmolLM2-135M wrote a
+# 78-token search query of version-number-like noise and hit the token limit as unparseable JSON.
+MAX_CHARS = 100
+_TYPES = {"str": "string", "number": "number"}
 
 Observation = Mapping[str, Any]
 # A slot's admissible values in this state: f(task, observations) -> values, in first-seen order.
-Source = Callable[[Any, Sequence[Observation]], Sequence[str]]
+_Source = Callable[[Any, Sequence[Observation]], Sequence[str]]
 # The extractive finals in this state: f(observations) -> [{"answer": ..., "citation": ...}].
-Finals = Callable[[Sequence[Observation]], Sequence[Mapping[str, str]]]
+_Finals = Callable[[Sequence[Observation]], Sequence[Mapping[str, str]]]
 
 
 @dataclass(frozen=True)
 class StateRules:
-    """How one lab's episode state limits decisions at L2 and L3.
+    """How one lab's episode state limits decisions: `slots` maps (tool or "final", param) to the
+    _Source of its admissible values (L2); `finals` gives L3's exact finals (None: L3 refused)."""
 
-    `slots` maps (tool, param) — the tool may be ``"final"`` — to the Source of its
-    admissible values; params not named stay as the static schema has them. `finals` gives
-    L3's exact final answers; None means the lab has no extractive final (L3 refused).
-    """
-
-    slots: Mapping[tuple[str, str], Source] = field(default_factory=dict)
-    finals: Finals | None = None
+    slots: Mapping[tuple[str, str], _Source] = field(default_factory=dict)
+    finals: _Finals | None = None
 
 
 def check_rung(rung: object, rules: StateRules | None = None) -> str:
@@ -75,8 +64,27 @@ def check_rung(rung: object, rules: StateRules | None = None) -> str:
     return str(rung)
 
 
-def _unique(values: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(v for v in values if isinstance(v, str)))
+def _shape(action: str, params: Mapping[str, str], max_chars: int | None) -> dict[str, Any]:
+    properties: dict[str, Any] = {"action": {"const": action}}
+    for name, kind in params.items():
+        properties[name] = {"type": _TYPES[kind]}
+        if kind == "str" and max_chars is not None:
+            properties[name]["maxLength"] = max_chars
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": ["action", *params],
+        "additionalProperties": False,
+    }
+
+
+def decision_schema(tools: Mapping[str, Tool], *, max_chars: int | None = MAX_CHARS) -> dict[str, Any]:
+    """The static schema (L1): one shape per tool, then final; ``action`` first, so a grammar
+    commits to it first. ValueError for a tool named ``final``."""
+    if "final" in tools:
+        raise ValueError("a tool may not be called 'final': that name is the answer")
+    shapes = [_shape(name, tool.params, max_chars) for name, tool in tools.items()]
+    return {"anyOf": [*shapes, _shape("final", dict.fromkeys(FINAL_FIELDS, "str"), max_chars)]}
 
 
 def admissible_schema(
@@ -88,13 +96,10 @@ def admissible_schema(
     *,
     max_chars: int | None = MAX_CHARS,
 ) -> dict[str, Any] | None:
-    """The JSON schema of the decisions admissible at `rung` after `observations`; None at L0.
+    """The schema of the decisions admissible at `rung` after `observations` (None at L0).
 
-    L1 is `decision_schema(tools)` whatever the state. At L2/L3 each (tool, param) slot in
-    `rules` becomes ``{"enum": [values observed]}``; a shape with an empty slot is dropped.
-    At L3 the final shape is replaced by one exact ``{"const": ...}`` shape per extractive
-    final, or dropped while there is none. Raises LabError for an unknown rung or one the
-    rules cannot serve.
+    At L2/L3 each slot becomes ``{"enum": [values observed]}`` (a shape with an empty slot is
+    dropped); at L3 the final is one ``{"const": ...}`` shape per extractive final.
     """
     check_rung(rung, rules)
     if rung == "L0":
@@ -102,46 +107,24 @@ def admissible_schema(
     static = decision_schema(tools, max_chars=max_chars)
     if rung == "L1":
         return static
-    assert rules is not None  # check_rung guarantees it
     shapes = []
     for shape in static["anyOf"]:
         action = shape["properties"]["action"]["const"]
-        if rung == "L3" and action == "final":
-            continue
         properties = dict(shape["properties"])
-        empty = False
-        for name in list(properties):
-            source = rules.slots.get((action, name))
-            if source is None:
-                continue
-            values = _unique(source(task, observations))
-            if not values:
-                empty = True
-                break
-            properties[name] = {"enum": values}
-        if not empty:
+        for name in shape["properties"]:
+            if (source := rules.slots.get((action, name))) is not None:
+                values = source(task, observations)  # in first-seen order, once each
+                properties[name] = {"enum": list(dict.fromkeys(v for v in values if isinstance(v, str)))}
+        if not (rung == "L3" and action == "final") and all(p.get("enum", 1) for p in properties.values()):
             shapes.append(shape | {"properties": properties})
-    if rung == "L3":
-        assert rules.finals is not None
+    if rung == "L3":  # the final shape with its fields fixed to each extractive final
         for final in rules.finals(observations):
-            shapes.append(
-                {
-                    "type": "object",
-                    "properties": {
-                        "action": {"const": "final"},
-                        "answer": {"const": final["answer"]},
-                        "citation": {"const": final["citation"]},
-                    },
-                    "required": ["action", "answer", "citation"],
-                    "additionalProperties": False,
-                }
-            )
+            fixed = {name: {"const": final[name]} for name in ("answer", "citation")}
+            shapes.append(static["anyOf"][-1] | {"properties": {"action": {"const": "final"}, **fixed}})
     if not shapes:
         raise LabError(f"rung {rung}: no decision is admissible in this state (check the lab's state rules)")
     return {"anyOf": shapes}
 
-
-# -- parsing at L0 ----------------------------------------------------------------------
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
@@ -149,12 +132,8 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 def first_json_object(text: str) -> Any:
     """The first JSON object in free text (inside a code fence if there is one); ValueError if none.
 
-    L0 has no grammar, so a model may wrap its object in prose or a fence; taking the first
-    complete object is what a hand-written agent loop would do. The constrained rungs never
-    need it: their replies are exactly one object, parsed strictly.
+    L0 has no grammar, so a model may wrap its object in prose; the constrained rungs parse strictly.
     """
-    if not isinstance(text, str):
-        raise ValueError("model reply is not text")
     fenced = _FENCE.search(text)
     body = fenced.group(1) if fenced else text
     decoder = json.JSONDecoder()
@@ -165,3 +144,11 @@ def first_json_object(text: str) -> Any:
             continue
         return value
     raise ValueError(f"no JSON object in the model's reply: {shorten(text, 80)!r}")
+
+
+def parse_reply(text: str) -> Any:
+    """The JSON value that is the whole reply; ValueError (a counted invalid_decision) if none."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        raise ValueError(f"model reply is not JSON: {shorten(text, 80)!r}") from None

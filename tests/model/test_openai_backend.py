@@ -1,0 +1,186 @@
+"""The `openai:` backend through the real `openai` client: faults against `FakeOpenAI` on a loopback
+port, and one live test against llama-cpp-python's real OpenAI-compatible server (marked `live`;
+skipped without `make model`, failed with CI=true)."""
+
+import json
+import subprocess
+
+import jsonschema
+import pytest
+from fake_ollama import FINAL, READ, SEARCH, TASK, docuctl_policy, episode
+from fake_openai import FINGERPRINT, FakeOpenAI
+from test_local_backend import check_recording, skip_or_fail
+
+from labkit import LabError, docuctl
+from labkit.model import ChatRequest, Recorder, backend_from_env, read_records
+from labkit.model.openai_chat import OpenAIBackend
+
+MODEL = "smollm2"
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAI(MODEL) as fake:
+        yield fake
+
+
+def backend(server, **options):
+    return OpenAIBackend(MODEL, base_url=server.base_url, environ={}, **options)
+
+
+def test_an_episode_over_the_wire_sends_the_schema_temperature_and_seed(server):
+    server.replies.extend([SEARCH, READ, FINAL])
+    policy = docuctl_policy(backend(server), temperature=0.3, seed=7, max_tokens=64)
+    result = episode(backend(server), temperature=0.3, seed=7, max_tokens=64)
+    assert (result["stop"], result["citation"]) == ("final", "deploy-v2")
+    assert result["usage"]["prompt_tokens"] == 3 * 210
+    body = server.requests[0]
+    assert body["model"] == MODEL and body["stream"] is False and body["max_tokens"] == 64
+    assert (body["temperature"], body["seed"]) == (0.3, 7)
+    schema = {"type": "json_schema", "json_schema": {"name": "decision", "schema": policy.schema}}
+    assert body["response_format"] == schema
+
+
+@pytest.mark.parametrize(
+    ("owned_by", "environ", "sent"),
+    [
+        ("me", {}, "json_object"),
+        ("me", {"LABKIT_OPENAI_SCHEMA": "json_schema"}, "json_schema"),
+        ("x", {"LABKIT_OPENAI_SCHEMA": "none"}, None),
+    ],
+)
+def test_the_schema_goes_in_the_form_the_server_takes(owned_by, environ, sent):
+    with FakeOpenAI(MODEL, [SEARCH], owned_by=owned_by) as server:
+        policy = docuctl_policy(OpenAIBackend(MODEL, base_url=server.base_url, environ=environ))
+        policy(TASK, [])
+    body = server.requests[0]
+    assert (body.get("response_format") or {}).get("type") == sent
+    if sent == "json_object":  # llama-cpp-python's server, detected from owned_by "me"
+        assert body["response_format"]["schema"] == policy.schema
+
+
+def test_recording_keeps_the_host_the_served_model_and_its_fingerprint(server, tmp_path):
+    server.replies.extend([SEARCH, READ, FINAL])
+    path = tmp_path / "docuctl-openai.jsonl"
+    episode(Recorder(backend(server), path))
+    for _, record in read_records(path):
+        provenance = record["provenance"]
+        assert (provenance["backend"], provenance["host"]) == (f"openai:{MODEL}", server.host)
+        assert (provenance["served_model"], provenance["system_fingerprint"]) == (MODEL, FINGERPRINT)
+        assert provenance["schema_mode"] == "json_schema" and provenance["owned_by"] == "organization"
+
+
+def test_a_server_that_is_down_is_one_attempt_and_one_clear_line(server, tmp_path):
+    base_url, host = server.base_url, server.host
+    server.stop()
+    path = tmp_path / "down.jsonl"
+    result = episode(Recorder(OpenAIBackend(MODEL, base_url=base_url, environ={}), path))
+    assert (result["stop"], result["tool_calls"]) == ("provider_error", 0)
+    assert f"cannot reach the server at {host} (" in result["detail"] and "\n" not in result["detail"]
+    ((_, record),) = list(read_records(path))  # not retried
+    assert "unavailable" in record["provenance"]
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("slow", "did not answer chat within 0.2 s"),
+        ("500", "answered chat with HTTP 500: llama_decode returned -3: the KV cache is full"),
+        ("not_json", "answered chat with something that is not a chat"),
+        ("wrong_shape", "answered chat with something that is not a chat completion"),
+        ("no_usage", "answered chat with something that is not a chat completion"),
+    ],
+)
+def test_a_failing_server_is_a_counted_provider_error_naming_it(server, fault, message):
+    server.fault, server.delay = fault, 1.0
+    server.replies.append(SEARCH)
+    result = episode(backend(server, timeout=0.2))
+    assert (
+        result["stop"] == "provider_error" and message in result["detail"] and server.host in result["detail"]
+    )
+    assert len(server.requests) == 1  # not retried
+
+
+@pytest.mark.parametrize(
+    ("model", "fault", "message"),
+    [
+        ("llama9:70b", None, r"HTTP 404 .* is 'llama9:70b' in its /v1/models"),
+        (MODEL, "401", r"HTTP 401 .*set OPENAI_API_KEY"),
+    ],
+)
+def test_a_missing_model_or_a_refused_key_is_the_users_mistake(server, model, fault, message):
+    server.fault = fault
+    with pytest.raises(LabError, match=message):
+        episode(OpenAIBackend(model, base_url=server.base_url, environ={}, schema_mode="json_schema"))
+
+
+@pytest.fixture(scope="module")
+def llama_server():
+    """llama_cpp.server with SmolLM2 on a free loopback port, as `labkit serve` starts it."""
+    from labkit.course.commands.serve import (
+        free_port,
+        require_server,
+        server_command,
+        wait_until_ready,
+        warm_up,
+    )
+    from labkit.model.local import find_model_file
+
+    try:
+        require_server()
+        find_model_file()
+    except LabError as error:
+        skip_or_fail(error)
+    port = free_port()
+    process = subprocess.Popen(
+        server_command("127.0.0.1", port, threads=1), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        try:
+            wait_until_ready(process, f"{base_url}/models", limit=30)
+        except LabError as error:
+            pytest.fail(
+                f"{error} {process.stderr.read().decode()[-500:] if process.poll() is not None else ''}"
+            )
+        warm_up(base_url, MODEL, timeout=60)
+        yield base_url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.mark.live
+def test_live_llama_cpp_server_constrains_and_records(llama_server, tmp_path, monkeypatch):
+    """One L3 episode through LABKIT_MODEL=openai:smollm2 against the real server, and a probe that
+    the server really constrains: an enum of made-up words SmolLM2 never writes unconstrained."""
+    from labkit.decision_loop.trials import run_trials
+
+    for name, value in (("OPENAI_BASE_URL", llama_server), ("LABKIT_MODEL", f"openai:{MODEL}")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("LABKIT_OPENAI_SCHEMA", raising=False)
+    live = backend_from_env()
+    schema = {
+        "type": "object",
+        "properties": {"color": {"enum": ["zebra-42", "quux-7"]}},
+        "required": ["color"],
+    }
+    messages = ({"role": "user", "content": "What is your favourite colour? One word."},)
+    free = live.complete(ChatRequest("probe", "colour", 0, 1, messages, None, max_tokens=12))
+    assert "zebra-42" not in free.text and "quux-7" not in free.text
+    held = live.complete(ChatRequest("probe", "colour", 0, 1, messages, schema, max_tokens=24))
+    jsonschema.validate(json.loads(held.text), schema)
+    assert live.mode == "json_object"  # detected from owned_by "me"
+
+    cases = [docuctl().cases[0]]
+    path = tmp_path / "docuctl-openai.jsonl"
+    episodes = run_trials(
+        live, path, cases=cases, k=1, max_tokens=48, budget_tokens=4000, rung="L3", prompt="base"
+    )
+    calls = [record for _, record in read_records(path) if record["kind"] == "call"]
+    assert len(calls) == sum(e["turns"] for e in episodes) >= 2 and not any("error" in c for c in calls)
+    assert {(c["provenance"]["served_model"], c["provenance"]["schema_mode"]) for c in calls} == {
+        (MODEL, "json_object")
+    }
+    check_recording(path, episodes, cases, "base", 48)
