@@ -9,7 +9,8 @@ import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
 
 from labkit import LabError, Task, docuctl, docuctl_tools, run, task_from
-from labkit.decision_loop.model_policy import RULES, describe_docuctl, docuctl_policy, pages_read, search_hits
+from labkit.decision_loop.model_policy import DOCUCTL_RULES as RULES
+from labkit.decision_loop.model_policy import describe_docuctl, docuctl_policy, pages_read, search_hits
 from labkit.decision_loop.trials import run_trials
 from labkit.model import ModelPolicy, Recorder, ReplayBackend, ReplayMiss, read_records
 from labkit.model.backend import Reply

@@ -332,13 +332,7 @@ MISTAKES = [
             "stop='final' (expected 'unread_citation') … only a source tool's result (tool.source) makes a "
             "page citable"),
     Mistake("02", "run: numpy turns", "import numpy as np\n" + run_cell(turns="np.int64(turns)"),
-            "turns is np.int64(3) of type int64, not a plain int"),
-    Mistake("02", "run: labkit's run", cell('''
-    def my_run(task, decide, tools, max_turns, max_tools):
-        return labkit.run(task, decide, tools=tools, max_turns=max_turns, max_tools=max_tools)
-
-    lab02.check_run(my_run)
-    '''), "that is labkit's version (`run`), handed in or called from your function; write your own my_run"),
+            "… return plain str, int and None values"),
     Mistake("02", "stop policy: deadline", cell('''
     def my_policy(task, observations):
         return {"action": "search", "query": task.question}
@@ -366,11 +360,6 @@ MISTAKES = [
 
     lab02.check_pass_hat_k(my_pass_hat_k)
     '''), "… a chance is between 0 and 1"),
-    Mistake("02", "pass^k is labkit's", cell('''
-    from labkit.decision_loop.tables import pass_hat_k
-
-    lab02.check_pass_hat_k(pass_hat_k)
-    '''), "that is labkit's version (`pass_hat_k`)"),
     Mistake("02", "budget too small", "lab02.check_budget(500)",
             "too small: the episode stopped with stop=budget (581 tokens used, budget 500)"),
     Mistake("02", "budget too large", "lab02.check_budget(10**9)", "enough, but not the smallest budget"),

@@ -1,19 +1,10 @@
-"""Evaluating policies over repeated trials: episodes run or replayed, one graded row each.
+"""Policies over repeated trials: episodes run or replayed, one graded row each.
 
-Every figure is recomputed from episodes that were run, never carried over: a model
-policy's episodes are replayed through the runtime from its recorded calls and graded by
-`labkit.baseline.grading.outcome`; a scripted policy is run k times like any other (its trials are
-identical, and the table shows it rather than assuming it). What the rows add up to (pass@1,
-pass^k, endings, latency) is `labkit.decision_loop.tables`.
-
-- `replay_trials`: every recorded episode of a file, replayed and checked against its record;
-- `scripted_trials`: a scripted loop run k times per case;
-- `evaluate_trials`: the recorded runs of some files plus both scripted loops on their cases;
-- `replay_case`: one recorded model episode, replayed for display;
-- `under_limits`: the scripted loops under one pair of limits (lab 02's knob), as a table.
+Every figure is recomputed from episodes that ran: a model policy's are replayed through the
+runtime from its recorded calls (and must end as recorded), a scripted policy's are run k
+times like any other; all are graded by `labkit.baseline.grading.outcome`. What the rows add up
+to is `labkit.decision_loop.tables`.
 """
-
-from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,7 +18,7 @@ from labkit.baseline.grading import Graded, graded, outcome
 from labkit.baseline.task import task_from
 from labkit.core.errors import LabError
 from labkit.decision_loop.model_policy import docuctl_policy
-from labkit.decision_loop.tables import K_MAX, Row, stop_counts
+from labkit.decision_loop.tables import K_MAX, Row, episodes_frame, stop_counts
 from labkit.decision_loop.trials import cases_of, known_cases, limits_for, run_case
 from labkit.model.backend import Reply, Request
 from labkit.model.constraints import DEFAULT_RUNG
@@ -36,7 +27,7 @@ from labkit.model.replay import ReplayBackend
 
 
 class _Tap:
-    """A backend wrapper that keeps every reply it passes on (for per-decision figures)."""
+    """A backend that keeps every reply of the one it wraps (for per-decision figures)."""
 
     def __init__(self, inner: ReplayBackend):
         self.inner, self.name, self.replies = inner, inner.name, []
@@ -50,7 +41,7 @@ class _Tap:
         return reply
 
 
-def _row(
+def episode_row(
     policy: str,
     case: Mapping[str, Any],
     trial: int,
@@ -58,14 +49,13 @@ def _row(
     replies: Sequence[Reply] = (),
     **run: Any,
 ) -> Row:
+    """One graded episode: who, which case and trial, how it ended, its cost, and `result`."""
     return run | {
         "policy": policy,
         "case": case["id"],
         "trial": trial,
         "passed": outcome(case, result),
-        "stop": result["stop"],
-        "turns": result["turns"],
-        "tool_calls": result["tool_calls"],
+        **{key: result[key] for key in ("stop", "turns", "tool_calls")},
         "decisions": len(replies),
         "prompt_tokens": sum(r.prompt_tokens for r in replies),
         "completion_tokens": sum(r.completion_tokens for r in replies),
@@ -75,59 +65,38 @@ def _row(
     }
 
 
-_SAME = ("stop", "turns", "tool_calls", "answer", "citation")
-
-
 def replay_trials(path: str | Path, corpus: Corpus | None = None) -> list[Row]:
-    """Replay every recorded episode in `path` through the runtime and grade it; one row each.
+    """Every recorded episode in `path`, replayed through the runtime and graded; one row each.
 
-    Raises LabError if the file has no episodes, names an unknown case, or an episode does
-    not replay to its recorded outcome (the code, prompts or fixtures changed since).
+    Raises LabError for a file without episodes, an unknown case, or an episode that does not
+    replay to its recorded outcome (the code, prompts or fixtures changed since).
     """
-    path = Path(path)
-    corpus = corpus or docuctl()
+    path, corpus = Path(path), corpus or docuctl()
     cases = known_cases(corpus)
     rows = []
     for number, record in read_records(path):
         if record["kind"] != "episode":
             continue
-        case = cases.get(record["case"])
-        if case is None:
+        if (case := cases.get(record["case"])) is None:
             raise LabError(f"{path}: line {number}: unknown docuctl case {record['case']!r}")
         tap = _Tap(ReplayBackend([path], run=record["run"]))  # a file may hold several runs
-        policy = docuctl_policy(
-            record["prompt"],
-            backend=tap,
-            temperature=record["temperature"],
-            seed=record["seed"],
-            trial=record["trial"],
-            max_tokens=record["max_tokens"],
-            rung=record.get("rung", DEFAULT_RUNG),
-        )
-        limits = {k: record["limits"][k] for k in ("max_turns", "max_tools")}
+        settings = {key: record[key] for key in ("temperature", "seed", "trial", "max_tokens")}
+        rung = record.get("rung", DEFAULT_RUNG)
+        policy = docuctl_policy(record["prompt"], backend=tap, rung=rung, **settings)
+        limits = {key: record["limits"][key] for key in ("max_turns", "max_tools")}
         result = run_case(
             case, policy, limits=limits, budget_tokens=record["limits"]["budget_tokens"], corpus=corpus
         )
-        changed = [
-            f"{key} {result[key]!r} (recorded {record[key]!r})" for key in _SAME if result[key] != record[key]
-        ]
-        if changed:
+        keys = ("stop", "turns", "tool_calls", "answer", "citation")
+        if changed := [
+            f"{key} {result[key]!r} (recorded {record[key]!r})" for key in keys if result[key] != record[key]
+        ]:
             raise LabError(
                 f"{path}: line {number}: case {case['id']!r} trial {record['trial']} no longer "
                 f"replays as recorded: {'; '.join(changed)}"
             )
-        rows.append(
-            _row(
-                record["run"],
-                case,
-                record["trial"],
-                result,
-                tap.replies,
-                prompt=record["prompt"],
-                rung=record.get("rung", DEFAULT_RUNG),
-                temperature=record["temperature"],
-            )
-        )
+        labels = {"prompt": record["prompt"], "rung": rung, "temperature": record["temperature"]}
+        rows.append(episode_row(record["run"], case, record["trial"], result, tap.replies, **labels))
     if not rows:
         raise LabError(f"{path}: no episode records (record trials with `python -m labkit trials`)")
     return rows
@@ -146,7 +115,7 @@ def scripted_trials(
     corpus = corpus or docuctl()
     policy = SCRIPTED[name](corpus)
     return [
-        _row(name, case, trial, run_case(case, policy, limits=limits_for(case, corpus), corpus=corpus))
+        episode_row(name, case, trial, run_case(case, policy, limits=limits_for(case, corpus), corpus=corpus))
         for trial in range(k)
         for case in cases
     ]
@@ -168,19 +137,16 @@ def replay_case(
     budget_tokens: int | None = None,
     corpus: Corpus | None = None,
 ) -> Graded:
-    """SmolLM2's recorded temperature-0 episode on `case_id`, replayed and graded.
-
-    The recordings are loaded before the episode starts (by asking for its first reply
-    once), so the trace's times are the replay's, not the ~0.1-0.7 s of reading files; each
-    decision also carries `recorded_s`, the latency of the live call it replays, which the
-    trace shows marked *recorded*. Limits are the case's (`limits_for`). Raises ReplayMiss
-    (a LabError) for a case, prompt or rung that was not recorded.
+    """SmolLM2's recorded temperature-0 episode on `case_id`, replayed under the case's limits
+    and graded; each decision carries `recorded_s`, the latency of the live call it replays.
+    Raises ReplayMiss (a LabError) for a case, prompt or rung that was not recorded.
     """
     corpus = corpus or docuctl()
     case = case_by_id(case_id, corpus)
     tap = _Tap(ReplayBackend())
     policy = docuctl_policy(prompt, backend=tap, rung=rung)
-    tap.inner.complete(policy.request(task_from(case), []))  # loads the recordings, untimed
+    # Load the recordings before the episode, so the trace times the replay, not reading files.
+    tap.inner.complete(policy.request(task_from(case), []))
     limits = limits_for(case, corpus)
     result = run_case(case, policy, limits=limits, budget_tokens=budget_tokens, corpus=corpus)
     for entry, reply in zip(result["trace"], tap.replies, strict=False):
@@ -189,24 +155,18 @@ def replay_case(
 
 
 def under_limits(max_turns: int, max_tools: int, corpus: Corpus | None = None) -> pd.DataFrame:
-    """Both scripted loops on all 24 cases under one pair of limits: passes, tool calls, endings.
-
-    Every case gets the same `max_turns` and `max_tools` (the lab's defaults give the
-    adaptive cases one tool more); the endings are graded (`ending`).
-    """
+    """Both scripted loops on all 24 cases, every case under the same limits: passes, tool
+    calls and graded endings per loop."""
     corpus = corpus or docuctl()
     cases = cases_of("all", corpus)
     limits = {"max_turns": max_turns, "max_tools": max_tools}
     rows = [
-        _row(name, case, 0, run_case(case, make(corpus), limits=limits, corpus=corpus))
+        episode_row(name, case, 0, run_case(case, make(corpus), limits=limits, corpus=corpus))
         for name, make in SCRIPTED.items()
         for case in cases
     ]
-    table = stop_counts(rows)
-    for column in ("tool_calls", "passed"):
-        totals = [sum(r[column] for r in rows if r["policy"] == policy) for policy in table.index]
-        table.insert(0, column.replace("_", " "), totals)
-    return table
+    totals = episodes_frame(rows).groupby("policy", sort=False)[["passed", "tool_calls"]].sum()
+    return totals.rename(columns={"tool_calls": "tool calls"}).join(stop_counts(rows))
 
 
 def evaluate_trials(
@@ -221,8 +181,10 @@ def evaluate_trials(
             # pass^k assumes distinct trials: the same episode counted twice would inflate it.
             key = (row["policy"], row["case"], row["trial"])
             if key in seen:
-                raise LabError(f"{path}: run {key[0]!r}, case {key[1]!r}, trial {key[2]} is already in "
-                               f"{seen[key]}: each trial counts once (is a file given twice?)")
+                raise LabError(
+                    f"{path}: run {key[0]!r}, case {key[1]!r}, trial {key[2]} is already in "
+                    f"{seen[key]}: each trial counts once (is a file given twice?)"
+                )
             seen[key] = str(path)
             rows.append(row)
     by_id = known_cases(corpus)

@@ -1,20 +1,10 @@
-"""The docuctl model policy: the prompts lab 02 measures, how a task is shown, and a constructor.
+"""The docuctl model policy: the prompts lab 02 measures, how a task is shown, a constructor.
 
-Two prompts, each a row of the evaluation:
-
-- ``base``: what the assistant is for, the three decision shapes, and the same strategy
-  the adaptive scripted policy follows (search, read, answer; read the other hit when a
-  page is production-only or deprecated; search again after an empty search).
-- ``example``: ``base`` plus one worked example episode on a page that is not in the
-  corpus (so it cannot leak an answer). A small, honest prompt change, measured as its own
-  row rather than folded into the first.
-
-The tools shown to the model are the lab-01 tools (`labkit.baseline.controllers.docuctl_tools`):
-search with alias expansion and top_k=2, and read, both bound to the task's version.
-What is docuctl's lives here, not in `labkit.model`, which knows no lab.
+``base`` states the assistant's job, the three decision shapes and the adaptive loop's
+strategy; ``example`` adds one worked episode on a page outside the corpus (it cannot leak an
+answer), a small prompt change measured as its own row. The model sees lab 01's tools
+(`labkit.baseline.controllers.docuctl_tools`). What is docuctl's lives here, not in `labkit.model`.
 """
-
-from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,7 +17,7 @@ from labkit.model.backend import Backend
 from labkit.model.constraints import StateRules
 from labkit.model.policy import ModelPolicy
 
-LAB = "docuctl"
+DOCUCTL_LAB = "docuctl"  # the `lab` of every docuctl recording
 
 BASE = """\
 You are a documentation assistant for docuctl, a command-line tool. Answer the user's \
@@ -63,10 +53,8 @@ PROMPTS = {"base": BASE, "example": EXAMPLE}
 
 
 def describe_docuctl(task: Any) -> str:
-    """How a docuctl Task is shown to the model: its question and documentation version.
-
-    Raises LabError for a task without both (another lab's task needs its own describe=).
-    """
+    """How a docuctl Task is shown to the model: its question and documentation version
+    (LabError for a task without both: another lab's task needs its own describe=)."""
     try:
         return f"Question: {task.question}\nDocumentation version: {task.version}"
     except AttributeError:
@@ -99,7 +87,9 @@ def pages_read(observations: Sequence[Mapping[str, Any]]) -> list[dict[str, str]
 
 
 # L2: read and cite only what a search returned; L3: answer only with a read page's command.
-RULES = StateRules(slots={("read", "id"): search_hits, ("final", "citation"): search_hits}, finals=pages_read)
+DOCUCTL_RULES = StateRules(
+    slots={("read", "id"): search_hits, ("final", "citation"): search_hits}, finals=pages_read
+)
 
 
 def schema_tools() -> dict[str, Tool]:
@@ -121,7 +111,7 @@ def docuctl_policy(
     if prompt not in PROMPTS:
         raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
     return ModelPolicy(
-        lab=LAB,
+        lab=DOCUCTL_LAB,
         tools=schema_tools(),
         instructions=PROMPTS[prompt],
         describe=describe_docuctl,
@@ -130,6 +120,6 @@ def docuctl_policy(
         seed=seed,
         trial=trial,
         rung=rung,
-        rules=RULES,
+        rules=DOCUCTL_RULES,
         **options,
     )

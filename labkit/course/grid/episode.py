@@ -19,7 +19,8 @@ from typing import Any
 
 from labkit.baseline.corpus import docuctl
 from labkit.course.grid.spec import Episode
-from labkit.decision_loop.model_policy import LAB, docuctl_policy
+from labkit.decision_loop.model_policy import DOCUCTL_LAB as LAB
+from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.trials import cases_of, episode_record, limits_for, run_case
 from labkit.model.backend import Backend
 from labkit.model.factory import parse_spec

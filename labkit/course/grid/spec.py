@@ -41,7 +41,8 @@ from labkit.core.errors import FixtureError, LabError
 from labkit.core.fixtures import read_json, read_text, schema_error
 from labkit.core.text import shorten
 from labkit.course.argtypes import SEED_MAX
-from labkit.decision_loop.model_policy import LAB, PROMPTS
+from labkit.decision_loop.model_policy import DOCUCTL_LAB as LAB
+from labkit.decision_loop.model_policy import PROMPTS
 from labkit.decision_loop.trials import CASE_SETS, MAX_TOKENS_MAX, MAX_TRIALS, cases_of, default_label
 from labkit.model.constraints import RUNGS
 from labkit.model.factory import backend_name
