@@ -193,14 +193,6 @@ def test_provider_failure_is_a_counted_provider_error():
     assert "cannot reach Ollama" in result["detail"]
 
 
-def test_describe_docuctl_needs_a_docuctl_task():
-    class Refund:
-        id = "r1"
-
-    with pytest.raises(LabError, match="not a Refund: pass ModelPolicy another describe="):
-        policy(Scripted(SEARCH))(Refund(), [])
-
-
 def test_the_seam_must_be_told_how_a_task_is_shown():
     # labkit.model knows no lab, so it has no default way to show a task to the model.
     with pytest.raises(TypeError, match="describe"):

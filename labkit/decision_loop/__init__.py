@@ -1,5 +1,5 @@
 """Lab 02, `notebooks/02_decision_loop.ipynb`: the runtime's stop reasons, and a language model
-behind the same runtime on the constraint ladder: its policy and prompts (`model_policy`),
-recorded trials (`trials`, `evaluation`), what they add up to (`tables`, `ladder`), the
-baselines no model needs (`baselines`), and the lab's checkers (`checks`, `run_cases`).
+behind the same runtime on the constraint ladder: its policy (`model_policy`), recorded trials
+(`trials`, `evaluation`), what they add up to (`tables`, `ladder`), the baselines (`baselines`)
+and the lab's checkers (`checks`).
 """

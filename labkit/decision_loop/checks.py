@@ -1,34 +1,31 @@
 """Lab 02's build-it cell and exercises, as `labkit.exercises.lab02`.
 
-Build it, `check_run(my_run)`: the heart of `labkit.core.runtime.run`. `my_run(task, decide,
-tools, max_turns, max_tools)` returns {"stop", "turns", "tool_calls", "answer", "citation"}; it
-runs beside labkit's `run` on every case of `run_cases` (more than the reference table shows),
-with tools that count their calls. Exercises: 1 `check_stop_policy`, 2 `check_pass_hat_k`,
-3 `check_budget`, 4 `check_missing_rule`. Model episodes are replayed from `fixtures/trials/`
-(never `LABKIT_MODEL`). A learner's function runs on copies within a time limit
-(`labkit.core.check.call`); whatever it returns or raises ends in a verdict.
+`check_run(my_run)`: the heart of `labkit.core.runtime.run`, beside labkit's `run` on every case
+of `cases()` (more than `reference_table` shows), with tools that count their calls; exercises
+1-4: `check_stop_policy`, `check_pass_hat_k`, `check_budget`, `check_missing_rule`, on model
+episodes replayed from `fixtures/trials/` (never `LABKIT_MODEL`). A learner's function runs on
+copies within a time limit (`labkit.core.check.call`); whatever it does ends in a verdict.
 """
 
 import json
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
-from labkit.baseline.controllers import docuctl_tools
+from labkit.baseline.controllers import docuctl_tools, scripted
 from labkit.baseline.grading import outcome
 from labkit.baseline.task import Task, task_from
 from labkit.core.answers import shown
-from labkit.core.check import Check, Raised, TimedOut, call, crashed, fail, not_a_function, unanswered
-from labkit.core.errors import LabError
+from labkit.core.check import Check, Raised, TimedOut, call, copied, crashed, fail, not_a_function, unanswered
 from labkit.core.progress import exercise
-from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Budget, run
+from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Budget, Tool, run
 from labkit.core.text import shorten
 from labkit.decision_loop.evaluation import case_by_id, replay_trials
 from labkit.decision_loop.model_policy import docuctl_policy
-from labkit.decision_loop.run_cases import TASK, case_tools, cases, reference_table, run_reference
 from labkit.decision_loop.tables import pass_hat_k
 from labkit.model.replay import TRIALS, ReplayBackend
 
@@ -55,6 +52,216 @@ PASS_HAT_K_CASES = ((5, 5, 5), (0, 5, 1), (3, 5, 1), (3, 5, 2), (4, 5, 4), (2, 5
 RANDOM_CASES = 3
 
 
+TASK = Task("exercise", "rollback", "How do I restore the last release?", "v2")
+_OTHER_TASK = Task("exercise-v1", "deploy", "How do I deploy the current build?", "v1")  # unshown cases only
+_READ = {"action": "read", "id": "rollback-v2"}
+FINAL = {"action": "final", "answer": "docuctl release revert --env staging", "citation": "rollback-v2"}
+_SMALL, _ROOMY = {"max_turns": 3, "max_tools": 2}, {"max_turns": 4, "max_tools": 3}
+
+
+def _searcher(task: Any, observations: list) -> dict[str, Any]:
+    return {"action": "search", "query": task.question}
+
+
+def _raises(error: BaseException) -> Callable[..., Any]:
+    def policy(task: Any, observations: list) -> Any:
+        if observations:
+            raise error
+        return _searcher(task, observations)
+
+    return policy
+
+
+def _says(*decisions: Any) -> Callable[..., Any]:
+    """A policy proposing `decisions` in turn (the last one again after that), each a fresh copy."""
+
+    def policy(task: Any, observations: list) -> Any:
+        return copied(decisions[min(len(observations), len(decisions) - 1)])
+
+    return policy
+
+
+def _broken_read(**args: Any) -> Any:
+    raise RuntimeError("storage offline")
+
+
+def _lookup(id: str) -> dict[str, str]:  # noqa: A002 - the tool's argument is named as the model sees it
+    """A tool that is not a source: it names a page without returning it."""
+    return {"id": id, "status": "indexed"}
+
+
+def _after_error(task: Any, observations: list) -> dict[str, Any]:
+    """Search, read the first hit; if the read failed, say so."""
+    last = observations[-1]["result"] if observations else None
+    if isinstance(last, dict) and "error" in last:
+        return {"action": "final", "answer": "the page could not be read", "citation": ""}
+    return scripted(task, observations)
+
+
+@dataclass(frozen=True)
+class RunCase:
+    """One case of `check_run`; `tools` is "docs", "broken read" or "lookup" (see `case_tools`)."""
+
+    name: str
+    rule: str
+    policy: Callable[..., Any]
+    limits: Mapping[str, int] = field(default_factory=lambda: dict(_SMALL))
+    tools: str = "docs"
+    task: Task = TASK
+    shown: bool = True
+
+
+def cases() -> list[RunCase]:
+    """Every case `check_run` holds, built afresh (new policies, new decisions) on every call."""
+    final = "a valid final answer citing a page read: final"
+    unread = "a citation no source tool returned in this run is unread_citation"
+    turns = "max_turns decisions without a final is turn_limit"
+    shown = [
+        RunCase("scripted search, read, answer", final, scripted),
+        RunCase(
+            "an unknown action",
+            "an action no tool provides is invalid_decision, and nothing runs",
+            _says({"action": "delete_page", "id": "x"}),
+        ),
+        RunCase(
+            "a proposal that is not an object",
+            "a proposal that is not a dict is invalid_decision",
+            _says("search the docs"),
+        ),
+        RunCase(
+            "an extra field",
+            "a field the tool does not declare is invalid_decision, and the tool must not run",
+            _says({"action": "search", "query": "q", "sudo": True}),
+        ),
+        RunCase("a missing field", "a missing argument is invalid_decision", _says({"action": "read"})),
+        RunCase(
+            "a number where a string is due",
+            "a wrongly typed argument is invalid_decision",
+            _says({"action": "read", "id": 7}),
+        ),
+        RunCase(
+            "decide raises KeyError",
+            "any exception from the policy is invalid_decision (turn 2), never a crash",
+            _raises(KeyError("result")),
+        ),
+        RunCase(
+            "decide raises ConnectionError",
+            "an OSError from the policy is provider_error",
+            _raises(ConnectionError("refused")),
+        ),
+        RunCase(
+            "keeps searching, 2 tools",
+            "a tool proposed after max_tools calls is tool_limit, and it does not run",
+            _searcher,
+        ),
+        RunCase("keeps searching, 3 tools, 2 turns", turns, _searcher, {"max_turns": 2, "max_tools": 3}),
+        RunCase("cites a page it never read", unread, _says(FINAL)),
+        RunCase(
+            "searches, then cites a hit unread",
+            "a search hit is not a page read: citing it without reading it is unread_citation",
+            _says({"action": "search", "query": TASK.question}, FINAL),
+        ),
+        RunCase(
+            "reads, then cites it", "a citation of a page read in this run is final", _says(_READ, FINAL)
+        ),
+        RunCase(
+            "a tool that raises",
+            "a tool that raises is an observation {'error': ...}; the episode goes on",
+            _after_error,
+            _ROOMY,
+            "broken read",
+        ),
+        RunCase(
+            "final with a blank answer",
+            "a blank answer is invalid_decision",
+            _says({"action": "final", "answer": " ", "citation": ""}),
+        ),
+    ]
+    hidden = [  # not in the reference table: a run fitted to the cases it shows fails on these
+        RunCase(
+            "no tool allowed",
+            "with max_tools=0 the first tool proposed is tool_limit, and it does not run",
+            _searcher,
+            {"max_turns": 2, "max_tools": 0},
+        ),
+        RunCase(
+            "one turn only", f"{turns}, whatever max_turns is", scripted, {"max_turns": 1, "max_tools": 2}
+        ),
+        RunCase(
+            "another question, version v1",
+            f"{final} (for whatever task it is handed)",
+            scripted,
+            task=_OTHER_TASK,
+        ),
+        RunCase(
+            "reads a page that does not exist, then cites it",
+            "a read that raised returned no page: citing it is unread_citation",
+            _says(
+                {"action": "read", "id": "no-such-page"},
+                {"action": "final", "answer": "docuctl ship", "citation": "no-such-page"},
+            ),
+        ),
+        RunCase(
+            "a tool that is not a source names a page",
+            "only a source tool's result (tool.source) makes a page citable: unread_citation",
+            _says({"action": "lookup", "id": "rollback-v2"}, FINAL),
+            tools="lookup",
+        ),
+        RunCase(
+            "final with an undeclared field",
+            "a final answer with a field it does not declare is invalid_decision",
+            _says({"action": "final", "answer": "docuctl ship", "citation": "", "confidence": "high"}),
+        ),
+        RunCase(
+            "decide raises TimeoutError",
+            "TimeoutError is an OSError: provider_error",
+            _raises(TimeoutError("timed out")),
+        ),
+        RunCase(
+            "reads two pages, cites the first",
+            "a citation of any page read earlier in this run is final",
+            _says(_READ, {"action": "read", "id": "releases-v2"}, FINAL),
+            _ROOMY,
+        ),
+    ]
+    return shown + [replace(case, shown=False) for case in hidden]
+
+
+def case_tools(log: list[str], kind: str = "docs", task: Task = TASK) -> dict[str, Tool]:
+    """Fresh tools for one case; every call is logged in `log` and hands back a copy of its result."""
+    tools = docuctl_tools(task)
+    if kind == "broken read":
+        tools["read"] = Tool("read", {"id": "str"}, _broken_read, source=True)
+    elif kind == "lookup":
+        tools["lookup"] = Tool("lookup", {"id": "str"}, _lookup, description="is a page id indexed")
+
+    def counted(tool: Tool) -> Tool:
+        def go(**args: Any) -> Any:
+            log.append(tool.name)
+            return copied(tool.call(**args))
+
+        return Tool(tool.name, tool.params, go, tool.source, tool.description)
+
+    return {name: counted(tool) for name, tool in tools.items()}
+
+
+def run_reference(case: RunCase) -> dict[str, Any]:
+    """labkit's `run` on `case`: what a matching `my_run` returns."""
+    return run(case.task, case.policy, tools=case_tools([], case.tools, case.task), **case.limits)
+
+
+def reference_table() -> pd.DataFrame:
+    """labkit's `run` on every case `check_run` shows (it holds the others too: a run fitted to
+    the table fails)."""
+    rows = [
+        {"case": case.name, "stop": got["stop"], "turns": got["turns"], "tool calls": got["tool_calls"]}
+        for case in cases()
+        if case.shown
+        for got in [run_reference(case)]
+    ]
+    return pd.DataFrame(rows).set_index("case")
+
+
 @exercise("02", "run")
 def check_run(my_run: Callable[..., Any] | None) -> Check:
     """Build it: the heart of `run` (see the module docstring)."""
@@ -68,9 +275,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         try:
             got = call(my_run, case.task, case.policy, case_tools(ran, case.tools, case.task), **case.limits)
         except Raised as raised:
-            hint = (
-                "" if isinstance(raised.error, TimedOut) else " — a runtime must turn that into a stop reason"
-            )
+            hint = " — a runtime must turn that into a stop reason" * (not isinstance(raised.error, TimedOut))
             return crashed(raised.error, f"on the case {where}{hint}")
         if not isinstance(got, dict) or any(key not in got for key in KEYS):
             return fail(f"my_run returned {shown(got)} on {where}; return a dict with {', '.join(KEYS)}.")
@@ -101,12 +306,15 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
     )
 
 
-def _text_payload(**values: Any) -> dict[str, Any]:
-    """What a progress file keeps of a learner's string answers: strings, cut to 100 characters."""
-    return {name: shorten(value, 100) if isinstance(value, str) else None for name, value in values.items()}
+def _payload(**answers: Any) -> dict[str, Any]:
+    """What a progress file keeps of a learner's answers: strings cut to 100 characters, plain ints
+    up to MAX_NUMBER, else None."""
+    kept = {name: shorten(value, 100) if isinstance(value, str) else None for name, value in answers.items()}
+    ints = {name: value for name, value in answers.items() if type(value) is int and 0 <= value <= MAX_NUMBER}
+    return kept | ints
 
 
-@exercise("02", "stop_policy", payload=lambda reason, policy: _text_payload(reason=reason))
+@exercise("02", "stop_policy", payload=lambda reason, policy: _payload(reason=reason))
 def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]], Any] | None) -> Check:
     """Exercise 1: a policy that makes `run` stop with `reason`, on the rollback question under
     LIMITS (TURN_LIMITS for turn_limit), within the checkers' time limit."""
@@ -124,12 +332,7 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
     try:
         # The runtime calls the policy in this thread; TimedOut (a BaseException) passes its handlers.
         result = call(run, TASK, policy, tools=case_tools([]), **limits)
-    except Raised as raised:
-        if isinstance(raised.error, LabError):  # the runtime re-raises the lab's own errors
-            return fail(
-                "your policy raised a LabError, which the runtime re-raises rather than counts: "
-                f"{shorten(str(raised.error), 200)}"
-            )
+    except Raised as raised:  # the runtime counts a policy's errors, but re-raises a LabError
         return crashed(raised.error, f"while run asked it for decisions under {under}")
     if result["stop"] == reason:
         detail = f" ({shorten(result['detail'], 120)})" if result["detail"] else ""
@@ -146,11 +349,8 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
 
 def _pass_hat_k_cases() -> list[tuple[int, int, int]]:
     rng = random.Random()  # afresh every check: no fixed list to memorise
-    drawn = []
-    for _ in range(RANDOM_CASES):
-        n = rng.randint(2, 12)
-        drawn.append((rng.randint(0, n), n, rng.randint(1, n)))
-    return [*PASS_HAT_K_CASES, *drawn]
+    sizes = [rng.randint(2, 12) for _ in range(RANDOM_CASES)]
+    return [*PASS_HAT_K_CASES, *((rng.randint(0, n), n, rng.randint(1, n)) for n in sizes)]
 
 
 @exercise("02", "pass_hat_k")
@@ -189,11 +389,7 @@ def _budget_episode(budget: Budget | None) -> dict[str, Any]:
     return run(task, policy, tools=docuctl_tools(task), max_turns=3, max_tools=2, budget=budget)
 
 
-def _budget_payload(tokens: Any) -> dict[str, Any]:
-    return {"tokens": tokens if type(tokens) is int and 0 <= tokens <= MAX_NUMBER else None}
-
-
-@exercise("02", "budget", payload=_budget_payload)
+@exercise("02", "budget", payload=lambda tokens: _payload(tokens=tokens))
 def check_budget(tokens: int | None) -> Check:
     """Exercise 3: the smallest token budget under which SmolLM2's replayed episode on
     `BUDGET_CASE` (base prompt, T=0) is not cut short."""
@@ -213,12 +409,7 @@ def check_budget(tokens: int | None) -> Check:
     )
 
 
-def _rule_payload(stop: Any, finals: Any = None) -> dict[str, Any]:
-    plain = type(finals) is int and 0 <= finals <= 10**6
-    return _text_payload(stop=stop) | {"finals": finals if plain else None}
-
-
-@exercise("02", "missing_rule", payload=_rule_payload)
+@exercise("02", "missing_rule", payload=lambda stop, finals=None: _payload(stop=stop, finals=finals))
 def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
     """Exercise 4: the stop reason whose rule keeps a stop-only grader from counting failures,
     and `finals`: how many of `RULE_RUN`'s episodes would end `final` without that rule (a
@@ -249,14 +440,11 @@ def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
             f"not {shown(finals, 20)}: replay the recording (replay_trials(lab02.RULE_RUN)) and count the "
             "episodes that would end `final` — those that already did, and those the rule refused."
         )
-    proposed = [row["result"]["trace"][-1]["decision"] for row in refused]
-    right = sum(
-        outcome(case_by_id(row["case"]), {"stop": "final", "answer": d["answer"], "citation": d["citation"]})
-        for row, d in zip(refused, proposed, strict=True)
-    )
-    passed = sum(row["passed"] for row in rows)
+    # Each refused answer as if it had ended `final`: how many would the grader still pass?
+    lifted = [(row["case"], row["result"]["trace"][-1]["decision"] | {"stop": "final"}) for row in refused]
+    passed = sum(row["passed"] for row in rows) + sum(outcome(case_by_id(c), d) for c, d in lifted)
     return Check(
         True,
         f"without it, {expected} of these {len(rows)} episodes end `final` (successes, to a stop-only "
-        f"grader); outcome() passes {passed + right}.",
+        f"grader); outcome() passes {passed}.",
     )

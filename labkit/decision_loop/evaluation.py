@@ -1,19 +1,15 @@
-"""Policies over repeated trials: episodes run or replayed, one graded row each.
+"""Policies over repeated trials, one graded row per episode: a model's episodes replayed
+through the runtime from its recorded calls (each must end as recorded), a scripted loop's run
+k times like any other. What the rows add up to is `labkit.decision_loop.tables`."""
 
-Every figure is recomputed from episodes that ran: a model policy's are replayed through the
-runtime from its recorded calls (and must end as recorded), a scripted policy's are run k
-times like any other; all are graded by `labkit.baseline.grading.outcome`. What the rows add up
-to is `labkit.decision_loop.tables`.
-"""
-
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from labkit.baseline.controllers import adaptive_policy, scripted
-from labkit.baseline.corpus import Corpus, docuctl
+from labkit.baseline.corpus import docuctl
 from labkit.baseline.grading import Graded, graded, outcome
 from labkit.baseline.task import task_from
 from labkit.core.errors import LabError
@@ -24,6 +20,8 @@ from labkit.model.backend import Reply, Request
 from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.record import read_records
 from labkit.model.replay import ReplayBackend
+
+ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # what a replay must reproduce
 
 
 class _Tap:
@@ -55,7 +53,7 @@ def episode_row(
         "case": case["id"],
         "trial": trial,
         "passed": outcome(case, result),
-        **{key: result[key] for key in ("stop", "turns", "tool_calls")},
+        **{key: result[key] for key in ENDED[:3]},
         "decisions": len(replies),
         "prompt_tokens": sum(r.prompt_tokens for r in replies),
         "completion_tokens": sum(r.completion_tokens for r in replies),
@@ -65,15 +63,10 @@ def episode_row(
     }
 
 
-def replay_trials(path: str | Path, corpus: Corpus | None = None) -> list[Row]:
-    """Every recorded episode in `path`, replayed through the runtime and graded; one row each.
-
-    Raises LabError for a file without episodes, an unknown case, or an episode that does not
-    replay to its recorded outcome (the code, prompts or fixtures changed since).
-    """
-    path, corpus = Path(path), corpus or docuctl()
-    cases = known_cases(corpus)
-    rows = []
+def replay_trials(path: str | Path) -> list[Row]:
+    """Every recorded episode in `path`, replayed and graded, one row each. LabError for a file
+    without episodes, an unknown case, or an episode that no longer ends as recorded."""
+    path, cases, rows = Path(path), known_cases(), []
     for number, record in read_records(path):
         if record["kind"] != "episode":
             continue
@@ -81,15 +74,14 @@ def replay_trials(path: str | Path, corpus: Corpus | None = None) -> list[Row]:
             raise LabError(f"{path}: line {number}: unknown docuctl case {record['case']!r}")
         tap = _Tap(ReplayBackend([path], run=record["run"]))  # a file may hold several runs
         settings = {key: record[key] for key in ("temperature", "seed", "trial", "max_tokens")}
-        rung = record.get("rung", DEFAULT_RUNG)
-        policy = docuctl_policy(record["prompt"], backend=tap, rung=rung, **settings)
-        limits = {key: record["limits"][key] for key in ("max_turns", "max_tools")}
-        result = run_case(
-            case, policy, limits=limits, budget_tokens=record["limits"]["budget_tokens"], corpus=corpus
+        rung, limits = (
+            record.get("rung", DEFAULT_RUNG),
+            {key: record["limits"][key] for key in ("max_turns", "max_tools")},
         )
-        keys = ("stop", "turns", "tool_calls", "answer", "citation")
+        policy = docuctl_policy(record["prompt"], backend=tap, rung=rung, **settings)
+        result = run_case(case, policy, limits=limits, budget_tokens=record["limits"]["budget_tokens"])
         if changed := [
-            f"{key} {result[key]!r} (recorded {record[key]!r})" for key in keys if result[key] != record[key]
+            f"{key} {result[key]!r} (recorded {record[key]!r})" for key in ENDED if result[key] != record[key]
         ]:
             raise LabError(
                 f"{path}: line {number}: case {case['id']!r} trial {record['trial']} no longer "
@@ -102,83 +94,63 @@ def replay_trials(path: str | Path, corpus: Corpus | None = None) -> list[Row]:
     return rows
 
 
-SCRIPTED: dict[str, Callable[[Corpus], Callable]] = {
-    "scripted loop": lambda corpus: scripted,
-    "adaptive loop": lambda corpus: adaptive_policy(corpus.docs),
-}
+SCRIPTED = {"scripted loop": lambda docs: scripted, "adaptive loop": adaptive_policy}  # name: policy for docs
 
 
 def scripted_trials(
-    name: str, cases: Sequence[Mapping[str, Any]], k: int = K_MAX, corpus: Corpus | None = None
+    name: str, cases: Sequence[Mapping[str, Any]], k: int = K_MAX, limits: dict[str, int] | None = None
 ) -> list[Row]:
-    """Run a scripted policy ("scripted loop" or "adaptive loop") k times on each case."""
-    corpus = corpus or docuctl()
-    policy = SCRIPTED[name](corpus)
-    return [
-        episode_row(name, case, trial, run_case(case, policy, limits=limits_for(case, corpus), corpus=corpus))
-        for trial in range(k)
-        for case in cases
-    ]
+    """A scripted policy ("scripted loop" or "adaptive loop") k times on each case, under its
+    limits (`limits_for`) or the same `limits` for every case."""
+    policy, rows = SCRIPTED[name](docuctl().docs), []
+    for trial in range(k):
+        for case in cases:
+            rows.append(
+                episode_row(name, case, trial, run_case(case, policy, limits=limits or limits_for(case)))
+            )
+    return rows
 
 
-def case_by_id(case_id: str, corpus: Corpus | None = None) -> dict[str, Any]:
+def case_by_id(case_id: str) -> dict[str, Any]:
     """One of lab 01's 24 cases by id (LabError names the known ones)."""
-    cases = {case["id"]: case for case in cases_of("all", corpus)}
+    cases = {case["id"]: case for case in cases_of("all")}
     if case_id not in cases:
         raise LabError(f"unknown docuctl case {case_id!r} (known: {', '.join(cases)})")
     return cases[case_id]
 
 
 def replay_case(
-    case_id: str,
-    prompt: str = "base",
-    *,
-    rung: str = DEFAULT_RUNG,
-    budget_tokens: int | None = None,
-    corpus: Corpus | None = None,
+    case_id: str, prompt: str = "base", *, rung: str = DEFAULT_RUNG, budget_tokens: int | None = None
 ) -> Graded:
-    """SmolLM2's recorded temperature-0 episode on `case_id`, replayed under the case's limits
-    and graded; each decision carries `recorded_s`, the latency of the live call it replays.
-    Raises ReplayMiss (a LabError) for a case, prompt or rung that was not recorded.
-    """
-    corpus = corpus or docuctl()
-    case = case_by_id(case_id, corpus)
+    """SmolLM2's recorded T=0 episode on `case_id`, replayed and graded; each decision carries
+    `recorded_s`, its live call's latency. ReplayMiss (a LabError) for one not recorded."""
+    case = case_by_id(case_id)
     tap = _Tap(ReplayBackend())
     policy = docuctl_policy(prompt, backend=tap, rung=rung)
     # Load the recordings before the episode, so the trace times the replay, not reading files.
     tap.inner.complete(policy.request(task_from(case), []))
-    limits = limits_for(case, corpus)
-    result = run_case(case, policy, limits=limits, budget_tokens=budget_tokens, corpus=corpus)
+    result = run_case(case, policy, limits=limits_for(case), budget_tokens=budget_tokens)
     for entry, reply in zip(result["trace"], tap.replies, strict=False):
         entry["recorded_s"] = reply.latency_s
     return graded(result, case)
 
 
-def under_limits(max_turns: int, max_tools: int, corpus: Corpus | None = None) -> pd.DataFrame:
+def under_limits(max_turns: int, max_tools: int) -> pd.DataFrame:
     """Both scripted loops on all 24 cases, every case under the same limits: passes, tool
     calls and graded endings per loop."""
-    corpus = corpus or docuctl()
-    cases = cases_of("all", corpus)
     limits = {"max_turns": max_turns, "max_tools": max_tools}
-    rows = [
-        episode_row(name, case, 0, run_case(case, make(corpus), limits=limits, corpus=corpus))
-        for name, make in SCRIPTED.items()
-        for case in cases
-    ]
+    rows = [row for name in SCRIPTED for row in scripted_trials(name, cases_of("all"), 1, limits)]
     totals = episodes_frame(rows).groupby("policy", sort=False)[["passed", "tool_calls"]].sum()
     return totals.rename(columns={"tool_calls": "tool calls"}).join(stop_counts(rows))
 
 
-def evaluate_trials(
-    paths: Sequence[str | Path], *, scripted_k: int = K_MAX, corpus: Corpus | None = None
-) -> list[Row]:
-    """Rows for every run recorded in `paths`, plus both scripted policies on the same cases."""
-    corpus = corpus or docuctl()
+def evaluate_trials(paths: Sequence[str | Path], *, scripted_k: int = K_MAX) -> list[Row]:
+    """Rows for every run recorded in `paths`, plus both scripted loops on the same cases; a
+    trial recorded twice is refused (pass^k assumes distinct trials)."""
     rows: list[Row] = []
     seen: dict[tuple[str, str, int], str] = {}
     for path in paths:
-        for row in replay_trials(path, corpus):
-            # pass^k assumes distinct trials: the same episode counted twice would inflate it.
+        for row in replay_trials(path):
             key = (row["policy"], row["case"], row["trial"])
             if key in seen:
                 raise LabError(
@@ -187,7 +159,5 @@ def evaluate_trials(
                 )
             seen[key] = str(path)
             rows.append(row)
-    by_id = known_cases(corpus)
-    cases = [by_id[case_id] for case_id in dict.fromkeys(row["case"] for row in rows)]
-    scripted_rows = [row for name in SCRIPTED for row in scripted_trials(name, cases, scripted_k, corpus)]
-    return scripted_rows + rows
+    cases = [known_cases()[case_id] for case_id in dict.fromkeys(row["case"] for row in rows)]
+    return [row for name in SCRIPTED for row in scripted_trials(name, cases, scripted_k)] + rows

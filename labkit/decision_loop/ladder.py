@@ -1,9 +1,6 @@
-"""The constraint ladder's results (lab 02): one row per prompt and rung, from recorded trials.
-
-Each recorded run is one prompt at one rung (`labkit.model.constraints`) and one temperature:
-T=0 with one trial per case, T=0.7 with five seeded trials per case. `ladder_rows` replays every
-episode (`evaluation.replay_trials`); the tables group them by (prompt, rung).
-"""
+"""The constraint ladder's results (lab 02), from recorded trials: each run is one prompt at one
+rung (`labkit.model.constraints`), at T=0 with one trial per case or at T=0.7 with five; the
+tables group the replayed episodes by (prompt, rung)."""
 
 import math
 from collections.abc import Iterable, Sequence
@@ -13,15 +10,13 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from labkit.baseline.corpus import Corpus, docuctl
+from labkit.baseline.corpus import docuctl
 from labkit.core.colours import OUTCOMES
 from labkit.core.errors import LabError
 from labkit.core.intervals import wilson
 from labkit.decision_loop import tables
-from labkit.decision_loop.baselines import baseline_rows
 from labkit.decision_loop.evaluation import replay_trials
 from labkit.decision_loop.tables import CORRECT, K_MAX, NAN, WRONG, Row, interval_columns
-from labkit.decision_loop.trials import known_cases
 from labkit.model.constraints import DEFAULT_RUNG, RUNG_NAMES, RUNGS
 from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
@@ -37,12 +32,12 @@ def ladder_files(folder: Path = TRIALS) -> list[Path]:
     return sorted(folder.glob("docuctl-smollm2-*.jsonl"))
 
 
-def ladder_rows(paths: Iterable[str | Path] | None = None, corpus: Corpus | None = None) -> list[Row]:
+def ladder_rows(paths: Iterable[str | Path] | None = None) -> list[Row]:
     """Every recorded episode in `paths` (default `ladder_files()`), replayed and graded."""
     paths = ladder_files() if paths is None else list(paths)
     if not paths:
         raise LabError(f"no docuctl-smollm2-*.jsonl recordings in {TRIALS}")
-    rows = [row for path in paths for row in replay_trials(path, corpus or docuctl())]
+    rows = [row for path in paths for row in replay_trials(path)]
     for row in rows:  # one label scheme for every run, whenever it was recorded
         row["policy"] = f"{row['prompt']} {row['rung']} T={row['temperature']:g}"
     return rows
@@ -87,34 +82,17 @@ def ladder_table(rows: Sequence[Row], k_max: int = K_MAX, *, intervals: bool = F
     return pd.DataFrame(table, index=_index(keys))
 
 
-def _model_order(row: Row) -> tuple[int, int, float]:
-    """Model rows by prompt, rung, temperature; rows without them (another lab's) last, as given."""
-    if row.get("prompt") in PROMPT_ORDER and row.get("rung") in RUNGS:
-        return (*_rank(row["prompt"], row["rung"]), float(row.get("temperature", 0.0)))
-    return (len(PROMPT_ORDER), len(RUNGS), 0.0)
-
-
-def ladder_with_baselines(
-    rows: Sequence[Row],
-    baselines: Sequence[Row] | None = None,
-    *,
-    k: int = K_MAX,
-    corpus: Corpus | None = None,
-) -> pd.DataFrame:
-    """The model's runs and the baselines (rows with a `baseline` key; default `baseline_rows` on
-    the cases of `rows`), one row per policy: kind, cases, trials; pass@1, pass^k and the share of
-    wrong finals; the paired difference of pass@1 from the scripted loop and from the best
-    baseline (`attrs["best baseline"]`); each with its 95% interval. LabError for no model rows."""
+def ladder_with_baselines(rows: Sequence[Row], baselines: Sequence[Row], *, k: int = K_MAX) -> pd.DataFrame:
+    """The model's runs and the baselines (`baseline_rows`), one row per policy: kind, cases,
+    trials; pass@1, pass^k and the share of wrong finals; the paired difference of pass@1 from
+    the scripted loop and from the best baseline (`attrs["best baseline"]`); each with its 95%
+    interval. LabError for no model rows."""
     if not rows:
         raise LabError("no model episodes to put beside the baselines")
-    if baselines is None:
-        known = known_cases(corpus)
-        cases = [known[case] for case in dict.fromkeys(row["case"] for row in rows) if case in known]
-        baselines = baseline_rows(cases, corpus=corpus)
-    frame = tables.episodes_frame([*sorted(rows, key=_model_order), *baselines])
+    ordered = sorted(rows, key=lambda row: (*_rank(row["prompt"], row["rung"]), row["temperature"]))
+    frame = tables.episodes_frame([*ordered, *baselines])
     groups = dict(iter(frame.groupby("policy", sort=False)))
-    marked = frame["baseline"].notna() if "baseline" in frame else pd.Series(False, frame.index)
-    kinds = {policy: "baseline" if marked[group.index[0]] else "model" for policy, group in groups.items()}
+    kinds = {p: "baseline" if pd.notna(g.iloc[0].get("baseline")) else "model" for p, g in groups.items()}
     pass_at_1 = {
         p: tables.rate_intervals(g, 1)["pass@1"].estimate for p, g in groups.items() if kinds[p] == "baseline"
     }
@@ -146,12 +124,10 @@ def _share(passed: pd.Series) -> float:
     return round(int(passed.sum()) / len(passed), 3) if len(passed) else math.nan
 
 
-def ladder_by_cases(
-    rows: Sequence[Row], corpus: Corpus | None = None, temperature: float = SAMPLED
-) -> pd.DataFrame:
-    """Pass rate per (prompt, rung) on lab 01's base cases and on its adaptive cases."""
-    adaptive = {case["id"] for case in (corpus or docuctl()).adaptive_cases}
-    groups = _groups(rows, temperature)
+def ladder_by_cases(rows: Sequence[Row]) -> pd.DataFrame:
+    """Pass rate per (prompt, rung) at T=0.7 on lab 01's base cases and on its adaptive cases."""
+    adaptive = {case["id"] for case in docuctl().adaptive_cases}
+    groups = _groups(rows, SAMPLED)
     table = [
         {"base cases": _share(g.loc[~on, "passed"]), "adaptive cases": _share(g.loc[on, "passed"])}
         for g in groups.values()
@@ -187,32 +163,22 @@ def wrong_finals(rows: Sequence[Row], prompt: str, rung: str, temperature: float
     return sorted(set(group.loc[group["ending"] == WRONG, "case"]))
 
 
-def ladder_recordings(paths: Iterable[str | Path] | None = None) -> pd.DataFrame:
+def ladder_recordings() -> pd.DataFrame:
     """One row per recording: its prompt, rung, temperature, episodes, model calls and provenance."""
     table = []
-    for path in ladder_files() if paths is None else [Path(p) for p in paths]:
+    for path in ladder_files():
         records = [record for _, record in read_records(path)]
         calls = [r for r in records if r["kind"] == "call"]
         episodes = [r for r in records if r["kind"] == "episode"]
         if not calls or not episodes:
             raise LabError(f"{path}: a recording needs call and episode records")
         made, first = calls[0]["provenance"], episodes[0]
-        table.append(
-            {
-                "file": path.name,
-                "prompt": first["prompt"],
-                "rung": first.get("rung", DEFAULT_RUNG),
-                "T": calls[0]["options"]["temperature"],
-                "episodes": len(episodes),
-                "calls": len(calls),
-                "model sha256": made.get("model_sha256", "")[:12] + "…",
-                "llama-cpp-python": made.get("versions", {}).get("llama_cpp_python"),
-            }
-        )
+        line = {"file": path.name, "prompt": first["prompt"], "rung": first.get("rung", DEFAULT_RUNG)}
+        line |= {"T": calls[0]["options"]["temperature"], "episodes": len(episodes), "calls": len(calls)}
+        line["model sha256"] = made.get("model_sha256", "")[:12] + "…"
+        table.append(line | {"llama-cpp-python": made.get("versions", {}).get("llama_cpp_python")})
     return pd.DataFrame(table).set_index("file")
 
-
-# -- charts -----------------------------------------------------------------------------------
 
 # A correct final in the course's green, a wrong one in its red-brown, the policy's failures
 # warm, the runtime's timers and budgets cool; an ungraded final neutral.

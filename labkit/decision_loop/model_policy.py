@@ -1,10 +1,6 @@
-"""The docuctl model policy: the prompts lab 02 measures, how a task is shown, a constructor.
-
-``base`` states the assistant's job, the three decision shapes and the adaptive loop's
-strategy; ``example`` adds one worked episode on a page outside the corpus (it cannot leak an
-answer), a small prompt change measured as its own row. The model sees lab 01's tools
-(`labkit.baseline.controllers.docuctl_tools`). What is docuctl's lives here, not in `labkit.model`.
-"""
+"""The docuctl model policy on lab 01's tools: the prompts lab 02 measures (``base``; ``example``
+adds one worked episode on a page outside the corpus, so it cannot leak an answer), how a task
+is shown, and the state rules of rungs L2 and L3."""
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -13,7 +9,6 @@ from labkit.baseline.controllers import docuctl_tools
 from labkit.baseline.task import Task
 from labkit.core.errors import LabError
 from labkit.core.runtime import Tool
-from labkit.model.backend import Backend
 from labkit.model.constraints import StateRules
 from labkit.model.policy import ModelPolicy
 
@@ -53,15 +48,8 @@ PROMPTS = {"base": BASE, "example": EXAMPLE}
 
 
 def describe_docuctl(task: Any) -> str:
-    """How a docuctl Task is shown to the model: its question and documentation version
-    (LabError for a task without both: another lab's task needs its own describe=)."""
-    try:
-        return f"Question: {task.question}\nDocumentation version: {task.version}"
-    except AttributeError:
-        raise LabError(
-            f"describe_docuctl shows a docuctl Task (question, version), not a {type(task).__name__}: "
-            "pass ModelPolicy another describe="
-        ) from None
+    """How a docuctl Task is shown to the model: its question and documentation version."""
+    return f"Question: {task.question}\nDocumentation version: {task.version}"
 
 
 def search_hits(task: Any, observations: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -97,28 +85,16 @@ def schema_tools() -> dict[str, Tool]:
     return docuctl_tools(Task("schema", "schema", "schema", "v2"))
 
 
-def docuctl_policy(
-    prompt: str = "base",
-    *,
-    backend: Backend | None = None,
-    temperature: float = 0.0,
-    seed: int = 0,
-    trial: int = 0,
-    rung: str = "L1",
-    **options: Any,
-) -> ModelPolicy:
-    """A ModelPolicy for docuctl tasks with one of `PROMPTS` at `rung` (LabError names the choices)."""
+def docuctl_policy(prompt: str = "base", *, rung: str = "L1", **options: Any) -> ModelPolicy:
+    """A ModelPolicy for docuctl tasks with one of `PROMPTS` at `rung` (LabError names the choices);
+    `options` (backend, temperature, seed, trial, max_tokens) go to ModelPolicy."""
     if prompt not in PROMPTS:
         raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
     return ModelPolicy(
-        lab=DOCUCTL_LAB,
-        tools=schema_tools(),
-        instructions=PROMPTS[prompt],
-        describe=describe_docuctl,
-        backend=backend,
-        temperature=temperature,
-        seed=seed,
-        trial=trial,
+        DOCUCTL_LAB,
+        schema_tools(),
+        PROMPTS[prompt],
+        describe_docuctl,
         rung=rung,
         rules=DOCUCTL_RULES,
         **options,

@@ -1,10 +1,8 @@
-"""Lab 02's tables from episode rows: pass@1, pass^k, cost, endings, latency, decisions.
+"""Lab 02's tables from episode rows (`evaluation`: one graded episode each).
 
-A row is one graded episode (`labkit.decision_loop.evaluation`). pass@1 is the mean over cases
-of c/n (c of a case's n trials passed); pass^k the mean over cases of C(c, k) / C(n, k), the
-chance that k trials drawn without replacement all pass (τ-bench), NaN for k > n. Every rate
-has a 95% interval (`labkit.core.intervals`): a seeded bootstrap over cases; a share of
-episodes at one trial per case, Wilson's. A graded `final` is split by `ending`.
+pass@1 is the mean over cases of c/n (c of a case's n trials passed), pass^k the mean over
+cases of C(c, k) / C(n, k) (τ-bench), NaN for k > n; each has a 95% interval, a seeded
+bootstrap over cases (`labkit.core.intervals`). A graded `final` is split by `ending`.
 """
 
 import math
@@ -214,7 +212,7 @@ def _tally(row: Row) -> Counter[str]:
     return tally
 
 
-PROFILE = {  # column: (counted, out of)
+PROFILE = {  # column: (what is counted, out of what)
     "search first": ("search first", "episodes"),
     "reads a hit": ("reads a hit", "reads"),
     "repeats": ("repeats", "after first"),
@@ -224,30 +222,17 @@ PROFILE = {  # column: (counted, out of)
 
 
 def decision_profile(rows: Iterable[Row]) -> pd.DataFrame:
-    """What each policy's decisions looked like, as shares (NaN where the situation never arose):
-    search first; reads of a page an earlier search returned; repeats of the decision just
-    before; finals citing a page read; finals copying that page's command word for word.
-
-    Recorded model runs in prompt, rung (L0..L3) and temperature order, after any other policy.
-    """
-    rows = list(rows)
-    tallies = pd.DataFrame([_tally(row) for row in rows]).fillna(0)
-    tallies = tallies.groupby([row["policy"] for row in rows], sort=False).sum()
-    first: dict[str, Row] = {}
-    for row in rows:
-        first.setdefault(row["policy"], row)
-
-    def order(item: tuple[int, str]) -> tuple[str, int, float]:
-        row = first[item[1]]
-        if row.get("rung") in RUNGS:
-            return str(row.get("prompt", "")), RUNGS.index(row["rung"]), float(row.get("temperature", 0))
-        return "", -1, float(item[0])
-
-    table = {
-        policy: {
-            name: _per(float(tallies.loc[policy, part]), float(tallies.loc[policy, whole]))
-            for name, (part, whole) in PROFILE.items()
-        }
-        for _, policy in sorted(enumerate(tallies.index), key=order)
+    """What each recorded run's decisions looked like, as shares (NaN where the situation never
+    arose), one row per run in prompt, rung and temperature order: search first; reads of a page
+    a search returned; repeats of the decision just before; finals citing a page read; finals
+    copying its command word for word."""
+    frame = episodes_frame(rows)
+    tallies = pd.DataFrame([_tally(row) for row in frame.to_dict("records")]).fillna(0)
+    tallies = tallies.groupby(frame["policy"].to_numpy()).sum()
+    runs = frame.drop_duplicates("policy").assign(rank=lambda runs: runs["rung"].map(RUNGS.index))
+    order = runs.sort_values(["prompt", "rank", "temperature"], kind="stable")["policy"]
+    shares = {
+        name: (tallies[part] / tallies[whole]).where(tallies[whole] > 0).map(lambda v: round(float(v), 2))
+        for name, (part, whole) in PROFILE.items()
     }
-    return pd.DataFrame.from_dict(table, orient="index").rename_axis("policy")
+    return pd.DataFrame(shares).loc[order].rename_axis("policy")

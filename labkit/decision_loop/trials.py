@@ -1,10 +1,6 @@
-"""Recording trials of the docuctl model policy: k episodes per case, to one JSONL file.
-
-`run_trials` runs `docuctl_policy` at one rung over lab 01's cases under lab 01's tools and
-limits (`limits_for`), trial t with seed `seed + t`, and writes every model call and episode
-(format: `labkit.model.record`) to `<file>.partial`, renamed to `<file>` only when every
-episode has run: an interrupted run leaves `<file>` untouched.
-"""
+"""Lab 02's cases and limits, and recording trials of the docuctl model policy: `run_trials`
+writes every model call and episode (`labkit.model.record`) to `<file>.partial`, renamed to
+`<file>` only when every episode has run."""
 
 import os
 from collections.abc import Callable, Iterable
@@ -17,9 +13,8 @@ from labkit.baseline.grading import outcome
 from labkit.baseline.task import task_from
 from labkit.core.errors import LabError, ProviderError
 from labkit.core.runtime import Budget, Result, run
-from labkit.decision_loop.model_policy import DOCUCTL_LAB, DOCUCTL_RULES, PROMPTS, docuctl_policy
+from labkit.decision_loop.model_policy import DOCUCTL_LAB, docuctl_policy
 from labkit.model.backend import Backend
-from labkit.model.constraints import check_rung
 from labkit.model.policy import MAX_TOKENS
 from labkit.model.record import JsonlWriter, Recorder
 
@@ -54,8 +49,8 @@ def known_cases(corpus: Corpus | None = None) -> dict[str, DocuctlCase]:
 
 
 def limits_for(case: DocuctlCase, corpus: Corpus | None = None) -> dict[str, int]:
-    """A case's limits, the same for every policy: base cases 2 tools and 3 turns; adaptive and
-    rewrite cases one tool more (a revised search or a second read) and one turn more."""
+    """A case's limits, the same for every policy: base cases 2 tools and 3 turns, the others one
+    tool (a revised search or a second read) and one turn more."""
     corpus = corpus or docuctl()
     wider = case in corpus.adaptive_cases or case in corpus.rewrite_cases
     tools = ADAPTIVE_TOOL_BUDGET if wider else BASE_TOOL_BUDGET
@@ -133,19 +128,14 @@ def run_trials(
     max_tokens: int = MAX_TOKENS,
     progress: Callable[[Iterable], Iterable] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run k trials of every case in `cases` (a case set's name, or cases), write them to
-    `record` and return the episode records; `progress` wraps the (case, trial) pairs (tqdm).
-
-    Raises LabError for a bad argument, an existing `record` (never overwritten or appended
-    to), and after MAX_PROVIDER_FAILURES episodes in a row end in `provider_error`.
-    """
+    """k trials of every case in `cases` (a case set's name, or cases), trial t with seed `seed + t`,
+    written to `record` (never overwritten) and returned; `progress` wraps the (case, trial) pairs.
+    LabError for a bad argument and after MAX_PROVIDER_FAILURES provider errors in a row."""
     if type(k) is not int or not 1 <= k <= MAX_TRIALS:
         raise LabError(f"k must be an int in 1..{MAX_TRIALS}, got {k!r}")
     if type(max_tokens) is not int or not 1 <= max_tokens <= MAX_TOKENS_MAX:
         raise LabError(f"max_tokens must be an int in 1..{MAX_TOKENS_MAX}, got {max_tokens!r}")
-    if prompt not in PROMPTS:
-        raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
-    check_rung(rung, DOCUCTL_RULES)
+    docuctl_policy(prompt, rung=rung, backend=backend)  # LabError for an unknown prompt or rung
     if budget_tokens is not None and (type(budget_tokens) is not int or not 1 <= budget_tokens <= 2**53):
         raise LabError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
     record = Path(record)
@@ -166,14 +156,8 @@ def run_trials(
     pairs: Iterable[tuple[DocuctlCase, int]] = [(case, trial) for trial in range(k) for case in chosen]
     episodes, failures = [], 0
     for case, trial in progress(pairs) if progress else pairs:
-        settings = {
-            "prompt": prompt,
-            "rung": rung,
-            "trial": trial,
-            "seed": seed + trial,
-            "max_tokens": max_tokens,
-        }
-        limits = limits_for(case, corpus)
+        settings = {"prompt": prompt, "rung": rung, "trial": trial, "seed": seed + trial}
+        settings["max_tokens"], limits = max_tokens, limits_for(case, corpus)
         policy = docuctl_policy(backend=recorder, temperature=temperature, **settings)
         result = run_case(case, policy, limits=limits, budget_tokens=budget_tokens, corpus=corpus)
         named = {"run_label": run_label, "backend": backend.name, "budget_tokens": budget_tokens}
