@@ -21,10 +21,10 @@ SEEDS = 200  # episodes per case and rung for each random baseline
 RANDOM, SEARCH_FIRST = "random", "search, then answer"
 KINDS = (RANDOM, SEARCH_FIRST)
 Decision = dict[str, str]
-Seen = Sequence[Mapping[str, Any]]  # an episode's observations so far
+_Seen = Sequence[Mapping[str, Any]]  # an episode's observations so far
 
 
-def _values(name: str, spec: Mapping[str, Any], task: Task, observations: Seen) -> list[Any]:
+def _values(name: str, spec: Mapping[str, Any], task: Task, observations: _Seen) -> list[Any]:
     """What a slot takes, inventing nothing: its const or enum; else the question verbatim (a
     query), a read page's command (an answer), or an id a search returned."""
     if "const" in spec:
@@ -38,7 +38,7 @@ def _values(name: str, spec: Mapping[str, Any], task: Task, observations: Seen) 
     return list(dict.fromkeys(search_hits(task, observations)))
 
 
-def admissible_decisions(task: Task, observations: Seen, rung: str) -> list[Decision]:
+def admissible_decisions(task: Task, observations: _Seen, rung: str) -> list[Decision]:
     """Every decision `rung` admits after `observations` (L0 those of L1), in the schema's order
     (search, read, final), without duplicates. Raises LabError for an unknown rung."""
     check_rung(rung, DOCUCTL_RULES)

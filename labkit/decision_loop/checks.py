@@ -42,14 +42,14 @@ __all__ = [
 KEYS = ("stop", "turns", "tool_calls", "answer", "citation")
 # Exercise 1's limits. Every non-final action spends a tool, so turn_limit needs
 # max_turns <= max_tools and tool_limit max_turns > max_tools: turn_limit gets its own.
-LIMITS = {"max_turns": 3, "max_tools": 2}
-TURN_LIMITS = {"max_turns": 2, "max_tools": 3}
-REACHABLE = ("final", "invalid_decision", "provider_error", "tool_limit", "turn_limit", "unread_citation")
-BUDGET_CASE = "deploy-build"  # exercise 3: SmolLM2's base-prompt T=0 episode, replayed
+_LIMITS = {"max_turns": 3, "max_tools": 2}
+_TURN_LIMITS = {"max_turns": 2, "max_tools": 3}
+_REACHABLE = ("final", "invalid_decision", "provider_error", "tool_limit", "turn_limit", "unread_citation")
+_BUDGET_CASE = "deploy-build"  # exercise 3: SmolLM2's base-prompt T=0 episode, replayed
 RULE_RUN = TRIALS / "docuctl-smollm2-example-t0.jsonl"  # exercise 4: the example prompt at L1, T=0
-# Exercise 2: these cases and RANDOM_CASES more drawn afresh every check, so no list can be memorised.
+# Exercise 2: these cases and _RANDOM_CASES more drawn afresh every check, so no list can be memorised.
 PASS_HAT_K_CASES = ((5, 5, 5), (0, 5, 1), (3, 5, 1), (3, 5, 2), (4, 5, 4), (2, 5, 3), (9, 10, 5))
-RANDOM_CASES = 3
+_RANDOM_CASES = 3
 
 
 TASK = Task("exercise", "rollback", "How do I restore the last release?", "v2")
@@ -100,7 +100,7 @@ def _after_error(task: Any, observations: list) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RunCase:
-    """One case of `check_run`; `tools` is "docs", "broken read" or "lookup" (see `case_tools`)."""
+    """One case of `check_run`; `tools` is "docs", "broken read" or "lookup" (see `_case_tools`)."""
 
     name: str
     rule: str
@@ -227,7 +227,7 @@ def cases() -> list[RunCase]:
     return shown + [replace(case, shown=False) for case in hidden]
 
 
-def case_tools(log: list[str], kind: str = "docs", task: Task = TASK) -> dict[str, Tool]:
+def _case_tools(log: list[str], kind: str = "docs", task: Task = TASK) -> dict[str, Tool]:
     """Fresh tools for one case; every call is logged in `log` and hands back a copy of its result."""
     tools = docuctl_tools(task)
     if kind == "broken read":
@@ -245,9 +245,9 @@ def case_tools(log: list[str], kind: str = "docs", task: Task = TASK) -> dict[st
     return {name: counted(tool) for name, tool in tools.items()}
 
 
-def run_reference(case: RunCase) -> dict[str, Any]:
+def _run_reference(case: RunCase) -> dict[str, Any]:
     """labkit's `run` on `case`: what a matching `my_run` returns."""
-    return run(case.task, case.policy, tools=case_tools([], case.tools, case.task), **case.limits)
+    return run(case.task, case.policy, tools=_case_tools([], case.tools, case.task), **case.limits)
 
 
 def reference_table() -> pd.DataFrame:
@@ -257,7 +257,7 @@ def reference_table() -> pd.DataFrame:
         {"case": case.name, "stop": got["stop"], "turns": got["turns"], "tool calls": got["tool_calls"]}
         for case in cases()
         if case.shown
-        for got in [run_reference(case)]
+        for got in [_run_reference(case)]
     ]
     return pd.DataFrame(rows).set_index("case")
 
@@ -273,7 +273,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         where = f"'{case.name}'" + ("" if case.shown else " (a case the reference table does not show)")
         ran: list[str] = []
         try:
-            got = call(my_run, case.task, case.policy, case_tools(ran, case.tools, case.task), **case.limits)
+            got = call(my_run, case.task, case.policy, _case_tools(ran, case.tools, case.task), **case.limits)
         except Raised as raised:
             hint = " — a runtime must turn that into a stop reason" * (not isinstance(raised.error, TimedOut))
             return crashed(raised.error, f"on the case {where}{hint}")
@@ -283,7 +283,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
             mine = json.loads(json.dumps({key: got[key] for key in KEYS}))
         except (TypeError, ValueError):
             return fail(f"On {where} my_run returned {shown(got)}: return plain str, int and None values.")
-        want = run_reference(case)
+        want = _run_reference(case)
         if len(ran) != mine["tool_calls"]:
             return fail(
                 f"On {where} your run reported {shown(mine['tool_calls'])} tool calls but the tools ran "
@@ -317,21 +317,21 @@ def _payload(**answers: Any) -> dict[str, Any]:
 @exercise("02", "stop_policy", payload=lambda reason, policy: _payload(reason=reason))
 def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]], Any] | None) -> Check:
     """Exercise 1: a policy that makes `run` stop with `reason`, on the rollback question under
-    LIMITS (TURN_LIMITS for turn_limit), within the checkers' time limit."""
+    _LIMITS (_TURN_LIMITS for turn_limit), within the checkers' time limit."""
     if not isinstance(reason, str) or reason not in STOP_REASONS:
         return fail(f"{shown(reason, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
-    if reason not in REACHABLE:
+    if reason not in _REACHABLE:
         return fail(
             f"{reason!r} needs a timer, a budget or a signal from the caller, which a policy alone "
-            f"cannot set; try one of {', '.join(REACHABLE)}."
+            f"cannot set; try one of {', '.join(_REACHABLE)}."
         )
     if (refused := not_a_function(policy, "a policy is a function (task, observations)")) is not None:
         return refused
-    limits = TURN_LIMITS if reason == "turn_limit" else LIMITS
+    limits = _TURN_LIMITS if reason == "turn_limit" else _LIMITS
     under = ", ".join(f"{k}={v}" for k, v in limits.items())
     try:
         # The runtime calls the policy in this thread; TimedOut (a BaseException) passes its handlers.
-        result = call(run, TASK, policy, tools=case_tools([]), **limits)
+        result = call(run, TASK, policy, tools=_case_tools([]), **limits)
     except Raised as raised:  # the runtime counts a policy's errors, but re-raises a LabError
         return crashed(raised.error, f"while run asked it for decisions under {under}")
     if result["stop"] == reason:
@@ -349,7 +349,7 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
 
 def _pass_hat_k_cases() -> list[tuple[int, int, int]]:
     rng = random.Random()  # afresh every check: no fixed list to memorise
-    sizes = [rng.randint(2, 12) for _ in range(RANDOM_CASES)]
+    sizes = [rng.randint(2, 12) for _ in range(_RANDOM_CASES)]
     return [*PASS_HAT_K_CASES, *((rng.randint(0, n), n, rng.randint(1, n)) for n in sizes)]
 
 
@@ -379,12 +379,12 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
             hint = " That is (c/n)**k: the k trials are drawn without replacement." * replaced
             return fail(f"fn({c}, {n}, {k}) = {shown(got, 40)}, expected {want:.4f}.{hint}")
     return Check(
-        True, f"all {len(checked)} checks match C(c,k)/C(n,k), {RANDOM_CASES} of them drawn at random."
+        True, f"all {len(checked)} checks match C(c,k)/C(n,k), {_RANDOM_CASES} of them drawn at random."
     )
 
 
 def _budget_episode(budget: Budget | None) -> dict[str, Any]:
-    task = task_from(case_by_id(BUDGET_CASE))
+    task = task_from(case_by_id(_BUDGET_CASE))
     policy = docuctl_policy("base", backend=ReplayBackend())
     return run(task, policy, tools=docuctl_tools(task), max_turns=3, max_tools=2, budget=budget)
 
@@ -392,7 +392,7 @@ def _budget_episode(budget: Budget | None) -> dict[str, Any]:
 @exercise("02", "budget", payload=lambda tokens: _payload(tokens=tokens))
 def check_budget(tokens: int | None) -> Check:
     """Exercise 3: the smallest token budget under which SmolLM2's replayed episode on
-    `BUDGET_CASE` (base prompt, T=0) is not cut short."""
+    `_BUDGET_CASE` (base prompt, T=0) is not cut short."""
     if unanswered(tokens):
         return fail("not attempted yet: replace the `...` with a number of tokens and run the cell again")
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:

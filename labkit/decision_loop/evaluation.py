@@ -21,7 +21,7 @@ from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.record import read_records
 from labkit.model.replay import ReplayBackend
 
-ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # what a replay must reproduce
+_ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # what a replay must reproduce
 
 
 class _Tap:
@@ -53,7 +53,7 @@ def episode_row(
         "case": case["id"],
         "trial": trial,
         "passed": outcome(case, result),
-        **{key: result[key] for key in ENDED[:3]},
+        **{key: result[key] for key in _ENDED[:3]},
         "decisions": len(replies),
         "prompt_tokens": sum(r.prompt_tokens for r in replies),
         "completion_tokens": sum(r.completion_tokens for r in replies),
@@ -81,7 +81,9 @@ def replay_trials(path: str | Path) -> list[Row]:
         policy = docuctl_policy(record["prompt"], backend=tap, rung=rung, **settings)
         result = run_case(case, policy, limits=limits, budget_tokens=record["limits"]["budget_tokens"])
         if changed := [
-            f"{key} {result[key]!r} (recorded {record[key]!r})" for key in ENDED if result[key] != record[key]
+            f"{key} {result[key]!r} (recorded {record[key]!r})"
+            for key in _ENDED
+            if result[key] != record[key]
         ]:
             raise LabError(
                 f"{path}: line {number}: case {case['id']!r} trial {record['trial']} no longer "
@@ -147,17 +149,12 @@ def under_limits(max_turns: int, max_tools: int) -> pd.DataFrame:
 def evaluate_trials(paths: Sequence[str | Path], *, scripted_k: int = K_MAX) -> list[Row]:
     """Rows for every run recorded in `paths`, plus both scripted loops on the same cases; a
     trial recorded twice is refused (pass^k assumes distinct trials)."""
-    rows: list[Row] = []
-    seen: dict[tuple[str, str, int], str] = {}
-    for path in paths:
-        for row in replay_trials(path):
-            key = (row["policy"], row["case"], row["trial"])
-            if key in seen:
-                raise LabError(
-                    f"{path}: run {key[0]!r}, case {key[1]!r}, trial {key[2]} is already in "
-                    f"{seen[key]}: each trial counts once (is a file given twice?)"
-                )
-            seen[key] = str(path)
-            rows.append(row)
+    rows = [row for path in paths for row in replay_trials(path)]
+    trials = pd.DataFrame(rows)[["policy", "case", "trial"]]
+    if trials.duplicated().any():
+        policy, case, trial = trials[trials.duplicated()].iloc[0]
+        raise LabError(
+            f"run {policy!r}, case {case!r}, trial {trial} is recorded twice: each trial counts once"
+        )
     cases = [known_cases()[case_id] for case_id in dict.fromkeys(row["case"] for row in rows)]
     return [row for name in SCRIPTED for row in scripted_trials(name, cases, scripted_k)] + rows

@@ -22,9 +22,9 @@ from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
 
 SAMPLED = 0.7  # the temperature of the repeated trials
-PROMPT_ORDER = ("base", "example")
+_PROMPT_ORDER = ("base", "example")
 # One colour per rung in every ladder chart: grey for no constraint, then ever darker blues.
-RUNG_COLORS = {"L0": "#9e9e9e", "L1": "#90caf9", "L2": "#1e88e5", "L3": "#0d47a1"}
+_RUNG_COLORS = {"L0": "#9e9e9e", "L1": "#90caf9", "L2": "#1e88e5", "L3": "#0d47a1"}
 
 
 def ladder_files(folder: Path = TRIALS) -> list[Path]:
@@ -44,7 +44,7 @@ def ladder_rows(paths: Iterable[str | Path] | None = None) -> list[Row]:
 
 
 def _rank(prompt: Any, rung: Any) -> tuple[int, int]:
-    order = PROMPT_ORDER.index(prompt) if prompt in PROMPT_ORDER else len(PROMPT_ORDER)
+    order = _PROMPT_ORDER.index(prompt) if prompt in _PROMPT_ORDER else len(_PROMPT_ORDER)
     return order, RUNGS.index(rung) if rung in RUNGS else len(RUNGS)
 
 
@@ -238,7 +238,7 @@ def plot_ladder(table: pd.DataFrame) -> Figure:
                 row[[f"{c} {end}" for c in columns]].to_numpy(dtype=float) for end in ("low", "high")
             )
             label = f"{rung} {RUNG_NAMES.get(str(rung), '')}"
-            style = {"marker": "o", "capsize": 3, "color": RUNG_COLORS.get(str(rung)), "label": label}
+            style = {"marker": "o", "capsize": 3, "color": _RUNG_COLORS.get(str(rung)), "label": label}
             ax.errorbar(ks, values, yerr=[values - low, high - values], **style)
         ax.set(
             title=f"prompt: {prompt}", xticks=ks, xlabel="k (trials that must all pass)", ylim=(-0.05, 1.05)
@@ -259,7 +259,7 @@ def plot_with_baselines(table: pd.DataFrame, title: str = "pass@1 with its 95% i
     shown = table.iloc[::-1]
     fig, ax = plt.subplots(figsize=(8, 0.38 * len(shown) + 1.5))
     errors = [shown["pass@1"] - shown["pass@1 low"], shown["pass@1 high"] - shown["pass@1"]]
-    colours = [RUNG_COLORS["L3"] if kind == "model" else RUNG_COLORS["L0"] for kind in shown["kind"]]
+    colours = [_RUNG_COLORS["L3"] if kind == "model" else _RUNG_COLORS["L0"] for kind in shown["kind"]]
     ax.barh(list(shown.index), shown["pass@1"], xerr=errors, color=colours, capsize=3)
     if (best := table.attrs.get("best baseline")) in table.index:
         ax.axvline(table.loc[best, "pass@1"], color="#424242", linestyle="--", linewidth=1, label=best)

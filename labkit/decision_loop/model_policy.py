@@ -14,7 +14,7 @@ from labkit.model.policy import ModelPolicy
 
 DOCUCTL_LAB = "docuctl"  # the `lab` of every docuctl recording
 
-BASE = """\
+_BASE = """\
 You are a documentation assistant for docuctl, a command-line tool. Answer the user's \
 question with the exact staging command from the documentation of the version asked, and \
 cite the page you read.
@@ -29,8 +29,8 @@ Search first, then read the best hit, then answer. A page that says "Production 
 "Deprecated" does not answer a staging question: read the other hit. If a search finds \
 nothing, search again with the misspelt words corrected."""
 
-EXAMPLE = (
-    BASE
+_EXAMPLE = (
+    _BASE
     + """
 
 Example.
@@ -44,7 +44,7 @@ User: Result of read: {"id": "plugins-v2", "version": "v2", "title": "Plugins", 
 Assistant: {"action": "final", "answer": "docuctl plugins list --env staging", "citation": "plugins-v2"}"""
 )
 
-PROMPTS = {"base": BASE, "example": EXAMPLE}
+PROMPTS = {"base": _BASE, "example": _EXAMPLE}
 
 
 def describe_docuctl(task: Any) -> str:

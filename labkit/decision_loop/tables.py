@@ -22,7 +22,7 @@ Row = dict[str, Any]
 Rows = Iterable[Row] | pd.DataFrame
 # A final stop is not a success: graded tables and charts split it by the grade.
 CORRECT, WRONG = "final, correct", "final, wrong"
-ENDINGS = (CORRECT, WRONG, *STOP_REASONS[1:])
+_ENDINGS = (CORRECT, WRONG, *STOP_REASONS[1:])
 NAN = Interval(math.nan, math.nan, math.nan)
 COSTS = ("tools/success", "tokens/decision", "s/decision", "reused %")  # see `measures`
 
@@ -158,9 +158,9 @@ def ending(row: Mapping[str, Any]) -> str:
 
 
 def ending_counts(frame: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
-    """Episodes per group of `by` (first seen first) and ending (ENDINGS order, unused ones left out)."""
+    """Episodes per group of `by` (first seen first) and ending (_ENDINGS order, unused ones left out)."""
     counts = frame.groupby(by, sort=False)["ending"].value_counts().unstack(fill_value=0)
-    return counts[[stop for stop in ENDINGS if stop in counts.columns]].rename_axis(columns=None)
+    return counts[[stop for stop in _ENDINGS if stop in counts.columns]].rename_axis(columns=None)
 
 
 def stop_counts(rows: Rows) -> pd.DataFrame:
@@ -212,7 +212,7 @@ def _tally(row: Row) -> Counter[str]:
     return tally
 
 
-PROFILE = {  # column: (what is counted, out of what)
+_PROFILE = {  # column: (what is counted, out of what)
     "search first": ("search first", "episodes"),
     "reads a hit": ("reads a hit", "reads"),
     "repeats": ("repeats", "after first"),
@@ -233,6 +233,6 @@ def decision_profile(rows: Iterable[Row]) -> pd.DataFrame:
     order = runs.sort_values(["prompt", "rank", "temperature"], kind="stable")["policy"]
     shares = {
         name: (tallies[part] / tallies[whole]).where(tallies[whole] > 0).map(lambda v: round(float(v), 2))
-        for name, (part, whole) in PROFILE.items()
+        for name, (part, whole) in _PROFILE.items()
     }
     return pd.DataFrame(shares).loc[order].rename_axis("policy")

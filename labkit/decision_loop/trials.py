@@ -26,10 +26,10 @@ MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
 # A backend that fails this many episodes in a row is down, not unlucky: stop rather than
 # wait out a timeout on each remaining episode.
 MAX_PROVIDER_FAILURES = 3
-DocuctlCase = dict[str, Any]
+_Case = dict[str, Any]
 
 
-def cases_of(which: str, corpus: Corpus | None = None) -> list[DocuctlCase]:
+def cases_of(which: str, corpus: Corpus | None = None) -> list[_Case]:
     """Lab 01's base cases (18), adaptive cases (6), all 24, or lab 02's rewrite cases (6)."""
     corpus = corpus or docuctl()
     if which not in CASE_SETS:
@@ -42,13 +42,13 @@ def cases_of(which: str, corpus: Corpus | None = None) -> list[DocuctlCase]:
     }[which]
 
 
-def known_cases(corpus: Corpus | None = None) -> dict[str, DocuctlCase]:
+def known_cases(corpus: Corpus | None = None) -> dict[str, _Case]:
     """Every case of every set, by id: what a recorded episode's case id is looked up in."""
     corpus = corpus or docuctl()
     return {case["id"]: case for case in cases_of("all", corpus) + cases_of("rewrite", corpus)}
 
 
-def limits_for(case: DocuctlCase, corpus: Corpus | None = None) -> dict[str, int]:
+def limits_for(case: _Case, corpus: Corpus | None = None) -> dict[str, int]:
     """A case's limits, the same for every policy: base cases 2 tools and 3 turns, the others one
     tool (a revised search or a second read) and one turn more."""
     corpus = corpus or docuctl()
@@ -58,7 +58,7 @@ def limits_for(case: DocuctlCase, corpus: Corpus | None = None) -> dict[str, int
 
 
 def run_case(
-    case: DocuctlCase,
+    case: _Case,
     policy: Callable,
     *,
     limits: dict[str, int],
@@ -73,7 +73,7 @@ def run_case(
 
 
 def episode_record(
-    case: DocuctlCase,
+    case: _Case,
     result: Result,
     *,
     run_label: str,
@@ -117,7 +117,7 @@ def run_trials(
     backend: Backend,
     record: str | Path,
     *,
-    cases: str | list[DocuctlCase] = "all",
+    cases: str | list[_Case] = "all",
     k: int = 1,
     temperature: float = 0.0,
     seed: int = 0,
@@ -153,7 +153,7 @@ def run_trials(
     chosen = cases_of(cases, corpus) if isinstance(cases, str) else list(cases)
     run_label = label or default_label(backend, prompt, temperature, rung)
     recorder, writer = Recorder(backend, partial, run=run_label), JsonlWriter(partial)
-    pairs: Iterable[tuple[DocuctlCase, int]] = [(case, trial) for trial in range(k) for case in chosen]
+    pairs: Iterable[tuple[_Case, int]] = [(case, trial) for trial in range(k) for case in chosen]
     episodes, failures = [], 0
     for case, trial in progress(pairs) if progress else pairs:
         settings = {"prompt": prompt, "rung": rung, "trial": trial, "seed": seed + trial}

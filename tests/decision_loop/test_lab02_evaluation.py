@@ -237,7 +237,7 @@ def test_recorded_trials_replay_and_sit_beside_the_scripted_loops(recording):
     assert list(table.index) == ["scripted loop", "adaptive loop", RUN]
     assert table.loc["adaptive loop", "pass@1"] == 1.0 and table.loc["scripted loop", "pass@1"] == 0.0
     assert table.loc[RUN, "tokens/decision"] == 210 + 18
-    with pytest.raises(LabError, match="is already in .*each trial counts once"):
+    with pytest.raises(LabError, match="is recorded twice: each trial counts once"):
         evaluate_trials([recording, recording])
 
 

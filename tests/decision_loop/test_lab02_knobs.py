@@ -83,7 +83,7 @@ def _swept() -> tuple[list, ...]:
 )
 def test_every_knob_over_its_plausible_values_leaves_the_later_cells_working(index):
     knobs, code = SWEEP[index], _swept()[index]
-    side_by_side = next(cell for cell in code if "changed = [name for name in demo.index" in cell.source)
+    side_by_side = next(cell for cell in code if "changed = [name for name in ten_stops.index" in cell.source)
     shown = _text(side_by_side)
     # the ten-stops table still shows, and says which episode a knob changed rather than stopping
     assert "aborted" in shown and "Traceback" not in shown
@@ -97,7 +97,7 @@ def test_every_knob_over_its_plausible_values_leaves_the_later_cells_working(ind
 
 def test_the_notebook_as_committed_shows_all_ten_stops_as_named():
     _, cells = _cells()
-    side_by_side = next(cell for cell in cells if "changed = [name for name in demo.index" in cell.source)
+    side_by_side = next(cell for cell in cells if "changed = [name for name in ten_stops.index" in cell.source)
     assert "ended" not in _text(side_by_side)
 
 
