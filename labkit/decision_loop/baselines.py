@@ -6,7 +6,7 @@ the 24 cases, search-then-answer L3 8.67, the scripted loop 17, the adaptive loo
 """
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import product
 from typing import Any
 
@@ -54,22 +54,22 @@ def admissible_decisions(task: Task, observations: _Seen, rung: str) -> list[Dec
     return decisions
 
 
-class RandomAdmissible:
+def random_admissible(rung: str, seed: int | str, *, first: str | None = None) -> Callable[..., Decision]:
     """One episode's policy: a decision drawn from `admissible_decisions` with `random.Random(seed)`
     each turn; with `first="search"`, a search first, then a final as soon as one is admissible."""
+    check_rung(rung, DOCUCTL_RULES)
+    rng = random.Random(seed)
 
-    def __init__(self, rung: str, seed: int | str, *, first: str | None = None) -> None:
-        check_rung(rung, DOCUCTL_RULES)
-        self.rung, self.first, self.rng = rung, first, random.Random(seed)
-
-    def __call__(self, task: Task, observations: list[dict[str, Any]]) -> Decision:
-        decisions = admissible_decisions(task, observations, self.rung)
-        if self.first == "search":
+    def policy(task: Task, observations: list[dict[str, Any]]) -> Decision:
+        decisions = admissible_decisions(task, observations, rung)
+        if first == "search":
             if not observations:
                 return next(d for d in decisions if d["action"] == "search")
             if finals := [d for d in decisions if d["action"] == "final"]:
-                return finals[0] if len(finals) == 1 else self.rng.choice(finals)
-        return self.rng.choice(decisions)
+                return finals[0] if len(finals) == 1 else rng.choice(finals)
+        return rng.choice(decisions)
+
+    return policy
 
 
 def random_rows(
@@ -86,7 +86,7 @@ def random_rows(
     rows = []
     for case in cases:
         for trial in range(seeds):
-            policy = RandomAdmissible(rung, f"{seed + trial}:{case['id']}", first=first)
+            policy = random_admissible(rung, f"{seed + trial}:{case['id']}", first=first)
             result = run_case(case, policy, limits=limits_for(case))
             rows.append(episode_row(f"{kind} {rung}", case, trial, result, baseline=kind, rung=rung))
     return rows

@@ -24,18 +24,15 @@ from labkit.model.replay import ReplayBackend
 _ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # what a replay must reproduce
 
 
-class _Tap:
-    """A backend that keeps every reply of the one it wraps (for per-decision figures)."""
+class _Tap(ReplayBackend):
+    """A ReplayBackend that keeps every reply it gives (for per-decision figures)."""
 
-    def __init__(self, inner: ReplayBackend):
-        self.inner, self.name, self.replies = inner, inner.name, []
-
-    def provenance(self) -> dict[str, Any]:
-        return self.inner.provenance()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.replies: list[Reply] = []
 
     def complete(self, request: Request) -> Reply:
-        reply = self.inner.complete(request)
-        self.replies.append(reply)
+        self.replies.append(reply := super().complete(request))
         return reply
 
 
@@ -72,7 +69,7 @@ def replay_trials(path: str | Path) -> list[Row]:
             continue
         if (case := cases.get(record["case"])) is None:
             raise LabError(f"{path}: line {number}: unknown docuctl case {record['case']!r}")
-        tap = _Tap(ReplayBackend([path], run=record["run"]))  # a file may hold several runs
+        tap = _Tap([path], run=record["run"])  # a file may hold several runs
         settings = {key: record[key] for key in ("temperature", "seed", "trial", "max_tokens")}
         rung, limits = (
             record.get("rung", DEFAULT_RUNG),
@@ -127,10 +124,11 @@ def replay_case(
     """SmolLM2's recorded T=0 episode on `case_id`, replayed and graded; each decision carries
     `recorded_s`, its live call's latency. ReplayMiss (a LabError) for one not recorded."""
     case = case_by_id(case_id)
-    tap = _Tap(ReplayBackend())
+    tap = _Tap()
     policy = docuctl_policy(prompt, backend=tap, rung=rung)
     # Load the recordings before the episode, so the trace times the replay, not reading files.
-    tap.inner.complete(policy.request(task_from(case), []))
+    tap.complete(policy.request(task_from(case), []))
+    tap.replies.clear()
     result = run_case(case, policy, limits=limits_for(case), budget_tokens=budget_tokens)
     for entry, reply in zip(result["trace"], tap.replies, strict=False):
         entry["recorded_s"] = reply.latency_s

@@ -34,12 +34,8 @@ def cases_of(which: str, corpus: Corpus | None = None) -> list[_Case]:
     corpus = corpus or docuctl()
     if which not in CASE_SETS:
         raise LabError(f"unknown case set {which!r} (known: {', '.join(CASE_SETS)})")
-    return {
-        "base": corpus.cases,
-        "adaptive": corpus.adaptive_cases,
-        "all": corpus.cases + corpus.adaptive_cases,
-        "rewrite": corpus.rewrite_cases,
-    }[which]
+    sets = {"base": corpus.cases, "adaptive": corpus.adaptive_cases, "rewrite": corpus.rewrite_cases}
+    return sets["base"] + sets["adaptive"] if which == "all" else sets[which]
 
 
 def known_cases(corpus: Corpus | None = None) -> dict[str, _Case]:

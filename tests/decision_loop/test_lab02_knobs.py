@@ -97,7 +97,9 @@ def test_every_knob_over_its_plausible_values_leaves_the_later_cells_working(ind
 
 def test_the_notebook_as_committed_shows_all_ten_stops_as_named():
     _, cells = _cells()
-    side_by_side = next(cell for cell in cells if "changed = [name for name in ten_stops.index" in cell.source)
+    side_by_side = next(
+        cell for cell in cells if "changed = [name for name in ten_stops.index" in cell.source
+    )
     assert "ended" not in _text(side_by_side)
 
 
