@@ -123,11 +123,7 @@ def cases() -> list[RunCase]:
             "an action no tool provides is invalid_decision, and nothing runs",
             _says({"action": "delete_page", "id": "x"}),
         ),
-        RunCase(
-            "a proposal that is not an object",
-            "a proposal that is not a dict is invalid_decision",
-            _says("search the docs"),
-        ),
+        RunCase("a proposal that is not an object", "not a dict: invalid_decision", _says("search the docs")),
         RunCase(
             "an extra field",
             "a field the tool does not declare is invalid_decision, and the tool must not run",
@@ -151,7 +147,7 @@ def cases() -> list[RunCase]:
         ),
         RunCase(
             "keeps searching, 2 tools",
-            "a tool proposed after max_tools calls is tool_limit, and it does not run",
+            "a tool past max_tools calls is tool_limit, and it does not run",
             _searcher,
         ),
         RunCase("keeps searching, 3 tools, 2 turns", turns, _searcher, {"max_turns": 2, "max_tools": 3}),
@@ -187,12 +183,7 @@ def cases() -> list[RunCase]:
         RunCase(
             "one turn only", f"{turns}, whatever max_turns is", scripted, {"max_turns": 1, "max_tools": 2}
         ),
-        RunCase(
-            "another question, version v1",
-            f"{final} (for whatever task it is handed)",
-            scripted,
-            task=_OTHER_TASK,
-        ),
+        RunCase("another question, version v1", f"{final}, whatever the task", scripted, task=_OTHER_TASK),
         RunCase(
             "reads a page that does not exist, then cites it",
             "a read that raised returned no page: citing it is unread_citation",

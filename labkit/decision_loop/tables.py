@@ -46,10 +46,10 @@ def episodes_frame(rows: Rows) -> pd.DataFrame:
     return frame
 
 
-def _counts(frame: pd.DataFrame) -> list[tuple[int, int]]:
+def _counts(rows: Rows) -> dict[str, tuple[int, int]]:
     """(c, n) of each case, in the order the cases first appear."""
-    per_case = frame.groupby("case", sort=False)["passed"].agg(["sum", "count"])
-    return [(int(c), int(n)) for c, n in per_case.itertuples(index=False)]
+    per_case = episodes_frame(rows).groupby("case", sort=False)["passed"].agg(["sum", "count"])
+    return {case: (int(c), int(n)) for case, c, n in per_case.itertuples()}
 
 
 def _mean_interval(values: list[float], seed: int) -> Interval:
@@ -62,7 +62,7 @@ def _mean_interval(values: list[float], seed: int) -> Interval:
 def rate_intervals(rows: Rows, k_max: int = K_MAX, *, seed: int = SEED) -> dict[str, Interval]:
     """pass@1 and pass^1..pass^k_max over `rows`, each with its 95% bootstrap interval over cases
     (NaN where a case ran fewer than k trials). Raises ValueError for no rows."""
-    counts = _counts(episodes_frame(rows))
+    counts = list(_counts(rows).values())
 
     def interval(values: list[float]) -> Interval:
         return NAN if any(math.isnan(v) for v in values) else _mean_interval(values, seed)
@@ -84,15 +84,11 @@ def share_interval(cases: Sequence[str], hits: Sequence[bool], *, seed: int = SE
     return _mean_interval([float(v) for v in per_case.sum() / per_case.size()], seed)
 
 
-def _case_rates(rows: Rows) -> dict[str, float]:
-    frame = episodes_frame(rows)
-    return {case: c / n for case, (c, n) in zip(pd.unique(frame["case"]), _counts(frame), strict=True)}
-
-
 def paired_difference(rows: Rows, against: Rows, *, seed: int = SEED) -> Interval:
     """pass@1 of `rows` minus pass@1 of `against`, paired by case on the cases both ran, with its
     95% bootstrap interval (`labkit.core.intervals.paired`). ValueError when they share no case."""
-    return paired(_case_rates(rows), _case_rates(against), seed=seed)
+    rates = [{case: c / n for case, (c, n) in _counts(episodes).items()} for episodes in (rows, against)]
+    return paired(*rates, seed=seed)
 
 
 def interval_columns(line: Mapping[str, Any], name: str, interval: Interval) -> dict[str, Any]:
