@@ -54,7 +54,7 @@ def admissible_decisions(task: Task, observations: _Seen, rung: str) -> list[Dec
     return decisions
 
 
-def random_admissible(rung: str, seed: int | str, *, first: str | None = None) -> Callable[..., Decision]:
+def random_baseline(rung: str, seed: int | str, *, first: str | None = None) -> Callable[..., Decision]:
     """One episode's policy: a decision drawn from `admissible_decisions` with `random.Random(seed)`
     each turn; with `first="search"`, a search first, then a final as soon as one is admissible."""
     check_rung(rung, DOCUCTL_RULES)
@@ -73,12 +73,7 @@ def random_admissible(rung: str, seed: int | str, *, first: str | None = None) -
 
 
 def random_rows(
-    kind: str,
-    rung: str,
-    cases: Iterable[Mapping[str, Any]],
-    *,
-    seeds: int = SEEDS,
-    seed: int = 0,
+    kind: str, rung: str, cases: Iterable[Mapping[str, Any]], *, seeds: int = SEEDS, seed: int = 0
 ) -> list[Row]:
     """`seeds` episodes per case of one random baseline (`kind`: RANDOM or SEARCH_FIRST) at `rung`;
     trial t of case c draws from `random.Random(f"{seed + t}:{c}")`, the same on any machine."""
@@ -86,7 +81,7 @@ def random_rows(
     rows = []
     for case in cases:
         for trial in range(seeds):
-            policy = random_admissible(rung, f"{seed + trial}:{case['id']}", first=first)
+            policy = random_baseline(rung, f"{seed + trial}:{case['id']}", first=first)
             result = run_case(case, policy, limits=limits_for(case))
             rows.append(episode_row(f"{kind} {rung}", case, trial, result, baseline=kind, rung=rung))
     return rows

@@ -52,9 +52,8 @@ def episode_row(
         "passed": outcome(case, result),
         **{key: result[key] for key in _ENDED[:3]},
         "decisions": len(replies),
-        "prompt_tokens": sum(r.prompt_tokens for r in replies),
-        "completion_tokens": sum(r.completion_tokens for r in replies),
-        "reused_tokens": sum(r.reused_tokens or 0 for r in replies),
+        **{key: sum(getattr(r, key) for r in replies) for key in ("prompt_tokens", "completion_tokens")},
+        "reused_tokens": sum(r.reused_tokens or 0 for r in replies),  # None where a backend cannot tell
         "latency_s": sum(r.latency_s for r in replies),
         "result": result,
     }

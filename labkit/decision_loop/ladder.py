@@ -60,10 +60,6 @@ def _groups(rows: Sequence[Row], temperature: float) -> dict[tuple[str, str], pd
     return dict(iter(_ordered(rows, temperature).groupby(["prompt", "rung"], sort=False)))
 
 
-def _index(keys: Sequence[tuple[str, str]]) -> pd.MultiIndex:
-    return pd.MultiIndex.from_tuples(keys, names=["prompt", "rung"])
-
-
 def ladder_table(rows: Sequence[Row], k_max: int = K_MAX, *, intervals: bool = False) -> pd.DataFrame:
     """One row per (prompt, rung): pass@1 at T=0; trials, pass^1..k_max, tool calls per success,
     tokens and seconds per decision at T=0.7; with `intervals`, each rate's `low` and `high`."""
@@ -79,7 +75,7 @@ def ladder_table(rows: Sequence[Row], k_max: int = K_MAX, *, intervals: bool = F
         if not intervals:
             line = {name: value for name, value in line.items() if not name.endswith((" low", " high"))}
         table.append(line)
-    return pd.DataFrame(table, index=_index(keys))
+    return pd.DataFrame(table, index=pd.MultiIndex.from_tuples(keys, names=["prompt", "rung"]))
 
 
 def ladder_with_baselines(rows: Sequence[Row], baselines: Sequence[Row], *, k: int = K_MAX) -> pd.DataFrame:
@@ -133,7 +129,7 @@ def ladder_by_cases(rows: Sequence[Row]) -> pd.DataFrame:
         for g in groups.values()
         for on in [g["case"].isin(adaptive)]
     ]
-    return pd.DataFrame(table, index=_index(list(groups)))
+    return pd.DataFrame(table, index=pd.MultiIndex.from_tuples(list(groups), names=["prompt", "rung"]))
 
 
 def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:

@@ -90,12 +90,5 @@ def docuctl_policy(prompt: str = "base", *, rung: str = "L1", **options: Any) ->
     `options` (backend, temperature, seed, trial, max_tokens) go to ModelPolicy."""
     if prompt not in PROMPTS:
         raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
-    return ModelPolicy(
-        DOCUCTL_LAB,
-        schema_tools(),
-        PROMPTS[prompt],
-        describe_docuctl,
-        rung=rung,
-        rules=DOCUCTL_RULES,
-        **options,
-    )
+    options |= {"rung": rung, "rules": DOCUCTL_RULES}
+    return ModelPolicy(DOCUCTL_LAB, schema_tools(), PROMPTS[prompt], describe_docuctl, **options)

@@ -93,10 +93,9 @@ def paired_difference(rows: Rows, against: Rows, *, seed: int = SEED) -> Interva
 
 def interval_columns(line: Mapping[str, Any], name: str, interval: Interval) -> dict[str, Any]:
     """`line` with `name`, `name low`, `name high` set from `interval`, rounded to 3 places."""
+    values = (interval.estimate, interval.low, interval.high)
     return dict(line) | {
-        name: round(interval.estimate, 3),
-        f"{name} low": round(interval.low, 3),
-        f"{name} high": round(interval.high, 3),
+        f"{name}{end}": round(v, 3) for end, v in zip(("", " low", " high"), values, strict=True)
     }
 
 

@@ -15,7 +15,7 @@ from labkit.decision_loop.baselines import (
     SEARCH_FIRST,
     admissible_decisions,
     baseline_rows,
-    random_admissible,
+    random_baseline,
     random_rows,
 )
 from labkit.decision_loop.evaluation import replay_trials
@@ -53,14 +53,14 @@ def test_l3_admits_one_final_per_page_read_and_l1_pairs_the_command_with_any_hit
 
 
 def test_search_then_answer_answers_as_soon_as_a_final_is_admissible():
-    policy = random_admissible("L3", 0, first="search")
+    policy = random_baseline("L3", 0, first="search")
     assert policy(TASK, [])["action"] == "search"
     assert policy(TASK, READ) == {"action": "final", "answer": PAGE["command"], "citation": "config-v1"}
 
 
 def test_an_unknown_rung_is_one_message():
     with pytest.raises(LabError, match="unknown constraint rung 'L9'"):
-        random_admissible("L9", 0)
+        random_baseline("L9", 0)
 
 
 def passes(rows):
