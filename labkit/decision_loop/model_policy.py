@@ -1,20 +1,6 @@
-"""The docuctl model policy: the prompts lab 02 measures, how a task is shown, and a constructor.
-
-Two prompts, each a row of the evaluation:
-
-- ``base``: what the assistant is for, the three decision shapes, and the same strategy
-  the adaptive scripted policy follows (search, read, answer; read the other hit when a
-  page is production-only or deprecated; search again after an empty search).
-- ``example``: ``base`` plus one worked example episode on a page that is not in the
-  corpus (so it cannot leak an answer). A small, honest prompt change, measured as its own
-  row rather than folded into the first.
-
-The tools shown to the model are the lab-01 tools (`labkit.baseline.controllers.docuctl_tools`):
-search with alias expansion and top_k=2, and read, both bound to the task's version.
-What is docuctl's lives here, not in `labkit.model`, which knows no lab.
-"""
-
-from __future__ import annotations
+"""The docuctl model policy on lab 01's tools: the prompts lab 02 measures (``base``; ``example``
+adds one worked episode on a page outside the corpus, so it cannot leak an answer), how a task
+is shown, and the state rules of rungs L2 and L3."""
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,13 +9,12 @@ from labkit.baseline.controllers import docuctl_tools
 from labkit.baseline.task import Task
 from labkit.core.errors import LabError
 from labkit.core.runtime import Tool
-from labkit.model.backend import Backend
 from labkit.model.constraints import StateRules
 from labkit.model.policy import ModelPolicy
 
-LAB = "docuctl"
+DOCUCTL_LAB = "docuctl"  # the `lab` of every docuctl recording
 
-BASE = """\
+_BASE = """\
 You are a documentation assistant for docuctl, a command-line tool. Answer the user's \
 question with the exact staging command from the documentation of the version asked, and \
 cite the page you read.
@@ -44,8 +29,8 @@ Search first, then read the best hit, then answer. A page that says "Production 
 "Deprecated" does not answer a staging question: read the other hit. If a search finds \
 nothing, search again with the misspelt words corrected."""
 
-EXAMPLE = (
-    BASE
+_EXAMPLE = (
+    _BASE
     + """
 
 Example.
@@ -59,21 +44,12 @@ User: Result of read: {"id": "plugins-v2", "version": "v2", "title": "Plugins", 
 Assistant: {"action": "final", "answer": "docuctl plugins list --env staging", "citation": "plugins-v2"}"""
 )
 
-PROMPTS = {"base": BASE, "example": EXAMPLE}
+PROMPTS = {"base": _BASE, "example": _EXAMPLE}
 
 
 def describe_docuctl(task: Any) -> str:
-    """How a docuctl Task is shown to the model: its question and documentation version.
-
-    Raises LabError for a task without both (another lab's task needs its own describe=).
-    """
-    try:
-        return f"Question: {task.question}\nDocumentation version: {task.version}"
-    except AttributeError:
-        raise LabError(
-            f"describe_docuctl shows a docuctl Task (question, version), not a {type(task).__name__}: "
-            "pass ModelPolicy another describe="
-        ) from None
+    """How a docuctl Task is shown to the model: its question and documentation version."""
+    return f"Question: {task.question}\nDocumentation version: {task.version}"
 
 
 def search_hits(task: Any, observations: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -99,7 +75,9 @@ def pages_read(observations: Sequence[Mapping[str, Any]]) -> list[dict[str, str]
 
 
 # L2: read and cite only what a search returned; L3: answer only with a read page's command.
-RULES = StateRules(slots={("read", "id"): search_hits, ("final", "citation"): search_hits}, finals=pages_read)
+DOCUCTL_RULES = StateRules(
+    slots={("read", "id"): search_hits, ("final", "citation"): search_hits}, finals=pages_read
+)
 
 
 def schema_tools() -> dict[str, Tool]:
@@ -107,29 +85,10 @@ def schema_tools() -> dict[str, Tool]:
     return docuctl_tools(Task("schema", "schema", "schema", "v2"))
 
 
-def docuctl_policy(
-    prompt: str = "base",
-    *,
-    backend: Backend | None = None,
-    temperature: float = 0.0,
-    seed: int = 0,
-    trial: int = 0,
-    rung: str = "L1",
-    **options: Any,
-) -> ModelPolicy:
-    """A ModelPolicy for docuctl tasks with one of `PROMPTS` at `rung` (LabError names the choices)."""
+def docuctl_policy(prompt: str = "base", *, rung: str = "L1", **options: Any) -> ModelPolicy:
+    """A ModelPolicy for docuctl tasks with one of `PROMPTS` at `rung` (LabError names the choices);
+    `options` (backend, temperature, seed, trial, max_tokens) go to ModelPolicy."""
     if prompt not in PROMPTS:
         raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
-    return ModelPolicy(
-        lab=LAB,
-        tools=schema_tools(),
-        instructions=PROMPTS[prompt],
-        describe=describe_docuctl,
-        backend=backend,
-        temperature=temperature,
-        seed=seed,
-        trial=trial,
-        rung=rung,
-        rules=RULES,
-        **options,
-    )
+    options |= {"rung": rung, "rules": DOCUCTL_RULES}
+    return ModelPolicy(DOCUCTL_LAB, schema_tools(), PROMPTS[prompt], describe_docuctl, **options)

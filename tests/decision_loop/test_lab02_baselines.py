@@ -13,9 +13,9 @@ from labkit.core.text import words
 from labkit.decision_loop.baselines import (
     RANDOM,
     SEARCH_FIRST,
-    RandomAdmissible,
     admissible_decisions,
     baseline_rows,
+    random_baseline,
     random_rows,
 )
 from labkit.decision_loop.evaluation import replay_trials
@@ -23,22 +23,12 @@ from labkit.decision_loop.ladder import ladder_with_baselines
 from labkit.decision_loop.trials import cases_of, known_cases, limits_for, run_case
 from labkit.model.replay import TRIALS
 
-CASE = {
-    "id": "config-region",
-    "family": "config",
-    "question": "Which config key sets the region?",
-    "version": "v1",
-    "expected_doc": "config-v1",
-    "expected_command": "docuctl config set region=eu-west --env staging",
-}
+CASE = next(case for case in docuctl().cases if case["id"] == "config-region")  # a v1 question
 TASK = task_from(CASE)
 HITS = [{"id": "config-v1", "title": "Configuration"}, {"id": "health-v1", "title": "Health checks"}]
 SEARCHED = [{"action": "search", "result": HITS}]
 PAGE = docuctl().docs.read("config-v1", "v1")
 READ = [*SEARCHED, {"action": "read", "result": PAGE}]
-
-
-# -- what each rung admits -----------------------------------------------------------------
 
 
 def test_before_any_observation_every_rung_admits_only_the_search_of_the_question():
@@ -63,21 +53,14 @@ def test_l3_admits_one_final_per_page_read_and_l1_pairs_the_command_with_any_hit
 
 
 def test_search_then_answer_answers_as_soon_as_a_final_is_admissible():
-    policy = RandomAdmissible("L3", 0, first="search")
+    policy = random_baseline("L3", 0, first="search")
     assert policy(TASK, [])["action"] == "search"
     assert policy(TASK, READ) == {"action": "final", "answer": PAGE["command"], "citation": "config-v1"}
 
 
-def test_an_unknown_rung_or_kind_is_one_message():
+def test_an_unknown_rung_is_one_message():
     with pytest.raises(LabError, match="unknown constraint rung 'L9'"):
-        RandomAdmissible("L9", 0)
-    with pytest.raises(LabError, match="unknown baseline 'lucky'"):
-        random_rows("lucky", "L3", [CASE])
-    with pytest.raises(LabError, match="seeds must be a positive int"):
-        random_rows(RANDOM, "L3", [CASE], seeds=0)
-
-
-# -- the figures, reproducible for a seed ----------------------------------------------------
+        random_baseline("L9", 0)
 
 
 def passes(rows):
@@ -89,17 +72,11 @@ def decisions(rows):
     return [[entry.get("decision") for entry in row["result"]["trace"]] for row in rows]
 
 
-def test_the_random_baselines_are_pinned_for_seed_0():
-    cases = cases_of("all")
-    # 200 seeds on the 24 cases: totals over 4,800 episodes (mean per seed = total / 200).
-    # L0 gives 444 and 1,146 (L0-L2 admit the same draws: tested below); L3 is lab 02's table.
-    pinned = {
-        (RANDOM, "L3"): 504,  # 2.52 of 24; the project's notes measured 2.4 by hand
-        (SEARCH_FIRST, "L3"): 1734,  # 8.67 of 24; its exact expectation is 8.33 (see the report)
-    }
-    for (kind, rung), total in pinned.items():
-        rows = random_rows(kind, rung, cases)
-        assert len(rows) == 24 * 200 and passes(rows) == total, (kind, rung)
+def test_the_random_baselines_pass_what_the_lab_quotes_over_200_seeds():
+    # Totals over 24 cases x 200 seeds: 2.52 and 8.67 cases of 24 per seed at L3.
+    for kind, total in ((RANDOM, 504), (SEARCH_FIRST, 1734)):
+        rows = random_rows(kind, "L3", cases_of("all"))
+        assert len(rows) == 24 * 200 and passes(rows) == total, kind
 
 
 def test_the_same_seed_gives_the_same_episodes_and_another_seed_others():
@@ -114,8 +91,7 @@ def test_the_same_seed_gives_the_same_episodes_and_another_seed_others():
 def test_l0_to_l2_admit_the_same_draws_and_l3_only_the_extractive_final():
     cases = cases_of("base")
     traces = {
-        rung: decisions(random_rows(RANDOM, rung, cases, seeds=10))
-        for rung in ("L0", "L1", "L2", "L3")
+        rung: decisions(random_rows(RANDOM, rung, cases, seeds=10)) for rung in ("L0", "L1", "L2", "L3")
     }
     assert traces["L0"] == traces["L1"] == traces["L2"] != traces["L3"]
     l3 = random_rows(RANDOM, "L3", cases, seeds=10)
@@ -130,9 +106,6 @@ def test_baseline_rows_put_the_scripted_loops_beside_the_random_ones():
     assert list(by_policy) == ["random L3", "search, then answer L3", "scripted loop", "adaptive loop"]
     assert passes(by_policy["scripted loop"]) == 17 * 5 and passes(by_policy["adaptive loop"]) == 23 * 5
     assert {row["baseline"] for row in by_policy["adaptive loop"]} == {"adaptive loop"}
-
-
-# -- the rewrite cases -----------------------------------------------------------------------
 
 
 def test_the_rewrite_cases_share_no_word_with_their_version_or_the_glossary():

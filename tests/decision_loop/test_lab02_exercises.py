@@ -1,0 +1,298 @@
+"""Lab 02's build-it cell and exercises: each intended solution passes its checker, and plausible
+wrong answers (each boundary of the rule, a crash, a hang, None) get a sentence saying what to fix."""
+
+import math
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from verdicts import own_verdict, verdict
+
+from labkit.core.errors import LabError
+from labkit.core.progress import load_progress
+from labkit.core.runtime import validate_decision
+from labkit.decision_loop.checks import KEYS, PASS_HAT_K_CASES
+from labkit.exercises import lab02
+
+# -- build it: the heart of run --------------------------------------------------------------
+
+
+def read_ids(tool, result):
+    """The ids a tool call makes citable: a source tool's page, nothing else."""
+    if tool.source and isinstance(result, dict) and isinstance(result.get("id"), str):
+        return {result["id"]}
+    return set()
+
+
+def my_run(task, decide, tools, max_turns, max_tools, ids_read=read_ids, pops=False):
+    """The intended solution; `ids_read` and `pops` (pop the action out of the validated decision,
+    as many write it) vary it."""
+    observations, sources, tool_calls = [], set(), 0
+
+    def stop(reason, turns, answer=None, citation=None):
+        return {
+            "stop": reason,
+            "turns": turns,
+            "tool_calls": tool_calls,
+            "answer": answer,
+            "citation": citation,
+        }
+
+    for turn in range(1, max_turns + 1):
+        try:
+            proposal = decide(task, list(observations))
+        except OSError:
+            return stop("provider_error", turn)
+        except Exception:
+            return stop("invalid_decision", turn)
+        try:
+            decision = validate_decision(proposal, tools)
+        except ValueError:
+            return stop("invalid_decision", turn)
+        action = decision.pop("action") if pops else decision["action"]
+        if action == "final":
+            if decision["citation"] and decision["citation"] not in sources:
+                return stop("unread_citation", turn)
+            return stop("final", turn, decision["answer"], decision["citation"])
+        if tool_calls == max_tools:
+            return stop("tool_limit", turn)
+        tool = tools[action]
+        try:
+            result = tool.call(**{name: decision[name] for name in tool.params})
+        except Exception as error:
+            result = {"error": str(error)}
+        tool_calls += 1
+        sources |= ids_read(tool, result)
+        observations.append({"action": action, "result": result})
+    return stop("turn_limit", max_turns)
+
+
+def varied(**how):
+    return lambda *args, **limits: my_run(*args, **limits, **how)
+
+
+def test_the_intended_run_matches_the_runtime_on_every_case():
+    check = lab02.check_run(my_run)
+    verdict(check, True, "all 15 cases of the reference table and 8 it does not show")
+    assert set(check.table["stop"]) == {
+        "final",
+        "invalid_decision",
+        "provider_error",
+        "tool_limit",
+        "turn_limit",
+        "unread_citation",
+    }
+    assert list(check.table.index) == list(lab02.reference_table().index)
+    assert load_progress("02")["exercises"]["run"]["passed"] is True
+
+
+def test_a_run_that_changes_what_it_is_handed_is_judged_on_its_own_merits():
+    before = lab02.reference_table()
+    verdict(lab02.check_run(varied(pops=True)), True)
+    assert before.equals(lab02.reference_table())  # it changed nothing a later check compares against
+    verdict(lab02.check_run(my_run), True)
+
+
+def test_wrong_runs_are_answered_with_the_rule_they_break():
+    def no_validation(task, decide, tools, max_turns, max_tools):
+        decision = decide(task, [])
+        return {"stop": "final", "turns": 1, "tool_calls": 0, "answer": decision["answer"], "citation": None}
+
+    def limit_after_running(task, decide, tools, max_turns, max_tools):
+        result = my_run(task, decide, tools, max_turns, max_tools + 1)  # one call too many
+        return (
+            result | {"stop": "tool_limit", "tool_calls": max_tools}
+            if result["tool_calls"] > max_tools
+            else result
+        )
+
+    def trusts_citations(*args, **limits):
+        result = my_run(*args, **limits)
+        return result | {"stop": "final"} if result["stop"] == "unread_citation" else result
+
+    def every_id_returned(tool, result):  # search hits count as read too
+        items = result if isinstance(result, list) else [result]
+        return {item["id"] for item in items if isinstance(item, dict) and isinstance(item.get("id"), str)}
+
+    def skeleton(task, decide, tools, max_turns, max_tools):  # asks, and does nothing with the answer
+        for _ in range(max_turns):
+            decide(task, [])
+        return {"stop": "turn_limit", "turns": max_turns, "tool_calls": 0, "answer": None, "citation": None}
+
+    verdict(lab02.check_run(no_validation), False, "raised KeyError", "stop reason", "line")
+    verdict(lab02.check_run(limit_after_running), False, "tools ran")
+    verdict(lab02.check_run(trusts_citations), False, "unread_citation")
+    verdict(lab02.check_run(varied(ids_read=every_id_returned)), False, "searches, then cites a hit unread")
+    verdict(lab02.check_run(skeleton), False, "'scripted search, read, answer'", "expected 'final'")
+    verdict(lab02.check_run(lambda *a, **k: "done"), False, "return a dict")
+    verdict(lab02.check_run(lambda *a, **k: dict.fromkeys(KEYS, {1, 2})), False, "plain str, int")
+    verdict(lab02.check_run(None), False, "not attempted yet")
+
+
+def test_runs_fitted_to_the_shown_cases_fail_on_the_others():
+    def any_id(tool, result):  # forgets tool.source: a non-source tool's id counts as read
+        return {result["id"]} if isinstance(result, dict) and isinstance(result.get("id"), str) else set()
+
+    def limit_from_turn_2(task, decide, tools, max_turns, max_tools):  # max_tools=0 lets one through
+        return my_run(task, decide, tools, max_turns, max_tools or 1)
+
+    def connection_errors_only(task, decide, tools, max_turns, max_tools):
+        def wrapped(t, o):
+            try:
+                return decide(t, o)
+            except OSError as error:
+                if isinstance(error, ConnectionError):
+                    raise
+                raise RuntimeError(str(error)) from None
+
+        return my_run(task, wrapped, tools, max_turns, max_tools)
+
+    verdict(lab02.check_run(varied(ids_read=any_id)), False, "not a source", "does not show")
+    verdict(lab02.check_run(limit_from_turn_2), False, "no tool allowed", "does not show")
+    verdict(lab02.check_run(connection_errors_only), False, "TimeoutError", "provider_error")
+
+
+def test_a_hanging_run_or_policy_gets_a_verdict_naming_the_case(short_limit):
+    def hangs(*args, **kwargs):
+        while True:
+            time.sleep(0.01)
+
+    def slow(task, observations):
+        time.sleep(5)  # labkit's run waits for a policy without a timeout: the checker's limit ends it
+        return {"action": "search", "query": task.question}
+
+    verdict(lab02.check_run(hangs), False, "did not return within 0.2 s", "'scripted search, read, answer'")
+    verdict(lab02.check_stop_policy("tool_limit", slow), False, "within 0.2 s", "max_turns=3, max_tools=2")
+    verdict(lab02.check_pass_hat_k(hangs), False, "within 0.2 s", "on (5, 5, 5)")
+
+
+def test_labkits_own_error_raised_by_an_answer_is_a_verdict():
+    def raises_lab_error(*args, **kwargs):
+        raise LabError("no recording for this request")
+
+    verdict(lab02.check_run(raises_lab_error), False, "your function raised LabError", "line")
+    verdict(lab02.check_stop_policy("tool_limit", raises_lab_error), False, "LabError")
+
+
+# -- exercise 1: a policy for each stop reason -----------------------------------------------
+
+
+def searcher(task, observations):
+    return {"action": "search", "query": task.question}
+
+
+def citer(task, observations):
+    return {"action": "final", "answer": "docuctl release revert --env staging", "citation": "rollback-v2"}
+
+
+def test_a_policy_reaches_every_reason_a_policy_alone_can():
+    verdict(lab02.check_stop_policy("tool_limit", searcher), True, "stop=tool_limit after 3 turn(s)")
+    # turn_limit runs under its own limits: every non-final action spends a tool
+    verdict(lab02.check_stop_policy("turn_limit", searcher), True, "after 2 turn(s)", "max_turns=2")
+    verdict(lab02.check_stop_policy("unread_citation", citer), True, "stop=unread_citation")
+    verdict(lab02.check_stop_policy("invalid_decision", lambda t, o: {"action": "delete"}), True)
+
+    def down(task, observations):
+        raise ConnectionError("refused")
+
+    verdict(lab02.check_stop_policy("provider_error", down), True)
+
+
+def test_a_wrong_policy_or_reason_says_what_happened():
+    verdict(lab02.check_stop_policy("turn_limit", citer), False, "ended with stop=unread_citation")
+    verdict(lab02.check_stop_policy("turn_limit", lambda t, o: {"action": "nope"}), False, "invalid_decision")
+    verdict(lab02.check_stop_policy("crash", searcher), False, "not a stop reason")
+    verdict(lab02.check_stop_policy("deadline", searcher), False, "needs a timer")
+    verdict(lab02.check_stop_policy("tool_limit", None), False, "not attempted yet")
+    verdict(lab02.check_stop_policy("tool_limit", "search"), False, "a policy is a function")
+
+
+# -- exercise 2: pass^k by hand --------------------------------------------------------------
+
+
+def test_pass_hat_k_by_hand():
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: math.comb(c, k) / math.comb(n, k)), True, "C(c,k)/C(n,k)")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: (c / n) ** k), False, "drawn without replacement")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: 1 / 0), False, "raised ZeroDivisionError")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: "0.3"), False, "return a plain float")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: True), False, "a bool")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: 10**400), False, "between 0 and 1")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: math.nan), False, "expected")
+    verdict(lab02.check_pass_hat_k(None), False, "not attempted yet")
+
+
+def test_pass_hat_k_cannot_be_fitted_to_fixed_cases():
+    fixed = {case: math.comb(case[0], case[2]) / math.comb(case[1], case[2]) for case in PASS_HAT_K_CASES}
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: fixed.get((c, n, k), 0.5)), False, "expected")
+
+
+# -- exercise 3: size a budget ---------------------------------------------------------------
+
+
+def test_the_budget_is_the_replayed_episodes_exact_spend(monkeypatch):
+    monkeypatch.setenv("LABKIT_MODEL", "ollama:nothing-here")  # replayed, whatever the live backend
+    # SmolLM2's recorded deploy-build episode: 255 + 326 + 411 tokens over three decisions.
+    verdict(lab02.check_budget(992), True, "992 tokens", "3 decisions")
+    verdict(lab02.check_budget(991), False, "too small", "stop=budget")
+    verdict(lab02.check_budget(993), False, "not the smallest")
+    verdict(lab02.check_budget(10**5000), False, "not the smallest")
+    assert load_progress("02")["exercises"]["budget"]["payload"] == {"tokens": None}
+
+
+@pytest.mark.parametrize("answer", [0, -3, 2.5, "600", True, None])
+def test_a_budget_that_is_not_a_positive_int_is_refused(answer):
+    verdict(lab02.check_budget(answer), False, "not attempted yet" if answer is None else "positive int")
+
+
+# -- exercise 4: the rule a stop-only grader relies on ---------------------------------------
+
+
+def test_the_missing_rule_and_its_figure():
+    # The example prompt at L1, T=0: 22 unread_citation, 1 invalid_decision, 1 final (passed).
+    verdict(lab02.check_missing_rule("unread_citation", 23), True, "23 of these 24 episodes", "passes 1")
+    verdict(lab02.check_missing_rule("unread_citation"), False, "unread_citation is the rule", "how many")
+    verdict(lab02.check_missing_rule("unread_citation", 22), False, "not 22", "replay_trials")
+    verdict(lab02.check_missing_rule("unread_citation", "23"), False, "plain int")
+    verdict(lab02.check_missing_rule("tool_limit"), False, "unread_citation 22", "Which rule")
+    verdict(lab02.check_missing_rule("final"), False, "Which rule")
+    verdict(lab02.check_missing_rule("citations"), False, "not a stop reason")
+    verdict(lab02.check_missing_rule(None), False, "not attempted yet")
+
+
+# -- whatever a learner hands in ends in a verdict ----------------------------------------------
+
+values = st.one_of(
+    st.none(),
+    st.just(...),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+)
+
+
+def _raiser(error):
+    def fn(*args, **kwargs):
+        raise error
+
+    return fn
+
+
+errors = st.sampled_from([ValueError("x"), KeyError("k"), LabError("lab"), RecursionError()]).map(_raiser)
+answers = st.one_of(values, values.map(lambda value: lambda *args, **kwargs: value), errors)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(answers, answers)
+def test_any_answer_is_a_verdict(first, second):
+    own_verdict(lab02.check_run(first))
+    own_verdict(lab02.check_stop_policy(first, second))
+    own_verdict(lab02.check_stop_policy("tool_limit", second))
+    own_verdict(lab02.check_pass_hat_k(first))
+    own_verdict(lab02.check_missing_rule("unread_citation", first))
+    if not callable(first):
+        own_verdict(lab02.check_budget(first))
+        own_verdict(lab02.check_missing_rule(first, second))
