@@ -21,9 +21,9 @@ from labkit.baseline.grading import outcome
 from labkit.baseline.task import Task, task_from
 from labkit.core.answers import shown
 from labkit.core.check import Check, Raised, TimedOut, call, copied, crashed, fail, not_a_function, unanswered
-from labkit.core.verdicts import exercise
 from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Budget, Tool, run
 from labkit.core.text import shorten
+from labkit.core.verdicts import exercise
 from labkit.decision_loop.evaluation import case_by_id, replay_trials
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.tables import pass_hat_k

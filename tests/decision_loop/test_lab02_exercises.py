@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from verdicts import own_verdict, verdict
 
 from labkit.core.errors import LabError
-from labkit.core.progress import load_progress
 from labkit.core.runtime import validate_decision
+from labkit.core.verdicts import load_progress
 from labkit.decision_loop.checks import KEYS, PASS_HAT_K_CASES
 from labkit.exercises import lab02
 
