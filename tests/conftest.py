@@ -59,17 +59,17 @@ def _runs_in_tmp(tmp_path, monkeypatch):
 # worker idle for its 13 s (then 50 s in all). Longest first, then the rest as collected, leaves
 # only short files for the end.
 SLOWEST_FIRST = (
-    "tests/test_model_local.py",  # 6-12 s with the live model (one thread decoding)
-    "tests/test_browser.py",  # 12 s: a JupyterLab server, Chromium, two Run Alls, four diagrams
-    "tests/test_rerun.py",  # 9-12 s: five papermill kernels, lab 04 replayed whole (mostly sleeps)
-    "tests/test_grid_run.py",  # 11 s: Dask clusters
-    "tests/test_classroom.py",  # 8 s
-    "tests/test_lab02_knobs.py",  # 8 s: three kernels
-    "tests/test_model_openai.py",  # 4-9 s with the live server
+    "tests/model/test_local_backend.py",  # 6-12 s with the live model (one thread decoding)
+    "tests/course/test_browser.py",  # 12 s: a JupyterLab server, Chromium, two Run Alls, four diagrams
+    "tests/course/test_rerun.py",  # 9-12 s: five papermill kernels, lab 04 replayed whole (mostly sleeps)
+    "tests/course/test_grid_run.py",  # 11 s: Dask clusters
+    "tests/course/test_class_round.py",  # 8 s
+    "tests/decision_loop/test_lab02_knobs.py",  # 8 s: three kernels
+    "tests/model/test_openai_backend.py",  # 4-9 s with the live server
     "notebooks/02_decision_loop.ipynb",  # 3-7 s each: a kernel per notebook
     "notebooks/04_routing_cycles.ipynb",
     "notebooks/03_refund_attack_lab.ipynb",
-    "tests/test_refunds_model.py",
+    "tests/refunds/test_refund_model_rows.py",
 )
 
 
