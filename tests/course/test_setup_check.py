@@ -22,7 +22,7 @@ def test_the_course_environment_passes_every_required_check():
 
 
 def test_a_fresh_checkout_without_the_model_says_so(monkeypatch, tmp_path):
-    monkeypatch.setenv("LABKIT_MODEL_PATH", str(tmp_path / "none.gguf"))
+    monkeypatch.setattr("labkit.model.local.MODELS", tmp_path)
     check, status, found, fix = setup_check.local_backend()
     assert (status, found) == ("optional", "not installed") and "make model" in fix
 

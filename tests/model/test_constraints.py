@@ -11,7 +11,8 @@ from test_policy import Scripted
 
 from labkit import LabError, docuctl, docuctl_tools, run, task_from
 from labkit.core.runtime import Tool
-from labkit.decision_loop.model_policy import RULES, docuctl_policy
+from labkit.decision_loop.model_policy import DOCUCTL_RULES as RULES
+from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.model import ModelPolicy, ReplayBackend, Reply, decision_schema
 from labkit.model.constraints import StateRules, admissible_schema, first_json_object
 from labkit.model.ollama import OllamaBackend

@@ -90,7 +90,7 @@ def test_content_that_is_not_json_is_an_invalid_decision(server):
 
 def test_an_ollama_reply_with_a_401_digit_amount_moves_no_money(server):
     from labkit.refunds import DEFENSES, model_policy
-    from labkit.refunds import run as refund_run
+    from labkit.refunds.episode import refund_episode as refund_run
 
     server.replies.append(
         f'{{"action": "refund", "order_id": "o-1001", "amount": {HUGE}, '
