@@ -13,10 +13,9 @@ turn, and ends with a `Result` whose `stop` is one of STOP_REASONS, checked each
 - ``unread_citation``: a final answer cites a source no tool returned in this run
 - ``final``; ``tool_limit`` (a tool proposed after `max_tools` calls); ``turn_limit``
 
-A tool that raises is an observation (`{"error": ...}`). A LabError (the lab's configuration,
-not the policy) is re-raised. A policy reports each decision's usage in its `last_usage`
-(`prompt_tokens`, `completion_tokens`, optionally `cost`); values that are not numbers from 0
-to MAX_NUMBER are ignored.
+A tool that raises is an observation (`{"error": ...}`); a LabError (the lab's configuration, not
+the policy) is re-raised. A policy reports each decision's usage in its `last_usage`
+(`prompt_tokens`, `completion_tokens`, `cost`); values not numbers from 0 to MAX_NUMBER are ignored.
 """
 
 from __future__ import annotations
@@ -32,19 +31,9 @@ from labkit.core.errors import LabError
 from labkit.core.result import STOP_REASONS, Result
 from labkit.core.timeouts import TIMED_OUT, call_within
 
-# The runtime's interface, with the names it is built of.
-__all__ = [
-    "FINAL_FIELDS",
-    "MAX_NUMBER",
-    "MAX_SECONDS",
-    "STOP_REASONS",
-    "Budget",
-    "Decide",
-    "Result",
-    "Tool",
-    "run",
-    "validate_decision",
-]
+# The runtime's interface includes the names it is built of: FINAL_FIELDS, STOP_REASONS, Tool, ...
+__all__ = ["FINAL_FIELDS", "MAX_NUMBER", "MAX_SECONDS", "STOP_REASONS", "Budget", "Decide", "Result"]
+__all__ += ["Tool", "run", "validate_decision"]
 
 MAX_SECONDS = 86_400.0  # the longest step_timeout or deadline: a day
 
@@ -181,9 +170,9 @@ def _ask_policy(
 ) -> Any:
     """The policy's next proposal if it came within `wait` seconds; else stops with `late`,
     `provider_error` for an OSError, `invalid_decision` for anything else (a LabError is re-raised)."""
-    turn = entry["turn"]
+    turn, decide, arguments = entry["turn"], episode.decide, (episode.task, list(episode.observations))
     try:
-        proposal = _decide_within(episode.decide, episode.task, list(episode.observations), wait)
+        proposal = decide(*arguments) if wait is None else call_within(decide, arguments, wait)
     except LabError:
         raise
     except OSError as error:
@@ -203,13 +192,6 @@ def _ask_policy(
         reason, detail = late
         raise _Stop(reason, turn, detail)
     return proposal
-
-
-def _decide_within(decide: Decide, task: Any, observations: list, timeout: float | None) -> Any:
-    """`decide(task, observations)`, in this thread without a timeout, else `call_within` it."""
-    if timeout is None:
-        return decide(task, observations)
-    return call_within(decide, (task, observations), timeout)
 
 
 def _charge(episode: _Episode, entry: dict[str, Any]) -> None:
