@@ -1,6 +1,7 @@
 """Documents: search and read semantics."""
 
 import pytest
+
 from labkit import Documents
 
 PAGES = [
@@ -39,4 +40,3 @@ def test_read_returns_a_copy_and_refuses_another_versions_page():
     for page_id in ("c-v1", "missing"):
         with pytest.raises(ValueError, match="does not exist in the requested version"):
             docs.read(page_id, "v2")
-
