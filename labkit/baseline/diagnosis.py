@@ -12,7 +12,7 @@ from typing import Any
 
 from labkit.baseline.controllers import conflict, workflow
 from labkit.baseline.corpus import Corpus
-from labkit.baseline.documents import query_terms, score
+from labkit.baseline.documents import query_terms, shared_terms
 from labkit.baseline.task import task_from
 
 STAGES = ("retrieval", "control", "answer")
@@ -97,7 +97,7 @@ def trace_facts(case: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
         "result": result,
         "ids": ids,
         "read": read,
-        "scores": {page_id: score(terms, docs.read(page_id, task.version)) for page_id in ids},
+        "scores": {page_id: shared_terms(terms, docs.read(page_id, task.version)) for page_id in ids},
         "conflicts": page is not None and conflict(task, page) is not None,
     }
 

@@ -23,7 +23,7 @@ def query_terms(query: str, aliases: Mapping[str, str], *, expand: bool) -> set[
     return terms
 
 
-def score(terms: set[str], page: Page) -> int:
+def shared_terms(terms: set[str], page: Page) -> int:
     """How many of `terms` a page's title and text hold: what a search ranks by."""
     return len(terms & words(page["title"] + " " + page["text"]))
 
@@ -46,7 +46,7 @@ class Documents:
             raise ValueError("top_k must be 1, 2 or 3")
         terms = query_terms(query, self.aliases, expand=expand)
         ranked = sorted(
-            (-score(terms, p), p["id"], p["title"]) for p in self.pages if p["version"] == version
+            (-shared_terms(terms, p), p["id"], p["title"]) for p in self.pages if p["version"] == version
         )
         return [{"id": id, "title": title} for found, id, title in ranked[:top_k] if found]
 

@@ -67,8 +67,7 @@ def run(
 ) -> Result:
     """One bounded episode of `decide` on `task` with `tools`: turns <= max_turns (1..8),
     tool_calls <= max_tools (0..6), and no tool runs for a decision that was invalid, late, over
-    budget or past the limit. ValueError for limits out of range; a LabError is re-raised.
-    """
+    budget or past the limit. ValueError for limits out of range; a LabError is re-raised."""
     _check_limits(max_turns, max_tools, step_timeout, deadline)
     episode = _Episode(task, decide, tools, start=time.perf_counter())
     try:
@@ -100,7 +99,6 @@ class _Stop(Exception):  # noqa: N818 - it is how an episode ends, not an error
     """The end of an episode, raised by the step that decides it; `run` returns it as a Result."""
 
     def __init__(self, reason: str, turns: int, detail: str = "", **final: str) -> None:
-        super().__init__(reason, turns, detail)
         self.reason, self.turns, self.detail, self.final = reason, turns, detail, final
 
 
@@ -179,10 +177,8 @@ def _ask_policy(
         entry["error"] = f"{type(error).__name__}: {error}"
         raise _Stop("provider_error", turn, entry["error"]) from error
     except Exception as error:  # noqa: BLE001 - any policy failure is a counted stop
-        if isinstance(error, ValueError | TypeError | KeyError):
-            detail = str(error)
-        else:
-            detail = f"policy raised {type(error).__name__}: {error}"
+        plain = isinstance(error, ValueError | TypeError | KeyError)  # a reply that did not parse
+        detail = str(error) if plain else f"policy raised {type(error).__name__}: {error}"
         _charge(episode, entry)  # a model that answered with something unparseable still spent its tokens
         entry["elapsed"], entry["error"] = time.perf_counter() - turn_start, detail
         raise _Stop("invalid_decision", turn, detail) from error
@@ -220,8 +216,7 @@ def _checked(proposal: Any, tools: Mapping[str, Tool], entry: dict[str, Any]) ->
 
 
 def _check_budget(episode: _Episode, budget: Budget | None, turn: int) -> None:
-    if budget is None:
-        return
+    budget = budget or Budget()
     spent = episode.usage["prompt_tokens"] + episode.usage["completion_tokens"]
     if budget.tokens is not None and spent > budget.tokens:
         raise _Stop("budget", turn, f"{spent:g} tokens used, budget {budget.tokens}")
@@ -239,8 +234,7 @@ def _final(episode: _Episode, decision: dict[str, Any], turn: int) -> Result:
 
 def _execute(episode: _Episode, entry: dict[str, Any], decision: dict[str, Any], turn_start: float) -> None:
     """Run the decision's tool: its result (or its error) is the next observation, a source's `id` citable."""
-    action = decision["action"]
-    tool = episode.tools[action]
+    action, tool = decision["action"], episode.tools[decision["action"]]
     try:
         result = tool.call(**{name: decision[name] for name in tool.params})
     except LabError:
