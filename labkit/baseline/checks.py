@@ -223,9 +223,7 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
             "of the trace."
         )
     first = ids[0] if ids else ""
-    if claim := diagnosis.contradiction(
-        text, first, expected, facts["read"], expected in ids, facts["conflicts"]
-    ):
+    if claim := diagnosis.contradiction(text, facts, expected):
         shows = diagnosis.what_it_shows(facts, expected)
         return fail(f"your reason says {claim}, but the trace shows otherwise: {shows}.")
     if stage == "retrieval" and diagnosis.ranking_named(text, ids, expected):
