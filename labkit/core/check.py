@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 # A verdict for an answer not written yet starts with these words and is not recorded as an attempt.
 NOT_ATTEMPTED = "not attempted yet"
 NOT_YET = "not attempted yet: replace the `...` or None with your code and run the cell again"
-STARTING_POINT = (
+_STARTING_POINT = (
     "not attempted yet: your function still holds the `...` placeholder (line {line}); "
     "replace it with your code and run the cell again"
 )
@@ -204,7 +204,7 @@ def unanswered(answer: Any) -> bool:
     return answer is None or answer is Ellipsis
 
 
-def placeholder_line(answer: Any) -> int | None:
+def _placeholder_line(answer: Any) -> int | None:
     """The line of a bare `...` statement left in a learner's function (the cell's starting
     point, not an attempt), or None, also for a function without readable source."""
     if not callable(answer) or getattr(answer, "__code__", None) is None:
@@ -217,6 +217,17 @@ def placeholder_line(answer: Any) -> int | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and node.value.value is ...:
             return first + node.lineno - 1
+    return None
+
+
+def not_attempted(answers: list[Any]) -> Check | None:
+    """The verdict for answers not written yet (None or `...`) or still holding the cell's `...`
+    starting point, or None: neither is an attempt."""
+    if all(unanswered(answer) for answer in answers):
+        return fail(NOT_YET)
+    for answer in answers:
+        if (line := _placeholder_line(answer)) is not None:
+            return fail(_STARTING_POINT.format(line=line))
     return None
 
 

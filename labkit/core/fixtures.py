@@ -28,16 +28,9 @@ def record_list(
     fields: dict[str, Any], *, required: list[str] | None = None, min_items: int = 0
 ) -> dict[str, Any]:
     """Schema of a JSON list of objects with exactly `fields` (all required unless stated)."""
-    return {
-        "type": "array",
-        "minItems": min_items,
-        "items": {
-            "type": "object",
-            "properties": fields,
-            "required": list(fields) if required is None else required,
-            "additionalProperties": False,
-        },
-    }
+    item = {"type": "object", "properties": fields, "additionalProperties": False}
+    item["required"] = list(fields) if required is None else required
+    return {"type": "array", "minItems": min_items, "items": item}
 
 
 DOCUMENTS = record_list(

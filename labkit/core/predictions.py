@@ -29,9 +29,6 @@ from labkit.core.text import shorten
 class Prediction:
     """How a prediction compares with the result: `matched` is None when nothing was predicted."""
 
-    name: str
-    value: Any
-    actual: Any
     matched: bool | None
     message: str
 
@@ -142,10 +139,10 @@ def predict(lab: str, name: str, value: Any, actual: Any) -> Prediction:
     number with a number (how many more or fewer), a str or list of strs with names (case and
     spacing ignored), True/False with a bool; anything else is shown beside the result."""
     if unanswered(value):
-        return Prediction(name, None, actual, None, f"no prediction written; the result is {_shown(actual)}.")
+        return Prediction(None, f"no prediction written; the result is {_shown(actual)}.")
     try:
         matched, message = _compare(value, actual)
     except Exception:  # noqa: BLE001 - a prediction never fails a cell
         matched, message = None, f"you predicted {_shown(value)}; the result is {_shown(actual)}."
     _record(lab, name, value, actual, matched)
-    return Prediction(name, value, actual, matched, message)
+    return Prediction(matched, message)

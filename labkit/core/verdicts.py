@@ -18,16 +18,7 @@ from pathlib import Path
 from typing import Any, ParamSpec
 
 from labkit.core.answers import shown
-from labkit.core.check import (
-    NOT_ATTEMPTED,
-    NOT_YET,
-    STARTING_POINT,
-    Check,
-    TimedOut,
-    captured,
-    placeholder_line,
-    unanswered,
-)
+from labkit.core.check import NOT_ATTEMPTED, Check, TimedOut, captured, not_attempted
 from labkit.core.paths import runs_dir, write_whole
 from labkit.core.text import shorten
 
@@ -89,12 +80,8 @@ def exercise(
     def wrap(check: Callable[P, Check]) -> Callable[P, Check]:
         @functools.wraps(check)
         def checked(*args: P.args, **kwargs: P.kwargs) -> Check:
-            answers = [*args, *kwargs.values()]
-            if all(unanswered(answer) for answer in answers):
-                return Check(False, NOT_YET)  # nothing written yet: not an attempt, not recorded
-            for answer in answers:
-                if (line := placeholder_line(answer)) is not None:  # the shipped starting point
-                    return Check(False, STARTING_POINT.format(line=line))
+            if (blank := not_attempted([*args, *kwargs.values()])) is not None:
+                return blank  # not an attempt, not recorded
             with captured() as printed:
                 verdict = _judged(check, args, kwargs)
             if verdict.message.startswith(NOT_ATTEMPTED):  # a blank the checker found: no attempt
