@@ -57,7 +57,6 @@ lock: $(TEST_STAMP)
 
 benchmarks: $(TEST_STAMP)
 	$(BIN)/python benchmarks/startup.py
-	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/runtime.py
 	$(BIN)/python benchmarks/orchestrator.py
 	@echo "benchmarks/model.py needs the embedded model: make model && $(BIN)/python benchmarks/model.py"

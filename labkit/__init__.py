@@ -1,9 +1,8 @@
 """labkit: the helper package of Agent Engineering Labs.
 
-The notebooks import what they need from here (``from labkit import Task, Documents, run``).
-Names are imported lazily (PEP 562): `import labkit` loads only this file, and each name loads
-only the module that defines it, so a kernel, `python -m labkit` or a test's subprocess does not
-pay for pandas, numpy and jsonschema it may never use.
+The notebooks import what they need from here (``from labkit import Task, docuctl, run``). Names
+load lazily (PEP 562): each loads only the module defining it, so `import labkit` or
+`python -m labkit` does not pay for pandas, numpy and jsonschema it may never use.
 """
 
 from __future__ import annotations
@@ -12,18 +11,16 @@ import importlib
 import sys
 from typing import Any
 
-# jsonschema imports rfc3987_syntax where it is installed (jupyter-events installs it) only to
-# check the "iri" format, which labkit never uses, and that module builds a parser at import:
-# `import jsonschema` 1.2-1.7 s with it, 0.1-0.2 s without. A None entry makes that import fail
-# cleanly (jsonschema suppresses the ImportError); a process that imported it already keeps it.
+# jsonschema imports rfc3987_syntax where installed (by jupyter-events) only for the "iri" format,
+# which labkit never uses, and that module builds a parser at import (about 1.5 s). A None entry
+# makes that import fail cleanly; a process that imported it already keeps it.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 # Each submodule and the public names it defines.
 _DEFINED_IN = {
-    "baseline.controllers": "adaptive_policy conflict controllers docuctl_tools fallback_workflow "
-    "keyword_route revise_query scripted workflow",
-    "baseline.corpus": "Corpus docuctl load_corpus",
-    "baseline.documents": "Documents linear_search",
+    "baseline.controllers": "conflict controllers docuctl_tools scripted workflow",
+    "baseline.corpus": "docuctl load_corpus",
+    "baseline.documents": "Documents",
     "baseline.grading": "compare evaluate outcome",
     "baseline.task": "Task TaskError task_from",
     "core.decisions": "Tool validate_decision",
@@ -37,11 +34,8 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    """Import the submodule behind a public name on first use, and cache the name here.
-
-    `labkit.<package>` (labkit.refunds, labkit.routing, labkit.core, ...) also works without
-    importing it first. `controllers` is the function: no module of that name sits at the top.
-    """
+    """A public name, imported on first use and cached here; `labkit.<package>` works too
+    (`controllers` is the function: no module of that name sits at the top)."""
     module = _EXPORTS.get(name)
     if module is not None:
         value = getattr(importlib.import_module(f"labkit.{module}"), name)

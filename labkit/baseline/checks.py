@@ -7,6 +7,7 @@ compare it case by case with labkit's `workflow` and `scripted`: the first diffe
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +27,7 @@ from labkit.baseline.corpus import Corpus, case_problem, docuctl
 from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
 from labkit.baseline.task import Task, TaskError, task_from
-from labkit.core.answers import shown
+from labkit.core.answers import Recorded, shown
 from labkit.core.check import (
     NOT_ATTEMPTED,
     NOT_YET,
@@ -64,7 +65,6 @@ _UNSEEN = (
 _FIXED = (
     "the workflow searches the question as asked, reads the first hit and answers with that page's command"
 )
-_LIMITS = {"max_turns": BASE_TOOL_BUDGET + 1, "max_tools": BASE_TOOL_BUDGET}
 
 
 def _tasks(corpus: Corpus) -> list[tuple[str, Task]]:
@@ -80,9 +80,8 @@ def _answer_of(got: Any, where: str) -> tuple[str | None, str | None] | Check:
     """(answer, citation) from what a learner's workflow returned, or the verdict saying what to return."""
     if got is None:
         return None, None
-    fields = ("answer", "citation")
-    keys = isinstance(got, dict) and set(fields) <= set(got)
-    if keys and all(isinstance(got[k], str | None) for k in fields):
+    keys = isinstance(got, dict) and {"answer", "citation"} <= set(got)
+    if keys and isinstance(got["answer"], str | None) and isinstance(got["citation"], str | None):
         return got["answer"], got["citation"]
     what = f"a dict with {sorted(map(str, got))[:4]}" if isinstance(got, dict) and not keys else shown(got)
     return fail(
@@ -126,12 +125,7 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
                 f"On {where} your workflow answered {shown(said, 160)}; the first hit was "
                 f"{hits[0]['id'] if hits else None!r}: {_FIXED}."
             )
-        results[task.id] = {
-            "stop": "final",
-            "answer": answer[0],
-            "citation": answer[1],
-            "tool_calls": len(trace),
-        }
+        results[task.id] = dict(stop="final", answer=answer[0], citation=answer[1], tool_calls=len(trace))
     table = _compared(
         corpus, "your workflow", results, "labkit's workflow", lambda task: workflow(task, corpus.docs)
     )
@@ -144,20 +138,6 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     )
 
 
-def _recording(my_decide: Callable[..., Any], errors: list[BaseException]) -> Callable[..., Any]:
-    """`my_decide` run by `call`; what it raises, or its overrun, is kept in `errors` (the runtime
-    then stops with invalid_decision)."""
-
-    def decide(task: Task, observations: list[dict[str, Any]]) -> Any:
-        try:
-            return call(my_decide, task, observations)
-        except Raised as raised:
-            errors.append(raised.error)
-            raise
-
-    return decide
-
-
 @exercise("01", "decide")
 def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     """Build it: the scripted loop's `decide`, run by the runtime under the workflow's budget."""
@@ -168,10 +148,12 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     scripted_loop = controllers(corpus.docs, adaptive=False)["scripted loop"]
     results = {}
     for where, task in _tasks(corpus):
-        errors: list[BaseException] = []
-        got = run(task, _recording(my_decide, errors), tools=docuctl_tools(task, corpus.docs), **_LIMITS)
-        if errors:
-            return crashed(errors[0], f"on {where}")
+        # On copies, within the time limit; what it raises (then invalid_decision) is kept for the verdict.
+        policy = Recorded(functools.partial(call, my_decide))
+        tools = docuctl_tools(task, corpus.docs)
+        got = run(task, policy, tools=tools, max_turns=BASE_TOOL_BUDGET + 1, max_tools=BASE_TOOL_BUDGET)
+        if isinstance(policy.error, Raised):
+            return crashed(policy.error.error, f"on {where}")
         want = scripted_loop(task)
         if got["stop"] != want["stop"]:
             detail = f" ({shorten(got['detail'], 160)})" if got["detail"] else ""
@@ -197,18 +179,11 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     )
 
 
-def _as_json(answer: Any) -> Any:
-    """An answer as recorded with its verdict: JSON data, what JSON cannot hold as its str."""
-    return json.loads(json.dumps(answer, default=str))
+def _diagnosis(case_id: Any, stage: Any, reason: Any = None) -> dict[str, Any]:
+    return {"case_id": case_id, "stage": stage, "reason": reason}
 
 
-@exercise(
-    "01",
-    "failure_stage",
-    payload=lambda case_id, stage, reason=None: _as_json(
-        {"case_id": case_id, "stage": stage, "reason": reason}
-    ),
-)
+@exercise("01", "failure_stage", payload=_diagnosis)
 def check_failure_stage(case_id: str, stage: str | None, reason: str | None = None) -> Check:
     """Exercise 1: which stage made the workflow fail `case_id`, and the trace's evidence for it.
 
@@ -248,9 +223,7 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
             "of the trace."
         )
     first = ids[0] if ids else ""
-    if claim := diagnosis.contradiction(
-        text, first, expected, facts["read"], expected in ids, facts["conflicts"]
-    ):
+    if claim := diagnosis.contradiction(text, facts, expected):
         shows = diagnosis.what_it_shows(facts, expected)
         return fail(f"your reason says {claim}, but the trace shows otherwise: {shows}.")
     if stage == "retrieval" and diagnosis.ranking_named(text, ids, expected):
@@ -303,7 +276,7 @@ def _invalid(case: dict[str, Any], docs: Documents) -> str | None:
     return case_problem(case, docs)
 
 
-@exercise("01", "adaptive_case", payload=lambda case: _as_json(case))
+@exercise("01", "adaptive_case", payload=lambda case: case)
 def check_adaptive_case(case: dict[str, Any] | None) -> Check:
     """Exercise 2: a valid case the fixed workflow fails and the adaptive loop passes; the table is
     every controller's row on it (three tools each), and a pass says whether the two-rule

@@ -100,17 +100,9 @@ def _fixed(task: Task, docs: Documents | None, steps: _Steps, *, top_k: int, max
         page, stop, detail = None, "tool_limit", str(spent)
     if isinstance(page, str) or (page and "error" in page):
         page, stop, detail = None, "needs_review", page if isinstance(page, str) else page["error"]
-    return Result(
-        stop=stop,
-        answer=page["command"] if page else None,
-        citation=page["id"] if page else None,
-        detail=detail,
-        trace=trace,
-        turns=len(trace),
-        tool_calls=len(trace),
-        elapsed=0.0,
-        usage={},
-    )
+    answer, citation = (page["command"], page["id"]) if page else (None, None)
+    outcome = {"stop": stop, "answer": answer, "citation": citation, "detail": detail, "trace": trace}
+    return Result(outcome, turns=len(trace), tool_calls=len(trace), elapsed=0.0, usage={})
 
 
 def revise_query(question: str, vocabulary: set[str]) -> str | None:

@@ -35,18 +35,9 @@ def case_problem(case: dict[str, Any], docs: Documents) -> str | None:
     except ValueError:
         return f"field 'expected_doc': no page {case['expected_doc']!r} in version {case['version']}"
     if page["command"] != case["expected_command"]:
-        return (
-            f"field 'expected_command': page {page['id']!r} says {page['command']!r}, "
-            f"not {case['expected_command']!r}"
-        )
+        said = f"page {page['id']!r} says {page['command']!r}"
+        return f"field 'expected_command': {said}, not {case['expected_command']!r}"
     return None
-
-
-def _check_cases(path: Path, cases: list[dict[str, Any]], docs: Documents) -> None:
-    unique_ids(path, cases)
-    for index, case in enumerate(cases):
-        if problem := case_problem(case, docs):
-            raise FixtureError(f"{path}: record {index} (id {case['id']!r}): {problem}")
 
 
 def load_corpus(folder: str | Path = DOCUCTL) -> Corpus:
@@ -57,18 +48,22 @@ def load_corpus(folder: str | Path = DOCUCTL) -> Corpus:
     pages = load_json(folder / "documents.json", DOCUMENTS)
     unique_ids(folder / "documents.json", pages)
     docs = Documents(pages, load_json(folder / "glossary.json", GLOSSARY))
-    files: dict[str, list[dict[str, Any]]] = {}
+    case_files: list[list[dict[str, Any]]] = []
     for name, schema in (
         ("cases.json", CASES),
         ("adaptive_cases.json", ADAPTIVE_CASES),
         ("rewrite_cases.json", CASES),
     ):
-        path, earlier = folder / name, {case["id"] for cases in files.values() for case in cases}
-        files[name] = load_json(path, schema) if name == "cases.json" or path.exists() else []
-        _check_cases(path, files[name], docs)
-        if clash := earlier & {case["id"] for case in files[name]}:
+        path, earlier = folder / name, {case["id"] for cases in case_files for case in cases}
+        cases = load_json(path, schema) if name == "cases.json" or path.exists() else []
+        unique_ids(path, cases)
+        for index, case in enumerate(cases):
+            if problem := case_problem(case, docs):
+                raise FixtureError(f"{path}: record {index} (id {case['id']!r}): {problem}")
+        if clash := earlier & {case["id"] for case in cases}:
             raise FixtureError(f"{path}: case ids used in an earlier case file: {sorted(clash)}")
-    return Corpus(folder, docs, *files.values())
+        case_files.append(cases)
+    return Corpus(folder, docs, *case_files)
 
 
 @lru_cache(maxsize=1)

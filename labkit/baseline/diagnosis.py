@@ -12,7 +12,7 @@ from typing import Any
 
 from labkit.baseline.controllers import conflict, workflow
 from labkit.baseline.corpus import Corpus
-from labkit.baseline.documents import query_terms, score
+from labkit.baseline.documents import query_terms, shared_terms
 from labkit.baseline.task import task_from
 
 STAGES = ("retrieval", "control", "answer")
@@ -51,24 +51,18 @@ def _affirmed(pattern: str, text: str) -> bool:
     return any(not re.search(_NEGATION, text[: match.start()][-40:]) for match in re.finditer(pattern, text))
 
 
-def contradiction(
-    text: str, first: str, expected: str, read: str | None, found: bool, conflicts: bool
-) -> str:
-    """What `text` claims that the trace contradicts (a phrase for the verdict), or ""."""
+def contradiction(text: str, facts: dict[str, Any], expected: str) -> str:
+    """What `text` claims that the trace (`trace_facts`) contradicts (a phrase for the verdict), or ""."""
     page = rf"({_names(expected)}|{_RIGHT_PAGE}|it\b)"
-    if found:
+    first, read = (facts["ids"] or [""])[0], facts["read"]
+    if expected in facts["ids"]:
         clauses = re.split(r"[.;,:!?]|\bbut\b|\bwhile\b|\bthough\b", text)
         missing = (
             rf"{page}\W+(\w+\W+){{0,3}}(missing|absent)|(not|never) (in|among) (the )?(hits|results|list)"
         )
-        if (
-            any(
-                _said(_NEGATED_FIND, c) and not _said(r"first|top|highest|above|ahead|\bread\b", c)
-                for c in clauses
-            )
-            or _said(_NOTHING, text)
-            or _said(missing, text)
-        ):
+        ranking = r"first|top|highest|above|ahead|\bread\b"  # "not first" speaks of the ranking, not finding
+        denied = any(_said(_NEGATED_FIND, c) and not _said(ranking, c) for c in clauses)
+        if denied or _said(_NOTHING, text) or _said(missing, text):
             return f"that search did not find {expected!r}"
     if _affirmed(rf"{_names(expected)}{_RANKED}(first|top|1st|hit 1)\b", text):
         return f"that {expected!r} ranked first"
@@ -80,7 +74,7 @@ def contradiction(
         return "that the question is misspelt"
     if _said(r"\bv1\b|wrong version|other version|older version", text):
         return "that a page of another version was involved"
-    if not conflicts and _affirmed(r"production|deprecated|conflict", text):
+    if not facts["conflicts"] and _affirmed(r"production|deprecated|conflict", text):
         return f"that {read!r} conflicts with the task"
     return ""
 
@@ -97,7 +91,7 @@ def trace_facts(case: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
         "result": result,
         "ids": ids,
         "read": read,
-        "scores": {page_id: score(terms, docs.read(page_id, task.version)) for page_id in ids},
+        "scores": {page_id: shared_terms(terms, docs.read(page_id, task.version)) for page_id in ids},
         "conflicts": page is not None and conflict(task, page) is not None,
     }
 

@@ -13,10 +13,11 @@ import pandas as pd
 from labkit.baseline.task import Task, task_from
 from labkit.core.result import Result
 
-Case = dict[str, Any]
+_Case = dict[str, Any]
+_Controller = Callable[[Task], Mapping[str, Any]]
 
 
-def outcome(case: Case, result: Mapping[str, Any]) -> bool:
+def outcome(case: _Case, result: Mapping[str, Any]) -> bool:
     """True iff `result` is a final answer with the expected command and citation."""
     return (
         result.get("stop") == "final"
@@ -37,41 +38,29 @@ class Graded(Result):
         return self.case["expected_command"], self.case["expected_doc"]
 
 
-def graded(result: Mapping[str, Any], case: Case) -> Graded:
+def graded(result: Mapping[str, Any], case: _Case) -> Graded:
     """`result` graded by `outcome` against `case`, for display."""
     out = Graded(result)
     out.case, out.correct = case, outcome(case, result)
     return out
 
 
-def evaluate(cases: Iterable[Case], controller: Callable[[Task], Mapping[str, Any]]) -> list[dict[str, Any]]:
+def evaluate(cases: Iterable[_Case], controller: _Controller) -> list[dict[str, Any]]:
     """Run `controller` on every case: one row per case (case, passed, stop, tool_calls, citation, result)."""
     rows = []
     for case in cases:
         result = controller(task_from(case))
+        row = {"case": case["id"], "passed": outcome(case, result), "stop": result["stop"]}
         rows.append(
-            {
-                "case": case["id"],
-                "passed": outcome(case, result),
-                "stop": result["stop"],
-                "tool_calls": result["tool_calls"],
-                "citation": result.get("citation"),
-                "result": result,
-            }
+            row | {"tool_calls": result["tool_calls"], "citation": result.get("citation"), "result": result}
         )
     return rows
 
 
-def compare(
-    cases: Iterable[Case], controllers: Mapping[str, Callable[[Task], Mapping[str, Any]]]
-) -> pd.DataFrame:
+def compare(cases: Iterable[_Case], controllers: Mapping[str, _Controller]) -> pd.DataFrame:
     """One row per controller: cases passed, cases total, tool calls summed over the cases."""
     cases = list(cases)
-    rows = [
-        {"controller": name, **row}
-        for name, controller in controllers.items()
-        for row in evaluate(cases, controller)
-    ]
+    rows = [{"controller": name, **row} for name, run in controllers.items() for row in evaluate(cases, run)]
     return (
         pd.DataFrame(rows, columns=["controller", "case", "passed", "tool_calls"])
         .groupby("controller", sort=False)

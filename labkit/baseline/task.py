@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 VERSIONS = ("v1", "v2")
-_ENVIRONMENT = "staging"
 
 
 class TaskError(ValueError):
@@ -20,29 +19,25 @@ class TaskError(ValueError):
 
 @dataclass(frozen=True)
 class Task:
-    """One validated request; TaskError on construction if a field is out of bounds.
-
-    id, family, version, environment: non-blank str of at most 100 characters; question: 1..500
-    characters, not blank; version "v1" or "v2"; environment "staging" only.
-    """
+    """One validated request (TaskError otherwise): id, family, version and environment non-blank
+    strs of at most 100 characters, question 1..500; version "v1" or "v2"; environment "staging"."""
 
     id: str
     family: str
     question: str
     version: str = "v2"
-    environment: str = _ENVIRONMENT
+    environment: str = "staging"
 
     def __post_init__(self) -> None:
         for name in ("id", "family", "version", "environment"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip() or len(value) > 100:
                 raise TaskError(f"Task.{name} must be a non-blank string of at most 100 characters")
-        question = self.question
-        if not isinstance(question, str) or not question.strip() or len(question) > 500:
+        if not isinstance(self.question, str) or not self.question.strip() or len(self.question) > 500:
             raise TaskError("Task.question must contain 1..500 characters")
         if self.version not in VERSIONS:
             raise TaskError(f"Task.version {self.version!r} is not supported (v1 or v2)")
-        if self.environment != _ENVIRONMENT:
+        if self.environment != "staging":
             raise TaskError(
                 f"Task.environment {self.environment!r} is refused: this assistant only covers staging"
             )
@@ -50,4 +45,4 @@ class Task:
 
 def task_from(case: dict[str, Any]) -> Task:
     """The Task a case asks for (its id, family, question and version)."""
-    return Task(**{key: case[key] for key in ("id", "family", "question", "version")})
+    return Task(case["id"], case["family"], case["question"], case["version"])

@@ -1,8 +1,7 @@
-"""A learner's answer as a checker handles it: quoted short, timed, and its errors kept.
+"""A learner's answer as labkit's machinery handles it: quoted short (`shown`), its errors kept.
 
-`shown(value)` is the one short, safe repr of labkit: what a verdict, a prediction or a trace
-quotes of a value it did not make (a 5,000-digit int, a 10**6-element array, a raising
-`__repr__`): never long, never raising.
+`shown(value)` is labkit's one short, safe repr of a value it did not make (a 5,000-digit int, a
+10**6-element array, a raising `__repr__`): what a verdict, a prediction or a trace quotes.
 """
 
 from __future__ import annotations

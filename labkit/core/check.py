@@ -32,21 +32,25 @@ if TYPE_CHECKING:
 # A verdict for an answer not written yet starts with these words and is not recorded as an attempt.
 NOT_ATTEMPTED = "not attempted yet"
 NOT_YET = "not attempted yet: replace the `...` or None with your code and run the cell again"
-STARTING_POINT = (
+_STARTING_POINT = (
     "not attempted yet: your function still holds the `...` placeholder (line {line}); "
     "replace it with your code and run the cell again"
 )
 WIDTH = 110  # JupyterLab breaks a text output at ~120 columns, mid-word included: wrap before
+# Seconds a learner's function gets for one call: the slowest correct answer (lab 03's guard
+# over a whole episode suite) takes 0.4 s, so 3 s is only ever reached by a hang or a sleep.
+LIMIT_S = 3.0
 
 
 @dataclass(frozen=True)
 class Check:
-    """A checker's verdict: `passed`, what to fix or what holds, and an optional table."""
+    """A checker's verdict: `passed`, what to fix or what holds, an optional table, and what the
+    learner's code printed meanwhile (see `captured`)."""
 
     passed: bool
     message: str
     table: pd.DataFrame | None = None
-    printed: str = ""  # what the learner's code printed during the check, cut (see `captured`)
+    printed: str = ""
 
     def __repr__(self) -> str:
         head = textwrap.fill(("PASSED: " if self.passed else "NOT YET: ") + self.message, WIDTH)
@@ -58,23 +62,20 @@ class Check:
 
 
 def fail(message: str, table: pd.DataFrame | None = None) -> Check:
-    """A failing verdict."""
     return Check(False, message, table)
 
 
 def crashed(error: BaseException, where: str) -> Check:
     """A learner's function raised or overran: name the exception, where, and their line."""
     if isinstance(error, TimedOut):
-        return Check(
-            False,
+        return fail(
             f"your function did not return within {error.seconds:g} s {where}; "
-            "look for a loop that never ends or a long sleep, and run the check again.",
+            "look for a loop that never ends or a long sleep, and run the check again."
         )
     text = shorten(str(error), 300)
     shown = f"{type(error).__name__}: {text}" if text else type(error).__name__
     line = learner_line(error)
-    at = f" at {line}" if line else ""
-    return Check(False, f"your function raised {shown} {where}{at}; fix that first.")
+    return fail(f"your function raised {shown} {where}{f' at {line}' if line else ''}; fix that first.")
 
 
 class Raised(Exception):
@@ -94,32 +95,19 @@ class TimedOut(BaseException):
         self.seconds = seconds
 
 
-# Seconds a learner's function gets for one call: the slowest correct answer (lab 03's guard
-# over a whole episode suite) takes 0.4 s, so 3 s is only ever reached by a hang or a sleep.
-LIMIT_S = 3.0
-_AT_ONCE = 0.001  # seconds: re-arming an outer timer whose deadline has passed (0 would disarm it)
-
-
 def _signals_usable() -> bool:
-    """True where `time_limit` can interrupt a block: the main thread, with SIGALRM."""
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float | None = None) -> Iterator[None]:
-    """Raise TimedOut in this thread if the block runs longer than `seconds` (LIMIT_S by default).
-
-    In the main thread an interval timer raises TimedOut, again every 50 ms until the block
-    ends (a loop that catches it still stops); elsewhere the block is not limited (`call` waits
-    on a thread instead). A block inside another limit keeps the outer, earlier deadline.
-    """
+    """Raise TimedOut if the block runs longer than `seconds` (LIMIT_S by default), again every
+    50 ms until it ends (a loop that catches it still stops). Only in the main thread (SIGALRM);
+    elsewhere the block is not limited. A limit inside another keeps the outer, earlier deadline."""
     seconds = LIMIT_S if seconds is None else seconds  # read now: tests lower LIMIT_S
-    if not _signals_usable():
-        yield
-        return
-    outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
-    if outer_left and outer_left <= seconds:
-        yield  # an enclosing limit ends first: it will fire
+    outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL) if _signals_usable() else (0, 0)
+    if not _signals_usable() or (outer_left and outer_left <= seconds):
+        yield  # not limited here, or an enclosing limit ends first and will fire
         return
 
     def expire(signum: int, frame: Any) -> None:
@@ -133,10 +121,10 @@ def time_limit(seconds: float | None = None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if outer_left:
-            # The outer deadline kept running during this block; one already past fires at once.
-            left = max(outer_left - (time.monotonic() - started), _AT_ONCE)
-            signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
+        if outer_left:  # re-arm the outer deadline, which kept running; one already past fires at once
+            signal.setitimer(
+                signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 0.001), outer_interval
+            )
 
 
 def copied(value: Any) -> Any:
@@ -148,10 +136,10 @@ def copied(value: Any) -> Any:
 
 
 def call(fn: Callable[..., Any], *args: Any, limit: float | None = None, **kwargs: Any) -> Any:
-    """The learner's `fn` called on copies of its arguments within `limit` seconds; what it
-    raises, and TimedOut, comes out wrapped in Raised (for `crashed`)."""
+    """The learner's `fn` called on copies of its arguments within `limit` seconds (a signal in
+    the main thread, else a daemon thread); what it raises, and TimedOut, comes out in Raised."""
     args, kwargs = copied(args), copied(kwargs)
-    limit = LIMIT_S if limit is None else limit  # read now: tests lower LIMIT_S
+    limit = LIMIT_S if limit is None else limit
     try:
         if _signals_usable():
             with time_limit(limit):
@@ -171,8 +159,7 @@ _STDLIB = str(Path(contextlib.__file__).resolve().parent)
 def learner_line(error: BaseException) -> str:
     """Where in the learner's code (the innermost frame neither labkit's nor a library's) `error`
     was raised: "line 3: `return hits + [x]`", or ""."""
-    frames = traceback.extract_tb(error.__traceback__)
-    for frame in reversed(frames):
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
         where = str(Path(frame.filename).resolve()) if not frame.filename.startswith("<") else ""
         if where.startswith((_LABKIT, _STDLIB)) or "site-packages" in where:
             continue
@@ -181,27 +168,21 @@ def learner_line(error: BaseException) -> str:
     return ""
 
 
-class _Kept(io.TextIOBase):
-    """A text stream that keeps the first `limit` characters written to it and counts the rest."""
+class _Kept(io.StringIO):
+    """A text stream that keeps the first `limit` characters written to it and counts them all."""
 
     def __init__(self, limit: int) -> None:
-        self.limit, self.count, self.parts = limit, 0, []
-
-    def writable(self) -> bool:
-        return True
+        super().__init__()
+        self.limit, self.count = limit, 0
 
     def write(self, text: str) -> int:
-        room = self.limit - self.count  # what came before counts whether kept or not
-        if room > 0:
-            self.parts.append(text[:room])
+        super().write(text[: max(self.limit - self.count, 0)])
         self.count += len(text)
         return len(text)
 
     def summary(self, lines: int = 5) -> str:
         """One note for the verdict: how much was printed, and its first few lines."""
-        if not self.count:
-            return ""
-        head = "".join(self.parts).splitlines()[:lines]
+        head = self.getvalue().splitlines()[:lines]
         shown = "\n".join(f"  | {shorten(line, WIDTH - 4)}" for line in head)
         return (
             f"(your code printed {self.count:,} characters while it was checked; "
@@ -209,12 +190,9 @@ class _Kept(io.TextIOBase):
         )
 
 
-_PRINT_KEPT = 2000  # characters of a learner's output kept for the verdict's note
-
-
 @contextlib.contextmanager
-def captured(limit: int = _PRINT_KEPT) -> Iterator[_Kept]:
-    """What is printed (stdout and stderr) inside the block, kept in one bounded `_Kept`: a
+def captured(limit: int = 2000) -> Iterator[_Kept]:
+    """What is printed (stdout and stderr) inside the block, its first `limit` characters kept: a
     checker calls a learner's guard thousands of times, and one debug print() would flood the cell."""
     kept = _Kept(limit)
     with contextlib.redirect_stdout(kept), contextlib.redirect_stderr(kept):
@@ -226,11 +204,10 @@ def unanswered(answer: Any) -> bool:
     return answer is None or answer is Ellipsis
 
 
-def placeholder_line(answer: Any) -> int | None:
+def _placeholder_line(answer: Any) -> int | None:
     """The line of a bare `...` statement left in a learner's function (the cell's starting
     point, not an attempt), or None, also for a function without readable source."""
-    code = getattr(answer, "__code__", None)
-    if not callable(answer) or code is None:
+    if not callable(answer) or getattr(answer, "__code__", None) is None:
         return None
     try:
         lines, first = inspect.getsourcelines(answer)
@@ -240,6 +217,17 @@ def placeholder_line(answer: Any) -> int | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and node.value.value is ...:
             return first + node.lineno - 1
+    return None
+
+
+def not_attempted(answers: list[Any]) -> Check | None:
+    """The verdict for answers not written yet (None or `...`) or still holding the cell's `...`
+    starting point, or None: neither is an attempt."""
+    if all(unanswered(answer) for answer in answers):
+        return fail(NOT_YET)
+    for answer in answers:
+        if (line := _placeholder_line(answer)) is not None:
+            return fail(_STARTING_POINT.format(line=line))
     return None
 
 

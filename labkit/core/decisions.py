@@ -26,13 +26,9 @@ Decide = Callable[[Any, list[dict[str, Any]]], Any]
 
 @dataclass(frozen=True)
 class Tool:
-    """One action a policy may propose.
-
-    `params` maps each argument name to ``"str"`` (non-blank, at most 2,000 characters) or
-    ``"number"`` (an int or float from -MAX_NUMBER to MAX_NUMBER, not a bool); every argument
-    is required and no other is accepted. Whatever `call(**args)` raises becomes an
-    observation. If `source` is true, a result's `id` may later be cited.
-    """
+    """One action a policy may propose. `params` maps each (required) argument to ``"str"``
+    (non-blank, at most 2,000 characters) or ``"number"`` (an int or float within ±MAX_NUMBER, not
+    a bool). What `call(**args)` raises becomes an observation; a `source` result's `id` is citable."""
 
     name: str
     params: Mapping[str, str]
@@ -63,12 +59,12 @@ def validate_decision(value: Any, tools: Mapping[str, Tool]) -> dict[str, Any]:
     else:
         known = ", ".join([*tools, "final"])
         raise ValueError(f"unknown action {shorten(repr(action), 60)} (known: {known})")
-    keys, expected = set(value), {"action", *params}
-    if keys != expected:
-        missing, extra = sorted(expected - keys), sorted(keys - expected, key=repr)
-        parts = [f"missing {missing}"] * bool(missing) + [f"unexpected {shorten(repr(extra), 200)}"] * bool(
-            extra
-        )
+    missing = sorted({*params} - set(value))
+    extra = sorted(set(value) - {"action", *params}, key=repr)
+    if missing or extra:
+        parts = [f"missing {missing}"] if missing else []
+        if extra:
+            parts.append(f"unexpected {shorten(repr(extra), 200)}")
         raise ValueError(f"{action}: " + ", ".join(parts))
     for name, kind in params.items():
         _check_argument(action, name, kind, value[name])

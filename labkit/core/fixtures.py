@@ -28,16 +28,9 @@ def record_list(
     fields: dict[str, Any], *, required: list[str] | None = None, min_items: int = 0
 ) -> dict[str, Any]:
     """Schema of a JSON list of objects with exactly `fields` (all required unless stated)."""
-    return {
-        "type": "array",
-        "minItems": min_items,
-        "items": {
-            "type": "object",
-            "properties": fields,
-            "required": list(fields) if required is None else required,
-            "additionalProperties": False,
-        },
-    }
+    item = {"type": "object", "properties": fields, "additionalProperties": False}
+    item["required"] = list(fields) if required is None else required
+    return {"type": "array", "minItems": min_items, "items": item}
 
 
 DOCUMENTS = record_list(
@@ -65,16 +58,15 @@ ADAPTIVE_CASES = record_list(
 
 def _where(data: Any, error: jsonschema.ValidationError) -> str:
     """Where in a list of records `error` is: "record 0 (id 'x'): field 'f': "."""
-    path = list(error.absolute_path)
-    if not path:
+    if not (path := list(error.absolute_path)):
         return ""
     head, rest = path[0], path[1:]
+    where = f"key {head!r}"
     if isinstance(head, int):
         record = data[head]
-        label = f" (id {record['id']!r})" if isinstance(record, dict) and "id" in record else ""
-        where = f"record {head}{label}"
-    else:
-        where = f"key {head!r}"
+        where = f"record {head}" + (
+            f" (id {record['id']!r})" if isinstance(record, dict) and "id" in record else ""
+        )
     if rest:
         where += f": field {'.'.join(map(str, rest))!r}"
     elif error.validator == "required":
@@ -87,8 +79,7 @@ def _no_constant(name: str) -> Any:
 
 
 def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (math.inf, -math.inf):
+    if math.isinf(value := float(text)):
         raise ValueError(f"{text[:20]} is too large for a float")
     return value
 
@@ -127,9 +118,8 @@ def read_json(path: str | Path, what: str = "file") -> Any:
 
 
 def schema_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
-    """The error jsonschema's `best_match` picks in `data` against `schema`, or None if valid; the
-    caller words it (`error.absolute_path`, `error.message`). Too deep a nesting raises RecursionError.
-    """
+    """The error jsonschema's `best_match` picks in `data` against `schema`, or None if valid, for the
+    caller to word (`error.absolute_path`, `error.message`); too deep a nesting raises RecursionError."""
     import jsonschema  # here: paid at the first validation, not by every import of a loader
 
     return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
@@ -149,8 +139,7 @@ def load_json(path: str | Path, schema: dict[str, Any]) -> Any:
 
 def unique_ids(path: str | Path, records: list[dict[str, Any]]) -> None:
     """Refuse a list of records in which two share an id."""
-    seen: set[str] = set()
-    for index, record in enumerate(records):
-        if record["id"] in seen:
-            raise FixtureError(f"{path}: record {index}: field 'id': duplicate id {record['id']!r}")
-        seen.add(record["id"])
+    ids = [record["id"] for record in records]
+    for index, id in enumerate(ids):
+        if id in ids[:index]:
+            raise FixtureError(f"{path}: record {index}: field 'id': duplicate id {id!r}")

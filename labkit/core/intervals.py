@@ -12,7 +12,7 @@ Every resampling is seeded (numpy's Generator), so a notebook's interval is the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,12 +38,12 @@ class Interval:
         return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
 
-def wilson(successes: int, n: int, z: float = _Z95) -> Interval:
+def wilson(successes: int, n: int) -> Interval:
     """The Wilson score interval for `successes` of `n` independent trials (ValueError unless
     they are ints with 0 <= successes <= n and n > 0)."""
     if type(successes) is not int or type(n) is not int or not 0 <= successes <= n or n == 0:
         raise ValueError(f"wilson needs int counts with 0 <= successes <= n and n > 0, got {successes}/{n}")
-    p = successes / n
+    p, z = successes / n, _Z95
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     # At 0 of n (n of n) the lower (upper) bound is exactly 0 (1); the formula leaves float dust.
@@ -57,37 +57,24 @@ def _percentiles(samples: np.ndarray) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def bootstrap(
-    values_by_case: Mapping[str, Sequence[float]],
-    statistic: Callable[[Sequence[Sequence[float]]], float] | None = None,
-    *,
-    resamples: int = _RESAMPLES,
-    seed: int = SEED,
-) -> Interval:
-    """A 95% percentile interval for `statistic` over cases (each a list of its trials' values),
-    resampling whole cases; by default the mean of each case's mean (pass@1 for 0/1 values)."""
+def bootstrap(values_by_case: Mapping[str, Sequence[float]], *, seed: int = SEED) -> Interval:
+    """The mean over cases of each case's mean (pass@1 for 0/1 values) with its 95% percentile
+    interval, resampling whole cases (each a list of its trials' values)."""
     cases = [list(map(float, values)) for values in values_by_case.values()]
     if not cases or any(not values for values in cases):
         raise ValueError("bootstrap needs at least one case, each with at least one value")
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(cases), size=(resamples, len(cases)))
-    if statistic is None:  # the mean over cases of each case's mean: average each case once
-        means = np.array([np.mean(values) for values in cases])
-        return Interval(float(means.mean()), *_percentiles(means[draws].mean(axis=1)))
-    samples = np.array([statistic([cases[i] for i in draw]) for draw in draws])
-    return Interval(float(statistic(cases)), *_percentiles(samples))
+    means = np.array([np.mean(values) for values in cases])  # each case counts once
+    draws = np.random.default_rng(seed).integers(0, len(cases), size=(_RESAMPLES, len(cases)))
+    return Interval(float(means.mean()), *_percentiles(means[draws].mean(axis=1)))
 
 
-def paired(
-    a: Mapping[str, float], b: Mapping[str, float], *, resamples: int = _RESAMPLES, seed: int = SEED
-) -> Interval:
+def paired(a: Mapping[str, float], b: Mapping[str, float], *, seed: int = SEED) -> Interval:
     """The mean per-case difference a - b (case id -> score) over the cases both ran, with its interval."""
     shared = sorted(set(a) & set(b))
     if not shared:
         raise ValueError("paired needs two score mappings over the same cases; these share none")
     differences = np.array([float(a[case]) - float(b[case]) for case in shared])
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(shared), size=(resamples, len(shared)))
+    draws = np.random.default_rng(seed).integers(0, len(shared), size=(_RESAMPLES, len(shared)))
     return Interval(float(differences.mean()), *_percentiles(differences[draws].mean(axis=1)))
 
 

@@ -1,9 +1,4 @@
-"""Where labkit writes: the git-ignored `runs/` folder (live recordings, learners' verdicts).
-
-`runs_dir()` is `$LABKIT_RUNS` when set, else `runs/` at the root of a source checkout, else
-`./runs`. `write_whole(path, text)` writes a temporary file beside `path` and renames it, so a
-reader finds the old file or the new one, never half of it.
-"""
+"""Where labkit writes: the git-ignored `runs/` folder (live recordings, learners' verdicts)."""
 
 from __future__ import annotations
 
@@ -11,14 +6,13 @@ import os
 import tempfile
 from pathlib import Path
 
-_ENV = "LABKIT_RUNS"
 CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def runs_dir() -> Path:
-    """The folder labkit writes runs and progress into (not created here)."""
-    chosen = os.environ.get(_ENV)
-    if chosen:
+    """`$LABKIT_RUNS` when set, else `runs/` at the root of a source checkout, else `./runs`
+    (not created here)."""
+    if chosen := os.environ.get("LABKIT_RUNS"):
         return Path(chosen)
     if (CHECKOUT / "fixtures").is_dir() and (CHECKOUT / "notebooks").is_dir():
         return CHECKOUT / "runs"
@@ -26,8 +20,9 @@ def runs_dir() -> Path:
 
 
 def write_whole(path: Path, text: str, *, mode: int | None = None) -> Path:
-    """Write `text` to `path` whole, creating the folder, with permissions `mode`; an OSError passes
-    on to the caller, and no temporary file is left behind."""
+    """Write `text` to `path` through a temporary file renamed over it, so a reader finds the old
+    file or the new one, never half of it; creates the folder, sets permissions `mode`, leaves no
+    temporary file behind, and lets an OSError pass on."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-STOP_REASONS = (
-    "final",
-    "invalid_decision",
-    "provider_error",
-    "tool_limit",
-    "turn_limit",
-    "unread_citation",
-    "step_timeout",
-    "deadline",
-    "budget",
-    "aborted",
+# In the order the runtime checks them (see `labkit.core.runtime`).
+STOP_REASONS = tuple(
+    "final invalid_decision provider_error tool_limit turn_limit unread_citation "
+    "step_timeout deadline budget aborted".split()
 )
 
 

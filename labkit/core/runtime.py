@@ -13,10 +13,9 @@ turn, and ends with a `Result` whose `stop` is one of STOP_REASONS, checked each
 - ``unread_citation``: a final answer cites a source no tool returned in this run
 - ``final``; ``tool_limit`` (a tool proposed after `max_tools` calls); ``turn_limit``
 
-A tool that raises is an observation (`{"error": ...}`). A LabError (the lab's configuration,
-not the policy) is re-raised. A policy reports each decision's usage in its `last_usage`
-(`prompt_tokens`, `completion_tokens`, optionally `cost`); values that are not numbers from 0
-to MAX_NUMBER are ignored.
+A tool that raises is an observation (`{"error": ...}`); a LabError (the lab's configuration, not
+the policy) is re-raised. A policy reports each decision's usage in its `last_usage`
+(`prompt_tokens`, `completion_tokens`, `cost`); values not numbers from 0 to MAX_NUMBER are ignored.
 """
 
 from __future__ import annotations
@@ -32,19 +31,9 @@ from labkit.core.errors import LabError
 from labkit.core.result import STOP_REASONS, Result
 from labkit.core.timeouts import TIMED_OUT, call_within
 
-# The runtime's interface, with the names it is built of.
-__all__ = [
-    "FINAL_FIELDS",
-    "MAX_NUMBER",
-    "MAX_SECONDS",
-    "STOP_REASONS",
-    "Budget",
-    "Decide",
-    "Result",
-    "Tool",
-    "run",
-    "validate_decision",
-]
+# The runtime's interface includes the names it is built of: FINAL_FIELDS, STOP_REASONS, Tool, ...
+__all__ = ["FINAL_FIELDS", "MAX_NUMBER", "MAX_SECONDS", "STOP_REASONS", "Budget", "Decide", "Result"]
+__all__ += ["Tool", "run", "validate_decision"]
 
 MAX_SECONDS = 86_400.0  # the longest step_timeout or deadline: a day
 
@@ -78,8 +67,7 @@ def run(
 ) -> Result:
     """One bounded episode of `decide` on `task` with `tools`: turns <= max_turns (1..8),
     tool_calls <= max_tools (0..6), and no tool runs for a decision that was invalid, late, over
-    budget or past the limit. ValueError for limits out of range; a LabError is re-raised.
-    """
+    budget or past the limit. ValueError for limits out of range; a LabError is re-raised."""
     _check_limits(max_turns, max_tools, step_timeout, deadline)
     episode = _Episode(task, decide, tools, start=time.perf_counter())
     try:
@@ -111,7 +99,6 @@ class _Stop(Exception):  # noqa: N818 - it is how an episode ends, not an error
     """The end of an episode, raised by the step that decides it; `run` returns it as a Result."""
 
     def __init__(self, reason: str, turns: int, detail: str = "", **final: str) -> None:
-        super().__init__(reason, turns, detail)
         self.reason, self.turns, self.detail, self.final = reason, turns, detail, final
 
 
@@ -132,17 +119,10 @@ class _Episode:
     )
 
     def result(self, stop: _Stop) -> Result:
-        return Result(
-            stop=stop.reason,
-            answer=stop.final.get("answer"),
-            citation=stop.final.get("citation"),
-            detail=stop.detail,
-            trace=self.trace,
-            turns=stop.turns,
-            tool_calls=self.tool_calls,
-            elapsed=time.perf_counter() - self.start,
-            usage=self.usage,
-        )
+        answer, citation = stop.final.get("answer"), stop.final.get("citation")
+        ending = {"stop": stop.reason, "answer": answer, "citation": citation, "detail": stop.detail}
+        counts = {"trace": self.trace, "turns": stop.turns, "tool_calls": self.tool_calls}
+        return Result(ending | counts, elapsed=time.perf_counter() - self.start, usage=self.usage)
 
 
 def _check_limits(max_turns: object, max_tools: object, step_timeout: object, deadline: object) -> None:
@@ -181,19 +161,17 @@ def _ask_policy(
 ) -> Any:
     """The policy's next proposal if it came within `wait` seconds; else stops with `late`,
     `provider_error` for an OSError, `invalid_decision` for anything else (a LabError is re-raised)."""
-    turn = entry["turn"]
+    turn, decide, arguments = entry["turn"], episode.decide, (episode.task, list(episode.observations))
     try:
-        proposal = _decide_within(episode.decide, episode.task, list(episode.observations), wait)
+        proposal = decide(*arguments) if wait is None else call_within(decide, arguments, wait)
     except LabError:
         raise
     except OSError as error:
         entry["error"] = f"{type(error).__name__}: {error}"
         raise _Stop("provider_error", turn, entry["error"]) from error
     except Exception as error:  # noqa: BLE001 - any policy failure is a counted stop
-        if isinstance(error, ValueError | TypeError | KeyError):
-            detail = str(error)
-        else:
-            detail = f"policy raised {type(error).__name__}: {error}"
+        plain = isinstance(error, ValueError | TypeError | KeyError)  # a reply that did not parse
+        detail = str(error) if plain else f"policy raised {type(error).__name__}: {error}"
         _charge(episode, entry)  # a model that answered with something unparseable still spent its tokens
         entry["elapsed"], entry["error"] = time.perf_counter() - turn_start, detail
         raise _Stop("invalid_decision", turn, detail) from error
@@ -203,13 +181,6 @@ def _ask_policy(
         reason, detail = late
         raise _Stop(reason, turn, detail)
     return proposal
-
-
-def _decide_within(decide: Decide, task: Any, observations: list, timeout: float | None) -> Any:
-    """`decide(task, observations)`, in this thread without a timeout, else `call_within` it."""
-    if timeout is None:
-        return decide(task, observations)
-    return call_within(decide, (task, observations), timeout)
 
 
 def _charge(episode: _Episode, entry: dict[str, Any]) -> None:
@@ -238,8 +209,7 @@ def _checked(proposal: Any, tools: Mapping[str, Tool], entry: dict[str, Any]) ->
 
 
 def _check_budget(episode: _Episode, budget: Budget | None, turn: int) -> None:
-    if budget is None:
-        return
+    budget = budget or Budget()
     spent = episode.usage["prompt_tokens"] + episode.usage["completion_tokens"]
     if budget.tokens is not None and spent > budget.tokens:
         raise _Stop("budget", turn, f"{spent:g} tokens used, budget {budget.tokens}")
@@ -257,8 +227,7 @@ def _final(episode: _Episode, decision: dict[str, Any], turn: int) -> Result:
 
 def _execute(episode: _Episode, entry: dict[str, Any], decision: dict[str, Any], turn_start: float) -> None:
     """Run the decision's tool: its result (or its error) is the next observation, a source's `id` citable."""
-    action = decision["action"]
-    tool = episode.tools[action]
+    action, tool = decision["action"], episode.tools[decision["action"]]
     try:
         result = tool.call(**{name: decision[name] for name in tool.params})
     except LabError:

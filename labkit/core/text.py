@@ -14,8 +14,5 @@ def words(text: str) -> set[str]:
 
 
 def shorten(text: str, limit: int) -> str:
-    """`text` if it has at most `limit` characters, else its first `limit - 1` and "…" (ValueError
-    for a limit below 1)."""
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
+    """`text` if it has at most `limit` (>= 1) characters, else its first `limit - 1` and "…"."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

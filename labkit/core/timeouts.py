@@ -1,6 +1,7 @@
 """A call that the caller stops waiting for: what enforces a step timeout.
 
-A Python thread cannot be killed: a call that overruns keeps running on its daemon thread, but
+A Python thread cannot be killed: a call that overruns keeps running on its daemon thread (not a
+ThreadPoolExecutor's, which is joined at exit: one hung call would hang the kernel's exit), but
 its value is thrown away, and the runtime runs no tool for a decision that came back TIMED_OUT.
 """
 
@@ -16,12 +17,8 @@ TIMED_OUT = object()  # what `call_within` returns for a call that did not finis
 
 
 def call_within(fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
-    """`fn(*args)` if it finishes within `timeout` seconds, else TIMED_OUT; re-raises fn's error.
-
-    On a daemon thread, not a ThreadPoolExecutor's: those are joined at interpreter exit, so one
-    hung call would hang the kernel's exit. Judged by when the call finished, not by when this
-    thread woke up (on a loaded machine the wait can return after a call that itself overran).
-    """
+    """`fn(*args)` if it finished within `timeout` seconds (judged by when it finished, not by when
+    the waiting thread woke up), else TIMED_OUT; re-raises fn's error."""
     future: Future = Future()
     start, finished = time.perf_counter(), [0.0]
 

@@ -3,19 +3,13 @@
 import matplotlib
 import pytest
 
-from labkit import (
-    Task,
-    compare,
-    controllers,
-    docuctl,
-    evaluate,
+from labkit import Task, compare, controllers, docuctl, evaluate, outcome, task_from, workflow
+from labkit.baseline.controllers import (
     fallback_workflow,
     keyword_route,
-    outcome,
-    task_from,
-    workflow,
+    spell_correct_first_workflow,
+    two_rule_workflow,
 )
-from labkit.baseline.controllers import spell_correct_first_workflow, two_rule_workflow
 from labkit.core.colours import colour
 
 # the adaptive cases at three tools each: (passed, total, tool calls), in the controllers' order

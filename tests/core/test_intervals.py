@@ -56,14 +56,6 @@ def test_the_bootstrap_resamples_cases_not_trials():
     assert (interval.low, interval.high) == (0.0, 1.0)
 
 
-def test_the_bootstrap_takes_any_statistic_over_cases():
-    def pass_hat_2(groups):
-        return sum(math.comb(int(sum(g)), 2) / math.comb(len(g), 2) for g in groups) / len(groups)
-
-    interval = bootstrap(CASES, pass_hat_2)
-    assert interval.estimate == pytest.approx((1 + 0 + 0 + 1 / 3 + 1) / 5)
-
-
 @pytest.mark.parametrize("bad", [{}, {"a": []}])
 def test_the_bootstrap_refuses_nothing_to_resample(bad):
     with pytest.raises(ValueError, match="at least one case"):

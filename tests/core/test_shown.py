@@ -33,8 +33,3 @@ def test_shown_is_short_and_never_raises(value, expected):
 )
 def test_shorten_keeps_what_fits_and_cuts_the_rest_with_an_ellipsis(text, limit, expected):
     assert shorten(text, limit) == expected
-
-
-def test_shorten_refuses_a_limit_with_no_room_for_the_ellipsis():
-    with pytest.raises(ValueError, match="limit must be at least 1, got 0"):
-        shorten("abc", 0)
