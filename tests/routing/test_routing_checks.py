@@ -100,7 +100,7 @@ def test_a_step_right_on_the_cases_but_wrong_in_a_run_is_caught_by_the_scheduler
     def breaks_later(finished, dependents, waiting, states):  # right on the cases, drops jobs in runs
         calls.append(finished)
         ready = my_ready(finished, dependents, waiting, states)
-        return ready if len(calls) <= len(lab04.READY_CASES) else ready[:1]
+        return ready if len(calls) <= len(lab04._READY_CASES) else ready[:1]
 
     verdict(lab04.check_ready(breaks_later), False, "Running the diamond graph with your step")
 
