@@ -63,7 +63,7 @@ def test_the_review_is_code_and_only_the_feedback_variant_is_told_why():
 
 
 def test_a_decision_without_answer_text_fails_the_revise_job():
-    reviser = model.ModelReviser("with feedback", backend=Shortener(answer=3))
+    reviser = model.ModelReviser("feedback", backend=Shortener(answer=3))
     result = loop_graph(reviser=reviser)[0].run(clock=FakeClock())
     assert result.status == "failed" and "has no answer text" in result.errors["revise"]
 
