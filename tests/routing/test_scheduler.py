@@ -22,6 +22,7 @@ from labkit.routing import (
     spans,
 )
 from labkit.routing.experiments import DRAFT, Reviser, loop_graph
+from labkit.routing.scheduler import run_plan
 
 
 def noop(ctx: Context) -> None:
@@ -191,7 +192,7 @@ def test_cancelling_a_run_cancels_its_job_in_flight_even_one_that_swallows_it():
         return "done"
 
     async def main() -> None:
-        run = asyncio.ensure_future(graph_of(a=stubborn, b=(stubborn, ["a"])).run_async())
+        run = asyncio.ensure_future(run_plan(graph_of(a=stubborn, b=(stubborn, ["a"])).validate()))
         await asyncio.sleep(0.05)
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
