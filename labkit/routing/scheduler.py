@@ -69,15 +69,6 @@ def _listed(ids: Iterable[str]) -> str:
     return ", ".join(ids[:_LISTED]) + more if ids else "none"
 
 
-def _check_settings(max_concurrency: object, max_visits: object, clock: object) -> None:
-    """Raise GraphError unless the run settings are usable."""
-    for name, value in (("max_concurrency", max_concurrency), ("max_visits", max_visits)):
-        if type(value) is not int or value < 1:
-            raise GraphError(f"{name} must be an int >= 1, got {value!r}")
-    if clock is not None and not isinstance(clock, Clock):
-        raise GraphError(f"clock must have now() and async sleep(seconds), got {clock!r}")
-
-
 async def run_plan(
     plan: Plan,
     *,
@@ -87,7 +78,11 @@ async def run_plan(
     ready: _ReadyStep = ready_after,
 ) -> RunResult:
     """Run a validated plan on the running event loop; `ready` is the ready step (see the module doc)."""
-    _check_settings(max_concurrency, max_visits, clock)
+    for name, value in (("max_concurrency", max_concurrency), ("max_visits", max_visits)):
+        if type(value) is not int or value < 1:
+            raise GraphError(f"{name} must be an int >= 1, got {value!r}")
+    if clock is not None and not isinstance(clock, Clock):
+        raise GraphError(f"clock must have now() and async sleep(seconds), got {clock!r}")
     return await _Run(plan, max_visits, clock or RealClock(), ready).run(max_concurrency)
 
 
