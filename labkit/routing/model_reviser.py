@@ -191,32 +191,45 @@ def model_feedback_experiment(
     return (*compare_revisers(revisers, max_visits, limit), revisers)
 
 
+def run_variant(
+    variant: str, backend: Backend | None, control: str, **settings: Any
+) -> tuple[ModelReviser, RunResult]:
+    """One variant (a task suffix of VARIANTS) of the review loop under one of GRID_CONTROLS, at the
+    recorded settings: the reviser and the run. `settings`: the reviser's temperature, seed, trial."""
+    rung, min_cut = GRID_CONTROLS[control]
+    backend = backend_from_env() if backend is None else backend
+    reviser = ModelReviser(variant, backend, rung=rung, min_cut=min_cut, **settings)
+    graph, _ = loop_graph(feedback=variant == "feedback", reviser=reviser)
+    return reviser, graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
+
+
 def control_table(
     backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0, k: int = 1
 ) -> tuple[pd.DataFrame, dict[str, dict[str, ModelReviser]]]:
-    """The model feedback experiment under each of GRID_CONTROLS, a row per (level, variant), and the
-    revisers per level. `k` trials each (trial t with seed `seed + t`; with k > 1 the trial is a
-    third index level and the revisers are the last trial's)."""
+    """The review loop under each of GRID_CONTROLS, a row per (level, variant), and the revisers per
+    level. `k` trials each (trial t with seed `seed + t`; with k > 1 the trial is a third index
+    level and the revisers are the last trial's)."""
     if type(k) is not int or k < 1:
         raise LabError(f"k (trials per variant) must be a positive int, got {k!r}")
-    rows, revisers, settings = [], {}, {"backend": backend, "temperature": temperature}
+    rows, revisers = [], {}
     for trial in range(k):
-        for control, (rung, min_cut) in GRID_CONTROLS.items():
-            label = _CONTROL_LABELS[control]
-            chars, summary, _, revisers[label] = model_feedback_experiment(
-                rung=rung, min_cut=min_cut, seed=seed + trial, trial=trial, **settings
-            )
-            same = revisers[label]["without feedback"].history == revisers[label]["with feedback"].history
-            for variant in VARIANTS:
+        for control in GRID_CONTROLS:
+            label, runs = _CONTROL_LABELS[control], {}
+            revisers[label] = {}
+            for name, variant in VARIANTS.items():
+                settings = {"temperature": temperature, "seed": seed + trial, "trial": trial}
+                revisers[label][name], runs[name] = run_variant(variant, backend, control, **settings)
+            texts = [reviser.history for reviser in revisers[label].values()]
+            for name, result in runs.items():
                 rows.append(
                     {
                         "reviser may write": label,
-                        "variant": variant,
+                        "variant": name,
                         "trial": trial,
-                        "characters per visit": " ".join(c for c in chars[variant] if c != "-"),
-                        "status": summary.loc[variant, "status"],
-                        "published": summary.loc[variant, "published"],
-                        "same texts both variants": same,
+                        "characters per visit": " ".join(str(len(t)) for t in revisers[label][name].history),
+                        "status": result.status,
+                        "published": result.results.get("publish", "-"),
+                        "same texts both variants": texts[0] == texts[1],
                     }
                 )
     index = ["reviser may write", "variant"] + (["trial"] if k > 1 else [])

@@ -17,24 +17,11 @@ import pandas as pd
 
 from labkit.core.intervals import bootstrap, mcnemar, paired, verdict, wilson
 from labkit.model import Backend, backend_from_env, read_records
-from labkit.routing.clock import FakeClock
-from labkit.routing.experiments import LIMIT, cutter_experiment, loop_graph
-from labkit.routing.model_reviser import GRID_CONTROLS, RECORDED, REVISER_LAB, VARIANTS, ModelReviser
-from labkit.routing.result import RunResult
+from labkit.routing.experiments import LIMIT, cutter_experiment
+from labkit.routing.model_reviser import GRID_CONTROLS, RECORDED, REVISER_LAB, VARIANTS, run_variant
 
 _SAMPLED_T = 0.7  # the recordings: k=5 at T=0.7 per variant and control, plus T=0
 _SAMPLED_K = 5
-
-
-def _run_variant(
-    variant: str, backend: Backend | None, control: str, **settings: Any
-) -> tuple[ModelReviser, RunResult]:
-    """One variant (a task suffix of VARIANTS) of the loop under one control: the reviser and the run.
-    `settings` are the reviser's temperature, seed and trial."""
-    rung, min_cut = GRID_CONTROLS[control]
-    reviser = ModelReviser(variant, backend, rung=rung, min_cut=min_cut, **settings)
-    graph, _ = loop_graph(feedback=variant == "feedback", reviser=reviser)
-    return reviser, graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
 
 
 def variant_record(
@@ -51,7 +38,7 @@ def variant_record(
     """Run one variant on `backend` (the grid's Recorder keeps the calls); its episode record
     (`stop`: the run's status, `passed`: something was published, `texts`: every revision)."""
     start = time.perf_counter()
-    reviser, result = _run_variant(variant, backend, control, temperature=temperature, seed=seed, trial=trial)
+    reviser, result = run_variant(variant, backend, control, temperature=temperature, seed=seed, trial=trial)
     published = result.results.get("publish")
     return {
         "kind": "episode",
@@ -96,7 +83,7 @@ def trial_outcomes(
     backend = backend_from_env() if backend is None else backend
     out = []
     for trial in range(k):
-        reviser, result = _run_variant(
+        reviser, result = run_variant(
             variant, backend, control, temperature=temperature, seed=trial, trial=trial
         )
         texts = list(reviser.history)
