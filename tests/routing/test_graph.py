@@ -121,9 +121,3 @@ def test_nothing_runs_when_validation_fails_and_the_error_is_a_lab_error():
     with pytest.raises(LabError):
         graph.run(clock=FakeClock())
     assert calls == []
-
-
-def test_next_reads_like_its_call_site():
-    assert repr(Next.Continue) == "Next.Continue" and repr(Next.Stop) == "Next.Stop"
-    assert repr(Next.back_to("revise")) == "Next.back_to('revise')"
-    assert repr(Next.back_to_with("revise", "too long")) == "Next.back_to_with('revise', 'too long')"

@@ -21,7 +21,7 @@ from labkit.routing import (
     plot_timeline,
     spans,
 )
-from labkit.routing.experiments import DRAFT, Reviser, loop_graph
+from labkit.routing.experiments import Reviser, loop_graph
 from labkit.routing.scheduler import run_plan
 
 
@@ -51,29 +51,15 @@ def started(result: RunResult) -> list[str]:
 
 
 def headline(limit: int = 26, feedback: bool = True):
-    """draft → revise → review → publish, recording every Context revise and review see."""
-    seen: dict[str, list[Context]] = {"revise": [], "review": []}
-    reviser = Reviser()
+    """The review loop (`experiments.loop_graph`), recording every Context its reviser sees."""
+    seen, reviser = [], Reviser()
 
     def revise(ctx: Context) -> str:
-        seen["revise"].append(ctx)
+        seen.append(ctx)
         return reviser(ctx)
 
-    def review(ctx: Context) -> dict:
-        seen["review"].append(ctx)
-        return {"text": ctx.input, "chars": len(ctx.input)}
-
-    def route(verdict: dict) -> Next:
-        if verdict["chars"] <= limit:
-            return Next.Continue
-        why = f"{verdict['chars']} characters, limit is {limit}"
-        return Next.back_to_with("revise", why) if feedback else Next.back_to("revise")
-
-    publish = (lambda ctx: ctx.input["text"], ["review"])
-    graph = graph_of(
-        draft=lambda ctx: DRAFT, revise=(revise, ["draft"]), review=(review, ["revise"]), publish=publish
-    )
-    return graph.route("review", route, targets=["revise"]), seen, reviser
+    graph, _ = loop_graph(feedback=feedback, limit=limit, reviser=revise)
+    return graph, seen, reviser
 
 
 def test_a_plain_run_logs_immutable_events_and_hands_each_job_its_context():
@@ -262,14 +248,13 @@ def test_a_loop_with_feedback_converges_and_only_the_target_is_told_why():
     result = graph.run(max_visits=5, clock=FakeClock())
     assert result.status == "completed" and result.results["publish"] == "Search faster everywhere"
     assert result.visits == {"draft": 1, "revise": 3, "review": 3, "publish": 1}
-    assert [(c.visit, c.feedback) for c in seen["revise"]] == [
+    assert [(c.visit, c.feedback) for c in seen] == [
         (1, None),
         (2, "33 characters, limit is 26"),
         (3, "28 characters, limit is 26"),
     ]
-    assert [c.previous for c in seen["revise"]] == [None, *reviser.history[:2]]
-    assert [(c.feedback, c.previous) for c in seen["review"]] == [(None, None)] * 3
-    assert [c.input for c in seen["review"]] == reviser.history  # each review saw the latest revision
+    assert [c.previous for c in seen] == [None, *reviser.history[:2]]
+    assert [e.note for e in result.events if e.job == "review" and e.new == "running"] == [""] * 3
 
 
 @pytest.mark.parametrize("cap", [1, 2, 4])
@@ -277,16 +262,11 @@ def test_max_visits_counts_runs_and_dead_letters_the_loop_without_publishing(cap
     graph, seen, reviser = headline(feedback=False)
     result = graph.run(max_visits=cap, clock=FakeClock())
     assert result.visits == {"draft": 1, "revise": cap, "review": cap, "publish": 0}
-    assert len(reviser.history) == cap and len(seen["review"]) == cap
-    assert [str(s) for s in result.states.values()] == [
-        "completed",
-        "dead_letter",
-        "dead_letter",
-        "cancelled",
-    ]
+    assert len(reviser.history) == cap
+    assert list(map(str, result.states.values())) == ["completed", "dead_letter", "dead_letter", "cancelled"]
     loop = f"loop review -> revise hit max_visits={cap} (revise {cap} runs, review {cap} runs)"
     assert result.reason == f"{loop}; no feedback given; cancelled: publish"
-    assert [c.previous for c in seen["revise"]] == [None, *reviser.history[: cap - 1]]  # told nothing else
+    assert [c.previous for c in seen] == [None, *reviser.history[: cap - 1]]  # told nothing else
 
 
 def test_a_dead_letter_keeps_the_last_text_and_blocks_only_what_is_downstream():
