@@ -87,10 +87,7 @@ def test_a_job_has_one_route_at_most_which_may_target_itself_and_any_ancestor():
 @pytest.mark.parametrize(
     "make, message",
     [
-        (
-            lambda: Graph().job("", noop),
-            "a job id must be a non-empty string without surrounding spaces, got ''",
-        ),
+        (lambda: Graph().job("", noop), "a job id must be a non-empty string without surrounding spaces"),
         (lambda: Graph().job("a", "noop"), "job 'a': fn must be callable, got 'noop'"),
         (lambda: Graph().job("b", noop, deps="a"), "job 'b': deps must be a list of job ids, not 'a'"),
         (lambda: Graph().job("b", noop, deps=[1]), "each of job 'b': deps must be a non-empty string"),
@@ -99,14 +96,8 @@ def test_a_job_has_one_route_at_most_which_may_target_itself_and_any_ancestor():
         (lambda: Graph().run(max_concurrency=0), "max_concurrency must be an int >= 1, got 0"),
         (lambda: Graph().run(max_visits=True), "max_visits must be an int >= 1, got True"),
         (lambda: Graph().run(clock=object()), "clock must have now() and async sleep(seconds), got <object"),
-        (
-            lambda: Next.back_to_with("revise", "  "),
-            "Next.back_to_with('revise', feedback) needs a non-blank",
-        ),
-        (
-            lambda: Next.back_to_with("revise", None),
-            "Next.back_to_with('revise', feedback) needs a non-blank",
-        ),
+        (lambda: Next.back_to_with("revise", "  "), "Next.back_to_with('revise', feedback) needs"),
+        (lambda: Next.back_to_with("revise", None), "Next.back_to_with('revise', feedback) needs"),
     ],
 )
 def test_a_malformed_job_route_setting_or_next_is_refused_at_once(make, message):
