@@ -45,11 +45,7 @@ def replay(monkeypatch):
 def test_the_review_is_code_and_only_the_feedback_variant_is_told_why():
     backend = Shortener()
     _, _, runs, revisers = model.model_feedback_experiment(backend=backend)
-    assert revisers["with feedback"].history == [
-        "Search is now much faster everywhere you",
-        "Search is now much faster everywhere",
-        "Search is now much faster",
-    ]
+    assert [len(text) for text in revisers["with feedback"].history] == [40, 36, 25]  # a word cut per turn
     assert runs["with feedback"].results["publish"] == "Search is now much faster"
     assert [(r.case, r.turn) for r in backend.requests] == [
         ("announcement+no-feedback", n) for n in range(1, 4)

@@ -90,14 +90,9 @@ def build(scenario):
             if kind == "undeclared":
                 return Next.back_to(outside[pick % len(outside)]) if outside else Next.Continue
             target = names[pick % len(names)]
-            decisions = {
-                "continue": Next.Continue,
-                "stop": Next.Stop,
-                "none": None,
-                "goto": Next.back_to(target),
-                "goto+": Next.back_to_with(target, "again"),
-            }
-            return decisions[kind]
+            if kind in ("goto", "goto+"):
+                return Next.back_to_with(target, "again") if kind == "goto+" else Next.back_to(target)
+            return {"continue": Next.Continue, "stop": Next.Stop, "none": None}[kind]
 
         return router
 
