@@ -7,13 +7,11 @@ import json
 
 import pytest
 
-pytest.importorskip("labkit.model")
-
-from labkit.model import ReplayBackend, ReplayMiss, Reply  # noqa: E402
-from labkit.routing import FakeClock, Next  # noqa: E402
-from labkit.routing import model_reviser as model  # noqa: E402
-from labkit.routing import reviser_trials as trials  # noqa: E402
-from labkit.routing.experiments import DRAFT, LIMIT, loop_graph  # noqa: E402
+from labkit.model import ReplayBackend, ReplayMiss, Reply
+from labkit.routing import FakeClock, Next
+from labkit.routing import model_reviser as model
+from labkit.routing import reviser_trials as trials
+from labkit.routing.experiments import DRAFT, LIMIT, loop_graph
 
 recorded = pytest.mark.skipif(not model.recorded(), reason="no recorded routing trials")
 
