@@ -67,7 +67,7 @@ def _task_text(task: _Announcement) -> str:
     return f"Shorten this announcement to at most {task.limit} characters:\n{task.text}"
 
 
-def observe(observation: Mapping[str, Any]) -> str:
+def _told(observation: Mapping[str, Any]) -> str:
     """What the reviser is told on a later visit: the router's feedback, if any, then _AGAIN."""
     feedback = observation.get("result")
     return f"{feedback}. {_AGAIN}" if feedback else _AGAIN
@@ -115,7 +115,7 @@ class ModelReviser:
     def __post_init__(self) -> None:
         case = f"announcement+{self.variant}" + (f"+cut{self.min_cut}" if self.min_cut else "")
         self.task = _Announcement(case, DRAFT, self.limit)
-        self.policy = _policy(self, _INSTRUCTIONS, _task_text, self.deletions, self.rung, observe)
+        self.policy = _policy(self, _INSTRUCTIONS, _task_text, self.deletions, self.rung, _told)
         self.observations: list[dict[str, Any]] = []
 
     def deletions(self, task: _Announcement, observations: Any = ()) -> list[str]:
