@@ -51,7 +51,7 @@ __all__ = [
 _CHAIN = {"a": [], "b": ["a"]}
 _FAN_IN = {"a": [], "b": [], "c": ["a", "b"]}
 _ZMA = {"root": [], "z": ["root"], "m": ["root"], "a": ["root"]}  # dependents declared z, m, a
-_OTHER_STATES = ("running", "retrying", "failed", "dead_letter", "cancelled")
+_OTHER_STATES = ("running", "retrying", "failed", "dead_letter", "cancelled")  # not pending, not completed
 # The graphs run on the scheduler with the learner's step: {job: deps}, in declaration order.
 _GRAPHS = {
     "diamond": {"fetch": [], "parse": ["fetch"], "stats": ["fetch"], "report": ["parse", "stats"]},
@@ -75,7 +75,7 @@ _READY_CASES = [
     ("c became ready earlier and waits for a slot", "a", {**_CHAIN, "c": []}, {}),
     ("the finished job has no dependents", "b", _CHAIN, {"a": "completed", "b": "completed"}),
 ]
-_NAMES = "fetch parse load clean index score merge train report audit plot ship".split()
+_NAMES = "fetch parse load clean index score merge train report audit plot ship".split()  # for _made_up
 
 
 def _arguments(finished: str, deps: Mapping[str, list[str]], others: Mapping[str, str]) -> tuple[Any, ...]:
