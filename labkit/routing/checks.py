@@ -1,17 +1,8 @@
-"""Lab 04's build-it cells and exercises.
+"""Lab 04's build-it cells and exercises, each checked on hidden cases and in labkit's scheduler.
 
-Build it, part 1: `check_ready(my_ready)`, the scheduler's ready step: `my_ready(finished,
-dependents, waiting, states)` counts the job that just completed off each of its dependents'
-`waiting` and returns those whose count reached 0 and that are still pending, in the order of
-`dependents[finished]`: labkit's `scheduler.ready_after`. Asked on each boundary of the rule,
-then run in labkit's scheduler in place of `ready_after` over graphs shown and made up.
-
-Build it, part 2: `check_router(my_router)`: `Next.Continue` within 26 characters, otherwise
-`Next.back_to_with("revise", feedback)` stating the count and the limit; then run in the review
-loop with the scripted reviser (it must publish) and one that never improves (a dead letter).
-
-Exercises, each answered by running the real scheduler on a fake clock: 1. `check_retry_policy`,
-2. `check_goto_runs` (the runs of each job of `goto_graph()`), 3. `check_worst_case`.
+Build it: `check_ready(my_ready)`, the scheduler's ready step (`scheduler.ready_after`), and
+`check_router(my_router)`, the review loop's router. Exercises, each answered by running the
+real scheduler on a fake clock: `check_retry_policy`, `check_goto_runs`, `check_worst_case`.
 """
 
 from __future__ import annotations
@@ -19,7 +10,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import pandas as pd
 
@@ -55,111 +46,44 @@ __all__ = [
     "worst_case_run",
 ]
 
+# -- Build it, part 1: the ready step ------------------------------------------------------------
 
-class _ReadyCase(NamedTuple):
-    name: str
-    finished: str
-    dependents: dict[str, list[str]]
-    waiting: dict[str, int]
-    states: dict[str, str]
-
-
-def _fan_in(other: str) -> _ReadyCase:
-    """c needs a and b; a just completed while b is `other`: c still waits for b."""
-    return _ReadyCase(
-        f"c needs a and b, a completed and b is {other}",
-        "a",
-        {"a": ["c"], "b": ["c"], "c": []},
-        {"a": 0, "b": 0, "c": 2},
-        {"a": "completed", "b": other, "c": "pending"},
-    )
-
-
-def _only_dependent(state: str) -> _ReadyCase:
-    """b's count reaches zero, but b is not pending: it must not start again."""
-    return _ReadyCase(
-        f"b's last dependency completed but b is {state}",
-        "a",
-        {"a": ["b"], "b": []},
-        {"a": 0, "b": 1},
-        {"a": "completed", "b": state},
-    )
-
-
-READY_CASES = [
-    _ReadyCase(
-        "a completed and b needs only a",
-        "a",
-        {"a": ["b"], "b": []},
-        {"a": 0, "b": 1},
-        {"a": "completed", "b": "pending"},
-    ),
-    _ReadyCase(
-        "fetch completed and parse, stats need only fetch (a diamond)",
-        "fetch",
-        {"fetch": ["parse", "stats"], "parse": ["report"], "stats": ["report"], "report": []},
-        {"fetch": 0, "parse": 1, "stats": 1, "report": 2},
-        {"fetch": "completed", "parse": "pending", "stats": "pending", "report": "pending"},
-    ),
-    _ReadyCase(
-        "its dependents are declared z, m, a",
-        "root",
-        {"root": ["z", "m", "a"], "z": [], "m": [], "a": []},
-        {"root": 0, "z": 1, "m": 1, "a": 1},
-        {"root": "completed", "z": "pending", "m": "pending", "a": "pending"},
-    ),
-    *(_fan_in(state) for state in ("pending", "running", "retrying", "failed", "dead_letter", "cancelled")),
-    _ReadyCase(
-        "c needs a and b and b was counted already",
-        "a",
-        {"a": ["c"], "b": ["c"], "c": []},
-        {"a": 0, "b": 0, "c": 1},
-        {"a": "completed", "b": "completed", "c": "pending"},
-    ),
-    *(
-        _only_dependent(state)
-        for state in ("running", "retrying", "completed", "failed", "dead_letter", "cancelled")
-    ),
-    _ReadyCase(
-        "c became ready earlier and waits for a slot",
-        "a",
-        {"a": ["b"], "b": [], "c": []},
-        {"a": 0, "b": 1, "c": 0},
-        {"a": "completed", "b": "pending", "c": "pending"},
-    ),
-    _ReadyCase(
-        "the finished job has no dependents",
-        "b",
-        {"a": ["b"], "b": []},
-        {"a": 0, "b": 0},
-        {"a": "completed", "b": "completed"},
-    ),
-]
-
-# Graphs run on the scheduler with the learner's step: {job: deps}, in declaration order.
+_CHAIN = {"a": [], "b": ["a"]}
+_FAN_IN = {"a": [], "b": [], "c": ["a", "b"]}
+_ZMA = {"root": [], "z": ["root"], "m": ["root"], "a": ["root"]}  # dependents declared z, m, a
+_OTHER_STATES = ("running", "retrying", "failed", "dead_letter", "cancelled")  # not pending, not completed
+# The graphs run on the scheduler with the learner's step: {job: deps}, in declaration order.
 _GRAPHS = {
     "diamond": {"fetch": [], "parse": ["fetch"], "stats": ["fetch"], "report": ["parse", "stats"]},
     "chain": {"a": [], "b": ["a"], "c": ["b"], "d": ["c"]},
-    "fan-out/fan-in": {
-        "start": [],
-        **{f"w{i}": ["start"] for i in range(4)},
-        "join": [f"w{i}" for i in range(4)],
-    },
+    "fan-out/fan-in": {"start": [], **dict.fromkeys("wxyz", ["start"]), "join": list("wxyz")},
 }
-_NAMES = (
-    "fetch",
-    "parse",
-    "load",
-    "clean",
-    "index",
-    "score",
-    "merge",
-    "train",
-    "report",
-    "audit",
-    "plot",
-    "ship",
-)
+# (when, the job that just completed, {job: deps}, the states that are not "pending").
+_READY_CASES = [
+    ("a completed and b needs only a", "a", _CHAIN, {}),
+    ("fetch completed and parse, stats need only fetch (a diamond)", "fetch", _GRAPHS["diamond"], {}),
+    ("its dependents are declared z, m, a", "root", _ZMA, {}),
+    *(
+        (f"c needs a and b, a completed and b is {s}", "a", _FAN_IN, {"b": s})
+        for s in ("pending", *_OTHER_STATES)
+    ),
+    ("c needs a and b and b was counted already", "a", _FAN_IN, {"b": "completed"}),
+    *(
+        (f"b's last dependency completed but b is {s}", "a", _CHAIN, {"b": s})
+        for s in (*_OTHER_STATES, "completed")
+    ),
+    ("c became ready earlier and waits for a slot", "a", {**_CHAIN, "c": []}, {}),
+    ("the finished job has no dependents", "b", _CHAIN, {"a": "completed", "b": "completed"}),
+]
+_NAMES = "fetch parse load clean index score merge train report audit plot ship".split()  # for _made_up
+
+
+def _arguments(finished: str, deps: Mapping[str, list[str]], others: Mapping[str, str]) -> tuple[Any, ...]:
+    """The ready step's arguments in a case: `finished` completed, not yet counted off its dependents."""
+    states = dict.fromkeys(deps, "pending") | {finished: "completed"} | dict(others)
+    dependents = {job: [j for j, needs in deps.items() if job in needs] for job in deps}
+    waiting = {j: sum(states[d] != "completed" or d == finished for d in needs) for j, needs in deps.items()}
+    return finished, dependents, waiting, states
 
 
 def _made_up(count: int, seed: int) -> list[dict[str, list[str]]]:
@@ -172,50 +96,105 @@ def _made_up(count: int, seed: int) -> list[dict[str, list[str]]]:
     return graphs
 
 
-def _ready_problem(
-    case: _ReadyCase, got: Any, waiting: dict[str, int], want: list[str], want_waiting: dict[str, int]
-) -> str | None:
+def _ready_problem(case: tuple[Any, ...], got: Any, waiting: dict[str, int]) -> str | None:
     """What is wrong with one answer of the ready step (its list and the counts it left), or None."""
+    finished, dependents, want_waiting, states = _arguments(*case[1:])
+    want = ready_after(finished, dependents, want_waiting, states)
     if not isinstance(got, list | tuple) or any(type(job) is not str for job in got):
         return f"your step returned {shown(got)}: return a list of job ids such as ['b', 'c']."
-    releases = case.dependents[case.finished]
+    releases = dependents[finished]
     for job, count in want_waiting.items():
         if waiting.get(job) != count:
             if job not in releases:
                 return (
-                    f"waiting[{job!r}] changed, but {job} does not depend on {case.finished}: count "
-                    f"{case.finished} off dependents[{case.finished!r}] only."
+                    f"waiting[{job!r}] changed, but {job} does not depend on {finished}: count "
+                    f"{finished} off dependents[{finished!r}] only."
                 )
             return (
                 f"waiting[{job!r}] is {shown(waiting.get(job))}, not {count}: {job} depends on "
-                f"{case.finished}, so subtract 1 from its count."
+                f"{finished}, so subtract 1 from its count."
             )
     for job in got:
         if job not in releases:
             return (
-                f"{shown(job)} does not depend on {case.finished}: only a job that {case.finished} "
-                "releases can become ready now (one whose count reached 0 earlier is queued already)."
+                f"{shown(job)} does not depend on {finished}: only a job that {finished} releases can "
+                "become ready now (one whose count reached 0 earlier is queued already)."
             )
         if want_waiting[job]:
             return (
                 f"{job} still waits for {want_waiting[job]} dependency(ies): it starts when its count is 0."
             )
-        if case.states[job] != "pending":
-            return f"{job} is {case.states[job]}: only a pending job may start (nothing starts twice)."
+        if states[job] != "pending":
+            return f"{job} is {states[job]}: only a pending job may start (nothing starts twice)."
     if missing := [job for job in want if job not in got]:
         return f"{missing[0]} may start: its count reached 0 and it is pending."
     if list(got) != want:
-        return f"return each ready job once, in the order of dependents[{case.finished!r}] ({want})."
+        return f"return each ready job once, in the order of dependents[{finished!r}] ({want})."
     return None
 
 
-# The lengths the lab's text mentions, then lengths drawn here (printed nowhere).
-_SHOWN_CHARS = (12, LIMIT, LIMIT + 1, 45)
+def _ready_graphs() -> dict[str, Graph]:
+    """_GRAPHS, three graphs made up here, and the review loop (its Gotos reset the counts)."""
+    graphs = {}
+    made_up = {f"made-up graph {n}": deps for n, deps in enumerate(_made_up(3, 4042), 1)}
+    for name, deps in (_GRAPHS | made_up).items():
+        graphs[name] = Graph()
+        for job, needs in deps.items():
+            graphs[name].job(job, lambda ctx: ctx.job, deps=needs)
+    return graphs | {"review loop": loop_graph()[0]}
+
+
+def _starts(result: RunResult) -> list[str]:
+    return [e.job for e in result.events if e.new == "running" and e.old == "pending"]
+
+
+@exercise("04", "ready")
+def check_ready(my_ready: Callable[..., Any] | None) -> Check:
+    """Build it: `my_ready(finished, dependents, waiting, states)` answers as `ready_after` on each
+    boundary of the rule, then drives labkit's scheduler in its place over graphs shown and made up."""
+    shape = "my_ready must be a function (finished, dependents, waiting, states) -> list of jobs"
+    if (refused := not_a_function(my_ready, shape)) is not None:
+        return refused
+    for case in _READY_CASES:
+        finished, dependents, waiting, states = _arguments(*case[1:])
+        try:
+            with time_limit():
+                got = my_ready(finished, dependents, waiting, states)
+        except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict names the learner's error
+            return crashed(error, f"when {case[0]}")
+        if (problem := _ready_problem(case, got, waiting)) is not None:
+            return fail(f"When {case[0]}, {problem}")
+    rows = []
+    for name, graph in _ready_graphs().items():
+        plan, yours = graph.validate(), Recorded(my_ready)
+        want = run_plan_sync(plan, max_concurrency=2, clock=FakeClock())
+        try:
+            with time_limit():
+                got = run_plan_sync(plan, max_concurrency=2, clock=FakeClock(), ready=yours)
+        except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict says what went wrong
+            if yours.error is not None or isinstance(error, TimedOut):
+                return crashed(yours.error or error, f"while labkit's scheduler ran the {name} graph")
+            return fail(f"Running the {name} graph with your step, the scheduler stopped: {error}.")
+        if got.events != want.events:
+            return fail(
+                f"Running the {name} graph with your step, the scheduler started {shown(_starts(got))}; "
+                f"with labkit's, {shown(_starts(want))}."
+            )
+        rows.append({"graph": name, "jobs": len(plan.jobs), "starts": len(_starts(got))})
+    return Check(
+        True,
+        "your step drove labkit's scheduler through every graph exactly as ready_after does.",
+        pd.DataFrame(rows).set_index("graph"),
+    )
+
+
+# -- Build it, part 2: the router ----------------------------------------------------------------
 
 
 def _router_chars() -> list[int]:
+    """The lengths the lab's text mentions, then lengths drawn here (printed nowhere)."""
     rng = random.Random(4026)
-    return [*_SHOWN_CHARS, *rng.sample(range(1, LIMIT), 3), *rng.sample(range(LIMIT + 2, 140), 4)]
+    return [12, LIMIT, LIMIT + 1, 45, *rng.sample(range(1, LIMIT), 3), *rng.sample(range(LIMIT + 2, 140), 4)]
 
 
 def _says(feedback: str, number: int) -> bool:
@@ -272,7 +251,9 @@ def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str)
 
 @exercise("04", "router")
 def check_router(my_router: Callable[[Any], Any] | None) -> Check:
-    """Build it: the review loop's router (see the module docstring)."""
+    """Build it: `Next.Continue` within LIMIT characters, otherwise `Next.back_to_with("revise",
+    feedback)` stating the count and the limit; then, in the review loop, the scripted reviser
+    must publish and one that never improves must end as a dead letter."""
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
         return refused
     for chars in _router_chars():
@@ -282,12 +263,12 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
             return crashed(raised.error, f"on a verdict of {chars} characters")
         if (problem := _router_problem(decision, chars)) is not None:
             return fail(problem)
-    converging = _loop(my_router, Reviser(), "scripted")
-    if isinstance(converging, Check):
-        return converging
-    stubborn = _loop(my_router, lambda ctx: _STUBBORN, "never-improving")
-    if isinstance(stubborn, Check):
-        return stubborn
+    runs = {}
+    for which, reviser in (("scripted", Reviser()), ("never-improving", lambda ctx: _STUBBORN)):
+        runs[which] = _loop(my_router, reviser, which)
+        if isinstance(runs[which], Check):
+            return runs[which]
+    converging, stubborn = runs.values()
     if converging.status != "completed" or len(converging.results.get("publish", "")) > LIMIT:
         return fail(f"with the scripted reviser the loop ended {converging.status} ({converging.reason}).")
     if stubborn.status != "dead_letter" or stubborn.visits["publish"]:
@@ -310,74 +291,11 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     )
 
 
-def _ready_graphs() -> dict[str, Graph]:
-    """_GRAPHS, three graphs made up here, and the review loop (its Gotos reset the counts)."""
-    graphs = {}
-    for name, deps in [
-        *_GRAPHS.items(),
-        *((f"made-up graph {n}", d) for n, d in enumerate(_made_up(3, 4042), 1)),
-    ]:
-        graph = Graph()
-        for job, needs in deps.items():
-            graph.job(job, lambda ctx: ctx.job, deps=needs)
-        graphs[name] = graph
-    graphs["review loop"] = loop_graph()[0]
-    return graphs
-
-
-def _starts(result: RunResult) -> list[str]:
-    return [e.job for e in result.events if e.new == "running" and e.old == "pending"]
-
-
-@exercise("04", "ready")
-def check_ready(my_ready: Callable[..., Any] | None) -> Check:
-    """Build it: the scheduler's ready step (see the module docstring)."""
-    shape = "my_ready must be a function (finished, dependents, waiting, states) -> list of jobs"
-    if (refused := not_a_function(my_ready, shape)) is not None:
-        return refused
-    for case in READY_CASES:
-        want_waiting = dict(case.waiting)
-        want = ready_after(case.finished, case.dependents, want_waiting, case.states)
-        waiting = dict(case.waiting)
-        try:
-            with time_limit():
-                got = my_ready(
-                    case.finished,
-                    {k: list(v) for k, v in case.dependents.items()},
-                    waiting,
-                    dict(case.states),
-                )
-        except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict names the learner's error
-            return crashed(error, f"when {case.name}")
-        if (problem := _ready_problem(case, got, waiting, want, want_waiting)) is not None:
-            return fail(f"When {case.name}, {problem}")
-    rows = []
-    for name, graph in _ready_graphs().items():
-        plan, yours = graph.validate(), Recorded(my_ready)
-        want = run_plan_sync(plan, max_concurrency=2, clock=FakeClock())
-        try:
-            with time_limit():
-                got = run_plan_sync(plan, max_concurrency=2, clock=FakeClock(), ready=yours)
-        except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict says what went wrong
-            if yours.error is not None or isinstance(error, TimedOut):
-                return crashed(yours.error or error, f"while labkit's scheduler ran the {name} graph")
-            return fail(f"Running the {name} graph with your step, the scheduler stopped: {error}.")
-        if got.events != want.events:
-            return fail(
-                f"Running the {name} graph with your step, the scheduler started {shown(_starts(got))}; "
-                f"with labkit's, {shown(_starts(want))}."
-            )
-        rows.append({"graph": name, "jobs": len(plan.jobs), "starts": len(_starts(got))})
-    return Check(
-        True,
-        "your step drove labkit's scheduler through every graph exactly as ready_after does.",
-        pd.DataFrame(rows).set_index("graph"),
-    )
-
-
 # -- Exercise 1: a retry policy ------------------------------------------------------------------
 
 _WANT_WAITS = [0.2, 0.4, 0.8]
+_TRANSIENT = (TimeoutError, ConnectionError)
+_ERRORS = (TimeoutError("slow"), ConnectionResetError("reset"), ValueError("bad"), KeyError("missing"))
 
 
 @exercise("04", "retry_policy")
@@ -393,17 +311,19 @@ def check_retry_policy(policy: Any) -> Check:
             f"max_attempts={policy.max_attempts} allows {policy.max_attempts - 1} retries; it counts the "
             "first try, so 3 retries need 4."
         )
-    retried = {}
-    for error in (
-        TimeoutError("slow"),
-        ConnectionResetError("reset"),
-        ValueError("bad"),
-        KeyError("missing"),
-    ):
+    for error in _ERRORS:
+        kind = type(error).__name__
         try:
-            retried[type(error)] = bool(call(policy.retryable, error))
+            retried = bool(call(policy.retryable, error))
         except Raised as raised:
-            return crashed(raised.error, f"when retry_on was asked about a {type(error).__name__}")
+            return crashed(raised.error, f"when retry_on was asked about a {kind}")
+        if retried != isinstance(error, _TRANSIENT):
+            if retried:
+                return fail(
+                    f"a {kind} is retried: repeating a bad call will not fix it. Keep retry_on to "
+                    "connection errors and timeouts."
+                )
+            return fail(f"a {kind} is not retried, but it may pass on the next try.")
     clock = FakeClock()
     try:
         with time_limit():
@@ -423,15 +343,6 @@ def check_retry_policy(policy: Any) -> Check:
             f"the waits were {waits}; expected {_WANT_WAITS}: set initial_interval (the first wait) "
             "and backoff_factor (how each wait grows)."
         )
-    for kind in (TimeoutError, ConnectionResetError):
-        if not retried[kind]:
-            return fail(f"a {kind.__name__} is not retried, but it may pass on the next try.")
-    for kind in (ValueError, KeyError):
-        if retried[kind]:
-            return fail(
-                f"a {kind.__name__} is retried: repeating a bad call will not fix it. Keep "
-                "retry_on to connection errors and timeouts."
-            )
     table = result.table().loc[["fetch"]].assign(waits=", ".join(f"{s:g}" for s in waits))
     return Check(True, "4 attempts, waits 0.2, 0.4, 0.8 s, and only transient errors retried.", table)
 
@@ -439,6 +350,7 @@ def check_retry_policy(policy: Any) -> Check:
 # -- Exercise 2: what a Goto re-runs --------------------------------------------------------------
 
 _GOTO_TARGET = "parse"
+_MAX_COUNT = 1000  # no job of these graphs runs anywhere near this often
 
 
 def goto_graph() -> Graph:
@@ -481,44 +393,38 @@ def _why(job: str, said: Any, runs: int, loop: set[str]) -> str:
     return f"{job} ran {runs} time(s), not {said}: {reason}."
 
 
-_MAX_COUNT = 1000  # no job of these graphs runs anywhere near this often
-
-
 def _count_problem(value: Any, what: str) -> str | None:
     """Why `value` is not a count to compare (an exact int from 0 to _MAX_COUNT), or None."""
     if type(value) is not int:
-        return f"{what} must be a whole number (an int), not {shown(value)} ({type(value).__name__})"
+        return f"{what} must be a whole number (an int), not {shown(value)} ({type(value).__name__})."
     if not 0 <= value <= _MAX_COUNT:
-        return f"{what} must be a count from 0 to {_MAX_COUNT}, not {shown(value)}"
+        return f"{what} must be a count from 0 to {_MAX_COUNT}, not {shown(value)}."
     return None
+
+
+def _runs_problem(runs: Any, jobs: list[str]) -> str | None:
+    """Why `runs` is not one count per job of `jobs`, or None."""
+    if not isinstance(runs, dict) or set(runs) != set(jobs):
+        return f"give a dict with one count per job: {', '.join(jobs)}."
+    return next(filter(None, (_count_problem(runs[job], f"the count for {job}") for job in jobs)), None)
 
 
 def _goto_payload(runs: Any) -> dict[str, int] | None:
     """The learner's counts as JSON data for `labkit submit`, or None if they are not counts per job."""
-    jobs = [job.id for job in goto_graph().validate().jobs]
-    if not isinstance(runs, dict) or set(runs) != set(jobs):
-        return None
-    if any(type(key) is not str or _count_problem(runs[key], key) for key in runs):
-        return None
-    return {job: runs[job] for job in jobs}
+    jobs = [job.id for job in goto_graph().jobs]
+    return None if _runs_problem(runs, jobs) else {job: runs[job] for job in jobs}
 
 
 @exercise("04", "goto_runs", payload=_goto_payload)
 def check_goto_runs(runs: Any) -> Check:
     """Exercise 2: `runs` maps each job of `goto_graph()` to how many times it runs (exact ints)."""
     graph = goto_graph()
-    plan = graph.validate()
-    deps = {job.id: list(job.deps) for job in plan.jobs}
+    deps = {job.id: list(job.deps) for job in graph.jobs}
     if unanswered(runs) or (isinstance(runs, dict) and any(unanswered(v) for v in runs.values())):
         return fail("not attempted yet: replace each None with a number of runs and run the cell again")
-    if not isinstance(runs, dict) or any(type(key) is not str for key in runs) or set(runs) != set(deps):
-        return fail(f"give a dict with one count per job: {', '.join(deps)}.")
-    runs = {job: runs[job] for job in deps}
-    for job, said in runs.items():
-        if (problem := _count_problem(said, f"the count for {job}")) is not None:
-            return fail(f"{problem}.")
-    result = graph.run(clock=FakeClock())
-    loop = _downstream(deps, _GOTO_TARGET)
+    if (problem := _runs_problem(runs, list(deps))) is not None:
+        return fail(problem)
+    result, loop = graph.run(clock=FakeClock()), _downstream(deps, _GOTO_TARGET)
     for job in deps:
         if runs[job] != result.visits[job]:
             return fail(_why(job, runs[job], result.visits[job], loop))
@@ -547,9 +453,8 @@ def worst_case_run(max_visits: int = 4, max_attempts: int = 3) -> RunResult:
 
     graph = Graph()
     graph.job("draft", lambda ctx: DRAFT)
-    graph.job(
-        "revise", revise, deps=["draft"], retry=RetryPolicy(max_attempts=max_attempts, initial_interval=0.1)
-    )
+    retry = RetryPolicy(max_attempts=max_attempts, initial_interval=0.1)
+    graph.job("revise", revise, deps=["draft"], retry=retry)
     graph.job("review", lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}, deps=["revise"])
     graph.route(
         "review",
@@ -560,32 +465,33 @@ def worst_case_run(max_visits: int = 4, max_attempts: int = 3) -> RunResult:
     return graph.run(max_visits=max_visits, clock=FakeClock())
 
 
+_WORST_CASE_HINTS = {
+    4: "4 counts the visits only: each visit may make up to max_attempts tries.",
+    3: "3 counts the tries of one visit: the loop may run the job up to max_visits times.",
+    7: "the tries are not added to the visits: every visit gets its own max_attempts tries.",
+    6: "the tries are not added to the visits: every visit gets its own max_attempts tries.",
+    15: "max_visits counts runs with the first included, so 4 visits are 4 runs, not 5.",
+}
+
+
 @exercise("04", "worst_case")
 def check_worst_case(calls: Any) -> Check:
     """Exercise 3: with max_visits=4 and max_attempts=3, the most calls of one job in one run."""
     if unanswered(calls):
         return fail("not attempted yet: replace the None with a number and run the cell again")
-    if type(calls) is not int:
-        return fail(f"answer with a whole number of calls, not {shown(calls)}.")
-    if not 0 <= calls <= _MAX_COUNT:
-        return fail(f"{shown(calls)} calls is not it: count the runs of the job, then the tries in each run.")
+    if (problem := _count_problem(calls, "your answer")) is not None:
+        return fail(problem)
     result = worst_case_run(4, 3)
     most = result.attempts["revise"]
-    hints = {
-        4: "4 counts the visits only: each visit may make up to max_attempts tries.",
-        3: "3 counts the tries of one visit: the loop may run the job up to max_visits times.",
-        7: "the tries are not added to the visits: every visit gets its own max_attempts tries.",
-        6: "the tries are not added to the visits: every visit gets its own max_attempts tries.",
-        15: "max_visits counts runs with the first included, so 4 visits are 4 runs, not 5.",
-    }
     if calls != most:
         return fail(
-            hints.get(calls, f"{calls} is not it: count the runs of the job, then the tries in each run.")
+            _WORST_CASE_HINTS.get(
+                calls, f"{calls} is not it: count the runs of the job, then the tries in each run."
+            )
         )
-    table = result.table().loc[["revise", "review"]]
     return Check(
         True,
         f"{most} = max_visits × max_attempts: revise was called {most} times, then the loop "
         f"ended as {result.status}.",
-        table,
+        result.table().loc[["revise", "review"]],
     )

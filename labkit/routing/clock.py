@@ -41,6 +41,3 @@ class FakeClock:
         self.sleeps.append(seconds)
         self.time += seconds
         await asyncio.sleep(0)  # a turn for other tasks, as a real sleep gives
-
-    def __repr__(self) -> str:
-        return f"FakeClock(time={self.time:g}, sleeps={len(self.sleeps)})"

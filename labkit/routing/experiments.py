@@ -1,9 +1,7 @@
-"""Lab 04's experiments, shared by the notebook and `labkit routing`: validation errors, the
-fan-out graph at max_concurrency 1 and 4 (real sleeps), retries under one policy, the review loop
-with and without feedback, and Next.Stop on a cache hit.
-
-Every job here is scripted: the reviser is a rule, not a model, so these show what the control
-layer does with a reviser that ignores or uses feedback. The model reviser is `model_reviser`'s.
+"""Lab 04's scripted experiments, shared by the notebook and `labkit routing`: validation errors,
+the fan-out graph at several max_concurrency (real sleeps), retries under one policy, the review
+loop with and without feedback, and Next.Stop on a cache hit. The reviser is a rule, not a model
+(the model reviser is `model_reviser`'s), so these show what the control layer does.
 """
 
 from __future__ import annotations
@@ -90,36 +88,24 @@ def fan_graph() -> Graph:
 
 def parallel_experiment(max_concurrency: int | None = None) -> tuple[pd.DataFrame, dict[str, RunResult]]:
     """`fan_graph` one job at a time, then with every fetch in flight at once, and, given
-    `max_concurrency`, with that many slots (expected: the fetches packed greedily into them).
-    Overhead is the measured wall time minus the expected one; real time, so it varies."""
-    graph, fetch, edge = fan_graph(), FETCH_SECONDS, _EDGE_SECONDS
-    expected = {
-        "sequential": sum(fetch.values()) + sum(edge.values()),
-        "parallel": max(fetch.values()) + sum(edge.values()),
-    }
-    modes = [("sequential", 1), ("parallel", len(fetch))]
+    `max_concurrency`, with that many slots. Expected: the fetches packed greedily into the slots;
+    overhead is the measured wall time minus the expected one (real time, so it varies)."""
+    if max_concurrency is not None and (type(max_concurrency) is not int or max_concurrency < 1):
+        raise LabError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+    modes = {"sequential": 1, "parallel": len(FETCH_SECONDS)}
     if max_concurrency is not None:
-        if type(max_concurrency) is not int or max_concurrency < 1:
-            raise LabError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
-        slots = [0.0] * max_concurrency
-        for seconds in fetch.values():  # declaration order, each to the slot that frees first
+        modes[f"max_concurrency={max_concurrency}"] = max_concurrency
+    graph, rows, runs = fan_graph(), [], {}
+    for mode, limit in modes.items():
+        slots = [0.0] * limit
+        for seconds in FETCH_SECONDS.values():  # declaration order, each to the slot that frees first
             slots[slots.index(min(slots))] += seconds
-        mode = f"max_concurrency={max_concurrency}"
-        expected[mode] = max(slots) + sum(edge.values())
-        modes.append((mode, max_concurrency))
-    runs, rows = {}, []
-    for mode, limit in modes:
-        runs[mode] = result = graph.run(max_concurrency=limit)
-        rows.append(
-            {
-                "mode": mode,
-                "max_concurrency": limit,
-                "expected_s": round(expected[mode], 3),
-                "wall_s": round(result.elapsed, 3),
-                "overhead_ms": round((result.elapsed - expected[mode]) * 1000, 1),
-            }
-        )
-    return pd.DataFrame(rows).set_index("mode"), runs
+        expected = max(slots) + sum(_EDGE_SECONDS.values())
+        runs[mode] = run = graph.run(max_concurrency=limit)
+        overhead = (run.elapsed - expected) * 1000
+        rows.append((mode, limit, round(expected, 3), round(run.elapsed, 3), round(overhead, 1)))
+    columns = ["mode", "max_concurrency", "expected_s", "wall_s", "overhead_ms"]
+    return pd.DataFrame(rows, columns=columns).set_index("mode"), runs
 
 
 # -- retries ----------------------------------------------------------------------------------
@@ -161,17 +147,11 @@ def retry_experiment(policy: RetryPolicy | None = None) -> tuple[pd.DataFrame, d
     for case, (failures, error) in RETRY_CASES.items():
         clock = FakeClock()
         runs[case] = result = retry_graph(flaky(failures, error), policy).run(clock=clock)
-        rows.append(
-            {
-                "case": case,
-                "status": result.status,
-                "fetch attempts": result.attempts["fetch"],
-                "waits (s)": ", ".join(f"{s:g}" for s in clock.sleeps) or "-",
-                "summarize": str(result.states["summarize"]),
-                "audit": str(result.states["audit"]),
-            }
-        )
-    return pd.DataFrame(rows).set_index("case"), runs
+        waits = ", ".join(f"{s:g}" for s in clock.sleeps) or "-"
+        states = [str(result.states[job]) for job in ("summarize", "audit")]
+        rows.append((case, result.status, result.attempts["fetch"], waits, *states))
+    columns = ["case", "status", "fetch attempts", "waits (s)", "summarize", "audit"]
+    return pd.DataFrame(rows, columns=columns).set_index("case"), runs
 
 
 # -- the review loop --------------------------------------------------------------------------

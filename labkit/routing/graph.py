@@ -18,7 +18,7 @@ from labkit.routing.plan import Job, JobFn, Plan
 from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Route, Router
-from labkit.routing.scheduler import run_plan, run_plan_sync
+from labkit.routing.scheduler import run_plan_sync
 
 
 def _check_id(value: object, what: str) -> str:
@@ -105,15 +105,8 @@ class Graph:
 
     def run(self, *, max_concurrency: int = 4, max_visits: int = 5, clock: Clock | None = None) -> RunResult:
         """Validate, then run the graph to the end (see labkit.routing.scheduler); works inside a
-        running event loop too. In async code, `await graph.run_async(...)`."""
+        running event loop too (in async code, `await scheduler.run_plan(graph.validate())`)."""
         return run_plan_sync(
-            self.validate(), max_concurrency=max_concurrency, max_visits=max_visits, clock=clock
-        )
-
-    async def run_async(
-        self, *, max_concurrency: int = 4, max_visits: int = 5, clock: Clock | None = None
-    ) -> RunResult:
-        return await run_plan(
             self.validate(), max_concurrency=max_concurrency, max_visits=max_visits, clock=clock
         )
 

@@ -1,11 +1,10 @@
 """The model reviser over many trials: one variant's run as `labkit grid` records it, and its tables.
 
-`labkit grid fixtures/grids/routing-smollm2-k5.toml` records every control (GRID_CONTROLS) and
-variant at T=0 and T=0.7, k=5 trials each (trial t with seed t), one episode record per run
-(`variant_record`), into fixtures/trials/routing-trials-smollm2-k5.jsonl. `reviser_table()` puts
-the model's runs beside the scripted `experiments.WordCutter` with 95% intervals,
-`reviser_comparisons()` pairs the variants trial by trial, and `reviser_grid_table(record)` is
-what `labkit grid` prints at the end.
+`labkit grid fixtures/grids/routing-smollm2-k5.toml` records every control and variant at T=0 and
+T=0.7, k=5 trials each (trial t with seed t), one episode record per run (`variant_record`).
+`reviser_table()` puts them beside the scripted `experiments.WordCutter` with 95% intervals,
+`reviser_comparisons()` pairs the variants trial by trial, `reviser_grid_table(record)` is what
+`labkit grid` prints at the end.
 """
 
 from __future__ import annotations
@@ -16,49 +15,13 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.errors import LabError
-from labkit.model import Backend, backend_from_env
-from labkit.routing.clock import FakeClock
-from labkit.routing.experiments import LIMIT, loop_graph
-from labkit.routing.model_reviser import RECORDED, REVISER_LAB, VARIANTS, ModelReviser
-from labkit.routing.result import RunResult
+from labkit.core.intervals import bootstrap, mcnemar, paired, verdict, wilson
+from labkit.model import Backend, backend_from_env, read_records
+from labkit.routing.experiments import LIMIT, cutter_experiment
+from labkit.routing.model_reviser import GRID_CONTROLS, RECORDED, REVISER_LAB, VARIANTS, run_variant
 
-# A grid's control names: the rung and the fewest words cut per visit (CONTROLS, by rung label).
-GRID_CONTROLS = {"L1": ("L1", 0), "L2": ("L2", 0), "L2+cut1": ("L2", 1)}
-
-
-def _run_variant(
-    variant: str,
-    backend: Backend | None,
-    *,
-    control: str = "L1",
-    temperature: float = 0.0,
-    seed: int = 0,
-    trial: int = 0,
-    max_visits: int = RECORDED["max_visits"],
-    limit: int = RECORDED["limit"],
-) -> tuple[ModelReviser, RunResult]:
-    """One variant (`VARIANTS`' name or task suffix) of the loop under one control: the reviser
-    and the run. LabError for an unknown variant or control."""
-    names = {suffix: name for name, suffix in VARIANTS.items()} | {name: name for name in VARIANTS}
-    if variant not in names:
-        raise LabError(f"unknown reviser variant {variant!r} (known: {', '.join(VARIANTS.values())})")
-    if control not in GRID_CONTROLS:
-        raise LabError(f"unknown reviser control {control!r} (known: {', '.join(GRID_CONTROLS)})")
-    rung, min_cut = GRID_CONTROLS[control]
-    name = names[variant]
-    reviser = ModelReviser(
-        name,
-        backend=backend,
-        limit=limit,
-        rung=rung,
-        min_cut=min_cut,
-        temperature=temperature,
-        seed=seed,
-        trial=trial,
-    )
-    graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
-    return reviser, graph.run(max_visits=max_visits, clock=FakeClock())
+_SAMPLED_T = 0.7  # the recordings: k=5 at T=0.7 per variant and control, plus T=0
+_SAMPLED_K = 5
 
 
 def variant_record(
@@ -75,12 +38,8 @@ def variant_record(
     """Run one variant on `backend` (the grid's Recorder keeps the calls); its episode record
     (`stop`: the run's status, `passed`: something was published, `texts`: every revision)."""
     start = time.perf_counter()
-    reviser, result = _run_variant(
-        variant, backend, control=control, temperature=temperature, seed=seed, trial=trial
-    )
+    reviser, result = run_variant(variant, backend, control, temperature=temperature, seed=seed, trial=trial)
     published = result.results.get("publish")
-    rung, min_cut = GRID_CONTROLS[control]
-    usage = {"prompt_tokens": 0, "completion_tokens": 0}
     return {
         "kind": "episode",
         "run": label,
@@ -88,10 +47,10 @@ def variant_record(
         "case": reviser.task.id,
         "trial": trial,
         "prompt": "reviser",
-        "variant": VARIANTS.get(variant, variant),
+        "variant": variant,
         "control": control,
-        "rung": rung,
-        "min_cut": min_cut,
+        "rung": reviser.rung,
+        "min_cut": reviser.min_cut,
         "backend": model_name,
         "temperature": float(temperature),
         "seed": seed,
@@ -106,15 +65,9 @@ def variant_record(
         "texts": list(reviser.history),
         "lengths": [len(text) for text in reviser.history],
         "limit": RECORDED["limit"],
-        "usage": usage,
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0},
         "elapsed_s": round(time.perf_counter() - start, 3),
     }
-
-
-# -- the reviser table: k trials, the scripted baseline, intervals --------------------------
-
-_SAMPLED_T = 0.7  # the recordings: k=5 at T=0.7 per variant and control, plus T=0
-_SAMPLED_K = 5
 
 
 def trial_outcomes(
@@ -126,41 +79,48 @@ def trial_outcomes(
     backend: Backend | None = None,
 ) -> list[dict[str, Any]]:
     """`k` runs of one variant under one control (trial t with seed t, as the grid records them):
-    per trial, whether something was published, the last text's characters and the texts."""
+    per trial, whether something was published, the last text's characters, the texts, the status."""
     backend = backend_from_env() if backend is None else backend
     out = []
     for trial in range(k):
-        reviser, result = _run_variant(
-            variant, backend, control=control, temperature=temperature, seed=trial, trial=trial
+        reviser, result = run_variant(
+            variant, backend, control, temperature=temperature, seed=trial, trial=trial
         )
-        published = result.results.get("publish")
+        texts = list(reviser.history)
+        last = len(texts[-1]) if texts else None
+        published = isinstance(result.results.get("publish"), str)
         out.append(
             {
                 "trial": trial,
-                "published": isinstance(published, str),
-                "final chars": len(reviser.history[-1]) if reviser.history else None,
-                "texts": list(reviser.history),
+                "published": published,
+                "final chars": last,
+                "texts": texts,
                 "status": result.status,
             }
         )
     return out
 
 
-def _row(
-    reviser: str, control: str, variant: str, temperature: float | None, outcomes: list[dict[str, Any]]
-) -> dict[str, Any]:
-    from labkit.core.intervals import bootstrap, wilson
+def _published(passed: list[bool]) -> dict[str, Any]:
+    """The trials, the share published and its Wilson 95% interval."""
+    share = wilson(sum(passed), len(passed))
+    return {
+        "trials": len(passed),
+        "published": round(share.estimate, 3),
+        "published_ci": f"[{share.low:.2f}, {share.high:.2f}]",
+    }
 
-    published = wilson(sum(o["published"] for o in outcomes), len(outcomes))
+
+def _row(
+    reviser: str, control: str, variant: str, temperature: Any, outcomes: list[dict[str, Any]]
+) -> dict[str, Any]:
     chars = bootstrap({str(o["trial"]): [o["final chars"]] for o in outcomes})
     return {
         "reviser": reviser,
         "control": control,
         "variant": variant,
-        "T": "-" if temperature is None else temperature,
-        "trials": len(outcomes),
-        "published": round(published.estimate, 3),
-        "published_ci": f"[{published.low:.2f}, {published.high:.2f}]",
+        "T": temperature,
+        **_published([o["published"] for o in outcomes]),
         "final chars": round(chars.estimate, 1),
         "final chars_ci": f"[{chars.low:.1f}, {chars.high:.1f}]",
         "distinct final texts": len({o["texts"][-1] for o in outcomes if o["texts"]}),
@@ -174,8 +134,6 @@ def reviser_table(
     """The model under each control and variant at T=0 (one trial: greedy decoding repeats itself)
     and at `temperature` (`k` trials), then the deterministic `experiments.WordCutter`: the share
     published (Wilson 95% interval) and the mean last length (bootstrap interval)."""
-    from labkit.routing.experiments import cutter_experiment
-
     rows = []
     for control in GRID_CONTROLS:
         for variant in VARIANTS.values():
@@ -184,14 +142,16 @@ def reviser_table(
                 rows.append(_row("model", control, variant, t, outcomes))
     for name, cutter in cutter_experiment()[1].items():
         fits = len(cutter.history[-1]) <= LIMIT
+        status = "completed" if fits else "dead_letter"
         outcome = {
             "trial": 0,
             "published": fits,
             "final chars": len(cutter.history[-1]),
             "texts": cutter.history,
-            "status": "completed" if fits else "dead_letter",
         }
-        rows.append(_row("word cutter (scripted)", "L2+cut1", VARIANTS[name], None, [outcome]))
+        rows.append(
+            _row("word cutter (scripted)", "L2+cut1", VARIANTS[name], "-", [outcome | {"status": status}])
+        )
     return pd.DataFrame(rows).set_index(["reviser", "control", "variant", "T"])
 
 
@@ -201,19 +161,19 @@ def reviser_comparisons(
     """`published` with feedback against without, trial by trial (same seeds), under each control:
     the paired bootstrap 95% interval, McNemar's exact p, and "a difference" only when the
     interval excludes 0 and p < 0.05 (five trials: the bootstrap alone is too eager)."""
-    from labkit.core.intervals import mcnemar, paired, verdict
-
     rows = []
     for control in GRID_CONTROLS:
         a, b = (
             {
                 str(o["trial"]): o["published"]
-                for o in trial_outcomes(control, variant, temperature=temperature, k=k, backend=backend)
+                for o in trial_outcomes(control, v, temperature=temperature, k=k, backend=backend)
             }
-            for variant in ("feedback", "no-feedback")
+            for v in ("feedback", "no-feedback")
         )
-        interval = paired({t: float(v) for t, v in a.items()}, {t: float(v) for t, v in b.items()})
-        p = mcnemar(a, b)
+        interval, p = (
+            paired({t: float(v) for t, v in a.items()}, {t: float(v) for t, v in b.items()}),
+            mcnemar(a, b),
+        )
         rows.append(
             {
                 "control": control,
@@ -232,25 +192,21 @@ def reviser_comparisons(
 def reviser_grid_table(record: str | os.PathLike[str]) -> pd.DataFrame:
     """Per run label and variant of a routing grid's recording: the trials, the share published
     (Wilson 95% interval) and the mean last length. What `labkit grid` prints at the end."""
-    from labkit.core.intervals import wilson
-    from labkit.model import read_records
-
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for _, record_ in read_records(record):
-        if record_.get("kind") == "episode" and record_.get("lab") == REVISER_LAB:
-            groups.setdefault((record_["run"], record_["variant"]), []).append(record_)
+    episodes = pd.DataFrame(
+        [r for _, r in read_records(record) if r.get("kind") == "episode" and r.get("lab") == REVISER_LAB]
+    )
+    if episodes.empty:
+        return pd.DataFrame()
     rows = []
-    for (run, variant), episodes in groups.items():
-        interval = wilson(sum(bool(e["passed"]) for e in episodes), len(episodes))
-        lasts = [e["lengths"][-1] for e in episodes if e["lengths"]]
+    for (run, variant), group in episodes.groupby(["run", "variant"], sort=False):
+        lasts = [lengths[-1] for lengths in group["lengths"] if lengths]
+        final = round(sum(lasts) / len(lasts), 1) if lasts else None
         rows.append(
             {
                 "run": run,
                 "variant": variant,
-                "trials": len(episodes),
-                "published": round(interval.estimate, 3),
-                "published_ci": f"[{interval.low:.2f}, {interval.high:.2f}]",
-                "final chars": round(sum(lasts) / len(lasts), 1) if lasts else None,
+                **_published([bool(p) for p in group["passed"]]),
+                "final chars": final,
             }
         )
-    return pd.DataFrame(rows).set_index(["run", "variant"]) if rows else pd.DataFrame()
+    return pd.DataFrame(rows).set_index(["run", "variant"])

@@ -30,29 +30,16 @@ class Next:
     Continue: ClassVar[Next]
     Stop: ClassVar[Next]
 
-    def __post_init__(self) -> None:
-        if self.kind not in ("continue", "goto", "stop"):
-            raise GraphError(f"Next kind must be 'continue', 'goto' or 'stop', got {self.kind!r}")
-        if self.kind == "goto":
-            if not isinstance(self.job, str) or not self.job:
-                raise GraphError(f"Next.back_to needs a job id (a non-empty string), got {self.job!r}")
-            if self.feedback is not None and (
-                not isinstance(self.feedback, str) or not self.feedback.strip()
-            ):
-                raise GraphError(
-                    f"feedback for {self.job!r} must be a non-blank string, got {self.feedback!r}"
-                )
-        elif self.job is not None or self.feedback is not None:
-            raise GraphError(f"Next.{self.kind.capitalize()} takes no job or feedback")
-
     @classmethod
     def back_to(cls, job: str) -> Next:
         return cls("goto", job)
 
     @classmethod
     def back_to_with(cls, job: str, feedback: str) -> Next:
-        if feedback is None:
-            raise GraphError(f"Next.back_to_with({job!r}, ...) needs feedback; use Next.back_to for none")
+        if not isinstance(feedback, str) or not feedback.strip():
+            raise GraphError(
+                f"Next.back_to_with({job!r}, feedback) needs a non-blank string as feedback, got {feedback!r}"
+            )
         return cls("goto", job, feedback)
 
     def __repr__(self) -> str:

@@ -1,25 +1,19 @@
 """The scheduler: run a validated Plan by counting dependencies down, with routers, retries and caps.
 
-Contract of one run (`Graph.run` and `Graph.run_async` validate, then call `run_plan`):
-
-- **Ready jobs.** Each job keeps `waiting`, how many of its dependencies have not completed in
-  this visit. When a job completes, `ready_after` counts it off each of its dependents and
-  returns those whose count reached zero: they start in that order (plan order). A run touches
-  each edge once, O(jobs + edges), where a loop that rescans every job after each completion is
-  quadratic on a chain (`benchmarks/orchestrator.py` prints the ratio).
+- **Ready jobs.** `waiting[job]` counts the dependencies not completed in this visit; when a job
+  completes, `ready_after` counts it off its dependents and returns those at zero, in plan order.
+  A run touches each edge once, O(jobs + edges); a loop rescanning every job after each
+  completion is quadratic on a chain (`benchmarks/orchestrator.py` prints the ratio).
 - At most `max_concurrency` jobs are in flight; a job waiting out a retry's backoff keeps its slot.
-- **Job functions** receive one Context; an awaitable they return is awaited. Only awaiting jobs
-  overlap: a blocking call in a plain function blocks the whole run.
+  Only awaiting jobs overlap: a blocking call in a plain job function blocks the whole run.
 - **Failures.** An exception fails the attempt; the job's RetryPolicy decides whether it is tried
-  again (none: one attempt). A job that fails for good cancels what depends on it and nothing
-  else. A LabError is a broken lab: it ends the run once every job in flight is cancelled.
-- **Routers** run after a job succeeds. A Goto to T re-runs T and everything downstream of it:
-  those still running are cancelled and awaited first (none completes on stale inputs), finished
-  ones go back to pending, and T's next visit gets the feedback and T's previous output.
-  `Next.Stop` cancels every unfinished job and ends the run as a success.
-- **Caps.** `max_visits` counts runs, the first included. A Goto that would run a job past it is
-  refused: the loop's jobs become dead_letter and what is downstream and unfinished is cancelled.
-  A job's function is therefore called at most max_visits × max_attempts times in one run.
+  again. A job failed for good cancels what depends on it, nothing else. A LabError ends the run.
+- **Routers** run after a job succeeds. A Goto to T re-runs T and everything downstream of it
+  (jobs still running are cancelled and awaited first, so none completes on stale inputs); T's
+  next visit gets the feedback and its previous output. `Next.Stop` cancels every unfinished job.
+- **Caps.** `max_visits` counts runs, the first included; a Goto that would exceed it makes the
+  loop's jobs dead letters and cancels what is downstream, so a job's function is called at most
+  max_visits × max_attempts times in one run.
 """
 
 from __future__ import annotations
@@ -75,15 +69,6 @@ def _listed(ids: Iterable[str]) -> str:
     return ", ".join(ids[:_LISTED]) + more if ids else "none"
 
 
-def _check_settings(max_concurrency: object, max_visits: object, clock: object) -> None:
-    """Raise GraphError unless the run settings are usable."""
-    for name, value in (("max_concurrency", max_concurrency), ("max_visits", max_visits)):
-        if type(value) is not int or value < 1:
-            raise GraphError(f"{name} must be an int >= 1, got {value!r}")
-    if clock is not None and not isinstance(clock, Clock):
-        raise GraphError(f"clock must have now() and async sleep(seconds), got {clock!r}")
-
-
 async def run_plan(
     plan: Plan,
     *,
@@ -93,13 +78,16 @@ async def run_plan(
     ready: _ReadyStep = ready_after,
 ) -> RunResult:
     """Run a validated plan on the running event loop; `ready` is the ready step (see the module doc)."""
-    _check_settings(max_concurrency, max_visits, clock)
+    for name, value in (("max_concurrency", max_concurrency), ("max_visits", max_visits)):
+        if type(value) is not int or value < 1:
+            raise GraphError(f"{name} must be an int >= 1, got {value!r}")
+    if clock is not None and not isinstance(clock, Clock):
+        raise GraphError(f"clock must have now() and async sleep(seconds), got {clock!r}")
     return await _Run(plan, max_visits, clock or RealClock(), ready).run(max_concurrency)
 
 
 def run_plan_sync(plan: Plan, **settings: Any) -> RunResult:
     """`run_plan` from synchronous code, including code already inside an event loop (Jupyter)."""
-    _check_settings(settings.get("max_concurrency", 4), settings.get("max_visits", 5), settings.get("clock"))
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -58,8 +58,3 @@ class Event(NamedTuple):
     visit: int
     attempt: int
     note: str = ""
-
-
-def legal(old: State, new: State) -> bool:
-    """True if TRANSITIONS allows a job in state `old` to move to `new`."""
-    return new in TRANSITIONS[old]

@@ -7,13 +7,11 @@ import json
 
 import pytest
 
-pytest.importorskip("labkit.model")
-
-from labkit.model import ReplayBackend, ReplayMiss, Reply  # noqa: E402
-from labkit.routing import FakeClock, Next  # noqa: E402
-from labkit.routing import model_reviser as model  # noqa: E402
-from labkit.routing import reviser_trials as trials  # noqa: E402
-from labkit.routing.experiments import DRAFT, LIMIT, loop_graph  # noqa: E402
+from labkit.model import ReplayBackend, ReplayMiss, Reply
+from labkit.routing import FakeClock, Next
+from labkit.routing import model_reviser as model
+from labkit.routing import reviser_trials as trials
+from labkit.routing.experiments import DRAFT, LIMIT, loop_graph
 
 recorded = pytest.mark.skipif(not model.recorded(), reason="no recorded routing trials")
 
@@ -45,11 +43,7 @@ def replay(monkeypatch):
 def test_the_review_is_code_and_only_the_feedback_variant_is_told_why():
     backend = Shortener()
     _, _, runs, revisers = model.model_feedback_experiment(backend=backend)
-    assert revisers["with feedback"].history == [
-        "Search is now much faster everywhere you",
-        "Search is now much faster everywhere",
-        "Search is now much faster",
-    ]
+    assert [len(text) for text in revisers["with feedback"].history] == [40, 36, 25]  # a word cut per turn
     assert runs["with feedback"].results["publish"] == "Search is now much faster"
     assert [(r.case, r.turn) for r in backend.requests] == [
         ("announcement+no-feedback", n) for n in range(1, 4)
@@ -63,7 +57,7 @@ def test_the_review_is_code_and_only_the_feedback_variant_is_told_why():
 
 
 def test_a_decision_without_answer_text_fails_the_revise_job():
-    reviser = model.ModelReviser("with feedback", backend=Shortener(answer=3))
+    reviser = model.ModelReviser("feedback", backend=Shortener(answer=3))
     result = loop_graph(reviser=reviser)[0].run(clock=FakeClock())
     assert result.status == "failed" and "has no answer text" in result.errors["revise"]
 

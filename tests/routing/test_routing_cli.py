@@ -20,9 +20,8 @@ def test_json_results(cli):
     assert (code, err) == (0, "")
     report = json.loads(out)
     assert report["parallel"] is None
-    assert len(report["validation"]) == 6 and report["validation"]["dependency cycle"].startswith(
-        "dependency"
-    )
+    assert len(report["validation"]) == 6
+    assert report["validation"]["dependency cycle"].startswith("dependency cycle: review -> revise")
     retries = report["retries"]
     assert {case: (row["status"], row["fetch attempts"], row["audit"]) for case, row in retries.items()} == {
         "transient (fails twice)": ("completed", 3, "completed"),
@@ -32,10 +31,7 @@ def test_json_results(cli):
     assert report["loop"]["chars"] == {"without feedback": [33] * 5, "with feedback": [33, 28, 24]}
     assert report["loop"]["runs"]["without feedback"]["status"] == "dead_letter"
     assert report["loop"]["runs"]["with feedback"]["published"] == "Search faster everywhere"
-    assert report["stop"] == {
-        "status": "completed",
-        "reason": "stopped by check (Next.Stop); cancelled: compute, store",
-    }
+    assert report["stop"]["reason"] == "stopped by check (Next.Stop); cancelled: compute, store"
 
 
 def test_options_change_the_loop(cli):
@@ -72,11 +68,9 @@ def test_a_missing_recording_is_one_line_and_the_rest_still_runs(cli, replay, mo
     code, out, err = cli("routing", "--skip-timing")
     assert (code, err) == (0, "")
     lines = [line for line in out.splitlines() if line.startswith("5. ")]
-    assert lines == [
-        "5. The review loop with a model reviser: not run: no recorded trials for lab "
-        "'routing' (fixtures/trials/routing*.jsonl); record them with LABKIT_MODEL=local "
-        "LABKIT_RECORD=<file>"
-    ]
+    assert len(lines) == 1 and lines[0].startswith(
+        "5. The review loop with a model reviser: not run: no recorded"
+    )
     assert "6. Next.Stop on a cache hit: completed" in out
     code, out, _ = cli("routing", "--json", "--skip-timing")
     assert json.loads(out)["model_feedback"] == {
@@ -88,16 +82,13 @@ def test_a_missing_recording_is_one_line_and_the_rest_still_runs(cli, replay, mo
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (("--max-visits", "0"), "labkit routing: error: --max-visits must be between 1 and 20, got 0\n"),
-        (
-            ("--limit", "500"),
-            "labkit routing: error: --limit must be between 1 and 200 characters, got 500\n",
-        ),
+        (("--max-visits", "0"), "--max-visits must be between 1 and 20, got 0"),
+        (("--limit", "500"), "--limit must be between 1 and 200 characters, got 500"),
     ],
 )
 def test_out_of_range_options_are_one_line_errors(cli, argv, message):
     code, out, err = cli("routing", "--skip-timing", *argv)
-    assert (code, out, err) == (2, "", message)
+    assert (code, out, err) == (2, "", f"labkit routing: error: {message}\n")
 
 
 def test_a_model_backed_job_that_fails_says_why_in_the_text_output(cli, monkeypatch):
