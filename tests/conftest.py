@@ -30,13 +30,13 @@ def decision_waits(monkeypatch):
     from labkit.core import runtime
 
     waits: list[float | None] = []
-    decide_within = runtime._decide_within
+    ask_policy = runtime._ask_policy
 
-    def noted(decide, task, observations, timeout):
-        waits.append(timeout)
-        return decide_within(decide, task, observations, timeout)
+    def noted(episode, entry, wait, *rest):
+        waits.append(wait)
+        return ask_policy(episode, entry, wait, *rest)
 
-    monkeypatch.setattr(runtime, "_decide_within", noted)
+    monkeypatch.setattr(runtime, "_ask_policy", noted)
     return waits
 
 
