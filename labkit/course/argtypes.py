@@ -1,7 +1,4 @@
-"""argparse types shared by the commands: numbers in range and output paths, refused in one line.
-
-Free of heavy imports, so a command that needs them imports nothing else.
-"""
+"""argparse types shared by the commands: numbers in range and output paths, refused in one line."""
 
 from __future__ import annotations
 

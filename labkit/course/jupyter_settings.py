@@ -1,9 +1,7 @@
 """Turn off JupyterLab's news popup for this environment: `python -m labkit.course.jupyter_settings`.
 
-On first open JupyterLab asks about "official Jupyter news" in a toast over a notebook's outputs.
-`jupyter_overrides.json` (next to this file) sets the news feed and update check off;
-`install_overrides()` copies it to `<sys.prefix>/share/jupyter/lab/settings/overrides.d/labkit.json`,
-a layer JupyterLab reads on start (`make lab` runs it: pip skips data files of an editable install).
+Copies `jupyter_overrides.json` to `<sys.prefix>/share/jupyter/lab/settings/overrides.d/labkit.json`
+(`make lab` runs it: pip skips data files of an editable install).
 """
 
 from __future__ import annotations

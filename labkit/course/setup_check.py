@@ -1,9 +1,8 @@
 """The setup check of `00_start_here.ipynb`: one row per thing a lab needs, with a one-line fix.
 
-`report()` returns a DataFrame: check, status ("ok", "FIX" for something a lab needs, "optional"
-for a model backend not usable right now), what was found, and what to do. Nothing here
-downloads, builds or waits more than _TIMEOUT_S; what it shows of a
-course checkout names no folder of the machine.
+`report()`: check, status ("ok"; "FIX" for something a lab needs; "optional" for a model backend
+not usable now), what was found, what to do. It downloads nothing, waits at most _TIMEOUT_S, and
+names no folder of the machine.
 """
 
 from __future__ import annotations

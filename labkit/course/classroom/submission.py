@@ -1,13 +1,10 @@
 """A learner's work on one lab as one JSON file: built from their progress, read back as data.
 
-`build(lab, name)` turns `runs/progress/labNN.json` (written by every checker) into a submission:
-per exercise, ever passed, first passing attempt, attempts; for lab 03 also the learner's attack
-(`intent_attack`'s payload) and each guard as a table of its verdicts, never as code. `read(path)`
-is the other side, over files from the room, which are untrusted data: opened once without blocking
-or following a link, at most MAX_BYTES of UTF-8 JSON, never executed, checked against the schema
-and the course (`_problem`); any failure is one SubmissionError phrase. The progress file is read
-the same way: an entry `read` would refuse is left out with a note, so `submit` never hands over a
-file `labkit class` refuses.
+`build(lab, name)` turns `runs/progress/labNN.json` into a submission (per exercise: passed, first
+passing attempt, attempts; lab 03: the attack and each guard as a table of verdicts, never code).
+`read(path)` reads a file from the room as untrusted data: opened once without blocking or following
+a link, at most MAX_BYTES of UTF-8 JSON, checked against the schema and the course; any failure is
+one SubmissionError phrase. `build` leaves out what `read` would refuse, with a note.
 """
 
 from __future__ import annotations

@@ -11,21 +11,21 @@ from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.course.argtypes import int_in
+from labkit.course.commands import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "grid",
-        help="labs 02-04: run a grid of live trials, in-process or on Dask, resumable, each episode once",
-        description=(
-            "Run every episode of the grid in SPEC (a .toml or .json file: models, prompts, rungs, "
-            "temperatures, seeds, k, cases; see fixtures/grids/) and append each, as it finishes, to "
-            "FILE in the format `labkit trials` writes. Episodes already in FILE are skipped, so "
-            "running the same command again resumes an interrupted run. At the end, print the "
-            'evaluation of FILE (as `labkit evaluate`). A SPEC with lab = "refunds" (lab 03\'s model '
-            "policy) or lab = \"routing\" (lab 04's model reviser) runs that lab's episodes and prints "
-            "its table, with 95%% intervals."
-        ),
+        handle,
+        "Run every episode of the grid in SPEC (a .toml or .json file: models, prompts, rungs, "
+        "temperatures, seeds, k, cases; see fixtures/grids/) and append each, as it finishes, to "
+        "FILE in the format `labkit trials` writes. Episodes already in FILE are skipped, so "
+        "running the same command again resumes an interrupted run. At the end, print the "
+        'evaluation of FILE (as `labkit evaluate`). A SPEC with lab = "refunds" (lab 03\'s model '
+        "policy) or lab = \"routing\" (lab 04's model reviser) runs that lab's episodes and prints "
+        "its table, with 95%% intervals.",
     )
     parser.add_argument("spec", metavar="SPEC", help="grid file (.toml or .json)")
     parser.add_argument("--record", required=True, metavar="FILE", help="JSONL file to append to (resumed)")
@@ -40,7 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--scheduler", metavar="ADDRESS", help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786"
     )
     parser.add_argument("--json", action="store_true", help="print the evaluation as JSON")
-    parser.set_defaults(handler=handle)
 
 
 @contextmanager

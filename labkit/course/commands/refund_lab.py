@@ -8,7 +8,7 @@ import json
 import pandas as pd
 
 from labkit.core.errors import LabError
-from labkit.course.commands import plain
+from labkit.course.commands import add_command, plain
 from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.metrics import COLUMNS, matrix
 from labkit.refunds.model_rows import LADDER_DEFENSES, model_available, model_matrix, recorded_rungs
@@ -16,14 +16,13 @@ from labkit.refunds.policies import POLICIES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "refund-lab",
-        help="lab 03: refund attacks × defenses, from the shop's ledger",
-        description=(
-            "Run each policy on every refund request, alone, under every injected attack at each "
-            "of its places, and with a refund that commits then times out; print one row per "
-            "policy and defense. Every number is read from the ledger of refunds actually executed."
-        ),
+        handle,
+        "Run each policy on every refund request, alone, under every injected attack at each "
+        "of its places, and with a refund that commits then times out; print one row per "
+        "policy and defense. Every number is read from the ledger of refunds actually executed.",
     )
     parser.add_argument(
         "--policy",
@@ -48,7 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print a list of rows {policy, defense, attack?, " + ", ".join(COLUMNS) + "}",
     )
-    parser.set_defaults(handler=handle)
 
 
 def _names(given: list[str] | None, known: dict, what: str) -> list[str]:

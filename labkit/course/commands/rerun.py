@@ -7,17 +7,17 @@ import importlib.util
 
 from labkit.core.errors import LabError
 from labkit.course.argtypes import SEED_MAX, int_in, output_type, positive, temperature
+from labkit.course.commands import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "rerun",
-        help="re-execute a lab headless against another model (papermill) and record its calls",
-        description=(
-            "Run lab LAB top to bottom in a fresh kernel with LABKIT_MODEL=SPEC and the given k, "
-            "temperature and seed injected after its parameters cell; record every live model call "
-            "under runs/rerun/; write the executed notebook to OUT only if every cell ran."
-        ),
+        handle,
+        "Run lab LAB top to bottom in a fresh kernel with LABKIT_MODEL=SPEC and the given k, "
+        "temperature and seed injected after its parameters cell; record every live model call "
+        "under runs/rerun/; write the executed notebook to OUT only if every cell ran.",
     )
     parser.add_argument("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4")
     parser.add_argument(
@@ -37,7 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="OUT.ipynb",
         help="where to write the executed notebook (checked before anything runs)",
     )
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

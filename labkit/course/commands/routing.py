@@ -1,8 +1,4 @@
-"""`labkit routing`: lab 04's experiments headless: validation, parallelism, retries, loops.
-
-The review loop with a model as the reviser is replayed from `fixtures/trials/routing*.jsonl`
-unless `LABKIT_MODEL` names a live backend; with neither it is one line saying so.
-"""
+"""`labkit routing`: lab 04's experiments headless (validation, parallelism, retries, loops)."""
 
 from __future__ import annotations
 
@@ -13,22 +9,21 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.errors import LabError
-from labkit.course.commands import plain
+from labkit.course.commands import add_command, plain
 from labkit.routing import experiments as lab
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "routing",
-        help="lab 04: task graph validation, parallel runs, retries, review loops",
-        description=(
-            "Run lab 04's experiments and print their tables: each graph validation error; "
-            "one fan-out graph run sequentially and in parallel (real sleeps, about 0.7 s); "
-            "a transient fault, a persistent one and an invalid input under one retry policy; "
-            "the draft -> revise -> review loop without and with feedback; the same loop with "
-            "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set); "
-            "Next.Stop on a cache hit. Every other job is scripted: control-flow results."
-        ),
+        handle,
+        "Run lab 04's experiments and print their tables: each graph validation error; "
+        "one fan-out graph run sequentially and in parallel (real sleeps, about 0.7 s); "
+        "a transient fault, a persistent one and an invalid input under one retry policy; "
+        "the draft -> revise -> review loop without and with feedback; the same loop with "
+        "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set); "
+        "Next.Stop on a cache hit. Every other job is scripted: control-flow results.",
     )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
     parser.add_argument(
@@ -50,7 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="leave out the real-time experiment (the rest is deterministic)",
     )
-    parser.set_defaults(handler=handle)
 
 
 def model_feedback() -> dict[str, Any]:

@@ -6,17 +6,17 @@ import argparse
 
 from labkit.course.argtypes import folder_type, output_type
 from labkit.course.classroom.submission import submit
+from labkit.course.commands import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "submit",
-        help="write one JSON of your work on a lab (checker outcomes; lab 03: your attacks and guard)",
-        description=(
-            "Read what the lab's checkers recorded (runs/progress/labNN.json) and write one JSON file "
-            "to hand to the instructor: each exercise passed or not and after how many attempts; for "
-            "lab 03 also the attack you wrote and your guard, as a table of its verdicts (data, never code)."
-        ),
+        handle,
+        "Read what the lab's checkers recorded (runs/progress/labNN.json) and write one JSON file "
+        "to hand to the instructor: each exercise passed or not and after how many attempts; for "
+        "lab 03 also the attack you wrote and your guard, as a table of its verdicts (data, never code).",
     )
     parser.add_argument("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4 (or 01, lab03, ...)")
     parser.add_argument(
@@ -39,7 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="hand it in: write labNN-NAME.json into DIR (a USB stick or shared folder), "
         "never replacing a file already there (labNN-NAME-2.json then, and it says so)",
     )
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
