@@ -102,25 +102,17 @@ def handle(args: argparse.Namespace) -> int:
     stop = lab.cache_stop_experiment()
     model = model_feedback()
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "validation": errors["error"].to_dict(),
-                    "parallel": None if parallel is None else plain(parallel, "index"),
-                    "retries": plain(retries, "index"),
-                    "loop": {
-                        "chars": {
-                            name: [int(v) for v in column if v != "-"] for name, column in chars.items()
-                        },
-                        "runs": plain(loops, "index"),
-                        "reasons": {name: run.reason for name, run in runs.items()},
-                    },
-                    "model_feedback": model,
-                    "stop": {"status": stop.status, "reason": stop.reason},
-                },
-                indent=2,
-            )
-        )
+        loop_chars = {name: [int(v) for v in column if v != "-"] for name, column in chars.items()}
+        reasons = {name: run.reason for name, run in runs.items()}
+        result = {
+            "validation": errors["error"].to_dict(),
+            "parallel": None if parallel is None else plain(parallel, "index"),
+            "retries": plain(retries, "index"),
+            "loop": {"chars": loop_chars, "runs": plain(loops, "index"), "reasons": reasons},
+            "model_feedback": model,
+            "stop": {"status": stop.status, "reason": stop.reason},
+        }
+        print(json.dumps(result, indent=2))
         return 0
     print("1. Validation: each broken graph is refused before anything runs.")
     for mistake, error in errors["error"].items():
