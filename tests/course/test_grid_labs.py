@@ -88,15 +88,10 @@ def episodes_in(path):
     return [r for _, r in read_records(path) if r["kind"] == "episode"]
 
 
-def test_refund_grid_names_its_lab_and_expands_to_keyed_episodes(tmp_path):
-    episodes = load_spec(refund_spec(tmp_path, k=2)).episodes
-    assert len(episodes) == len({e.key() for e in episodes}) == 3 * 2 * 2  # cases x defenses x trials
-    assert episodes[0].case == "r-ana-blender+none" and episodes[0].key()[0] == "refunds"
-    assert {e.seed + e.trial for e in episodes} == {0, 1}
-
-
 def test_refund_grid_records_each_episode_once_and_resumes(tmp_path, fake):
     grid = load_spec(refund_spec(tmp_path))
+    assert grid.episodes[0].case == "r-ana-blender+none" and grid.episodes[0].key()[0] == "refunds"
+    assert len({e.key() for e in grid.episodes}) == 3 * 2  # cases x defenses
     record = tmp_path / "r.jsonl"
     work = plan(grid, record)
     assert (work.done, len(work.todo)) == (0, 6)

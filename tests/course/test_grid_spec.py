@@ -154,7 +154,6 @@ def test_a_bad_spec_is_one_line_and_exit_2_and_writes_nothing(cli, tmp_path, mon
     ("argv", "message"),
     [
         (["nowhere.toml"], "nowhere.toml: grid spec not found"),
-        (["spec.yaml"], "spec.yaml: a grid spec is a .toml or .json file"),
         ([str(GRIDS / "study.json"), "--workers", "0"], "--workers: must be at least 1"),
         ([str(GRIDS / "study.json"), "--workers", "2", "--scheduler", "tcp://x:1"], "not allowed with"),
         ([str(GRIDS / "replay-small.toml"), "--colour"], "unrecognized arguments: --colour"),
