@@ -27,25 +27,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         f"and adaptive loops on the same cases (run {K_MAX} times each). Nothing is taken from "
         "the recording but the model's replies.",
     )
-    parser.add_argument("--trials", required=True, nargs="+", metavar="FILE", help="trials file(s) (JSONL)")
-    parser.add_argument(
-        "--json", action="store_true", help="print {summary, stops, latency} (or {ladder, best}) as JSON"
+    add = parser.add_argument
+    add("--trials", required=True, nargs="+", metavar="FILE", help="trials file(s) (JSONL)")
+    add("--json", action="store_true", help="print {summary, stops, latency} (or {ladder, best}) as JSON")
+    baselines = (
+        "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3, "
+        "scripted and adaptive loops), every rate with its 95%% interval and the paired difference from "
+        "the scripted loop and from the best baseline"
     )
-    parser.add_argument(
-        "--baselines",
-        action="store_true",
-        help="print the runs beside the baselines on the same cases (random and "
-        "search-then-answer at L0-L3, scripted and adaptive loops), every rate with its "
-        "95%% interval and the paired difference from the scripted loop and from the "
-        "best baseline",
-    )
-    parser.add_argument(
-        "--seeds",
-        type=int_in(1, 1000),
-        default=SEEDS,
-        metavar="N",
-        help=f"with --baselines: episodes per case of each random baseline (default {SEEDS})",
-    )
+    add("--baselines", action="store_true", help=baselines)
+    seeds = f"with --baselines: episodes per case of each random baseline (default {SEEDS})"
+    add("--seeds", type=int_in(1, 1000), default=SEEDS, metavar="N", help=seeds)
 
 
 def _with_interval(table: pd.DataFrame, name: str) -> list[str]:

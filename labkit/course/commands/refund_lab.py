@@ -24,28 +24,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "of its places, and with a refund that commits then times out; print one row per "
         "policy and defense. Every number is read from the ledger of refunds actually executed.",
     )
-    parser.add_argument(
-        "--policy",
-        metavar="NAME",
-        action="append",
-        help=f"a policy ({', '.join(POLICIES)}); repeat for several (default: all "
-        "scripted ones, plus the model where trials are recorded)",
-    )
-    parser.add_argument(
-        "--defense",
-        metavar="NAME",
-        action="append",
-        help=f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)",
-    )
-    parser.add_argument(
-        "--by-attack",
-        action="store_true",
-        help="one row per policy, defense and attack (that attack's episodes only)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    policy = f"a policy ({', '.join(POLICIES)}); repeat for several (default: all scripted ones, plus the "
+    add("--policy", metavar="NAME", action="append", help=policy + "model where trials are recorded)")
+    defense = f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)"
+    add("--defense", metavar="NAME", action="append", help=defense)
+    add("--by-attack", action="store_true", help="one row per policy, defense and attack (its episodes only)")
+    add(
         "--json",
         action="store_true",
-        help="print a list of rows {policy, defense, attack?, " + ", ".join(COLUMNS) + "}",
+        help=f"print a list of rows {{policy, defense, attack?, {', '.join(COLUMNS)}}}",
     )
 
 

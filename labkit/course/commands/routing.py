@@ -25,22 +25,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set); "
         "Next.Stop on a cache hit. Every other job is scripted: control-flow results.",
     )
-    parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    parser.add_argument(
-        "--max-visits",
-        type=int,
-        default=5,
-        metavar="N",
-        help="runs allowed per job in the review loop, 1..20 (default: 5)",
-    )
-    parser.add_argument(
-        "--limit",
-        type=int,
-        default=lab.LIMIT,
-        metavar="CHARS",
-        help=f"the review's character limit, 1..200 (default: {lab.LIMIT})",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--json", action="store_true", help="print the results as one JSON object")
+    visits = "runs allowed per job in the review loop, 1..20 (default: 5)"
+    add("--max-visits", type=int, default=5, metavar="N", help=visits)
+    limit = f"the review's character limit, 1..200 (default: {lab.LIMIT})"
+    add("--limit", type=int, default=lab.LIMIT, metavar="CHARS", help=limit)
+    add(
         "--skip-timing",
         action="store_true",
         help="leave out the real-time experiment (the rest is deterministic)",
