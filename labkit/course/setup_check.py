@@ -72,11 +72,13 @@ def fixtures() -> CheckRow:
     from labkit.refunds.lab import refund_lab
 
     corpus, lab = docuctl(), refund_lab()
-    found = (
-        f"lab 01-02: {len(corpus.cases)} + {len(corpus.adaptive_cases)} cases; "
-        f"lab 03: {len(lab.requests)} requests, {len(lab.attacks)} attacks"
+    cases = f"lab 01-02: {len(corpus.cases)} + {len(corpus.adaptive_cases)} cases"
+    return (
+        "fixtures load",
+        "ok",
+        f"{cases}; lab 03: {len(lab.requests)} requests, {len(lab.attacks)} attacks",
+        "",
     )
-    return ("fixtures load", "ok", found, "")
 
 
 def recordings() -> CheckRow:
@@ -85,12 +87,7 @@ def recordings() -> CheckRow:
 
     files = sorted(TRIALS.glob("*.jsonl"))
     if not files:
-        return (
-            "recorded model runs load",
-            "FIX",
-            "none in fixtures/trials/",
-            "restore fixtures/trials/ from the course's git",
-        )
+        return ("recorded model runs load", "FIX", "none in fixtures/trials/", "restore them from git")
     lines = [line for path in files for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     lines = sum(parse_json(line) is not None for line in lines)
     return ("recorded model runs load", "ok", f"{len(files)} files, {lines:,} records", "")
@@ -108,12 +105,7 @@ def local_backend() -> CheckRow:
     try:
         find_model_file()
     except LabError:
-        return (
-            name,
-            "optional",
-            "not installed",
-            "`make model` (about 16-17 minutes on 2 cores the first time)",
-        )
+        return (name, "optional", "not installed", "`make model` (16-17 minutes on 2 cores the first time)")
     if importlib.util.find_spec("llama_cpp") is None:
         return (name, "optional", "the model file is there, llama-cpp-python is not", "`make model`")
     return (name, "ok", "llama-cpp-python and the model file are installed", "")
@@ -134,12 +126,7 @@ def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> Chec
         version = _get(f"{host}/api/version", timeout).get("version", "?")
     except (OSError, ValueError) as error:
         found = f"no server answers at {host} ({getattr(error, 'reason', error)})"[:160]
-        return (
-            "model: ollama:<tag>",
-            "optional",
-            found,
-            "start `ollama serve` and `ollama pull qwen2.5:0.5b`",
-        )
+        return ("model: ollama:<tag>", "optional", found, "start `ollama serve`, `ollama pull qwen2.5:0.5b`")
     return ("model: ollama:<tag>", "ok", f"Ollama {version} at {host}", "")
 
 
