@@ -23,7 +23,7 @@ def installed(prefix: str | Path = sys.prefix) -> bool:
     return path.is_file() and path.read_bytes() == SOURCE.read_bytes()
 
 
-def install_overrides(prefix: str | Path = sys.prefix) -> Path:
+def _install(prefix: str | Path = sys.prefix) -> Path:
     """Copy the override into `prefix`'s JupyterLab settings; return where it went."""
     path = target(prefix)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -32,4 +32,4 @@ def install_overrides(prefix: str | Path = sys.prefix) -> Path:
 
 
 if __name__ == "__main__":
-    print(f"JupyterLab's news popup is off for this environment: {install_overrides()}")
+    print(f"JupyterLab's news popup is off for this environment: {_install()}")

@@ -27,16 +27,16 @@ _ROOM_FIX = (
     "in a room, set the address the instructor gives (`labkit serve` prints it): "
     "OPENAI_BASE_URL=http://HOST:8000/v1 and LABKIT_MODEL=openai:smollm2"
 )
-CheckRow = tuple[str, str, str, str]  # check, status, found, fix
+_Row = tuple[str, str, str, str]  # check, status, found, fix
 
 
-def python_version() -> CheckRow:
+def python_version() -> _Row:
     ok = sys.version_info >= (3, 11)
     fix = "" if ok else "install Python 3.11+ and recreate .venv (`make clean lab`)"
     return ("Python 3.11 or newer", "ok" if ok else "FIX", ".".join(map(str, sys.version_info[:3])), fix)
 
 
-def environment() -> CheckRow:
+def environment() -> _Row:
     path = CHECKOUT / "requirements.txt"
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     pins = dict(line.split("#")[0].strip().partition("==")[::2] for line in lines if "==" in line)
@@ -55,7 +55,7 @@ def environment() -> CheckRow:
     return ("kernel is the course's environment", "ok", found + "; pandas, numpy, matplotlib as pinned", "")
 
 
-def labkit_importable() -> CheckRow:
+def labkit_importable() -> _Row:
     import labkit
 
     folder = Path(labkit.__file__).resolve().parent
@@ -67,7 +67,7 @@ def labkit_importable() -> CheckRow:
     return ("labkit importable", "ok", f"labkit {version} from {where}", "")
 
 
-def fixtures() -> CheckRow:
+def fixtures() -> _Row:
     from labkit.baseline.corpus import docuctl
     from labkit.refunds.lab import refund_lab
 
@@ -81,7 +81,7 @@ def fixtures() -> CheckRow:
     )
 
 
-def recordings() -> CheckRow:
+def recordings() -> _Row:
     from labkit.core.fixtures import parse_json
     from labkit.model.replay import TRIALS
 
@@ -93,11 +93,11 @@ def recordings() -> CheckRow:
     return ("recorded model runs load", "ok", f"{len(files)} files, {lines:,} records", "")
 
 
-def replay_backend() -> CheckRow:
+def replay_backend() -> _Row:
     return ("model: replay (default)", "ok", "answers from the recorded runs, offline", "")
 
 
-def local_backend() -> CheckRow:
+def local_backend() -> _Row:
     from labkit.core.errors import LabError
     from labkit.model.local import find_model_file
 
@@ -119,7 +119,7 @@ def _get(url: str, timeout: float) -> dict:
     return answer
 
 
-def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> CheckRow:
+def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> _Row:
     host = (host or os.environ.get("OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434").rstrip("/")
     host = host if "://" in host else f"http://{host}"
     try:
@@ -130,9 +130,7 @@ def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> Chec
     return ("model: ollama:<tag>", "ok", f"Ollama {version} at {host}", "")
 
 
-def room_server(
-    base_url: str | None = None, model: str | None = None, timeout: float = _TIMEOUT_S
-) -> CheckRow:
+def room_server(base_url: str | None = None, model: str | None = None, timeout: float = _TIMEOUT_S) -> _Row:
     """Does the OpenAI-compatible server at `OPENAI_BASE_URL` answer `/models`, and serve the model
     `LABKIT_MODEL=openai:<model>` names? "optional" with the fix when not (no lab needs one)."""
     name = "room model server (openai:)"
@@ -160,7 +158,7 @@ def room_server(
     return (name, "ok", f"{base} answers{by}, serving {served}{chosen}"[:200], "")
 
 
-def jupyter_news_off() -> CheckRow:
+def jupyter_news_off() -> _Row:
     from labkit.course.jupyter_settings import installed
 
     if installed():
@@ -169,7 +167,7 @@ def jupyter_news_off() -> CheckRow:
     return ("JupyterLab news popup off", "optional", "JupyterLab may ask about news on first open", fix)
 
 
-CHECKS: tuple[Callable[[], CheckRow], ...] = (
+_CHECKS: tuple[Callable[[], _Row], ...] = (
     python_version,
     environment,
     labkit_importable,
@@ -183,7 +181,7 @@ CHECKS: tuple[Callable[[], CheckRow], ...] = (
 )
 
 
-def report(checks: tuple[Callable[[], CheckRow], ...] = CHECKS) -> pd.DataFrame:
+def report(checks: tuple[Callable[[], _Row], ...] = _CHECKS) -> pd.DataFrame:
     """Run every check; a check that fails unexpectedly is a FIX row naming the error, not a traceback."""
     rows = []
     for check in checks:

@@ -28,7 +28,7 @@ from labkit.core.paths import runs_dir, write_whole
 from labkit.core.text import shorten
 from labkit.core.verdicts import LABS, progress_path
 
-SUBMISSION_FORMAT = "labkit-submission/1"
+_FORMAT = "labkit-submission/1"
 MAX_BYTES = 1_000_000  # a lab-03 submission with two guard tables is about 25 kB
 _MAX_PROGRESS_BYTES = 10_000_000  # a progress file: the payloads of a few guard tables
 _MAX_ATTEMPTS = 10_000  # more attempts at one exercise than a workshop has minutes
@@ -118,7 +118,7 @@ def _schema() -> dict[str, Any]:
     per_exercise = {"type": "object", "propertyNames": _EXERCISE}
     return _object(
         {
-            "format": {"const": SUBMISSION_FORMAT},
+            "format": {"const": _FORMAT},
             "lab": {"enum": list(LABS)},
             "name": {"type": "string", "pattern": _NAME_PATTERN},
             "submitted": {"type": "string", "maxLength": 40},
@@ -295,7 +295,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
             "run the lab's exercise cells, then submit"
         )
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    submission = dict(format=SUBMISSION_FORMAT, lab=lab, name=name, submitted=now, exercises=exercises)
+    submission = dict(format=_FORMAT, lab=lab, name=name, submitted=now, exercises=exercises)
     submission |= {"attacks": attacks, "guards": guards}
     if (why := _problem(submission)) is not None:  # never hand over a file the class round would refuse
         raise LabError(f"this submission would be refused by `labkit class` ({why}); nothing was written")
