@@ -102,13 +102,6 @@ def test_refund_grid_records_each_episode_once_and_resumes(tmp_path, fake):
     again = plan(grid, record)
     assert (again.done, again.todo) == (6, [])
     assert execute(again) == 0 and fake.calls == calls  # nothing run twice
-    # An interrupted run: the last episode's record cut off; resume runs that one only.
-    lines = record.read_text().split("\n")[:-1]
-    record.write_text("\n".join(lines[:-1]) + "\n")
-    resumed = plan(grid, record)
-    assert len(resumed.todo) == 1 and resumed.cut > 0
-    assert execute(resumed) == 1
-    assert sorted(record_key(e) for e in episodes_in(record)) == sorted(keys)
 
 
 def test_replay_reads_what_the_refund_grid_wrote(tmp_path, fake):
