@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Iterator
@@ -82,16 +83,14 @@ def handle(args: argparse.Namespace) -> int:
 
     grid = load_spec(args.spec)
     work = plan(grid, args.record)
+    say = functools.partial(print, file=sys.stderr)
     if work.cut:
-        print(
-            f"{args.record}: removed {work.cut} line(s) of an episode cut off by an interrupted run",
-            file=sys.stderr,
-        )
-    print(
-        f"{grid.path}: {grid.cells} cells, {work.total} episodes; {work.done} already in {args.record}, "
-        f"{len(work.todo)} to run",
-        file=sys.stderr,
+        say(f"{args.record}: removed {work.cut} line(s) of an episode cut off by an interrupted run")
+    say(
+        f"{grid.path}: {grid.cells} cells, {work.total} episodes; {work.done} already in {args.record}, ",
+        end="",
     )
+    say(f"{len(work.todo)} to run")
     start = time.perf_counter()
     if work.todo:
         with _client(args) as client:
@@ -100,19 +99,12 @@ def handle(args: argparse.Namespace) -> int:
             try:
                 ran = execute(work, client=client, on_episode=lambda _: bar.update())
             except KeyboardInterrupt:
-                print(
-                    f"labkit grid: interrupted; the finished episodes are in {args.record}: run the same "
-                    "command to resume",
-                    file=sys.stderr,
-                )
+                say(f"labkit grid: interrupted; finished episodes are in {args.record}: rerun to resume")
                 return 130
             finally:
                 bar.close()
-        print(
-            f"{ran} episodes recorded in {time.perf_counter() - start:.0f} s; {args.record} holds all "
-            f"{work.total}",
-            file=sys.stderr,
-        )
+        took = time.perf_counter() - start
+        say(f"{ran} episodes recorded in {took:.0f} s; {args.record} holds all {work.total}")
     if grid.lab != "docuctl":
         return _lab_table(grid.lab, args.record, args.json)
     return evaluate.handle(argparse.Namespace(trials=[args.record], json=args.json, baselines=False))
