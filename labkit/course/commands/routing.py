@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
 
 
-def model_feedback() -> dict[str, Any]:
+def _model_feedback() -> dict[str, Any]:
     """The loop with a model reviser at its recorded settings, as plain data for the report;
     `{"available": False, "note": ...}` when replay is asked for and nothing is recorded."""
     from labkit.routing import model_reviser as model
@@ -91,7 +91,7 @@ def handle(args: argparse.Namespace) -> int:
     retries, _ = lab.retry_experiment()
     chars, loops, runs = lab.feedback_experiment(max_visits=args.max_visits, limit=args.limit)
     stop = lab.cache_stop_experiment()
-    model = model_feedback()
+    model = _model_feedback()
     if args.json:
         loop_chars = {name: [int(v) for v in column if v != "-"] for name, column in chars.items()}
         reasons = {name: run.reason for name, run in runs.items()}

@@ -12,7 +12,6 @@ import itertools
 import math
 import tomllib
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -191,24 +190,19 @@ def _cases(path: Path, lab: str, chosen: str | list[str]) -> list[str]:
     return chosen
 
 
-@cache
-def _refund_task(case: str, defense: str) -> str:
-    from labkit.refunds.grid import episode_case
-
-    return episode_case(case, defense)
-
-
 def _episode(lab: str, cell: dict[str, Any], inner: str, trial: int, values: dict[str, Any]) -> GridEpisode:
     model, temperature, seed = cell["models"], float(cell["temperatures"]), int(cell["seeds"])
     backend = backend_name(model)
     seeds = f" seed={seed}" if len(values["seeds"]) > 1 else ""
     common = {"lab": lab, "model": model, "temperature": temperature, "seed": seed, "trial": trial}
     if lab == "refunds":
+        from labkit.refunds.grid import episode_case
+
         defense, rung = cell["defenses"], cell["rungs"]
         options = (("case", inner), ("defense", defense))
         label = f"{backend} refunds {rung} T={temperature:g}{seeds} {defense}"
         return GridEpisode(
-            **common, rung=rung, case=_refund_task(inner, defense), label=label, options=options
+            **common, rung=rung, case=episode_case(inner, defense), label=label, options=options
         )
     if lab == "routing":
         from labkit.routing.reviser_trials import GRID_CONTROLS
