@@ -31,26 +31,8 @@ from labkit.core.verdicts import LABS, progress_path
 _FORMAT = "labkit-submission/1"
 MAX_BYTES = 1_000_000  # a lab-03 submission with two guard tables is about 25 kB
 _MAX_PROGRESS_BYTES = 10_000_000  # a progress file: the payloads of a few guard tables
-_MAX_ATTEMPTS = 10_000  # more attempts at one exercise than a workshop has minutes
 _MAX_COPIES = 99  # labNN-NAME.json .. labNN-NAME-99.json in a shared folder
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
-_ATTEMPTS = {"type": "integer", "minimum": 1, "maximum": _MAX_ATTEMPTS}
-_EXERCISE = {"type": "string", "pattern": "^[a-z0-9_]{1,40}$"}
-
-
-def _object(properties: dict[str, Any], **more: Any) -> dict[str, Any]:
-    """The schema of a JSON object with exactly these properties."""
-    closed = {"required": list(properties), "additionalProperties": False}
-    return {"type": "object", "properties": properties, **closed, **more}
-
-
-_ENTRY = _object(
-    {
-        "passed": {"type": "boolean"},
-        "attempts": _ATTEMPTS,
-        "first_passed_attempt": {"oneOf": [_ATTEMPTS, {"type": "null"}]},
-    }
-)
 
 
 class SubmissionError(ValueError):
@@ -104,29 +86,16 @@ def _read_json_file(path: Path, max_bytes: int) -> Any:
 
 @cache
 def _schema() -> dict[str, Any]:
+    """submission.schema.json, with what the course defines elsewhere filled in."""
     from labkit.refunds.attacks import ATTACKS
     from labkit.refunds.guard_table import FORMAT as TABLE
 
-    table = _object(
-        {
-            "format": {"const": TABLE},
-            "shop": {"type": "string", "maxLength": 64},
-            "size": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
-            "verdicts": {"type": "string", "maxLength": 200_000},
-        }
-    )
-    per_exercise = {"type": "object", "propertyNames": _EXERCISE}
-    return _object(
-        {
-            "format": {"const": _FORMAT},
-            "lab": {"enum": list(LABS)},
-            "name": {"type": "string", "pattern": _NAME_PATTERN},
-            "submitted": {"type": "string", "maxLength": 40},
-            "exercises": {**per_exercise, "maxProperties": 40, "additionalProperties": _ENTRY},
-            "attacks": {**ATTACKS, "maxItems": 10},
-            "guards": {**per_exercise, "maxProperties": 5, "additionalProperties": table},
-        }
-    )
+    schema = json.loads(Path(__file__).with_name("submission.schema.json").read_text(encoding="utf-8"))
+    name = {"type": "string", "pattern": _NAME_PATTERN}
+    schema["properties"] |= {"format": {"const": _FORMAT}, "lab": {"enum": list(LABS)}, "name": name}
+    schema["properties"]["attacks"] = {**ATTACKS, "maxItems": 10}
+    schema["$defs"]["table"]["properties"]["format"] = {"const": TABLE}
+    return schema
 
 
 def lab_number(text: str | int) -> str:
@@ -161,7 +130,9 @@ def _schema_problem(schema: dict[str, Any], data: Any) -> str | None:
 
 def _entry_problem(entry: Any) -> str | None:
     """Why one exercise's counts are not a valid entry or contradict each other, or None."""
-    if (problem := _schema_problem(_ENTRY, entry)) is not None:
+    if (
+        problem := _schema_problem({"$ref": "#/$defs/entry", "$defs": _schema()["$defs"]}, entry)
+    ) is not None:
         return problem.removeprefix("the file: ")
     first, attempts = entry["first_passed_attempt"], entry["attempts"]
     if first is not None and first > attempts:
