@@ -75,12 +75,9 @@ def rerun(
     if not declared:
         raise LabError(f"{notebook.name} has no cell tagged 'parameters' (papermill's convention)")
     chosen = {PARAMETERS[key]: value for key, value in {"model": model, **knobs}.items() if value is not None}
-    for key, name in PARAMETERS.items():
-        if name in chosen and name not in declared:
-            raise LabError(
-                f"{notebook.name}'s parameters cell has no {key} parameter (it declares: "
-                f"{', '.join(declared)})"
-            )
+    if missing := [key for key, name in PARAMETERS.items() if name in chosen and name not in declared]:
+        has = f"(it declares: {', '.join(declared)})"
+        raise LabError(f"{notebook.name}'s parameters cell has no {missing[0]} parameter {has}")
     record, env = None, {"LABKIT_MODEL": model}
     if not model.startswith("replay"):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
@@ -94,15 +91,6 @@ def rerun(
         print(
             f"lab {lab}: running {notebook.name} against {model} in a fresh kernel{recorded}", file=sys.stderr
         )
-    # Saved when it ends or fails, not after every cell: each save re-encodes the whole notebook.
-    options = {
-        "kernel_name": "python3",
-        "progress_bar": progress,
-        "log_output": False,
-        "execution_timeout": 3600,
-        "request_save_on_cell_execute": False,
-        "extra_arguments": ["--IPKernelApp.log_level=ERROR"],
-    }
     try:
         with mock.patch.dict(os.environ, env):  # papermill's kernel inherits this process's environment
             papermill.execute_notebook(
@@ -110,7 +98,12 @@ def rerun(
                 str(partial),
                 parameters=chosen,
                 cwd=str(notebook.parent),
-                **options,
+                kernel_name="python3",
+                progress_bar=progress,
+                log_output=False,
+                execution_timeout=3600,
+                request_save_on_cell_execute=False,  # saved when it ends or fails: a save re-encodes it all
+                extra_arguments=["--IPKernelApp.log_level=ERROR"],
             )
     except PapermillExecutionError as error:
         failed = output.with_name(f"{output.stem}.failed.ipynb")
