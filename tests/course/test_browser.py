@@ -122,31 +122,25 @@ def jupyterlab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser(jupyterlab):
+def lab(jupyterlab):
+    """One JupyterLab page for the module, as a learner keeps one tab open: each test opens its
+    notebook there with JupyterLab's own open command."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         # Chromium's sandbox needs user namespaces, which a root container lacks.
         args = ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
-        yield chromium
+        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{jupyterlab}/lab?token={TOKEN}")
+        page.wait_for_function(
+            "() => window.jupyterapp?.commands.hasCommand('docmanager:open')", timeout=START_TIMEOUT * 1000
+        )
+        # The layout is restored: nothing opens later. Each evaluate returns nothing: playwright
+        # would serialise what the promise resolves to (here, a whole widget: 4 s of this process).
+        page.evaluate("async () => { await window.jupyterapp.restored; }")
+        yield page
         chromium.close()
-
-
-@pytest.fixture(scope="module")
-def lab(browser, jupyterlab):
-    """One JupyterLab page for the module, as a learner keeps one tab open: each test opens its
-    notebook there with JupyterLab's own open command."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{jupyterlab}/lab?token={TOKEN}")
-    page.wait_for_function(
-        "() => window.jupyterapp?.commands.hasCommand('docmanager:open')", timeout=START_TIMEOUT * 1000
-    )
-    # The layout is restored: nothing opens later. Each evaluate returns nothing: playwright
-    # would serialise what the promise resolves to (here, a whole widget: 4 s of this process).
-    page.evaluate("async () => { await window.jupyterapp.restored; }")
-    yield page
-    page.close()
 
 
 # Read from JupyterLab's own model of the open notebook (exposed by expose_app_in_browser).
