@@ -71,10 +71,10 @@ def replay_grid(tmp_path):
 def ollama_grid(tmp_path, ollama):
     path = tmp_path / "ollama.toml"
     path.write_text(
-        f'models = ["ollama:{MODEL}"]\nrungs = ["L1", "L2"]\ntemperatures = [0.0, 0.5]\n'
+        f'models = ["ollama:{MODEL}"]\nrungs = ["L1", "L2"]\ntemperatures = [0.5]\n'
         'k = 2\ncases = "adaptive"'
     )
-    return load_spec(path)  # 2 rungs × 2 T × 2 trials × 6 cases = 48 episodes
+    return load_spec(path)  # 2 rungs × 2 trials × 6 cases = 24 episodes
 
 
 def run(grid, record, client=None, **options):
@@ -126,12 +126,12 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, client, 
 
     record = tmp_path / "killed.jsonl"
     try:
-        assert run(ollama_grid, record, client, on_episode=kill_a_busy_worker) == 48
+        assert run(ollama_grid, record, client, on_episode=kill_a_busy_worker) == 24
     finally:
         ollama.fault = None
     assert killed and killed[0] not in client.scheduler_info()["workers"]  # it died; the nanny replaced it
     keys = episode_keys(record)
-    assert len(keys) == len(set(keys)) == 48
+    assert len(keys) == len(set(keys)) == 24
     here = tmp_path / "here.jsonl"
     run(ollama_grid, here)
     assert comparable(record) == comparable(here)
@@ -183,7 +183,7 @@ def test_a_provider_that_goes_down_stops_the_run_and_records_none_of_its_failure
     finally:
         ollama.fault = None
     assert len(episode_keys(record)) == 4
-    assert len(plan(ollama_grid, record).todo) == 44  # the failed three run again on resume
+    assert len(plan(ollama_grid, record).todo) == 20  # the failed three run again on resume
 
 
 def test_an_unrecorded_replay_request_is_one_line_and_keeps_nothing_half_done(tmp_path, cli, client):
