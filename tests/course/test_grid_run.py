@@ -71,8 +71,7 @@ def replay_grid(tmp_path):
 def ollama_grid(tmp_path, ollama):
     path = tmp_path / "ollama.toml"
     path.write_text(
-        f'models = ["ollama:{MODEL}"]\nrungs = ["L1", "L2"]\ntemperatures = [0.5]\n'
-        'k = 2\ncases = "adaptive"'
+        f'models = ["ollama:{MODEL}"]\nrungs = ["L1", "L2"]\ntemperatures = [0.5]\nk = 2\ncases = "adaptive"'
     )
     return load_spec(path)  # 2 rungs × 2 trials × 6 cases = 24 episodes
 
