@@ -88,6 +88,14 @@ def episodes_in(path):
     return [r for _, r in read_records(path) if r["kind"] == "episode"]
 
 
+def replay_of(spec, record):
+    """The episodes a grid of `spec` records when its model replays `record`."""
+    path, replayed = spec.with_name("replay.toml"), spec.with_name("replayed.jsonl")
+    path.write_text(spec.read_text().replace('["local"]', f'["replay:{record}"]'))
+    execute(plan(load_spec(path), replayed))
+    return episodes_in(replayed)
+
+
 def test_refund_grid_records_each_episode_once_and_resumes(tmp_path, fake):
     grid = load_spec(refund_spec(tmp_path))
     assert grid.episodes[0].case == "r-ana-blender+none" and grid.episodes[0].key()[0] == "refunds"
@@ -109,11 +117,7 @@ def test_replay_reads_what_the_refund_grid_wrote(tmp_path, fake):
     record = tmp_path / "refunds-fake.jsonl"
     execute(plan(grid, record))
     live = {e["case"]: e for e in episodes_in(record)}
-    path = tmp_path / "replay.toml"
-    path.write_text(refund_spec(tmp_path).read_text().replace('["local"]', f'["replay:{record}"]'))
-    replayed_file = tmp_path / "replayed.jsonl"
-    execute(plan(load_spec(path), replayed_file))
-    replayed = {e["case"]: e for e in episodes_in(replayed_file)}
+    replayed = {e["case"]: e for e in replay_of(refund_spec(tmp_path), record)}
     assert replayed.keys() == live.keys()
     fields = ("stop", "turns", "tool_calls", "utility", "attacked", "unauthorized", "money_lost", "refunds")
     for case in live:
@@ -136,15 +140,11 @@ def test_routing_grid_keys_resume_and_replay(tmp_path, fake):
         "announcement+no-feedback+cut1",
         "announcement+feedback+cut1",
     }
-    path = tmp_path / "replay.toml"
-    path.write_text(routing_spec(tmp_path).read_text().replace('["local"]', f'["replay:{record}"]'))
-    replayed_file = tmp_path / "replayed.jsonl"
-    execute(plan(load_spec(path), replayed_file))
 
     def texts(records):
         return {(e["case"], e["temperature"], e["trial"]): e["texts"] for e in records}
 
-    assert texts(episodes_in(replayed_file)) == texts(written)
+    assert texts(replay_of(routing_spec(tmp_path), record)) == texts(written)
 
 
 def test_the_grid_command_prints_the_lab_table(tmp_path, fake, capsys):
