@@ -1,7 +1,4 @@
-"""argparse types shared by the commands: numbers in range and output paths, refused in one line.
-
-Free of heavy imports, so a command that needs them imports nothing else.
-"""
+"""argparse types shared by the commands: numbers in range and output paths, refused in one line."""
 
 from __future__ import annotations
 
@@ -95,11 +92,7 @@ def output_type(*, suffix: str | None = None, folder_ok: bool = False) -> Callab
 
 def folder_type(text: str) -> Path:
     """An argparse type: an existing folder a file can be created in (a USB stick, a shared folder)."""
-    path = Path(text)
+    path = output_type(folder_ok=True)(text)
     if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{path} is not a folder" + (" (a file)" if path.exists() else ""))
-    try:
-        _can_create_in(path)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        raise argparse.ArgumentTypeError(f"{path} is not a folder")
     return path

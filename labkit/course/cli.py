@@ -1,17 +1,14 @@
 """`python -m labkit`: headless commands that run each lab's experiment and print its table.
 
-Each module in `labkit.course.commands` adds one subcommand through `register(subparsers)`, whose
-parser sets `handler=<function(args) -> int>`. A mistake is one line on stderr and exit status 2,
-never a traceback: an unknown option (argparse), or a LabError raised by a handler (a missing or
-malformed file, an unrecorded replay request, a server that is down). Only the command being run
-is imported: `labkit --help` lists every command from `commands.SUMMARIES` without importing any.
+Each module in `labkit.course.commands` adds one subcommand with `register(subparsers)`; only the
+command being run is imported (`labkit --help` reads `commands.SUMMARIES`). A mistake is one line
+on stderr and exit status 2, never a traceback: a usage error, or a LabError raised by a handler.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
 from collections.abc import Sequence
 
@@ -26,12 +23,6 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def command_modules() -> dict[str, str]:
-    """Command name -> module name, in module order: `refund_lab` adds `refund-lab`, `class_` adds `class`."""
-    names = sorted(info.name for info in pkgutil.iter_modules(commands.__path__))
-    return {module.rstrip("_").replace("_", "-"): module for module in names}
-
-
 def build_parser(command: str | None = None, *, eager: bool = False) -> argparse.ArgumentParser:
     """The `labkit` parser, with the full subparser of `command` (or of every command if `eager`);
     every other command gets a placeholder with its one-line help, enough for `--help` and errors."""
@@ -41,9 +32,9 @@ def build_parser(command: str | None = None, *, eager: bool = False) -> argparse
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
-    for name, module in command_modules().items():
-        summary = commands.SUMMARIES.get(name)
-        if eager or summary is None or name == command:
+    for name, summary in commands.SUMMARIES.items():
+        if eager or name == command:  # `class` is in module class_, `refund-lab` in refund_lab
+            module = name.replace("-", "_") + "_" * (name == "class")
             importlib.import_module(f"{commands.__name__}.{module}").register(sub)
         else:
             sub.add_parser(name, help=summary)

@@ -1,9 +1,7 @@
 """Turn off JupyterLab's news popup for this environment: `python -m labkit.course.jupyter_settings`.
 
-On first open JupyterLab asks about "official Jupyter news" in a toast over a notebook's outputs.
-`jupyter_overrides.json` (next to this file) sets the news feed and update check off;
-`install_overrides()` copies it to `<sys.prefix>/share/jupyter/lab/settings/overrides.d/labkit.json`,
-a layer JupyterLab reads on start (`make lab` runs it: pip skips data files of an editable install).
+Copies `jupyter_overrides.json` to `<sys.prefix>/share/jupyter/lab/settings/overrides.d/labkit.json`
+(`make lab` runs it: pip skips data files of an editable install).
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ def installed(prefix: str | Path = sys.prefix) -> bool:
     return path.is_file() and path.read_bytes() == SOURCE.read_bytes()
 
 
-def install_overrides(prefix: str | Path = sys.prefix) -> Path:
+def _install(prefix: str | Path = sys.prefix) -> Path:
     """Copy the override into `prefix`'s JupyterLab settings; return where it went."""
     path = target(prefix)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,4 +32,4 @@ def install_overrides(prefix: str | Path = sys.prefix) -> Path:
 
 
 if __name__ == "__main__":
-    print(f"JupyterLab's news popup is off for this environment: {install_overrides()}")
+    print(f"JupyterLab's news popup is off for this environment: {_install()}")

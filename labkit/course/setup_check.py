@@ -1,9 +1,8 @@
 """The setup check of `00_start_here.ipynb`: one row per thing a lab needs, with a one-line fix.
 
-`report()` returns a DataFrame: check, status ("ok", "FIX" for something a lab needs, "optional"
-for a model backend not usable right now), what was found, and what to do. Nothing here
-downloads, builds or waits more than _TIMEOUT_S; what it shows of a
-course checkout names no folder of the machine.
+`report()`: check, status ("ok"; "FIX" for something a lab needs; "optional" for a model backend
+not usable now), what was found, what to do. It downloads nothing, waits at most _TIMEOUT_S, and
+names no folder of the machine.
 """
 
 from __future__ import annotations
@@ -28,16 +27,16 @@ _ROOM_FIX = (
     "in a room, set the address the instructor gives (`labkit serve` prints it): "
     "OPENAI_BASE_URL=http://HOST:8000/v1 and LABKIT_MODEL=openai:smollm2"
 )
-CheckRow = tuple[str, str, str, str]  # check, status, found, fix
+_Row = tuple[str, str, str, str]  # check, status, found, fix
 
 
-def python_version() -> CheckRow:
+def python_version() -> _Row:
     ok = sys.version_info >= (3, 11)
     fix = "" if ok else "install Python 3.11+ and recreate .venv (`make clean lab`)"
     return ("Python 3.11 or newer", "ok" if ok else "FIX", ".".join(map(str, sys.version_info[:3])), fix)
 
 
-def environment() -> CheckRow:
+def environment() -> _Row:
     path = CHECKOUT / "requirements.txt"
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     pins = dict(line.split("#")[0].strip().partition("==")[::2] for line in lines if "==" in line)
@@ -56,7 +55,7 @@ def environment() -> CheckRow:
     return ("kernel is the course's environment", "ok", found + "; pandas, numpy, matplotlib as pinned", "")
 
 
-def labkit_importable() -> CheckRow:
+def labkit_importable() -> _Row:
     import labkit
 
     folder = Path(labkit.__file__).resolve().parent
@@ -68,40 +67,37 @@ def labkit_importable() -> CheckRow:
     return ("labkit importable", "ok", f"labkit {version} from {where}", "")
 
 
-def fixtures() -> CheckRow:
+def fixtures() -> _Row:
     from labkit.baseline.corpus import docuctl
     from labkit.refunds.lab import refund_lab
 
     corpus, lab = docuctl(), refund_lab()
-    found = (
-        f"lab 01-02: {len(corpus.cases)} + {len(corpus.adaptive_cases)} cases; "
-        f"lab 03: {len(lab.requests)} requests, {len(lab.attacks)} attacks"
+    cases = f"lab 01-02: {len(corpus.cases)} + {len(corpus.adaptive_cases)} cases"
+    return (
+        "fixtures load",
+        "ok",
+        f"{cases}; lab 03: {len(lab.requests)} requests, {len(lab.attacks)} attacks",
+        "",
     )
-    return ("fixtures load", "ok", found, "")
 
 
-def recordings() -> CheckRow:
+def recordings() -> _Row:
     from labkit.core.fixtures import parse_json
     from labkit.model.replay import TRIALS
 
     files = sorted(TRIALS.glob("*.jsonl"))
     if not files:
-        return (
-            "recorded model runs load",
-            "FIX",
-            "none in fixtures/trials/",
-            "restore fixtures/trials/ from the course's git",
-        )
+        return ("recorded model runs load", "FIX", "none in fixtures/trials/", "restore them from git")
     lines = [line for path in files for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     lines = sum(parse_json(line) is not None for line in lines)
     return ("recorded model runs load", "ok", f"{len(files)} files, {lines:,} records", "")
 
 
-def replay_backend() -> CheckRow:
+def replay_backend() -> _Row:
     return ("model: replay (default)", "ok", "answers from the recorded runs, offline", "")
 
 
-def local_backend() -> CheckRow:
+def local_backend() -> _Row:
     from labkit.core.errors import LabError
     from labkit.model.local import find_model_file
 
@@ -109,12 +105,7 @@ def local_backend() -> CheckRow:
     try:
         find_model_file()
     except LabError:
-        return (
-            name,
-            "optional",
-            "not installed",
-            "`make model` (about 16-17 minutes on 2 cores the first time)",
-        )
+        return (name, "optional", "not installed", "`make model` (16-17 minutes on 2 cores the first time)")
     if importlib.util.find_spec("llama_cpp") is None:
         return (name, "optional", "the model file is there, llama-cpp-python is not", "`make model`")
     return (name, "ok", "llama-cpp-python and the model file are installed", "")
@@ -128,25 +119,18 @@ def _get(url: str, timeout: float) -> dict:
     return answer
 
 
-def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> CheckRow:
+def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> _Row:
     host = (host or os.environ.get("OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434").rstrip("/")
     host = host if "://" in host else f"http://{host}"
     try:
         version = _get(f"{host}/api/version", timeout).get("version", "?")
     except (OSError, ValueError) as error:
         found = f"no server answers at {host} ({getattr(error, 'reason', error)})"[:160]
-        return (
-            "model: ollama:<tag>",
-            "optional",
-            found,
-            "start `ollama serve` and `ollama pull qwen2.5:0.5b`",
-        )
+        return ("model: ollama:<tag>", "optional", found, "start `ollama serve`, `ollama pull qwen2.5:0.5b`")
     return ("model: ollama:<tag>", "ok", f"Ollama {version} at {host}", "")
 
 
-def room_server(
-    base_url: str | None = None, model: str | None = None, timeout: float = _TIMEOUT_S
-) -> CheckRow:
+def room_server(base_url: str | None = None, model: str | None = None, timeout: float = _TIMEOUT_S) -> _Row:
     """Does the OpenAI-compatible server at `OPENAI_BASE_URL` answer `/models`, and serve the model
     `LABKIT_MODEL=openai:<model>` names? "optional" with the fix when not (no lab needs one)."""
     name = "room model server (openai:)"
@@ -174,7 +158,7 @@ def room_server(
     return (name, "ok", f"{base} answers{by}, serving {served}{chosen}"[:200], "")
 
 
-def jupyter_news_off() -> CheckRow:
+def jupyter_news_off() -> _Row:
     from labkit.course.jupyter_settings import installed
 
     if installed():
@@ -183,7 +167,7 @@ def jupyter_news_off() -> CheckRow:
     return ("JupyterLab news popup off", "optional", "JupyterLab may ask about news on first open", fix)
 
 
-CHECKS: tuple[Callable[[], CheckRow], ...] = (
+_CHECKS: tuple[Callable[[], _Row], ...] = (
     python_version,
     environment,
     labkit_importable,
@@ -197,7 +181,7 @@ CHECKS: tuple[Callable[[], CheckRow], ...] = (
 )
 
 
-def report(checks: tuple[Callable[[], CheckRow], ...] = CHECKS) -> pd.DataFrame:
+def report(checks: tuple[Callable[[], _Row], ...] = _CHECKS) -> pd.DataFrame:
     """Run every check; a check that fails unexpectedly is a FIX row naming the error, not a traceback."""
     rows = []
     for check in checks:

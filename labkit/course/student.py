@@ -1,8 +1,7 @@
 """Output-free copies of the labs for learners: `python -m labkit.course.student notebooks student`.
 
-A learner who sees the committed outputs reads the answer before predicting it. Each lab notebook
-directly in the source folder (`NN_name.ipynb`) is copied with every output and execution count
-removed, everything else unchanged; subfolders (`notebooks/solutions/`) are never copied.
+Each `NN_name.ipynb` directly in the source folder is copied without outputs and execution counts
+(a learner predicts before seeing the answer); subfolders (solutions) are never copied.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -88,15 +87,9 @@ def jupyterlab(tmp_path_factory):
     # The same file `python -m labkit.course.jupyter_settings` installs, here as a config-dir layer.
     shutil.copy(SOURCE, config / "labconfig" / "default_setting_overrides.json")
     folders = ("JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR")
-    env = (
-        os.environ
-        | {name: str(base / name.lower()) for name in folders}
-        | {
-            "JUPYTER_CONFIG_DIR": str(config),
-            "LABKIT_RUNS": str(base / "runs"),
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        }
-    )
+    env = os.environ | {name: str(base / name.lower()) for name in folders}
+    env |= {"JUPYTER_CONFIG_DIR": str(config), "LABKIT_RUNS": str(base / "runs")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     with socket.socket() as sock:  # a free port, released just before the server takes it
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -129,31 +122,25 @@ def jupyterlab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser(jupyterlab):
+def lab(jupyterlab):
+    """One JupyterLab page for the module, as a learner keeps one tab open: each test opens its
+    notebook there with JupyterLab's own open command."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         # Chromium's sandbox needs user namespaces, which a root container lacks.
         args = ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
-        yield chromium
+        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{jupyterlab}/lab?token={TOKEN}")
+        page.wait_for_function(
+            "() => window.jupyterapp?.commands.hasCommand('docmanager:open')", timeout=START_TIMEOUT * 1000
+        )
+        # The layout is restored: nothing opens later. Each evaluate returns nothing: playwright
+        # would serialise what the promise resolves to (here, a whole widget: 4 s of this process).
+        page.evaluate("async () => { await window.jupyterapp.restored; }")
+        yield page
         chromium.close()
-
-
-@pytest.fixture(scope="module")
-def lab(browser, jupyterlab):
-    """One JupyterLab page for the module, as a learner keeps one tab open: each test opens its
-    notebook there with JupyterLab's own open command."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{jupyterlab}/lab?token={TOKEN}")
-    page.wait_for_function(
-        "() => window.jupyterapp?.commands.hasCommand('docmanager:open')", timeout=START_TIMEOUT * 1000
-    )
-    # The layout is restored: nothing opens later. Each evaluate returns nothing: playwright
-    # would serialise what the promise resolves to (here, a whole widget: 4 s of this process).
-    page.evaluate("async () => { await window.jupyterapp.restored; }")
-    yield page
-    page.close()
 
 
 # Read from JupyterLab's own model of the open notebook (exposed by expose_app_in_browser).
@@ -192,17 +179,22 @@ DONE = """() => {
 }"""
 
 
-def _run_all(page, name: str, shot: Path) -> dict:
-    """Open `name` in the page, Run All, wait until every code cell has run; JupyterLab's state."""
+def _open(page, name: str, ready: str = "w.content?.widgets?.length > 0") -> None:
+    """Open `name` with JupyterLab's own open command; wait until it is current and `ready` holds."""
     page.evaluate(
         "async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }", name
     )
     page.wait_for_function(
         "name => { const w = window.jupyterapp.shell.currentWidget;"
-        " return w?.context?.path === name && w.sessionContext?.session?.kernel?.status === 'idle'; }",
+        f" return w?.context?.path === name && {ready}; }}",
         arg=name,
         timeout=START_TIMEOUT * 1000,
     )
+
+
+def _run_all(page, name: str, shot: Path) -> dict:
+    """Open `name` in the page, Run All, wait until every code cell has run; JupyterLab's state."""
+    _open(page, name, "w.sessionContext?.session?.kernel?.status === 'idle'")
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     start = time.perf_counter()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
@@ -267,22 +259,10 @@ MERMAID = """async () => {
 }"""
 
 
-def _open(page, name: str) -> None:
-    page.evaluate(
-        "async path => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }", name
-    )
-    page.wait_for_function(
-        "name => { const w = window.jupyterapp.shell.currentWidget;"
-        " return w?.context?.path === name && w.content?.widgets?.length > 0; }",
-        arg=name,
-        timeout=START_TIMEOUT * 1000,
-    )
-
-
 @pytest.fixture(scope="module")
-def diagrams(request) -> list[dict]:
+def diagrams(lab) -> list[dict]:
     """The diagrams notebook opened once (no kernel: it has no code cells), each block's state."""
-    page = request.getfixturevalue("lab")
+    page = lab
     _open(page, DIAGRAMS)
     # It names no kernel, so JupyterLab asks which to start; Escape answers "no kernel" (nothing
     # in it runs) and closes the dialog before any later test uses the page.
@@ -290,19 +270,14 @@ def diagrams(request) -> list[dict]:
     dialog.wait_for(timeout=START_TIMEOUT * 1000)
     page.keyboard.press("Escape")
     dialog.wait_for(state="detached", timeout=START_TIMEOUT * 1000)
-    found = page.evaluate(MERMAID)
-    page.screenshot(path=str(Path(tempfile.mkdtemp()) / "mermaid.png"), full_page=False)
-    return found
+    return page.evaluate(MERMAID)
 
 
-@pytest.mark.parametrize("number", ["01", "02", "03", "04"])
-def test_every_mermaid_diagram_renders_as_an_svg(number, request):
+def test_every_mermaid_diagram_renders_as_an_svg(diagrams):
     """Rendered, not run: a diagram is markdown, drawn by JupyterLab itself (>= 4.1, no extension)."""
-    cells = _diagram_cells(number)
-    assert cells, f"lab {number} has no mermaid diagram"
-    order = [n for n in ("01", "02", "03", "04") for _ in _diagram_cells(n)]
-    found = [diagram for diagram in request.getfixturevalue("diagrams") if order[diagram["index"]] == number]
-    assert len(found) == len(cells), f"lab {number}: {len(cells)} diagrams, {len(found)} found in the page"
-    for diagram in found:
-        assert diagram["error"] is None, f"lab {number} diagram {diagram['index']}: {diagram['error']}"
-        assert diagram["svgs"] >= diagram["blocks"], f"lab {number} diagram {diagram['index']}: no SVG"
+    labs = [number for number in ("01", "02", "03", "04") for _ in _diagram_cells(number)]
+    assert set(labs) == {"01", "02", "03", "04"}, "a lab has no mermaid diagram"
+    assert len(diagrams) == len(labs), f"{len(labs)} diagrams, {len(diagrams)} found in the page"
+    for diagram in diagrams:
+        where = f"lab {labs[diagram['index']]} diagram {diagram['index']}"
+        assert diagram["error"] is None and diagram["svgs"] >= diagram["blocks"], f"{where}: {diagram}"

@@ -68,11 +68,15 @@ def test_submit_mistakes_are_one_line_and_write_nothing(cli, tmp_path, argv, mes
     assert not (tmp_path / "runs" / "submissions").exists()
 
 
-def test_submit_from_a_notebook_cell_returns_the_file(tmp_path, capsys):
+def test_submit_from_a_notebook_cell_keeps_a_pass_after_experimenting(tmp_path, capsys):
     record("04", "router", Check(True, "ok"))
+    record("04", "router", Check(False, "broke it while experimenting"))
+    record("04", "ready", Check(False, "not yet"))
     path = submit(4, "ana")
-    assert path == tmp_path / "runs" / "submissions" / "lab04-ana.json" and read(path).lab == "04"
-    assert capsys.readouterr().out.startswith(f"wrote {path}: lab 04, 1 of 1 exercises passed.")
+    assert path == tmp_path / "runs" / "submissions" / "lab04-ana.json"
+    assert capsys.readouterr().out.startswith(f"wrote {path}: lab 04, 1 of 2 exercises passed.")
+    router = read(path).data["exercises"]["router"]
+    assert (router["passed"], router["attempts"], router["first_passed_attempt"]) == (True, 2, 1)
 
 
 def _submissions(folder, count=8):
@@ -93,7 +97,7 @@ def _submissions(folder, count=8):
     return base
 
 
-def test_class_merges_ten_submissions_two_malformed(cli, tmp_path):
+def test_class_merges_ten_submissions_two_malformed_and_scores_the_red_team_from_the_ledger(cli, tmp_path):
     lab03_progress()
     folder = tmp_path / "class"
     base = _submissions(folder)
@@ -105,25 +109,12 @@ def test_class_merges_ten_submissions_two_malformed(cli, tmp_path):
         "skipped broken.json: not valid JSON (line 1, column 12: Expecting value)",
         "skipped wrong-types.json: exercises: ['mediation'] is not of type 'object'",
     ]
-    assert "8 submission(s)" in out and "2 skipped" in out
-    assert "learner0:mediation" in out and "all_deterministic" in out
+    assert "8 submission(s)" in out and "2 skipped" in out and "learner0:mediation" in out
     assert (tmp_path / "chart.png").stat().st_size > 10_000
-
-
-def test_class_json_counts_and_the_red_team_read_from_the_ledger(cli, tmp_path):
-    lab03_progress()
-    _submissions(tmp_path / "class")
-    code, out, _ = cli("class", str(tmp_path / "class"), "--json", "--chart", str(tmp_path / "c.png"))
-    result = json.loads(out)
+    result = json.loads(cli("class", str(folder), "--json", "--chart", str(tmp_path / "c.png"))[1])
     retry = next(r for r in result["exercises"] if r["exercise"] == "retry_policy")
-    assert retry == {
-        "lab": "03",
-        "exercise": "retry_policy",
-        "learners": 8,
-        "attempted": 8,
-        "passed": 4,
-        "median_attempts_to_pass": 1.5,
-    }  # first passes 1, 3, 2, 1
+    counts = ("learners", "attempted", "passed", "median_attempts_to_pass")
+    assert [retry[name] for name in counts] == [8, 8, 4, 1.5]  # first passes 1, 3, 2, 1
     defenses = {row["defense"]: row for row in result["red_team"]["defenses"]}
     # A tabulated copy of complete mediation scores exactly as the mediation defense itself.
     same = ("attacks_stopped", "attack_success_rate", "money_lost", "legit_paid")
@@ -171,14 +162,12 @@ def test_two_different_files_of_one_learner_are_a_conflict_never_a_preference(tm
     later = {**base, "name": "learner0", "submitted": "2999-01-01T00:00:00+00:00"}
     (folder / "again.json").write_text(json.dumps(later))
     (folder / "copy.json").write_text((folder / "lab03-learner1.json").read_text())
-    (folder / "zzzz.json").write_text(json.dumps({**later, "submitted": "zzzz-not-a-date"}))
     usable, skipped = load_folder(folder)
     assert [s.file for s in usable] == ["copy.json"]  # files are read in name order
     assert sorted(skipped) == [
         "skipped again.json, lab03-learner0.json: conflict, 2 different lab 03 submissions by learner0; "
         "keep the one to count and run again",
         "skipped lab03-learner1.json: the same lab 03 submission by learner1 as copy.json",
-        "skipped zzzz.json: submitted: 'zzzz-not-a-date' is not an ISO date (as `labkit submit` writes)",
     ]
 
 
@@ -187,20 +176,10 @@ def _hostile(folder, base):
     deep = "[" * 100_000 + "]" * 100_000
     files = {
         "bad.json": b"{not json",
-        "latin1.json": '{"name": "J\u00e9r\u00f4me"}'.encode("latin-1"),
         "list.json": b"[]",
-        "types.json": json.dumps(
-            {
-                **base,
-                "exercises": {"mediation": {"passed": "yes", "attempts": 1, "first_passed_attempt": None}},
-            }
-        ).encode(),
-        "huge-float.json": json.dumps(base).replace('"attempts": 1', '"attempts": 1e999', 1).encode(),
         "huge-int.json": json.dumps(base).replace('"attempts": 1', '"attempts": ' + "9" * 5000, 1).encode(),
-        "big-count.json": json.dumps(base).replace('"attempts": 1', '"attempts": 10000000000', 1).encode(),
         "nan.json": json.dumps(base).replace('"attempts": 1', '"attempts": NaN', 1).encode(),
         "deep.json": deep.encode(),
-        "deep-inside.json": json.dumps({**base, "guards": {"g": json.loads("[" * 500 + "]" * 500)}}).encode(),
         "path-name.json": json.dumps({**base, "name": "../../etc/passwd"}).encode(),
         "other-lab.json": json.dumps({**base, "lab": "01"}).encode(),
         "bad-table.json": json.dumps(
@@ -242,7 +221,7 @@ def test_hostile_files_are_each_skipped_in_one_line_and_never_run(cli, tmp_path,
     by_file = {line.split(":")[0].removeprefix("skipped "): line for line in lines}
     assert "not a regular file" in by_file["fifo.json"] and "not a regular file" in by_file["link.json"]
     assert "larger than" in by_file["too-big.json"] and "nested too deeply" in by_file["deep.json"]
-    assert "not UTF-8" in by_file["latin1.json"] and "not UTF-8" in by_file["pickle.json"]
+    assert "not UTF-8" in by_file["pickle.json"]
     assert "another version" not in by_file["bad-table.json"] and "exactly" in by_file["bad-table.json"]
     assert "placeholder" in by_file["format-spec.json"] and "format spec" in by_file["format-spec.json"]
     assert not (tmp_path / "PWNED").exists()
@@ -367,19 +346,6 @@ def test_a_guard_that_raised_everywhere_is_no_guard(cli, tmp_path):
     assert set(read(tmp_path / "a.json").data["guards"]) == {"mediation"}
 
 
-def test_a_learner_who_passed_then_experimented_submits_the_pass(cli, tmp_path):
-    record("04", "router", Check(True, "ok"))
-    record("04", "router", Check(False, "broke it while experimenting"))
-    record("04", "ready", Check(False, "not yet"))
-    code, out, _ = cli("submit", "4", "--name", "ana", "-o", str(tmp_path / "a.json"))
-    assert code == 0 and "1 of 2 exercises passed" in out
-    assert read(tmp_path / "a.json").data["exercises"]["router"] == {
-        "passed": True,
-        "attempts": 2,
-        "first_passed_attempt": 1,
-    }
-
-
 def _progress_file(content: bytes):
     from labkit.core.verdicts import progress_path
 
@@ -396,26 +362,6 @@ def test_a_progress_file_nested_100000_deep_is_one_line(cli):
     from labkit.refunds import checks as lab03  # the lab's checkers still answer, and start afresh
 
     assert lab03.check_guard(lambda call, state: None).passed is False
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs")
-def test_a_fifo_progress_file_never_hangs_submit(cli):
-    import threading
-
-    from labkit.core.verdicts import progress_path
-
-    progress_path("03").parent.mkdir(parents=True)
-    os.mkfifo(progress_path("03"))
-    result = []
-    worker = threading.Thread(target=lambda: result.append(cli("submit", "3", "--name", "ana")), daemon=True)
-    worker.start()
-    worker.join(10)
-    if worker.is_alive():  # unblock the reader so the test process can end, then fail
-        with open(progress_path("03"), "wb"):
-            pass
-        pytest.fail("submit blocked on a FIFO progress file")
-    code, out, err = result[0]
-    assert code == 2 and out == "" and "not a regular file" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("attempts", [10**30, -3, True, 0, "7"])

@@ -12,7 +12,7 @@ import pytest
 
 import labkit
 from labkit.course import commands
-from labkit.course.cli import build_parser, command_modules
+from labkit.course.cli import build_parser
 
 HEAVY = {
     "pandas",
@@ -48,7 +48,7 @@ def test_start_up_imports_nothing_heavy_and_only_the_command_run(code, command_m
 def test_every_command_module_has_a_summary_and_lazy_help_reads_as_eager_help():
     subparsers = next(a for a in build_parser(eager=True)._actions if a.dest == "command")
     registered = {choice.dest: choice.help for choice in subparsers._choices_actions}
-    assert registered == commands.SUMMARIES and list(registered) == list(command_modules())
+    assert registered == commands.SUMMARIES
     for name in [None, *commands.SUMMARIES]:
         assert build_parser(name).format_help() == build_parser(eager=True).format_help()
 

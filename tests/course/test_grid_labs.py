@@ -88,15 +88,18 @@ def episodes_in(path):
     return [r for _, r in read_records(path) if r["kind"] == "episode"]
 
 
-def test_refund_grid_names_its_lab_and_expands_to_keyed_episodes(tmp_path):
-    episodes = load_spec(refund_spec(tmp_path, k=2)).episodes
-    assert len(episodes) == len({e.key() for e in episodes}) == 3 * 2 * 2  # cases x defenses x trials
-    assert episodes[0].case == "r-ana-blender+none" and episodes[0].key()[0] == "refunds"
-    assert {e.seed + e.trial for e in episodes} == {0, 1}
+def replay_of(spec, record):
+    """The episodes a grid of `spec` records when its model replays `record`."""
+    path, replayed = spec.with_name("replay.toml"), spec.with_name("replayed.jsonl")
+    path.write_text(spec.read_text().replace('["local"]', f'["replay:{record}"]'))
+    execute(plan(load_spec(path), replayed))
+    return episodes_in(replayed)
 
 
 def test_refund_grid_records_each_episode_once_and_resumes(tmp_path, fake):
     grid = load_spec(refund_spec(tmp_path))
+    assert grid.episodes[0].case == "r-ana-blender+none" and grid.episodes[0].key()[0] == "refunds"
+    assert len({e.key() for e in grid.episodes}) == 3 * 2  # cases x defenses
     record = tmp_path / "r.jsonl"
     work = plan(grid, record)
     assert (work.done, len(work.todo)) == (0, 6)
@@ -107,13 +110,6 @@ def test_refund_grid_records_each_episode_once_and_resumes(tmp_path, fake):
     again = plan(grid, record)
     assert (again.done, again.todo) == (6, [])
     assert execute(again) == 0 and fake.calls == calls  # nothing run twice
-    # An interrupted run: the last episode's record cut off; resume runs that one only.
-    lines = record.read_text().split("\n")[:-1]
-    record.write_text("\n".join(lines[:-1]) + "\n")
-    resumed = plan(grid, record)
-    assert len(resumed.todo) == 1 and resumed.cut > 0
-    assert execute(resumed) == 1
-    assert sorted(record_key(e) for e in episodes_in(record)) == sorted(keys)
 
 
 def test_replay_reads_what_the_refund_grid_wrote(tmp_path, fake):
@@ -121,11 +117,7 @@ def test_replay_reads_what_the_refund_grid_wrote(tmp_path, fake):
     record = tmp_path / "refunds-fake.jsonl"
     execute(plan(grid, record))
     live = {e["case"]: e for e in episodes_in(record)}
-    path = tmp_path / "replay.toml"
-    path.write_text(refund_spec(tmp_path).read_text().replace('["local"]', f'["replay:{record}"]'))
-    replayed_file = tmp_path / "replayed.jsonl"
-    execute(plan(load_spec(path), replayed_file))
-    replayed = {e["case"]: e for e in episodes_in(replayed_file)}
+    replayed = {e["case"]: e for e in replay_of(refund_spec(tmp_path), record)}
     assert replayed.keys() == live.keys()
     fields = ("stop", "turns", "tool_calls", "utility", "attacked", "unauthorized", "money_lost", "refunds")
     for case in live:
@@ -148,15 +140,11 @@ def test_routing_grid_keys_resume_and_replay(tmp_path, fake):
         "announcement+no-feedback+cut1",
         "announcement+feedback+cut1",
     }
-    path = tmp_path / "replay.toml"
-    path.write_text(routing_spec(tmp_path).read_text().replace('["local"]', f'["replay:{record}"]'))
-    replayed_file = tmp_path / "replayed.jsonl"
-    execute(plan(load_spec(path), replayed_file))
 
     def texts(records):
         return {(e["case"], e["temperature"], e["trial"]): e["texts"] for e in records}
 
-    assert texts(episodes_in(replayed_file)) == texts(written)
+    assert texts(replay_of(routing_spec(tmp_path), record)) == texts(written)
 
 
 def test_the_grid_command_prints_the_lab_table(tmp_path, fake, capsys):

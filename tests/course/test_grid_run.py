@@ -6,10 +6,6 @@ the wire; records are compared without timings and dates."""
 import contextlib
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import distributed
@@ -20,7 +16,6 @@ from labkit.core.errors import LabError
 from labkit.course.grid import run as grid_run
 from labkit.course.grid.run import execute, local_cluster, plan
 from labkit.course.grid.spec import load_spec, record_key
-from labkit.decision_loop.trials import cases_of
 from labkit.model.replay import ReplayMiss
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,22 +71,14 @@ def replay_grid(tmp_path):
 def ollama_grid(tmp_path, ollama):
     path = tmp_path / "ollama.toml"
     path.write_text(
-        f'models = ["ollama:{MODEL}"]\nrungs = ["L1", "L2"]\ntemperatures = [0.0, 0.5]\n'
-        'k = 2\ncases = "adaptive"'
+        f'models = ["ollama:{MODEL}"]\nrungs = ["L1", "L2"]\ntemperatures = [0.5]\nk = 2\ncases = "adaptive"'
     )
-    return load_spec(path)  # 2 rungs × 2 T × 2 trials × 6 cases = 48 episodes
+    return load_spec(path)  # 2 rungs × 2 trials × 6 cases = 24 episodes
 
 
 def run(grid, record, client=None, **options):
     work = plan(grid, record)
     return execute(work, client=client, **options)
-
-
-def test_replay_on_two_workers_records_what_one_process_records(tmp_path, client, replay_grid):
-    here, there = tmp_path / "here.jsonl", tmp_path / "there.jsonl"
-    assert run(replay_grid, here) == run(replay_grid, there, client) == 12
-    assert comparable(here) == comparable(there)
-    assert sorted(episode_keys(there)) == sorted(e.key() for e in replay_grid.episodes)
 
 
 def test_the_command_on_an_existing_cluster_records_what_it_records_in_process(
@@ -106,6 +93,7 @@ def test_the_command_on_an_existing_cluster_records_what_it_records_in_process(
     assert "0 already in" in err and "12 episodes recorded" in err
     assert "replay example L2 T=0.7" in out  # the evaluation table
     assert comparable(here) == comparable(there)
+    assert sorted(episode_keys(there)) == sorted(e.key() for e in replay_grid.episodes)
 
 
 def test_a_grid_episode_is_the_record_labkit_trials_writes(tmp_path, cli, ollama):
@@ -137,12 +125,12 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, client, 
 
     record = tmp_path / "killed.jsonl"
     try:
-        assert run(ollama_grid, record, client, on_episode=kill_a_busy_worker) == 48
+        assert run(ollama_grid, record, client, on_episode=kill_a_busy_worker) == 24
     finally:
         ollama.fault = None
     assert killed and killed[0] not in client.scheduler_info()["workers"]  # it died; the nanny replaced it
     keys = episode_keys(record)
-    assert len(keys) == len(set(keys)) == 48
+    assert len(keys) == len(set(keys)) == 24
     here = tmp_path / "here.jsonl"
     run(ollama_grid, here)
     assert comparable(record) == comparable(here)
@@ -175,33 +163,6 @@ def test_resume_after_an_interrupted_run_records_every_key_exactly_once(tmp_path
     assert plan(grid, record).todo == []
 
 
-def test_a_killed_command_resumes_where_it_stopped(tmp_path, cli, ollama):
-    ollama.fault, ollama.delay = "slow", 0.02
-    path = tmp_path / "grid.toml"
-    path.write_text(f'models = ["ollama:{MODEL}"]\ntemperatures = [0.0, 0.5]\ncases = "adaptive"')
-    record = tmp_path / "out.jsonl"
-    argv = [sys.executable, "-m", "labkit", "grid", str(path), "--record", str(record)]
-    env = os.environ | {"PYTHONPATH": str(ROOT)}
-    try:
-        process = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + 60
-        while (not record.exists() or len(episode_keys(record)) < 3) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    finally:
-        ollama.fault = None
-    done = len(episode_keys(record))
-    assert 3 <= done < 12
-    code, _, err = cli(*argv[3:])  # the same command, resumed
-    assert code == 0, err
-    assert f"{done} already in {record}, {12 - done} to run" in err
-    keys = episode_keys(record)
-    assert len(keys) == len(set(keys)) == 12
-
-
 def test_a_provider_that_goes_down_stops_the_run_and_records_none_of_its_failures(
     tmp_path, ollama, ollama_grid
 ):
@@ -221,7 +182,7 @@ def test_a_provider_that_goes_down_stops_the_run_and_records_none_of_its_failure
     finally:
         ollama.fault = None
     assert len(episode_keys(record)) == 4
-    assert len(plan(ollama_grid, record).todo) == 44  # the failed three run again on resume
+    assert len(plan(ollama_grid, record).todo) == 20  # the failed three run again on resume
 
 
 def test_an_unrecorded_replay_request_is_one_line_and_keeps_nothing_half_done(tmp_path, cli, client):
@@ -271,31 +232,6 @@ def test_the_command_on_two_workers_prints_the_evaluation_of_a_grid_of_two_model
     assert list(summary) == ["scripted loop", "adaptive loop", "replay example L2 T=0.7", oracle]
     # the oracle plays the scripted loop over the wire, so it scores what the scripted loop scores
     assert summary[oracle]["pass@1"] == summary["scripted loop"]["pass@1"]
-    # the replayed cell scores what `labkit evaluate` gives trial 0 of the recording it replays
-    adaptive = {c["id"] for c in cases_of("adaptive")}
-    recorded = [
-        r["passed"]
-        for r in map(json.loads, RECORDING.read_text().splitlines())
-        if r["kind"] == "episode" and r["trial"] == 0 and r["case"] in adaptive
-    ]
-    assert summary["replay example L2 T=0.7"]["cases"] == len(recorded) == 6
-    assert summary["replay example L2 T=0.7"]["pass@1"] == round(sum(recorded) / 6, 3)
+    assert summary["replay example L2 T=0.7"]["cases"] == 6
     assert "12 episodes recorded" in err
     assert asked == [2]
-
-
-def test_each_worker_makes_its_backend_once_for_all_its_episodes(tmp_path, client, ollama_grid):
-    def made(clear=False):
-        from labkit.course.grid import episode
-
-        if clear:
-            episode._BACKENDS.clear()
-        return sorted(model for model, _ in episode._BACKENDS)
-
-    client.run(made, clear=True)
-    assert run(ollama_grid, tmp_path / "grid.jsonl", client) == 48
-    per_worker = client.run(made)
-    # 48 episodes over two workers, one backend made on each that ran any: never one per episode
-    assert len(per_worker) == 2
-    assert all(models in ([], [f"ollama:{MODEL}"]) for models in per_worker.values())
-    assert any(per_worker.values())

@@ -1,21 +1,23 @@
 """00_start_here's setup check: each row says ok, FIX with a one-line fix, or optional."""
 
-import socket
 import sys
 
 from fake_ollama import FakeOllama
 
 from labkit.core.paths import CHECKOUT
 from labkit.course import setup_check
-from labkit.course.setup_check import environment, ollama_backend, ready, report
+from labkit.course.commands.serve import free_port
+from labkit.course.setup_check import environment, ollama_backend, ready, report, room_server
 
 
-def test_the_course_environment_passes_every_required_check():
+def test_the_course_environment_passes_every_required_check(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     table = report()
     assert list(table.columns) == ["status", "found", "fix"]
     assert set(table["status"]) <= {"ok", "FIX", "optional"}
     assert ready(table) == "ready: every required check passed"
     assert table.loc["model: replay (default)", "status"] == "ok"
+    assert table.loc["room model server (openai:)", "status"] == "optional"  # no lab needs one
     # what the notebook shows names no folder of this machine (it is committed with its output)
     assert str(CHECKOUT) not in table.to_string() and sys.prefix not in table.to_string()
     assert table.loc["labkit importable", "found"].endswith(" from this checkout")
@@ -34,9 +36,7 @@ def test_an_ollama_server_that_answers_is_usable():
 
 
 def test_no_ollama_server_is_optional_with_a_fix():
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     check, status, found, fix = ollama_backend(f"127.0.0.1:{port}")
     assert status == "optional" and f"http://127.0.0.1:{port}" in found and "ollama serve" in fix
 
@@ -56,40 +56,20 @@ def test_a_check_that_crashes_is_a_fix_row_not_a_traceback():
     assert ready(table).startswith("not ready: fix broken")
 
 
-def test_a_room_server_that_answers_names_its_model(monkeypatch):
+def test_the_room_server_row_names_the_model_to_set(monkeypatch):
     from fake_openai import FakeOpenAI
-
-    from labkit.course.setup_check import room_server
 
     monkeypatch.setenv("LABKIT_MODEL", "openai:smollm2")
     with FakeOpenAI("smollm2", owned_by="me") as server:
-        check, status, found, fix = room_server(server.base_url)
-    assert check == "room model server (openai:)" and status == "ok" and fix == ""
-    assert found == (
-        f"{server.base_url} answers (llama-cpp-python), serving smollm2; LABKIT_MODEL=openai:smollm2"
-    )
-
-
-def test_a_room_server_without_the_chosen_model_says_which_to_set():
-    from fake_openai import FakeOpenAI
-
-    from labkit.course.setup_check import room_server
-
+        answers = room_server(server.base_url)
+    served = f"{server.base_url} answers (llama-cpp-python), serving smollm2; LABKIT_MODEL=openai:smollm2"
+    assert answers == ("room model server (openai:)", "ok", served, "")
     with FakeOpenAI("qwen2.5:0.5b", owned_by="library") as server:
-        check, status, found, fix = room_server(server.base_url, model="smollm2")
+        _, status, found, fix = room_server(server.base_url, model="smollm2")
     assert status == "optional" and "serving qwen2.5:0.5b, not 'smollm2'" in found
     assert fix == "set LABKIT_MODEL=openai:qwen2.5:0.5b"
-
-
-def test_no_room_server_is_optional_with_the_address_to_set(monkeypatch):
-    from labkit.course.setup_check import room_server
-
+    _, status, found, fix = room_server(f"127.0.0.1:{free_port()}/v1")
+    assert status == "optional" and "no model server answers at http://127.0.0.1:" in found
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    check, status, found, fix = room_server()
+    _, status, found, fix = room_server()
     assert status == "optional" and "OPENAI_BASE_URL is unset" in found and "labkit serve" in fix
-    assert report().loc["room model server (openai:)", "status"] == "optional"
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    check, status, found, fix = room_server(f"127.0.0.1:{port}/v1")
-    assert status == "optional" and f"no model server answers at http://127.0.0.1:{port}/v1" in found

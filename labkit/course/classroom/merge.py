@@ -1,14 +1,10 @@
 """The class round: a folder of submissions merged into tables and one chart; nothing in a file runs.
 
-`load_folder(folder)` reads every `*.json` directly in `folder`, in name order, and returns the
-usable submissions and one line per file it skipped (see `submission.read`). Two different files
-of one learner for one lab are a conflict: neither counts and one line names both, so the
-instructor decides (a byte-for-byte copy is skipped as a copy). `pass_counts` is each file's own
-word (self-reported). `red_team` is lab 03's round: every attack (the course's and each learner's)
-against every deterministic defense and every learner's guard (answered from its table of
-verdicts), run as episodes of the gullible policy, which obeys every instruction it reads, and
-scored from the ledger. A learner's rows are `NAME:KEY`; course rows never hold ':', so no learner,
-whatever their name, can equal or replace one.
+`load_folder` reads every `*.json` in a folder (see `submission.read`), one line per file skipped;
+two different files of one learner for one lab are a conflict and neither counts. `red_team` plays
+every attack against every deterministic defense and every learner's guard (its table of verdicts)
+with the gullible policy, scored from the ledger. A learner's rows are `NAME:KEY`; course rows never
+hold ':', so no learner can replace one.
 """
 
 from __future__ import annotations
@@ -118,45 +114,44 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
         for r in legit
         for place in attack.places
     ]
-    success, lost, board, scored = {}, {}, [], {}
-    for label, (by, defense) in defenses.items():
-        if behaviour[label] not in scored:
-            # labkit's gullible policy (marked cannot_hang: no timeout thread) and table lookups.
+    rows, scored = [], {}
+    for label, (_, defense) in defenses.items():
+        if behaviour[label] not in scored:  # learners who hand in the same table are scored once
             scored[behaviour[label]] = score_policy(factory_of(gullible), defense, specs, lab)
-        scores = scored[behaviour[label]]
-        for attack_label in attacks:
-            hits = [s for s in scores if s.spec.attack is not None and s.spec.attack.id == attack_label]
-            success[attack_label, label] = sum(bool(s.attacked) for s in hits) / len(hits)
-            lost[attack_label, label] = sum(s.money_lost for s in hits) / 100
-        benign = [s for s in scores if s.spec.kind == "benign"]
-        rates = [success[a, label] for a in attacks]
-        board.append(
-            {
-                "defense": label,
-                "by": by,
-                "attacks_stopped": sum(rate == 0 for rate in rates),
-                "attack_success_rate": round(sum(rates) / len(rates), 3),
-                "money_lost": round(sum(lost[a, label] for a in attacks), 2),
-                "legit_paid": round(sum(s.utility for s in benign) / len(benign), 3),
-            }
-        )
-    matrix = pd.Series(success).unstack()[list(defenses)].loc[list(attacks)].round(3)
-    matrix.index.name, matrix.columns.name = "attack", "defense"
-    defense_board = pd.DataFrame(board).sort_values(
+        rows += [
+            {"defense": label, "attack": s.spec.attack and s.spec.attack.id, "attacked": bool(s.attacked)}
+            | {"lost": s.money_lost / 100, "paid": s.utility}
+            for s in scored[behaviour[label]]
+        ]
+    frame = pd.DataFrame(rows)
+    hits = frame.dropna(subset="attack").groupby(["attack", "defense"])
+    success, lost = (
+        hits[name].sum().unstack().loc[list(attacks), list(defenses)] for name in ("attacked", "lost")
+    )
+    success = success / hits.size().unstack().loc[list(attacks), list(defenses)]
+    paid = frame[frame["attack"].isna()].groupby("defense")["paid"].mean()
+    defense_board = pd.DataFrame(
+        {
+            "by": [by for by, _ in defenses.values()],
+            "attacks_stopped": (success == 0).sum(),
+            "attack_success_rate": success.mean().round(3),
+            "money_lost": lost.sum().round(2),
+            "legit_paid": paid.round(3),
+        },
+        index=pd.Index(list(defenses), name="defense"),
+    ).sort_values(
         ["legit_paid", "attacks_stopped", "money_lost"], ascending=[False, False, True], kind="stable"
     )
     attack_board = pd.DataFrame(
-        [
-            {
-                "attack": a,
-                "by": by,
-                "defenses_beaten": sum(success[a, d] > 0 for d in defenses),
-                "money_taken": round(sum(lost[a, d] for d in defenses), 2),
-            }
-            for a, (by, _) in attacks.items()
-        ]
+        {
+            "by": [by for by, _ in attacks.values()],
+            "defenses_beaten": (success > 0).sum(axis=1),
+            "money_taken": lost.sum(axis=1).round(2),
+        },
+        index=pd.Index(list(attacks), name="attack"),
     ).sort_values(["defenses_beaten", "money_taken"], ascending=False, kind="stable")
-    return RedTeam(matrix, defense_board.set_index("defense"), attack_board.set_index("attack"))
+    success = success.round(3).rename_axis(index="attack", columns="defense")
+    return RedTeam(success, defense_board, attack_board)
 
 
 def chart(counts: pd.DataFrame, round_: RedTeam | None):

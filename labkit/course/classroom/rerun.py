@@ -6,9 +6,6 @@ and execute the notebook top to bottom in a fresh `python3` kernel, from the not
 The kernel also gets `LABKIT_MODEL` in its environment and, for a live backend, `LABKIT_RECORD`
 (every call recorded under `runs/rerun/`). The executed notebook is renamed into OUT only if every
 cell ran; otherwise it is kept as `OUT.failed.ipynb` and the error is one line naming the cell.
-
-Dropped, as the course does not need it: a heartbeat line during one long cell, and parameter
-names matched without regard to case (every lab declares the same four names).
 """
 
 from __future__ import annotations
@@ -16,8 +13,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,50 +44,17 @@ class Rerun:
     parameters: dict[str, Any]  # what was injected, by the notebook's own names
 
 
-def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def _hooks(say: Callable[[str], None], record: Path | None) -> dict[str, Callable[..., None]]:
-    """nbclient's hooks: one line per code cell executed, with the model calls recorded so far."""
-    state = {"cells": 0, "done": 0, "start": time.monotonic()}
-
-    def counts() -> str:
-        if record is None:
-            return "replayed, no live calls"
-        data = record.read_bytes() if record.exists() else b""
-        calls, episodes = data.count(b"\n"), data.count(b'"turn":1,')
-        return (
-            f"{calls} model call{'s' * (calls != 1)}, {episodes} live episode{'s' * (episodes != 1)} so far"
-        )
-
-    def started(notebook: Any, **_: Any) -> None:
-        state["cells"] = sum(
-            cell.cell_type == "code" and bool(cell.source.strip()) for cell in notebook.cells
-        )
-
-    def cell_started(cell: Any, **_: Any) -> None:
-        state["start"] = time.monotonic()
-
-    def cell_done(cell: Any, **_: Any) -> None:
-        state["done"] += 1
-        took = time.monotonic() - state["start"]
-        say(f"  cell {state['done']}/{state['cells']} done in {took:.1f} s ({counts()})")
-
-    return {"on_notebook_start": started, "on_cell_start": cell_started, "on_cell_executed": cell_done}
-
-
 def rerun(
     lab: str,
     model: str,
     output: Path,
     *,
     folder: Path = NOTEBOOKS,
-    progress: Callable[[str], None] | None = _to_stderr,
+    progress: bool = True,
     **knobs: Any,
 ) -> Rerun:
     """Execute lab `lab` with `model` (a LABKIT_MODEL spec) and `knobs` (k, temperature, seed; None:
-    the notebook's own); see the module doc. `progress` gets one line per code cell (None: nothing)."""
+    the notebook's own); see the module doc. `progress`: a line and papermill's progress bar on stderr."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
     from papermill.inspection import inspect_notebook
@@ -113,12 +75,9 @@ def rerun(
     if not declared:
         raise LabError(f"{notebook.name} has no cell tagged 'parameters' (papermill's convention)")
     chosen = {PARAMETERS[key]: value for key, value in {"model": model, **knobs}.items() if value is not None}
-    for key, name in PARAMETERS.items():
-        if name in chosen and name not in declared:
-            raise LabError(
-                f"{notebook.name}'s parameters cell has no {key} parameter (it declares: "
-                f"{', '.join(declared)})"
-            )
+    if missing := [key for key, name in PARAMETERS.items() if name in chosen and name not in declared]:
+        has = f"(it declares: {', '.join(declared)})"
+        raise LabError(f"{notebook.name}'s parameters cell has no {missing[0]} parameter {has}")
     record, env = None, {"LABKIT_MODEL": model}
     if not model.startswith("replay"):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
@@ -127,20 +86,11 @@ def rerun(
         env["LABKIT_RECORD"] = str(record)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.stem}.partial.ipynb")
-    if progress is not None:
+    if progress:
         recorded = f"; model calls recorded in {record}" if record else ""
-        progress(
-            f"lab {lab}: running {notebook.name} against {model}, top to bottom in a fresh kernel{recorded}"
+        print(
+            f"lab {lab}: running {notebook.name} against {model} in a fresh kernel{recorded}", file=sys.stderr
         )
-    # Saved when it ends or fails, not after every cell: each save re-encodes the whole notebook.
-    options = {
-        "kernel_name": "python3",
-        "progress_bar": False,
-        "log_output": False,
-        "execution_timeout": 3600,
-        "request_save_on_cell_execute": False,
-        "extra_arguments": ["--IPKernelApp.log_level=ERROR"],
-    }
     try:
         with mock.patch.dict(os.environ, env):  # papermill's kernel inherits this process's environment
             papermill.execute_notebook(
@@ -148,8 +98,12 @@ def rerun(
                 str(partial),
                 parameters=chosen,
                 cwd=str(notebook.parent),
-                **options,
-                **_hooks(progress or (lambda line: None), record),
+                kernel_name="python3",
+                progress_bar=progress,
+                log_output=False,
+                execution_timeout=3600,
+                request_save_on_cell_execute=False,  # saved when it ends or fails: a save re-encodes it all
+                extra_arguments=["--IPKernelApp.log_level=ERROR"],
             )
     except PapermillExecutionError as error:
         failed = output.with_name(f"{output.stem}.failed.ipynb")

@@ -1,13 +1,10 @@
 """A learner's work on one lab as one JSON file: built from their progress, read back as data.
 
-`build(lab, name)` turns `runs/progress/labNN.json` (written by every checker) into a submission:
-per exercise, ever passed, first passing attempt, attempts; for lab 03 also the learner's attack
-(`intent_attack`'s payload) and each guard as a table of its verdicts, never as code. `read(path)`
-is the other side, over files from the room, which are untrusted data: opened once without blocking
-or following a link, at most MAX_BYTES of UTF-8 JSON, never executed, checked against the schema
-and the course (`_problem`); any failure is one SubmissionError phrase. The progress file is read
-the same way: an entry `read` would refuse is left out with a note, so `submit` never hands over a
-file `labkit class` refuses.
+`build(lab, name)` turns `runs/progress/labNN.json` into a submission (per exercise: passed, first
+passing attempt, attempts; lab 03: the attack and each guard as a table of verdicts, never code).
+`read(path)` reads a file from the room as untrusted data: opened once without blocking or following
+a link, at most MAX_BYTES of UTF-8 JSON, checked against the schema and the course; any failure is
+one SubmissionError phrase. `build` leaves out what `read` would refuse, with a note.
 """
 
 from __future__ import annotations
@@ -31,29 +28,11 @@ from labkit.core.paths import runs_dir, write_whole
 from labkit.core.text import shorten
 from labkit.core.verdicts import LABS, progress_path
 
-SUBMISSION_FORMAT = "labkit-submission/1"
+_FORMAT = "labkit-submission/1"
 MAX_BYTES = 1_000_000  # a lab-03 submission with two guard tables is about 25 kB
 _MAX_PROGRESS_BYTES = 10_000_000  # a progress file: the payloads of a few guard tables
-_MAX_ATTEMPTS = 10_000  # more attempts at one exercise than a workshop has minutes
 _MAX_COPIES = 99  # labNN-NAME.json .. labNN-NAME-99.json in a shared folder
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
-_ATTEMPTS = {"type": "integer", "minimum": 1, "maximum": _MAX_ATTEMPTS}
-_EXERCISE = {"type": "string", "pattern": "^[a-z0-9_]{1,40}$"}
-
-
-def _object(properties: dict[str, Any], **more: Any) -> dict[str, Any]:
-    """The schema of a JSON object with exactly these properties."""
-    closed = {"required": list(properties), "additionalProperties": False}
-    return {"type": "object", "properties": properties, **closed, **more}
-
-
-_ENTRY = _object(
-    {
-        "passed": {"type": "boolean"},
-        "attempts": _ATTEMPTS,
-        "first_passed_attempt": {"oneOf": [_ATTEMPTS, {"type": "null"}]},
-    }
-)
 
 
 class SubmissionError(ValueError):
@@ -107,29 +86,16 @@ def _read_json_file(path: Path, max_bytes: int) -> Any:
 
 @cache
 def _schema() -> dict[str, Any]:
+    """submission.schema.json, with what the course defines elsewhere filled in."""
     from labkit.refunds.attacks import ATTACKS
     from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
-    table = _object(
-        {
-            "format": {"const": TABLE},
-            "shop": {"type": "string", "maxLength": 64},
-            "size": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
-            "verdicts": {"type": "string", "maxLength": 200_000},
-        }
-    )
-    per_exercise = {"type": "object", "propertyNames": _EXERCISE}
-    return _object(
-        {
-            "format": {"const": SUBMISSION_FORMAT},
-            "lab": {"enum": list(LABS)},
-            "name": {"type": "string", "pattern": _NAME_PATTERN},
-            "submitted": {"type": "string", "maxLength": 40},
-            "exercises": {**per_exercise, "maxProperties": 40, "additionalProperties": _ENTRY},
-            "attacks": {**ATTACKS, "maxItems": 10},
-            "guards": {**per_exercise, "maxProperties": 5, "additionalProperties": table},
-        }
-    )
+    schema = json.loads(Path(__file__).with_name("submission.schema.json").read_text(encoding="utf-8"))
+    name = {"type": "string", "pattern": _NAME_PATTERN}
+    schema["properties"] |= {"format": {"const": _FORMAT}, "lab": {"enum": list(LABS)}, "name": name}
+    schema["properties"]["attacks"] = {**ATTACKS, "maxItems": 10}
+    schema["$defs"]["table"]["properties"]["format"] = {"const": TABLE}
+    return schema
 
 
 def lab_number(text: str | int) -> str:
@@ -164,7 +130,9 @@ def _schema_problem(schema: dict[str, Any], data: Any) -> str | None:
 
 def _entry_problem(entry: Any) -> str | None:
     """Why one exercise's counts are not a valid entry or contradict each other, or None."""
-    if (problem := _schema_problem(_ENTRY, entry)) is not None:
+    if (
+        problem := _schema_problem({"$ref": "#/$defs/entry", "$defs": _schema()["$defs"]}, entry)
+    ) is not None:
         return problem.removeprefix("the file: ")
     first, attempts = entry["first_passed_attempt"], entry["attempts"]
     if first is not None and first > attempts:
@@ -298,7 +266,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
             "run the lab's exercise cells, then submit"
         )
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    submission = dict(format=SUBMISSION_FORMAT, lab=lab, name=name, submitted=now, exercises=exercises)
+    submission = dict(format=_FORMAT, lab=lab, name=name, submitted=now, exercises=exercises)
     submission |= {"attacks": attacks, "guards": guards}
     if (why := _problem(submission)) is not None:  # never hand over a file the class round would refuse
         raise LabError(f"this submission would be refused by `labkit class` ({why}); nothing was written")

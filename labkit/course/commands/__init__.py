@@ -1,17 +1,18 @@
 """One module per CLI subcommand; each defines `register(subparsers)` (see labkit.course.cli).
 
-SUMMARIES holds each command's one-line help, the text its `register` passes as `help=`, so that
-`labkit --help` lists the commands without importing their modules (a module missing here still
-works: it is imported on every invocation).
+SUMMARIES holds each command's one-line help, so that `labkit --help` lists the commands without
+importing their modules; `add_command` is how a `register` uses it.
 """
 
+import argparse
+from collections.abc import Callable
 from typing import Any
 
 SUMMARIES: dict[str, str] = {
     "class": "class round: merge a folder of submissions into pass counts and lab 03's red-team leaderboard",
     "compare": "lab 01: keyword route vs search/read workflow vs scripted loop",
-    "grid": "labs 02-04: run a grid of live trials, in-process or on Dask, resumable, each episode once",
     "evaluate": "lab 02: replay recorded trials and report pass@1, pass^k and stop reasons",
+    "grid": "labs 02-04: run a grid of live trials, in-process or on Dask, resumable, each episode once",
     "refund-lab": "lab 03: refund attacks × defenses, from the shop's ledger",
     "rerun": "re-execute a lab headless against another model (papermill) and record its calls",
     "routing": "lab 04: task graph validation, parallel runs, retries, review loops",
@@ -19,6 +20,15 @@ SUMMARIES: dict[str, str] = {
     "submit": "write one JSON of your work on a lab (checker outcomes; lab 03: your attacks and guard)",
     "trials": "lab 02: run the model policy live over the docuctl cases and record every call",
 }
+
+
+def add_command(
+    sub: argparse._SubParsersAction, name: str, handler: Callable[[argparse.Namespace], int], description: str
+) -> argparse.ArgumentParser:
+    """The subparser of command `name`, its help from SUMMARIES, running `handler(args)`."""
+    parser = sub.add_parser(name, help=SUMMARIES[name], description=description)
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 def plain(frame: Any, orient: str = "records") -> Any:

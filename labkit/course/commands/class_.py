@@ -13,21 +13,26 @@ from labkit.core.errors import LabError
 from labkit.core.paths import runs_dir
 from labkit.course.argtypes import output_path, output_type
 from labkit.course.classroom.merge import chart, load_folder, pass_counts, red_team
-from labkit.course.commands import plain
+from labkit.course.commands import add_command, plain
 
 _SELF_REPORTED = "self-reported: each file's own count, not re-checked here"
+_TITLES = {
+    "exercises": f"Exercises: learners who attempted and ever passed each one ({_SELF_REPORTED})",
+    "defenses": "Lab 03 red team: defenses, best first (gullible policy, every attack at every place)",
+    "attacks": "Lab 03 red team: attacks, strongest first",
+    "success": "Attack success rate, attack x defense:",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "class",
-        help="class round: merge a folder of submissions into pass counts and lab 03's red-team leaderboard",
-        description=(
-            "Read every *.json in FOLDER as a submission (data only: nothing in it is run). Print per "
-            "exercise how many learners attempted and passed it, and for lab 03 every submitted attack "
-            "against every deterministic defense and every submitted guard, scored from the ledger. A "
-            "file that cannot be used is named on one line and skipped."
-        ),
+        handle,
+        "Read every *.json in FOLDER as a submission (data only: nothing in it is run). Print per "
+        "exercise how many learners attempted and passed it, and for lab 03 every submitted attack "
+        "against every deterministic defense and every submitted guard, scored from the ledger. A "
+        "file that cannot be used is named on one line and skipped.",
     )
     parser.add_argument("folder", metavar="FOLDER", type=Path, help="the folder of submission files")
     parser.add_argument(
@@ -40,7 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="where to save the chart, a .png file (default: runs/class/class-results.png); "
         "checked before the round runs",
     )
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -62,34 +66,19 @@ def handle(args: argparse.Namespace) -> int:
         chart(counts, round_).savefig(path, dpi=100, format="png")
     except OSError as error:
         raise LabError(f"cannot write the chart {path} ({error.strerror or error})") from None
+    tables = {"exercises": counts}
+    if round_ is not None:
+        tables |= {"defenses": round_.defenses, "attacks": round_.attacks, "success": round_.success}
     if args.json:
-        out = {
-            "submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions],
-            "skipped": skipped,
-            "exercises": plain(counts.reset_index()),
-            "exercises_are": _SELF_REPORTED,
-            "chart": str(path),
-        }
+        out = {"submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions]}
+        out |= {"skipped": skipped, "exercises": plain(counts.reset_index()), "exercises_are": _SELF_REPORTED}
         if round_ is not None:
-            out["red_team"] = {
-                name: plain(getattr(round_, name).reset_index())
-                for name in ("success", "defenses", "attacks")
-            }
-        print(json.dumps(out, indent=2))
+            out["red_team"] = {name: plain(tables[name].reset_index()) for name in list(tables)[1:]}
+        print(json.dumps(out | {"chart": str(path)}, indent=2))
         return 0
+    print(f"{len(submissions)} submission(s) from {args.folder}, {len(skipped)} skipped.\n")
     with pd.option_context("display.width", 120, "display.max_columns", 30, "display.max_colwidth", 40):
-        print(f"{len(submissions)} submission(s) from {args.folder}, {len(skipped)} skipped.\n")
-        print(f"Exercises: learners who attempted and ever passed each one ({_SELF_REPORTED})")
-        print(counts.to_string(), "\n")
-        if round_ is not None:
-            print(
-                "Lab 03 red team: defenses, best first (gullible policy, every attack at every place; "
-                "from the ledger)"
-            )
-            print(round_.defenses.to_string(), "\n")
-            print("Lab 03 red team: attacks, strongest first")
-            print(round_.attacks.to_string(), "\n")
-            print("Attack success rate, attack x defense:")
-            print(round_.success.to_string(), "\n")
+        for name, table in tables.items():
+            print(_TITLES[name], table.to_string(), "", sep="\n")
     print(f"chart: {path}")
     return 0

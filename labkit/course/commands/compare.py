@@ -9,19 +9,19 @@ from labkit.baseline.controllers import TOP_K, controllers
 from labkit.baseline.corpus import DOCUCTL, load_corpus
 from labkit.baseline.grading import compare
 from labkit.core.errors import LabError
+from labkit.course.commands import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "compare",
-        help="lab 01: keyword route vs search/read workflow vs scripted loop",
-        description=(
-            "Run every lab-01 controller on a docuctl-style fixture folder (documents.json, "
-            "glossary.json, cases.json; adaptive_cases.json optional) and print cases passed "
-            "and tool calls per controller. When the folder has adaptive cases, four more "
-            "controllers join (spell-correct-first, fallback and two-rule workflows, adaptive "
-            "loop) and every controller gets the same budget of three tools; otherwise two."
-        ),
+        handle,
+        "Run every lab-01 controller on a docuctl-style fixture folder (documents.json, "
+        "glossary.json, cases.json; adaptive_cases.json optional) and print cases passed "
+        "and tool calls per controller. When the folder has adaptive cases, four more "
+        "controllers join (spell-correct-first, fallback and two-rule workflows, adaptive "
+        "loop) and every controller gets the same budget of three tools; otherwise two.",
     )
     add = parser.add_argument
     add("--fixtures", metavar="DIR", default=str(DOCUCTL), help="fixture folder (default: fixtures/docuctl)")
@@ -37,7 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     tools = "tool budget of every controller (default: 3 with adaptive cases, else 2)"
     add("--max-tools", type=int, choices=range(1, 7), metavar="{1..6}", help=tools)
     add("--json", action="store_true", help="print {controller: {passed, total, tool_calls}}")
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

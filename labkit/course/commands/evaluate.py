@@ -1,8 +1,4 @@
-"""`labkit evaluate`: pass@1, pass^k and stop reasons of recorded trials, beside the scripted policies.
-
-With `--baselines`, the model's runs beside every baseline of lab 02's ladder on the same cases,
-each rate with its 95% interval (`labkit.decision_loop.ladder.ladder_with_baselines`).
-"""
+"""`labkit evaluate`: pass@1, pass^k and stop reasons of recorded trials, or (`--baselines`) the ladder."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ import math
 import pandas as pd
 
 from labkit.course.argtypes import int_in
-from labkit.course.commands import plain
+from labkit.course.commands import add_command, plain
 from labkit.decision_loop.baselines import SEEDS, baseline_rows
 from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
 from labkit.decision_loop.ladder import ladder_with_baselines
@@ -22,36 +18,26 @@ from labkit.decision_loop.trials import known_cases
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "evaluate",
-        help="lab 02: replay recorded trials and report pass@1, pass^k and stop reasons",
-        description=(
-            "Replay every episode recorded in FILE (from `labkit trials`) through the runtime, "
-            "grade it with the lab-01 outcome check, and print one row per run beside the scripted "
-            f"and adaptive loops on the same cases (run {K_MAX} times each). Nothing is taken from "
-            "the recording but the model's replies."
-        ),
+        handle,
+        "Replay every episode recorded in FILE (from `labkit trials`) through the runtime, "
+        "grade it with the lab-01 outcome check, and print one row per run beside the scripted "
+        f"and adaptive loops on the same cases (run {K_MAX} times each). Nothing is taken from "
+        "the recording but the model's replies.",
     )
-    parser.add_argument("--trials", required=True, nargs="+", metavar="FILE", help="trials file(s) (JSONL)")
-    parser.add_argument(
-        "--json", action="store_true", help="print {summary, stops, latency} (or {ladder, best}) as JSON"
+    add = parser.add_argument
+    add("--trials", required=True, nargs="+", metavar="FILE", help="trials file(s) (JSONL)")
+    add("--json", action="store_true", help="print {summary, stops, latency} (or {ladder, best}) as JSON")
+    baselines = (
+        "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3, "
+        "scripted and adaptive loops), every rate with its 95%% interval and the paired difference from "
+        "the scripted loop and from the best baseline"
     )
-    parser.add_argument(
-        "--baselines",
-        action="store_true",
-        help="print the runs beside the baselines on the same cases (random and "
-        "search-then-answer at L0-L3, scripted and adaptive loops), every rate with its "
-        "95%% interval and the paired difference from the scripted loop and from the "
-        "best baseline",
-    )
-    parser.add_argument(
-        "--seeds",
-        type=int_in(1, 1000),
-        default=SEEDS,
-        metavar="N",
-        help=f"with --baselines: episodes per case of each random baseline (default {SEEDS})",
-    )
-    parser.set_defaults(handler=handle)
+    add("--baselines", action="store_true", help=baselines)
+    seeds = f"with --baselines: episodes per case of each random baseline (default {SEEDS})"
+    add("--seeds", type=int_in(1, 1000), default=SEEDS, metavar="N", help=seeds)
 
 
 def _with_interval(table: pd.DataFrame, name: str) -> list[str]:

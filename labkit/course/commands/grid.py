@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Iterator
@@ -11,36 +12,30 @@ from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.course.argtypes import int_in
+from labkit.course.commands import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "grid",
-        help="labs 02-04: run a grid of live trials, in-process or on Dask, resumable, each episode once",
-        description=(
-            "Run every episode of the grid in SPEC (a .toml or .json file: models, prompts, rungs, "
-            "temperatures, seeds, k, cases; see fixtures/grids/) and append each, as it finishes, to "
-            "FILE in the format `labkit trials` writes. Episodes already in FILE are skipped, so "
-            "running the same command again resumes an interrupted run. At the end, print the "
-            'evaluation of FILE (as `labkit evaluate`). A SPEC with lab = "refunds" (lab 03\'s model '
-            "policy) or lab = \"routing\" (lab 04's model reviser) runs that lab's episodes and prints "
-            "its table, with 95%% intervals."
-        ),
+        handle,
+        "Run every episode of the grid in SPEC (a .toml or .json file: models, prompts, rungs, "
+        "temperatures, seeds, k, cases; see fixtures/grids/) and append each, as it finishes, to "
+        "FILE in the format `labkit trials` writes. Episodes already in FILE are skipped, so "
+        "running the same command again resumes an interrupted run. At the end, print the "
+        'evaluation of FILE (as `labkit evaluate`). A SPEC with lab = "refunds" (lab 03\'s model '
+        "policy) or lab = \"routing\" (lab 04's model reviser) runs that lab's episodes and prints "
+        "its table, with 95%% intervals.",
     )
     parser.add_argument("spec", metavar="SPEC", help="grid file (.toml or .json)")
     parser.add_argument("--record", required=True, metavar="FILE", help="JSONL file to append to (resumed)")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--workers",
-        type=int_in(1, 256),
-        metavar="N",
-        help="run on a local Dask cluster of N worker processes (default: in this process)",
-    )
-    where.add_argument(
-        "--scheduler", metavar="ADDRESS", help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786"
-    )
+    workers = "run on a local Dask cluster of N worker processes (default: in this process)"
+    where.add_argument("--workers", type=int_in(1, 256), metavar="N", help=workers)
+    scheduler = "run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786"
+    where.add_argument("--scheduler", metavar="ADDRESS", help=scheduler)
     parser.add_argument("--json", action="store_true", help="print the evaluation as JSON")
-    parser.set_defaults(handler=handle)
 
 
 @contextmanager
@@ -88,16 +83,14 @@ def handle(args: argparse.Namespace) -> int:
 
     grid = load_spec(args.spec)
     work = plan(grid, args.record)
+    say = functools.partial(print, file=sys.stderr)
     if work.cut:
-        print(
-            f"{args.record}: removed {work.cut} line(s) of an episode cut off by an interrupted run",
-            file=sys.stderr,
-        )
-    print(
-        f"{grid.path}: {grid.cells} cells, {work.total} episodes; {work.done} already in {args.record}, "
-        f"{len(work.todo)} to run",
-        file=sys.stderr,
+        say(f"{args.record}: removed {work.cut} line(s) of an episode cut off by an interrupted run")
+    say(
+        f"{grid.path}: {grid.cells} cells, {work.total} episodes; {work.done} already in {args.record}, ",
+        end="",
     )
+    say(f"{len(work.todo)} to run")
     start = time.perf_counter()
     if work.todo:
         with _client(args) as client:
@@ -106,19 +99,12 @@ def handle(args: argparse.Namespace) -> int:
             try:
                 ran = execute(work, client=client, on_episode=lambda _: bar.update())
             except KeyboardInterrupt:
-                print(
-                    f"labkit grid: interrupted; the finished episodes are in {args.record}: run the same "
-                    "command to resume",
-                    file=sys.stderr,
-                )
+                say(f"labkit grid: interrupted; finished episodes are in {args.record}: rerun to resume")
                 return 130
             finally:
                 bar.close()
-        print(
-            f"{ran} episodes recorded in {time.perf_counter() - start:.0f} s; {args.record} holds all "
-            f"{work.total}",
-            file=sys.stderr,
-        )
+        took = time.perf_counter() - start
+        say(f"{ran} episodes recorded in {took:.0f} s; {args.record} holds all {work.total}")
     if grid.lab != "docuctl":
         return _lab_table(grid.lab, args.record, args.json)
     return evaluate.handle(argparse.Namespace(trials=[args.record], json=args.json, baselines=False))

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 
 from labkit.core.errors import LabError
-from labkit.course.commands import plain
+from labkit.course.commands import add_command, plain
 from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.metrics import COLUMNS, matrix
 from labkit.refunds.model_rows import LADDER_DEFENSES, model_available, model_matrix, recorded_rungs
@@ -16,39 +16,25 @@ from labkit.refunds.policies import POLICIES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "refund-lab",
-        help="lab 03: refund attacks × defenses, from the shop's ledger",
-        description=(
-            "Run each policy on every refund request, alone, under every injected attack at each "
-            "of its places, and with a refund that commits then times out; print one row per "
-            "policy and defense. Every number is read from the ledger of refunds actually executed."
-        ),
+        handle,
+        "Run each policy on every refund request, alone, under every injected attack at each "
+        "of its places, and with a refund that commits then times out; print one row per "
+        "policy and defense. Every number is read from the ledger of refunds actually executed.",
     )
-    parser.add_argument(
-        "--policy",
-        metavar="NAME",
-        action="append",
-        help=f"a policy ({', '.join(POLICIES)}); repeat for several (default: all "
-        "scripted ones, plus the model where trials are recorded)",
-    )
-    parser.add_argument(
-        "--defense",
-        metavar="NAME",
-        action="append",
-        help=f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)",
-    )
-    parser.add_argument(
-        "--by-attack",
-        action="store_true",
-        help="one row per policy, defense and attack (that attack's episodes only)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    policy = f"a policy ({', '.join(POLICIES)}); repeat for several (default: all scripted ones, plus the "
+    add("--policy", metavar="NAME", action="append", help=policy + "model where trials are recorded)")
+    defense = f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)"
+    add("--defense", metavar="NAME", action="append", help=defense)
+    add("--by-attack", action="store_true", help="one row per policy, defense and attack (its episodes only)")
+    add(
         "--json",
         action="store_true",
-        help="print a list of rows {policy, defense, attack?, " + ", ".join(COLUMNS) + "}",
+        help=f"print a list of rows {{policy, defense, attack?, {', '.join(COLUMNS)}}}",
     )
-    parser.set_defaults(handler=handle)
 
 
 def _names(given: list[str] | None, known: dict, what: str) -> list[str]:

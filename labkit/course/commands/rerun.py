@@ -7,37 +7,31 @@ import importlib.util
 
 from labkit.core.errors import LabError
 from labkit.course.argtypes import SEED_MAX, int_in, output_type, positive, temperature
+from labkit.course.commands import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "rerun",
-        help="re-execute a lab headless against another model (papermill) and record its calls",
-        description=(
-            "Run lab LAB top to bottom in a fresh kernel with LABKIT_MODEL=SPEC and the given k, "
-            "temperature and seed injected after its parameters cell; record every live model call "
-            "under runs/rerun/; write the executed notebook to OUT only if every cell ran."
-        ),
+        handle,
+        "Run lab LAB top to bottom in a fresh kernel with LABKIT_MODEL=SPEC and the given k, "
+        "temperature and seed injected after its parameters cell; record every live model call "
+        "under runs/rerun/; write the executed notebook to OUT only if every cell ran.",
     )
-    parser.add_argument("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4")
-    parser.add_argument(
+    add = parser.add_argument
+    add("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4")
+    add(
         "--model",
         required=True,
         metavar="SPEC",
         help="replay, local or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)",
     )
-    parser.add_argument("--k", type=positive, help="trials per case (default: the notebook's)")
-    parser.add_argument("--temperature", type=temperature, help="0..2 (default: the notebook's)")
-    parser.add_argument("--seed", type=int_in(0, SEED_MAX), help="(default: the notebook's)")
-    parser.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        type=output_type(),
-        metavar="OUT.ipynb",
-        help="where to write the executed notebook (checked before anything runs)",
-    )
-    parser.set_defaults(handler=handle)
+    add("--k", type=positive, help="trials per case (default: the notebook's)")
+    add("--temperature", type=temperature, help="0..2 (default: the notebook's)")
+    add("--seed", type=int_in(0, SEED_MAX), help="(default: the notebook's)")
+    out = "where to write the executed notebook (checked before anything runs)"
+    add("-o", "--output", required=True, type=output_type(), metavar="OUT.ipynb", help=out)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -1,8 +1,4 @@
-"""`labkit routing`: lab 04's experiments headless: validation, parallelism, retries, loops.
-
-The review loop with a model as the reviser is replayed from `fixtures/trials/routing*.jsonl`
-unless `LABKIT_MODEL` names a live backend; with neither it is one line saying so.
-"""
+"""`labkit routing`: lab 04's experiments headless (validation, parallelism, retries, loops)."""
 
 from __future__ import annotations
 
@@ -13,47 +9,36 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.errors import LabError
-from labkit.course.commands import plain
+from labkit.course.commands import add_command, plain
 from labkit.routing import experiments as lab
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "routing",
-        help="lab 04: task graph validation, parallel runs, retries, review loops",
-        description=(
-            "Run lab 04's experiments and print their tables: each graph validation error; "
-            "one fan-out graph run sequentially and in parallel (real sleeps, about 0.7 s); "
-            "a transient fault, a persistent one and an invalid input under one retry policy; "
-            "the draft -> revise -> review loop without and with feedback; the same loop with "
-            "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set); "
-            "Next.Stop on a cache hit. Every other job is scripted: control-flow results."
-        ),
+        handle,
+        "Run lab 04's experiments and print their tables: each graph validation error; "
+        "one fan-out graph run sequentially and in parallel (real sleeps, about 0.7 s); "
+        "a transient fault, a persistent one and an invalid input under one retry policy; "
+        "the draft -> revise -> review loop without and with feedback; the same loop with "
+        "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set); "
+        "Next.Stop on a cache hit. Every other job is scripted: control-flow results.",
     )
-    parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    parser.add_argument(
-        "--max-visits",
-        type=int,
-        default=5,
-        metavar="N",
-        help="runs allowed per job in the review loop, 1..20 (default: 5)",
-    )
-    parser.add_argument(
-        "--limit",
-        type=int,
-        default=lab.LIMIT,
-        metavar="CHARS",
-        help=f"the review's character limit, 1..200 (default: {lab.LIMIT})",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--json", action="store_true", help="print the results as one JSON object")
+    visits = "runs allowed per job in the review loop, 1..20 (default: 5)"
+    add("--max-visits", type=int, default=5, metavar="N", help=visits)
+    limit = f"the review's character limit, 1..200 (default: {lab.LIMIT})"
+    add("--limit", type=int, default=lab.LIMIT, metavar="CHARS", help=limit)
+    add(
         "--skip-timing",
         action="store_true",
         help="leave out the real-time experiment (the rest is deterministic)",
     )
-    parser.set_defaults(handler=handle)
 
 
-def model_feedback() -> dict[str, Any]:
+def _model_feedback() -> dict[str, Any]:
     """The loop with a model reviser at its recorded settings, as plain data for the report;
     `{"available": False, "note": ...}` when replay is asked for and nothing is recorded."""
     from labkit.routing import model_reviser as model
@@ -106,27 +91,19 @@ def handle(args: argparse.Namespace) -> int:
     retries, _ = lab.retry_experiment()
     chars, loops, runs = lab.feedback_experiment(max_visits=args.max_visits, limit=args.limit)
     stop = lab.cache_stop_experiment()
-    model = model_feedback()
+    model = _model_feedback()
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "validation": errors["error"].to_dict(),
-                    "parallel": None if parallel is None else plain(parallel, "index"),
-                    "retries": plain(retries, "index"),
-                    "loop": {
-                        "chars": {
-                            name: [int(v) for v in column if v != "-"] for name, column in chars.items()
-                        },
-                        "runs": plain(loops, "index"),
-                        "reasons": {name: run.reason for name, run in runs.items()},
-                    },
-                    "model_feedback": model,
-                    "stop": {"status": stop.status, "reason": stop.reason},
-                },
-                indent=2,
-            )
-        )
+        loop_chars = {name: [int(v) for v in column if v != "-"] for name, column in chars.items()}
+        reasons = {name: run.reason for name, run in runs.items()}
+        result = {
+            "validation": errors["error"].to_dict(),
+            "parallel": None if parallel is None else plain(parallel, "index"),
+            "retries": plain(retries, "index"),
+            "loop": {"chars": loop_chars, "runs": plain(loops, "index"), "reasons": reasons},
+            "model_feedback": model,
+            "stop": {"status": stop.status, "reason": stop.reason},
+        }
+        print(json.dumps(result, indent=2))
         return 0
     print("1. Validation: each broken graph is refused before anything runs.")
     for mistake, error in errors["error"].items():

@@ -1,10 +1,8 @@
-"""`labkit serve`: one model server for the room, the course's SmolLM2 behind an OpenAI-compatible API.
+"""`labkit serve`: the course's SmolLM2 for the room, behind llama-cpp-python's OpenAI-compatible server.
 
-A thin wrapper around llama-cpp-python's own server (`python -m llama_cpp.server`, installed by
-`make model`): the local backend's model file and context size, under the name ``smollm2``, on
-0.0.0.0:8000 by default. Once it answers `/v1/models` it prints the lines each learner types, then
-runs until Ctrl-C. It answers one request at a time: for a whole room, use llama.cpp's
-`llama-server -np N --cont-batching` or Ollama (the README's "One model for the room").
+Runs `python -m llama_cpp.server` with the local backend's model file and context size, as
+``smollm2`` on 0.0.0.0:8000 by default; once it answers it prints what each learner sets, then runs
+until Ctrl-C. One request at a time: for a room, the README's "One model for the room".
 """
 
 from __future__ import annotations
@@ -22,30 +20,23 @@ from pathlib import Path
 
 from labkit.core.errors import LabError
 from labkit.course.argtypes import int_in
+from labkit.course.commands import add_command
 
 ALIAS = "smollm2"
 PORT = 8000
 _READY_S = 60.0  # the server loads the 98 MB model in about a second; give a slow disk a minute
-_SERVER_MODULES = (
-    "llama_cpp",
-    "fastapi",
-    "uvicorn",
-    "sse_starlette",
-    "starlette_context",
-    "pydantic_settings",
-)
+_SERVER_MODULES = "llama_cpp fastapi uvicorn sse_starlette starlette_context pydantic_settings".split()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "serve",
-        help="serve the course's SmolLM2 to the room over the OpenAI API (llama_cpp.server)",
-        description=(
-            "Start llama-cpp-python's OpenAI-compatible server with the course's SmolLM2 model "
-            "(needs `make model`), wait until it answers, and print what each learner sets: "
-            "OPENAI_BASE_URL and LABKIT_MODEL=openai:smollm2. It answers one request at a time; "
-            "for a room of 30 see the README's 'One model for the room'."
-        ),
+        handle,
+        "Start llama-cpp-python's OpenAI-compatible server with the course's SmolLM2 model "
+        "(needs `make model`), wait until it answers, and print what each learner sets: "
+        "OPENAI_BASE_URL and LABKIT_MODEL=openai:smollm2. It answers one request at a time; "
+        "for a room of 30 see the README's 'One model for the room'.",
     )
     add = parser.add_argument
     add("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0, the room's network)")
@@ -58,7 +49,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="a GGUF file (default: the course's SmolLM2, as `local` finds it)",
     )
-    parser.set_defaults(handler=handle)
 
 
 def require_server() -> None:

@@ -6,40 +6,29 @@ import argparse
 
 from labkit.course.argtypes import folder_type, output_type
 from labkit.course.classroom.submission import submit
+from labkit.course.commands import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "submit",
-        help="write one JSON of your work on a lab (checker outcomes; lab 03: your attacks and guard)",
-        description=(
-            "Read what the lab's checkers recorded (runs/progress/labNN.json) and write one JSON file "
-            "to hand to the instructor: each exercise passed or not and after how many attempts; for "
-            "lab 03 also the attack you wrote and your guard, as a table of its verdicts (data, never code)."
-        ),
+        handle,
+        "Read what the lab's checkers recorded (runs/progress/labNN.json) and write one JSON file "
+        "to hand to the instructor: each exercise passed or not and after how many attempts; for "
+        "lab 03 also the attack you wrote and your guard, as a table of its verdicts (data, never code).",
     )
     parser.add_argument("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4 (or 01, lab03, ...)")
-    parser.add_argument(
-        "--name",
-        required=True,
-        help="your name as the class round shows it (letters, digits, '.', '_', '-'; up to 32)",
-    )
+    name = "your name as the class round shows it (letters, digits, '.', '_', '-'; up to 32)"
+    parser.add_argument("--name", required=True, help=name)
     where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "-o",
-        "--output",
-        metavar="FILE",
-        type=output_type(folder_ok=True),
-        help="where to write it (default: runs/submissions/labNN-NAME.json; a folder: inside it)",
+    output = "where to write it (default: runs/submissions/labNN-NAME.json; a folder: inside it)"
+    where.add_argument("-o", "--output", metavar="FILE", type=output_type(folder_ok=True), help=output)
+    to = (
+        "hand it in: write labNN-NAME.json into DIR (a USB stick or shared folder), never replacing "
+        "a file already there (labNN-NAME-2.json then, and it says so)"
     )
-    where.add_argument(
-        "--to",
-        metavar="DIR",
-        type=folder_type,
-        help="hand it in: write labNN-NAME.json into DIR (a USB stick or shared folder), "
-        "never replacing a file already there (labNN-NAME-2.json then, and it says so)",
-    )
-    parser.set_defaults(handler=handle)
+    where.add_argument("--to", metavar="DIR", type=folder_type, help=to)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from tqdm.auto import tqdm
 
 from labkit.core.errors import LabError
 from labkit.course.argtypes import SEED_MAX, int_in, positive, temperature
+from labkit.course.commands import add_command
 from labkit.decision_loop.model_policy import PROMPTS
 from labkit.decision_loop.trials import CASE_SETS, MAX_TOKENS_MAX, MAX_TRIALS, run_trials
 from labkit.model.constraints import RUNGS
@@ -18,19 +19,18 @@ from labkit.model.policy import MAX_TOKENS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "trials",
-        help="lab 02: run the model policy live over the docuctl cases and record every call",
-        description=(
-            "Run the docuctl model policy k times per case on a live backend, under lab 01's tool "
-            "and turn limits, and write every model call (with provenance) and every episode to "
-            "FILE as JSON lines. FILE must not exist; it appears only when the run completes."
-        ),
+        handle,
+        "Run the docuctl model policy k times per case on a live backend, under lab 01's tool "
+        "and turn limits, and write every model call (with provenance) and every episode to "
+        "FILE as JSON lines. FILE must not exist; it appears only when the run completes.",
     )
     add = parser.add_argument
     add("--model", required=True, metavar="SPEC", help="live backend: local (SmolLM2) or ollama:<tag>")
     add("--cases", choices=CASE_SETS, default="all", help="which cases (default: all 24)")
-    add("--k", type=positive, default=1, help="trials per case (default 1)")
+    add("--k", type=int_in(1, MAX_TRIALS), default=1, help=f"trials per case, up to {MAX_TRIALS} (default 1)")
     add("--temperature", type=temperature, default=0.0, help="sampling temperature (default 0)")
     add("--seed", type=int_in(0, SEED_MAX - MAX_TRIALS), default=0, help="trial t uses seed SEED+t")
     add("--prompt", choices=tuple(PROMPTS), default="base", help="system prompt (default base)")
@@ -41,39 +41,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     tokens = f"token limit per decision (default {MAX_TOKENS})"
     add("--max-tokens", type=int_in(1, MAX_TOKENS_MAX), default=MAX_TOKENS, metavar="N", help=tokens)
     add("--record", required=True, metavar="FILE", help="JSONL file to write (must not exist)")
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     if args.model.startswith("replay"):
         raise LabError(f"--model {args.model}: trials are recorded from a live model (local or ollama:<tag>)")
-    if args.k > MAX_TRIALS:
-        raise LabError(f"--k {args.k}: at most {MAX_TRIALS} trials per case")
     backend = parse_spec(args.model)
     start = time.perf_counter()
     try:
-        settings = (
-            "cases",
-            "k",
-            "temperature",
-            "seed",
-            "prompt",
-            "rung",
-            "label",
-            "budget_tokens",
-            "max_tokens",
-        )
+        settings = "cases k temperature seed prompt rung label budget_tokens max_tokens".split()
         desc = f"{args.model} {args.prompt} {args.rung} T={args.temperature:g}"
         bar = lambda pairs: tqdm(pairs, desc=desc, unit="episode")  # noqa: E731
         episodes = run_trials(
             backend, args.record, progress=bar, **{name: vars(args)[name] for name in settings}
         )
     except KeyboardInterrupt:
-        partial = f"{args.record}.partial"
-        print(
-            f"labkit trials: interrupted; {args.record} not written, what finished is in {partial}",
-            file=sys.stderr,
-        )
+        print(f"labkit trials: interrupted; what finished is in {args.record}.partial", file=sys.stderr)
         return 130
     passed = sum(e["passed"] for e in episodes)
     took = time.perf_counter() - start

@@ -1,9 +1,8 @@
 """One grid episode, run where the model is: in the client's process or on a Dask worker.
 
-`run_episode(episode)` returns the episode's records, calls first, exactly as `labkit trials`
-(lab 02) or the lab's own recorder (labs 03-04) writes them for the same settings. It writes
-nothing: the client appends what it returns, so a worker that dies mid-episode leaves no trace
-and its retry is recorded once. A process makes each backend once and keeps it (`backend()`).
+`run_episode(episode)` returns the records `labkit trials` (lab 02) or the lab's recorder (labs
+03-04) writes for the same settings, calls first; it writes nothing, so a worker that dies
+mid-episode leaves no trace. A process makes each backend once and keeps it (`backend()`).
 """
 
 from __future__ import annotations

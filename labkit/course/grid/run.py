@@ -1,23 +1,11 @@
 """Running a grid into one recording, each episode exactly once, resumably, here or on Dask.
 
-`plan(grid, record)` returns what is left to run; `execute(plan, client=None)` runs it in this
-process or on a Dask cluster and appends each episode as it finishes. Guarantees:
-
-- Only this process writes the file, a whole episode at a time (its calls, then its record);
-  workers return records. A key already in the file is not run again, and a key is recorded at
-  most once per run even if Dask delivers a result twice.
-- A run killed at any moment loses at most the episodes in flight: the lines after the file's
-  last episode record are the cut-off part of one, and `plan` removes them (`GridPlan.cut`).
-  Only a file whose every line is one of this grid's calls or episodes is cut; any other file
-  (notes, the spec itself, another grid's recording) is refused in one line and left as it is.
-- A worker that dies mid-episode is rescheduled by Dask (up to its `allowed-failures`); the
-  episode is recorded once, when a worker finishes it.
-- A backend whose episodes end in `provider_error` MAX_PROVIDER_FAILURES times in a row is down:
-  the run stops in one LabError line and those episodes are not recorded (the next run retries
-  them); an isolated provider failure is recorded, as `labkit trials` does.
-
-Dropped, as the course does not need it: a file lock against two runs into one recording at once
-(that is a user's mistake with a one-line fix, not a file from the room).
+`plan(grid, record)` returns what is left to run; `execute(plan, client=None)` runs it and appends
+each episode as it finishes. Only this process writes the file, a whole episode at a time; a key
+is recorded at most once. A run killed at any moment loses at most the episodes in flight: `plan`
+cuts the unfinished tail of a file that holds only this grid's records, and refuses any other
+file in one line, leaving it as it is. A backend whose episodes end in `provider_error`
+MAX_PROVIDER_FAILURES times in a row stops the run, those episodes unrecorded.
 """
 
 from __future__ import annotations

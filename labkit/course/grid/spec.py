@@ -1,22 +1,9 @@
-"""A trial grid as data: the axes of a model study, read from a small TOML or JSON file::
+"""A trial grid as data: the axes of a model study, from a small TOML or JSON file (fixtures/grids/).
 
-    lab = "docuctl"                  # the default; "refunds" (lab 03) or "routing" (lab 04)
-    models = ["local", "ollama:qwen2.5:0.5b"]   # as `labkit trials --model` takes them
-    prompts = ["base"]               # docuctl; default ["base"]
-    rungs = ["L1"]                   # default ["L1"] (refunds: L0-L2, default ["L2"])
-    temperatures = [0.0]             # default [0.0]
-    seeds = [0]                      # default [0]; trial t samples with seed + t
-    k = 5                            # trials per case, 1..20 (default 1)
-    cases = "base"                   # a case set or case ids (refunds: "model", the default, or ids)
-    max_tokens = 160                 # docuctl, optional, as `labkit trials --max-tokens`
-    budget_tokens = 2000             # docuctl, optional, as `labkit trials --budget-tokens`
-
-A refund grid also has `defenses` (default: the model defenses); a routing grid has `controls`
-and `variants` (default: all) instead of prompts, rungs and cases. Every combination of the cell
-axes is a cell (one run label); each cell runs k trials of every case (routing: every variant).
-A docuctl episode is the one `labkit trials` records with the same settings, under its label
-(plus ` seed=S` when seeds vary). `load_spec` refuses anything else in one line naming the file
-and the field.
+`_axes` gives each lab's axes (docuctl, the default; refunds, lab 03; routing, lab 04) with their
+bounds and defaults. Every combination of the cell axes is a cell (one run label), which runs k
+trials of every case (routing: every variant); a docuctl episode is the one `labkit trials` records
+with the same settings. `load_spec` refuses anything else in one line naming the file and the field.
 """
 
 from __future__ import annotations
@@ -25,7 +12,6 @@ import itertools
 import math
 import tomllib
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -72,32 +58,15 @@ class GridEpisode:
 
     def key(self) -> tuple[Any, ...]:
         """What identifies the episode in a recording (see `record_key`)."""
-        return (
-            self.lab,
-            backend_name(self.model),
-            self.prompt,
-            self.rung,
-            float(self.temperature),
-            self.seed + self.trial,
-            self.case,
-            self.trial,
-        )
+        head = (self.lab, backend_name(self.model), self.prompt, self.rung, float(self.temperature))
+        return (*head, self.seed + self.trial, self.case, self.trial)
 
 
 def record_key(record: dict[str, Any]) -> tuple[Any, ...]:
     """The key of an episode record, as `labkit trials` and the grid write them, of any grid lab."""
     lab = record.get("lab", "docuctl")
-    prompt = record["prompt"] if lab == "docuctl" else None
-    return (
-        lab,
-        record["backend"],
-        prompt,
-        record.get("rung", "L1"),
-        float(record["temperature"]),
-        record["seed"],
-        record["case"],
-        record["trial"],
-    )
+    head = (lab, record["backend"], record["prompt"] if lab == "docuctl" else None, record.get("rung", "L1"))
+    return (*head, float(record["temperature"]), record["seed"], record["case"], record["trial"])
 
 
 @dataclass(frozen=True)
@@ -165,29 +134,22 @@ def _read(path: Path) -> Any:
 
 def _check(path: Path, data: Any, axes: dict[str, Any]) -> None:
     """FixtureError (one line naming the field) unless `data` fits `axes`."""
-    if not isinstance(data, dict):
-        raise FixtureError(f"{path}: a grid spec is an object of axes ({', '.join(axes)})")
-    unknown = [name for name in data if name not in axes]
-    if unknown:
-        raise FixtureError(f"{path}: unknown axis {unknown[0]!r} (known: {', '.join(axes)})")
+    schema = {"type": "object", "properties": axes, "required": ["models"], "additionalProperties": False}
+    if (error := schema_error(schema, data)) is not None:
+        field = "".join(
+            f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p)
+            for i, p in enumerate(error.absolute_path)
+        )
+        message = shorten(error.message, 200)
+        if field == "cases" and error.validator == "oneOf":  # jsonschema's message would list the schemas
+            sets = "model" if data.get("lab") == "refunds" else ", ".join(CASE_SETS)
+            message = f"must be one of {sets} or a list of case ids, got {error.instance!r}"
+        raise FixtureError(f"{path}: " + (f"field {field!r}: " if field else "") + message)
     for name, value in data.items():  # NaN passes every JSON Schema bound (no comparison with it is true)
         for index, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
             if isinstance(item, float) and not math.isfinite(item):
                 field = name if index is None else f"{name}[{index}]"
                 raise FixtureError(f"{path}: field {field!r}: not a finite number")
-    error = schema_error({"type": "object", "properties": axes, "required": ["models"]}, data)
-    if error is None:
-        return
-    field = "".join(
-        f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(error.absolute_path)
-    )
-    if error.validator == "required":
-        field = error.message.split("'")[1]
-    message = shorten(error.message, 200)
-    if field == "cases" and error.validator == "oneOf":  # jsonschema's message would list the schemas
-        sets = "model" if data.get("lab") == "refunds" else ", ".join(CASE_SETS)
-        message = f"must be one of {sets} or a list of case ids, got {error.instance!r}"
-    raise FixtureError(f"{path}: " + (f"field {field!r}: " if field else "") + message)
 
 
 def _check_models(path: Path, models: list[str]) -> None:
@@ -228,24 +190,19 @@ def _cases(path: Path, lab: str, chosen: str | list[str]) -> list[str]:
     return chosen
 
 
-@cache
-def _refund_task(case: str, defense: str) -> str:
-    from labkit.refunds.grid import episode_case
-
-    return episode_case(case, defense)
-
-
 def _episode(lab: str, cell: dict[str, Any], inner: str, trial: int, values: dict[str, Any]) -> GridEpisode:
     model, temperature, seed = cell["models"], float(cell["temperatures"]), int(cell["seeds"])
     backend = backend_name(model)
     seeds = f" seed={seed}" if len(values["seeds"]) > 1 else ""
     common = {"lab": lab, "model": model, "temperature": temperature, "seed": seed, "trial": trial}
     if lab == "refunds":
+        from labkit.refunds.grid import episode_case
+
         defense, rung = cell["defenses"], cell["rungs"]
         options = (("case", inner), ("defense", defense))
         label = f"{backend} refunds {rung} T={temperature:g}{seeds} {defense}"
         return GridEpisode(
-            **common, rung=rung, case=_refund_task(inner, defense), label=label, options=options
+            **common, rung=rung, case=episode_case(inner, defense), label=label, options=options
         )
     if lab == "routing":
         from labkit.routing.reviser_trials import GRID_CONTROLS
