@@ -28,15 +28,22 @@ def _seconds(cell: dict) -> float:
     start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
     if not (start and end):
         return 0.0
-    return (dt.datetime.fromisoformat(end.replace("Z", "+00:00"))
-            - dt.datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+    return (
+        dt.datetime.fromisoformat(end.replace("Z", "+00:00"))
+        - dt.datetime.fromisoformat(start.replace("Z", "+00:00"))
+    ).total_seconds()
 
 
 def sections(path: Path, wpm: int) -> pd.DataFrame:
     notebook = nbformat.read(path, as_version=4)
     run = copy.deepcopy(notebook)
-    NotebookClient(run, kernel_name="python3", timeout=1200, record_timing=True,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        run,
+        kernel_name="python3",
+        timeout=1200,
+        record_timing=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
     rows: list[dict] = []
     title = "(before the first section)"
     for cell in run.cells:
@@ -64,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     with pd.option_context("display.width", 160, "display.max_colwidth", 70, "display.max_rows", 200):
         for path in args.notebooks:
             table = sections(path, args.wpm)
-            print(f"\n{path.name}: execute {table['execute_s'].sum():.1f} s in all, read "
-                  f"{table['read_min'].sum():.0f} min at {args.wpm} words/min")
+            print(
+                f"\n{path.name}: execute {table['execute_s'].sum():.1f} s in all, read "
+                f"{table['read_min'].sum():.0f} min at {args.wpm} words/min"
+            )
             print(table.to_string())
     return 0
 

@@ -72,9 +72,7 @@ def learner(
 ) -> None:
     corpus = docuctl()
     cases = corpus.cases + corpus.adaptive_cases
-    backend = Timed(
-        OpenAIBackend(ALIAS, base_url=base_url, timeout=deadline, environ={}), notes, lock
-    )
+    backend = Timed(OpenAIBackend(ALIAS, base_url=base_url, timeout=deadline, environ={}), notes, lock)
     policy = docuctl_policy("example", backend=backend, rung="L3", max_tokens=48)
     for i in range(MAX_EPISODES):
         if time.monotonic() >= until:

@@ -114,26 +114,36 @@ def main() -> None:
             for k, seconds in enumerate(timed(episode, per_round)):
                 best[name][k] = min(best[name][k], seconds)
     steps = per_round * STEPS
-    (run_cpu, run_wall), (bare_cpu, bare_wall) = ([s / steps * 1e6 for s in best[name]]
-                                                  for name in ("runtime", "bare"))
+    (run_cpu, run_wall), (bare_cpu, bare_wall) = (
+        [s / steps * 1e6 for s in best[name]] for name in ("runtime", "bare")
+    )
     overhead, overhead_wall = run_cpu - bare_cpu, run_wall - bare_wall
-    print(f"{python_build()}, {platform.machine()}; {args.episodes:,} episodes of {STEPS} validated steps "
-          f"(best of {args.rounds} rounds of {per_round:,})")
+    print(
+        f"{python_build()}, {platform.machine()}; {args.episodes:,} episodes of {STEPS} validated steps "
+        f"(best of {args.rounds} rounds of {per_round:,})"
+    )
     print("                                           CPU time    wall time")
     print(f"bare loop (no validation, limits or trace): {bare_cpu:6.2f} µs   {bare_wall:6.2f} µs per step")
     print(f"labkit.run:                                 {run_cpu:6.2f} µs   {run_wall:6.2f} µs per step")
-    print(f"runtime overhead: {overhead:.2f} µs per step in CPU time "
-          f"({run_cpu / bare_cpu:.1f}x the bare loop)")
+    print(
+        f"runtime overhead: {overhead:.2f} µs per step in CPU time ({run_cpu / bare_cpu:.1f}x the bare loop)"
+    )
     median, fastest, calls = model_decision_seconds()
-    print(f"a model decision (SmolLM2-135M, {calls:,} recorded live calls in {TRIALS.name}/docuctl-*.jsonl): "
-          f"median {median:.2f} s, fastest {fastest:.2f} s")
+    print(
+        f"a model decision (SmolLM2-135M, {calls:,} recorded live calls in {TRIALS.name}/docuctl-*.jsonl): "
+        f"median {median:.2f} s, fastest {fastest:.2f} s"
+    )
     seconds = overhead * 1e-6
-    print(f"the runtime's share of a step: {seconds / median:.5%} of a median decision "
-          f"(1 in {median / seconds:,.0f}), {seconds / fastest:.4%} of the fastest "
-          f"(1 in {fastest / seconds:,.0f})")
+    print(
+        f"the runtime's share of a step: {seconds / median:.5%} of a median decision "
+        f"(1 in {median / seconds:,.0f}), {seconds / fastest:.4%} of the fastest "
+        f"(1 in {fastest / seconds:,.0f})"
+    )
     if overhead_wall > 1.25 * overhead:
-        print(f"wall time says {overhead_wall:.2f} µs: this process waited for a core (a shared machine); "
-              f"the ratio ({run_wall / bare_wall:.1f}x) holds, the µs do not")
+        print(
+            f"wall time says {overhead_wall:.2f} µs: this process waited for a core (a shared machine); "
+            f"the ratio ({run_wall / bare_wall:.1f}x) holds, the µs do not"
+        )
 
 
 if __name__ == "__main__":

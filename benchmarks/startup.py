@@ -32,9 +32,11 @@ import time
 # labkit.baseline.corpus, imported at its top, and which imported rfc3987_syntax where installed),
 # then these modules.
 RFC = "import importlib.util\nif importlib.util.find_spec('rfc3987_syntax'): import rfc3987_syntax\n"
-EAGER_NAMES = ("labkit.baseline.controllers, labkit.baseline.corpus, labkit.baseline.documents, "
-               "labkit.core.errors, labkit.baseline.grading, labkit.core.runtime, labkit.baseline.task, "
-               "labkit.core.text")
+EAGER_NAMES = (
+    "labkit.baseline.controllers, labkit.baseline.corpus, labkit.baseline.documents, "
+    "labkit.core.errors, labkit.baseline.grading, labkit.core.runtime, labkit.baseline.task, "
+    "labkit.core.text"
+)
 FIRST_LOAD = "import labkit\nfrom labkit.baseline.corpus import docuctl\ndocuctl()"
 CASES = {
     "python -c pass": ["-c", "pass"],
@@ -42,7 +44,9 @@ CASES = {
     "import labkit, eagerly (before)": ["-c", f"{RFC}import jsonschema, {EAGER_NAMES}"],
     "labkit --help": ["-m", "labkit", "--help"],
     "labkit --help, every command (before)": [
-        "-c", "from labkit.course.cli import build_parser; build_parser(eager=True).format_help()"],
+        "-c",
+        "from labkit.course.cli import build_parser; build_parser(eager=True).format_help()",
+    ],
     "first fixture load": ["-c", FIRST_LOAD],
     "first fixture load, rfc3987_syntax (before)": ["-c", RFC + FIRST_LOAD],
 }
@@ -62,18 +66,32 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeat):
         for name, case in CASES.items():
             best[name] = min(best[name], wall(case))
-    print(f"Python {sys.version.split()[0]}; wall time of a fresh interpreter, best of {args.repeat}, "
-          "interleaved (a shared machine inflates all of them)")
+    print(
+        f"Python {sys.version.split()[0]}; wall time of a fresh interpreter, best of {args.repeat}, "
+        "interleaved (a shared machine inflates all of them)"
+    )
     for name, seconds in best.items():
         print(f"  {name:<46} {seconds:6.3f} s")
-    for name, before, goal in (("import labkit", "import labkit, eagerly (before)", 0.5),
-                               ("labkit --help", "labkit --help, every command (before)", 1.0),
-                               ("first fixture load", "first fixture load, rfc3987_syntax (before)", None)):
+    for name, before, goal in (
+        ("import labkit", "import labkit, eagerly (before)", 0.5),
+        ("labkit --help", "labkit --help, every command (before)", 1.0),
+        ("first fixture load", "first fixture load, rfc3987_syntax (before)", None),
+    ):
         now = best[name]
-        verdict = "" if goal is None else "; goal <= {} s: {}".format(goal, "met" if now <= goal else (
-            f"NOT met: the interpreter alone takes {best['python -c pass']:.3f} s here"))
-        print(f"{name}: {now:.3f} s, {best[before] / now:.1f}x faster than before ({best[before]:.3f} s)"
-              + verdict)
+        verdict = (
+            ""
+            if goal is None
+            else "; goal <= {} s: {}".format(
+                goal,
+                "met"
+                if now <= goal
+                else (f"NOT met: the interpreter alone takes {best['python -c pass']:.3f} s here"),
+            )
+        )
+        print(
+            f"{name}: {now:.3f} s, {best[before] / now:.1f}x faster than before ({best[before]:.3f} s)"
+            + verdict
+        )
     return 0
 
 

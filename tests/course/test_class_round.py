@@ -139,8 +139,9 @@ def test_learners_who_hand_in_the_same_table_are_scored_once_and_alike(tmp_path,
     allow_all["name"] = "dora"
     (tmp_path / "class" / "lab03-dora.json").write_text(json.dumps(allow_all))
     evaluated, score = [], metrics.score_policy
-    monkeypatch.setattr(metrics, "score_policy",
-                        lambda *a, **k: evaluated.append(a[1].name) or score(*a, **k))
+    monkeypatch.setattr(
+        metrics, "score_policy", lambda *a, **k: evaluated.append(a[1].name) or score(*a, **k)
+    )
     usable, _ = load_folder(tmp_path / "class")
     board = red_team(usable).defenses
     # the five presets, then each distinct table once, under the first learner who handed it in:
