@@ -10,14 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any, Protocol
 
 from labkit.core.decisions import MAX_NUMBER
-from labkit.core.errors import ProviderError
+from labkit.core.errors import LabError, ProviderError
+from labkit.core.text import shorten
 
 Message = dict[str, str]
 TIMEOUT = 120.0  # seconds a server backend waits for each read of a call: a cold model load takes tens
@@ -69,20 +70,51 @@ class Reply:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def token_count(value: Any, what: str) -> int:
-    """`value` if an int from 0 to MAX_NUMBER, else ProviderError "`what` <value>, not a token count"."""
-    if type(value) is int and 0 <= value <= MAX_NUMBER:
-        return value
-    shown = f"{value}" if type(value) is int and abs(value) < 10**20 else type(value).__name__
-    raise ProviderError(f"{what} {shown}, not a token count")
-
-
 class Backend(Protocol):
     name: str
 
     def complete(self, request: ChatRequest) -> Reply: ...
 
     def provenance(self) -> dict[str, Any]: ...
+
+
+def first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
+class ServerBackend:
+    """A backend behind an HTTP server: `_call` turns each way a call fails, as the client raises it
+    (`_SLOW` first, `_DOWN`, `_STATUS` with a `status_code`, `_BAD`: a body that is not a reply), into
+    one ProviderError naming the server (`where`), or a LabError where `_fix` names the user's fix.
+    A subclass sets those, `timeout`, and says what to check when nothing answers (`_unreachable(error)`)
+    and what the server said (`_status_text(error)`)."""
+
+    def _fix(self, what: str, status: int) -> str | None:
+        """The user's fix for an HTTP `status` that is their mistake (None: the server's failure)."""
+        return None
+
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        """`fn()`, with every way the server can fail turned into one ProviderError (or LabError)."""
+        try:
+            return fn()
+        except self._SLOW:
+            raise ProviderError(f"{self.where} did not answer {what} within {self.timeout:g} s") from None
+        except self._DOWN as error:
+            raise ProviderError(f"cannot reach {self.where} {self._unreachable(error)}") from None
+        except self._STATUS as error:
+            status, text = error.status_code, self._status_text(error)
+            if (fix := self._fix(what, status)) is not None:
+                raise LabError(f"{self.where} answered {what} with HTTP {status} ({text}): {fix}") from None
+            raise ProviderError(f"{self.where} answered {what} with HTTP {status}: {text}") from None
+        except self._BAD as error:
+            not_a_reply = f"something that is not a {what} reply ({first_line(error)})"
+            raise ProviderError(f"{self.where} answered {what} with {not_a_reply}") from None
+
+    def _count(self, value: Any, field: str) -> int:
+        """A token count the server reported: an int from 0 to MAX_NUMBER, else a ProviderError."""
+        if type(value) is int and 0 <= value <= MAX_NUMBER:
+            return value
+        raise ProviderError(f"{self.where} reported {field} {shorten(repr(value), 40)}, not a token count")
 
 
 def versions(*packages: str) -> dict[str, str]:

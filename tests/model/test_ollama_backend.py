@@ -103,7 +103,7 @@ def test_an_ollama_reply_with_a_401_digit_amount_moves_no_money(server):
 
 
 def test_a_model_the_server_lacks_is_the_users_mistake(server):
-    with pytest.raises(LabError, match=r"has no model 'llama9:70b': run `ollama pull llama9:70b`"):
+    with pytest.raises(LabError, match=r"HTTP 404 .*: run `ollama pull llama9:70b`"):
         episode(OllamaBackend("llama9:70b", host=server.host))
 
 
