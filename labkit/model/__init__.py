@@ -7,7 +7,6 @@ prompt and how a task is shown; the constraint ladder (`constraints`) says what 
 """
 
 from labkit.model.backend import Backend, ChatRequest, Reply
-from labkit.model.constraints import decision_schema, parse_reply
 from labkit.model.factory import backend_for, backend_from_env, parse_spec
 from labkit.model.policy import ModelPolicy
 from labkit.model.record import Recorder, read_records
@@ -23,8 +22,6 @@ __all__ = [
     "ReplayMiss",
     "backend_for",
     "backend_from_env",
-    "decision_schema",
-    "parse_reply",
     "parse_spec",
     "read_records",
     "trial_files",

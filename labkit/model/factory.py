@@ -32,7 +32,7 @@ def _kind(spec: str, shown: str) -> tuple[str, str]:
 def backend_name(spec: str) -> str:
     """The `Backend.name` of the backend `spec` selects, without constructing it."""
     kind, arg = _kind(spec, repr(spec))
-    return kind if kind in ("replay", "local") else f"{kind}:{arg}"
+    return f"{kind}:{arg}" if kind in ("ollama", "openai") else kind
 
 
 def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
@@ -55,10 +55,8 @@ def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
 
 
 def backend_from_env(environ: Mapping[str, str] | None = None) -> Backend:
-    """The backend `LABKIT_MODEL` names (default ``replay``), recording to `LABKIT_RECORD` if set.
-
-    Recording a replay is refused: it would present old replies as new measurements.
-    """
+    """The backend `LABKIT_MODEL` names (default ``replay``), recording to `LABKIT_RECORD` if set
+    (refused for a replay: it would present old replies as new measurements)."""
     env = os.environ if environ is None else environ
     spec = env.get("LABKIT_MODEL", "").strip() or "replay"
     backend = parse_spec(spec, env)

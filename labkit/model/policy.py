@@ -10,25 +10,40 @@ not JSON raises ValueError (a counted invalid_decision), a backend failure Provi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.core.runtime import Tool
+from labkit.core.text import shorten
 from labkit.model.backend import Backend, ChatRequest, Message, Reply
-from labkit.model.constraints import (
-    MAX_CHARS,
-    StateRules,
-    admissible_schema,
-    check_rung,
-    decision_schema,
-    first_json_object,
-    parse_reply,
-)
+from labkit.model.constraints import MAX_CHARS, StateRules, admissible_schema, check_rung, decision_schema
 from labkit.model.factory import backend_from_env
 
 MAX_TOKENS = 160  # two 100-character strings of ordinary words fit; a valid SmolLM2 reply takes ~20-40
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def decision_in(text: str, rung: str) -> Any:
+    """The JSON value that is the whole reply; at L0 (no grammar: a model may wrap its object in
+    prose) the first JSON object in it, inside a code fence if there is one. ValueError (a counted
+    invalid_decision) if none."""
+    if rung != "L0":
+        try:
+            return json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            raise ValueError(f"model reply is not JSON: {shorten(text, 80)!r}") from None
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    decoder = json.JSONDecoder()
+    for start in (i for i, ch in enumerate(body) if ch == "{"):
+        try:
+            return decoder.raw_decode(body, start)[0]
+        except (json.JSONDecodeError, RecursionError):
+            continue
+    raise ValueError(f"no JSON object in the model's reply: {shorten(text, 80)!r}")
 
 
 def _observe_json(observation: Mapping[str, Any]) -> str:
@@ -127,4 +142,4 @@ class ModelPolicy:
         self.last_usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
         del replies[len(observations) :]
         replies.append(reply.text)
-        return first_json_object(reply.text) if self.rung == "L0" else parse_reply(reply.text)
+        return decision_in(reply.text, self.rung)

@@ -13,9 +13,10 @@ from labkit import LabError, docuctl, docuctl_tools, run, task_from
 from labkit.core.runtime import Tool
 from labkit.decision_loop.model_policy import DOCUCTL_RULES as RULES
 from labkit.decision_loop.model_policy import docuctl_policy
-from labkit.model import ModelPolicy, ReplayBackend, Reply, decision_schema
-from labkit.model.constraints import StateRules, admissible_schema, first_json_object
+from labkit.model import ModelPolicy, ReplayBackend, Reply
+from labkit.model.constraints import StateRules, admissible_schema, decision_schema
 from labkit.model.ollama import OllamaBackend
+from labkit.model.policy import decision_in
 
 TOOLS = docuctl_tools(TASK)
 SEARCHED = [{"action": "search", "result": [{"id": "deploy-v2"}, {"id": "build-v2"}, {"title": "no id"}]}]
@@ -95,16 +96,16 @@ def test_rungs_a_lab_cannot_serve_are_refused_by_name():
         docuctl_policy("base", backend=ReplayBackend(), rung="L9")
 
 
-def test_l0_takes_the_first_json_object_out_of_free_text():
-    assert first_json_object('Sure! {"action": "search", "query": "x"} done') == {
-        "action": "search",
-        "query": "x",
-    }
-    assert first_json_object('```json\n{"a": 1}\n```') == {"a": 1}
-    assert first_json_object('{broken {"b": 2}') == {"b": 2}
-    assert first_json_object('{"a":' * 2000 + '{"c": 3}') == {"c": 3}  # nesting past the recursion limit
+def test_a_decision_is_the_whole_reply_or_at_l0_the_first_json_object_in_it():
+    assert decision_in('Sure! {"action": "search"} done', "L0") == {"action": "search"}
+    assert decision_in('```json\n{"a": 1}\n```', "L0") == {"a": 1}
+    assert decision_in('{broken {"b": 2}', "L0") == {"b": 2}
+    assert decision_in('{"a":' * 2000 + '{"c": 3}', "L0") == {"c": 3}  # nesting past the recursion limit
     with pytest.raises(ValueError, match="no JSON object"):
-        first_json_object("I would search the docs.")
+        decision_in("I would search the docs.", "L0")
+    for text in ('Sure! {"a": 1}', "[" * 100_000):
+        with pytest.raises(ValueError, match="model reply is not JSON"):
+            decision_in(text, "L1")
 
 
 def test_the_policy_sends_each_turn_its_states_schema_and_the_runtime_still_checks():
