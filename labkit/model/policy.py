@@ -101,18 +101,13 @@ class ModelPolicy:
         ]
         for i, observation in enumerate(observations):
             # An observation this policy did not produce is shown by its action only.
-            said = (
-                self._replies[i]
-                if i < len(self._replies)
-                else json.dumps({"action": observation.get("action")})
-            )
+            mine = self._replies[i] if i < len(self._replies) else None
+            said = json.dumps({"action": observation.get("action")}) if mine is None else mine
             messages.append({"role": "assistant", "content": said})
             messages.append({"role": "user", "content": self.observe(observation)})
         return messages
 
     def schema_for(self, task: Any, observations: list[Mapping[str, Any]]) -> dict[str, Any] | None:
-        if self.rung == "L1":
-            return self.schema
         return admissible_schema(
             self.tools, self.rung, self.rules, task, observations, max_chars=self.max_chars
         )

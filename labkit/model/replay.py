@@ -68,16 +68,12 @@ def _difference(request: ChatRequest, record: dict[str, Any]) -> str:
 class ReplayBackend:
     name = "replay"
 
-    def __init__(
-        self, files: Iterable[str | Path] | None = None, *, folder: Path = TRIALS, run: str | None = None
-    ):
+    def __init__(self, files: Iterable[str | Path] | None = None, *, run: str | None = None):
         self.files = None if files is None else [Path(f) for f in files]
-        self.folder = Path(folder)
         self.run = run
-        if self.files is not None:
-            missing = [str(f) for f in self.files if not f.is_file()]
-            if missing:
-                raise FixtureError(f"{missing[0]}: trials file not found")
+        missing = [f for f in self.files or () if not f.is_file()]
+        if missing:
+            raise FixtureError(f"{missing[0]}: trials file not found")
 
     def provenance(self) -> dict[str, Any]:
         return {"backend": self.name, "versions": versions()}
@@ -85,10 +81,10 @@ class ReplayBackend:
     def _files_for(self, lab: str) -> list[Path]:
         if self.files is not None:
             return self.files
-        files = trial_files(lab, self.folder)
+        files = trial_files(lab)
         if not files:
             raise ReplayMiss(
-                f"no recorded trials for lab {lab!r} in {self.folder} (expected {lab}.jsonl "
+                f"no recorded trials for lab {lab!r} in {TRIALS} (expected {lab}.jsonl "
                 f"or {lab}-*.jsonl); record some with LABKIT_MODEL=local LABKIT_RECORD=<file>"
             )
         return files
