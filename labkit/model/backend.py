@@ -1,12 +1,10 @@
-"""What a model backend is asked (`ChatRequest`) and answers (`Reply`): the types every backend shares.
-
-A backend raises `ProviderError` when it could not answer (a server down or slow, an HTTP error,
-a body that is not a chat reply: the runtime counts `provider_error`) and `LabError` when the lab
-is set up wrong (no model file, an unknown `LABKIT_MODEL`, a request never recorded).
-"""
+"""What a model backend is asked (`ChatRequest`) and answers (`Reply`). A backend raises
+`ProviderError` when it could not answer (the runtime counts a `provider_error`) and `LabError` when
+the lab is set up wrong (no model file, an unknown `LABKIT_MODEL`, a request never recorded)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
@@ -26,11 +24,8 @@ TIMEOUT = 120.0  # seconds a server backend waits for each read of a call: a col
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One decision asked of a model: where (`lab`, `case`, `trial`, `turn`: the replay key) and what.
-
-    `fingerprint()` hashes the messages, schema and options, so a replay proves it answers the
-    question the live model was asked. `schema` is None at rung L0 (`labkit.model.constraints`).
-    """
+    """One decision asked of a model: where (`lab`, `case`, `trial`, `turn`: the replay key) and what
+    (`schema` is None at rung L0). `fingerprint()` lets a replay prove it answers the question asked."""
 
     lab: str
     case: str
@@ -117,8 +112,9 @@ class ServerBackend:
         raise ProviderError(f"{self.where} reported {field} {shorten(repr(value), 40)}, not a token count")
 
 
+@functools.cache
 def versions(*packages: str) -> dict[str, str]:
-    """Installed versions of python, labkit and `packages` ("absent" when not installed)."""
+    """Installed versions of python, labkit and `packages` ("absent" when not installed); shared."""
     found = {"python": platform.python_version()}
     for name in ("labkit", *packages):
         try:

@@ -45,29 +45,23 @@ class StateRules:
     finals: Callable[[Sequence[Observation]], Sequence[Mapping[str, str]]] | None = None
 
 
-def check_rung(rung: object, rules: StateRules | None = None) -> str:
-    """`rung` if it is one of RUNGS that `rules` can serve; LabError naming the choices otherwise."""
+def check_rung(rung: object, rules: StateRules | None = None) -> None:
+    """LabError naming the choices unless `rung` is one of RUNGS that `rules` can serve."""
     if rung not in RUNGS:
         raise LabError(f"unknown constraint rung {rung!r} (known: {', '.join(RUNGS)})")
     if rung in ("L2", "L3") and rules is None:
         raise LabError(f"rung {rung} needs the lab's state rules; this policy has none (use L0 or L1)")
     if rung == "L3" and rules is not None and rules.finals is None:
         raise LabError("rung L3 needs an extractive final, which this lab does not define (use L0-L2)")
-    return str(rung)
 
 
 def _shape(action: str, params: Mapping[str, str], max_chars: int | None) -> dict[str, Any]:
     properties: dict[str, Any] = {"action": {"const": action}}
     for name, kind in params.items():
-        properties[name] = {"type": _TYPES[kind]}
-        if kind == "str" and max_chars is not None:
-            properties[name]["maxLength"] = max_chars
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": ["action", *params],
-        "additionalProperties": False,
-    }
+        length = {"maxLength": max_chars} if kind == "str" and max_chars is not None else {}
+        properties[name] = {"type": _TYPES[kind], **length}
+    required = ["action", *params]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 def decision_schema(tools: Mapping[str, Tool], *, max_chars: int | None = MAX_CHARS) -> dict[str, Any]:
@@ -88,11 +82,9 @@ def admissible_schema(
     *,
     max_chars: int | None = MAX_CHARS,
 ) -> dict[str, Any] | None:
-    """The schema of the decisions admissible at `rung` after `observations` (None at L0).
-
-    At L2/L3 each slot becomes ``{"enum": [values observed]}`` (a shape with an empty slot is
-    dropped); at L3 the final is one ``{"const": ...}`` shape per extractive final.
-    """
+    """The schema of the decisions admissible at `rung` after `observations` (None at L0). At L2/L3
+    each slot is ``{"enum": [values observed]}`` (a shape with an empty slot is dropped); at L3 the
+    final is one ``{"const": ...}`` shape per extractive final."""
     check_rung(rung, rules)
     if rung == "L0":
         return None

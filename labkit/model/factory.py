@@ -1,9 +1,6 @@
-"""Which backend `LABKIT_MODEL` names, wrapped in a `Recorder` when `LABKIT_RECORD=<file>` is set.
-
-``replay`` (the default: `fixtures/trials/`), ``replay:<file>``, ``local`` (SmolLM2 in-process),
-``ollama:<tag>`` (at `OLLAMA_HOST`), ``openai:<model>`` (any OpenAI-compatible server at
-`OPENAI_BASE_URL`). The live backends are imported only when chosen (numpy, ollama, openai).
-"""
+"""Which backend `LABKIT_MODEL` names: ``replay`` (the default: `fixtures/trials/`), ``replay:<file>``,
+``local`` (SmolLM2 in-process), ``ollama:<tag>`` (at `OLLAMA_HOST`), ``openai:<model>`` (a server at
+`OPENAI_BASE_URL`); a live backend is imported only when chosen. `LABKIT_RECORD=<file>` records it."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The `ollama:<tag>` backend: the official `ollama` client against `OLLAMA_HOST`.
-
-Each decision is one non-streaming `chat(model, messages, format=<the rung's schema>, options=
-{temperature, seed, num_predict})`; at rung L0 no `format` is sent. Every server failure is one
-ProviderError naming the host (`ServerBackend`); a model tag the server lacks (HTTP 404) is the
-user's LabError: `ollama pull` it. Ollama does not promise identical replies at temperature 0
-(its issues #586, #5274).
-"""
+"""The `ollama:<tag>` backend: the official `ollama` client against `OLLAMA_HOST`, one non-streaming
+`chat` per decision with the rung's schema as `format` (none at L0). A tag the server lacks (HTTP 404)
+is the user's LabError: `ollama pull` it. Ollama does not promise identical replies at temperature 0
+(its issues #586, #5274)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,12 @@
 """The `openai:<model>` backend: the official `openai` client against any OpenAI-compatible server.
 
 Configured the client's own way: `OPENAI_BASE_URL` (e.g. ``http://10.0.0.5:8000/v1`` for the room's
-`labkit serve`), `OPENAI_API_KEY` (a placeholder when unset: local servers want none). No retries
-(`max_retries=0`): a retried decision is not the one the runtime timed. Each decision is one
-`chat.completions.create(...)` with the rung's schema as `response_format`, in one of two forms
-(`LABKIT_OPENAI_SCHEMA`): ``json_schema`` (OpenAI, llama-server, vLLM, LM Studio, Ollama's /v1) or
-``json_object`` + ``schema`` (llama-cpp-python's server, which reports ``owned_by: "me"`` in
-/v1/models: ``auto``, the default, asks once), or ``none``.
-
-Every server failure is one ProviderError naming the server (`ServerBackend`; a reply without
-choices or token usage too); a model the server lacks (404) and a refused key (401/403) are LabErrors.
+`labkit serve`), `OPENAI_API_KEY` (a placeholder when unset). No retries: a retried decision is not
+the one the runtime timed. The rung's schema goes as `response_format` in the form
+`LABKIT_OPENAI_SCHEMA` names: ``json_schema`` (OpenAI, llama-server, vLLM, Ollama's /v1),
+``json_object`` + ``schema`` (llama-cpp-python's server, which reports ``owned_by: "me"``: ``auto``,
+the default, asks /v1/models once), or ``none``. A reply without choices or usage is a ProviderError;
+a model the server lacks (404) and a refused key (401/403) are LabErrors.
 """
 
 from __future__ import annotations

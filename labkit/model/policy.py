@@ -1,10 +1,8 @@
 """`ModelPolicy`: a decision-loop policy that asks a language model for one JSON decision per turn.
 
-The conversation it sends: system `instructions`; user `describe(task)`; then per earlier turn the
-model's own reply verbatim (assistant) and `observe(observation)` (user). Verbatim replies keep each
-turn's prompt an extension of the last, which lets the local backend reuse its cached tokens.
-It sets `last_usage` (the runtime charges it) and `last_reply` after every reply; a reply that is
-not JSON raises ValueError (a counted invalid_decision), a backend failure ProviderError.
+The conversation: system `instructions`; user `describe(task)`; then per earlier turn the model's own
+reply verbatim (assistant: each prompt extends the last, so a backend can reuse its cached tokens) and
+`observe(observation)` (user). A reply with no decision raises ValueError (a counted invalid_decision).
 """
 
 from __future__ import annotations
@@ -54,12 +52,9 @@ def _observe_json(observation: Mapping[str, Any]) -> str:
 
 @dataclass(eq=False, repr=False)
 class ModelPolicy:
-    """Decisions from `backend` (default `backend_from_env()`) for the runtime to validate.
-
-    `lab` names the recorded trials replay reads; `describe(task)` is how the lab shows a task
-    (this seam knows no lab); `trial` is part of the replay key; `rung` is the constraint
-    ladder's rung, and `rules` (the lab's `StateRules`) are required for L2 and L3.
-    """
+    """Decisions from `backend` (default `backend_from_env()`) for the runtime to validate; `lab` and
+    `trial` are part of the replay key, `rules` (the lab's `StateRules`) serve rungs L2 and L3. It
+    sets `last_usage` (the runtime charges it) and `last_reply` after every reply."""
 
     lab: str
     tools: Mapping[str, Tool]

@@ -1,11 +1,9 @@
 """Recorded trials: the JSONL format, an append-only writer, and the recording backend.
 
-One JSON object per line: ``{"kind": "call", ...}`` (one model call: where it was asked, the rung,
-messages, options and request fingerprint, the reply and finish_reason or the error, usage,
-latency, reused tokens, provenance), written by `Recorder`; ``{"kind": "episode", ...}`` (one
-run of the runtime and its outcome), written by `labkit.decision_loop.trials`. A record without
-`rung` was made at L1. Each record is one `os.write` in append mode: a crash leaves every finished
-line readable.
+One JSON object per line: ``{"kind": "call", ...}`` (one model call, its reply or error and
+provenance), written by `Recorder`; ``{"kind": "episode", ...}`` (one run of the runtime and its
+outcome), written by `labkit.decision_loop.trials`. A record without `rung` was made at L1. Each
+record is one `os.write` in append mode: a crash leaves every finished line readable.
 """
 
 from __future__ import annotations
@@ -94,10 +92,9 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     FixtureError naming the file, line and field. Lines end at "\\n" only (a reply may hold U+2028).
     Records of an unchanged file are parsed once and shared: readers must not modify them."""
     path = Path(path)
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        raise FixtureError(f"{path}: trials file not found") from None
+    if not path.is_file():
+        raise FixtureError(f"{path}: trials file not found")
+    stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _READ:
         _READ[key] = list(_parse(path))
@@ -152,23 +149,17 @@ class JsonlWriter:
 
 
 class Recorder:
-    """A backend that passes every call to `inner` and appends it to `path` labelled `run`.
-
-    A ProviderError is recorded (a replay ends the episode the same way) and re-raised; a
-    LabError, a setup mistake, is not recorded.
-    """
+    """A backend that passes every call to `inner` and appends it to `path` labelled `run`. A
+    ProviderError is recorded (a replay ends the same way) and re-raised; a LabError is not recorded."""
 
     def __init__(self, inner: Backend, path: str | Path, *, run: str | None = None):
         self.inner = inner
         self.name = inner.name
         self.writer = JsonlWriter(path)
         self.run = run
-        self._provenance: dict[str, Any] | None = None
 
     def provenance(self) -> dict[str, Any]:
-        if self._provenance is None:
-            self._provenance = self.inner.provenance()
-        return self._provenance
+        return self.inner.provenance()  # each live backend looks its own up once
 
     def complete(self, request: ChatRequest) -> Reply:
         start = time.perf_counter()

@@ -1,11 +1,8 @@
-"""The replay backend: answers from recorded trials, and only to the questions recorded.
-
-By default it reads every ``<lab>.jsonl`` and ``<lab>-*.jsonl`` in `fixtures/trials/`;
-`ReplayBackend([file, ...])` (``LABKIT_MODEL=replay:<file>``) pins files. A call is keyed by
-(lab, case, trial, turn); its recorded rung and request fingerprint must be the new request's, or
-a `ReplayMiss` names the case, trial and turn and what differs: never a fallback. A recorded
-provider failure replays as the same ProviderError. `run=label` answers only from that run's
-calls (one file may hold several models asked the same question, as a grid's does).
+"""The replay backend: answers from recorded trials (`trial_files`, or the files given:
+``LABKIT_MODEL=replay:<file>``), and only to the questions recorded. A call is keyed by (lab, case,
+trial, turn); its recorded rung and request fingerprint must be the new request's, or a `ReplayMiss`
+says what differs: never a fallback. A recorded provider failure replays as the same ProviderError.
+`run=label` answers only from that run's calls (a grid's file holds several models' answers).
 """
 
 from __future__ import annotations
@@ -78,19 +75,14 @@ class ReplayBackend:
     def provenance(self) -> dict[str, Any]:
         return {"backend": self.name, "versions": versions()}
 
-    def _files_for(self, lab: str) -> list[Path]:
-        if self.files is not None:
-            return self.files
-        files = trial_files(lab)
+    def complete(self, request: ChatRequest) -> Reply:
+        lab = request.lab
+        files = trial_files(lab) if self.files is None else self.files
         if not files:
             raise ReplayMiss(
                 f"no recorded trials for lab {lab!r} in {TRIALS} (expected {lab}.jsonl "
                 f"or {lab}-*.jsonl); record some with LABKIT_MODEL=local LABKIT_RECORD=<file>"
             )
-        return files
-
-    def complete(self, request: ChatRequest) -> Reply:
-        files = self._files_for(request.lab)
         named = ", ".join(p.name for p in files)
         key = (request.lab, request.case, request.trial, request.turn)
         recorded = _calls(files).get(key)
