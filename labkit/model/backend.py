@@ -80,13 +80,9 @@ def first_line(error: BaseException) -> str:
 class ServerBackend:
     """A backend behind an HTTP server: `_call` turns each way a call fails, as the client raises it
     (`_SLOW` first, `_DOWN`, `_STATUS` with a `status_code`, `_BAD`: a body that is not a reply), into
-    one ProviderError naming the server (`where`), or a LabError where `_fix` names the user's fix.
-    A subclass sets those, `timeout`, and says what to check when nothing answers (`_unreachable(error)`)
-    and what the server said (`_status_text(error)`)."""
-
-    def _fix(self, what: str, status: int) -> str | None:
-        """The user's fix for an HTTP `status` that is their mistake (None: the server's failure)."""
-        return None
+    one ProviderError naming the server (`where`), or a LabError where `_fix(what, status)` names the
+    user's fix. A subclass sets those and `timeout`, and says what to check when nothing answers
+    (`_unreachable(error)`) and what the server said (`_status_text(error)`)."""
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         """`fn()`, with every way the server can fail turned into one ProviderError (or LabError)."""

