@@ -6,8 +6,10 @@ import json
 import pytest
 from fake_ollama import DIGEST, FINAL, READ, SEARCH, TASK, FakeOllama, docuctl_policy, episode
 
+from labkit import docuctl_tools
 from labkit.decision_loop.trials import MAX_PROVIDER_FAILURES
 from labkit.model import Recorder, read_records
+from labkit.model.constraints import decision_schema
 from labkit.model.ollama import OllamaBackend
 
 MODEL = "qwen2.5:0.5b"
@@ -20,25 +22,19 @@ def server():
         yield fake
 
 
-def test_an_episode_over_the_wire_in_ollamas_documented_chat_format(server):
-    server.replies.extend([SEARCH, f"Sure! {SEARCH}", SEARCH, READ, FINAL])
-    policy = docuctl_policy(OllamaBackend(MODEL, host=server.host), temperature=0.3, seed=7, max_tokens=64)
-    policy(TASK, [])
-    body = server.requests[0]
-    assert body["model"] == MODEL and body["stream"] is False and body["format"] == policy.schema
-    assert body["messages"][0] == {"role": "system", "content": "One JSON action."}
-    assert body["options"] == {"temperature": 0.3, "seed": 7, "num_predict": 64}
-    assert docuctl_policy(OllamaBackend(MODEL, host=server.host), rung="L0")(TASK, [])["action"] == "search"
-    assert "format" not in server.requests[1] or server.requests[1]["format"] is None  # L0: no schema
-    result = episode(OllamaBackend(MODEL, host=server.host))
+def test_an_episode_over_the_wire_in_ollamas_chat_format_records_the_models_digest(server, tmp_path):
+    server.replies.extend([f"Sure! {SEARCH}", SEARCH, READ, FINAL])
+    backend, path = OllamaBackend(MODEL, host=server.host), tmp_path / "docuctl-ollama.jsonl"
+    assert docuctl_policy(backend, rung="L0")(TASK, [])["action"] == "search"
+    assert server.requests[0].get("format") is None  # L0: no schema
+    result = episode(Recorder(backend, path), temperature=0.3, seed=7, max_tokens=64)
     assert (result["stop"], result["citation"]) == ("final", "deploy-v2")
     assert [entry["tokens"] for entry in result["trace"]] == [228] * 3  # prompt_eval_count + eval_count
-
-
-def test_recording_an_ollama_call_keeps_the_models_digest(server, tmp_path):
-    server.replies.extend([SEARCH, READ, FINAL])
-    path = tmp_path / "docuctl-ollama.jsonl"
-    episode(Recorder(OllamaBackend(MODEL, host=server.host), path))
+    body = server.requests[1]
+    assert body["model"] == MODEL and body["stream"] is False
+    assert body["format"] == decision_schema(docuctl_tools(TASK))
+    assert body["messages"][0] == {"role": "system", "content": "One JSON action."}
+    assert body["options"] == {"temperature": 0.3, "seed": 7, "num_predict": 64}
     provenance = next(read_records(path))[1]["provenance"]
     assert (provenance["backend"], provenance["digest"]) == (f"ollama:{MODEL}", DIGEST)
     assert provenance["versions"]["ollama"] == "0.6.3"

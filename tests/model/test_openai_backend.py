@@ -11,8 +11,9 @@ from fake_ollama import FINAL, READ, SEARCH, TASK, docuctl_policy, episode
 from fake_openai import FINGERPRINT, FakeOpenAI
 from test_local_backend import check_recording, skip_or_fail
 
-from labkit import LabError, docuctl
+from labkit import LabError, docuctl, docuctl_tools
 from labkit.model import ChatRequest, Recorder, backend_from_env, read_records
+from labkit.model.constraints import decision_schema
 from labkit.model.openai_chat import OpenAIBackend
 
 MODEL = "smollm2"
@@ -28,17 +29,25 @@ def backend(server, **options):
     return OpenAIBackend(MODEL, base_url=server.base_url, environ={}, **options)
 
 
-def test_an_episode_over_the_wire_sends_the_schema_temperature_and_seed(server):
+def test_an_episode_over_the_wire_sends_the_schema_and_options_and_records_the_served_model(server, tmp_path):
     server.replies.extend([SEARCH, READ, FINAL])
-    policy = docuctl_policy(backend(server), temperature=0.3, seed=7, max_tokens=64)
-    result = episode(backend(server), temperature=0.3, seed=7, max_tokens=64)
+    path = tmp_path / "docuctl-openai.jsonl"
+    result = episode(Recorder(backend(server), path), temperature=0.3, seed=7, max_tokens=64)
     assert (result["stop"], result["citation"]) == ("final", "deploy-v2")
     assert result["usage"]["prompt_tokens"] == 3 * 210
     body = server.requests[0]
     assert body["model"] == MODEL and body["stream"] is False and body["max_tokens"] == 64
     assert (body["temperature"], body["seed"]) == (0.3, 7)
-    schema = {"type": "json_schema", "json_schema": {"name": "decision", "schema": policy.schema}}
-    assert body["response_format"] == schema
+    schema = decision_schema(docuctl_tools(TASK))
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "decision", "schema": schema},
+    }
+    for _, record in read_records(path):
+        provenance = record["provenance"]
+        assert (provenance["backend"], provenance["host"]) == (f"openai:{MODEL}", server.host)
+        assert (provenance["served_model"], provenance["system_fingerprint"]) == (MODEL, FINGERPRINT)
+        assert provenance["schema_mode"] == "json_schema" and provenance["owned_by"] == "organization"
 
 
 @pytest.mark.parametrize(
@@ -57,17 +66,6 @@ def test_the_schema_goes_in_the_form_the_server_takes(owned_by, environ, sent):
     assert (body.get("response_format") or {}).get("type") == sent
     if sent == "json_object":  # llama-cpp-python's server, detected from owned_by "me"
         assert body["response_format"]["schema"] == policy.schema
-
-
-def test_recording_keeps_the_host_the_served_model_and_its_fingerprint(server, tmp_path):
-    server.replies.extend([SEARCH, READ, FINAL])
-    path = tmp_path / "docuctl-openai.jsonl"
-    episode(Recorder(backend(server), path))
-    for _, record in read_records(path):
-        provenance = record["provenance"]
-        assert (provenance["backend"], provenance["host"]) == (f"openai:{MODEL}", server.host)
-        assert (provenance["served_model"], provenance["system_fingerprint"]) == (MODEL, FINGERPRINT)
-        assert provenance["schema_mode"] == "json_schema" and provenance["owned_by"] == "organization"
 
 
 @pytest.fixture(scope="module")
