@@ -31,8 +31,8 @@ DEFAULT_RUNG = "L1"  # the rung of a call recorded before rungs existed
 MAX_CHARS = 100
 _TYPES = {"str": "string", "number": "number"}
 
-Observation = Mapping[str, Any]
-_Values = Callable[[Any, Sequence[Observation]], Sequence[str]]  # (task, observations) -> values
+_Observation = Mapping[str, Any]
+_Values = Callable[[Any, Sequence[_Observation]], Sequence[str]]  # (task, observations) -> values
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class StateRules:
     [{"answer": ..., "citation": ...}] (None: L3 refused)."""
 
     slots: Mapping[tuple[str, str], _Values] = field(default_factory=dict)
-    finals: Callable[[Sequence[Observation]], Sequence[Mapping[str, str]]] | None = None
+    finals: Callable[[Sequence[_Observation]], Sequence[Mapping[str, str]]] | None = None
 
 
 def check_rung(rung: object, rules: StateRules | None = None) -> None:
@@ -78,7 +78,7 @@ def admissible_schema(
     rung: str,
     rules: StateRules | None = None,
     task: Any = None,
-    observations: Sequence[Observation] = (),
+    observations: Sequence[_Observation] = (),
     *,
     max_chars: int | None = MAX_CHARS,
 ) -> dict[str, Any] | None:

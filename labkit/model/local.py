@@ -46,7 +46,7 @@ def sha256_of(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-class Engine:
+class _Engine:
     """One loaded model, its grammars, and the lock that lets one decision run at a time."""
 
     def __init__(self, path: Path, n_ctx: int = N_CTX, n_threads: int | None = None):
@@ -111,15 +111,15 @@ class Engine:
         )
 
 
-_ENGINES: dict[int | None, Engine] = {}
+_ENGINES: dict[int | None, _Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def engine(n_threads: int | None = None) -> Engine:
-    """The process's Engine for this thread count (the model loads on first use)."""
+def engine(n_threads: int | None = None) -> _Engine:
+    """The process's engine for this thread count (the model loads on first use)."""
     with _ENGINES_LOCK:
         if n_threads not in _ENGINES:
-            _ENGINES[n_threads] = Engine(find_model_file(), N_CTX, n_threads)
+            _ENGINES[n_threads] = _Engine(find_model_file(), N_CTX, n_threads)
         return _ENGINES[n_threads]
 
 
@@ -148,7 +148,7 @@ class LocalBackend:
         self._provenance: dict[str, Any] | None = None
 
     @property
-    def engine(self) -> Engine:
+    def engine(self) -> _Engine:
         return engine(self.n_threads)
 
     def provenance(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from labkit.model.record import read_records
 
 TRIALS = FIXTURES / "trials"
 
-Key = tuple[str, str, int, int]
+_Key = tuple[str, str, int, int]
 
 
 class ReplayMiss(LabError):
@@ -31,14 +31,14 @@ def trial_files(lab: str, folder: Path = TRIALS) -> list[Path]:
     return sorted({*folder.glob(f"{lab}.jsonl"), *folder.glob(f"{lab}-*.jsonl")})
 
 
-_CACHE: dict[tuple[tuple[str, int, int], ...], dict[Key, list[dict[str, Any]]]] = {}
+_CACHE: dict[tuple[tuple[str, int, int], ...], dict[_Key, list[dict[str, Any]]]] = {}
 
 
-def _calls(files: Sequence[Path]) -> dict[Key, list[dict[str, Any]]]:
+def _calls(files: Sequence[Path]) -> dict[_Key, list[dict[str, Any]]]:
     """The call records of `files` by key, indexed once per state (path, size, mtime) of the files."""
     state = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     if state not in _CACHE:
-        calls: dict[Key, list[dict[str, Any]]] = {}
+        calls: dict[_Key, list[dict[str, Any]]] = {}
         for path in files:
             for number, record in read_records(path):
                 if record["kind"] == "call":
