@@ -1,8 +1,5 @@
-"""The constraint ladder: the schema admissible in each episode state, and each backend receiving it.
-
-The schemas are asserted exactly on hand-built states; a schema is a convenience for the decoder,
-and the runtime still validates every decision.
-"""
+"""The constraint ladder: the schema admissible in each episode state (asserted exactly on hand-built
+states), how a reply becomes a decision, and the runtime still validating every decision."""
 
 import jsonschema
 import pytest
