@@ -78,14 +78,13 @@ def first_line(error: BaseException) -> str:
 
 
 class ServerBackend:
-    """A backend behind an HTTP server: `_call` turns each way a call fails, as the client raises it
-    (`_SLOW` first, `_DOWN`, `_STATUS` with a `status_code`, `_BAD`: a body that is not a reply), into
-    one ProviderError naming the server (`where`), or a LabError where `_fix(what, status)` names the
-    user's fix. A subclass sets those and `timeout`, and says what to check when nothing answers
-    (`_unreachable(error)`) and what the server said (`_status_text(error)`)."""
+    """A backend behind an HTTP server. `_call(what, fn)` runs one client call and turns each way it
+    fails into one ProviderError naming the server (`where`): no answer within `timeout` (`_SLOW`,
+    caught first), nothing listening (`_DOWN`), an HTTP error (`_STATUS`), a body that is not a reply
+    (`_BAD`). A subclass sets these and says what to check when nothing answers (`_unreachable`), what
+    the server said (`_status_text`) and which statuses are the user's to fix (`_fix`: a LabError)."""
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
-        """`fn()`, with every way the server can fail turned into one ProviderError (or LabError)."""
         try:
             return fn()
         except self._SLOW:
