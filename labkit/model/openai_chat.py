@@ -1,16 +1,12 @@
 """The `openai:<model>` backend: the official `openai` client against any OpenAI-compatible server.
 
 Configured the client's own way: `OPENAI_BASE_URL` (e.g. ``http://10.0.0.5:8000/v1`` for the room's
-`labkit serve`), `OPENAI_API_KEY` (a placeholder when unset: local servers want none). No retries
-(`max_retries=0`): a retried decision is not the one the runtime timed. Each decision is one
-`chat.completions.create(...)` with the rung's schema as `response_format`, in one of two forms
-(`LABKIT_OPENAI_SCHEMA`): ``json_schema`` (OpenAI, llama-server, vLLM, LM Studio, Ollama's /v1) or
-``json_object`` + ``schema`` (llama-cpp-python's server, which reports ``owned_by: "me"`` in
-/v1/models: ``auto``, the default, asks once), or ``none``.
-
-Every server failure is one ProviderError naming the server (nothing listening, no answer within
-`timeout` per read, an HTTP error, a body that is not a chat completion, no token usage); a model
-the server lacks (404) and a refused key (401/403) are the user's LabErrors.
+`labkit serve`), `OPENAI_API_KEY` (a placeholder when unset). No retries: a retried decision is not
+the one the runtime timed. The rung's schema goes as `response_format` in the form
+`LABKIT_OPENAI_SCHEMA` names: ``json_schema`` (OpenAI, llama-server, vLLM, Ollama's /v1),
+``json_object`` + ``schema`` (llama-cpp-python's server, which reports ``owned_by: "me"``: ``auto``,
+the default, asks /v1/models once), or ``none``. A reply without choices or usage is a ProviderError;
+a model the server lacks (404) and a refused key (401/403) are LabErrors.
 """
 
 from __future__ import annotations
@@ -18,30 +14,26 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+import openai
+
 from labkit.core.errors import LabError, ProviderError
-from labkit.model.backend import TIMEOUT, ChatRequest, Reply, token_count, versions
+from labkit.model.backend import TIMEOUT, ChatRequest, Reply, ServerBackend, first_line, versions
 
 _SCHEMA_MODES = ("auto", "json_schema", "json_object", "none")
 PLACEHOLDER_KEY = "labkit-local"
 
 
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-
-
-def _server_message(error: Any) -> str:
-    """The server's own error text from an openai.APIStatusError, on one line."""
-    inner = error.body.get("error", error.body) if isinstance(error.body, Mapping) else error.body
-    text = inner.get("message") if isinstance(inner, Mapping) else inner
-    return " ".join(str(text or error.message).split())[:200]
-
-
-class OpenAIBackend:
+class OpenAIBackend(ServerBackend):
     """A model behind an OpenAI-compatible server (see the module docstring). Connects on first use."""
+
+    _SLOW = (openai.APITimeoutError,)  # before _DOWN: it is an APIConnectionError
+    _DOWN = (openai.APIConnectionError,)
+    _STATUS = (openai.APIStatusError,)
+    _BAD = (openai.APIError, ValueError, TypeError, AttributeError)
 
     def __init__(
         self,
@@ -69,44 +61,26 @@ class OpenAIBackend:
         self.mode: str | None = None if mode == "auto" else mode
         parts = urlsplit(self.base_url or "https://api.openai.com/v1")
         self.host = f"{parts.scheme}://{parts.netloc}"
+        self.where = f"the server at {self.host}"
+
+    def _unreachable(self, error: Exception) -> str:
+        return f"({first_line(error.__cause__ or error)}): is it running, and is OPENAI_BASE_URL right?"
+
+    def _status_text(self, error: Any) -> str:
+        inner = error.body.get("error", error.body) if isinstance(error.body, Mapping) else error.body
+        text = inner.get("message") if isinstance(inner, Mapping) else inner
+        return " ".join(str(text or error.message).split())[:200]
+
+    def _fix(self, what: str, status: int) -> str | None:
+        if status == 404:
+            return f"is {self.model!r} in its /v1/models, and does OPENAI_BASE_URL end in /v1?"
+        return "set OPENAI_API_KEY to a key it accepts" if status in (401, 403) else None
 
     @functools.cached_property
-    def client(self) -> Any:
-        import openai
-
+    def client(self) -> openai.OpenAI:
         return openai.OpenAI(
             base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=0
         )
-
-    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
-        """`fn()`, with every way the server can fail turned into one ProviderError (or LabError)."""
-        import openai
-
-        where = f"the server at {self.host}"
-        try:
-            return fn()
-        except openai.APITimeoutError:  # before APIConnectionError: it is one
-            raise ProviderError(f"{where} did not answer {what} within {self.timeout:g} s") from None
-        except openai.APIConnectionError as error:
-            raise ProviderError(
-                f"cannot reach {where} ({_first_line(error.__cause__ or error)}): is it running, "
-                "and is OPENAI_BASE_URL right?"
-            ) from None
-        except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
-            fix = "set OPENAI_API_KEY to a key it accepts"
-            if error.status_code == 404:
-                fix = f"is {self.model!r} in its /v1/models, and does OPENAI_BASE_URL end in /v1?"
-            raise LabError(
-                f"{where} answered {what} with HTTP {error.status_code} ({_server_message(error)}): {fix}"
-            ) from None
-        except openai.APIStatusError as error:
-            raise ProviderError(
-                f"{where} answered {what} with HTTP {error.status_code}: {_server_message(error)}"
-            ) from None
-        except (openai.APIError, ValueError, TypeError, AttributeError) as error:
-            raise ProviderError(
-                f"{where} answered {what} with something that is not a {what} reply ({_first_line(error)})"
-            ) from None
 
     @functools.cached_property
     def owned_by(self) -> str | None:
@@ -154,18 +128,17 @@ class OpenAIBackend:
         start = time.perf_counter()
         response = self._call("chat", lambda: self.client.chat.completions.create(**body))
         latency = time.perf_counter() - start
-        where = f"the server at {self.host}"
         try:  # the client does not validate what a server sends: a reply is data to check
             choice, usage = response.choices[0], response.usage
             text, finish = choice.message.content, choice.finish_reason
-            counts = [token_count(usage.prompt_tokens, f"{where} reported usage.prompt_tokens")]
-            counts.append(token_count(usage.completion_tokens, f"{where} reported usage.completion_tokens"))
+            counts = [self._count(usage.prompt_tokens, "usage.prompt_tokens")]
+            counts.append(self._count(usage.completion_tokens, "usage.completion_tokens"))
         except (TypeError, IndexError, AttributeError):  # no choices, no message, no usage
             raise ProviderError(
-                f"{where} answered chat with something that is not a chat completion"
+                f"{self.where} answered chat with something that is not a chat completion"
             ) from None
         if not isinstance(text, str):
-            raise ProviderError(f"{where} answered chat without message content")
+            raise ProviderError(f"{self.where} answered chat without message content")
         served, fingerprint = getattr(response, "model", None), getattr(response, "system_fingerprint", None)
         return Reply(
             text=text,

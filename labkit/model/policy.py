@@ -1,34 +1,47 @@
 """`ModelPolicy`: a decision-loop policy that asks a language model for one JSON decision per turn.
 
-The conversation it sends: system `instructions`; user `describe(task)`; then per earlier turn the
-model's own reply verbatim (assistant) and `observe(observation)` (user). Verbatim replies keep each
-turn's prompt an extension of the last, which lets the local backend reuse its cached tokens.
-It sets `last_usage` (the runtime charges it) and `last_reply` after every reply; a reply that is
-not JSON raises ValueError (a counted invalid_decision), a backend failure ProviderError.
+The conversation: system `instructions`; user `describe(task)`; then per earlier turn the model's own
+reply verbatim (assistant: each prompt extends the last, so a backend can reuse its cached tokens) and
+`observe(observation)` (user). A reply with no decision raises ValueError (a counted invalid_decision).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.core.runtime import Tool
+from labkit.core.text import shorten
 from labkit.model.backend import Backend, ChatRequest, Message, Reply
-from labkit.model.constraints import (
-    MAX_CHARS,
-    StateRules,
-    admissible_schema,
-    check_rung,
-    decision_schema,
-    first_json_object,
-    parse_reply,
-)
+from labkit.model.constraints import MAX_CHARS, StateRules, admissible_schema, check_rung, decision_schema
 from labkit.model.factory import backend_from_env
 
 MAX_TOKENS = 160  # two 100-character strings of ordinary words fit; a valid SmolLM2 reply takes ~20-40
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def decision_in(text: str, rung: str) -> Any:
+    """The JSON value that is the whole reply; at L0 (no grammar: a model may wrap its object in
+    prose) the first JSON object in it, inside a code fence if there is one. ValueError (a counted
+    invalid_decision) if none."""
+    if rung != "L0":
+        try:
+            return json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            raise ValueError(f"model reply is not JSON: {shorten(text, 80)!r}") from None
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    decoder = json.JSONDecoder()
+    for start in (i for i, ch in enumerate(body) if ch == "{"):
+        try:
+            return decoder.raw_decode(body, start)[0]
+        except (json.JSONDecodeError, RecursionError):
+            continue
+    raise ValueError(f"no JSON object in the model's reply: {shorten(text, 80)!r}")
 
 
 def _observe_json(observation: Mapping[str, Any]) -> str:
@@ -39,12 +52,9 @@ def _observe_json(observation: Mapping[str, Any]) -> str:
 
 @dataclass(eq=False, repr=False)
 class ModelPolicy:
-    """Decisions from `backend` (default `backend_from_env()`) for the runtime to validate.
-
-    `lab` names the recorded trials replay reads; `describe(task)` is how the lab shows a task
-    (this seam knows no lab); `trial` is part of the replay key; `rung` is the constraint
-    ladder's rung, and `rules` (the lab's `StateRules`) are required for L2 and L3.
-    """
+    """Decisions from `backend` (default `backend_from_env()`) for the runtime to validate; `lab` and
+    `trial` are part of the replay key, `rules` (the lab's `StateRules`) serve rungs L2 and L3. It
+    sets `last_usage` (the runtime charges it) and `last_reply` after every reply."""
 
     lab: str
     tools: Mapping[str, Tool]
@@ -86,18 +96,13 @@ class ModelPolicy:
         ]
         for i, observation in enumerate(observations):
             # An observation this policy did not produce is shown by its action only.
-            said = (
-                self._replies[i]
-                if i < len(self._replies)
-                else json.dumps({"action": observation.get("action")})
-            )
+            mine = self._replies[i] if i < len(self._replies) else None
+            said = json.dumps({"action": observation.get("action")}) if mine is None else mine
             messages.append({"role": "assistant", "content": said})
             messages.append({"role": "user", "content": self.observe(observation)})
         return messages
 
     def schema_for(self, task: Any, observations: list[Mapping[str, Any]]) -> dict[str, Any] | None:
-        if self.rung == "L1":
-            return self.schema
         return admissible_schema(
             self.tools, self.rung, self.rules, task, observations, max_chars=self.max_chars
         )
@@ -127,4 +132,4 @@ class ModelPolicy:
         self.last_usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
         del replies[len(observations) :]
         replies.append(reply.text)
-        return first_json_object(reply.text) if self.rung == "L0" else parse_reply(reply.text)
+        return decision_in(reply.text, self.rung)

@@ -1,11 +1,9 @@
 """Recorded trials: the JSONL format, an append-only writer, and the recording backend.
 
-One JSON object per line: ``{"kind": "call", ...}`` (one model call: where it was asked, the rung,
-messages, options and request fingerprint, the reply and finish_reason or the error, usage,
-latency, reused tokens, provenance), written by `Recorder`; ``{"kind": "episode", ...}`` (one
-run of the runtime and its outcome), written by `labkit.decision_loop.trials`. A record without
-`rung` was made at L1. Each record is one `os.write` in append mode: a crash leaves every finished
-line readable.
+One JSON object per line: ``{"kind": "call", ...}`` (one model call, its reply or error and
+provenance), written by `Recorder`; ``{"kind": "episode", ...}`` (one run of the runtime and its
+outcome), written by `labkit.decision_loop.trials`. A record without `rung` was made at L1. Each
+record is one `os.write` in append mode: a crash leaves every finished line readable.
 """
 
 from __future__ import annotations
@@ -32,30 +30,25 @@ def _object(properties: dict[str, Any], optional: tuple[str, ...] = (), **more: 
 _COUNT = {"type": "integer", "minimum": 0, "maximum": 2**53}  # a larger count is no count: refused
 _TEXT = {"type": "string"}
 _ID = {"type": "string", "minLength": 1, "maxLength": 200}
+_WHERE = {"lab": _ID, "case": _ID, "trial": _COUNT}
 _RUNG = {"enum": list(RUNGS)}
 _OPTIONS = {
     "temperature": {"type": "number", "minimum": 0},
     "seed": {"type": "integer"},
     "max_tokens": {"type": "integer", "minimum": 1},
 }
+_MESSAGE = _object({"role": _TEXT, "content": _TEXT}, additionalProperties=False)
 _CALL = _object(
     {
         "kind": {"const": "call"},
-        "lab": _ID,
-        "case": _ID,
-        "trial": _COUNT,
+        **_WHERE,
         "turn": {"type": "integer", "minimum": 1},
         "run": _TEXT,
         "rung": _RUNG,
         "request": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-        "messages": {
-            "type": "array",
-            "items": _object({"role": _TEXT, "content": _TEXT}, additionalProperties=False),
-        },
+        "messages": {"type": "array", "items": _MESSAGE},
         "options": _object(_OPTIONS),
-        "reply": _TEXT,
-        "error": _TEXT,
-        "finish_reason": _TEXT,
+        **dict.fromkeys(("reply", "error", "finish_reason"), _TEXT),
         "usage": _object({"prompt_tokens": _COUNT, "completion_tokens": _COUNT}),
         "latency_s": {"type": "number", "minimum": 0},
         "reused_tokens": {"type": ["integer", "null"], "minimum": 0},
@@ -64,29 +57,25 @@ _CALL = _object(
     optional=("run", "rung", "reply", "error", "finish_reason", "reused_tokens"),
     oneOf=[{"required": ["reply"]}, {"required": ["error"]}],
 )
+_LIMITS = {  # the runtime's ranges
+    "max_turns": {"type": "integer", "minimum": 1, "maximum": 8},
+    "max_tools": {"type": "integer", "minimum": 0, "maximum": 6},
+    "budget_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**53},
+}
 _EPISODE = _object(
     {
         "kind": {"const": "episode"},
         "run": {"type": "string", "minLength": 1},
-        "lab": _ID,
-        "case": _ID,
-        "trial": _COUNT,
+        **_WHERE,
         "prompt": _ID,
         "rung": _RUNG,
         "backend": _TEXT,
         **_OPTIONS,
-        "limits": _object(  # the runtime's ranges
-            {
-                "max_turns": {"type": "integer", "minimum": 1, "maximum": 8},
-                "max_tools": {"type": "integer", "minimum": 0, "maximum": 6},
-                "budget_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**53},
-            }
-        ),
+        "limits": _object(_LIMITS),
         "stop": _TEXT,
         "turns": _COUNT,
         "tool_calls": _COUNT,
-        "answer": {"type": ["string", "null"]},
-        "citation": {"type": ["string", "null"]},
+        **dict.fromkeys(("answer", "citation"), {"type": ["string", "null"]}),
         "passed": {"type": "boolean"},
         "usage": {"type": "object"},
         "elapsed_s": {"type": "number", "minimum": 0},
@@ -99,18 +88,13 @@ _READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
 
 
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, record) for every line of a trials file, each validated.
-
-    Raises one FixtureError naming the file, line and field (a missing file, a line that is not
-    JSON or that `parse_json` refuses, a record outside its schema) before yielding anything.
-    Lines end at "\\n" only (a reply may hold U+2028). Records of an unchanged file are parsed
-    once and shared: readers must not modify them.
-    """
+    """Yield (line number, record) for every line of a trials file, each validated first: else one
+    FixtureError naming the file, line and field. Lines end at "\\n" only (a reply may hold U+2028).
+    Records of an unchanged file are parsed once and shared: readers must not modify them."""
     path = Path(path)
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        raise FixtureError(f"{path}: trials file not found") from None
+    if not path.is_file():
+        raise FixtureError(f"{path}: trials file not found")
+    stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _READ:
         _READ[key] = list(_parse(path))
@@ -164,60 +148,18 @@ class JsonlWriter:
             os.close(fd)
 
 
-def call_record(
-    request: ChatRequest,
-    provenance: Mapping[str, Any],
-    *,
-    reply: Reply | None = None,
-    error: str | None = None,
-    latency_s: float = 0.0,
-    run: str | None = None,
-) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "kind": "call",
-        "lab": request.lab,
-        "case": request.case,
-        "trial": request.trial,
-        "turn": request.turn,
-        "rung": request.rung,
-        "request": request.fingerprint(),
-        "messages": list(request.messages),
-        "options": request.options(),
-    }
-    if run:
-        record["run"] = run
-    if reply is not None:
-        record |= {"reply": reply.text, "finish_reason": reply.finish_reason}
-    else:
-        record["error"] = error or "unknown error"
-    used = reply or Reply("", latency_s=latency_s)
-    record |= {
-        "usage": {"prompt_tokens": used.prompt_tokens, "completion_tokens": used.completion_tokens},
-        "latency_s": round(used.latency_s, 6),
-        "reused_tokens": used.reused_tokens,
-    }
-    record["provenance"] = dict(provenance)
-    return record
-
-
 class Recorder:
-    """A backend that passes every call to `inner` and appends it to `path` labelled `run`.
-
-    A ProviderError is recorded (a replay ends the episode the same way) and re-raised; a
-    LabError, a setup mistake, is not recorded.
-    """
+    """A backend that passes every call to `inner` and appends it to `path` labelled `run`. A
+    ProviderError is recorded (a replay ends the same way) and re-raised; a LabError is not recorded."""
 
     def __init__(self, inner: Backend, path: str | Path, *, run: str | None = None):
         self.inner = inner
         self.name = inner.name
         self.writer = JsonlWriter(path)
         self.run = run
-        self._provenance: dict[str, Any] | None = None
 
     def provenance(self) -> dict[str, Any]:
-        if self._provenance is None:
-            self._provenance = self.inner.provenance()
-        return self._provenance
+        return self.inner.provenance()  # each live backend looks its own up once
 
     def complete(self, request: ChatRequest) -> Reply:
         start = time.perf_counter()
@@ -228,13 +170,31 @@ class Recorder:
                 provenance = self.provenance()
             except (ProviderError, LabError) as failure:  # the lookup fails too (server down): keep the call
                 provenance = {"backend": self.name, "versions": versions(), "unavailable": str(failure)}
-            latency = time.perf_counter() - start
-            record = call_record(
-                request, provenance | {"date": now()}, error=str(error), latency_s=latency, run=self.run
-            )
-            self.writer.write(record)
+            failed = Reply("", latency_s=time.perf_counter() - start)
+            self._write(request, failed, provenance, {"error": str(error)})
             raise
         # What a backend learns only from the reply (the model the server names) joins the record.
         provenance = self.provenance() | dict(reply.extra.get("call_provenance", {}))
-        self.writer.write(call_record(request, provenance | {"date": now()}, reply=reply, run=self.run))
+        self._write(request, reply, provenance, {"reply": reply.text, "finish_reason": reply.finish_reason})
         return reply
+
+    def _write(self, request: ChatRequest, reply: Reply, provenance: dict, outcome: dict) -> None:
+        self.writer.write(
+            {
+                "kind": "call",
+                "lab": request.lab,
+                "case": request.case,
+                "trial": request.trial,
+                "turn": request.turn,
+                "rung": request.rung,
+                "request": request.fingerprint(),
+                "messages": list(request.messages),
+                "options": request.options(),
+                **({"run": self.run} if self.run else {}),
+                **outcome,
+                "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens},
+                "latency_s": round(reply.latency_s, 6),
+                "reused_tokens": reply.reused_tokens,
+                "provenance": provenance | {"date": now()},
+            }
+        )

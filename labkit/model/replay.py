@@ -1,11 +1,8 @@
-"""The replay backend: answers from recorded trials, and only to the questions recorded.
-
-By default it reads every ``<lab>.jsonl`` and ``<lab>-*.jsonl`` in `fixtures/trials/`;
-`ReplayBackend([file, ...])` (``LABKIT_MODEL=replay:<file>``) pins files. A call is keyed by
-(lab, case, trial, turn); its recorded rung and request fingerprint must be the new request's, or
-a `ReplayMiss` names the case, trial and turn and what differs: never a fallback. A recorded
-provider failure replays as the same ProviderError. `run=label` answers only from that run's
-calls (one file may hold several models asked the same question, as a grid's does).
+"""The replay backend: answers from recorded trials (`trial_files`, or the files given:
+``LABKIT_MODEL=replay:<file>``), and only to the questions recorded. A call is keyed by (lab, case,
+trial, turn); its recorded rung and request fingerprint must be the new request's, or a `ReplayMiss`
+says what differs: never a fallback. A recorded provider failure replays as the same ProviderError.
+`run=label` answers only from that run's calls (a grid's file holds several models' answers).
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ from labkit.model.record import read_records
 
 TRIALS = FIXTURES / "trials"
 
-Key = tuple[str, str, int, int]
+_Key = tuple[str, str, int, int]
 
 
 class ReplayMiss(LabError):
@@ -34,14 +31,14 @@ def trial_files(lab: str, folder: Path = TRIALS) -> list[Path]:
     return sorted({*folder.glob(f"{lab}.jsonl"), *folder.glob(f"{lab}-*.jsonl")})
 
 
-_CACHE: dict[tuple[tuple[str, int, int], ...], dict[Key, list[dict[str, Any]]]] = {}
+_CACHE: dict[tuple[tuple[str, int, int], ...], dict[_Key, list[dict[str, Any]]]] = {}
 
 
-def _calls(files: Sequence[Path]) -> dict[Key, list[dict[str, Any]]]:
+def _calls(files: Sequence[Path]) -> dict[_Key, list[dict[str, Any]]]:
     """The call records of `files` by key, indexed once per state (path, size, mtime) of the files."""
     state = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     if state not in _CACHE:
-        calls: dict[Key, list[dict[str, Any]]] = {}
+        calls: dict[_Key, list[dict[str, Any]]] = {}
         for path in files:
             for number, record in read_records(path):
                 if record["kind"] == "call":
@@ -68,33 +65,24 @@ def _difference(request: ChatRequest, record: dict[str, Any]) -> str:
 class ReplayBackend:
     name = "replay"
 
-    def __init__(
-        self, files: Iterable[str | Path] | None = None, *, folder: Path = TRIALS, run: str | None = None
-    ):
+    def __init__(self, files: Iterable[str | Path] | None = None, *, run: str | None = None):
         self.files = None if files is None else [Path(f) for f in files]
-        self.folder = Path(folder)
         self.run = run
-        if self.files is not None:
-            missing = [str(f) for f in self.files if not f.is_file()]
-            if missing:
-                raise FixtureError(f"{missing[0]}: trials file not found")
+        missing = [f for f in self.files or () if not f.is_file()]
+        if missing:
+            raise FixtureError(f"{missing[0]}: trials file not found")
 
     def provenance(self) -> dict[str, Any]:
         return {"backend": self.name, "versions": versions()}
 
-    def _files_for(self, lab: str) -> list[Path]:
-        if self.files is not None:
-            return self.files
-        files = trial_files(lab, self.folder)
+    def complete(self, request: ChatRequest) -> Reply:
+        lab = request.lab
+        files = trial_files(lab) if self.files is None else self.files
         if not files:
             raise ReplayMiss(
-                f"no recorded trials for lab {lab!r} in {self.folder} (expected {lab}.jsonl "
+                f"no recorded trials for lab {lab!r} in {TRIALS} (expected {lab}.jsonl "
                 f"or {lab}-*.jsonl); record some with LABKIT_MODEL=local LABKIT_RECORD=<file>"
             )
-        return files
-
-    def complete(self, request: ChatRequest) -> Reply:
-        files = self._files_for(request.lab)
         named = ", ".join(p.name for p in files)
         key = (request.lab, request.case, request.trial, request.turn)
         recorded = _calls(files).get(key)

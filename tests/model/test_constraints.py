@@ -1,21 +1,18 @@
-"""The constraint ladder: the schema admissible in each episode state, and each backend receiving it.
-
-The schemas are asserted exactly on hand-built states; a schema is a convenience for the decoder,
-and the runtime still validates every decision.
-"""
+"""The constraint ladder: the schema admissible in each episode state (asserted exactly on hand-built
+states), how a reply becomes a decision, and the runtime still validating every decision."""
 
 import jsonschema
 import pytest
-from fake_ollama import TASK, FakeOllama
+from fake_ollama import TASK
 from test_policy import Scripted
 
 from labkit import LabError, docuctl, docuctl_tools, run, task_from
 from labkit.core.runtime import Tool
 from labkit.decision_loop.model_policy import DOCUCTL_RULES as RULES
 from labkit.decision_loop.model_policy import docuctl_policy
-from labkit.model import ModelPolicy, ReplayBackend, Reply, decision_schema
-from labkit.model.constraints import StateRules, admissible_schema, first_json_object
-from labkit.model.ollama import OllamaBackend
+from labkit.model import ModelPolicy, ReplayBackend
+from labkit.model.constraints import StateRules, admissible_schema, decision_schema
+from labkit.model.policy import decision_in
 
 TOOLS = docuctl_tools(TASK)
 SEARCHED = [{"action": "search", "result": [{"id": "deploy-v2"}, {"id": "build-v2"}, {"title": "no id"}]}]
@@ -73,13 +70,8 @@ def test_l2_admits_only_ids_a_search_returned_and_nothing_to_read_before_a_searc
 
 
 def test_l3_final_is_only_the_exact_command_of_a_page_read():
-    assert [
-        s["properties"]["action"]["const"]
-        for s in admissible_schema(TOOLS, "L3", RULES, TASK, SEARCHED)["anyOf"]
-    ] == [
-        "search",
-        "read",
-    ]
+    shapes = admissible_schema(TOOLS, "L3", RULES, TASK, SEARCHED)["anyOf"]
+    assert [shape["properties"]["action"]["const"] for shape in shapes] == ["search", "read"]
     final = shape("final", answer={"const": "docuctl ship --env staging"}, citation={"const": "deploy-v2"})
     assert admissible_schema(TOOLS, "L3", RULES, TASK, READ)["anyOf"][-1] == final
 
@@ -95,16 +87,16 @@ def test_rungs_a_lab_cannot_serve_are_refused_by_name():
         docuctl_policy("base", backend=ReplayBackend(), rung="L9")
 
 
-def test_l0_takes_the_first_json_object_out_of_free_text():
-    assert first_json_object('Sure! {"action": "search", "query": "x"} done') == {
-        "action": "search",
-        "query": "x",
-    }
-    assert first_json_object('```json\n{"a": 1}\n```') == {"a": 1}
-    assert first_json_object('{broken {"b": 2}') == {"b": 2}
-    assert first_json_object('{"a":' * 2000 + '{"c": 3}') == {"c": 3}  # nesting past the recursion limit
+def test_a_decision_is_the_whole_reply_or_at_l0_the_first_json_object_in_it():
+    assert decision_in('Sure! {"action": "search"} done', "L0") == {"action": "search"}
+    assert decision_in('```json\n{"a": 1}\n```', "L0") == {"a": 1}
+    assert decision_in('{broken {"b": 2}', "L0") == {"b": 2}
+    assert decision_in('{"a":' * 2000 + '{"c": 3}', "L0") == {"c": 3}  # nesting past the recursion limit
     with pytest.raises(ValueError, match="no JSON object"):
-        first_json_object("I would search the docs.")
+        decision_in("I would search the docs.", "L0")
+    for text in ('Sure! {"a": 1}', "[" * 100_000):
+        with pytest.raises(ValueError, match="model reply is not JSON"):
+            decision_in(text, "L1")
 
 
 def test_the_policy_sends_each_turn_its_states_schema_and_the_runtime_still_checks():
@@ -122,30 +114,3 @@ def test_the_policy_sends_each_turn_its_states_schema_and_the_runtime_still_chec
     assert [len(r.schema["anyOf"]) for r in backend.requests] == [1, 2, 3]
     # A backend that ignores the constraint still meets the runtime, which grades nothing.
     assert result["stop"] == "final" and result["answer"] == "made up"
-
-
-def test_ollama_receives_the_rungs_schema_as_format_and_none_at_l0():
-    with FakeOllama(
-        "m", ['{"action": "search", "query": "d"}', 'thinking... {"action": "search", "query": "d"}']
-    ) as server:
-        docuctl_policy("base", backend=OllamaBackend("m", host=server.host), rung="L2")(TASK, [])
-        free = docuctl_policy("base", backend=OllamaBackend("m", host=server.host), rung="L0")
-        assert free(TASK, []) == {"action": "search", "query": "d"}
-    constrained, unconstrained = server.requests
-    assert constrained["format"] == {"anyOf": [SEARCH_SHAPE]} and unconstrained.get("format") is None
-
-
-def test_the_local_backend_hands_each_turns_schema_to_its_grammar_and_none_at_l0(monkeypatch):
-    from labkit.model import local
-
-    seen = []
-
-    class Engine:
-        def chat(self, messages, *, schema, **options):
-            seen.append((schema, options["fresh"]))
-            return Reply('{"action": "search", "query": "q"}')
-
-    monkeypatch.setattr(local, "engine", lambda *args: Engine())
-    for rung in ("L0", "L1", "L2"):
-        docuctl_policy("base", backend=local.LocalBackend(), rung=rung)(TASK, [])
-    assert seen == [(None, True), (decision_schema(TOOLS), True), ({"anyOf": [SEARCH_SHAPE]}, True)]

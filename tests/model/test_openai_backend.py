@@ -1,6 +1,6 @@
-"""The `openai:` backend through the real `openai` client: faults against `FakeOpenAI` on a loopback
-port, and one live test against llama-cpp-python's real OpenAI-compatible server (marked `live`;
-skipped without `make model`, failed with CI=true)."""
+"""The `openai:` backend through the real `openai` client against `FakeOpenAI` on a loopback port (its
+failures: test_server_failures.py), and one live test against llama-cpp-python's real OpenAI-compatible
+server (marked `live`; skipped without `make model`, failed with CI=true)."""
 
 import json
 import subprocess
@@ -11,8 +11,9 @@ from fake_ollama import FINAL, READ, SEARCH, TASK, docuctl_policy, episode
 from fake_openai import FINGERPRINT, FakeOpenAI
 from test_local_backend import check_recording, skip_or_fail
 
-from labkit import LabError, docuctl
+from labkit import LabError, docuctl, docuctl_tools
 from labkit.model import ChatRequest, Recorder, backend_from_env, read_records
+from labkit.model.constraints import decision_schema
 from labkit.model.openai_chat import OpenAIBackend
 
 MODEL = "smollm2"
@@ -28,17 +29,25 @@ def backend(server, **options):
     return OpenAIBackend(MODEL, base_url=server.base_url, environ={}, **options)
 
 
-def test_an_episode_over_the_wire_sends_the_schema_temperature_and_seed(server):
+def test_an_episode_over_the_wire_sends_the_schema_and_options_and_records_the_served_model(server, tmp_path):
     server.replies.extend([SEARCH, READ, FINAL])
-    policy = docuctl_policy(backend(server), temperature=0.3, seed=7, max_tokens=64)
-    result = episode(backend(server), temperature=0.3, seed=7, max_tokens=64)
+    path = tmp_path / "docuctl-openai.jsonl"
+    result = episode(Recorder(backend(server), path), temperature=0.3, seed=7, max_tokens=64)
     assert (result["stop"], result["citation"]) == ("final", "deploy-v2")
     assert result["usage"]["prompt_tokens"] == 3 * 210
     body = server.requests[0]
     assert body["model"] == MODEL and body["stream"] is False and body["max_tokens"] == 64
     assert (body["temperature"], body["seed"]) == (0.3, 7)
-    schema = {"type": "json_schema", "json_schema": {"name": "decision", "schema": policy.schema}}
-    assert body["response_format"] == schema
+    schema = decision_schema(docuctl_tools(TASK))
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "decision", "schema": schema},
+    }
+    for _, record in read_records(path):
+        provenance = record["provenance"]
+        assert (provenance["backend"], provenance["host"]) == (f"openai:{MODEL}", server.host)
+        assert (provenance["served_model"], provenance["system_fingerprint"]) == (MODEL, FINGERPRINT)
+        assert provenance["schema_mode"] == "json_schema" and provenance["owned_by"] == "organization"
 
 
 @pytest.mark.parametrize(
@@ -57,61 +66,6 @@ def test_the_schema_goes_in_the_form_the_server_takes(owned_by, environ, sent):
     assert (body.get("response_format") or {}).get("type") == sent
     if sent == "json_object":  # llama-cpp-python's server, detected from owned_by "me"
         assert body["response_format"]["schema"] == policy.schema
-
-
-def test_recording_keeps_the_host_the_served_model_and_its_fingerprint(server, tmp_path):
-    server.replies.extend([SEARCH, READ, FINAL])
-    path = tmp_path / "docuctl-openai.jsonl"
-    episode(Recorder(backend(server), path))
-    for _, record in read_records(path):
-        provenance = record["provenance"]
-        assert (provenance["backend"], provenance["host"]) == (f"openai:{MODEL}", server.host)
-        assert (provenance["served_model"], provenance["system_fingerprint"]) == (MODEL, FINGERPRINT)
-        assert provenance["schema_mode"] == "json_schema" and provenance["owned_by"] == "organization"
-
-
-def test_a_server_that_is_down_is_one_attempt_and_one_clear_line(server, tmp_path):
-    base_url, host = server.base_url, server.host
-    server.stop()
-    path = tmp_path / "down.jsonl"
-    result = episode(Recorder(OpenAIBackend(MODEL, base_url=base_url, environ={}), path))
-    assert (result["stop"], result["tool_calls"]) == ("provider_error", 0)
-    assert f"cannot reach the server at {host} (" in result["detail"] and "\n" not in result["detail"]
-    ((_, record),) = list(read_records(path))  # not retried
-    assert "unavailable" in record["provenance"]
-
-
-@pytest.mark.parametrize(
-    ("fault", "message"),
-    [
-        ("slow", "did not answer chat within 0.2 s"),
-        ("500", "answered chat with HTTP 500: llama_decode returned -3: the KV cache is full"),
-        ("not_json", "answered chat with something that is not a chat"),
-        ("wrong_shape", "answered chat with something that is not a chat completion"),
-        ("no_usage", "answered chat with something that is not a chat completion"),
-    ],
-)
-def test_a_failing_server_is_a_counted_provider_error_naming_it(server, fault, message):
-    server.fault, server.delay = fault, 1.0
-    server.replies.append(SEARCH)
-    result = episode(backend(server, timeout=0.2))
-    assert (
-        result["stop"] == "provider_error" and message in result["detail"] and server.host in result["detail"]
-    )
-    assert len(server.requests) == 1  # not retried
-
-
-@pytest.mark.parametrize(
-    ("model", "fault", "message"),
-    [
-        ("llama9:70b", None, r"HTTP 404 .* is 'llama9:70b' in its /v1/models"),
-        (MODEL, "401", r"HTTP 401 .*set OPENAI_API_KEY"),
-    ],
-)
-def test_a_missing_model_or_a_refused_key_is_the_users_mistake(server, model, fault, message):
-    server.fault = fault
-    with pytest.raises(LabError, match=message):
-        episode(OpenAIBackend(model, base_url=server.base_url, environ={}, schema_mode="json_schema"))
 
 
 @pytest.fixture(scope="module")

@@ -41,8 +41,9 @@ def test_a_model_episode_through_the_runtime_is_charged_what_the_backend_reports
 
 
 def test_the_model_sees_its_own_replies_and_each_result_and_each_prompt_extends_the_last():
-    backend = Scripted(SEARCH, READ, FINAL)
-    episode(backend)
+    backend = Scripted(SEARCH, READ, FINAL, SEARCH)
+    shared = docuctl_policy(backend)
+    run(TASK, shared, tools=docuctl_tools(TASK))
     third = [(m["role"], m["content"]) for m in backend.requests[2].messages]
     assert third[0] == ("system", "One JSON action.")
     assert third[1] == ("user", "Question: How do I deploy the current build?\nDocumentation version: v2")
@@ -51,13 +52,7 @@ def test_the_model_sees_its_own_replies_and_each_result_and_each_prompt_extends_
     assert third[5][1].startswith('Result of read: {"id": "deploy-v2"')
     assert backend.requests[1].messages == backend.requests[2].messages[:4]
     assert [r.turn for r in backend.requests] == [1, 2, 3]
-
-
-def test_a_new_episode_forgets_the_last_one():
-    backend = Scripted(SEARCH, READ, FINAL, SEARCH)
-    shared = docuctl_policy(backend)
-    run(TASK, shared, tools=docuctl_tools(TASK))
-    shared(TASK, [])
+    shared(TASK, [])  # a new episode forgets the last one
     assert len(backend.requests[-1].messages) == 2
 
 

@@ -49,7 +49,7 @@ def test_a_request_never_recorded_is_a_miss_naming_lab_case_trial_and_turn(recor
     with pytest.raises(ReplayMiss, match=r"message 0 \(system\) differs from the recording"):
         episode(ReplayBackend([path]), instructions="Be brief.")
     with pytest.raises(ReplayMiss, match="no recorded trials for lab 'orders'"):
-        ReplayBackend(folder=tmp_path).complete(ChatRequest("orders", "c", 0, 1, messages=(), schema={}))
+        ReplayBackend().complete(ChatRequest("orders", "c", 0, 1, messages=(), schema={}))
 
 
 def test_a_recorded_provider_failure_replays_as_the_same_stop(tmp_path):

@@ -1,0 +1,98 @@
+"""A loopback HTTP server speaking JSON, for the model backends' real clients (nothing of theirs is
+mocked): `FakeOllama` and `FakeOpenAI` say how each route answers.
+
+Each chat is answered by the next queued `replies`, then `answer(messages)`; `fault` fails every
+chat one way (each server lists its own); `fields` overrides fields of every reply; `requests`
+keeps every chat body.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients hanging up on a deliberately slow reply
+
+
+class FakeServer:
+    """Start with `with Fake(model) as server:`; `server.host` is its http://127.0.0.1:PORT."""
+
+    def __init__(
+        self,
+        model: str,
+        replies: list[str] | None = None,
+        answer: Callable[[list[dict[str, str]]], str] | None = None,
+    ):
+        self.model = model
+        self.replies: deque[str] = deque(replies or [])
+        self.answer = answer
+        self.fault: str | None = None
+        self.delay = 2.0
+        self.fields: dict[str, Any] = {}
+        self.requests: list[dict[str, Any]] = []
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def host(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> Any:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop serving and close the socket: later requests get 'connection refused'."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+        self._server.server_close()
+
+    def next_reply(self, messages: list[dict[str, str]]) -> str | None:
+        """The next queued reply, else `answer(messages)`, else None (nothing to say)."""
+        if self.replies:
+            return self.replies.popleft()
+        return None if self.answer is None else self.answer(messages)
+
+    def get(self, path: str) -> tuple[int, Any]:
+        raise NotImplementedError
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        raise NotImplementedError
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, status: int, value: Any) -> None:
+                body = value if isinstance(value, bytes) else json.dumps(value).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                self._send(*fake.get(self.path))
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                self._send(*fake.post(self.path, body))
+
+        return Handler

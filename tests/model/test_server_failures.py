@@ -1,0 +1,94 @@
+"""Every way a model server fails one call, for both server backends through their real clients
+(`ollama`, `openai`) against `FakeOllama` and `FakeOpenAI` on a loopback port: one ProviderError
+naming the server (a counted `provider_error`, never retried), or the user's LabError with the fix."""
+
+import pytest
+from fake_ollama import SEARCH, FakeOllama, episode
+from fake_openai import FakeOpenAI
+
+from labkit import LabError
+from labkit.model import Recorder, read_records
+from labkit.model.ollama import OllamaBackend
+from labkit.model.openai_chat import OpenAIBackend
+
+MODELS = {"ollama": "qwen2.5:0.5b", "openai": "smollm2"}
+HUGE = 10**400
+DOWN = {
+    "ollama": "cannot reach Ollama at {host} (is `ollama serve` running?)",
+    "openai": "cannot reach the server at {host} (",
+}
+
+
+def backend(kind, server, model=None, **options):
+    if kind == "ollama":
+        return OllamaBackend(model or MODELS[kind], host=server.host, **options)
+    return OpenAIBackend(model or MODELS[kind], base_url=server.base_url, environ={}, **options)
+
+
+@pytest.fixture(params=["ollama", "openai"])
+def served(request):
+    with (FakeOllama if request.param == "ollama" else FakeOpenAI)(MODELS[request.param]) as server:
+        yield request.param, server
+
+
+def test_a_server_that_is_down_is_one_attempt_one_line_and_recorded(served, tmp_path):
+    kind, server = served
+    server.stop()
+    path = tmp_path / "docuctl-down.jsonl"
+    result = episode(Recorder(backend(kind, server), path))
+    assert (result["stop"], result["tool_calls"]) == ("provider_error", 0)
+    assert result["detail"].startswith("ProviderError: " + DOWN[kind].format(host=server.host))
+    assert "\n" not in result["detail"]
+    ((_, record),) = list(read_records(path))  # one call: not retried
+    assert "unavailable" in record["provenance"] and "date" in record["provenance"]
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("slow", "did not answer chat within 0.2 s"),
+        ("500", "answered chat with HTTP 500: "),
+        ("not_json", "answered chat with something that is not a chat"),
+        ("wrong_shape", "answered chat with something that is not a chat"),
+    ],
+)
+def test_a_failing_server_is_a_counted_provider_error_naming_it(served, fault, message):
+    kind, server = served
+    server.fault, server.delay = fault, 1.0
+    server.replies.append(SEARCH)
+    result = episode(backend(kind, server, timeout=0.2))
+    assert result["stop"] == "provider_error" and message in result["detail"]
+    assert server.host in result["detail"] and len(server.requests) == 1  # not retried
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "message"),
+    [
+        ("ollama", {"prompt_eval_count": HUGE}, "reported prompt_eval_count 1000"),
+        ("ollama", {"eval_count": -1}, "reported eval_count -1, not a token count"),
+        ("openai", {"usage": {"prompt_tokens": HUGE, "completion_tokens": 1}}, "usage.prompt_tokens 1000"),
+        ("openai", {"usage": {"prompt_tokens": 1, "completion_tokens": -1}}, "completion_tokens -1, not a"),
+        ("openai", {"usage": None}, "answered chat with something that is not a chat completion"),
+    ],
+)
+def test_a_reply_without_possible_token_counts_is_a_provider_error(kind, fields, message):
+    with (FakeOllama if kind == "ollama" else FakeOpenAI)(MODELS[kind], [SEARCH]) as server:
+        server.fields = fields
+        result = episode(backend(kind, server))
+    assert result["stop"] == "provider_error" and message in result["detail"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "model", "fault", "message"),
+    [
+        ("ollama", "llama9:70b", None, r"HTTP 404 .*: run `ollama pull llama9:70b`"),
+        ("openai", "llama9:70b", None, r"HTTP 404 .* is 'llama9:70b' in its /v1/models"),
+        ("openai", MODELS["openai"], "401", r"HTTP 401 .*set OPENAI_API_KEY"),
+    ],
+)
+def test_a_missing_model_or_a_refused_key_is_the_users_mistake(kind, model, fault, message):
+    with (FakeOllama if kind == "ollama" else FakeOpenAI)(MODELS[kind]) as server:
+        server.fault = fault
+        options = {"schema_mode": "json_schema"} if kind == "openai" else {}
+        with pytest.raises(LabError, match=message):
+            episode(backend(kind, server, model, **options))
