@@ -279,8 +279,6 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
     """Exercise 2: a valid case the fixed workflow fails and the adaptive loop passes; the table is
     every controller's row on it (three tools each), and a pass says whether the two-rule
     workflow passes it too."""
-    if unanswered(case):
-        return fail(NOT_YET)
     if not isinstance(case, dict):
         return fail(f"a case is a dict with the fields of adaptive_cases.json, not {type(case).__name__}.")
     try:
@@ -322,8 +320,6 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
 @exercise("01", "two_tool_winner")
 def check_two_tool_winner(name: str | None) -> Check:
     """Exercise 3: with every controller held to two tools, which passes the most adaptive cases?"""
-    if unanswered(name):
-        return fail(NOT_YET)
     corpus = docuctl()
     table = compare(corpus.adaptive_cases, controllers(corpus.docs, max_tools=2))
     if not isinstance(name, str):
