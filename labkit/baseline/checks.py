@@ -23,7 +23,7 @@ from labkit.baseline.controllers import (
     traced_tools,
     workflow,
 )
-from labkit.baseline.corpus import Corpus, case_problem, docuctl
+from labkit.baseline.corpus import ADAPTIVE_CASES, Corpus, case_problem, docuctl
 from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
 from labkit.baseline.task import Task, TaskError, task_from
@@ -39,7 +39,7 @@ from labkit.core.check import (
     not_a_function,
     unanswered,
 )
-from labkit.core.fixtures import ADAPTIVE_CASES, schema_error
+from labkit.core.fixtures import schema_error
 from labkit.core.runtime import run
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
