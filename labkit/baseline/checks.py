@@ -23,7 +23,7 @@ from labkit.baseline.controllers import (
     traced_tools,
     workflow,
 )
-from labkit.baseline.corpus import Corpus, case_problem, docuctl
+from labkit.baseline.corpus import ADAPTIVE_CASES, Corpus, case_problem, docuctl
 from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
 from labkit.baseline.task import Task, TaskError, task_from
@@ -39,7 +39,7 @@ from labkit.core.check import (
     not_a_function,
     unanswered,
 )
-from labkit.core.fixtures import ADAPTIVE_CASES, schema_error
+from labkit.core.fixtures import schema_error
 from labkit.core.runtime import run
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
@@ -183,15 +183,29 @@ def _diagnosis(case_id: Any, stage: Any, reason: Any = None) -> dict[str, Any]:
     return {"case_id": case_id, "stage": stage, "reason": reason}
 
 
+# Per defensible stage: the facts its reason must name, the verdict when it does, and what to name.
+_STAGE_REASONS = {
+    "retrieval": (
+        diagnosis.ranking_named,
+        "retrieval: search ranked {first!r} first and {expected!r} {where}; a better ranking fixes it for "
+        "every controller at once. (Control is defensible too, with the right reason.)",
+        "which page search ranked first and where {expected!r} ranked",
+    ),
+    "control": (
+        diagnosis.step_named,
+        "control: {expected!r} was among the hits, but the fixed next step reads only the first one; a "
+        "controller that checks the page before answering could recover. (Retrieval is defensible too: "
+        "the ranking put it second.)",
+        "that {expected!r} was among the hits, and which step never looked at it",
+    ),
+}
+
+
 @exercise("01", "failure_stage", payload=_diagnosis)
 def check_failure_stage(case_id: str, stage: str | None, reason: str | None = None) -> Check:
-    """Exercise 1: which stage made the workflow fail `case_id`, and the trace's evidence for it.
-
-    Retrieval passes with a reason naming the ranking (the first hit, the tie, the expected page
-    second); control with one naming that the expected page was among the hits but the fixed next
-    step never looked at it; answer never (it copied the page it read). A reason the trace
-    contradicts fails with what the trace shows.
-    """
+    """Exercise 1: which stage made the workflow fail `case_id`, and the trace's evidence for it:
+    retrieval or control, with a reason naming that stage's facts (`_STAGE_REASONS`); never answer
+    (it copied the page it read). A reason the trace contradicts fails with what the trace shows."""
     if unanswered(stage):
         return fail(NOT_YET)
     if not isinstance(case_id, str):
@@ -222,32 +236,16 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
             f"keep `reason` to a sentence or two (under {diagnosis.REASON_LIMIT:,} characters): the facts "
             "of the trace."
         )
-    first = ids[0] if ids else ""
     if claim := diagnosis.contradiction(text, facts, expected):
         shows = diagnosis.what_it_shows(facts, expected)
         return fail(f"your reason says {claim}, but the trace shows otherwise: {shows}.")
-    if stage == "retrieval" and diagnosis.ranking_named(text, ids, expected):
-        where = "second" if expected in ids[1:] else "nowhere in the hits"
-        return Check(
-            True,
-            f"retrieval: search ranked {first!r} first and {expected!r} {where}; a better ranking "
-            "fixes it for every controller at once. (Control is defensible too, with the right reason.)",
-        )
-    if stage == "control" and diagnosis.step_named(text, ids, expected):
-        return Check(
-            True,
-            f"control: {expected!r} was among the hits, but the fixed next step reads only the "
-            "first one; a controller that checks the page before answering could recover. "
-            "(Retrieval is defensible too: the ranking put it second.)",
-        )
-    wanted = (
-        f"which page search ranked first and where {expected!r} ranked"
-        if stage == "retrieval"
-        else f"that {expected!r} was among the hits, and which step never looked at it"
-    )
+    named, passed, wanted = _STAGE_REASONS[stage]
+    where = "second" if expected in ids[1:] else "nowhere in the hits"
+    if named(text, ids, expected):
+        return Check(True, passed.format(first=ids[0] if ids else "", expected=expected, where=where))
     return fail(
         f"{stage} may be defensible, but your reason does not show it: name the facts of §5's trace, "
-        f"{wanted} (search returned {ids})."
+        f"{wanted.format(expected=expected)} (search returned {ids})."
     )
 
 
@@ -281,8 +279,6 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
     """Exercise 2: a valid case the fixed workflow fails and the adaptive loop passes; the table is
     every controller's row on it (three tools each), and a pass says whether the two-rule
     workflow passes it too."""
-    if unanswered(case):
-        return fail(NOT_YET)
     if not isinstance(case, dict):
         return fail(f"a case is a dict with the fields of adaptive_cases.json, not {type(case).__name__}.")
     try:
@@ -324,8 +320,6 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
 @exercise("01", "two_tool_winner")
 def check_two_tool_winner(name: str | None) -> Check:
     """Exercise 3: with every controller held to two tools, which passes the most adaptive cases?"""
-    if unanswered(name):
-        return fail(NOT_YET)
     corpus = docuctl()
     table = compare(corpus.adaptive_cases, controllers(corpus.docs, max_tools=2))
     if not isinstance(name, str):

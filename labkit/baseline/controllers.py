@@ -1,6 +1,6 @@
 """Lab 01's controllers: who decides the next step, on the same tools, tasks and budget.
 
-Fixed workflows (`keyword_route`, `workflow` and its variants with one or two rules written in
+Fixed workflows (a keyword route, `workflow` and its variants with one or two rules written in
 advance) call the tools themselves; decision loops (`scripted`, `adaptive_policy`) decide one step
 at a time for `run`. `controllers()` gives all of them one search setting and one tool budget.
 """
@@ -24,6 +24,7 @@ ADAPTIVE_TOOL_BUDGET = 3  # one more for every controller: a revised search or a
 _NO_MATCH = "No matching page was found."
 
 _Policy = Callable[[Task, list[dict[str, Any]]], dict[str, str]]
+_Steps = Callable[[Task, dict[str, Tool], Documents], "Page | str"]
 
 
 def _docs(docs: Documents | None) -> Documents:
@@ -84,18 +85,14 @@ def traced_tools(
     return {name: traced(tool) for name, tool in docuctl_tools(task, docs, top_k=top_k).items()}, trace
 
 
-# A fixed workflow's steps call the tools as a learner's `my_workflow(task, tools)` does, and
-# return the page to answer from, or a sentence saying why there is none (stop: needs_review).
-_Steps = Callable[[dict[str, Tool]], "Page | str"]
-
-
-def _fixed(task: Task, docs: Documents | None, steps: _Steps, *, top_k: int, max_tools: int) -> Result:
+def _fixed(steps: _Steps, task: Task, docs: Documents | None, *, top_k: int, max_tools: int) -> Result:
     """`steps` run on `traced_tools`; the outcome in the runtime's Result shape (tool_limit when the
     budget is spent)."""
+    docs = _docs(docs)
     tools, trace = traced_tools(task, docs, top_k=top_k, max_tools=max_tools)
     stop, detail = "final", ""
     try:
-        page: Page | str | None = steps(tools)
+        page: Page | str | None = steps(task, tools, docs)
     except BudgetSpent as spent:
         page, stop, detail = None, "tool_limit", str(spent)
     if isinstance(page, str) or (page and "error" in page):
@@ -130,83 +127,68 @@ def conflict(task: Task, page: Page) -> str | None:
     return None
 
 
-def keyword_route(task: Task, docs: Documents | None = None, *, max_tools: int = BASE_TOOL_BUDGET) -> Result:
-    """Read `<topic>-<version>` if the question names exactly one single-word topic of the corpus
-    (a page id `<topic>-<version>`); else needs_review with zero tool calls, never a guess."""
-    pages = _docs(docs).pages
-    topics = {p["id"].rpartition("-")[0] for p in pages if p["id"].endswith("-" + p["version"])}
-    named = sorted({topic for topic in topics if words(topic) == {topic}} & words(task.question))
-
-    def steps(tools: dict[str, Tool]) -> Page | str:
-        if len(named) != 1:
-            return f"{len(named)} topic words in the question" + (f": {', '.join(named)}" if named else "")
-        return tools["read"].call(id=f"{named[0]}-{task.version}")
-
-    return _fixed(task, docs, steps, top_k=TOP_K, max_tools=max_tools)
-
-
 def _read_first(tools: dict[str, Tool], hits: list[Page]) -> Page | str:
     return tools["read"].call(id=hits[0]["id"]) if hits else "search found no page"
 
 
-def _search_or_correct(tools: dict[str, Tool], task: Task, docs: Documents | None) -> list[Page]:
+def _search_or_correct(task: Task, tools: dict[str, Tool], docs: Documents) -> list[Page]:
     """Rule one: search the question; if nothing is found, search its spelling-corrected form."""
     hits = tools["search"].call(query=task.question)
-    if not hits and (revised := revise_query(task.question, _docs(docs).vocabulary(task.version))):
+    if not hits and (revised := revise_query(task.question, docs.vocabulary(task.version))):
         hits = tools["search"].call(query=revised)
     return hits
+
+
+# The fixed workflows' steps: each calls the tools as a learner's `my_workflow(task, tools)` does
+# and returns the page to answer from, or a sentence saying why there is none (stop: needs_review).
+def _keyword_route(task: Task, tools: dict[str, Tool], docs: Documents) -> Page | str:
+    """Read `<topic>-<version>` if the question names exactly one single-word topic of the corpus
+    (a page id `<topic>-<version>`); else no tool call, never a guess."""
+    topics = {p["id"].rpartition("-")[0] for p in docs.pages if p["id"].endswith("-" + p["version"])}
+    named = sorted({topic for topic in topics if words(topic) == {topic}} & words(task.question))
+    if len(named) != 1:
+        return f"{len(named)} topic words in the question" + (f": {', '.join(named)}" if named else "")
+    return tools["read"].call(id=f"{named[0]}-{task.version}")
+
+
+def _search_read(task: Task, tools: dict[str, Tool], docs: Documents) -> Page | str:
+    return _read_first(tools, tools["search"].call(query=task.question))
+
+
+def _spell_correct_first(task: Task, tools: dict[str, Tool], docs: Documents) -> Page | str:
+    """Correct the question's spelling before its search: no wasted first search, but it also
+    rewrites words only unknown, not wrong ("key" → "keys")."""
+    query = revise_query(task.question, docs.vocabulary(task.version)) or task.question
+    return _read_first(tools, tools["search"].call(query=query))
+
+
+def _fallback(task: Task, tools: dict[str, Tool], docs: Documents) -> Page | str:
+    return _read_first(tools, _search_or_correct(task, tools, docs))
+
+
+def _two_rules(task: Task, tools: dict[str, Tool], docs: Documents) -> Page | str:
+    """Rule one, plus: if the page read conflicts with the task, read the next hit."""
+    hits = _search_or_correct(task, tools, docs)
+    for hit in hits:
+        page = tools["read"].call(id=hit["id"])
+        if "error" in page or conflict(task, page) is None:
+            return page
+    return "every hit conflicts with the task" if hits else "search found no page"
 
 
 def workflow(
     task: Task, docs: Documents | None = None, *, top_k: int = TOP_K, max_tools: int = BASE_TOOL_BUDGET
 ) -> Result:
     """Search the question, read the first hit, answer with its command."""
-
-    def steps(tools: dict[str, Tool]) -> Page | str:
-        return _read_first(tools, tools["search"].call(query=task.question))
-
-    return _fixed(task, docs, steps, top_k=top_k, max_tools=max_tools)
-
-
-def spell_correct_first_workflow(
-    task: Task, docs: Documents | None = None, *, top_k: int = TOP_K, max_tools: int = ADAPTIVE_TOOL_BUDGET
-) -> Result:
-    """Correct the question's spelling before every search, then the workflow's steps: no wasted
-    first search, but it also rewrites words only unknown, not wrong ("key" → "keys")."""
-    query = revise_query(task.question, _docs(docs).vocabulary(task.version)) or task.question
-
-    def steps(tools: dict[str, Tool]) -> Page | str:
-        return _read_first(tools, tools["search"].call(query=query))
-
-    return _fixed(task, docs, steps, top_k=top_k, max_tools=max_tools)
-
-
-def fallback_workflow(
-    task: Task, docs: Documents | None = None, *, top_k: int = TOP_K, max_tools: int = ADAPTIVE_TOOL_BUDGET
-) -> Result:
-    """The workflow, plus: on no hits, search again with the spelling-corrected question."""
-
-    def steps(tools: dict[str, Tool]) -> Page | str:
-        return _read_first(tools, _search_or_correct(tools, task, docs))
-
-    return _fixed(task, docs, steps, top_k=top_k, max_tools=max_tools)
+    return _fixed(_search_read, task, docs, top_k=top_k, max_tools=max_tools)
 
 
 def two_rule_workflow(
     task: Task, docs: Documents | None = None, *, top_k: int = TOP_K, max_tools: int = ADAPTIVE_TOOL_BUDGET
 ) -> Result:
-    """The fallback workflow, plus: if the page read conflicts with the task, read the next hit.
-    Both of the adaptive loop's rules, written in advance: on lab 01's cases, the loop's steps."""
-
-    def steps(tools: dict[str, Tool]) -> Page | str:
-        hits = _search_or_correct(tools, task, docs)
-        for hit in hits:
-            page = tools["read"].call(id=hit["id"])
-            if "error" in page or conflict(task, page) is None:
-                return page
-        return "every hit conflicts with the task" if hits else "search found no page"
-
-    return _fixed(task, docs, steps, top_k=top_k, max_tools=max_tools)
+    """The workflow with both of the adaptive loop's rules written in advance (a revised search on
+    no hits, the next hit for a conflicting page): on lab 01's cases, the loop's steps."""
+    return _fixed(_two_rules, task, docs, top_k=top_k, max_tools=max_tools)
 
 
 def scripted(task: Task, observations: list[dict[str, Any]]) -> dict[str, str]:
@@ -273,19 +255,19 @@ def controllers(
             task, policy, tools=docuctl_tools(task, docs, top_k=top_k), max_turns=budget + 1, max_tools=budget
         )
 
-    def fixed(controller: Callable[..., Result]) -> Callable[[Task], Result]:
-        return lambda task: controller(task, docs, top_k=top_k, max_tools=budget)
+    def fixed(steps: _Steps) -> Callable[[Task], Result]:
+        return lambda task: _fixed(steps, task, docs, top_k=top_k, max_tools=budget)
 
     table = {
-        "keyword route": lambda task: keyword_route(task, docs, max_tools=budget),
-        "search/read workflow": fixed(workflow),
+        "keyword route": fixed(_keyword_route),
+        "search/read workflow": fixed(_search_read),
         "scripted loop": loop(scripted),
     }
     if adaptive:
         table |= {
-            "spell-correct-first workflow": fixed(spell_correct_first_workflow),
-            "fallback workflow": fixed(fallback_workflow),
-            "two-rule workflow": fixed(two_rule_workflow),
+            "spell-correct-first workflow": fixed(_spell_correct_first),
+            "fallback workflow": fixed(_fallback),
+            "two-rule workflow": fixed(_two_rules),
             "adaptive loop": loop(adaptive_policy(docs)),
         }
     return table

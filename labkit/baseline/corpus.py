@@ -11,10 +11,37 @@ from pathlib import Path
 from typing import Any
 
 from labkit.baseline.documents import Documents
+from labkit.baseline.task import VERSIONS
 from labkit.core.errors import FixtureError
-from labkit.core.fixtures import ADAPTIVE_CASES, CASES, DOCUMENTS, FIXTURES, GLOSSARY, load_json, unique_ids
+from labkit.core.fixtures import FIXTURES, load_json, record_list, unique_ids
 
 DOCUCTL = FIXTURES / "docuctl"
+
+# The schemas of lab 01's fixture files.
+_SHORT = {"type": "string", "minLength": 1, "maxLength": 100}
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 2000}
+_VERSION = {"enum": list(VERSIONS)}
+_DOCUMENTS = record_list(
+    {"id": _SHORT, "version": _VERSION, "title": _SHORT, "text": _TEXT, "command": _TEXT}, min_items=1
+)
+_GLOSSARY = {
+    "type": "object",
+    "additionalProperties": {"type": "string", "pattern": "^[a-z0-9]+$"},
+    "propertyNames": {"pattern": "^[a-z0-9]+$"},
+}
+_CASE_FIELDS = {
+    "id": _SHORT,
+    "family": _SHORT,
+    "question": {"type": "string", "minLength": 1, "maxLength": 500},
+    "version": _VERSION,
+    "expected_doc": _SHORT,
+    "expected_command": _TEXT,
+}
+_CASES = record_list(_CASE_FIELDS, min_items=1)  # no cases would score 0 of 0: refused instead
+# Adaptive cases also say which observation should change the next action, and why.
+ADAPTIVE_CASES = record_list(
+    {**_CASE_FIELDS, "observation": {"enum": ["empty_search", "conflicting_page"]}, "why": _TEXT}, min_items=1
+)
 
 
 @dataclass(frozen=True)
@@ -45,14 +72,14 @@ def load_corpus(folder: str | Path = DOCUCTL) -> Corpus:
     folder = Path(folder)
     if not folder.is_dir():
         raise FixtureError(f"{folder}: not a folder")
-    pages = load_json(folder / "documents.json", DOCUMENTS)
+    pages = load_json(folder / "documents.json", _DOCUMENTS)
     unique_ids(folder / "documents.json", pages)
-    docs = Documents(pages, load_json(folder / "glossary.json", GLOSSARY))
+    docs = Documents(pages, load_json(folder / "glossary.json", _GLOSSARY))
     case_files: list[list[dict[str, Any]]] = []
     for name, schema in (
-        ("cases.json", CASES),
+        ("cases.json", _CASES),
         ("adaptive_cases.json", ADAPTIVE_CASES),
-        ("rewrite_cases.json", CASES),
+        ("rewrite_cases.json", _CASES),
     ):
         path, earlier = folder / name, {case["id"] for cases in case_files for case in cases}
         cases = load_json(path, schema) if name == "cases.json" or path.exists() else []

@@ -87,10 +87,8 @@ def trace_text(result: Mapping[str, Any]) -> str:
 def _kept(pieces: list[str]) -> str:
     """Pieces joined where a line may break; a piece longer than 50 characters may wrap inside, or it
     would push the other columns out of view."""
-    styles = [_KEEP if len(piece) <= 50 else "overflow-wrap:anywhere" for piece in pieces]
-    return ", ".join(
-        f"<span style='{s}'>{html.escape(p)}</span>" for s, p in zip(styles, pieces, strict=True)
-    )
+    spans = ((_KEEP if len(piece) <= 50 else "overflow-wrap:anywhere", piece) for piece in pieces)
+    return ", ".join(f"<span style='{style}'>{html.escape(piece)}</span>" for style, piece in spans)
 
 
 def _time(entry: Mapping[str, Any]) -> str:

@@ -19,10 +19,6 @@ if TYPE_CHECKING:
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
-_SHORT = {"type": "string", "minLength": 1, "maxLength": 100}
-_TEXT = {"type": "string", "minLength": 1, "maxLength": 2000}
-_VERSION = {"enum": ["v1", "v2"]}
-
 
 def record_list(
     fields: dict[str, Any], *, required: list[str] | None = None, min_items: int = 0
@@ -31,29 +27,6 @@ def record_list(
     item = {"type": "object", "properties": fields, "additionalProperties": False}
     item["required"] = list(fields) if required is None else required
     return {"type": "array", "minItems": min_items, "items": item}
-
-
-DOCUMENTS = record_list(
-    {"id": _SHORT, "version": _VERSION, "title": _SHORT, "text": _TEXT, "command": _TEXT}, min_items=1
-)
-GLOSSARY = {
-    "type": "object",
-    "additionalProperties": {"type": "string", "pattern": "^[a-z0-9]+$"},
-    "propertyNames": {"pattern": "^[a-z0-9]+$"},
-}
-_CASE_FIELDS = {
-    "id": _SHORT,
-    "family": _SHORT,
-    "question": {"type": "string", "minLength": 1, "maxLength": 500},
-    "version": _VERSION,
-    "expected_doc": _SHORT,
-    "expected_command": _TEXT,
-}
-CASES = record_list(_CASE_FIELDS, min_items=1)  # no cases would score 0 of 0: refused instead
-# Adaptive cases also say which observation should change the next action, and why.
-ADAPTIVE_CASES = record_list(
-    {**_CASE_FIELDS, "observation": {"enum": ["empty_search", "conflicting_page"]}, "why": _TEXT}, min_items=1
-)
 
 
 def _where(data: Any, error: jsonschema.ValidationError) -> str:

@@ -52,9 +52,11 @@ def wilson(successes: int, n: int) -> Interval:
     return Interval(p, low, high)
 
 
-def _percentiles(samples: np.ndarray) -> tuple[float, float]:
-    low, high = np.percentile(samples, [2.5, 97.5])
-    return float(low), float(high)
+def _resampled(values: np.ndarray, seed: int) -> Interval:
+    """The mean of `values` with the 2.5th and 97.5th percentiles of the means of its resamples."""
+    draws = np.random.default_rng(seed).integers(0, len(values), size=(_RESAMPLES, len(values)))
+    low, high = np.percentile(values[draws].mean(axis=1), [2.5, 97.5])
+    return Interval(float(values.mean()), float(low), float(high))
 
 
 def bootstrap(values_by_case: Mapping[str, Sequence[float]], *, seed: int = SEED) -> Interval:
@@ -63,9 +65,7 @@ def bootstrap(values_by_case: Mapping[str, Sequence[float]], *, seed: int = SEED
     cases = [list(map(float, values)) for values in values_by_case.values()]
     if not cases or any(not values for values in cases):
         raise ValueError("bootstrap needs at least one case, each with at least one value")
-    means = np.array([np.mean(values) for values in cases])  # each case counts once
-    draws = np.random.default_rng(seed).integers(0, len(cases), size=(_RESAMPLES, len(cases)))
-    return Interval(float(means.mean()), *_percentiles(means[draws].mean(axis=1)))
+    return _resampled(np.array([np.mean(values) for values in cases]), seed)  # each case counts once
 
 
 def paired(a: Mapping[str, float], b: Mapping[str, float], *, seed: int = SEED) -> Interval:
@@ -73,9 +73,7 @@ def paired(a: Mapping[str, float], b: Mapping[str, float], *, seed: int = SEED) 
     shared = sorted(set(a) & set(b))
     if not shared:
         raise ValueError("paired needs two score mappings over the same cases; these share none")
-    differences = np.array([float(a[case]) - float(b[case]) for case in shared])
-    draws = np.random.default_rng(seed).integers(0, len(shared), size=(_RESAMPLES, len(shared)))
-    return Interval(float(differences.mean()), *_percentiles(differences[draws].mean(axis=1)))
+    return _resampled(np.array([float(a[case]) - float(b[case]) for case in shared]), seed)
 
 
 def mcnemar(a: Mapping[str, bool], b: Mapping[str, bool]) -> float:

@@ -1,27 +1,21 @@
-"""A learner's written predictions, compared with the computed result and kept.
+"""A learner's written prediction, compared with the computed result in one sentence.
 
 A lab asks for a prediction before a "Try it" cell or a headline table; the next cell calls
 ``predict("01", "workflow_passes", my_prediction, actual)``, which answers in one sentence ("you
-predicted 15; the result is 17: 2 more than that."). Never graded, never raising; None or `...`
-records nothing. Kept in `runs/progress/predictions/labNN.json` (not read by `labkit submit`):
-per name the first prediction (made before the result was seen), the latest, and their count.
+predicted 15; the result is 17: 2 more than that."). Never graded, never kept, never raising;
+None or `...` is no prediction.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
-import sys
 import textwrap
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from labkit.core.answers import shown
 from labkit.core.check import WIDTH, unanswered
-from labkit.core.paths import runs_dir, write_whole
 from labkit.core.text import shorten
 
 
@@ -36,32 +30,17 @@ class Prediction:
         return textwrap.fill(self.message, WIDTH)
 
 
-def predictions_path(lab: str) -> Path:
-    return runs_dir() / "progress" / "predictions" / f"lab{lab}.json"
-
-
-def load_predictions(lab: str) -> dict[str, Any]:
-    """The recorded predictions for `lab`, by name (empty when none or unreadable)."""
-    try:
-        data = json.loads(predictions_path(lab).read_text(encoding="utf-8"))
-        return data["predictions"] if isinstance(data["predictions"], dict) else {}
-    except (OSError, ValueError, RecursionError, TypeError, KeyError):
-        return {}
-
-
-def _shown(value: Any) -> str:
+def _quoted(value: Any) -> str:
     """A value as the sentence quotes it: a str as it reads, anything else by `shown`."""
     return shorten(" ".join(value.split()), 60) if type(value) is str else shown(value, 60)
 
 
 def _number(value: Any) -> float | None:
-    """`value` as a finite number (an int, a float, a numpy number; not a bool), or None."""
+    """`value` as a finite number (an int, a float, a numpy number; not a bool), or None; an int
+    too large for a float raises OverflowError (predict's fallback sentence)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
+    number = float(value)
     return number if math.isfinite(number) else None
 
 
@@ -81,7 +60,7 @@ def _count(n: float) -> str:
 
 def _compare(value: Any, actual: Any) -> tuple[bool | None, str]:
     """(matched, the sentence); matched is None when the two cannot be compared."""
-    said = f"you predicted {_shown(value)}; the result is {_shown(actual)}"
+    said = f"you predicted {_quoted(value)}; the result is {_quoted(actual)}"
     if isinstance(actual, bool) or isinstance(value, bool):
         if type(value) is not bool or type(actual) is not bool:
             return None, f"{said} (a yes/no: True or False)."
@@ -90,7 +69,7 @@ def _compare(value: Any, actual: Any) -> tuple[bool | None, str]:
     if want is not None:
         if got is None:
             return None, f"{said} (a number)."
-        said = f"you predicted {_count(got)}; the result is {_shown(actual)}"
+        said = f"you predicted {_count(got)}; the result is {_quoted(actual)}"
         if got == want:
             return True, f"{said}: right."
         return False, f"{said}: {_count(abs(want - got))} {'more' if want > got else 'fewer'} than that."
@@ -109,40 +88,13 @@ def _compare(value: Any, actual: Any) -> tuple[bool | None, str]:
     return False, shorten(f"{said}: {'; '.join(parts)}.", 380)
 
 
-def _jsonable(value: Any) -> Any:
-    """`value` itself when it is short JSON data, else its `shown` text."""
-    try:
-        return value if len(json.dumps(value)) <= 200 else _shown(value)
-    except (TypeError, ValueError, RecursionError):
-        return _shown(value)
-
-
-def _record(lab: str, name: str, value: Any, actual: Any, matched: bool | None) -> None:
-    """Keep this prediction as the latest (and the first, if none was); warn in one line on failure."""
-    predictions = load_predictions(lab)
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    latest = {"value": _jsonable(value), "actual": _jsonable(actual), "matched": matched, "at": now}
-    entry = predictions.get(name)
-    if not isinstance(entry, dict) or not isinstance(entry.get("first"), dict):
-        entry = {"first": latest, "count": 0}
-    count = entry.get("count")
-    predictions[name] = entry | {"latest": latest, "count": (count if type(count) is int else 0) + 1}
-    try:
-        text = json.dumps({"lab": lab, "predictions": predictions}, indent=1, sort_keys=True)
-        write_whole(predictions_path(lab), text)
-    except OSError as error:
-        print(f"labkit: prediction not saved ({error})", file=sys.stderr)
-
-
 def predict(lab: str, name: str, value: Any, actual: Any) -> Prediction:
-    """The learner's prediction `value` compared with the computed `actual`, in one sentence: a
-    number with a number (how many more or fewer), a str or list of strs with names (case and
-    spacing ignored), True/False with a bool; anything else is shown beside the result."""
+    """The learner's prediction `value` (lab `lab`, question `name`) compared with the computed
+    `actual`, in one sentence: a number with a number (how many more or fewer), a str or list of
+    strs with names (case and spacing ignored), True/False with a bool; else shown beside it."""
     if unanswered(value):
-        return Prediction(None, f"no prediction written; the result is {_shown(actual)}.")
+        return Prediction(None, f"no prediction written; the result is {_quoted(actual)}.")
     try:
-        matched, message = _compare(value, actual)
+        return Prediction(*_compare(value, actual))
     except Exception:  # noqa: BLE001 - a prediction never fails a cell
-        matched, message = None, f"you predicted {_shown(value)}; the result is {_shown(actual)}."
-    _record(lab, name, value, actual, matched)
-    return Prediction(matched, message)
+        return Prediction(None, f"you predicted {_quoted(value)}; the result is {_quoted(actual)}.")

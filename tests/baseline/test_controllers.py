@@ -4,12 +4,7 @@ import matplotlib
 import pytest
 
 from labkit import Task, compare, controllers, docuctl, evaluate, outcome, task_from, workflow
-from labkit.baseline.controllers import (
-    fallback_workflow,
-    keyword_route,
-    spell_correct_first_workflow,
-    two_rule_workflow,
-)
+from labkit.baseline.controllers import two_rule_workflow
 from labkit.core.colours import colour
 
 # the adaptive cases at three tools each: (passed, total, tool calls), in the controllers' order
@@ -81,6 +76,7 @@ def test_the_adaptive_loop_acts_on_the_observation_and_the_two_rule_workflow_tak
 
 
 def test_spell_correct_first_searches_once_with_the_corrected_question(corpus):
+    spell_correct_first_workflow = controllers(corpus.docs)["spell-correct-first workflow"]
     case = adaptive_case(corpus, "typo-health")
     result = spell_correct_first_workflow(task_from(case))
     assert [e["decision"] for e in result["trace"]] == [
@@ -96,6 +92,7 @@ def test_spell_correct_first_searches_once_with_the_corrected_question(corpus):
 
 
 def test_fallback_searches_again_only_when_the_first_search_is_empty(corpus):
+    fallback_workflow = controllers(corpus.docs)["fallback workflow"]
     case = adaptive_case(corpus, "typo-rollback")
     result = fallback_workflow(task_from(case))
     assert [e["decision"]["action"] for e in result["trace"]] == ["search", "search", "read"]
@@ -126,7 +123,8 @@ def test_every_controller_keeps_the_shared_budget(corpus, max_tools):
 
 
 def test_a_fixed_workflow_past_its_budget_stops_with_tool_limit(corpus):
-    result = fallback_workflow(task_from(adaptive_case(corpus, "typo-rollback")), corpus.docs, max_tools=2)
+    fallback_workflow = controllers(corpus.docs, max_tools=2)["fallback workflow"]
+    result = fallback_workflow(task_from(adaptive_case(corpus, "typo-rollback")))
     assert (result["stop"], result["tool_calls"], result["detail"]) == ("tool_limit", 2, "2 tool calls spent")
     assert actions(result) == ["search", "search"]
 
@@ -138,7 +136,7 @@ def test_controllers_refuse_settings_out_of_range(corpus, bad):
 
 
 def test_an_ambiguous_keyword_question_stops_with_zero_tool_calls():
-    result = keyword_route(Task("amb", "deploy", "deploy and rollback staging"))
+    result = controllers()["keyword route"](Task("amb", "deploy", "deploy and rollback staging"))
     assert (result["stop"], result["tool_calls"]) == ("needs_review", 0)
     assert result["detail"] == "2 topic words in the question: deploy, rollback"
 

@@ -1,22 +1,18 @@
 """A prediction cell: one sentence comparing what the learner wrote with the result, never a
-traceback, never graded; the first prediction is kept with their progress."""
-
-import json
+traceback, never graded."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labkit.core.predictions import load_predictions, predict, predictions_path
-from labkit.core.verdicts import load_progress
+from labkit.core.predictions import predict
 
 
-def test_nothing_written_says_so_and_records_nothing():
+def test_nothing_written_says_so():
     for untouched in (None, ...):
         said = predict("01", "workflow_passes", untouched, 17)
         assert said.matched is None and repr(said) == "no prediction written; the result is 17."
-    assert load_predictions("01") == {} and not predictions_path("01").exists()
 
 
 @pytest.mark.parametrize(
@@ -40,27 +36,6 @@ def test_nothing_written_says_so_and_records_nothing():
 def test_a_prediction_is_compared_in_one_sentence(value, actual, matched, phrase):
     said = predict("01", "p", value, actual)
     assert said.matched is matched and phrase in said.message and "\n" not in said.message
-
-
-def test_the_first_prediction_is_kept_beside_the_progress_and_submit_is_untouched():
-    predict("01", "workflow_passes", 12, 17)
-    predict("01", "workflow_passes", 17, 17)  # after seeing the table
-    entry = load_predictions("01")["workflow_passes"]
-    assert entry["first"]["value"] == 12 and entry["first"]["matched"] is False
-    assert entry["latest"]["value"] == 17 and entry["latest"]["matched"] is True and entry["count"] == 2
-    assert load_progress("01")["exercises"] == {}  # what `labkit submit` reads holds no prediction
-
-
-def test_a_corrupt_predictions_file_is_replaced_and_an_unwritable_one_warns(capsys):
-    path = predictions_path("02")
-    path.parent.mkdir(parents=True)
-    path.write_text("{not json")
-    assert predict("02", "p", 1, 1).matched is True
-    assert json.loads(path.read_text())["predictions"]["p"]["count"] == 1
-    path.unlink()
-    path.mkdir()  # a folder where the file should be: cannot be replaced
-    assert predict("02", "p", 1, 2).matched is False
-    assert "prediction not saved" in capsys.readouterr().err
 
 
 class Raising:
