@@ -14,7 +14,6 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.errors import LabError
 from labkit.routing.clock import FakeClock
 from labkit.routing.errors import GraphError, InvalidInput
 from labkit.routing.graph import Graph
@@ -90,18 +89,16 @@ def parallel_experiment(max_concurrency: int | None = None) -> tuple[pd.DataFram
     """`fan_graph` one job at a time, then with every fetch in flight at once, and, given
     `max_concurrency`, with that many slots. Expected: the fetches packed greedily into the slots;
     overhead is the measured wall time minus the expected one (real time, so it varies)."""
-    if max_concurrency is not None and (type(max_concurrency) is not int or max_concurrency < 1):
-        raise LabError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
     modes = {"sequential": 1, "parallel": len(FETCH_SECONDS)}
     if max_concurrency is not None:
         modes[f"max_concurrency={max_concurrency}"] = max_concurrency
     graph, rows, runs = fan_graph(), [], {}
     for mode, limit in modes.items():
+        runs[mode] = run = graph.run(max_concurrency=limit)  # refuses a limit that is not an int >= 1
         slots = [0.0] * limit
         for seconds in FETCH_SECONDS.values():  # declaration order, each to the slot that frees first
             slots[slots.index(min(slots))] += seconds
         expected = max(slots) + sum(_EDGE_SECONDS.values())
-        runs[mode] = run = graph.run(max_concurrency=limit)
         overhead = (run.elapsed - expected) * 1000
         rows.append((mode, limit, round(expected, 3), round(run.elapsed, 3), round(overhead, 1)))
     columns = ["mode", "max_concurrency", "expected_s", "wall_s", "overhead_ms"]
@@ -139,10 +136,10 @@ def retry_graph(job: Callable[[Context], Any], policy: RetryPolicy) -> Graph:
     )
 
 
-def retry_experiment(policy: RetryPolicy | None = None) -> tuple[pd.DataFrame, dict[str, RunResult]]:
-    """Each case of RETRY_CASES under one policy (default: 3 attempts, 0.5 s doubling, every
-    Exception retryable, so the invalid input shows the rule, not the filter)."""
-    policy = policy or RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,))
+def retry_experiment() -> tuple[pd.DataFrame, dict[str, RunResult]]:
+    """Each case of RETRY_CASES under 3 attempts, 0.5 s doubling, every Exception retryable (so the
+    invalid input shows the rule, not the filter)."""
+    policy = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,))
     rows, runs = [], {}
     for case, (failures, error) in RETRY_CASES.items():
         clock = FakeClock()

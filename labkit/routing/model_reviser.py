@@ -321,11 +321,7 @@ def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, see
 
 
 def judge_experiment(
-    backend: Backend | None = None,
-    *,
-    max_visits: int = RECORDED["max_visits"],
-    temperature: float = 0.0,
-    seed: int = 0,
+    backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0
 ) -> tuple[pd.DataFrame, dict[str, RunResult], ModelJudge]:
     """The model reviser (rung L1, told why) in the review loop under `within_limit` and under a
     `ModelJudge` of the same model: a row per router, the runs and the judge."""
@@ -339,7 +335,7 @@ def judge_experiment(
     }
     runs, rows = {}, []
     for router, graph in loops.items():
-        runs[router] = result = graph.run(max_visits=max_visits, clock=FakeClock())
+        runs[router] = result = graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
         published = result.results.get("publish")
         rows.append(
             summary_row(router, result)

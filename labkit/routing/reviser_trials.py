@@ -168,16 +168,9 @@ def reviser_grid_table(record: str | os.PathLike[str]) -> pd.DataFrame:
     )
     if episodes.empty:
         return pd.DataFrame()
-    rows = []
-    for (run, variant), group in episodes.groupby(["run", "variant"], sort=False):
-        lasts = [lengths[-1] for lengths in group["lengths"] if lengths]
-        final = round(sum(lasts) / len(lasts), 1) if lasts else None
-        rows.append(
-            {
-                "run": run,
-                "variant": variant,
-                **_published(group["passed"].astype(bool)),
-                "final chars": final,
-            }
-        )
+    rows = [
+        {"run": run, "variant": variant, **_published(group["passed"].astype(bool))}
+        | {"final chars": round(group["lengths"].str[-1].mean(), 1)}
+        for (run, variant), group in episodes.groupby(["run", "variant"], sort=False)
+    ]
     return pd.DataFrame(rows).set_index(["run", "variant"])
