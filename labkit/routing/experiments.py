@@ -188,7 +188,7 @@ class WordCutter:
 
 def cutter_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, dict[str, WordCutter]]:
     """The loop with a `WordCutter`, without and with feedback: a summary row each, and the cutters."""
-    cutters = {name: WordCutter() for name in _VARIANTS}
+    cutters = {name: WordCutter() for name in FEEDBACK_ROUTERS}
     return compare_revisers(cutters, max_visits, limit)[1], cutters
 
 
@@ -199,9 +199,15 @@ def within_limit(verdict, limit=LIMIT):
     return Next.back_to_with("revise", f"{verdict['chars']} characters, limit is {limit}")
 
 
-def _without_feedback(verdict: Mapping[str, Any], limit: int = LIMIT) -> Next:
+def without_feedback(verdict, limit=LIMIT):
     """The same criterion, sent back without a reason."""
     return Next.Continue if verdict["chars"] <= limit else Next.back_to("revise")
+
+
+FEEDBACK_ROUTERS = {
+    "without feedback": without_feedback,
+    "with feedback": within_limit,
+}  # told nothing, or why
 
 
 def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Context], Any]:
@@ -217,19 +223,15 @@ def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Con
 
 def loop_graph(
     *,
-    feedback: bool = True,
-    limit: int = LIMIT,
-    seconds: Mapping[str, float] | None = None,
+    router: Callable[[Any], Any] = within_limit,
     reviser: Callable[[Context], str] | None = None,
-    router: Callable[[Any], Any] | None = None,
+    seconds: Mapping[str, float] | None = None,
 ) -> tuple[Graph, Callable[[Context], str]]:
-    """draft → revise → review → publish, `router` (default: `within_limit` with `limit` and
-    `feedback`) routing review back to revise; `reviser` defaults to a fresh Reviser, `seconds`
-    gives jobs virtual durations (a FakeClock timeline). Returns the graph and the reviser."""
+    """draft → revise → review → publish, `router` routing review back to revise; `reviser` defaults
+    to a fresh Reviser, `seconds` gives jobs virtual durations (a FakeClock timeline). Returns the
+    graph and the reviser."""
     seconds = seconds or {}
     reviser = Reviser() if reviser is None else reviser
-    if router is None:
-        router = partial(within_limit if feedback else _without_feedback, limit=limit)
     graph = Graph()
     graph.job("draft", _timed(lambda ctx: DRAFT, seconds.get("draft")))
     graph.job("revise", _timed(reviser, seconds.get("revise")), deps=["draft"])
@@ -240,17 +242,14 @@ def loop_graph(
     return graph, reviser
 
 
-_VARIANTS = ("without feedback", "with feedback")  # the router goes back told nothing, or told why
-
-
 def compare_revisers(
     revisers: Mapping[str, Callable[[Context], str]], max_visits: int = 5, limit: int = LIMIT
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult]]:
-    """The review loop once per variant of _VARIANTS, each with its reviser (one with a `history`):
+    """The review loop once per router of FEEDBACK_ROUTERS, each with its reviser (one with a `history`):
     the characters of each revision (`visit_table`), a summary row each (`summary_row`), the runs."""
     lengths, rows, runs = {}, [], {}
     for name, reviser in revisers.items():
-        graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
+        graph, _ = loop_graph(router=partial(FEEDBACK_ROUTERS[name], limit=limit), reviser=reviser)
         runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
         lengths[name] = [len(text) for text in reviser.history]
         rows.append(summary_row(name, result))
@@ -259,7 +258,7 @@ def compare_revisers(
 
 def feedback_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """`compare_revisers` with the scripted Reviser in both variants."""
-    return compare_revisers({name: Reviser() for name in _VARIANTS}, max_visits, limit)
+    return compare_revisers({name: Reviser() for name in FEEDBACK_ROUTERS}, max_visits, limit)
 
 
 def summary_row(variant: str, result: RunResult) -> dict[str, Any]:

@@ -23,7 +23,15 @@ from labkit.core.errors import LabError
 from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
 from labkit.model.constraints import StateRules
 from labkit.routing.clock import FakeClock
-from labkit.routing.experiments import DRAFT, LIMIT, compare_revisers, loop_graph, summary_row
+from labkit.routing.experiments import (
+    DRAFT,
+    LIMIT,
+    compare_revisers,
+    loop_graph,
+    summary_row,
+    within_limit,
+    without_feedback,
+)
 from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
 from labkit.routing.route import Next
@@ -190,7 +198,7 @@ def run_variant(
     rung, min_cut = GRID_CONTROLS[control]
     backend = backend_from_env() if backend is None else backend
     reviser = ModelReviser(variant, backend, rung=rung, min_cut=min_cut, **settings)
-    graph, _ = loop_graph(feedback=variant == "feedback", reviser=reviser)
+    graph, _ = loop_graph(router=within_limit if variant == "feedback" else without_feedback, reviser=reviser)
     return reviser, graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
 
 
@@ -311,7 +319,7 @@ class ModelJudge:
 def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0) -> pd.DataFrame:
     """The judge against `len` on the draft and every text the scripted reviser writes with
     feedback (45, 33, 28, 24 characters): a row per text."""
-    graph, reviser = loop_graph(feedback=True)
+    graph, reviser = loop_graph()
     graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
     backend = backend_from_env() if backend is None else backend
     judge = ModelJudge("texts", backend=backend, temperature=temperature, seed=seed)
@@ -330,7 +338,7 @@ def judge_experiment(
     judge = ModelJudge("loop", **options)
     told, judged = ModelReviser("feedback", **options), ModelReviser("judged", **options)
     loops = {
-        f"len(text) <= {LIMIT} (code)": loop_graph(feedback=True, reviser=told)[0],
+        f"len(text) <= {LIMIT} (code)": loop_graph(reviser=told)[0],
         "the same model as judge": loop_graph(reviser=judged, router=judge)[0],
     }
     runs, rows = {}, []

@@ -4,6 +4,7 @@ routers, caps, the event log. Every run uses a FakeClock or no clock; no wall ti
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 import pytest
 
@@ -21,7 +22,7 @@ from labkit.routing import (
     plot_timeline,
     spans,
 )
-from labkit.routing.experiments import LOOP_SECONDS, Reviser, loop_graph
+from labkit.routing.experiments import LOOP_SECONDS, Reviser, loop_graph, within_limit, without_feedback
 from labkit.routing.scheduler import run_plan
 
 
@@ -58,7 +59,8 @@ def headline(limit: int = 26, feedback: bool = True):
         seen.append(ctx)
         return reviser(ctx)
 
-    graph, _ = loop_graph(feedback=feedback, limit=limit, reviser=revise)
+    router = partial(within_limit if feedback else without_feedback, limit=limit)
+    graph, _ = loop_graph(router=router, reviser=revise)
     return graph, seen, reviser
 
 
