@@ -205,7 +205,7 @@ def run_variant(
 def trial_runs(backend: Backend | None, trials: Mapping[float, int], *, seed: int = 0) -> pd.DataFrame:
     """Every control and variant, `trials[T]` runs at temperature T (trial t with seed `seed + t`): a row
     per run with its reviser, the texts it wrote, the run's status and what was published (or None)."""
-    rows = []
+    backend, rows = backend_from_env() if backend is None else backend, []
     for control in GRID_CONTROLS:
         for variant in VARIANTS.values():
             for temperature, k in trials.items():
