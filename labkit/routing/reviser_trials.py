@@ -42,7 +42,7 @@ def variant_record(
     trial: int,
 ) -> dict[str, Any]:
     """Run one variant on `backend` (the grid's Recorder keeps the calls); its episode record
-    (`stop`: the run's status, `passed`: something was published, `lengths`: of every revision)."""
+    (`stop`: the run's status, `passed`: something was published, `texts`: every revision)."""
     start = time.perf_counter()
     reviser, result = run_variant(variant, backend, control, temperature=temperature, seed=seed, trial=trial)
     published = result.results.get("publish")
@@ -67,6 +67,7 @@ def variant_record(
         "answer": published if isinstance(published, str) else None,
         "citation": None,
         "passed": isinstance(published, str),
+        "texts": list(reviser.history),
         "lengths": [len(text) for text in reviser.history],
         "elapsed_s": round(time.perf_counter() - start, 3),
     }
