@@ -276,11 +276,8 @@ def summary_row(variant: str, result: RunResult) -> dict[str, Any]:
 def visit_table(lengths: Mapping[str, list[int]]) -> pd.DataFrame:
     """Characters per revise visit, one column per variant, "-" where a variant stopped earlier
     (strings, so a shorter column prints "-", not NaN)."""
-    visits = max((len(v) for v in lengths.values()), default=0)
-    return pd.DataFrame(
-        {name: [str(v[n]) if n < len(v) else "-" for n in range(visits)] for name, v in lengths.items()},
-        index=pd.RangeIndex(1, visits + 1, name="revise visit"),
-    )
+    table = pd.DataFrame({name: pd.Series(map(str, v), dtype=object) for name, v in lengths.items()})
+    return table.fillna("-").set_axis(pd.RangeIndex(1, len(table) + 1, name="revise visit"))
 
 
 # -- Next.Stop ----------------------------------------------------------------------------
