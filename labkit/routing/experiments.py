@@ -14,7 +14,6 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.errors import LabError
 from labkit.routing.clock import FakeClock
 from labkit.routing.errors import GraphError, InvalidInput
 from labkit.routing.graph import Graph
@@ -90,18 +89,16 @@ def parallel_experiment(max_concurrency: int | None = None) -> tuple[pd.DataFram
     """`fan_graph` one job at a time, then with every fetch in flight at once, and, given
     `max_concurrency`, with that many slots. Expected: the fetches packed greedily into the slots;
     overhead is the measured wall time minus the expected one (real time, so it varies)."""
-    if max_concurrency is not None and (type(max_concurrency) is not int or max_concurrency < 1):
-        raise LabError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
     modes = {"sequential": 1, "parallel": len(FETCH_SECONDS)}
     if max_concurrency is not None:
         modes[f"max_concurrency={max_concurrency}"] = max_concurrency
     graph, rows, runs = fan_graph(), [], {}
     for mode, limit in modes.items():
+        runs[mode] = run = graph.run(max_concurrency=limit)  # refuses a limit that is not an int >= 1
         slots = [0.0] * limit
         for seconds in FETCH_SECONDS.values():  # declaration order, each to the slot that frees first
             slots[slots.index(min(slots))] += seconds
         expected = max(slots) + sum(_EDGE_SECONDS.values())
-        runs[mode] = run = graph.run(max_concurrency=limit)
         overhead = (run.elapsed - expected) * 1000
         rows.append((mode, limit, round(expected, 3), round(run.elapsed, 3), round(overhead, 1)))
     columns = ["mode", "max_concurrency", "expected_s", "wall_s", "overhead_ms"]
@@ -139,10 +136,10 @@ def retry_graph(job: Callable[[Context], Any], policy: RetryPolicy) -> Graph:
     )
 
 
-def retry_experiment(policy: RetryPolicy | None = None) -> tuple[pd.DataFrame, dict[str, RunResult]]:
-    """Each case of RETRY_CASES under one policy (default: 3 attempts, 0.5 s doubling, every
-    Exception retryable, so the invalid input shows the rule, not the filter)."""
-    policy = policy or RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,))
+def retry_experiment() -> tuple[pd.DataFrame, dict[str, RunResult]]:
+    """Each case of RETRY_CASES under 3 attempts, 0.5 s doubling, every Exception retryable (so the
+    invalid input shows the rule, not the filter)."""
+    policy = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,))
     rows, runs = [], {}
     for case, (failures, error) in RETRY_CASES.items():
         clock = FakeClock()
@@ -191,7 +188,7 @@ class WordCutter:
 
 def cutter_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, dict[str, WordCutter]]:
     """The loop with a `WordCutter`, without and with feedback: a summary row each, and the cutters."""
-    cutters = {name: WordCutter() for name in _VARIANTS}
+    cutters = {name: WordCutter() for name in FEEDBACK_ROUTERS}
     return compare_revisers(cutters, max_visits, limit)[1], cutters
 
 
@@ -202,9 +199,15 @@ def within_limit(verdict, limit=LIMIT):
     return Next.back_to_with("revise", f"{verdict['chars']} characters, limit is {limit}")
 
 
-def _without_feedback(verdict: Mapping[str, Any], limit: int = LIMIT) -> Next:
+def without_feedback(verdict, limit=LIMIT):
     """The same criterion, sent back without a reason."""
     return Next.Continue if verdict["chars"] <= limit else Next.back_to("revise")
+
+
+FEEDBACK_ROUTERS = {
+    "without feedback": without_feedback,
+    "with feedback": within_limit,
+}  # told nothing, or why
 
 
 def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Context], Any]:
@@ -220,19 +223,15 @@ def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Con
 
 def loop_graph(
     *,
-    feedback: bool = True,
-    limit: int = LIMIT,
-    seconds: Mapping[str, float] | None = None,
+    router: Callable[[Any], Any] = within_limit,
     reviser: Callable[[Context], str] | None = None,
-    router: Callable[[Any], Any] | None = None,
+    seconds: Mapping[str, float] | None = None,
 ) -> tuple[Graph, Callable[[Context], str]]:
-    """draft → revise → review → publish, `router` (default: `within_limit` with `limit` and
-    `feedback`) routing review back to revise; `reviser` defaults to a fresh Reviser, `seconds`
-    gives jobs virtual durations (a FakeClock timeline). Returns the graph and the reviser."""
+    """draft → revise → review → publish, `router` routing review back to revise; `reviser` defaults
+    to a fresh Reviser, `seconds` gives jobs virtual durations (a FakeClock timeline). Returns the
+    graph and the reviser."""
     seconds = seconds or {}
     reviser = Reviser() if reviser is None else reviser
-    if router is None:
-        router = partial(within_limit if feedback else _without_feedback, limit=limit)
     graph = Graph()
     graph.job("draft", _timed(lambda ctx: DRAFT, seconds.get("draft")))
     graph.job("revise", _timed(reviser, seconds.get("revise")), deps=["draft"])
@@ -243,17 +242,14 @@ def loop_graph(
     return graph, reviser
 
 
-_VARIANTS = ("without feedback", "with feedback")  # the router goes back told nothing, or told why
-
-
 def compare_revisers(
     revisers: Mapping[str, Callable[[Context], str]], max_visits: int = 5, limit: int = LIMIT
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult]]:
-    """The review loop once per variant of _VARIANTS, each with its reviser (one with a `history`):
+    """The review loop once per router of FEEDBACK_ROUTERS, each with its reviser (one with a `history`):
     the characters of each revision (`visit_table`), a summary row each (`summary_row`), the runs."""
     lengths, rows, runs = {}, [], {}
     for name, reviser in revisers.items():
-        graph, _ = loop_graph(feedback=name == "with feedback", limit=limit, reviser=reviser)
+        graph, _ = loop_graph(router=partial(FEEDBACK_ROUTERS[name], limit=limit), reviser=reviser)
         runs[name] = result = graph.run(max_visits=max_visits, clock=FakeClock())
         lengths[name] = [len(text) for text in reviser.history]
         rows.append(summary_row(name, result))
@@ -262,7 +258,7 @@ def compare_revisers(
 
 def feedback_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """`compare_revisers` with the scripted Reviser in both variants."""
-    return compare_revisers({name: Reviser() for name in _VARIANTS}, max_visits, limit)
+    return compare_revisers({name: Reviser() for name in FEEDBACK_ROUTERS}, max_visits, limit)
 
 
 def summary_row(variant: str, result: RunResult) -> dict[str, Any]:
@@ -280,11 +276,8 @@ def summary_row(variant: str, result: RunResult) -> dict[str, Any]:
 def visit_table(lengths: Mapping[str, list[int]]) -> pd.DataFrame:
     """Characters per revise visit, one column per variant, "-" where a variant stopped earlier
     (strings, so a shorter column prints "-", not NaN)."""
-    visits = max((len(v) for v in lengths.values()), default=0)
-    return pd.DataFrame(
-        {name: [str(v[n]) if n < len(v) else "-" for n in range(visits)] for name, v in lengths.items()},
-        index=pd.RangeIndex(1, visits + 1, name="revise visit"),
-    )
+    table = pd.DataFrame({name: pd.Series(map(str, v), dtype=object) for name, v in lengths.items()})
+    return table.fillna("-").set_axis(pd.RangeIndex(1, len(table) + 1, name="revise visit"))
 
 
 # -- Next.Stop ----------------------------------------------------------------------------

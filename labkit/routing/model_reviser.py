@@ -5,15 +5,13 @@ the review stays code and only the router differs: without feedback the reviser 
 it again.", with feedback "33 characters, limit is 26. Revise it again." Visit n of `revise` is
 turn n of the task ``announcement+<variant>``, so changing the instructions, DRAFT, LIMIT or the
 options makes replay stop with a ReplayMiss naming case and turn. `ModelJudge` asks the same
-model "yes" or "no" in place of `len`. Record one control (or ``judge``) afresh into a new file::
-
-    LABKIT_MODEL=local LABKIT_RECORD=/tmp/routing-smollm2.jsonl python -m labkit.routing.model_reviser L1
+model "yes" or "no" in place of `len`. Record afresh by running the notebook with
+``LABKIT_MODEL=local LABKIT_RECORD=<a new file>``.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -25,7 +23,15 @@ from labkit.core.errors import LabError
 from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
 from labkit.model.constraints import StateRules
 from labkit.routing.clock import FakeClock
-from labkit.routing.experiments import DRAFT, LIMIT, compare_revisers, loop_graph, summary_row
+from labkit.routing.experiments import (
+    DRAFT,
+    LIMIT,
+    compare_revisers,
+    loop_graph,
+    summary_row,
+    within_limit,
+    without_feedback,
+)
 from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
 from labkit.routing.route import Next
@@ -173,21 +179,14 @@ def model_feedback_experiment(
     backend: Backend | None = None,
     rung: str = "L1",
     min_cut: int = 0,
-    temperature: float = 0.0,
-    seed: int = 0,
-    trial: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult], dict[str, ModelReviser]]:
-    """`experiments.feedback_experiment` with a `ModelReviser` in each variant, and the revisers.
+    """`experiments.compare_revisers` with a `ModelReviser` in each variant, and the revisers.
     Rung L1 lets the model write any text, L2 only a deletion of words from its last text."""
-    if rung not in ("L1", "L2"):
-        raise LabError(f"the model reviser runs at rung L1 or L2, not {rung!r}")
-    if min_cut and rung != "L2":
-        raise LabError("min_cut applies to the deletion-constrained reviser (rung L2) only")
-    options = {"limit": limit, "rung": rung, "min_cut": min_cut, "temperature": temperature, "seed": seed}
+    if rung not in ("L1", "L2") or (min_cut and rung != "L2"):
+        raise LabError(f"the model reviser runs at rung L1 or L2 (min_cut at L2 only), not {rung!r}")
     backend = backend_from_env() if backend is None else backend
-    revisers = {
-        name: ModelReviser(suffix, backend, trial=trial, **options) for name, suffix in VARIANTS.items()
-    }
+    options = {"limit": limit, "rung": rung, "min_cut": min_cut}
+    revisers = {name: ModelReviser(suffix, backend, **options) for name, suffix in VARIANTS.items()}
     return (*compare_revisers(revisers, max_visits, limit), revisers)
 
 
@@ -199,8 +198,34 @@ def run_variant(
     rung, min_cut = GRID_CONTROLS[control]
     backend = backend_from_env() if backend is None else backend
     reviser = ModelReviser(variant, backend, rung=rung, min_cut=min_cut, **settings)
-    graph, _ = loop_graph(feedback=variant == "feedback", reviser=reviser)
+    graph, _ = loop_graph(router=within_limit if variant == "feedback" else without_feedback, reviser=reviser)
     return reviser, graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
+
+
+def trial_runs(backend: Backend | None, trials: Mapping[float, int], *, seed: int = 0) -> pd.DataFrame:
+    """Every control and variant, `trials[T]` runs at temperature T (trial t with seed `seed + t`): a row
+    per run with its reviser, the texts it wrote, the run's status and what was published (or None)."""
+    backend, rows = backend_from_env() if backend is None else backend, []
+    for control in GRID_CONTROLS:
+        for variant in VARIANTS.values():
+            for temperature, k in trials.items():
+                for trial in range(k):
+                    settings = {"temperature": temperature, "seed": seed + trial, "trial": trial}
+                    reviser, result = run_variant(variant, backend, control, **settings)
+                    published = result.results.get("publish")
+                    rows.append(
+                        {
+                            "control": control,
+                            "variant": variant,
+                            "T": temperature,
+                            "trial": trial,
+                            "reviser": reviser,
+                            "texts": reviser.history,
+                            "status": result.status,
+                            "published": published if isinstance(published, str) else None,
+                        }
+                    )
+    return pd.DataFrame(rows)
 
 
 def control_table(
@@ -211,29 +236,26 @@ def control_table(
     level and the revisers are the last trial's)."""
     if type(k) is not int or k < 1:
         raise LabError(f"k (trials per variant) must be a positive int, got {k!r}")
-    rows, revisers = [], {}
-    for trial in range(k):
-        for control in GRID_CONTROLS:
-            label, runs = _CONTROL_LABELS[control], {}
-            revisers[label] = {}
-            for name, variant in VARIANTS.items():
-                settings = {"temperature": temperature, "seed": seed + trial, "trial": trial}
-                revisers[label][name], runs[name] = run_variant(variant, backend, control, **settings)
-            texts = [reviser.history for reviser in revisers[label].values()]
-            for name, result in runs.items():
-                rows.append(
-                    {
-                        "reviser may write": label,
-                        "variant": name,
-                        "trial": trial,
-                        "characters per visit": " ".join(str(len(t)) for t in revisers[label][name].history),
-                        "status": result.status,
-                        "published": result.results.get("publish", "-"),
-                        "same texts both variants": texts[0] == texts[1],
-                    }
-                )
+    runs = trial_runs(backend, {temperature: k}, seed=seed)
+    names = {suffix: name for name, suffix in VARIANTS.items()}
+    table = pd.DataFrame(
+        {
+            "reviser may write": runs["control"].map(_CONTROL_LABELS),
+            "variant": runs["variant"].map(names),
+            "trial": runs["trial"],
+            "characters per visit": runs["texts"].map(lambda texts: " ".join(str(len(t)) for t in texts)),
+            "status": runs["status"],
+            "published": runs["published"].fillna("-"),
+            "same texts both variants": runs.groupby(["control", "trial"])["texts"].transform(
+                lambda texts: texts.map(tuple).nunique() == 1
+            ),
+        }
+    )
+    last, revisers = runs[runs["trial"] == k - 1], {}
+    for control, variant, reviser in zip(last["control"], last["variant"], last["reviser"], strict=True):
+        revisers.setdefault(_CONTROL_LABELS[control], {})[names[variant]] = reviser
     index = ["reviser may write", "variant"] + (["trial"] if k > 1 else [])
-    return pd.DataFrame(rows).set_index(index).drop(columns="trial", errors="ignore"), revisers
+    return table.set_index(index).drop(columns="trial", errors="ignore"), revisers
 
 
 # The model as the judge: the same model, asked whether its own text meets the limit.
@@ -297,7 +319,7 @@ class ModelJudge:
 def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0) -> pd.DataFrame:
     """The judge against `len` on the draft and every text the scripted reviser writes with
     feedback (45, 33, 28, 24 characters): a row per text."""
-    graph, reviser = loop_graph(feedback=True)
+    graph, reviser = loop_graph()
     graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
     backend = backend_from_env() if backend is None else backend
     judge = ModelJudge("texts", backend=backend, temperature=temperature, seed=seed)
@@ -307,11 +329,7 @@ def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, see
 
 
 def judge_experiment(
-    backend: Backend | None = None,
-    *,
-    max_visits: int = RECORDED["max_visits"],
-    temperature: float = 0.0,
-    seed: int = 0,
+    backend: Backend | None = None, *, temperature: float = 0.0, seed: int = 0
 ) -> tuple[pd.DataFrame, dict[str, RunResult], ModelJudge]:
     """The model reviser (rung L1, told why) in the review loop under `within_limit` and under a
     `ModelJudge` of the same model: a row per router, the runs and the judge."""
@@ -320,31 +338,15 @@ def judge_experiment(
     judge = ModelJudge("loop", **options)
     told, judged = ModelReviser("feedback", **options), ModelReviser("judged", **options)
     loops = {
-        f"len(text) <= {LIMIT} (code)": loop_graph(feedback=True, reviser=told)[0],
+        f"len(text) <= {LIMIT} (code)": loop_graph(reviser=told)[0],
         "the same model as judge": loop_graph(reviser=judged, router=judge)[0],
     }
     runs, rows = {}, []
     for router, graph in loops.items():
-        runs[router] = result = graph.run(max_visits=max_visits, clock=FakeClock())
+        runs[router] = result = graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
         published = result.results.get("publish")
         rows.append(
             summary_row(router, result)
             | {"published characters": len(published) if isinstance(published, str) else "-"}
         )
     return pd.DataFrame(rows).set_index("variant").rename_axis("router"), runs, judge
-
-
-def main() -> int:
-    """Run each control named on the command line (default L1), or ``judge``; print the tables."""
-    for arg in sys.argv[1:] or ["L1"]:
-        if arg == "judge":
-            print(judge_table().to_string(), judge_experiment()[0].to_string(), sep="\n\n")
-            continue
-        rung, min_cut = GRID_CONTROLS[arg]
-        chars, summary, _, _ = model_feedback_experiment(rung=rung, min_cut=min_cut)
-        print(f"control {arg}", chars.to_string(), summary.to_string(), sep="\n\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

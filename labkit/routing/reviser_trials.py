@@ -2,9 +2,9 @@
 
 `labkit grid fixtures/grids/routing-smollm2-k5.toml` records every control and variant at T=0 and
 T=0.7, k=5 trials each (trial t with seed t), one episode record per run (`variant_record`).
-`reviser_table()` puts them beside the scripted `experiments.WordCutter` with 95% intervals,
-`reviser_comparisons()` pairs the variants trial by trial, `reviser_grid_table(record)` is what
-`labkit grid` prints at the end.
+`sampled_runs()` replays them, a row per run; `reviser_table(runs)` puts them beside the scripted
+`experiments.WordCutter` with 95% intervals, `reviser_comparisons(runs)` pairs the variants trial by
+trial, `reviser_grid_table(record)` is what `labkit grid` prints at the end.
 """
 
 from __future__ import annotations
@@ -16,9 +16,15 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.intervals import bootstrap, mcnemar, paired, verdict, wilson
-from labkit.model import Backend, backend_from_env, read_records
-from labkit.routing.experiments import LIMIT, cutter_experiment
-from labkit.routing.model_reviser import GRID_CONTROLS, RECORDED, REVISER_LAB, VARIANTS, run_variant
+from labkit.model import Backend, read_records
+from labkit.routing.experiments import cutter_experiment
+from labkit.routing.model_reviser import (
+    RECORDED,
+    REVISER_LAB,
+    VARIANTS,
+    run_variant,
+    trial_runs,
+)
 
 _SAMPLED_T = 0.7  # the recordings: k=5 at T=0.7 per variant and control, plus T=0
 _SAMPLED_K = 5
@@ -50,7 +56,6 @@ def variant_record(
         "variant": variant,
         "control": control,
         "rung": reviser.rung,
-        "min_cut": reviser.min_cut,
         "backend": model_name,
         "temperature": float(temperature),
         "seed": seed,
@@ -64,46 +69,21 @@ def variant_record(
         "passed": isinstance(published, str),
         "texts": list(reviser.history),
         "lengths": [len(text) for text in reviser.history],
-        "limit": RECORDED["limit"],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0},
         "elapsed_s": round(time.perf_counter() - start, 3),
     }
 
 
-def trial_outcomes(
-    control: str,
-    variant: str,
-    *,
-    temperature: float = _SAMPLED_T,
-    k: int = _SAMPLED_K,
-    backend: Backend | None = None,
-) -> list[dict[str, Any]]:
-    """`k` runs of one variant under one control (trial t with seed t, as the grid records them):
-    per trial, whether something was published, the last text's characters, the texts, the status."""
-    backend = backend_from_env() if backend is None else backend
-    out = []
-    for trial in range(k):
-        reviser, result = run_variant(
-            variant, backend, control, temperature=temperature, seed=trial, trial=trial
-        )
-        texts = list(reviser.history)
-        last = len(texts[-1]) if texts else None
-        published = isinstance(result.results.get("publish"), str)
-        out.append(
-            {
-                "trial": trial,
-                "published": published,
-                "final chars": last,
-                "texts": texts,
-                "status": result.status,
-            }
-        )
-    return out
+def sampled_runs(
+    backend: Backend | None = None, *, temperature: float = _SAMPLED_T, k: int = _SAMPLED_K
+) -> pd.DataFrame:
+    """`model_reviser.trial_runs` as the grid recorded them: one trial at T=0 (greedy decoding repeats
+    itself) and `k` at `temperature` (trial t with seed t), a row per run."""
+    return trial_runs(backend, {0.0: 1, temperature: k})
 
 
-def _published(passed: list[bool]) -> dict[str, Any]:
+def _published(passed: pd.Series) -> dict[str, Any]:
     """The trials, the share published and its Wilson 95% interval."""
-    share = wilson(sum(passed), len(passed))
+    share = wilson(int(passed.sum()), len(passed))
     return {
         "trials": len(passed),
         "published": round(share.estimate, 3),
@@ -111,64 +91,56 @@ def _published(passed: list[bool]) -> dict[str, Any]:
     }
 
 
-def _row(
-    reviser: str, control: str, variant: str, temperature: Any, outcomes: list[dict[str, Any]]
-) -> dict[str, Any]:
-    chars = bootstrap({str(o["trial"]): [o["final chars"]] for o in outcomes})
+def _summary(runs: pd.DataFrame) -> dict[str, Any]:
+    """One group of runs: the share published and the mean last length, each with its 95% interval."""
+    lasts = runs["texts"].map(lambda texts: texts[-1] if texts else None)
+    chars = bootstrap({str(t): [len(last)] for t, last in zip(runs["trial"], lasts, strict=True)})
     return {
-        "reviser": reviser,
-        "control": control,
-        "variant": variant,
-        "T": temperature,
-        **_published([o["published"] for o in outcomes]),
+        **_published(runs["published"].notna()),
         "final chars": round(chars.estimate, 1),
         "final chars_ci": f"[{chars.low:.1f}, {chars.high:.1f}]",
-        "distinct final texts": len({o["texts"][-1] for o in outcomes if o["texts"]}),
-        "status": ", ".join(sorted({o["status"] for o in outcomes})),
+        "distinct final texts": lasts.nunique(),
+        "status": ", ".join(sorted(set(runs["status"]))),
     }
 
 
-def reviser_table(
-    backend: Backend | None = None, *, temperature: float = _SAMPLED_T, k: int = _SAMPLED_K
-) -> pd.DataFrame:
-    """The model under each control and variant at T=0 (one trial: greedy decoding repeats itself)
-    and at `temperature` (`k` trials), then the deterministic `experiments.WordCutter`: the share
-    published (Wilson 95% interval) and the mean last length (bootstrap interval)."""
-    rows = []
-    for control in GRID_CONTROLS:
-        for variant in VARIANTS.values():
-            for t, trials in ((0.0, 1), (temperature, k)):
-                outcomes = trial_outcomes(control, variant, temperature=t, k=trials, backend=backend)
-                rows.append(_row("model", control, variant, t, outcomes))
-    for name, cutter in cutter_experiment()[1].items():
-        fits = len(cutter.history[-1]) <= LIMIT
-        status = "completed" if fits else "dead_letter"
-        outcome = {
+def reviser_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """`runs` (`sampled_runs()`) per control, variant and temperature, then the deterministic
+    `experiments.WordCutter`: the share published (Wilson 95% interval) and the mean last length
+    (bootstrap interval)."""
+    summary, cutters = cutter_experiment()
+    cut = [
+        {
+            "reviser": "word cutter (scripted)",
+            "control": "L2+cut1",
+            "variant": VARIANTS[name],
+            "T": "-",
             "trial": 0,
-            "published": fits,
-            "final chars": len(cutter.history[-1]),
             "texts": cutter.history,
+            "status": summary.loc[name, "status"],
+            "published": summary.loc[name, "published"],
         }
-        rows.append(
-            _row("word cutter (scripted)", "L2+cut1", VARIANTS[name], "-", [outcome | {"status": status}])
-        )
-    return pd.DataFrame(rows).set_index(["reviser", "control", "variant", "T"])
+        for name, cutter in cutters.items()
+    ]
+    runs = pd.concat([runs.assign(reviser="model"), pd.DataFrame(cut)], ignore_index=True)
+    runs["published"] = runs["published"].where(runs["published"] != "-")
+    keys = ["reviser", "control", "variant", "T"]
+    rows = [
+        dict(zip(keys, key, strict=True)) | _summary(group) for key, group in runs.groupby(keys, sort=False)
+    ]
+    return pd.DataFrame(rows).set_index(keys)
 
 
-def reviser_comparisons(
-    backend: Backend | None = None, *, temperature: float = _SAMPLED_T, k: int = _SAMPLED_K
-) -> pd.DataFrame:
-    """`published` with feedback against without, trial by trial (same seeds), under each control:
-    the paired bootstrap 95% interval, McNemar's exact p, and "a difference" only when the
-    interval excludes 0 and p < 0.05 (five trials: the bootstrap alone is too eager)."""
+def reviser_comparisons(runs: pd.DataFrame) -> pd.DataFrame:
+    """`published` with feedback against without, trial by trial (same seeds), under each control, over
+    the sampled trials of `runs` (its highest T): the paired bootstrap 95% interval, McNemar's exact p,
+    and "a difference" only when the interval excludes 0 and p < 0.05 (five trials: the bootstrap
+    alone is too eager)."""
     rows = []
-    for control in GRID_CONTROLS:
+    for control, group in runs[runs["T"] == runs["T"].max()].groupby("control", sort=False):
         a, b = (
-            {
-                str(o["trial"]): o["published"]
-                for o in trial_outcomes(control, v, temperature=temperature, k=k, backend=backend)
-            }
-            for v in ("feedback", "no-feedback")
+            {str(t): pd.notna(p) for t, p in zip(g["trial"], g["published"], strict=True)}
+            for g in (group[group["variant"] == v] for v in ("feedback", "no-feedback"))
         )
         interval, p = (
             paired({t: float(v) for t, v in a.items()}, {t: float(v) for t, v in b.items()}),
@@ -197,16 +169,9 @@ def reviser_grid_table(record: str | os.PathLike[str]) -> pd.DataFrame:
     )
     if episodes.empty:
         return pd.DataFrame()
-    rows = []
-    for (run, variant), group in episodes.groupby(["run", "variant"], sort=False):
-        lasts = [lengths[-1] for lengths in group["lengths"] if lengths]
-        final = round(sum(lasts) / len(lasts), 1) if lasts else None
-        rows.append(
-            {
-                "run": run,
-                "variant": variant,
-                **_published([bool(p) for p in group["passed"]]),
-                "final chars": final,
-            }
-        )
+    rows = [
+        {"run": run, "variant": variant, **_published(group["passed"].astype(bool))}
+        | {"final chars": round(group["lengths"].str[-1].mean(), 1)}
+        for (run, variant), group in episodes.groupby(["run", "variant"], sort=False)
+    ]
     return pd.DataFrame(rows).set_index(["run", "variant"])

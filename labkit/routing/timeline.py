@@ -6,27 +6,24 @@ the job's next event, its `outcome` the state it moved to: the chart shows what 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NamedTuple
 
 from labkit.routing.result import RunResult
-from labkit.routing.states import DEAD_LETTER, RETRYING, RUNNING, Event
+from labkit.routing.states import DEAD_LETTER, RETRYING, RUNNING
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-_COLOURS = {  # by how a span ended
+_COLOURS = {  # an attempt by how it ended, and a backoff
     "completed": "#2e7d32",
     "failed": "#c62828",
     "pending": "#9e9e9e",  # reset by a Goto while running: its work was thrown away
     "cancelled": "#616161",
-    "running": "#f9a825",  # a backoff that ended in the next attempt
+    "backoff": "#f9a825",
 }
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     job: str
     kind: str  # "running" (an attempt) or "retrying" (a backoff)
     visit: int
@@ -35,72 +32,54 @@ class Span:
     end: float
     outcome: str
 
-    @property
-    def duration(self) -> float:
-        return self.end - self.start
 
-
-def spans(events: Iterable[Event] | RunResult) -> list[Span]:
+def spans(result: RunResult) -> list[Span]:
     """Attempts and backoffs in the order they ended; a span still open at the end is dropped."""
-    if isinstance(events, RunResult):
-        events = events.events
-    open_: dict[str, Event] = {}
-    out = []
-    for event in events:
-        began = open_.pop(event.job, None)
-        if began is not None:
+    opened, out = {}, []
+    for event in result.events:
+        if (began := opened.pop(event.job, None)) is not None:
             kind, outcome = str(began.new), str(event.new)
             out.append(Span(event.job, kind, began.visit, began.attempt, began.time, event.time, outcome))
         if event.new in (RUNNING, RETRYING):
-            open_[event.job] = event
+            opened[event.job] = event
     return out
 
 
 def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None = None) -> Axes:
-    """A Gantt chart of `result`: one row per job, a bar per attempt, hatched bars for backoffs."""
+    """A Gantt chart of `result`: a row per job, a bar per attempt coloured by how it ended, backoffs
+    in amber, later visits marked v2, v3, …"""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 0.45 * len(result.jobs) + 1.2))
-    rows = {job: n for n, job in enumerate(result.jobs)}
-    shown: set[str] = set()
-    label: dict[str, Any] = {"va": "center", "fontsize": 8}
-    for span in spans(result):
-        style: dict[str, Any] = {"color": _COLOURS.get(span.outcome, "#1565c0"), "edgecolor": "white"}
-        if span.kind == "retrying":
-            style.update(color="#fff3cd", edgecolor="#f9a825", hatch="///")
-            shown.add("backoff")
-        else:
-            shown.add(span.outcome)
-        ax.barh(rows[span.job], max(span.duration, 1e-9), left=span.start, height=0.6, **style)
-        if span.kind == "running" and span.visit > 1:
-            ax.text(
-                span.start + span.duration / 2,
-                rows[span.job],
-                f"v{span.visit}",
-                ha="center",
-                **label,
-                color="white",
-            )
+    label = {"va": "center", "fontsize": 8}
+    drawn = [(span, "backoff" if span.kind == RETRYING else span.outcome) for span in spans(result)]
+    for row, job in enumerate(result.jobs):
+        bars = [(span, style) for span, style in drawn if span.job == job]
+        ranges = [(span.start, max(span.end - span.start, 1e-9)) for span, _ in bars]
+        ax.broken_barh(ranges, (row - 0.3, 0.6), facecolors=[_COLOURS.get(s, "#1565c0") for _, s in bars])
+        for span, _ in bars:
+            if span.kind == RUNNING and span.visit > 1:
+                ax.text(
+                    (span.start + span.end) / 2, row, f"v{span.visit}", ha="center", color="white", **label
+                )
+        if not bars and result.states[job] == "cancelled":
+            ax.text(0, row, "  cancelled, never ran", color="#616161", **label)
     for event in result.events:
         if event.new == DEAD_LETTER:
-            ax.text(event.time, rows[event.job], " ✗ dead letter", **label, color="#c62828")
-    for job, state in result.states.items():
-        if state == "cancelled" and not any(e.job == job and e.new == RUNNING for e in result.events):
-            ax.text(0, rows[job], "  cancelled, never ran", **label, color="#616161")
-    ax.set_yticks(range(len(rows)), list(rows))
-    ax.set_ylim(len(rows) - 0.5, -0.5)  # first declared job on top
+            ax.text(event.time, result.jobs.index(event.job), " ✗ dead letter", color="#c62828", **label)
+    ax.set_yticks(range(len(result.jobs)), result.jobs)
+    ax.set_ylim(len(result.jobs) - 0.5, -0.5)  # first declared job on top
     ax.set_xlim(left=0)
     ax.set_xlabel("seconds since the run started")
     ax.set_title(title or f"run: {result.status}")
+    shown = {style for _, style in drawn}
     legend = [
-        Patch(color=_COLOURS[k], label=f"attempt → {k}")
-        for k in ("completed", "failed", "pending", "cancelled")
+        Patch(color=c, label=f"attempt → {k}" if k != "backoff" else k)
+        for k, c in _COLOURS.items()
         if k in shown
     ]
-    if "backoff" in shown:
-        legend.append(Patch(facecolor="#fff3cd", edgecolor="#f9a825", hatch="///", label="backoff"))
     if legend:
         ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     return ax

@@ -84,12 +84,14 @@ def test_the_control_tables_trials_sample_with_their_own_seed_and_temperature():
 
 
 def test_the_reviser_table_has_intervals_and_the_scripted_baseline():
-    table = trials.reviser_table(backend=Shortener(), k=2)
+    table = trials.reviser_table(trials.sampled_runs(Shortener(), k=2))
     assert list(table.index.get_level_values("reviser").unique()) == ["model", "word cutter (scripted)"]
     row = table.loc[("model", "L1", "feedback", 0.7)]
     assert (row["trials"], row["published"], row["published_ci"]) == (2, 1.0, "[0.34, 1.00]")  # Wilson 2/2
     assert table.loc[("word cutter (scripted)", "L2+cut1", "feedback", "-"), "final chars"] == 25
-    paired = trials.reviser_comparisons(backend=Shortener(), k=3)  # the feedback changes nothing here
+    paired = trials.reviser_comparisons(
+        trials.sampled_runs(Shortener(), k=3)
+    )  # the feedback changes nothing here
     assert set(paired["difference"]) == {0.0} and set(paired["verdict"]) == {"not distinguishable"}
 
 

@@ -4,6 +4,7 @@ routers, caps, the event log. Every run uses a FakeClock or no clock; no wall ti
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 import pytest
 
@@ -21,7 +22,7 @@ from labkit.routing import (
     plot_timeline,
     spans,
 )
-from labkit.routing.experiments import LOOP_SECONDS, Reviser, loop_graph
+from labkit.routing.experiments import LOOP_SECONDS, Reviser, loop_graph, within_limit, without_feedback
 from labkit.routing.scheduler import run_plan
 
 
@@ -58,7 +59,8 @@ def headline(limit: int = 26, feedback: bool = True):
         seen.append(ctx)
         return reviser(ctx)
 
-    graph, _ = loop_graph(feedback=feedback, limit=limit, reviser=revise)
+    router = partial(within_limit if feedback else without_feedback, limit=limit)
+    graph, _ = loop_graph(router=router, reviser=revise)
     return graph, seen, reviser
 
 
@@ -357,13 +359,13 @@ def test_result_summary_table_and_timeline():
     assert Graph().job("a", boom).run().table().loc["a", "error"] == "ValueError: boom (no retry policy)"
     job, _ = failing(1, ConnectionError("down"))
     retried = Graph().job("fetch", job, retry=RetryPolicy(initial_interval=0.25)).run(clock=FakeClock())
-    assert [(s.kind, s.attempt, s.outcome, s.duration) for s in spans(retried)] == [
+    assert [(s.kind, s.attempt, s.outcome, s.end - s.start) for s in spans(retried)] == [
         ("running", 1, "failed", 0.0),
         ("retrying", 1, "running", 0.25),
         ("running", 2, "completed", 0.0),
     ]
     timed = loop_graph(seconds=LOOP_SECONDS)[0].run(clock=FakeClock())
     ax = plot_timeline(timed)
-    assert len(ax.patches) == len(spans(timed)) == 8
+    assert sum(len(bars.get_paths()) for bars in ax.collections) == len(spans(timed)) == 8
     assert [t.get_text() for t in ax.get_yticklabels()] == ["draft", "revise", "review", "publish"]
     matplotlib.pyplot.close("all")

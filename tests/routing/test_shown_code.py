@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit.routing.experiments import within_limit
+from labkit.routing.experiments import within_limit, without_feedback
 from labkit.routing.scheduler import ready_after
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "04_routing_cycles.ipynb"
@@ -17,7 +17,7 @@ def normalised(source: str) -> list[str]:
     return [line.strip() for line in source.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("function", [ready_after, within_limit], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("function", [ready_after, within_limit, without_feedback], ids=lambda f: f.__name__)
 def test_the_cell_showing_labkits_function_holds_its_source(function):
     cells = [
         cell.source

@@ -105,8 +105,7 @@ def _axes(lab: str) -> dict[str, Any]:
             "cases": {"oneOf": [{"const": "model"}, ids], "default": "model"},
         }
     if lab == "routing":
-        from labkit.routing.model_reviser import VARIANTS
-        from labkit.routing.reviser_trials import GRID_CONTROLS
+        from labkit.routing.model_reviser import GRID_CONTROLS, VARIANTS
 
         return axes | {
             "controls": _list({"enum": list(GRID_CONTROLS)}, list(GRID_CONTROLS)),
@@ -205,7 +204,7 @@ def _episode(lab: str, cell: dict[str, Any], inner: str, trial: int, values: dic
             **common, rung=rung, case=episode_case(inner, defense), label=label, options=options
         )
     if lab == "routing":
-        from labkit.routing.reviser_trials import GRID_CONTROLS
+        from labkit.routing.model_reviser import GRID_CONTROLS
 
         control = cell["controls"]
         rung, cut = GRID_CONTROLS[control]
