@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lab03_answers import INTENT, mediation
-from labkit.core.progress import load_progress
 from verdicts import own_verdict, verdict
 
 from labkit.core import check as core_check
 from labkit.core.check import NOT_YET
 from labkit.core.errors import FixtureError, LabError
+from labkit.core.verdicts import load_progress
 from labkit.refunds import careful
 from labkit.refunds import checks as lab03
 from labkit.refunds.attacks import attack_from, goal_text, load_templates

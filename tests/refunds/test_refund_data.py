@@ -8,17 +8,16 @@ import pytest
 
 from labkit.core.errors import FixtureError
 from labkit.refunds import (
-    gold_calls,
-    load_lab,
     money_lost,
     refund_episode,
     refund_lab,
-    render,
     succeeded,
     unauthorized,
     utility,
 )
+from labkit.refunds.attacks import gold_calls, render
 from labkit.refunds.defenses import trusted_values
+from labkit.refunds.lab import load_lab
 from labkit.refunds.policies import instructions_in
 from labkit.refunds.shop import REFUNDS, RefundCall
 

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labkit.core.runtime import STOP_REASONS
-from labkit.refunds import MAX_TOOLS, MAX_TURNS, PLACES, Defenses, Faults, refund_episode, refund_lab
+from labkit.refunds import PLACES, Defenses, Faults, refund_episode, refund_lab
+from labkit.refunds.episode import MAX_TOOLS, MAX_TURNS
 from labkit.refunds.shop import REFUNDS
 
 LAB = refund_lab()

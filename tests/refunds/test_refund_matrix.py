@@ -6,7 +6,6 @@ import pytest
 from labkit.refunds import (
     COLUMNS,
     DEFENSES,
-    POLICIES,
     careful,
     gullible,
     matrix,
@@ -15,7 +14,7 @@ from labkit.refunds import (
     suite,
 )
 from labkit.refunds.metrics import utility
-from labkit.refunds.policies import factory_of
+from labkit.refunds.policies import POLICIES, factory_of
 
 LAB = refund_lab()
 

@@ -8,7 +8,7 @@ pytest.importorskip("labkit.model")
 
 from labkit.core.errors import LabError  # noqa: E402
 from labkit.model import Reply  # noqa: E402
-from labkit.refunds import DEFENSES, POLICY_TEXT, careful, model_policy, refund_episode  # noqa: E402
+from labkit.refunds import DEFENSES, careful, refund_episode  # noqa: E402
 from labkit.refunds.defenses import SPOTLIGHT_TEXT  # noqa: E402
 from labkit.refunds.model_rows import (  # noqa: E402
     attribution,
@@ -17,6 +17,8 @@ from labkit.refunds.model_rows import (  # noqa: E402
     model_matrix,
     model_specs,
 )
+from labkit.refunds.policies import model_policy  # noqa: E402
+from labkit.refunds.rules import POLICY_TEXT  # noqa: E402
 
 
 class Puppet:
