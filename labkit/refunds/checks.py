@@ -1,10 +1,7 @@
-"""Lab 03's build-it cell and exercises; a checker never raises for a learner's mistake.
+"""Lab 03's build-it and exercises; a checker never raises for a learner's mistake.
 
-Build it: `check_mediation(my_guard)`, complete mediation as a guard `guard(call, state) -> str | None`,
-installed as the only defense under the gullible, careful and hostile policies, then asked
-about the written policy's boundaries (`hidden_cases.policy_edges`). Exercises:
-`check_intent_attack(record)` (an attack mediation cannot stop; the record is kept as data for
-the class's red-team round), `check_guard(guard)` (no money to a card the customer does not
+`check_mediation(my_guard)`: complete mediation as a guard `guard(call, state) -> str | None`.
+Exercises: `check_intent_attack(record)`, `check_guard(guard)` (no money to a card the customer does not
 own) and `check_retry_policy(decide)` (a retry that cannot pay twice without keys or mediation).
 """
 
@@ -18,33 +15,16 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.answers import Recorded, limit_s, shown
-from labkit.core.check import (
-    NOT_YET,
-    Check,
-    TimedOut,
-    crashed,
-    fail,
-    not_a_function,
-    time_limit,
-)
+from labkit.core.check import NOT_YET, Check, TimedOut, crashed, fail, not_a_function, time_limit
 from labkit.core.errors import LabError
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
+from labkit.refunds import hidden_cases as hidden
 from labkit.refunds.attacks import Attack, attack_from, gold_calls, load_templates, schema_problem, succeeded
 from labkit.refunds.defenses import DEFENSES, Defenses, Guard
 from labkit.refunds.display import short
 from labkit.refunds.guard_table import TableGuard, guard_table
-from labkit.refunds.hidden_cases import (
-    RetryCase,
-    after_timeout,
-    edge_hint,
-    hostile,
-    looked_after_timeouts,
-    policy_edges,
-    retried_when_paid,
-    retry_cases,
-    same_refund,
-)
+from labkit.refunds.hidden_cases import RetryCase, hostile, looked_after_timeouts
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy, suite, summarise, unauthorized
 from labkit.refunds.policies import careful, factory_of, gullible
@@ -103,14 +83,9 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
         runs[name], problem = run_episodes(factory_of(policy), defenses, cases, lab, watched)
         if problem is not None:
             return problem
-    columns = (
-        "benign_utility",
-        "attack_success_rate",
-        "unauthorized_refunds",
-        "duplicate_refunds",
-        "over_refusals",
-    )
-    table = _table({name: summarise(scores) for name, scores in runs.items()}, "policy", *columns)
+    columns = ("benign_utility", "attack_success_rate", "unauthorized_refunds", "duplicate_refunds")
+    summaries = {name: summarise(scores) for name, scores in runs.items()}
+    table = _table(summaries, "policy", *columns, "over_refusals")
     for name in ("hostile", "gullible", "careful"):
         bad = _first_unauthorised(runs[name])
         if bad:
@@ -127,13 +102,13 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
         )
     # A TableGuard (a guard tabulated by `labkit submit`) answers only about the course's shop
     # as it is: the boundaries below move its dates and window, which no table holds.
-    edges = [] if isinstance(my_guard, TableGuard) else policy_edges(lab)
+    edges = [] if isinstance(my_guard, TableGuard) else hidden.policy_edges(lab)
     answers, refused = ask_guard(my_guard, [(e.where, e.call, e.state) for e in edges])
     if refused is not None:
         return dataclasses.replace(refused, table=table)
     for edge, answer in zip(edges, answers, strict=True):
         if bool(answer) == edge.allowed:
-            return fail(edge_hint(edge, answer), table)
+            return fail(hidden.edge_hint(edge, answer), table)
     episodes = sum(len(scores) for scores in runs.values())
     return Check(
         True,
@@ -337,7 +312,7 @@ def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
     lab = refund_lab()
     policy = Recorded(decide)
     factory = factory_of(policy)
-    cases, scores = retry_cases(lab), []
+    cases, scores = hidden.retry_cases(lab), []
     for case in cases:
         try:
             with time_limit(3 * limit_s()):
@@ -350,21 +325,15 @@ def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
             return problem
         scores.append(score)
     shown = [(case, s) for case, s in zip(cases, scores, strict=True) if case.shown]
+    columns = ["request", "timeout", "refunds", "paid_once", "dupes", "looked", "stop"]
     table = pd.DataFrame(
         [
-            {
-                "request": s.spec.request.id,
-                "timeout": case.fault != "none",
-                "refunds": len(s.episode.refunds),
-                "paid_once": s.utility,
-                "dupes": s.duplicates,
-                "looked": looked_after_timeouts(s.episode),
-                "stop": s.episode.result["stop"],
-            }
+            (s.spec.request.id, case.fault != "none", len(s.episode.refunds), s.utility, s.duplicates)
+            + (looked_after_timeouts(s.episode), s.episode.result["stop"])
             for case, s in shown
-        ]
-    )
-    table = table.set_index(["request", "timeout"])
+        ],
+        columns=columns,
+    ).set_index(["request", "timeout"])
     if (problem := _retry_problem(list(zip(cases, scores, strict=True)))) is not None:
         return fail(problem, table)
     return Check(
@@ -384,7 +353,7 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
         )
     owed = [(case, s) for case, s in pairs if case.fault != "before paying"]
     for case, s in pairs:
-        if retried_when_paid(s):
+        if hidden.retried_when_paid(s):
             return (
                 f"{case.where}, your policy retried after the lookup showed the refund paid; only the "
                 "episode's tool limit stopped a second payment. Retry only if 'refunds' is empty."
@@ -404,8 +373,8 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
             "whether the money moved; look the order up first (see the looked column)."
         )
     for case, s in pairs:
-        refund, _, then = after_timeout(s.episode)
-        if case.fault == "before paying" and refund is not None and not same_refund(refund, then):
+        refund, _, then = hidden.after_timeout(s.episode)
+        if case.fault == "before paying" and refund is not None and not hidden.same_refund(refund, then):
             did = (
                 "answered" if isinstance(then, Mapping) and then.get("action") == "final" else "did not retry"
             )

@@ -1,12 +1,9 @@
 """The model policy's rows, replayed from recorded trials, beside baselines with intervals.
 
-A live SmolLM2 episode costs seconds of CPU per turn, so the model runs on a stated suite
-(`model_specs(rung=...)`): at rung L2 the grid's model suite (`refunds.grid.grid_cases`, 28
-episodes per defense, recorded with `labkit grid fixtures/grids/refunds-smollm2-l2.toml` into
-fixtures/trials/refunds-smollm2-l2-grid.jsonl); at L1 five episodes (fixtures/trials/refunds-smollm2.jsonl).
-Replay checks every message against the recording, so changing the prompt or a tool's result
-means re-recording. Model options (`backend`, `temperature`, `seed`, `k` trials, trial t with
-seed `seed + t`) default to the recordings': replay, 0, 0, one trial.
+The model runs on a stated suite (`model_specs(rung=...)`): at L2 the grid's suite (28 episodes per
+defense, recorded with `labkit grid fixtures/grids/refunds-smollm2-l2.toml`), at L1 five episodes.
+Replay checks every message against the recording, so a changed prompt or tool result means
+re-recording. Model options (`backend`, `temperature`, `seed`, `k` trials) default to the recordings'.
 """
 
 from __future__ import annotations
@@ -142,6 +139,10 @@ def model_matrix(
     return frame_of(table, by_attack=by_attack)
 
 
+def _action(decision: Any) -> str | None:
+    return decision.get("action") if isinstance(decision, dict) else None
+
+
 def model_behaviour(
     defenses: Sequence[str] = MODEL_DEFENSES, *, rung: str = "L1", **options: Any
 ) -> DataFrame:
@@ -151,22 +152,18 @@ def model_behaviour(
     for name in (d for d in defenses if d in known):
         scores = trials(defenses_named(name), model_specs(lab, rung), lab, rung=rung, **options)
         decisions = [entry.get("decision") for s in scores for entry in s.episode.result["trace"]]
-        proposals = [d for d in decisions if isinstance(d, dict) and d.get("action") == "refund"]
+        proposals = [d for d in decisions if _action(d) == "refund"]
         stops = Counter(s.episode.result["stop"] for s in scores)
+        lookups = sum(_action(d) == "lookup_order" for d in decisions)
+        real = sum(p.get("order_id") in lab.shop.orders for p in proposals)
+        paid = sum(len(s.episode.refunds) for s in scores)
+        commonest = stops.most_common(1)[0][0] if stops else "-"
         table.append(
-            {
-                "rung": rung,
-                "defense": name,
-                "episodes": len(scores),
-                "decisions": len(decisions),
-                "lookups": sum(isinstance(d, dict) and d.get("action") == "lookup_order" for d in decisions),
-                "refund proposals": len(proposals),
-                "of a real order": sum(p.get("order_id") in lab.shop.orders for p in proposals),
-                "refunds paid": sum(len(s.episode.refunds) for s in scores),
-                "commonest stop": stops.most_common(1)[0][0] if stops else "-",
-            }
+            (rung, name, len(scores), len(decisions), lookups, len(proposals), real, paid, commonest)
         )
-    return DataFrame(table).set_index(["rung", "defense"]) if table else DataFrame()
+    columns = ["rung", "defense", "episodes", "decisions", "lookups", "refund proposals", "of a real order"]
+    columns += ["refunds paid", "commonest stop"]
+    return DataFrame(table, columns=columns).set_index(["rung", "defense"]) if table else DataFrame()
 
 
 def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", **options: Any) -> DataFrame:
@@ -179,32 +176,21 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", 
     for name in defenses:
         for i, s in enumerate(trials(defenses_named(name), specs, lab, rung=rung, **options)):
             trace = s.episode.result["trace"]
-            refunds = [
-                e
-                for e in trace
-                if isinstance(e.get("decision"), dict) and e["decision"].get("action") == "refund"
-            ]
+            refunds = [e for e in trace if _action(e.get("decision")) == "refund"]
             needle = json.dumps(s.episode.injected)[1:41]  # the injection's start, as a JSON result holds it
             seen = next(
                 (e["turn"] for e in trace if needle in json.dumps(e.get("result"), default=str)), None
             )
             first = (
-                f"turn {refunds[0]['turn']}, amount {refunds[0]['decision'].get('amount')}"
-                if refunds
-                else "-"
+                "-"
+                if not refunds
+                else f"turn {refunds[0]['turn']}, amount {refunds[0]['decision'].get('amount')}"
             )
-            table.append(
-                {
-                    "defense": name,
-                    "attack": s.spec.attack.id,
-                    "check fired": bool(s.attacked),
-                    "first refund": first,
-                    "injection seen": f"turn {seen}" if seen else "never",
-                    "trial": i // len(specs),
-                }
-            )
+            seen = f"turn {seen}" if seen else "never"
+            table.append((name, s.spec.attack.id, bool(s.attacked), first, seen, i // len(specs)))
+    columns = ["defense", "attack", "check fired", "first refund", "injection seen", "trial"]
     index = ["defense", "attack"] + (["trial"] if options.get("k", 1) > 1 else [])
-    return DataFrame(table).set_index(index).drop(columns="trial", errors="ignore")
+    return DataFrame(table, columns=columns).set_index(index).drop(columns="trial", errors="ignore")
 
 
 _SCORES: dict[tuple[Any, ...], list[Score]] = {}  # replayed and baseline scores, once per process
