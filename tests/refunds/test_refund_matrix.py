@@ -11,9 +11,8 @@ from labkit.refunds import (
     matrix,
     refund_episode,
     refund_lab,
-    suite,
 )
-from labkit.refunds.metrics import utility
+from labkit.refunds.metrics import RETRY_FAULT, Spec, utility
 from labkit.refunds.policies import POLICIES, factory_of
 
 LAB = refund_lab()
@@ -55,8 +54,8 @@ def test_the_course_matrix_is_scored_once_and_scores_what_a_fresh_run_scores(tab
     from labkit.refunds.metrics import course_scores
 
     assert course_scores("gullible", "provenance") is course_scores("gullible", "provenance")
-    # The same cells run afresh (an explicit lab bypasses the cache) score exactly as the cached.
-    fresh = matrix(["gullible", "careful"], ["none", "provenance"], lab=LAB)
+    # The same cells run afresh (Defenses, not preset names, bypass the cache) score exactly as the cached.
+    fresh = matrix(["gullible", "careful"], [DEFENSES["none"], DEFENSES["provenance"]])
     pd.testing.assert_frame_equal(fresh, table.loc[fresh.index])
 
 
@@ -79,8 +78,7 @@ def test_careful_refuses_each_request_it_must_with_a_reason_and_no_refund_call(r
 
 
 def test_idempotency_dedupes_a_gullible_retry_but_not_an_obeyed_repeat():
-    fault = suite(requests=["r-ana-blender"], attacks=[])[-1]
-    assert fault.kind == "fault"
+    fault = Spec("fault", LAB.request("r-ana-blender"), faults=RETRY_FAULT)
     once = refund_episode(fault.request, gullible, defenses="idempotency", faults=fault.faults)
     assert len(once.refunds) == 1
     repeat = refund_episode(
