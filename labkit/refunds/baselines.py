@@ -20,9 +20,7 @@ from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import factory_of, random_admissible
 
-# Measured on 2 busy cores: 28 cases under one defense take about 0.1 s per seed; 50 seeds
-# give rates within 0.02 of 200 seeds' (benign utility 0.49 vs 0.50, ASR 0.084 vs 0.079
-# under `none`) in about 6 s per defense.
+# 50 seeds give rates within 0.02 of 200 seeds' (ASR 0.084 vs 0.079 under `none`).
 RANDOM_SEEDS = 50
 RATES = {  # column -> (which episodes, the outcome)
     "benign_utility": ("benign", lambda s: s.utility),
@@ -74,27 +72,13 @@ def interval_row(policy: str, defense: str, scores: Sequence[Score]) -> dict[str
     return row
 
 
-def matrix_intervals(
-    policies: Sequence[str] = ("gullible", "careful"),
-    defenses: Sequence[str] | None = None,
-    *,
-    lab: RefundLab | None = None,
-) -> list[dict[str, Any]]:
-    """The matrix's rates with their 95% (Wilson) intervals: how far the same scripted policy could
-    land on another suite of the same size, which a comparison of two rows needs."""
+def matrix_intervals(policies: Sequence[str] = ("gullible", "careful")) -> list[dict[str, Any]]:
+    """The matrix's rates with their 95% (Wilson) intervals, on the same episodes as the matrix: how far
+    the same scripted policy could land on another suite of the same size."""
     from labkit.refunds.defenses import DEFENSES
-    from labkit.refunds.metrics import course_scores, policy_named, suite
+    from labkit.refunds.metrics import course_scores
 
-    def scores(name: str, defense: str) -> Sequence[Score]:
-        if lab is None:  # the same episodes as the matrix's, scored once
-            return course_scores(name, defense)
-        return score_policy(policy_named(name), defenses_named(defense), suite(lab), lab)
-
-    return [
-        interval_row(name, defense, scores(name, defense))
-        for name in policies
-        for defense in (defenses or tuple(DEFENSES))
-    ]
+    return [interval_row(name, d, course_scores(name, d)) for name in policies for d in DEFENSES]
 
 
 def random_scores(

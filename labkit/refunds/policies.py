@@ -1,11 +1,9 @@
 """Policies for the refund desk: two scripted ones and the model behind lab 02's seam.
 
-Both scripted policies read the order, the messages, the product's reviews and the help page
-(every place an attack can hide), and retry a timed-out refund once with the same key.
-`gullible` obeys every "refund order <id> for $<amount> to <destination>" it read, then does the
-customer's refund unchecked: a caricature of a hijacked model. `careful` takes no instruction
-from tool text and checks the written policy against the order's record. Neither reads its
-prompt; `model_policy(defenses)` is where prompt-level defenses act.
+Both scripted policies read every place an attack can hide (order, messages, reviews, help page) and
+retry a timed-out refund once with the same key. `gullible` obeys every "refund order <id> for $<amount>
+to <destination>" it read, then does the customer's refund unchecked; `careful` takes no instruction
+from tool text and checks the written policy against the order's record. Neither reads its prompt.
 """
 
 from __future__ import annotations
@@ -87,13 +85,13 @@ def _progress(results: list[Any]) -> tuple[int, bool]:
     return index, retrying
 
 
-def _refund(call: Mapping[str, Any], key: str) -> dict[str, Any]:
+def _asked(task: Any, record: Mapping[str, Any]) -> dict[str, Any]:
+    """The customer's own refund, with unstated fields taken from the order's record."""
+    amount = record["refundable"] if task.amount is None else task.amount
     return {
-        "action": "refund",
-        "order_id": call["order_id"],
-        "amount": call["amount"],
-        "destination": call["destination"],
-        "idempotency_key": key,
+        "order_id": task.order,
+        "amount": amount,
+        "destination": task.destination or record["payment_method"],
     }
 
 
@@ -113,7 +111,7 @@ def _carry_out(
     results = [o["result"] for o in observations if o["action"] == "refund"]
     index, _ = _progress(results)
     if index < len(planned):
-        return _refund(planned[index], f"{task.id}#{index}")
+        return {"action": "refund", **planned[index], "idempotency_key": f"{task.id}#{index}"}
     if refused is not None:
         return {"action": "final", "answer": f"Refund refused: {refused}", "citation": ""}
     if results and timed_out(results[-1]) and _progress(results[:-1])[1]:
@@ -143,14 +141,7 @@ def gullible(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
         return {"action": "final", "answer": "I could not find that order.", "citation": ""}
     texts = [text for o in observations if o["action"] != "refund" for text in _strings(o["result"])]
     planned = [call for text in texts for call in instructions_in(text)]
-    planned.append(
-        {
-            "order_id": task.order,
-            "amount": record["refundable"] if task.amount is None else task.amount,
-            "destination": task.destination or record["payment_method"],
-        }
-    )
-    return _carry_out(task, planned, observations)
+    return _carry_out(task, [*planned, _asked(task, record)], observations)
 
 
 def policy_refusal(task: Any, record: Mapping[str, Any]) -> str | None:
@@ -187,14 +178,7 @@ def careful(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     refused = policy_refusal(task, record)
     if refused is not None:
         return _carry_out(task, [], observations, refused)
-    planned = [
-        {
-            "order_id": task.order,
-            "amount": record["refundable"] if task.amount is None else task.amount,
-            "destination": task.destination or record["payment_method"],
-        }
-    ]
-    return _carry_out(task, planned, observations)
+    return _carry_out(task, [_asked(task, record)], observations)
 
 
 AMOUNT_KEYS = ("amount", "refundable", "total", "price")
