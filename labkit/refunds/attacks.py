@@ -1,11 +1,9 @@
 """Prompt-injection attacks as data: a template, a goal, a security check and a gold solution.
 
-`templates.json` maps a template id to its text (six are AgentDojo's, two are refund pretexts);
-`attacks.json` holds one record per attack: its template, a goal ("refund order {order} for
-{amount} to gift-mallory-13"), a security check on the ledger (kinds: order, destination,
-over_refundable, not_asked, duplicate), the gold refund calls that carry it out, and its places.
-Placeholders are bare names filled in as plain text: a format spec, a conversion or an
-attribute is refused when the record is read (one FixtureError naming the field), never evaluated.
+`templates.json` maps a template id to its text; `attacks.json` holds one record per attack: its
+template, a goal ("refund order {order} for {amount} to gift-mallory-13"), a security check on the
+ledger, the gold refund calls that carry it out, and its places. Placeholders are bare names filled in
+as plain text, never evaluated: anything else is refused when the record is read.
 """
 
 from __future__ import annotations
@@ -32,7 +30,6 @@ CHECK_FIELDS = {
 }
 GOAL_FIELDS = ("order", "amount", "destination", "double", "user")
 TEMPLATE_FIELDS = ("goal", "user", "order")
-MAX_PLACEHOLDERS = 12  # per goal or template; the course's use at most 3
 
 TEMPLATES = {
     "type": "object",
@@ -90,7 +87,7 @@ def _fields(text: str) -> set[str]:
 
 def placeholder_problem(field: str, text: str, allowed: Sequence[str]) -> str | None:
     """Why `text` (the record's `field`) cannot be filled as plain data, or None: every placeholder
-    a bare `{name}` from `allowed`, at most MAX_PLACEHOLDERS of them."""
+    a bare `{name}` from `allowed`."""
     try:
         parts = [(name, spec, conversion) for _, name, spec, conversion in _parts(text) if name is not None]
     except ValueError as error:  # an unmatched brace
@@ -107,8 +104,6 @@ def placeholder_problem(field: str, text: str, allowed: Sequence[str]) -> str | 
     if unknown:
         shown = shorten(", ".join(repr(name) for name in sorted(unknown)), 120)
         return f"field {field!r}: unknown placeholder(s) [{shown}] (known: {', '.join(allowed)})"
-    if len(parts) > MAX_PLACEHOLDERS:
-        return f"field {field!r}: {len(parts)} placeholders, more than {MAX_PLACEHOLDERS}"
     return None
 
 

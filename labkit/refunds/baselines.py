@@ -1,9 +1,7 @@
 """Rows beside the model's: baselines and 95% intervals, by the same runtime and grader.
 
-`interval_row` gives the lab's four rates, each with its 95% interval: Wilson over the cases
-for one trial per case; for several (the random baseline's seeds), the mean over cases with a
-bootstrap over *cases* (trials of one case are not independent). `paired_rows` compares two
-policies case by case (paired bootstrap, McNemar where both are one trial per case).
+`interval_row`: Wilson over the cases for one trial per case; for several (the random baseline's
+seeds), a bootstrap over *cases*. `paired_rows` compares two policies case by case.
 """
 
 from __future__ import annotations

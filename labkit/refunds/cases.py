@@ -1,9 +1,7 @@
 """Refund requests and their expected ledger outcomes, written before any policy runs.
 
-A request is what the signed-in customer submitted (customer, order, amount or null for the
-refundable, destination or null for the original card, their words); `expected` lists the
-refunds the ledger must gain (none for a request to refuse, whose `rule` names the rule it
-breaks). Loading checks each against the policy in code: a wrong expectation is a FixtureError.
+`expected` lists the refunds the ledger must gain (none for a request to refuse, whose `rule` names the
+rule it breaks). Loading checks each against the policy in code: a wrong expectation is a FixtureError.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Lab 03's chart: every (policy, defense) on utility against security, and the money it lost.
 
-Money goes on a log scale: the careful policy's losses (298 dollars) and the gullible
-policy's (33,242) differ by a factor of about a hundred, and on a linear axis the smaller
-ones are invisible. Every bar is labelled with its value, so a zero (drawn at 1, where a log
-axis starts) still reads as 0. Colours come from `labkit.core.colours`, one per policy.
+Money goes on a log scale (the careful policy's losses and the gullible one's differ a hundredfold);
+every bar is labelled with its value, so a zero (drawn at 1) still reads as 0.
 """
 
 from __future__ import annotations

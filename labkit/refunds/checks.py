@@ -24,7 +24,7 @@ from labkit.refunds.attacks import Attack, attack_from, gold_calls, load_templat
 from labkit.refunds.defenses import DEFENSES, Defenses, Guard
 from labkit.refunds.display import short
 from labkit.refunds.guard_table import TableGuard, guard_table
-from labkit.refunds.hidden_cases import RetryCase, hostile, looked_after_timeouts
+from labkit.refunds.hidden_cases import RetryCase, hostile
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy, suite, summarise, unauthorized
 from labkit.refunds.policies import careful, factory_of, gullible
@@ -329,7 +329,7 @@ def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
     table = pd.DataFrame(
         [
             (s.spec.request.id, case.fault != "none", len(s.episode.refunds), s.utility, s.duplicates)
-            + (looked_after_timeouts(s.episode), s.episode.result["stop"])
+            + (hidden.looked(s.episode), s.episode.result["stop"])
             for case, s in shown
         ],
         columns=columns,
@@ -353,7 +353,9 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
         )
     owed = [(case, s) for case, s in pairs if case.fault != "before paying"]
     for case, s in pairs:
-        if hidden.retried_when_paid(s):
+        _, _, then = hidden.after_timeout(s.episode)
+        retried = isinstance(then, Mapping) and then.get("action") == "refund"
+        if case.fault == "after paying" and hidden.looked(s.episode) and retried:
             return (
                 f"{case.where}, your policy retried after the lookup showed the refund paid; only the "
                 "episode's tool limit stopped a second payment. Retry only if 'refunds' is empty."
@@ -367,7 +369,7 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
                 f"{case.where}, your policy never gave its final answer (the episode ended {stop}): "
                 "answer once the refund is paid."
             )
-    if not all(looked_after_timeouts(s.episode) for _, s in pairs):
+    if not all(hidden.looked(s.episode) for _, s in pairs):
         return (
             "after a timeout your policy answered or retried without looking: a timeout does not say "
             "whether the money moved; look the order up first (see the looked column)."

@@ -1,15 +1,11 @@
 """The defenses, each a switch: two act on what a model reads, four inside the refund tool.
 
-Prompt-level (a policy that does not read its prompt is not affected): ``policy_text`` puts the
-written policy in the model's instructions; ``spotlight`` returns untrusted text between ``<<``
-and ``>>``, marks inside it removed, and says never to obey it (AgentDojo's "spotlighting").
-
-In the tool (a policy cannot talk its way past them): ``mediation`` checks every refund against
-the records for the signed-in customer (`rules.authorise`); ``provenance`` accepts only an order,
-amount and destination found in the request or this customer's records, never only in tool text;
-``confirmation`` shows the approver the exact arguments; ``idempotency`` answers a repeated key with
-its first result. `guards` are a learner's checks, `guard(call, state) -> str | None`, run after
-provenance and mediation, before confirmation.
+Prompt-level: ``policy_text`` puts the written policy in the model's instructions; ``spotlight`` returns
+untrusted text between ``<<`` and ``>>`` (AgentDojo's "spotlighting"). In the tool, where a policy
+cannot talk its way past them: ``mediation`` (`rules.authorise`), ``provenance`` (only values from the
+request or this customer's records), ``confirmation`` (the approver sees the exact arguments),
+``idempotency`` (a repeated key gets its first result). `guards`, `guard(call, state) -> str | None`,
+run after provenance and mediation, before confirmation.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Cases lab 03's checkers hold that no cell prints, and how a retry episode's trace is read.
 
-`policy_edges(lab)`: refunds on the written policy's boundaries — the window's last day and the day
-after (with the shop's window and another), exactly the refundable amount and one cent more —
-asked of a guard directly, with `authorise` as the reference. `retry_cases(lab)`: the retry
-exercise's episodes, including a refund lost before any money moved (`lost_before_paying`),
-the branch where the lookup shows no refund and the retry is owed. The trace readers say what a
-policy did after a timeout. `hostile`: a policy that proposes every bad refund it can name.
+`policy_edges(lab)`: refunds on the written policy's boundaries, asked of a guard directly, with
+`authorise` as the reference. `retry_cases(lab)`: the retry exercise's episodes, one lost before any
+money moved included. `hostile`: a policy that proposes every bad refund it can name.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from typing import Any
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import DEFENSES, Defenses
 from labkit.refunds.lab import RefundLab, refund_lab
-from labkit.refunds.metrics import RETRY_FAULT, Score, Spec
+from labkit.refunds.metrics import RETRY_FAULT, Spec
 from labkit.refunds.policies import cannot_hang, timed_out
 from labkit.refunds.rules import authorise
 from labkit.refunds.shop import RefundCall, dollars, money
@@ -134,14 +131,9 @@ def retry_cases(lab: RefundLab) -> list[RetryCase]:
     ]
 
 
-def decisions(episode: Any) -> list[Mapping[str, Any]]:
-    """The decisions of `episode` in order, with the result each got (if it ran)."""
-    return [entry for entry in episode.result["trace"] if isinstance(entry.get("decision"), Mapping)]
-
-
 def after_timeout(episode: Any) -> tuple[Mapping[str, Any] | None, Any, Any]:
-    """(the timed-out refund, the decision after it, the decision after that), or Nones."""
-    trace = decisions(episode)
+    """(the episode's first timed-out refund, the decision after it, the decision after that), or Nones."""
+    trace = [entry for entry in episode.result["trace"] if isinstance(entry.get("decision"), Mapping)]
     for index, entry in enumerate(trace):
         if entry["decision"].get("action") == "refund" and timed_out(entry.get("result")):
             rest = [e["decision"] for e in trace[index + 1 : index + 3]]
@@ -149,32 +141,11 @@ def after_timeout(episode: Any) -> tuple[Mapping[str, Any] | None, Any, Any]:
     return None, None, None
 
 
-def looked(decision: Mapping[str, Any] | None, then: Any) -> bool:
+def looked(episode: Any) -> bool:
+    """Whether the decision after the episode's timed-out refund (if any) looked up its order."""
+    refund, then, _ = after_timeout(episode)
     lookup = isinstance(then, Mapping) and then.get("action") == "lookup_order"
-    return lookup and decision is not None and then.get("order_id") == decision.get("order_id")
-
-
-def looked_after_timeouts(episode: Any) -> bool:
-    """Whether every timed-out refund of `episode` was followed by a lookup of its order."""
-    trace = decisions(episode)
-    for entry, after in zip(trace, [*trace[1:], None], strict=True):
-        decision = entry["decision"]
-        if decision.get("action") != "refund" or not timed_out(entry.get("result")):
-            continue
-        if not looked(decision, None if after is None else after["decision"]):
-            return False
-    return True
-
-
-def retried_when_paid(score: Score) -> bool:
-    """The episode stopped at the tool limit on a refund of an order this episode already paid."""
-    result = score.episode.result
-    if result["stop"] != "tool_limit":
-        return False
-    trace = decisions(score.episode)
-    last = trace[-1]["decision"] if trace else {}
-    paid = {refund.order for refund in score.episode.refunds}
-    return last.get("action") == "refund" and last.get("order_id") in paid
+    return refund is None or (lookup and then.get("order_id") == refund.get("order_id"))
 
 
 def same_refund(a: Mapping[str, Any], b: Any) -> bool:

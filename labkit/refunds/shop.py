@@ -1,9 +1,8 @@
 """The fictional shop, loaded and cross-checked from a fixture folder (default `fixtures/refunds/`).
 
-*Records* (shop.json, customers.json, orders.json, ledger.json) are written by the shop and
-trusted; *texts* (messages.json, reviews.json, help.json) anyone can write. Money is integer
-cents from loading on, so "at most the refundable amount" is exact. A fixture is untrusted
-data: every problem is one FixtureError naming file, record and field.
+*Records* (shop, customers, orders, ledger) are the shop's and trusted; *texts* (messages, reviews,
+help) anyone can write. Money is integer cents from loading on. A fixture is untrusted data: every
+problem is one FixtureError naming file, record and field.
 """
 
 from __future__ import annotations

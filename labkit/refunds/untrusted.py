@@ -1,9 +1,7 @@
 """Lab 03's learner code as the checkers run it: a guard or a policy, each case named and time-limited.
 
-`Watched` wraps a learner's guard as the refund tool calls it: a crash or an answer that is
-neither a str nor None refuses the refund inside the tool (the episode goes on) and becomes
-the verdict, naming the case and the learner's line. `run_episodes` scores a suite one
-episode at a time within the time limit; `ask_guard` puts a guard's answer to a list of refunds.
+`Watched` wraps a learner's guard as the refund tool calls it: a crash or an answer that is neither a
+str nor None refuses the refund inside the tool (the episode goes on) and becomes the verdict.
 """
 
 from __future__ import annotations

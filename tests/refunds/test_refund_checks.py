@@ -16,7 +16,7 @@ from verdicts import own_verdict, verdict
 
 from labkit.core import check as core_check
 from labkit.core.check import NOT_YET
-from labkit.core.errors import FixtureError, LabError
+from labkit.core.errors import LabError
 from labkit.core.verdicts import load_progress
 from labkit.refunds import careful
 from labkit.refunds import checks as lab03
@@ -189,8 +189,6 @@ def test_attack_goals_are_filled_as_text_never_as_format_strings():
         goal_text(braces, lab.request("r-dev-planter"), lab.shop)
         == "{literal} refund order o-1008 for $30.00"
     )
-    with pytest.raises(FixtureError, match="more than 12"):
-        attack_from({**INTENT, "goal": "{user}" * 13}, templates, lab.shop)
 
 
 # -- exercise 2: a guard against redirected money --------------------------------------------------
@@ -381,12 +379,3 @@ records = st.one_of(
 @given(records)
 def test_check_intent_attack_answers_everything(record):
     assert_a_verdict(lab03.check_intent_attack(record))
-
-
-def test_every_checker_of_lab_03_is_fuzzed_here():
-    assert {name for name in lab03.__all__ if name.startswith("check_")} == {
-        "check_mediation",
-        "check_guard",
-        "check_retry_policy",
-        "check_intent_attack",
-    }
