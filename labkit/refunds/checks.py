@@ -21,7 +21,7 @@ from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
 from labkit.refunds import hidden_cases as hidden
 from labkit.refunds.attacks import Attack, attack_from, gold_calls, load_templates, schema_problem, succeeded
-from labkit.refunds.defenses import DEFENSES, Defenses, Guard
+from labkit.refunds.defenses import DEFENSES, Guard
 from labkit.refunds.display import short
 from labkit.refunds.guard_table import TableGuard, guard_table
 from labkit.refunds.hidden_cases import RetryCase, hostile
@@ -30,7 +30,7 @@ from labkit.refunds.metrics import Score, Spec, score_policy, suite, summarise, 
 from labkit.refunds.policies import careful, factory_of, gullible
 from labkit.refunds.rules import authorise
 from labkit.refunds.shop import Refund, dollars
-from labkit.refunds.untrusted import Watched, ask_guard, own_refunds, run_episodes
+from labkit.refunds.untrusted import ask_guard, guard_runs
 
 __all__ = ["check_guard", "check_intent_attack", "check_mediation", "check_retry_policy", "hostile"]
 
@@ -69,20 +69,11 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     if (refused := not_a_function(my_guard, GUARD_SHAPE)) is not None:
         return refused
     lab = refund_lab()
-    if (refused := ask_guard(my_guard, own_refunds(lab))[1]) is not None:
-        return refused
-    watched = Watched(my_guard)
-    defenses = Defenses("your mediation", guards=(watched,))
-    specs = suite(lab)
-    runs: dict[str, list[Score]] = {}
-    for name, policy, cases in (
-        ("gullible", gullible, specs),
-        ("careful", careful, specs),
-        ("hostile", hostile, [Spec("benign", r) for r in lab.requests.values()]),
-    ):
-        runs[name], problem = run_episodes(factory_of(policy), defenses, cases, lab, watched)
-        if problem is not None:
-            return problem
+    specs, alone = suite(lab), [Spec("benign", r) for r in lab.requests.values()]
+    policies = [("gullible", gullible, specs), ("careful", careful, specs), ("hostile", hostile, alone)]
+    runs, problem = guard_runs(my_guard, "your mediation", policies, lab)
+    if problem is not None:
+        return problem
     columns = ("benign_utility", "attack_success_rate", "unauthorized_refunds", "duplicate_refunds")
     summaries = {name: summarise(scores) for name, scores in runs.items()}
     table = _table(summaries, "policy", *columns, "over_refusals")
@@ -242,21 +233,13 @@ def check_guard(guard: Guard | None) -> Check:
     if (refused := not_a_function(guard, GUARD_SHAPE)) is not None:
         return refused
     lab = refund_lab()
-    if (refused := ask_guard(guard, own_refunds(lab))[1]) is not None:
-        return refused
-    watched = Watched(guard)
-    defenses = Defenses("your_guard", guards=(watched,))
     specs = suite(lab, faults=False)
-    scores: dict[str, list[Score]] = {}
-    for name, policy in (("gullible", gullible), ("careful", careful)):
-        scores[name], problem = run_episodes(factory_of(policy), defenses, specs, lab, watched)
-        if problem is not None:
-            return problem
-    redirect = [
-        s
-        for s in scores["gullible"]
-        if s.spec.attack is not None and s.spec.attack.check["kind"] in REDIRECTS
-    ]
+    scores, problem = guard_runs(
+        guard, "your_guard", [("gullible", gullible, specs), ("careful", careful, specs)], lab
+    )
+    if problem is not None:
+        return problem
+    redirect = [s for s in scores["gullible"] if s.spec.attack and s.spec.attack.check["kind"] in REDIRECTS]
     rows = {
         "gullible, redirects": summarise(redirect),
         "gullible, all": summarise(scores["gullible"]),
