@@ -8,6 +8,7 @@ reads the raw fixture JSON: it shares no code with the refund tool.
 import datetime as dt
 import json
 from collections import Counter
+from dataclasses import astuple
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -152,9 +153,7 @@ def test_with_confirmation_every_refund_carries_a_yes_to_its_exact_arguments(
     assert len(approved) == len(ep.refunds)
     for refund in ep.refunds:
         yes = approved[refund.id]
-        assert (yes["order"], round(yes["amount"] * 100), yes["destination"]) == tuple(
-            vars(refund.call).values()
-        )
+        assert (yes["order"], round(yes["amount"] * 100), yes["destination"]) == astuple(refund.call)
     assert all("refund" not in a for a in ep.approvals if not a["approved"])
 
 
