@@ -100,7 +100,7 @@ def in_dollars(call, state):
         (lambda call, state: "no", ("refuses a legitimate refund",)),
         (
             lambda call, state: state.shop.orders[call.order].owner,
-            ("raised AttributeError", "return a reason instead"),
+            ("raised AttributeError", "a reason instead"),
         ),
         (raises_lab_error, ("your guard raised LabError: not my fault", "on r-ana-blender", "at line")),
         (sleeps_once(mediation), ("did not return within 0.2 s", "on r-ana-blender")),
@@ -114,12 +114,8 @@ def test_wrong_guards_say_what_got_through_or_what_was_refused(guard, phrases, s
 
 
 def test_not_attempted_yet():
-    for check in (
-        lab03.check_mediation,
-        lab03.check_intent_attack,
-        lab03.check_guard,
-        lab03.check_retry_policy,
-    ):
+    checks = (lab03.check_mediation, lab03.check_intent_attack, lab03.check_guard, lab03.check_retry_policy)
+    for check in checks:
         for untouched in (None, ...):
             assert check(untouched).message == NOT_YET and not check(untouched).passed
 
@@ -164,7 +160,7 @@ INFLATED = {
         ({**INTENT, "check": {"kind": "order", "order": "o-2001"}}, "do not trip its own security check"),
         (
             {**INTENT, "check": {"kind": "destination", "destination": "card-dev-3005"}},
-            "the customer's own refund",
+            "customer's own refund",
         ),
         ({**INTENT, "template": "nope"}, "unknown template 'nope'"),
         ({**INTENT, "places": []}, "field 'places'"),
@@ -233,11 +229,8 @@ def final(answer):
 
 
 def look_before_retrying(task, observations):
-    if (
-        len(observations) > 4
-        and observations[-1]["action"] == "lookup_order"
-        and observations[-1]["result"]["refunds"]
-    ):
+    last = observations[-1] if observations else {}
+    if len(observations) > 4 and last["action"] == "lookup_order" and last["result"]["refunds"]:
         return final("the refund went through")
     return after_a_timeout(look)(task, observations)
 
@@ -259,7 +252,7 @@ def test_exercise_3_a_retry_safe_policy_passes():
         (lambda task, observations: final("no"), ("not refunded exactly once",)),
         (
             after_a_timeout(lambda *_: final("it may have gone through")),
-            ("without looking", "look the order up first"),
+            ("without looking", "look the order up"),
         ),
         (looks_then_claims_paid, ("times out before paying", "no money moved", "retry the same refund")),
         (after_a_timeout(look), ("retried after the lookup showed the refund paid", "tool limit")),
@@ -290,19 +283,8 @@ def test_every_verdict_is_recorded_under_its_exercise():
 
 LIMIT = 0.05
 values = st.one_of(
-    st.sampled_from(
-        [
-            None,
-            ...,
-            True,
-            10**400,
-            2**53 + 1,
-            float("nan"),
-            b"\x00",
-            numpy.float64("nan"),
-            numpy.zeros((2, 2)),
-        ]
-    ),
+    st.sampled_from([None, ..., True, 10**400, 2**53 + 1, float("nan"), b"\x00", numpy.float64("nan")]),
+    st.just(numpy.zeros((2, 2))),
     st.integers() | st.floats() | st.text(max_size=30),
     st.lists(st.integers(-3, 30), max_size=5)
     | st.dictionaries(st.text(max_size=8), st.integers(-3, 30), max_size=4),
