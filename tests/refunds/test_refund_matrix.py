@@ -13,7 +13,6 @@ from labkit.refunds import (
     refund_lab,
 )
 from labkit.refunds.metrics import RETRY_FAULT, Spec, utility
-from labkit.refunds.policies import POLICIES, factory_of
 
 LAB = refund_lab()
 
@@ -85,15 +84,3 @@ def test_idempotency_dedupes_a_gullible_retry_but_not_an_obeyed_repeat():
         "r-ana-blender", gullible, defenses="idempotency", attack="refund-failed-again", place="note"
     )
     assert len(repeat.refunds) == 2  # a new key each time: not a retry, so not deduplicated
-
-
-def test_factory_of_returns_the_same_policy_under_every_defense_and_keeps_its_mark():
-    def learners(task, observations):  # not one of labkit's own: not marked cannot_hang
-        return careful(task, observations)
-
-    for policy, marked in ((careful, True), (gullible, True), (learners, False)):
-        factory = factory_of(policy)
-        assert all(factory(defenses) is policy for defenses in DEFENSES.values())
-        assert getattr(factory, "cannot_hang", False) is marked
-    assert POLICIES["careful"](DEFENSES["mediation"]) is careful
-    assert POLICIES["gullible"](DEFENSES["spotlighting"]) is gullible
