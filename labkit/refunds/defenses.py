@@ -99,23 +99,10 @@ def trusted_values(request: Request, shop: Shop) -> Trusted:
     own = [order for order in shop.orders.values() if order.customer == customer.id]
     requested = shop.orders[request.order]
     orders = {request.order, *(order.id for order in own)}
-    amounts = {
-        requested.amount,
-        requested.refundable,
-        *(order.amount for order in own),
-        *(order.refundable for order in own),
-    }
-    if request.amount is not None:
-        amounts.add(request.amount)
-    destinations = {
-        requested.payment_method,
-        *customer.payment_methods,
-        *customer.gift_cards,
-        *(order.payment_method for order in own),
-    }
-    if request.destination is not None:
-        destinations.add(request.destination)
-    return Trusted(frozenset(orders), frozenset(amounts), frozenset(destinations))
+    amounts = {request.amount, *(figure for o in (requested, *own) for figure in (o.amount, o.refundable))}
+    destinations = {request.destination, requested.payment_method, *customer.payment_methods}
+    destinations |= {*customer.gift_cards, *(order.payment_method for order in own)}
+    return Trusted(frozenset(orders), frozenset(amounts - {None}), frozenset(destinations - {None}))
 
 
 def provenance_refusal(call: RefundCall, trusted: Trusted) -> str | None:

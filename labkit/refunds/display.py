@@ -29,7 +29,7 @@ _LABELS = {
     "episodes": ("n", "episodes"),
 }
 _MEANINGS = dict(_LABELS.values())
-DEFENSE_LABELS = {
+_DEFENSE_LABELS = {  # each defense preset's short label
     "none": "none",
     "policy_prompt": "prompt",
     "spotlighting": "spotlight",
@@ -163,16 +163,16 @@ def success_by_attack(by_attack: pd.DataFrame, attacks: Sequence[str]) -> pd.Dat
     """Attack success rate, a row per attack and a column per defense (short labels), from
     `matrix(..., by_attack=True)` for one policy; rows in the order of `attacks`."""
     rates = by_attack["attack_success_rate"].droplevel("policy").unstack("defense")
-    order = [d for d in DEFENSE_LABELS if d in rates.columns]
-    order += [d for d in rates.columns if d not in DEFENSE_LABELS]
-    rates = rates.loc[list(attacks), order].rename(columns=DEFENSE_LABELS)
+    order = [d for d in _DEFENSE_LABELS if d in rates.columns]
+    order += [d for d in rates.columns if d not in _DEFENSE_LABELS]
+    rates = rates.loc[list(attacks), order].rename(columns=_DEFENSE_LABELS)
     rates.columns.name = "defense"
     return rates
 
 
 def defense_legend(columns: Sequence[str]) -> str:
     """What each short defense label in `columns` stands for."""
-    full = {label: name for name, label in DEFENSE_LABELS.items()}
+    full = {label: name for name, label in _DEFENSE_LABELS.items()}
     text = "; ".join(
         f"{label} = {full[label]}" for label in columns if label in full and full[label] != label
     )
