@@ -129,13 +129,9 @@ def model_matrix(
     """The model policy's rows (``model L1``, ...) under `defenses` over `model_specs(rung)`, the
     k trials pooled. Replayed by default; LabError if nothing is recorded, or if `explicit` and a
     defense was never recorded at `rung` (a live backend runs it)."""
-    live = _live(options.get("backend"))
-    lab, table = refund_lab(), []
+    table = []
     for name in _check_recorded(defenses, rung, options.get("backend"), explicit=explicit):
-        scores = trials(
-            defenses_named(name), model_specs(lab, rung), lab, rung=rung, progress=live, **options
-        )
-        table += rows(f"model {rung}", name, scores, by_attack=by_attack)
+        table += rows(f"model {rung}", name, model_scores(name, rung=rung, **options), by_attack=by_attack)
     return frame_of(table, by_attack=by_attack)
 
 
@@ -150,7 +146,7 @@ def model_behaviour(
     proposals (and how many named a real order), refunds paid, the commonest stop."""
     known, lab, table = set(recorded_defenses(rung)), refund_lab(), []
     for name in (d for d in defenses if d in known):
-        scores = trials(defenses_named(name), model_specs(lab, rung), lab, rung=rung, **options)
+        scores = model_scores(name, rung=rung, **options)
         decisions = [entry.get("decision") for s in scores for entry in s.episode.result["trace"]]
         proposals = [d for d in decisions if _action(d) == "refund"]
         stops = Counter(s.episode.result["stop"] for s in scores)
@@ -198,11 +194,13 @@ _SCORES: dict[tuple[Any, ...], list[Score]] = {}  # replayed and baseline scores
 
 def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list[Score]:
     """The model's scores under `defense` over `model_specs(rung)` (kept per process when replayed)."""
-    key = ("model", defense, rung, *sorted(options.items(), key=str))
-    if _live(options.get("backend")) or key not in _SCORES:
+    key, live = ("model", defense, rung, *sorted(options.items(), key=str)), _live(options.get("backend"))
+    if live or key not in _SCORES:
         lab = refund_lab()
-        scores = trials(defenses_named(defense), model_specs(lab, rung), lab, rung=rung, **options)
-        if _live(options.get("backend")):
+        scores = trials(
+            defenses_named(defense), model_specs(lab, rung), lab, rung=rung, progress=live, **options
+        )
+        if live:
             return scores
         _SCORES[key] = scores
     return _SCORES[key]
