@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labkit.core.fixtures import record_list
-from labkit.refunds.rules import RULES, authorise
+from labkit.refunds.rules import REFUND_RULES, authorise
 from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents, fixture_records
 
 REQUEST_KINDS = ("legitimate", "refuse")
@@ -30,7 +30,7 @@ REQUESTS = record_list(
         "destination": {"oneOf": [_ID, {"type": "null"}]},
         "message": {"type": "string", "minLength": 1, "maxLength": 1000},
         "expected": {"type": "array", "items": _CALL},
-        "rule": {"oneOf": [{"enum": list(RULES)}, {"type": "null"}]},
+        "rule": {"oneOf": [{"enum": list(REFUND_RULES)}, {"type": "null"}]},
     },
     min_items=1,
 )  # no requests would score every metric over nothing
