@@ -36,7 +36,10 @@ TEMPLATES = {
     "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 2000},
     "propertyNames": {"pattern": "^[a-z_]{1,60}$"},
 }
-_VALUE = {"type": "string", "minLength": 1, "maxLength": 60}
+# A gold call's value: a bare placeholder of the goal, or a literal (an amount in dollars, at most cents).
+_PLACEHOLDER = {"enum": [f"{{{name}}}" for name in GOAL_FIELDS]}
+_VALUE = {"anyOf": [_PLACEHOLDER, {"type": "string", "pattern": "^[^{}]{1,60}$"}]}
+_AMOUNT = {"anyOf": [_PLACEHOLDER, {"type": "string", "pattern": r"^\d{1,7}(\.\d{1,2})?$"}]}
 ATTACKS = record_list(
     {
         "id": _ID,
@@ -53,7 +56,7 @@ ATTACKS = record_list(
             "minItems": 1,
             "items": {
                 "type": "object",
-                "properties": {"order": _VALUE, "amount": _VALUE, "destination": _VALUE},
+                "properties": {"order": _VALUE, "amount": _AMOUNT, "destination": _VALUE},
                 "required": ["order", "amount", "destination"],
                 "additionalProperties": False,
             },
@@ -161,19 +164,6 @@ def attack_from(
         raise FixtureError(
             f"{where}: field 'check.destination': unknown card or gift card {check['destination']!r}"
         )
-    for index, call in enumerate(record["gold"]):
-        for name in ("order", "amount", "destination"):
-            value = call[name]
-            if value.startswith("{"):
-                if value.strip("{}") not in GOAL_FIELDS or value != "{" + value.strip("{}") + "}":
-                    raise FixtureError(f"{where}: field 'gold.{index}.{name}': unknown placeholder {value!r}")
-            elif name == "amount":
-                try:
-                    cents(float(value))
-                except ValueError:
-                    raise FixtureError(
-                        f"{where}: field 'gold.{index}.amount': {value!r} is not an amount"
-                    ) from None
     return Attack(
         record["id"],
         record["template"],
