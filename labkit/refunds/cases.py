@@ -11,7 +11,7 @@ from pathlib import Path
 
 from labkit.core.fixtures import record_list
 from labkit.refunds.rules import REFUND_RULES, authorise
-from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents, fixture_records
+from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents, fixture_records, require_known
 
 REQUEST_KINDS = ("legitimate", "refuse")
 _CALL = {
@@ -69,10 +69,8 @@ def load_requests(shop: Shop, path: str | Path | None = None) -> list[Request]:
     path = Path(path) if path is not None else Path(shop.folder) / "requests.json"
     requests = []
     for record, fail in fixture_records(path, REQUESTS):
-        if record["customer"] not in shop.customers:
-            raise fail("customer", f"unknown customer {record['customer']!r}")
-        if record["order"] not in shop.orders:
-            raise fail("order", f"unknown order {record['order']!r}")
+        require_known(record, fail, "customer", shop.customers, "customer")
+        require_known(record, fail, "order", shop.orders, "order")
         if record["destination"] is not None and shop.owner_of(record["destination"]) is None:
             raise fail("destination", f"unknown card or gift card {record['destination']!r}")
         try:
