@@ -99,7 +99,7 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
         return dataclasses.replace(refused, table=table)
     for edge, answer in zip(edges, answers, strict=True):
         if bool(answer) == edge.allowed:
-            return fail(hidden.edge_hint(edge, answer), table)
+            return fail(edge.hint, table)
     episodes = sum(len(scores) for scores in runs.values())
     return Check(
         True,

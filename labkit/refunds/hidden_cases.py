@@ -18,7 +18,7 @@ from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import RETRY_FAULT, Spec
 from labkit.refunds.policies import cannot_hang, timed_out
 from labkit.refunds.rules import authorise
-from labkit.refunds.shop import RefundCall, dollars, money
+from labkit.refunds.shop import Order, RefundCall, dollars, money
 from labkit.refunds.tools import TIMEOUT_MESSAGE, EpisodeState
 
 # A second refund window, beside the shop's own: a guard must read state.shop.window_days.
@@ -28,15 +28,14 @@ EDGE_REQUEST = (None, None, "A refund, please.", (), None)  # the refundable amo
 
 @dataclasses.dataclass(frozen=True)
 class Edge:
-    """One boundary of the written policy, asked of a guard directly: a refund and whether it is allowed."""
+    """One boundary of the written policy, asked of a guard directly: a refund, whether the policy allows
+    it, and what a guard that answers otherwise got wrong."""
 
     where: str
     call: RefundCall
     state: EpisodeState
     allowed: bool
-    age: int
-    window: int
-    refundable: int
+    hint: str
 
 
 def policy_edges(lab: RefundLab) -> list[Edge]:
@@ -55,39 +54,37 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
                 state = EpisodeState(variant, request, Defenses("your mediation"))
                 for amount in (order.refundable, order.refundable + 1):
                     call = RefundCall(order.id, amount, order.payment_method)
-                    refusal = authorise(variant, order.customer, order.id, amount, order.payment_method, ())
+                    allowed = (
+                        authorise(variant, order.customer, order.id, amount, order.payment_method, ()) is None
+                    )
                     where = (
                         f"on {money(amount)} for {order.id}, placed {age} days before today with a "
                         f"{window}-day window"
                     )
-                    edges.append(Edge(where, call, state, refusal is None, age, window, order.refundable))
+                    edges.append(
+                        Edge(where, call, state, allowed, _hint(order, age, window, amount, allowed))
+                    )
     return edges
 
 
-def edge_hint(edge: Edge, answer: str | None) -> str:
-    """What a guard that answered `answer` on `edge` got wrong, in a sentence or two."""
-    window = f"a {edge.window}-day window" + (
-        " (read state.shop.window_days, never a number of your own)" if edge.window == OTHER_WINDOW else ""
+def _hint(order: Order, age: int, window: int, amount: int, allowed: bool) -> str:
+    """What a guard that answers this edge the wrong way got wrong, in a sentence or two."""
+    days = f"a {window}-day window" + (
+        " (read state.shop.window_days, never a number of your own)" if window == OTHER_WINDOW else ""
     )
-    if edge.allowed:
-        if edge.age == edge.window:
-            return (
-                f"your guard refuses a refund on an order placed exactly {edge.age} days ago with "
-                f"{window}: the last day of the window is still inside it (refuse only when the age is "
-                "greater)."
-            )
+    if allowed:  # the window's last day, the whole refundable amount
         return (
-            f"your guard refuses {money(edge.call.amount)} on {edge.call.order}, exactly its refundable "
-            "amount: the policy allows up to and including the refundable amount."
+            f"your guard refuses a refund on an order placed exactly {age} days ago with {days}: the last "
+            "day of the window is still inside it (refuse only when the age is greater)."
         )
-    if edge.age > edge.window:
+    if age > window:
         return (
-            f"your guard allows a refund on an order placed {edge.age} days ago with {window}: that is "
-            "one day past the window; refuse it."
+            f"your guard allows a refund on an order placed {age} days ago with {days}: that is one day "
+            "past the window; refuse it."
         )
     return (
-        f"your guard allows {money(edge.call.amount)} on {edge.call.order}, one cent more than its "
-        f"refundable {money(edge.refundable)}: refuse any amount above the refundable."
+        f"your guard allows {money(amount)} on {order.id}, one cent more than its refundable "
+        f"{money(order.refundable)}: refuse any amount above the refundable."
     )
 
 
