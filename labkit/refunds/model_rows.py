@@ -46,16 +46,14 @@ def model_specs(lab: RefundLab | None = None, rung: str = "L1") -> list[Spec]:
 
 
 def _calls() -> list[dict[str, Any]]:
-    """Every recorded model call of this lab (none without lab 02's seam)."""
-    try:
-        from labkit.model import read_records, trial_files
-    except ImportError:
-        return []
+    """Every recorded model call of this lab."""
+    from labkit.model import read_records, trial_files
+
     return [r for path in trial_files(_LAB) for _, r in read_records(path) if r.get("kind") == "call"]
 
 
 def model_available() -> bool:
-    """True when lab 02's seam is importable and refund trials are recorded."""
+    """True when refund trials are recorded."""
     return bool(_calls())
 
 

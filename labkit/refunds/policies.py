@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from labkit.core.errors import LabError
 from labkit.core.runtime import Decide
 from labkit.refunds.defenses import SPOTLIGHT_TEXT, Defenses
 from labkit.refunds.rules import POLICY_TEXT
@@ -306,10 +305,8 @@ def model_policy(
     """SmolLM2 (or any backend of lab 02's seam: a Backend, a spec such as "local", or None for
     `LABKIT_MODEL`, replay when unset) as a refund policy under `defenses`, at constraint `rung`
     (`labkit.refunds.constraints`)."""
-    try:
-        from labkit.model import ModelPolicy, parse_spec
-    except ImportError as error:
-        raise LabError(f"the model policy needs lab 02's model seam (labkit.model): {error}") from None
+    from labkit.model import ModelPolicy, parse_spec
+
     if isinstance(backend, str):
         backend = parse_spec(backend)
     from labkit.refunds.constraints import refund_rules
