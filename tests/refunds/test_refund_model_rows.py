@@ -4,21 +4,19 @@ import json
 
 import pytest
 
-pytest.importorskip("labkit.model")
-
-from labkit.core.errors import LabError  # noqa: E402
-from labkit.model import Reply  # noqa: E402
-from labkit.refunds import DEFENSES, careful, refund_episode  # noqa: E402
-from labkit.refunds.defenses import SPOTLIGHT_TEXT  # noqa: E402
-from labkit.refunds.model_rows import (  # noqa: E402
+from labkit.core.errors import LabError
+from labkit.model import Reply
+from labkit.refunds import DEFENSES, careful, refund_episode
+from labkit.refunds.defenses import SPOTLIGHT_TEXT
+from labkit.refunds.model_rows import (
     attribution,
     model_available,
     model_behaviour,
     model_matrix,
-    model_specs,  # noqa: E402
+    model_specs,
 )
-from labkit.refunds.policies import model_policy  # noqa: E402
-from labkit.refunds.rules import POLICY_TEXT  # noqa: E402
+from labkit.refunds.policies import model_policy
+from labkit.refunds.rules import POLICY_TEXT
 
 
 class Puppet:
