@@ -334,19 +334,6 @@ def test_every_checker_answers_anything_with_a_verdict(checker, answer, monkeypa
     assert_a_verdict(getattr(lab03, checker)(answer))
 
 
-@FUZZ
-@given(turns=st.integers(0, 7), then=answers)
-def test_check_retry_policy_answers_a_policy_that_goes_wrong_midway(turns, then, monkeypatch):
-    monkeypatch.setattr(core_check, "LIMIT_S", LIMIT)
-
-    def policy(task, observations):
-        if len(observations) < turns:
-            return careful(task, observations)
-        return then(task, observations) if callable(then) else then
-
-    assert_a_verdict(lab03.check_retry_policy(policy))
-
-
 records = st.one_of(
     answers,
     st.dictionaries(st.sampled_from(sorted(INTENT)), values, max_size=6).map(lambda d: {**INTENT, **d}),
