@@ -15,8 +15,8 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from labkit.core.errors import LabError
 from labkit.refunds.cases import Request
+from labkit.refunds.lab import named
 from labkit.refunds.shop import RefundCall, Shop
 
 if TYPE_CHECKING:
@@ -73,10 +73,7 @@ DEFENSES: Mapping[str, Defenses] = MappingProxyType(
 
 def defenses_named(name: str) -> Defenses:
     """The preset called `name`; LabError listing the known names otherwise."""
-    try:
-        return DEFENSES[name]
-    except KeyError:
-        raise LabError(f"unknown defense {name!r} (known: {', '.join(DEFENSES)})") from None
+    return named("defense", name, DEFENSES)
 
 
 def mark(text: str) -> str:

@@ -23,17 +23,18 @@ class RefundLab:
     attacks: Mapping[str, Attack]
 
     def request(self, id: str | Request) -> Request:
-        return id if isinstance(id, Request) else _named("request", id, self.requests)
+        return id if isinstance(id, Request) else named("request", id, self.requests)
 
     def attack(self, id: str | Attack) -> Attack:
-        return id if isinstance(id, Attack) else _named("attack", id, self.attacks)
+        return id if isinstance(id, Attack) else named("attack", id, self.attacks)
 
     @property
     def legitimate(self) -> list[Request]:
         return [request for request in self.requests.values() if request.legitimate]
 
 
-def _named(what: str, id: str, known: Mapping[str, Any]) -> Any:
+def named(what: str, id: str, known: Mapping[str, Any]) -> Any:
+    """`known[id]`, or a LabError listing the known names."""
     try:
         return known[id]
     except KeyError:

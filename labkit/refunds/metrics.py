@@ -15,12 +15,11 @@ from functools import cache
 
 import pandas as pd
 
-from labkit.core.errors import LabError
 from labkit.refunds.attacks import Attack, succeeded
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import DEFENSES, Defenses, defenses_named
 from labkit.refunds.episode import EPISODE_DEADLINE, STEP_TIMEOUT, Episode, refund_episode
-from labkit.refunds.lab import RefundLab, refund_lab
+from labkit.refunds.lab import RefundLab, named, refund_lab
 from labkit.refunds.policies import POLICIES, PolicyFactory
 from labkit.refunds.rules import authorise
 from labkit.refunds.shop import Refund, Shop
@@ -238,7 +237,4 @@ def frame_of(table: list[dict], *, by_attack: bool = False) -> pd.DataFrame:
 
 
 def policy_named(name: str) -> PolicyFactory:
-    try:
-        return POLICIES[name]
-    except KeyError:
-        raise LabError(f"unknown policy {name!r} (known: {', '.join(POLICIES)})") from None
+    return named("policy", name, POLICIES)
