@@ -13,15 +13,21 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from pandas import DataFrame
 
 from labkit.core.errors import LabError
+from labkit.core.intervals import wilson
+from labkit.model import read_records, trial_files
+from labkit.model.constraints import DEFAULT_RUNG, RUNGS
+from labkit.refunds.baselines import RANDOM_SEEDS, RATES, interval_row, paired_rows, random_scores
 from labkit.refunds.defenses import defenses_named
+from labkit.refunds.grid import grid_cases, is_episode, spec_of
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, frame_of, rows, score_policy
-from labkit.refunds.policies import model_policy
+from labkit.refunds.policies import POLICIES, model_policy
 
 _LAB = "refunds"
 # Measured: an L2 episode took up to 107 s on 2 busy cores, so the model is recorded under these
@@ -37,8 +43,6 @@ def model_specs(lab: RefundLab | None = None, rung: str = "L1") -> list[Spec]:
     """The episodes the model runs at `rung`: L2's grid suite, or L0-L1's five."""
     lab = lab or refund_lab()
     if rung == GRID_RUNG:
-        from labkit.refunds.grid import grid_cases, spec_of
-
         return [spec_of(case, lab) for case in grid_cases(lab)]
     specs = [Spec("benign", lab.request(id)) for id in MODEL_BENIGN]
     ana = lab.request("r-ana-blender")
@@ -47,8 +51,6 @@ def model_specs(lab: RefundLab | None = None, rung: str = "L1") -> list[Spec]:
 
 def _calls() -> list[dict[str, Any]]:
     """Every recorded model call of this lab."""
-    from labkit.model import read_records, trial_files
-
     return [r for path in trial_files(_LAB) for _, r in read_records(path) if r.get("kind") == "call"]
 
 
@@ -58,8 +60,6 @@ def model_available() -> bool:
 
 
 def _rung(record: dict[str, Any]) -> str:
-    from labkit.model.constraints import DEFAULT_RUNG
-
     return record.get("rung", DEFAULT_RUNG)
 
 
@@ -71,8 +71,6 @@ def recorded_defenses(rung: str = "L1") -> list[str]:
 
 def recorded_rungs() -> list[str]:
     """The constraint rungs at which refund episodes are recorded, in ladder order."""
-    from labkit.model.constraints import RUNGS
-
     found = {_rung(r) for r in _calls()}
     return [rung for rung in RUNGS if rung in found]
 
@@ -209,11 +207,6 @@ def baseline_scores(
 ) -> list[Score]:
     """A baseline's scores on the model's suite: ``random-admissible`` (`seeds` seeds, default
     baselines.RANDOM_SEEDS), ``careful`` or ``gullible``."""
-    from labkit.refunds.baselines import RANDOM_SEEDS, random_scores
-    from labkit.refunds.policies import POLICIES
-
-    if policy not in BASELINES:
-        raise LabError(f"unknown baseline {policy!r} (known: {', '.join(BASELINES)})")
     seeds = (RANDOM_SEEDS if seeds is None else seeds) if policy == "random-admissible" else 1
     key = (policy, defense, rung, seeds)
     if key not in _SCORES:  # deterministic for a seed
@@ -236,8 +229,6 @@ def model_table(
 ) -> DataFrame:
     """The model's rows at `rung` beside its baselines (random-admissible, careful, gullible) on the
     same episodes, every rate with its 95% interval (`baselines.interval_row`)."""
-    from labkit.refunds.baselines import interval_row
-
     _check_recorded(defenses, rung, options.get("backend"))
     table = [
         interval_row(f"model {rung}", name, model_scores(name, rung=rung, **options)) for name in defenses
@@ -260,8 +251,6 @@ def model_comparisons(
 ) -> DataFrame:
     """Paired comparisons on the same cases (`baselines.paired_rows`): the model under each defense
     against the model under `none`, and against the random-admissible and careful baselines."""
-    from labkit.refunds.baselines import paired_rows
-
     _check_recorded(defenses, rung, options.get("backend"))
     model = {name: model_scores(name, rung=rung, **options) for name in defenses}
     table = []
@@ -312,13 +301,6 @@ def refund_grid_table(record: str | Path) -> DataFrame:
     """What `labkit grid` prints at the end of a refund grid, from its episode records (no replay):
     a row per run label, the four rates with Wilson 95% intervals over the episodes (every trial
     counted as one), the unauthorised refunds and the money lost (dollars) in total."""
-    from types import SimpleNamespace
-
-    from labkit.core.intervals import wilson
-    from labkit.model import read_records
-    from labkit.refunds.baselines import RATES
-    from labkit.refunds.grid import is_episode
-
     lines = DataFrame([line for _, line in read_records(record) if is_episode(line)])
     table = []
     for run, group in lines.groupby("run", sort=False) if len(lines) else []:
