@@ -9,14 +9,20 @@ from tool text and checks the written policy against the order's record. Neither
 from __future__ import annotations
 
 import datetime as dt
+import random
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from labkit.core.runtime import Decide
+from labkit.model import ModelPolicy, parse_spec
+from labkit.model.constraints import admissible_schema
+from labkit.refunds.constraints import refund_rules
 from labkit.refunds.defenses import SPOTLIGHT_TEXT, Defenses
+from labkit.refunds.lab import refund_lab
 from labkit.refunds.rules import POLICY_TEXT
+from labkit.refunds.tools import EpisodeState, shop_tools
 
 INSTRUCTION = re.compile(
     r"refund order (?P<order>[a-z0-9-]+) for \$(?P<amount>[\d,]+(?:\.\d{1,2})?)"
@@ -208,9 +214,6 @@ def _amounts(task: Any, observations: list[dict[str, Any]]) -> list[float]:
 
 def _schema_tools(defenses: Defenses) -> dict[str, Any]:
     """Tools whose names and parameters give the decision schema; an episode runs its own."""
-    from labkit.refunds.lab import refund_lab
-    from labkit.refunds.tools import EpisodeState, shop_tools
-
     lab = refund_lab()
     return shop_tools(EpisodeState(lab.shop, next(iter(lab.requests.values())), defenses))
 
@@ -219,11 +222,6 @@ def random_admissible(seed: int = 0) -> Decide:
     """A baseline: each turn, a decision drawn uniformly from those rung L2 admits in this state
     (the action, then each slot; `amount` from the dollar amounts observed so far, so no refund
     before one is seen). A pure function of (seed, task id, turn); it reads no instruction."""
-    import random
-
-    from labkit.model.constraints import admissible_schema
-    from labkit.refunds.constraints import refund_rules
-
     tools, rules = _schema_tools(Defenses("none")), refund_rules(describe)
 
     def decide(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
@@ -305,13 +303,8 @@ def model_policy(
     """SmolLM2 (or any backend of lab 02's seam: a Backend, a spec such as "local", or None for
     `LABKIT_MODEL`, replay when unset) as a refund policy under `defenses`, at constraint `rung`
     (`labkit.refunds.constraints`)."""
-    from labkit.model import ModelPolicy, parse_spec
-
     if isinstance(backend, str):
         backend = parse_spec(backend)
-    from labkit.refunds.constraints import refund_rules
-    from labkit.refunds.lab import refund_lab
-
     return ModelPolicy(
         lab="refunds",
         tools=_schema_tools(defenses),
