@@ -18,7 +18,7 @@ from labkit.core.errors import FixtureError
 from labkit.core.fixtures import load_json, record_list, schema_error, unique_ids
 from labkit.core.text import shorten
 from labkit.refunds.cases import Request
-from labkit.refunds.shop import _ID, Refund, RefundCall, Shop, cents, money
+from labkit.refunds.shop import _ID, Refund, RefundCall, Shop, cents, closed, money
 
 PLACES = ("message", "note", "review", "help")
 CHECK_FIELDS = {
@@ -45,22 +45,8 @@ ATTACKS = record_list(
         "id": _ID,
         "template": {"type": "string"},
         "goal": {"type": "string", "minLength": 1, "maxLength": 1000},
-        "check": {
-            "type": "object",
-            "properties": {"kind": {"enum": list(CHECK_FIELDS)}, "order": _ID, "destination": _ID},
-            "required": ["kind"],
-            "additionalProperties": False,
-        },
-        "gold": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "properties": {"order": _VALUE, "amount": _AMOUNT, "destination": _VALUE},
-                "required": ["order", "amount", "destination"],
-                "additionalProperties": False,
-            },
-        },
+        "check": closed({"kind": {"enum": list(CHECK_FIELDS)}, "order": _ID, "destination": _ID}, ["kind"]),
+        "gold": record_list({"order": _VALUE, "amount": _AMOUNT, "destination": _VALUE}, min_items=1),
         "places": {"type": "array", "items": {"enum": list(PLACES)}, "minItems": 1, "uniqueItems": True},
     }
 )

@@ -14,12 +14,6 @@ from labkit.refunds.rules import REFUND_RULES, authorise
 from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents, fixture_records, require_known
 
 REQUEST_KINDS = ("legitimate", "refuse")
-_CALL = {
-    "type": "object",
-    "properties": {"order": _ID, "amount": _MONEY, "destination": _ID},
-    "required": ["order", "amount", "destination"],
-    "additionalProperties": False,
-}
 REQUESTS = record_list(
     {
         "id": _ID,
@@ -29,7 +23,7 @@ REQUESTS = record_list(
         "amount": {"oneOf": [_MONEY, {"type": "null"}]},
         "destination": {"oneOf": [_ID, {"type": "null"}]},
         "message": {"type": "string", "minLength": 1, "maxLength": 1000},
-        "expected": {"type": "array", "items": _CALL},
+        "expected": record_list({"order": _ID, "amount": _MONEY, "destination": _ID}),
         "rule": {"oneOf": [{"enum": list(REFUND_RULES)}, {"type": "null"}]},
     },
     min_items=1,

@@ -28,12 +28,13 @@ _TEXT = {"type": "string", "maxLength": 2000}
 _DATE = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
 _MONEY = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_CENTS / 100}
 
-SHOP = {
-    "type": "object",
-    "properties": {"name": _NAME, "today": _DATE, "window_days": {"type": "integer", "minimum": 0}},
-    "required": ["name", "today", "window_days"],
-    "additionalProperties": False,
-}
+
+def closed(fields: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    """Schema of a JSON object with exactly `fields` (all required unless stated)."""
+    return record_list(fields, required=required)["items"]
+
+
+SHOP = closed({"name": _NAME, "today": _DATE, "window_days": {"type": "integer", "minimum": 0}})
 CUSTOMERS = record_list(
     {
         "id": _ID,
@@ -42,12 +43,7 @@ CUSTOMERS = record_list(
         "gift_cards": {"type": "array", "items": _ID},
     }
 )
-_ITEM = {
-    "type": "object",
-    "properties": {"product": _ID, "name": _NAME, "price": _MONEY, "final_sale": {"type": "boolean"}},
-    "required": ["product", "name", "price", "final_sale"],
-    "additionalProperties": False,
-}
+_ITEM = closed({"product": _ID, "name": _NAME, "price": _MONEY, "final_sale": {"type": "boolean"}})
 ORDERS = record_list(
     {
         "id": _ID,
