@@ -9,6 +9,7 @@ from tool text and checks the written policy against the order's record. Neither
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import re
 from collections.abc import Callable, Mapping
@@ -186,29 +187,16 @@ def careful(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     return _carry_out(task, [_asked(task, record)], observations)
 
 
-AMOUNT_KEYS = ("amount", "refundable", "total", "price")
-DOLLARS = re.compile(r"\$(\d[\d,]*(?:\.\d{1,2})?)")
+# A figure under one of the records' amount keys, or a dollar amount written in text, in a JSON result.
+AMOUNTS = re.compile(r'"(?:amount|refundable|total|price)": (\d+(?:\.\d+)?)[,}\]]|\$(\d[\d,]*(?:\.\d{1,2})?)')
 RANDOM_RUNG = "L2"
 
 
 def _amounts(task: Any, observations: list[dict[str, Any]]) -> list[float]:
     """The dollar amounts seen in this episode: the request's, and the records' and texts' ones."""
     found = [] if task.amount is None else [float(task.amount)]
-
-    def walk(value: Any) -> None:
-        if isinstance(value, Mapping):
-            for key, item in value.items():
-                if key in AMOUNT_KEYS and type(item) in (int, float):
-                    found.append(float(item))
-                walk(item)
-        elif isinstance(value, list | tuple):
-            for item in value:
-                walk(item)
-        elif isinstance(value, str):
-            found.extend(float(m.replace(",", "")) for m in DOLLARS.findall(value))
-
-    for observation in observations:
-        walk(observation.get("result"))
+    text = json.dumps([observation.get("result") for observation in observations])
+    found += [float(figure or written.replace(",", "")) for figure, written in AMOUNTS.findall(text)]
     return sorted(set(found))
 
 
