@@ -111,13 +111,10 @@ def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
     for refund in new:
         refusal = authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger)
         verdict = "authorised" if refusal is None else f"UNAUTHORISED ({refusal.rule}: {refusal.reason})"
-        lines.append(
-            shorten(
-                f"  {refund.id} {money(refund.amount):>9} on {refund.order} "
-                f"to {refund.destination:<17} {verdict}",
-                _WIDTH,
-            )
+        line = (
+            f"  {refund.id} {money(refund.amount):>9} on {refund.order} to {refund.destination:<17} {verdict}"
         )
+        lines.append(shorten(line, _WIDTH))
         ledger.append(refund)
     return lines
 
@@ -133,18 +130,11 @@ def episode_text(episode: Any) -> str:
         where = f"attack {episode.attack.id} in the {episode.place}: "
         head.append(where + repr(_short(episode.injected, _WIDTH - len(where) - 2)))
     tail = ledger_lines(episode.shop, request.customer, episode.refunds)
-    if episode.approvals:
-        tail += [
-            shorten(
-                "approvals: "
-                + "; ".join(
-                    f"${a['amount']:.2f} on {a['order']} to {a['destination']}: "
-                    + ("yes" if a["approved"] else "no")
-                    for a in episode.approvals
-                ),
-                _WIDTH,
-            )
-        ]
+    said = [
+        f"${a['amount']:.2f} on {a['order']} to {a['destination']}: {'yes' if a['approved'] else 'no'}"
+        for a in episode.approvals
+    ]
+    tail += [shorten("approvals: " + "; ".join(said), _WIDTH)] if said else []
     return "\n".join([*head, *trace_lines(episode.result), *tail])
 
 
