@@ -8,6 +8,7 @@ which the policy observes as `{"error": ...}`; no refusal moves money: the ledge
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -101,10 +102,7 @@ def _lookup(state: EpisodeState, order_id: str) -> dict[str, Any]:
         "customer": order.customer,
         "status": order.status,
         "date": order.date.isoformat(),
-        "items": [
-            {"product": i.product, "name": i.name, "price": dollars(i.price), "final_sale": i.final_sale}
-            for i in order.items
-        ],
+        "items": [{**dataclasses.asdict(item), "price": dollars(item.price)} for item in order.items],
         "amount": dollars(order.amount),
         "refundable": dollars(order.refundable),
         "payment_method": order.payment_method,
