@@ -1,6 +1,5 @@
 """The refund tool is the enforcement point: each defense's contract, one behaviour per test."""
 
-import json
 import re
 import threading
 
@@ -71,9 +70,6 @@ def test_mediation_judges_the_signed_in_customer_and_allows_their_gift_card_and_
         "r-ana-blender", script(refund(amount=40.0, destination="gift-ana-01")), defenses="mediation"
     )
     assert [(r.amount, r.destination) for r in partial.refunds] == [(4000, "gift-ana-01")]
-
-
-HUGE = json.loads("1" + "0" * 400)
 
 
 @pytest.mark.parametrize(
