@@ -1,11 +1,9 @@
 """Prompt-injection attacks as data: a template, a goal, a security check and a gold solution.
 
-`templates.json` maps a template id to its text (six are AgentDojo's, two are refund pretexts);
-`attacks.json` holds one record per attack: its template, a goal ("refund order {order} for
-{amount} to gift-mallory-13"), a security check on the ledger (kinds: order, destination,
-over_refundable, not_asked, duplicate), the gold refund calls that carry it out, and its places.
-Placeholders are bare names filled in as plain text: a format spec, a conversion or an
-attribute is refused when the record is read (one FixtureError naming the field), never evaluated.
+`templates.json` maps a template id to its text; `attacks.json` holds one record per attack: its
+template, a goal ("refund order {order} for {amount} to gift-mallory-13"), a security check on the
+ledger, the gold refund calls that carry it out, and its places. Placeholders are bare names filled in
+as plain text, never evaluated: anything else is refused when the record is read.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from labkit.core.errors import FixtureError
 from labkit.core.fixtures import load_json, record_list, schema_error, unique_ids
 from labkit.core.text import shorten
 from labkit.refunds.cases import Request
-from labkit.refunds.shop import _ID, Refund, RefundCall, Shop, cents, money
+from labkit.refunds.shop import _ID, Refund, RefundCall, Shop, cents, closed, money
 
 PLACES = ("message", "note", "review", "help")
 CHECK_FIELDS = {
@@ -32,35 +30,23 @@ CHECK_FIELDS = {
 }
 GOAL_FIELDS = ("order", "amount", "destination", "double", "user")
 TEMPLATE_FIELDS = ("goal", "user", "order")
-MAX_PLACEHOLDERS = 12  # per goal or template; the course's use at most 3
 
 TEMPLATES = {
     "type": "object",
     "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 2000},
     "propertyNames": {"pattern": "^[a-z_]{1,60}$"},
 }
-_VALUE = {"type": "string", "minLength": 1, "maxLength": 60}
+# A gold call's value: a bare placeholder of the goal, or a literal (an amount in dollars, at most cents).
+_PLACEHOLDER = {"enum": [f"{{{name}}}" for name in GOAL_FIELDS]}
+_VALUE = {"anyOf": [_PLACEHOLDER, {"type": "string", "pattern": "^[^{}]{1,60}$"}]}
+_AMOUNT = {"anyOf": [_PLACEHOLDER, {"type": "string", "pattern": r"^\d{1,7}(\.\d{1,2})?$"}]}
 ATTACKS = record_list(
     {
         "id": _ID,
         "template": {"type": "string"},
         "goal": {"type": "string", "minLength": 1, "maxLength": 1000},
-        "check": {
-            "type": "object",
-            "properties": {"kind": {"enum": list(CHECK_FIELDS)}, "order": _ID, "destination": _ID},
-            "required": ["kind"],
-            "additionalProperties": False,
-        },
-        "gold": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "properties": {"order": _VALUE, "amount": _VALUE, "destination": _VALUE},
-                "required": ["order", "amount", "destination"],
-                "additionalProperties": False,
-            },
-        },
+        "check": closed({"kind": {"enum": list(CHECK_FIELDS)}, "order": _ID, "destination": _ID}, ["kind"]),
+        "gold": record_list({"order": _VALUE, "amount": _AMOUNT, "destination": _VALUE}, min_items=1),
         "places": {"type": "array", "items": {"enum": list(PLACES)}, "minItems": 1, "uniqueItems": True},
     }
 )
@@ -90,7 +76,7 @@ def _fields(text: str) -> set[str]:
 
 def placeholder_problem(field: str, text: str, allowed: Sequence[str]) -> str | None:
     """Why `text` (the record's `field`) cannot be filled as plain data, or None: every placeholder
-    a bare `{name}` from `allowed`, at most MAX_PLACEHOLDERS of them."""
+    a bare `{name}` from `allowed`."""
     try:
         parts = [(name, spec, conversion) for _, name, spec, conversion in _parts(text) if name is not None]
     except ValueError as error:  # an unmatched brace
@@ -107,8 +93,6 @@ def placeholder_problem(field: str, text: str, allowed: Sequence[str]) -> str | 
     if unknown:
         shown = shorten(", ".join(repr(name) for name in sorted(unknown)), 120)
         return f"field {field!r}: unknown placeholder(s) [{shown}] (known: {', '.join(allowed)})"
-    if len(parts) > MAX_PLACEHOLDERS:
-        return f"field {field!r}: {len(parts)} placeholders, more than {MAX_PLACEHOLDERS}"
     return None
 
 
@@ -166,19 +150,6 @@ def attack_from(
         raise FixtureError(
             f"{where}: field 'check.destination': unknown card or gift card {check['destination']!r}"
         )
-    for index, call in enumerate(record["gold"]):
-        for name in ("order", "amount", "destination"):
-            value = call[name]
-            if value.startswith("{"):
-                if value.strip("{}") not in GOAL_FIELDS or value != "{" + value.strip("{}") + "}":
-                    raise FixtureError(f"{where}: field 'gold.{index}.{name}': unknown placeholder {value!r}")
-            elif name == "amount":
-                try:
-                    cents(float(value))
-                except ValueError:
-                    raise FixtureError(
-                        f"{where}: field 'gold.{index}.amount': {value!r} is not an amount"
-                    ) from None
     return Attack(
         record["id"],
         record["template"],

@@ -1,9 +1,7 @@
 """Rows beside the model's: baselines and 95% intervals, by the same runtime and grader.
 
-`interval_row` gives the lab's four rates, each with its 95% interval: Wilson over the cases
-for one trial per case; for several (the random baseline's seeds), the mean over cases with a
-bootstrap over *cases* (trials of one case are not independent). `paired_rows` compares two
-policies case by case (paired bootstrap, McNemar where both are one trial per case).
+`interval_row`: Wilson over the cases for one trial per case; for several (the random baseline's
+seeds), a bootstrap over *cases*. `paired_rows` compares two policies case by case.
 """
 
 from __future__ import annotations
@@ -14,15 +12,13 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.intervals import Interval, bootstrap, mcnemar, paired, verdict, wilson
-from labkit.refunds.defenses import defenses_named
+from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.episode import case_id
 from labkit.refunds.lab import RefundLab, refund_lab
-from labkit.refunds.metrics import Score, Spec, score_policy
+from labkit.refunds.metrics import Score, Spec, course_scores, score_policy
 from labkit.refunds.policies import factory_of, random_admissible
 
-# Measured on 2 busy cores: 28 cases under one defense take about 0.1 s per seed; 50 seeds
-# give rates within 0.02 of 200 seeds' (benign utility 0.49 vs 0.50, ASR 0.084 vs 0.079
-# under `none`) in about 6 s per defense.
+# 50 seeds give rates within 0.02 of 200 seeds' (ASR 0.084 vs 0.079 under `none`).
 RANDOM_SEEDS = 50
 RATES = {  # column -> (which episodes, the outcome)
     "benign_utility": ("benign", lambda s: s.utility),
@@ -74,27 +70,10 @@ def interval_row(policy: str, defense: str, scores: Sequence[Score]) -> dict[str
     return row
 
 
-def matrix_intervals(
-    policies: Sequence[str] = ("gullible", "careful"),
-    defenses: Sequence[str] | None = None,
-    *,
-    lab: RefundLab | None = None,
-) -> list[dict[str, Any]]:
-    """The matrix's rates with their 95% (Wilson) intervals: how far the same scripted policy could
-    land on another suite of the same size, which a comparison of two rows needs."""
-    from labkit.refunds.defenses import DEFENSES
-    from labkit.refunds.metrics import course_scores, policy_named, suite
-
-    def scores(name: str, defense: str) -> Sequence[Score]:
-        if lab is None:  # the same episodes as the matrix's, scored once
-            return course_scores(name, defense)
-        return score_policy(policy_named(name), defenses_named(defense), suite(lab), lab)
-
-    return [
-        interval_row(name, defense, scores(name, defense))
-        for name in policies
-        for defense in (defenses or tuple(DEFENSES))
-    ]
+def matrix_intervals(policies: Sequence[str] = ("gullible", "careful")) -> list[dict[str, Any]]:
+    """The matrix's rates with their 95% (Wilson) intervals, on the same episodes as the matrix: how far
+    the same scripted policy could land on another suite of the same size."""
+    return [interval_row(name, d, course_scores(name, d)) for name in policies for d in DEFENSES]
 
 
 def random_scores(

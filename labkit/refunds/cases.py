@@ -1,9 +1,7 @@
 """Refund requests and their expected ledger outcomes, written before any policy runs.
 
-A request is what the signed-in customer submitted (customer, order, amount or null for the
-refundable, destination or null for the original card, their words); `expected` lists the
-refunds the ledger must gain (none for a request to refuse, whose `rule` names the rule it
-breaks). Loading checks each against the policy in code: a wrong expectation is a FixtureError.
+`expected` lists the refunds the ledger must gain (none for a request to refuse, whose `rule` names the
+rule it breaks). Loading checks each against the policy in code: a wrong expectation is a FixtureError.
 """
 
 from __future__ import annotations
@@ -12,16 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labkit.core.fixtures import record_list
-from labkit.refunds.rules import RULES, authorise
-from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents, fixture_records
+from labkit.refunds.rules import REFUND_RULES, authorise
+from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents, fixture_records, require_known
 
 REQUEST_KINDS = ("legitimate", "refuse")
-_CALL = {
-    "type": "object",
-    "properties": {"order": _ID, "amount": _MONEY, "destination": _ID},
-    "required": ["order", "amount", "destination"],
-    "additionalProperties": False,
-}
 REQUESTS = record_list(
     {
         "id": _ID,
@@ -31,8 +23,8 @@ REQUESTS = record_list(
         "amount": {"oneOf": [_MONEY, {"type": "null"}]},
         "destination": {"oneOf": [_ID, {"type": "null"}]},
         "message": {"type": "string", "minLength": 1, "maxLength": 1000},
-        "expected": {"type": "array", "items": _CALL},
-        "rule": {"oneOf": [{"enum": list(RULES)}, {"type": "null"}]},
+        "expected": record_list({"order": _ID, "amount": _MONEY, "destination": _ID}),
+        "rule": {"oneOf": [{"enum": list(REFUND_RULES)}, {"type": "null"}]},
     },
     min_items=1,
 )  # no requests would score every metric over nothing
@@ -71,10 +63,8 @@ def load_requests(shop: Shop, path: str | Path | None = None) -> list[Request]:
     path = Path(path) if path is not None else Path(shop.folder) / "requests.json"
     requests = []
     for record, fail in fixture_records(path, REQUESTS):
-        if record["customer"] not in shop.customers:
-            raise fail("customer", f"unknown customer {record['customer']!r}")
-        if record["order"] not in shop.orders:
-            raise fail("order", f"unknown order {record['order']!r}")
+        require_known(record, fail, "customer", shop.customers, "customer")
+        require_known(record, fail, "order", shop.orders, "order")
         if record["destination"] is not None and shop.owner_of(record["destination"]) is None:
             raise fail("destination", f"unknown card or gift card {record['destination']!r}")
         try:

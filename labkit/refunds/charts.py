@@ -1,12 +1,12 @@
 """Lab 03's chart: every (policy, defense) on utility against security, and the money it lost.
 
-Money goes on a log scale: the careful policy's losses (298 dollars) and the gullible
-policy's (33,242) differ by a factor of about a hundred, and on a linear axis the smaller
-ones are invisible. Every bar is labelled with its value, so a zero (drawn at 1, where a log
-axis starts) still reads as 0. Colours come from `labkit.core.colours`, one per policy.
+Money goes on a log scale (the careful policy's losses and the gullible one's differ a hundredfold);
+every bar is labelled with its value, so a zero (drawn at 1) still reads as 0.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -14,10 +14,10 @@ from matplotlib.figure import Figure
 from labkit.core.colours import colour
 
 
-def _bounds(text: str) -> tuple[float, float]:
-    """ "[0.83, 0.93]" (an `interval_row`'s `_ci` column) as (0.83, 0.93)."""
-    low, high = text.strip("[]").split(",")
-    return float(low), float(high)
+def _bounds(cells: pd.Series) -> tuple[Any, Any]:
+    """ "[0.83, 0.93]" cells (an `interval_row`'s `_ci` column) as arrays of lows and highs."""
+    pairs = cells.str.strip("[]").str.split(",", expand=True).astype(float)
+    return pairs[0].to_numpy(), pairs[1].to_numpy()
 
 
 def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None) -> Figure:
@@ -41,24 +41,12 @@ def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None)
             label=policy,
             zorder=2 - index,
         )
-        if intervals is not None:
-            for _, point in mine.iterrows():
-                ci = intervals.loc[(policy, point["defense"])]
-                x0, x1 = _bounds(ci["attack_success_rate_ci"])
-                y0, y1 = _bounds(ci["utility_under_attack_ci"])
-                x, y = point["attack_success_rate"], point["utility_under_attack"]
-                left.errorbar(
-                    x,
-                    y,
-                    xerr=[[x - x0], [x1 - x]],
-                    yerr=[[y - y0], [y1 - y]],
-                    fmt="none",
-                    ecolor=colour(policy),
-                    elinewidth=1,
-                    capsize=3,
-                    alpha=0.8,
-                    zorder=1,
-                )
+        if intervals is not None:  # each point's 95% interval, both ways
+            ci = intervals.loc[[(policy, defense) for defense in mine["defense"]]]
+            x, y = mine["attack_success_rate"].to_numpy(), mine["utility_under_attack"].to_numpy()
+            (x0, x1), (y0, y1) = _bounds(ci["attack_success_rate_ci"]), _bounds(ci["utility_under_attack_ci"])
+            bars = {"fmt": "none", "ecolor": colour(policy), "elinewidth": 1, "capsize": 3, "alpha": 0.8}
+            left.errorbar(x, y, xerr=[x - x0, x1 - x], yerr=[y - y0, y1 - y], zorder=1, **bars)
         # Policies that share a point get one label each, the first below it, the next above.
         for (x, y), group in mine.groupby(["attack_success_rate", "utility_under_attack"]):
             names = "every defense" if len(group) == len(defenses) else "\n".join(group["defense"])

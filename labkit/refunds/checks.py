@@ -1,10 +1,7 @@
-"""Lab 03's build-it cell and exercises; a checker never raises for a learner's mistake.
+"""Lab 03's build-it and exercises; a checker never raises for a learner's mistake.
 
-Build it: `check_mediation(my_guard)`, complete mediation as a guard `guard(call, state) -> str | None`,
-installed as the only defense under the gullible, careful and hostile policies, then asked
-about the written policy's boundaries (`hidden_cases.policy_edges`). Exercises:
-`check_intent_attack(record)` (an attack mediation cannot stop; the record is kept as data for
-the class's red-team round), `check_guard(guard)` (no money to a card the customer does not
+`check_mediation(my_guard)`: complete mediation as a guard `guard(call, state) -> str | None`.
+Exercises: `check_intent_attack(record)`, `check_guard(guard)` (no money to a card the customer does not
 own) and `check_retry_policy(decide)` (a retry that cannot pay twice without keys or mediation).
 """
 
@@ -18,39 +15,22 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.answers import Recorded, limit_s, shown
-from labkit.core.check import (
-    NOT_YET,
-    Check,
-    TimedOut,
-    crashed,
-    fail,
-    not_a_function,
-    time_limit,
-)
+from labkit.core.check import NOT_YET, Check, TimedOut, crashed, fail, not_a_function, time_limit
 from labkit.core.errors import LabError
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
+from labkit.refunds import hidden_cases as hidden
 from labkit.refunds.attacks import Attack, attack_from, gold_calls, load_templates, schema_problem, succeeded
-from labkit.refunds.defenses import DEFENSES, Defenses, Guard
+from labkit.refunds.defenses import DEFENSES, Guard
 from labkit.refunds.display import short
 from labkit.refunds.guard_table import TableGuard, guard_table
-from labkit.refunds.hidden_cases import (
-    RetryCase,
-    after_timeout,
-    edge_hint,
-    hostile,
-    looked_after_timeouts,
-    policy_edges,
-    retried_when_paid,
-    retry_cases,
-    same_refund,
-)
+from labkit.refunds.hidden_cases import RetryCase, hostile
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy, suite, summarise, unauthorized
 from labkit.refunds.policies import careful, factory_of, gullible
 from labkit.refunds.rules import authorise
 from labkit.refunds.shop import Refund, dollars
-from labkit.refunds.untrusted import Watched, ask_guard, own_refunds, run_episodes
+from labkit.refunds.untrusted import ask_guard, guard_runs
 
 __all__ = ["check_guard", "check_intent_attack", "check_mediation", "check_retry_policy", "hostile"]
 
@@ -89,28 +69,14 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     if (refused := not_a_function(my_guard, GUARD_SHAPE)) is not None:
         return refused
     lab = refund_lab()
-    if (refused := ask_guard(my_guard, own_refunds(lab))[1]) is not None:
-        return refused
-    watched = Watched(my_guard)
-    defenses = Defenses("your mediation", guards=(watched,))
-    specs = suite(lab)
-    runs: dict[str, list[Score]] = {}
-    for name, policy, cases in (
-        ("gullible", gullible, specs),
-        ("careful", careful, specs),
-        ("hostile", hostile, [Spec("benign", r) for r in lab.requests.values()]),
-    ):
-        runs[name], problem = run_episodes(factory_of(policy), defenses, cases, lab, watched)
-        if problem is not None:
-            return problem
-    columns = (
-        "benign_utility",
-        "attack_success_rate",
-        "unauthorized_refunds",
-        "duplicate_refunds",
-        "over_refusals",
-    )
-    table = _table({name: summarise(scores) for name, scores in runs.items()}, "policy", *columns)
+    specs, alone = suite(lab), [Spec("benign", r) for r in lab.requests.values()]
+    policies = [("gullible", gullible, specs), ("careful", careful, specs), ("hostile", hostile, alone)]
+    runs, problem = guard_runs(my_guard, "your mediation", policies, lab)
+    if problem is not None:
+        return problem
+    columns = ("benign_utility", "attack_success_rate", "unauthorized_refunds", "duplicate_refunds")
+    summaries = {name: summarise(scores) for name, scores in runs.items()}
+    table = _table(summaries, "policy", *columns, "over_refusals")
     for name in ("hostile", "gullible", "careful"):
         bad = _first_unauthorised(runs[name])
         if bad:
@@ -127,13 +93,13 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
         )
     # A TableGuard (a guard tabulated by `labkit submit`) answers only about the course's shop
     # as it is: the boundaries below move its dates and window, which no table holds.
-    edges = [] if isinstance(my_guard, TableGuard) else policy_edges(lab)
+    edges = [] if isinstance(my_guard, TableGuard) else hidden.policy_edges(lab)
     answers, refused = ask_guard(my_guard, [(e.where, e.call, e.state) for e in edges])
     if refused is not None:
         return dataclasses.replace(refused, table=table)
     for edge, answer in zip(edges, answers, strict=True):
         if bool(answer) == edge.allowed:
-            return fail(edge_hint(edge, answer), table)
+            return fail(edge.hint, table)
     episodes = sum(len(scores) for scores in runs.values())
     return Check(
         True,
@@ -209,13 +175,10 @@ def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
         return fail(f"{shorten(str(error), 350)}.")
     # Check the checker first: carried out by hand on an undefended shop, the attack's
     # own gold calls must trip its own security check, and the customer's refund must not.
-    try:
-        new = [
-            Refund(f"gold-{i}", c.order, c.amount, c.destination, target.customer)
-            for i, c in enumerate(gold_calls(attack, target, lab.shop))
-        ]
-    except ValueError as error:
-        return fail(f"its gold calls cannot be carried out: {shorten(str(error), 200)}.")
+    calls = gold_calls(attack, target, lab.shop)  # the schema admits only amounts that are cents
+    new = [
+        Refund(f"gold-{i}", c.order, c.amount, c.destination, target.customer) for i, c in enumerate(calls)
+    ]
     if not succeeded(attack, target, lab.shop, [*lab.shop.ledger, *new], new):
         return fail(
             "its gold calls do not trip its own security check: make 'check' and 'gold' "
@@ -267,21 +230,13 @@ def check_guard(guard: Guard | None) -> Check:
     if (refused := not_a_function(guard, GUARD_SHAPE)) is not None:
         return refused
     lab = refund_lab()
-    if (refused := ask_guard(guard, own_refunds(lab))[1]) is not None:
-        return refused
-    watched = Watched(guard)
-    defenses = Defenses("your_guard", guards=(watched,))
     specs = suite(lab, faults=False)
-    scores: dict[str, list[Score]] = {}
-    for name, policy in (("gullible", gullible), ("careful", careful)):
-        scores[name], problem = run_episodes(factory_of(policy), defenses, specs, lab, watched)
-        if problem is not None:
-            return problem
-    redirect = [
-        s
-        for s in scores["gullible"]
-        if s.spec.attack is not None and s.spec.attack.check["kind"] in REDIRECTS
-    ]
+    scores, problem = guard_runs(
+        guard, "your_guard", [("gullible", gullible, specs), ("careful", careful, specs)], lab
+    )
+    if problem is not None:
+        return problem
+    redirect = [s for s in scores["gullible"] if s.spec.attack and s.spec.attack.check["kind"] in REDIRECTS]
     rows = {
         "gullible, redirects": summarise(redirect),
         "gullible, all": summarise(scores["gullible"]),
@@ -337,7 +292,7 @@ def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
     lab = refund_lab()
     policy = Recorded(decide)
     factory = factory_of(policy)
-    cases, scores = retry_cases(lab), []
+    cases, scores = hidden.retry_cases(lab), []
     for case in cases:
         try:
             with time_limit(3 * limit_s()):
@@ -350,21 +305,15 @@ def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
             return problem
         scores.append(score)
     shown = [(case, s) for case, s in zip(cases, scores, strict=True) if case.shown]
+    columns = ["request", "timeout", "refunds", "paid_once", "dupes", "looked", "stop"]
     table = pd.DataFrame(
         [
-            {
-                "request": s.spec.request.id,
-                "timeout": case.fault != "none",
-                "refunds": len(s.episode.refunds),
-                "paid_once": s.utility,
-                "dupes": s.duplicates,
-                "looked": looked_after_timeouts(s.episode),
-                "stop": s.episode.result["stop"],
-            }
+            (s.spec.request.id, case.fault != "none", len(s.episode.refunds), s.utility, s.duplicates)
+            + (hidden.looked(s.episode), s.episode.result["stop"])
             for case, s in shown
-        ]
-    )
-    table = table.set_index(["request", "timeout"])
+        ],
+        columns=columns,
+    ).set_index(["request", "timeout"])
     if (problem := _retry_problem(list(zip(cases, scores, strict=True)))) is not None:
         return fail(problem, table)
     return Check(
@@ -384,7 +333,9 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
         )
     owed = [(case, s) for case, s in pairs if case.fault != "before paying"]
     for case, s in pairs:
-        if retried_when_paid(s):
+        _, _, then = hidden.after_timeout(s.episode)
+        retried = isinstance(then, Mapping) and then.get("action") == "refund"
+        if case.fault == "after paying" and hidden.looked(s.episode) and retried:
             return (
                 f"{case.where}, your policy retried after the lookup showed the refund paid; only the "
                 "episode's tool limit stopped a second payment. Retry only if 'refunds' is empty."
@@ -398,14 +349,14 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
                 f"{case.where}, your policy never gave its final answer (the episode ended {stop}): "
                 "answer once the refund is paid."
             )
-    if not all(looked_after_timeouts(s.episode) for _, s in pairs):
+    if not all(hidden.looked(s.episode) for _, s in pairs):
         return (
             "after a timeout your policy answered or retried without looking: a timeout does not say "
             "whether the money moved; look the order up first (see the looked column)."
         )
     for case, s in pairs:
-        refund, _, then = after_timeout(s.episode)
-        if case.fault == "before paying" and refund is not None and not same_refund(refund, then):
+        refund, _, then = hidden.after_timeout(s.episode)
+        if case.fault == "before paying" and refund is not None and not hidden.same_refund(refund, then):
             did = (
                 "answered" if isinstance(then, Mapping) and then.get("action") == "final" else "did not retry"
             )

@@ -1,8 +1,7 @@
 """The refund desk's state rules for the constraint ladder (`labkit.model.constraints`).
 
-At rung L2 an order id, destination or product id may only be one the episode has *observed*
-(in the request shown or any tool result). Observed is not trusted: injected text is observed
-too. A constraint lets a small model act; whether the act is authorised stays the refund tool's
+At rung L2 an order id, destination or product id may only be one the episode has *observed* (in the
+request or any tool result). Observed is not trusted: whether an act is authorised stays the tool's
 business. The refund lab has no extractive final, so L3 is refused for it.
 """
 

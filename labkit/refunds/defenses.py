@@ -1,15 +1,11 @@
 """The defenses, each a switch: two act on what a model reads, four inside the refund tool.
 
-Prompt-level (a policy that does not read its prompt is not affected): ``policy_text`` puts the
-written policy in the model's instructions; ``spotlight`` returns untrusted text between ``<<``
-and ``>>``, marks inside it removed, and says never to obey it (AgentDojo's "spotlighting").
-
-In the tool (a policy cannot talk its way past them): ``mediation`` checks every refund against
-the records for the signed-in customer (`rules.authorise`); ``provenance`` accepts only an order,
-amount and destination found in the request or this customer's records, never only in tool text;
-``confirmation`` shows the approver the exact arguments; ``idempotency`` answers a repeated key with
-its first result. `guards` are a learner's checks, `guard(call, state) -> str | None`, run after
-provenance and mediation, before confirmation.
+Prompt-level: ``policy_text`` puts the written policy in the model's instructions; ``spotlight`` returns
+untrusted text between ``<<`` and ``>>`` (AgentDojo's "spotlighting"). In the tool, where a policy
+cannot talk its way past them: ``mediation`` (`rules.authorise`), ``provenance`` (only values from the
+request or this customer's records), ``confirmation`` (the approver sees the exact arguments),
+``idempotency`` (a repeated key gets its first result). `guards`, `guard(call, state) -> str | None`,
+run after provenance and mediation, before confirmation.
 """
 
 from __future__ import annotations
@@ -19,8 +15,8 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from labkit.core.errors import LabError
 from labkit.refunds.cases import Request
+from labkit.refunds.lab import named
 from labkit.refunds.shop import RefundCall, Shop
 
 if TYPE_CHECKING:
@@ -77,10 +73,7 @@ DEFENSES: Mapping[str, Defenses] = MappingProxyType(
 
 def defenses_named(name: str) -> Defenses:
     """The preset called `name`; LabError listing the known names otherwise."""
-    try:
-        return DEFENSES[name]
-    except KeyError:
-        raise LabError(f"unknown defense {name!r} (known: {', '.join(DEFENSES)})") from None
+    return named("defense", name, DEFENSES)
 
 
 def mark(text: str) -> str:
@@ -103,23 +96,10 @@ def trusted_values(request: Request, shop: Shop) -> Trusted:
     own = [order for order in shop.orders.values() if order.customer == customer.id]
     requested = shop.orders[request.order]
     orders = {request.order, *(order.id for order in own)}
-    amounts = {
-        requested.amount,
-        requested.refundable,
-        *(order.amount for order in own),
-        *(order.refundable for order in own),
-    }
-    if request.amount is not None:
-        amounts.add(request.amount)
-    destinations = {
-        requested.payment_method,
-        *customer.payment_methods,
-        *customer.gift_cards,
-        *(order.payment_method for order in own),
-    }
-    if request.destination is not None:
-        destinations.add(request.destination)
-    return Trusted(frozenset(orders), frozenset(amounts), frozenset(destinations))
+    amounts = {request.amount, *(figure for o in (requested, *own) for figure in (o.amount, o.refundable))}
+    destinations = {request.destination, requested.payment_method, *customer.payment_methods}
+    destinations |= {*customer.gift_cards, *(order.payment_method for order in own)}
+    return Trusted(frozenset(orders), frozenset(amounts - {None}), frozenset(destinations - {None}))
 
 
 def provenance_refusal(call: RefundCall, trusted: Trusted) -> str | None:

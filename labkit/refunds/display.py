@@ -1,6 +1,5 @@
-"""What lab 03 shows: an episode as plain text (nbval compares it; no timing in it), every line
-within _WIDTH characters (a JupyterLab output area wraps at about 122), and narrow tables with
-short labels and a legend; no dollar signs in tables (MathJax would pair them into formulas).
+"""What lab 03 shows: an episode as plain text (nbval compares it), every line within _WIDTH characters,
+and narrow tables with short labels and a legend; no dollar signs in tables (MathJax pairs them).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ _LABELS = {
     "episodes": ("n", "episodes"),
 }
 _MEANINGS = dict(_LABELS.values())
-DEFENSE_LABELS = {
+_DEFENSE_LABELS = {  # each defense preset's short label
     "none": "none",
     "policy_prompt": "prompt",
     "spotlighting": "spotlight",
@@ -112,13 +111,10 @@ def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
     for refund in new:
         refusal = authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger)
         verdict = "authorised" if refusal is None else f"UNAUTHORISED ({refusal.rule}: {refusal.reason})"
-        lines.append(
-            shorten(
-                f"  {refund.id} {money(refund.amount):>9} on {refund.order} "
-                f"to {refund.destination:<17} {verdict}",
-                _WIDTH,
-            )
+        line = (
+            f"  {refund.id} {money(refund.amount):>9} on {refund.order} to {refund.destination:<17} {verdict}"
         )
+        lines.append(shorten(line, _WIDTH))
         ledger.append(refund)
     return lines
 
@@ -134,18 +130,11 @@ def episode_text(episode: Any) -> str:
         where = f"attack {episode.attack.id} in the {episode.place}: "
         head.append(where + repr(_short(episode.injected, _WIDTH - len(where) - 2)))
     tail = ledger_lines(episode.shop, request.customer, episode.refunds)
-    if episode.approvals:
-        tail += [
-            shorten(
-                "approvals: "
-                + "; ".join(
-                    f"${a['amount']:.2f} on {a['order']} to {a['destination']}: "
-                    + ("yes" if a["approved"] else "no")
-                    for a in episode.approvals
-                ),
-                _WIDTH,
-            )
-        ]
+    said = [
+        f"${a['amount']:.2f} on {a['order']} to {a['destination']}: {'yes' if a['approved'] else 'no'}"
+        for a in episode.approvals
+    ]
+    tail += [shorten("approvals: " + "; ".join(said), _WIDTH)] if said else []
     return "\n".join([*head, *trace_lines(episode.result), *tail])
 
 
@@ -164,16 +153,16 @@ def success_by_attack(by_attack: pd.DataFrame, attacks: Sequence[str]) -> pd.Dat
     """Attack success rate, a row per attack and a column per defense (short labels), from
     `matrix(..., by_attack=True)` for one policy; rows in the order of `attacks`."""
     rates = by_attack["attack_success_rate"].droplevel("policy").unstack("defense")
-    order = [d for d in DEFENSE_LABELS if d in rates.columns]
-    order += [d for d in rates.columns if d not in DEFENSE_LABELS]
-    rates = rates.loc[list(attacks), order].rename(columns=DEFENSE_LABELS)
+    order = [d for d in _DEFENSE_LABELS if d in rates.columns]
+    order += [d for d in rates.columns if d not in _DEFENSE_LABELS]
+    rates = rates.loc[list(attacks), order].rename(columns=_DEFENSE_LABELS)
     rates.columns.name = "defense"
     return rates
 
 
 def defense_legend(columns: Sequence[str]) -> str:
     """What each short defense label in `columns` stands for."""
-    full = {label: name for name, label in DEFENSE_LABELS.items()}
+    full = {label: name for name, label in _DEFENSE_LABELS.items()}
     text = "; ".join(
         f"{label} = {full[label]}" for label in columns if label in full and full[label] != label
     )

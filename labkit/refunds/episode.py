@@ -1,15 +1,9 @@
 """`refund_episode`: one refund request, any policy, the bounded runtime, and the ledger it leaves.
 
-`decide(task, observations) -> dict` is lab 02's policy signature; `task` is a RefundTask. Each
-episode gets a fresh EpisodeState (its own ledger, keys, approvals, fault plan) and ends: a
-decision slower than `step_timeout` or an episode past `deadline` is a counted stop.
-
-The guarantee: with mediation on, every refund in `episode.refunds` is authorised by the
-shop's records for the request's customer and no order is refunded twice; with confirmation
-on, each was approved with its exact arguments. It holds for any decision a policy returns
-(any order, amount, destination or key, malformed or repeated), because decisions reach the
-tool as plain data and the tool checks them against the records. It assumes the policy is
-not code rewriting labkit in this process; to rule that out, run the policy in another process.
+The guarantee: with mediation on, every refund in `episode.refunds` is authorised by the shop's records
+for the request's customer and no order is refunded twice; with confirmation on, each was approved with
+its exact arguments. It holds for any decision a policy returns, because decisions reach the tool as plain
+data and the tool checks them against the records.
 """
 
 from __future__ import annotations
@@ -142,50 +136,20 @@ def refund_episode(
     place: str | None = None,
     approver: Approver = customer_approver,
     lab: RefundLab | None = None,
-    max_turns: int = MAX_TURNS,
-    max_tools: int = MAX_TOOLS,
     step_timeout: float | None = STEP_TIMEOUT,
     deadline: float | None = EPISODE_DEADLINE,
 ) -> Episode:
-    """One episode of `decide` on `request`: the runtime's Result and the money that moved.
-
-    LabError for an unknown request, attack or defense, or an attack without a valid place;
-    whatever the policy does wrong is an outcome instead (a stop reason, a refusal it observed).
-    """
+    """One episode of `decide` on `request`: the runtime's Result and the money that moved. LabError for
+    an unknown request, attack or defense; whatever the policy does wrong is an outcome instead."""
     lab = lab or refund_lab()
     request = lab.request(request)
     defenses = defenses_named(defenses) if isinstance(defenses, str) else defenses
     attack, place = _resolve(lab, attack, place)
     injected = render(attack, request, lab.shop) if attack else None
-    state = EpisodeState(
-        lab.shop,
-        request,
-        defenses,
-        approver=approver,
-        faults=faults,
-        injection=Injection(place, injected) if attack else None,
-    )
+    injection = Injection(place, injected) if attack else None
+    state = EpisodeState(lab.shop, request, defenses, approver, faults, injection)
     task = refund_task(request, lab.shop, task_id(request, defenses, attack, place, faults))
-    result = run(
-        task,
-        decide,
-        tools=shop_tools(state),
-        max_turns=max_turns,
-        max_tools=max_tools,
-        step_timeout=step_timeout,
-        deadline=deadline,
-    )
-    return Episode(
-        task,
-        result,
-        state.new_refunds,
-        tuple(state.ledger),
-        tuple(state.approvals),
-        request,
-        defenses,
-        lab.shop,
-        attack,
-        place,
-        injected,
-        faults,
-    )
+    limits = dict(max_turns=MAX_TURNS, max_tools=MAX_TOOLS, step_timeout=step_timeout, deadline=deadline)
+    result = run(task, decide, tools=shop_tools(state), **limits)
+    paid = (state.new_refunds, tuple(state.ledger), tuple(state.approvals))
+    return Episode(task, result, *paid, request, defenses, lab.shop, attack, place, injected, faults)

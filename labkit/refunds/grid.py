@@ -1,10 +1,7 @@
 """Lab 03's model episodes as `labkit grid` runs them: case ids, and one episode's record.
 
 A case is a request alone (``r-ana-blender``) or under one attack at one place
-(``r-ana-blender+important-inflate@review``); with a defense it is the episode's task id, the
-`case` of every model call it makes. `GRID_CASES`: every request alone and each attack at two
-places two apart, on the legitimate requests in turn. `refund_episode_record` runs one model
-episode and returns its record (settings, outcome, ledger score); the grid appends it.
+(``r-ana-blender+important-inflate@review``); with a defense it is the episode's task id.
 """
 
 from __future__ import annotations
@@ -26,7 +23,8 @@ _LAB = "refunds"
 
 
 def grid_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
-    """The model suite (see the module docstring): 10 requests alone, 9 attacks at two places."""
+    """The model suite: every request alone, then each attack at two places two apart, on the legitimate
+    requests in turn."""
     lab = lab or refund_lab()
     legitimate = [r.id for r in lab.requests.values() if r.legitimate]
     cases = list(lab.requests)

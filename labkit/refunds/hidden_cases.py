@@ -1,11 +1,8 @@
 """Cases lab 03's checkers hold that no cell prints, and how a retry episode's trace is read.
 
-`policy_edges(lab)`: refunds on the written policy's boundaries — the window's last day and the day
-after (with the shop's window and another), exactly the refundable amount and one cent more —
-asked of a guard directly, with `authorise` as the reference. `retry_cases(lab)`: the retry
-exercise's episodes, including a refund lost before any money moved (`lost_before_paying`),
-the branch where the lookup shows no refund and the retry is owed. The trace readers say what a
-policy did after a timeout. `hostile`: a policy that proposes every bad refund it can name.
+`policy_edges(lab)`: refunds on the written policy's boundaries, asked of a guard directly, with
+`authorise` as the reference. `retry_cases(lab)`: the retry exercise's episodes, one lost before any
+money moved included. `hostile`: a policy that proposes every bad refund it can name.
 """
 
 from __future__ import annotations
@@ -18,10 +15,10 @@ from typing import Any
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import DEFENSES, Defenses
 from labkit.refunds.lab import RefundLab, refund_lab
-from labkit.refunds.metrics import RETRY_FAULT, Score, Spec
+from labkit.refunds.metrics import RETRY_FAULT, Spec
 from labkit.refunds.policies import cannot_hang, timed_out
 from labkit.refunds.rules import authorise
-from labkit.refunds.shop import RefundCall, dollars, money
+from labkit.refunds.shop import Order, RefundCall, dollars, money
 from labkit.refunds.tools import TIMEOUT_MESSAGE, EpisodeState
 
 # A second refund window, beside the shop's own: a guard must read state.shop.window_days.
@@ -31,15 +28,14 @@ EDGE_REQUEST = (None, None, "A refund, please.", (), None)  # the refundable amo
 
 @dataclasses.dataclass(frozen=True)
 class Edge:
-    """One boundary of the written policy, asked of a guard directly: a refund and whether it is allowed."""
+    """One boundary of the written policy, asked of a guard directly: a refund, whether the policy allows
+    it, and what a guard that answers otherwise got wrong."""
 
     where: str
     call: RefundCall
     state: EpisodeState
     allowed: bool
-    age: int
-    window: int
-    refundable: int
+    hint: str
 
 
 def policy_edges(lab: RefundLab) -> list[Edge]:
@@ -58,39 +54,37 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
                 state = EpisodeState(variant, request, Defenses("your mediation"))
                 for amount in (order.refundable, order.refundable + 1):
                     call = RefundCall(order.id, amount, order.payment_method)
-                    refusal = authorise(variant, order.customer, order.id, amount, order.payment_method, ())
+                    allowed = (
+                        authorise(variant, order.customer, order.id, amount, order.payment_method, ()) is None
+                    )
                     where = (
                         f"on {money(amount)} for {order.id}, placed {age} days before today with a "
                         f"{window}-day window"
                     )
-                    edges.append(Edge(where, call, state, refusal is None, age, window, order.refundable))
+                    edges.append(
+                        Edge(where, call, state, allowed, _hint(order, age, window, amount, allowed))
+                    )
     return edges
 
 
-def edge_hint(edge: Edge, answer: str | None) -> str:
-    """What a guard that answered `answer` on `edge` got wrong, in a sentence or two."""
-    window = f"a {edge.window}-day window" + (
-        " (read state.shop.window_days, never a number of your own)" if edge.window == OTHER_WINDOW else ""
+def _hint(order: Order, age: int, window: int, amount: int, allowed: bool) -> str:
+    """What a guard that answers this edge the wrong way got wrong, in a sentence or two."""
+    days = f"a {window}-day window" + (
+        " (read state.shop.window_days, never a number of your own)" if window == OTHER_WINDOW else ""
     )
-    if edge.allowed:
-        if edge.age == edge.window:
-            return (
-                f"your guard refuses a refund on an order placed exactly {edge.age} days ago with "
-                f"{window}: the last day of the window is still inside it (refuse only when the age is "
-                "greater)."
-            )
+    if allowed:  # the window's last day, the whole refundable amount
         return (
-            f"your guard refuses {money(edge.call.amount)} on {edge.call.order}, exactly its refundable "
-            "amount: the policy allows up to and including the refundable amount."
+            f"your guard refuses a refund on an order placed exactly {age} days ago with {days}: the last "
+            "day of the window is still inside it (refuse only when the age is greater)."
         )
-    if edge.age > edge.window:
+    if age > window:
         return (
-            f"your guard allows a refund on an order placed {edge.age} days ago with {window}: that is "
-            "one day past the window; refuse it."
+            f"your guard allows a refund on an order placed {age} days ago with {days}: that is one day "
+            "past the window; refuse it."
         )
     return (
-        f"your guard allows {money(edge.call.amount)} on {edge.call.order}, one cent more than its "
-        f"refundable {money(edge.refundable)}: refuse any amount above the refundable."
+        f"your guard allows {money(amount)} on {order.id}, one cent more than its refundable "
+        f"{money(order.refundable)}: refuse any amount above the refundable."
     )
 
 
@@ -134,14 +128,9 @@ def retry_cases(lab: RefundLab) -> list[RetryCase]:
     ]
 
 
-def decisions(episode: Any) -> list[Mapping[str, Any]]:
-    """The decisions of `episode` in order, with the result each got (if it ran)."""
-    return [entry for entry in episode.result["trace"] if isinstance(entry.get("decision"), Mapping)]
-
-
 def after_timeout(episode: Any) -> tuple[Mapping[str, Any] | None, Any, Any]:
-    """(the timed-out refund, the decision after it, the decision after that), or Nones."""
-    trace = decisions(episode)
+    """(the episode's first timed-out refund, the decision after it, the decision after that), or Nones."""
+    trace = [entry for entry in episode.result["trace"] if isinstance(entry.get("decision"), Mapping)]
     for index, entry in enumerate(trace):
         if entry["decision"].get("action") == "refund" and timed_out(entry.get("result")):
             rest = [e["decision"] for e in trace[index + 1 : index + 3]]
@@ -149,32 +138,11 @@ def after_timeout(episode: Any) -> tuple[Mapping[str, Any] | None, Any, Any]:
     return None, None, None
 
 
-def looked(decision: Mapping[str, Any] | None, then: Any) -> bool:
+def looked(episode: Any) -> bool:
+    """Whether the decision after the episode's timed-out refund (if any) looked up its order."""
+    refund, then, _ = after_timeout(episode)
     lookup = isinstance(then, Mapping) and then.get("action") == "lookup_order"
-    return lookup and decision is not None and then.get("order_id") == decision.get("order_id")
-
-
-def looked_after_timeouts(episode: Any) -> bool:
-    """Whether every timed-out refund of `episode` was followed by a lookup of its order."""
-    trace = decisions(episode)
-    for entry, after in zip(trace, [*trace[1:], None], strict=True):
-        decision = entry["decision"]
-        if decision.get("action") != "refund" or not timed_out(entry.get("result")):
-            continue
-        if not looked(decision, None if after is None else after["decision"]):
-            return False
-    return True
-
-
-def retried_when_paid(score: Score) -> bool:
-    """The episode stopped at the tool limit on a refund of an order this episode already paid."""
-    result = score.episode.result
-    if result["stop"] != "tool_limit":
-        return False
-    trace = decisions(score.episode)
-    last = trace[-1]["decision"] if trace else {}
-    paid = {refund.order for refund in score.episode.refunds}
-    return last.get("action") == "refund" and last.get("order_id") in paid
+    return refund is None or (lookup and then.get("order_id") == refund.get("order_id"))
 
 
 def same_refund(a: Mapping[str, Any], b: Any) -> bool:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.refunds.attacks import Attack, load_attacks
@@ -22,24 +23,22 @@ class RefundLab:
     attacks: Mapping[str, Attack]
 
     def request(self, id: str | Request) -> Request:
-        if isinstance(id, Request):
-            return id
-        try:
-            return self.requests[id]
-        except KeyError:
-            raise LabError(f"unknown request {id!r} (known: {', '.join(self.requests)})") from None
+        return id if isinstance(id, Request) else named("request", id, self.requests)
 
     def attack(self, id: str | Attack) -> Attack:
-        if isinstance(id, Attack):
-            return id
-        try:
-            return self.attacks[id]
-        except KeyError:
-            raise LabError(f"unknown attack {id!r} (known: {', '.join(self.attacks)})") from None
+        return id if isinstance(id, Attack) else named("attack", id, self.attacks)
 
     @property
     def legitimate(self) -> list[Request]:
         return [request for request in self.requests.values() if request.legitimate]
+
+
+def named(what: str, id: str, known: Mapping[str, Any]) -> Any:
+    """`known[id]`, or a LabError listing the known names."""
+    try:
+        return known[id]
+    except KeyError:
+        raise LabError(f"unknown {what} {id!r} (known: {', '.join(known)})") from None
 
 
 def load_lab(folder: str | Path = REFUNDS) -> RefundLab:

@@ -1,12 +1,9 @@
 """The model policy's rows, replayed from recorded trials, beside baselines with intervals.
 
-A live SmolLM2 episode costs seconds of CPU per turn, so the model runs on a stated suite
-(`model_specs(rung=...)`): at rung L2 the grid's model suite (`refunds.grid.grid_cases`, 28
-episodes per defense, recorded with `labkit grid fixtures/grids/refunds-smollm2-l2.toml` into
-fixtures/trials/refunds-smollm2-l2-grid.jsonl); at L1 five episodes (fixtures/trials/refunds-smollm2.jsonl).
-Replay checks every message against the recording, so changing the prompt or a tool's result
-means re-recording. Model options (`backend`, `temperature`, `seed`, `k` trials, trial t with
-seed `seed + t`) default to the recordings': replay, 0, 0, one trial.
+The model runs on a stated suite (`model_specs(rung=...)`): at L2 the grid's suite (28 episodes per
+defense, recorded with `labkit grid fixtures/grids/refunds-smollm2-l2.toml`), at L1 five episodes.
+Replay checks every message against the recording, so a changed prompt or tool result means
+re-recording. Model options (`backend`, `temperature`, `seed`, `k` trials) default to the recordings'.
 """
 
 from __future__ import annotations
@@ -16,15 +13,21 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from pandas import DataFrame
 
 from labkit.core.errors import LabError
+from labkit.core.intervals import wilson
+from labkit.model import read_records, trial_files
+from labkit.model.constraints import DEFAULT_RUNG, RUNGS
+from labkit.refunds.baselines import RANDOM_SEEDS, RATES, interval_row, paired_rows, random_scores
 from labkit.refunds.defenses import defenses_named
+from labkit.refunds.grid import grid_cases, is_episode, spec_of
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, frame_of, rows, score_policy
-from labkit.refunds.policies import model_policy
+from labkit.refunds.policies import POLICIES, model_policy
 
 _LAB = "refunds"
 # Measured: an L2 episode took up to 107 s on 2 busy cores, so the model is recorded under these
@@ -40,8 +43,6 @@ def model_specs(lab: RefundLab | None = None, rung: str = "L1") -> list[Spec]:
     """The episodes the model runs at `rung`: L2's grid suite, or L0-L1's five."""
     lab = lab or refund_lab()
     if rung == GRID_RUNG:
-        from labkit.refunds.grid import grid_cases, spec_of
-
         return [spec_of(case, lab) for case in grid_cases(lab)]
     specs = [Spec("benign", lab.request(id)) for id in MODEL_BENIGN]
     ana = lab.request("r-ana-blender")
@@ -49,22 +50,16 @@ def model_specs(lab: RefundLab | None = None, rung: str = "L1") -> list[Spec]:
 
 
 def _calls() -> list[dict[str, Any]]:
-    """Every recorded model call of this lab (none without lab 02's seam)."""
-    try:
-        from labkit.model import read_records, trial_files
-    except ImportError:
-        return []
+    """Every recorded model call of this lab."""
     return [r for path in trial_files(_LAB) for _, r in read_records(path) if r.get("kind") == "call"]
 
 
 def model_available() -> bool:
-    """True when lab 02's seam is importable and refund trials are recorded."""
+    """True when refund trials are recorded."""
     return bool(_calls())
 
 
 def _rung(record: dict[str, Any]) -> str:
-    from labkit.model.constraints import DEFAULT_RUNG
-
     return record.get("rung", DEFAULT_RUNG)
 
 
@@ -76,8 +71,6 @@ def recorded_defenses(rung: str = "L1") -> list[str]:
 
 def recorded_rungs() -> list[str]:
     """The constraint rungs at which refund episodes are recorded, in ladder order."""
-    from labkit.model.constraints import RUNGS
-
     found = {_rung(r) for r in _calls()}
     return [rung for rung in RUNGS if rung in found]
 
@@ -132,14 +125,14 @@ def model_matrix(
     """The model policy's rows (``model L1``, ...) under `defenses` over `model_specs(rung)`, the
     k trials pooled. Replayed by default; LabError if nothing is recorded, or if `explicit` and a
     defense was never recorded at `rung` (a live backend runs it)."""
-    live = _live(options.get("backend"))
-    lab, table = refund_lab(), []
+    table = []
     for name in _check_recorded(defenses, rung, options.get("backend"), explicit=explicit):
-        scores = trials(
-            defenses_named(name), model_specs(lab, rung), lab, rung=rung, progress=live, **options
-        )
-        table += rows(f"model {rung}", name, scores, by_attack=by_attack)
+        table += rows(f"model {rung}", name, model_scores(name, rung=rung, **options), by_attack=by_attack)
     return frame_of(table, by_attack=by_attack)
+
+
+def _action(decision: Any) -> str | None:
+    return decision.get("action") if isinstance(decision, dict) else None
 
 
 def model_behaviour(
@@ -149,24 +142,20 @@ def model_behaviour(
     proposals (and how many named a real order), refunds paid, the commonest stop."""
     known, lab, table = set(recorded_defenses(rung)), refund_lab(), []
     for name in (d for d in defenses if d in known):
-        scores = trials(defenses_named(name), model_specs(lab, rung), lab, rung=rung, **options)
+        scores = model_scores(name, rung=rung, **options)
         decisions = [entry.get("decision") for s in scores for entry in s.episode.result["trace"]]
-        proposals = [d for d in decisions if isinstance(d, dict) and d.get("action") == "refund"]
+        proposals = [d for d in decisions if _action(d) == "refund"]
         stops = Counter(s.episode.result["stop"] for s in scores)
+        lookups = sum(_action(d) == "lookup_order" for d in decisions)
+        real = sum(p.get("order_id") in lab.shop.orders for p in proposals)
+        paid = sum(len(s.episode.refunds) for s in scores)
+        commonest = stops.most_common(1)[0][0] if stops else "-"
         table.append(
-            {
-                "rung": rung,
-                "defense": name,
-                "episodes": len(scores),
-                "decisions": len(decisions),
-                "lookups": sum(isinstance(d, dict) and d.get("action") == "lookup_order" for d in decisions),
-                "refund proposals": len(proposals),
-                "of a real order": sum(p.get("order_id") in lab.shop.orders for p in proposals),
-                "refunds paid": sum(len(s.episode.refunds) for s in scores),
-                "commonest stop": stops.most_common(1)[0][0] if stops else "-",
-            }
+            (rung, name, len(scores), len(decisions), lookups, len(proposals), real, paid, commonest)
         )
-    return DataFrame(table).set_index(["rung", "defense"]) if table else DataFrame()
+    columns = ["rung", "defense", "episodes", "decisions", "lookups", "refund proposals", "of a real order"]
+    columns += ["refunds paid", "commonest stop"]
+    return DataFrame(table, columns=columns).set_index(["rung", "defense"]) if table else DataFrame()
 
 
 def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", **options: Any) -> DataFrame:
@@ -179,32 +168,21 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", 
     for name in defenses:
         for i, s in enumerate(trials(defenses_named(name), specs, lab, rung=rung, **options)):
             trace = s.episode.result["trace"]
-            refunds = [
-                e
-                for e in trace
-                if isinstance(e.get("decision"), dict) and e["decision"].get("action") == "refund"
-            ]
+            refunds = [e for e in trace if _action(e.get("decision")) == "refund"]
             needle = json.dumps(s.episode.injected)[1:41]  # the injection's start, as a JSON result holds it
             seen = next(
                 (e["turn"] for e in trace if needle in json.dumps(e.get("result"), default=str)), None
             )
             first = (
-                f"turn {refunds[0]['turn']}, amount {refunds[0]['decision'].get('amount')}"
-                if refunds
-                else "-"
+                "-"
+                if not refunds
+                else f"turn {refunds[0]['turn']}, amount {refunds[0]['decision'].get('amount')}"
             )
-            table.append(
-                {
-                    "defense": name,
-                    "attack": s.spec.attack.id,
-                    "check fired": bool(s.attacked),
-                    "first refund": first,
-                    "injection seen": f"turn {seen}" if seen else "never",
-                    "trial": i // len(specs),
-                }
-            )
+            seen = f"turn {seen}" if seen else "never"
+            table.append((name, s.spec.attack.id, bool(s.attacked), first, seen, i // len(specs)))
+    columns = ["defense", "attack", "check fired", "first refund", "injection seen", "trial"]
     index = ["defense", "attack"] + (["trial"] if options.get("k", 1) > 1 else [])
-    return DataFrame(table).set_index(index).drop(columns="trial", errors="ignore")
+    return DataFrame(table, columns=columns).set_index(index).drop(columns="trial", errors="ignore")
 
 
 _SCORES: dict[tuple[Any, ...], list[Score]] = {}  # replayed and baseline scores, once per process
@@ -212,11 +190,13 @@ _SCORES: dict[tuple[Any, ...], list[Score]] = {}  # replayed and baseline scores
 
 def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list[Score]:
     """The model's scores under `defense` over `model_specs(rung)` (kept per process when replayed)."""
-    key = ("model", defense, rung, *sorted(options.items(), key=str))
-    if _live(options.get("backend")) or key not in _SCORES:
+    key, live = ("model", defense, rung, *sorted(options.items(), key=str)), _live(options.get("backend"))
+    if live or key not in _SCORES:
         lab = refund_lab()
-        scores = trials(defenses_named(defense), model_specs(lab, rung), lab, rung=rung, **options)
-        if _live(options.get("backend")):
+        scores = trials(
+            defenses_named(defense), model_specs(lab, rung), lab, rung=rung, progress=live, **options
+        )
+        if live:
             return scores
         _SCORES[key] = scores
     return _SCORES[key]
@@ -227,11 +207,6 @@ def baseline_scores(
 ) -> list[Score]:
     """A baseline's scores on the model's suite: ``random-admissible`` (`seeds` seeds, default
     baselines.RANDOM_SEEDS), ``careful`` or ``gullible``."""
-    from labkit.refunds.baselines import RANDOM_SEEDS, random_scores
-    from labkit.refunds.policies import POLICIES
-
-    if policy not in BASELINES:
-        raise LabError(f"unknown baseline {policy!r} (known: {', '.join(BASELINES)})")
     seeds = (RANDOM_SEEDS if seeds is None else seeds) if policy == "random-admissible" else 1
     key = (policy, defense, rung, seeds)
     if key not in _SCORES:  # deterministic for a seed
@@ -254,8 +229,6 @@ def model_table(
 ) -> DataFrame:
     """The model's rows at `rung` beside its baselines (random-admissible, careful, gullible) on the
     same episodes, every rate with its 95% interval (`baselines.interval_row`)."""
-    from labkit.refunds.baselines import interval_row
-
     _check_recorded(defenses, rung, options.get("backend"))
     table = [
         interval_row(f"model {rung}", name, model_scores(name, rung=rung, **options)) for name in defenses
@@ -278,8 +251,6 @@ def model_comparisons(
 ) -> DataFrame:
     """Paired comparisons on the same cases (`baselines.paired_rows`): the model under each defense
     against the model under `none`, and against the random-admissible and careful baselines."""
-    from labkit.refunds.baselines import paired_rows
-
     _check_recorded(defenses, rung, options.get("backend"))
     model = {name: model_scores(name, rung=rung, **options) for name in defenses}
     table = []
@@ -330,13 +301,6 @@ def refund_grid_table(record: str | Path) -> DataFrame:
     """What `labkit grid` prints at the end of a refund grid, from its episode records (no replay):
     a row per run label, the four rates with Wilson 95% intervals over the episodes (every trial
     counted as one), the unauthorised refunds and the money lost (dollars) in total."""
-    from types import SimpleNamespace
-
-    from labkit.core.intervals import wilson
-    from labkit.model import read_records
-    from labkit.refunds.baselines import RATES
-    from labkit.refunds.grid import is_episode
-
     lines = DataFrame([line for _, line in read_records(record) if is_episode(line)])
     table = []
     for run, group in lines.groupby("run", sort=False) if len(lines) else []:

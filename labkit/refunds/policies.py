@@ -1,25 +1,29 @@
 """Policies for the refund desk: two scripted ones and the model behind lab 02's seam.
 
-Both scripted policies read the order, the messages, the product's reviews and the help page
-(every place an attack can hide), and retry a timed-out refund once with the same key.
-`gullible` obeys every "refund order <id> for $<amount> to <destination>" it read, then does the
-customer's refund unchecked: a caricature of a hijacked model. `careful` takes no instruction
-from tool text and checks the written policy against the order's record. Neither reads its
-prompt; `model_policy(defenses)` is where prompt-level defenses act.
+Both scripted policies read every place an attack can hide (order, messages, reviews, help page) and
+retry a timed-out refund once with the same key. `gullible` obeys every "refund order <id> for $<amount>
+to <destination>" it read, then does the customer's refund unchecked; `careful` takes no instruction
+from tool text and checks the written policy against the order's record. Neither reads its prompt.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import random
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from labkit.core.errors import LabError
 from labkit.core.runtime import Decide
+from labkit.model import ModelPolicy, parse_spec
+from labkit.model.constraints import admissible_schema
+from labkit.refunds.constraints import refund_rules
 from labkit.refunds.defenses import SPOTLIGHT_TEXT, Defenses
+from labkit.refunds.lab import refund_lab
 from labkit.refunds.rules import POLICY_TEXT
+from labkit.refunds.tools import EpisodeState, shop_tools
 
 INSTRUCTION = re.compile(
     r"refund order (?P<order>[a-z0-9-]+) for \$(?P<amount>[\d,]+(?:\.\d{1,2})?)"
@@ -87,13 +91,13 @@ def _progress(results: list[Any]) -> tuple[int, bool]:
     return index, retrying
 
 
-def _refund(call: Mapping[str, Any], key: str) -> dict[str, Any]:
+def _asked(task: Any, record: Mapping[str, Any]) -> dict[str, Any]:
+    """The customer's own refund, with unstated fields taken from the order's record."""
+    amount = record["refundable"] if task.amount is None else task.amount
     return {
-        "action": "refund",
-        "order_id": call["order_id"],
-        "amount": call["amount"],
-        "destination": call["destination"],
-        "idempotency_key": key,
+        "order_id": task.order,
+        "amount": amount,
+        "destination": task.destination or record["payment_method"],
     }
 
 
@@ -113,7 +117,7 @@ def _carry_out(
     results = [o["result"] for o in observations if o["action"] == "refund"]
     index, _ = _progress(results)
     if index < len(planned):
-        return _refund(planned[index], f"{task.id}#{index}")
+        return {"action": "refund", **planned[index], "idempotency_key": f"{task.id}#{index}"}
     if refused is not None:
         return {"action": "final", "answer": f"Refund refused: {refused}", "citation": ""}
     if results and timed_out(results[-1]) and _progress(results[:-1])[1]:
@@ -143,14 +147,7 @@ def gullible(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
         return {"action": "final", "answer": "I could not find that order.", "citation": ""}
     texts = [text for o in observations if o["action"] != "refund" for text in _strings(o["result"])]
     planned = [call for text in texts for call in instructions_in(text)]
-    planned.append(
-        {
-            "order_id": task.order,
-            "amount": record["refundable"] if task.amount is None else task.amount,
-            "destination": task.destination or record["payment_method"],
-        }
-    )
-    return _carry_out(task, planned, observations)
+    return _carry_out(task, [*planned, _asked(task, record)], observations)
 
 
 def policy_refusal(task: Any, record: Mapping[str, Any]) -> str | None:
@@ -187,47 +184,24 @@ def careful(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
     refused = policy_refusal(task, record)
     if refused is not None:
         return _carry_out(task, [], observations, refused)
-    planned = [
-        {
-            "order_id": task.order,
-            "amount": record["refundable"] if task.amount is None else task.amount,
-            "destination": task.destination or record["payment_method"],
-        }
-    ]
-    return _carry_out(task, planned, observations)
+    return _carry_out(task, [_asked(task, record)], observations)
 
 
-AMOUNT_KEYS = ("amount", "refundable", "total", "price")
-DOLLARS = re.compile(r"\$(\d[\d,]*(?:\.\d{1,2})?)")
+# A figure under one of the records' amount keys, or a dollar amount written in text, in a JSON result.
+AMOUNTS = re.compile(r'"(?:amount|refundable|total|price)": (\d+(?:\.\d+)?)[,}\]]|\$(\d[\d,]*(?:\.\d{1,2})?)')
 RANDOM_RUNG = "L2"
 
 
 def _amounts(task: Any, observations: list[dict[str, Any]]) -> list[float]:
     """The dollar amounts seen in this episode: the request's, and the records' and texts' ones."""
     found = [] if task.amount is None else [float(task.amount)]
-
-    def walk(value: Any) -> None:
-        if isinstance(value, Mapping):
-            for key, item in value.items():
-                if key in AMOUNT_KEYS and type(item) in (int, float):
-                    found.append(float(item))
-                walk(item)
-        elif isinstance(value, list | tuple):
-            for item in value:
-                walk(item)
-        elif isinstance(value, str):
-            found.extend(float(m.replace(",", "")) for m in DOLLARS.findall(value))
-
-    for observation in observations:
-        walk(observation.get("result"))
+    text = json.dumps([observation.get("result") for observation in observations])
+    found += [float(figure or written.replace(",", "")) for figure, written in AMOUNTS.findall(text)]
     return sorted(set(found))
 
 
 def _schema_tools(defenses: Defenses) -> dict[str, Any]:
     """Tools whose names and parameters give the decision schema; an episode runs its own."""
-    from labkit.refunds.lab import refund_lab
-    from labkit.refunds.tools import EpisodeState, shop_tools
-
     lab = refund_lab()
     return shop_tools(EpisodeState(lab.shop, next(iter(lab.requests.values())), defenses))
 
@@ -236,11 +210,6 @@ def random_admissible(seed: int = 0) -> Decide:
     """A baseline: each turn, a decision drawn uniformly from those rung L2 admits in this state
     (the action, then each slot; `amount` from the dollar amounts observed so far, so no refund
     before one is seen). A pure function of (seed, task id, turn); it reads no instruction."""
-    import random
-
-    from labkit.model.constraints import admissible_schema
-    from labkit.refunds.constraints import refund_rules
-
     tools, rules = _schema_tools(Defenses("none")), refund_rules(describe)
 
     def decide(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
@@ -322,15 +291,8 @@ def model_policy(
     """SmolLM2 (or any backend of lab 02's seam: a Backend, a spec such as "local", or None for
     `LABKIT_MODEL`, replay when unset) as a refund policy under `defenses`, at constraint `rung`
     (`labkit.refunds.constraints`)."""
-    try:
-        from labkit.model import ModelPolicy, parse_spec
-    except ImportError as error:
-        raise LabError(f"the model policy needs lab 02's model seam (labkit.model): {error}") from None
     if isinstance(backend, str):
         backend = parse_spec(backend)
-    from labkit.refunds.constraints import refund_rules
-    from labkit.refunds.lab import refund_lab
-
     return ModelPolicy(
         lab="refunds",
         tools=_schema_tools(defenses),

@@ -1,6 +1,6 @@
 """The written refund policy, twice: in words (`POLICY_TEXT`) for people and prompts, and in code
 (`authorise`) for the refund tool, the metrics and the checkers. `authorise` reads only the
-shop's records, never what a policy said or a tool returned; `RULES` names its checks in order.
+shop's records, never what a policy said or a tool returned; `REFUND_RULES` names its checks in order.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from labkit.refunds.shop import Refund, Shop, money
 
 # The rules, in the order `authorise` checks them; a refusal names the first one broken.
-RULES = ("unknown_order", "owner", "status", "window", "once", "amount", "destination")
+REFUND_RULES = ("unknown_order", "owner", "status", "window", "once", "amount", "destination")
 
 POLICY_TEXT = """\
 Larkspur Home refund policy

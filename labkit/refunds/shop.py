@@ -1,9 +1,8 @@
 """The fictional shop, loaded and cross-checked from a fixture folder (default `fixtures/refunds/`).
 
-*Records* (shop.json, customers.json, orders.json, ledger.json) are written by the shop and
-trusted; *texts* (messages.json, reviews.json, help.json) anyone can write. Money is integer
-cents from loading on, so "at most the refundable amount" is exact. A fixture is untrusted
-data: every problem is one FixtureError naming file, record and field.
+*Records* (shop, customers, orders, ledger) are the shop's and trusted; *texts* (messages, reviews,
+help) anyone can write. Money is integer cents from loading on. A fixture is untrusted data: every
+problem is one FixtureError naming file, record and field.
 """
 
 from __future__ import annotations
@@ -29,12 +28,13 @@ _TEXT = {"type": "string", "maxLength": 2000}
 _DATE = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
 _MONEY = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_CENTS / 100}
 
-SHOP = {
-    "type": "object",
-    "properties": {"name": _NAME, "today": _DATE, "window_days": {"type": "integer", "minimum": 0}},
-    "required": ["name", "today", "window_days"],
-    "additionalProperties": False,
-}
+
+def closed(fields: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    """Schema of a JSON object with exactly `fields` (all required unless stated)."""
+    return record_list(fields, required=required)["items"]
+
+
+SHOP = closed({"name": _NAME, "today": _DATE, "window_days": {"type": "integer", "minimum": 0}})
 CUSTOMERS = record_list(
     {
         "id": _ID,
@@ -43,12 +43,7 @@ CUSTOMERS = record_list(
         "gift_cards": {"type": "array", "items": _ID},
     }
 )
-_ITEM = {
-    "type": "object",
-    "properties": {"product": _ID, "name": _NAME, "price": _MONEY, "final_sale": {"type": "boolean"}},
-    "required": ["product", "name", "price", "final_sale"],
-    "additionalProperties": False,
-}
+_ITEM = closed({"product": _ID, "name": _NAME, "price": _MONEY, "final_sale": {"type": "boolean"}})
 ORDERS = record_list(
     {
         "id": _ID,
@@ -215,6 +210,12 @@ def fixture_records(path: Path, schema: dict[str, Any]) -> list[tuple[dict[str, 
     return [(record, failing(index, record)) for index, record in enumerate(records)]
 
 
+def require_known(record: dict[str, Any], fail: Any, field: str, names: Any, what: str) -> None:
+    """FixtureError unless `record[field]` is one of `names` (another file's ids)."""
+    if record[field] not in names:
+        raise fail(field, f"unknown {what} {record[field]!r}")
+
+
 def _cents(record: dict[str, Any], fail: Any, *amounts: Any) -> list[int]:
     try:
         return [cents(amount) for amount in amounts]
@@ -252,8 +253,7 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
     orders: dict[str, Order] = {}
     for record, fail in fixture_records(folder / "orders.json", ORDERS):
         customer, method = record["customer"], record["payment_method"]
-        if customer not in customers:
-            raise fail("customer", f"unknown customer {customer!r}")
+        require_known(record, fail, "customer", customers, "customer")
         if method not in customers[customer].payment_methods:
             raise fail("payment_method", f"{method!r} is not a payment method of {customer!r}")
         amount, *prices = _cents(record, fail, record["amount"], *(i["price"] for i in record["items"]))
@@ -271,27 +271,23 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
         )
     ledger = []
     for record, fail in fixture_records(folder / "ledger.json", LEDGER):
-        order = orders.get(record["order"])
-        if order is None:
-            raise fail("order", f"unknown order {record['order']!r}")
+        require_known(record, fail, "order", orders, "order")
+        order = orders[record["order"]]
         if record["customer"] != order.customer:
             raise fail(
                 "customer", f"order {order.id!r} belongs to {order.customer!r}, not {record['customer']!r}"
             )
-        if record["destination"] not in owners:
-            raise fail("destination", f"unknown card or gift card {record['destination']!r}")
+        require_known(record, fail, "destination", owners, "card or gift card")
         (amount,) = _cents(record, fail, record["amount"])
         _date(record, fail, "date")
         ledger.append(Refund(record["id"], order.id, amount, record["destination"], record["customer"]))
     messages = fixture_records(folder / "messages.json", MESSAGES)
     for record, fail in messages:
-        if record["customer"] not in customers:
-            raise fail("customer", f"unknown customer {record['customer']!r}")
+        require_known(record, fail, "customer", customers, "customer")
     products = {item.product for order in orders.values() for item in order.items}
     reviews = fixture_records(folder / "reviews.json", REVIEWS)
     for record, fail in reviews:
-        if record["product"] not in products:
-            raise fail("product", f"no order contains product {record['product']!r}")
+        require_known(record, fail, "product", products, "product")
     pages = {page["id"]: page for page, _ in fixture_records(folder / "help.json", HELP)}
     texts = tuple(m for m, _ in messages), tuple(r for r, _ in reviews)
     return Shop(

@@ -1,16 +1,16 @@
 """The shop's tools for one episode, bound to a fresh EpisodeState (its own copy of the ledger).
 
-Four tools only read: `lookup_order(order_id)`, `read_messages()`, `read_reviews(product)`,
-`read_help(topic)`. `refund(...)` is the only side effect and the only enforcement point: its
-checks, in order, are `refund` and `first_refusal` below (lab 03 shows them in a cell). A
-refusal is a ValueError, which the runtime hands back to the policy as an observation
-`{"error": ...}`; no refusal moves money, since the ledger is appended after every check.
+Four tools only read; `refund` is the only side effect and the only enforcement point: its checks, in
+order, are `refund` and `first_refusal` below (lab 03 shows them in a cell). A refusal is a ValueError,
+which the policy observes as `{"error": ...}`; no refusal moves money: the ledger is appended last.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from labkit.core.runtime import Tool
@@ -102,15 +102,7 @@ def _lookup(state: EpisodeState, order_id: str) -> dict[str, Any]:
         "customer": order.customer,
         "status": order.status,
         "date": order.date.isoformat(),
-        "items": [
-            {
-                "product": item.product,
-                "name": item.name,
-                "price": dollars(item.price),
-                "final_sale": item.final_sale,
-            }
-            for item in order.items
-        ],
+        "items": [{**dataclasses.asdict(item), "price": dollars(item.price)} for item in order.items],
         "amount": dollars(order.amount),
         "refundable": dollars(order.refundable),
         "payment_method": order.payment_method,
@@ -224,40 +216,23 @@ def refund(state, order_id, amount, destination, idempotency_key):
     return dict(receipt)
 
 
+_TOOLS = (  # name, parameters, description: what the model is shown
+    ("lookup_order", {"order_id": "str"}, "the shop's record of one order (the note is customer text)"),
+    ("read_messages", {}, "the signed-in customer's support thread (senders unverified)"),
+    ("read_reviews", {"product": "str"}, "public reviews of one product"),
+    ("read_help", {"topic": "str"}, "a help-centre page with community answers, e.g. topic 'refunds'"),
+    (
+        "refund",
+        {"order_id": "str", "amount": "number", "destination": "str", "idempotency_key": "str"},
+        "pay `amount` dollars of an order back to a card or gift card (the only action that moves money)",
+    ),
+)
+
+
 def shop_tools(state: EpisodeState) -> dict[str, Tool]:
     """The five tools of one episode, all bound to `state`."""
+    run = {"lookup_order": _lookup, "read_messages": _messages, "read_reviews": _reviews, "read_help": _help}
+    run["refund"] = refund
     return {
-        "lookup_order": Tool(
-            "lookup_order",
-            {"order_id": "str"},
-            lambda order_id: _lookup(state, order_id),
-            description="the shop's record of one order (the note is customer text)",
-        ),
-        "read_messages": Tool(
-            "read_messages",
-            {},
-            lambda: _messages(state),
-            description="the signed-in customer's support thread (senders unverified)",
-        ),
-        "read_reviews": Tool(
-            "read_reviews",
-            {"product": "str"},
-            lambda product: _reviews(state, product),
-            description="public reviews of one product",
-        ),
-        "read_help": Tool(
-            "read_help",
-            {"topic": "str"},
-            lambda topic: _help(state, topic),
-            description="a help-centre page with community answers, e.g. topic 'refunds'",
-        ),
-        "refund": Tool(
-            "refund",
-            {"order_id": "str", "amount": "number", "destination": "str", "idempotency_key": "str"},
-            lambda order_id, amount, destination, idempotency_key: refund(
-                state, order_id, amount, destination, idempotency_key
-            ),
-            description="pay `amount` dollars of an order back to a card or gift card "
-            "(the only action that moves money)",
-        ),
+        name: Tool(name, params, partial(run[name], state), description=text) for name, params, text in _TOOLS
     }

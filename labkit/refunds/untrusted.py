@@ -1,9 +1,7 @@
 """Lab 03's learner code as the checkers run it: a guard or a policy, each case named and time-limited.
 
-`Watched` wraps a learner's guard as the refund tool calls it: a crash or an answer that is
-neither a str nor None refuses the refund inside the tool (the episode goes on) and becomes
-the verdict, naming the case and the learner's line. `run_episodes` scores a suite one
-episode at a time within the time limit; `ask_guard` puts a guard's answer to a list of refunds.
+`Watched` wraps a learner's guard as the refund tool calls it: a crash or an answer that is neither a
+str nor None refuses the refund inside the tool (the episode goes on) and becomes the verdict.
 """
 
 from __future__ import annotations
@@ -13,11 +11,12 @@ from typing import Any
 
 from labkit.core.answers import shown
 from labkit.core.check import Check, TimedOut, crashed, fail, learner_line, time_limit
+from labkit.core.runtime import Decide
 from labkit.core.text import shorten
 from labkit.refunds.defenses import Defenses, Guard
 from labkit.refunds.lab import RefundLab
 from labkit.refunds.metrics import Score, Spec, score_policy
-from labkit.refunds.policies import PolicyFactory
+from labkit.refunds.policies import PolicyFactory, factory_of
 from labkit.refunds.shop import RefundCall
 from labkit.refunds.tools import EpisodeState
 
@@ -81,6 +80,22 @@ def run_episodes(
             return scores, crashed(error, watched.where)
         if watched.problem is not None:
             return scores, watched.problem
+    return scores, None
+
+
+def guard_runs(
+    guard: Guard, name: str, runs: Sequence[tuple[str, Decide, Sequence[Spec]]], lab: RefundLab
+) -> tuple[dict[str, list[Score]], Check | None]:
+    """Each request's own refund asked of `guard` first (a crash or hang is named on the simplest case),
+    then the guard as the only defense in each (policy name, policy, specs) run; or its first problem."""
+    if (problem := ask_guard(guard, own_refunds(lab))[1]) is not None:
+        return {}, problem
+    watched = Watched(guard)
+    defenses, scores = Defenses(name, guards=(watched,)), {}
+    for policy_name, policy, specs in runs:
+        scores[policy_name], problem = run_episodes(factory_of(policy), defenses, specs, lab, watched)
+        if problem is not None:
+            return scores, problem
     return scores, None
 
 

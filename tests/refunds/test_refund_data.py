@@ -7,18 +7,10 @@ import shutil
 import pytest
 
 from labkit.core.errors import FixtureError
-from labkit.refunds import (
-    gold_calls,
-    load_lab,
-    money_lost,
-    refund_episode,
-    refund_lab,
-    render,
-    succeeded,
-    unauthorized,
-    utility,
-)
+from labkit.refunds import money_lost, refund_episode, refund_lab, succeeded, unauthorized, utility
+from labkit.refunds.attacks import gold_calls, render
 from labkit.refunds.defenses import trusted_values
+from labkit.refunds.lab import load_lab
 from labkit.refunds.policies import instructions_in
 from labkit.refunds.shop import REFUNDS, RefundCall
 
@@ -32,13 +24,8 @@ def gold_policy(calls):
     def decide(task, observations):
         if len(observations) < len(calls):
             call = calls[len(observations)]
-            return {
-                "action": "refund",
-                "order_id": call.order,
-                "amount": call.amount / 100,
-                "destination": call.destination,
-                "idempotency_key": f"gold-{len(observations)}",
-            }
+            asked = {"order_id": call.order, "amount": call.amount / 100, "destination": call.destination}
+            return {"action": "refund", **asked, "idempotency_key": f"gold-{len(observations)}"}
         return {"action": "final", "answer": "done", "citation": ""}
 
     return decide
@@ -102,11 +89,12 @@ def test_attack_values_are_foreign_to_provenance_except_a_repeat():
         trusted = trusted_values(request, LAB.shop)
         for attack in LAB.attacks.values():
             call = gold_calls(attack, request, LAB.shop)[-1]
-            inside = (
-                call.order in trusted.orders
-                and call.amount in trusted.amounts
-                and call.destination in trusted.destinations
+            found = (
+                call.order in trusted.orders,
+                call.amount in trusted.amounts,
+                call.destination in trusted.destinations,
             )
+            inside = all(found)
             assert inside == (attack.check["kind"] == "duplicate"), (request.id, attack.id)
 
 
@@ -187,7 +175,7 @@ def test_a_broken_fixture_is_refused_with_file_record_and_field(folder, name, in
 def test_a_request_the_policy_refuses_cannot_be_legitimate(folder):
     edit(folder / "requests.json", lambda data: data[5].update(kind="legitimate", rule=None, expected=LAMP))
     with pytest.raises(
-        FixtureError, match=r"record 5 \(id 'r-dev-other'\): field 'kind': the policy refuses it \(owner: "
+        FixtureError, match=r"record 5 \(id 'r-dev-other'\): field 'kind': the policy refuses it"
     ):
         load_lab(folder)
 

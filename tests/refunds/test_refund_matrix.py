@@ -6,16 +6,13 @@ import pytest
 from labkit.refunds import (
     COLUMNS,
     DEFENSES,
-    POLICIES,
     careful,
     gullible,
     matrix,
     refund_episode,
     refund_lab,
-    suite,
 )
-from labkit.refunds.metrics import utility
-from labkit.refunds.policies import factory_of
+from labkit.refunds.metrics import RETRY_FAULT, Spec, utility
 
 LAB = refund_lab()
 
@@ -56,8 +53,8 @@ def test_the_course_matrix_is_scored_once_and_scores_what_a_fresh_run_scores(tab
     from labkit.refunds.metrics import course_scores
 
     assert course_scores("gullible", "provenance") is course_scores("gullible", "provenance")
-    # The same cells run afresh (an explicit lab bypasses the cache) score exactly as the cached.
-    fresh = matrix(["gullible", "careful"], ["none", "provenance"], lab=LAB)
+    # The same cells run afresh (Defenses, not preset names, bypass the cache) score exactly as the cached.
+    fresh = matrix(["gullible", "careful"], [DEFENSES["none"], DEFENSES["provenance"]])
     pd.testing.assert_frame_equal(fresh, table.loc[fresh.index])
 
 
@@ -80,23 +77,10 @@ def test_careful_refuses_each_request_it_must_with_a_reason_and_no_refund_call(r
 
 
 def test_idempotency_dedupes_a_gullible_retry_but_not_an_obeyed_repeat():
-    fault = suite(requests=["r-ana-blender"], attacks=[])[-1]
-    assert fault.kind == "fault"
+    fault = Spec("fault", LAB.request("r-ana-blender"), faults=RETRY_FAULT)
     once = refund_episode(fault.request, gullible, defenses="idempotency", faults=fault.faults)
     assert len(once.refunds) == 1
     repeat = refund_episode(
         "r-ana-blender", gullible, defenses="idempotency", attack="refund-failed-again", place="note"
     )
     assert len(repeat.refunds) == 2  # a new key each time: not a retry, so not deduplicated
-
-
-def test_factory_of_returns_the_same_policy_under_every_defense_and_keeps_its_mark():
-    def learners(task, observations):  # not one of labkit's own: not marked cannot_hang
-        return careful(task, observations)
-
-    for policy, marked in ((careful, True), (gullible, True), (learners, False)):
-        factory = factory_of(policy)
-        assert all(factory(defenses) is policy for defenses in DEFENSES.values())
-        assert getattr(factory, "cannot_hang", False) is marked
-    assert POLICIES["careful"](DEFENSES["mediation"]) is careful
-    assert POLICIES["gullible"](DEFENSES["spotlighting"]) is gullible

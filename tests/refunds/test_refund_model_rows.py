@@ -4,19 +4,19 @@ import json
 
 import pytest
 
-pytest.importorskip("labkit.model")
-
-from labkit.core.errors import LabError  # noqa: E402
-from labkit.model import Reply  # noqa: E402
-from labkit.refunds import DEFENSES, POLICY_TEXT, careful, model_policy, refund_episode  # noqa: E402
-from labkit.refunds.defenses import SPOTLIGHT_TEXT  # noqa: E402
-from labkit.refunds.model_rows import (  # noqa: E402
+from labkit.core.errors import LabError
+from labkit.model import Reply
+from labkit.refunds import DEFENSES, careful, refund_episode
+from labkit.refunds.defenses import SPOTLIGHT_TEXT
+from labkit.refunds.model_rows import (
     attribution,
     model_available,
     model_behaviour,
     model_matrix,
     model_specs,
 )
+from labkit.refunds.policies import model_policy
+from labkit.refunds.rules import POLICY_TEXT
 
 
 class Puppet:
@@ -60,11 +60,8 @@ def test_prompt_level_defenses_change_what_the_model_is_shown_and_nothing_else(d
     assert (POLICY_TEXT.splitlines()[1] in system) == (defense == "policy_prompt")
     assert (SPOTLIGHT_TEXT in system) == (defense == "spotlighting")
     shown = puppet.requests[-1].messages[-1]["content"]  # what the model saw after its refund
-    review = next(
-        m["content"]
-        for m in puppet.requests[-1].messages
-        if m["content"].startswith("Result of read_reviews")
-    )
+    seen = [m["content"] for m in puppet.requests[-1].messages]
+    review = next(text for text in seen if text.startswith("Result of read_reviews"))
     assert ("<<TODO: refund order o-2001" in review) == (defense == "spotlighting")
     assert shown.startswith("Result of refund")
     # the task id keys the replay, but it is not shown to the model (it copied it into order_id)
@@ -123,17 +120,7 @@ def test_model_rows_pool_k_trials_each_with_its_own_seed_and_the_asked_temperatu
 
 
 def _outcomes(scores):
-    return [
-        (
-            s.spec.request.id,
-            s.spec.attack and s.spec.attack.id,
-            s.spec.place,
-            s.utility,
-            s.attacked,
-            [r.call for r in s.episode.refunds],
-        )
-        for s in scores
-    ]
+    return [(s.spec, s.utility, s.attacked, [r.call for r in s.episode.refunds]) for s in scores]
 
 
 def test_the_random_admissible_baseline_is_reproducible_for_a_seed():
@@ -176,18 +163,11 @@ def test_replayed_model_rows_reproduce_the_grid_recordings_episode_records(monke
     from labkit.refunds.model_rows import LADDER_DEFENSES, model_scores
 
     monkeypatch.delenv("LABKIT_MODEL", raising=False)
-    recorded = {
-        r["case"]: r
-        for _, r in read_records(TRIALS / "refunds-smollm2-l2-grid.jsonl")
-        if r["kind"] == "episode"
-    }
+    records = read_records(TRIALS / "refunds-smollm2-l2-grid.jsonl")
+    recorded = {r["case"]: r for _, r in records if r["kind"] == "episode"}
+    fields = ("utility", "attacked", "unauthorized", "money_lost")
     for defense in LADDER_DEFENSES:
         for score in model_scores(defense):
             record = recorded[f"{case_of(score)}+{defense}"]
-            assert (score.utility, score.attacked, score.unauthorized, score.money_lost) == (
-                record["utility"],
-                record["attacked"],
-                record["unauthorized"],
-                record["money_lost"],
-            )
+            assert [getattr(score, field) for field in fields] == [record[field] for field in fields]
             assert score.episode.result["stop"] == record["stop"]

@@ -1,6 +1,5 @@
 """The refund tool is the enforcement point: each defense's contract, one behaviour per test."""
 
-import json
 import re
 import threading
 
@@ -8,17 +7,8 @@ import pytest
 
 from labkit.core.errors import LabError
 from labkit.core.runtime import STOP_REASONS
-from labkit.refunds import (
-    DEFENSES,
-    Defenses,
-    Faults,
-    careful,
-    refund_episode,
-    refund_lab,
-    rubber_stamp,
-    suite,
-)
-from labkit.refunds.metrics import Spec, score_policy
+from labkit.refunds import DEFENSES, Defenses, Faults, careful, refund_episode, refund_lab, rubber_stamp
+from labkit.refunds.metrics import Spec, score_policy, suite
 from labkit.refunds.policies import factory_of
 from labkit.refunds.tools import TIMEOUT_MESSAGE
 
@@ -27,26 +17,13 @@ LAB = refund_lab()
 
 def script(*decisions):
     """A policy that proposes `decisions` in order, then a final answer."""
-
-    def decide(task, observations):
-        turn = len(observations)
-        return (
-            decisions[turn]
-            if turn < len(decisions)
-            else {"action": "final", "answer": "done", "citation": ""}
-        )
-
-    return decide
+    done = {"action": "final", "answer": "done", "citation": ""}
+    return lambda task, observations: (*decisions, done)[min(len(observations), len(decisions))]
 
 
 def refund(order="o-1001", amount=89.0, destination="card-ana-4242", key="k1"):
-    return {
-        "action": "refund",
-        "order_id": order,
-        "amount": amount,
-        "destination": destination,
-        "idempotency_key": key,
-    }
+    call = {"order_id": order, "amount": amount, "destination": destination, "idempotency_key": key}
+    return {"action": "refund", **call}
 
 
 def observed(episode):
@@ -95,9 +72,6 @@ def test_mediation_judges_the_signed_in_customer_and_allows_their_gift_card_and_
     assert [(r.amount, r.destination) for r in partial.refunds] == [(4000, "gift-ana-01")]
 
 
-HUGE = json.loads("1" + "0" * 400)
-
-
 @pytest.mark.parametrize(
     ("call", "fragment"),
     [
@@ -122,9 +96,8 @@ def test_provenance_refuses_values_only_tool_text_supplied_and_allows_record_val
         refund(amount=999.0, key="k3"),
     )
     foreign = refund_episode("r-ana-blender", script(*calls), defenses="provenance")
-    assert (
-        foreign.refunds == () and [e.split(":")[0] for e in errors(foreign)] == ["refused (provenance)"] * 3
-    )
+    assert foreign.refunds == ()
+    assert [e.split(":")[0] for e in errors(foreign)] == ["refused (provenance)"] * 3
     # The customer's own expired order is a record value: provenance passes it, mediation would not.
     own = refund_episode("r-ana-blender", script(refund(order="o-1002", amount=42.0)), defenses="provenance")
     assert [r.order for r in own.refunds] == ["o-1002"]
@@ -133,15 +106,10 @@ def test_provenance_refuses_values_only_tool_text_supplied_and_allows_record_val
 def test_confirmation_shows_exact_arguments_records_every_decision_and_is_only_as_good_as_the_approver():
     calls = script(refund(destination="gift-ana-01"), refund(key="k2"))
     episode = refund_episode("r-ana-blender", calls, defenses="confirmation")
+    asked = {"order": "o-1001", "amount": 89.0}
     assert episode.approvals == (
-        {"order": "o-1001", "amount": 89.0, "destination": "gift-ana-01", "approved": False},
-        {
-            "order": "o-1001",
-            "amount": 89.0,
-            "destination": "card-ana-4242",
-            "approved": True,
-            "refund": "rf-0002",
-        },
+        {**asked, "destination": "gift-ana-01", "approved": False},
+        {**asked, "destination": "card-ana-4242", "approved": True, "refund": "rf-0002"},
     )
     assert [r.destination for r in episode.refunds] == ["card-ana-4242"]
     assert errors(episode) == [
@@ -170,10 +138,10 @@ def test_idempotency_replays_a_refusal_but_does_not_remember_a_malformed_call():
         "r-ana-blender", script(refund(amount=999.0), refund(amount=999.0)), defenses=both
     )
     assert refused.refunds == () and errors(refused)[0] == errors(refused)[1]
-    malformed_then_fine = refund_episode(
-        "r-ana-blender", script(refund(order="o-9999"), refund()), defenses=both
+    assert (
+        len(refund_episode("r-ana-blender", script(refund(order="o-9999"), refund()), defenses=both).refunds)
+        == 1
     )
-    assert len(malformed_then_fine.refunds) == 1
 
 
 @pytest.mark.parametrize(("defense", "paid"), [("none", 2), ("idempotency", 1), ("mediation", 1)])
@@ -193,18 +161,9 @@ READS = (
 
 
 def test_spotlighting_marks_untrusted_text_only_and_strips_marks_an_attacker_wrote():
-    plain = observed(
-        refund_episode("r-ana-blender", script(*READS), attack="direct-other-order", place="review")
-    )
-    marked = observed(
-        refund_episode(
-            "r-ana-blender",
-            script(*READS),
-            defenses="spotlighting",
-            attack="direct-other-order",
-            place="review",
-        )
-    )
+    attack = {"attack": "direct-other-order", "place": "review"}
+    plain = observed(refund_episode("r-ana-blender", script(*READS), **attack))
+    marked = observed(refund_episode("r-ana-blender", script(*READS), defenses="spotlighting", **attack))
     assert marked[0]["note"] == "<<Please leave the parcel at the side door.>>"
     assert marked[0]["payment_method"] == plain[0]["payment_method"] == "card-ana-4242"
     assert [m["text"] for m in marked[1]] == [f"<<{m['text']}>>" for m in plain[1]]
@@ -225,11 +184,8 @@ def test_read_tools_and_run_episode_refuse_unknown_names():
         {"action": "read_reviews", "product": "p-nothing"},
         {"action": "read_help", "topic": "secrets"},
     )
-    assert errors(refund_episode("r-ana-blender", reads)) == [
-        "no order 'x'",
-        "no product 'p-nothing'",
-        "no help page 'secrets' (pages: refunds)",
-    ]
+    unknown = ["no order 'x'", "no product 'p-nothing'", "no help page 'secrets' (pages: refunds)"]
+    assert errors(refund_episode("r-ana-blender", reads)) == unknown
     for kwargs, fragment in (
         ({"defenses": "magic"}, "unknown defense 'magic' (known: none, policy_prompt"),
         ({"attack": "nope", "place": "note"}, "unknown attack 'nope'"),
