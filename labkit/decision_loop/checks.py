@@ -1,10 +1,7 @@
-"""Lab 02's build-it cell and exercises, as `labkit.exercises.lab02`.
-
-`check_run(my_run)`: the heart of `labkit.core.runtime.run`, beside labkit's `run` on every case
-of `cases()` (more than `reference_table` shows), with tools that count their calls; exercises
-1-4: `check_stop_policy`, `check_pass_hat_k`, `check_budget`, `check_missing_rule`, on model
-episodes replayed from `fixtures/trials/` (never `LABKIT_MODEL`). A learner's function runs on
-copies within a time limit (`labkit.core.check.call`); whatever it does ends in a verdict.
+"""Lab 02's build-it cell and exercises, as `labkit.exercises.lab02`: `check_run(my_run)` beside
+labkit's `run` on every case of `cases()` (more than `reference_table` shows), with tools that
+count their calls; exercises 1-4 on model episodes replayed from `fixtures/trials/`. A learner's
+function runs on copies within a time limit (`labkit.core.check.call`).
 """
 
 import json
@@ -44,7 +41,6 @@ KEYS = ("stop", "turns", "tool_calls", "answer", "citation")
 # max_turns <= max_tools and tool_limit max_turns > max_tools: turn_limit gets its own.
 _LIMITS = {"max_turns": 3, "max_tools": 2}
 _TURN_LIMITS = {"max_turns": 2, "max_tools": 3}
-_REACHABLE = ("final", "invalid_decision", "provider_error", "tool_limit", "turn_limit", "unread_citation")
 _BUDGET_CASE = "deploy-build"  # exercise 3: SmolLM2's base-prompt T=0 episode, replayed
 RULE_RUN = TRIALS / "docuctl-smollm2-example-t0.jsonl"  # exercise 4: the example prompt at L1, T=0
 # Exercise 2: these cases and _RANDOM_CASES more drawn afresh every check, so no list can be memorised.
@@ -56,7 +52,7 @@ TASK = Task("exercise", "rollback", "How do I restore the last release?", "v2")
 _OTHER_TASK = Task("exercise-v1", "deploy", "How do I deploy the current build?", "v1")  # unshown cases only
 _READ = {"action": "read", "id": "rollback-v2"}
 FINAL = {"action": "final", "answer": "docuctl release revert --env staging", "citation": "rollback-v2"}
-_SMALL, _ROOMY = {"max_turns": 3, "max_tools": 2}, {"max_turns": 4, "max_tools": 3}
+_ROOMY = {"max_turns": 4, "max_tools": 3}
 
 
 def _searcher(task: Any, observations: list) -> dict[str, Any]:
@@ -98,14 +94,30 @@ def _after_error(task: Any, observations: list) -> dict[str, Any]:
     return scripted(task, observations)
 
 
+# What `run` promises, by the stop a case ends with (a wrong run's verdict quotes it): the stop
+# reasons a policy alone can reach.
+CONTRACTS = {
+    "final": "a valid final answer that cites nothing or a page a source tool returned in this run is "
+    "final; a tool that raises is an observation {'error': ...} and the episode goes on",
+    "invalid_decision": "a proposal that is not a dict, names no tool, lacks or adds a field, has a "
+    "wrongly typed argument or a blank answer, or a policy that raises (not an OSError) is "
+    "invalid_decision, and no tool runs",
+    "provider_error": "an OSError from the policy (ConnectionError, TimeoutError, ...) is provider_error",
+    "tool_limit": "a tool proposed after max_tools calls (with max_tools=0, the first) is tool_limit, "
+    "and it does not run",
+    "turn_limit": "max_turns decisions without a final is turn_limit, whatever max_turns is",
+    "unread_citation": "a citation that no source tool (tool.source) returned in this run is "
+    "unread_citation: a search hit, a failed read or another tool's id is not a page read",
+}
+
+
 @dataclass(frozen=True)
 class RunCase:
     """One case of `check_run`; `tools` is "docs", "broken read" or "lookup" (see `_case_tools`)."""
 
     name: str
-    rule: str
     policy: Callable[..., Any]
-    limits: Mapping[str, int] = field(default_factory=lambda: dict(_SMALL))
+    limits: Mapping[str, int] = field(default_factory=lambda: dict(_LIMITS))
     tools: str = "docs"
     task: Task = TASK
     shown: bool = True
@@ -113,106 +125,39 @@ class RunCase:
 
 def cases() -> list[RunCase]:
     """Every case `check_run` holds, built afresh (new policies, new decisions) on every call."""
-    final = "a valid final answer citing a page read: final"
-    unread = "a citation no source tool returned in this run is unread_citation"
-    turns = "max_turns decisions without a final is turn_limit"
+    search = {"action": "search", "query": TASK.question}
+    missing = [{"action": "read", "id": "no-such-page"}, FINAL | {"citation": "no-such-page"}]
     shown = [
-        RunCase("scripted search, read, answer", final, scripted),
-        RunCase(
-            "an unknown action",
-            "an action no tool provides is invalid_decision, and nothing runs",
-            _says({"action": "delete_page", "id": "x"}),
-        ),
-        RunCase("a proposal that is not an object", "not a dict: invalid_decision", _says("search the docs")),
-        RunCase(
-            "an extra field",
-            "a field the tool does not declare is invalid_decision, and the tool must not run",
-            _says({"action": "search", "query": "q", "sudo": True}),
-        ),
-        RunCase("a missing field", "a missing argument is invalid_decision", _says({"action": "read"})),
-        RunCase(
-            "a number where a string is due",
-            "a wrongly typed argument is invalid_decision",
-            _says({"action": "read", "id": 7}),
-        ),
-        RunCase(
-            "decide raises KeyError",
-            "any exception from the policy is invalid_decision (turn 2), never a crash",
-            _raises(KeyError("result")),
-        ),
-        RunCase(
-            "decide raises ConnectionError",
-            "an OSError from the policy is provider_error",
-            _raises(ConnectionError("refused")),
-        ),
-        RunCase(
-            "keeps searching, 2 tools",
-            "a tool past max_tools calls is tool_limit, and it does not run",
-            _searcher,
-        ),
-        RunCase("keeps searching, 3 tools, 2 turns", turns, _searcher, {"max_turns": 2, "max_tools": 3}),
-        RunCase("cites a page it never read", unread, _says(FINAL)),
-        RunCase(
-            "searches, then cites a hit unread",
-            "a search hit is not a page read: citing it without reading it is unread_citation",
-            _says({"action": "search", "query": TASK.question}, FINAL),
-        ),
-        RunCase(
-            "reads, then cites it", "a citation of a page read in this run is final", _says(_READ, FINAL)
-        ),
-        RunCase(
-            "a tool that raises",
-            "a tool that raises is an observation {'error': ...}; the episode goes on",
-            _after_error,
-            _ROOMY,
-            "broken read",
-        ),
-        RunCase(
-            "final with a blank answer",
-            "a blank answer is invalid_decision",
-            _says({"action": "final", "answer": " ", "citation": ""}),
-        ),
+        RunCase("scripted search, read, answer", scripted),
+        RunCase("an unknown action", _says({"action": "delete_page", "id": "x"})),
+        RunCase("a proposal that is not an object", _says("search the docs")),
+        RunCase("an extra field", _says(search | {"sudo": True})),
+        RunCase("a missing field", _says({"action": "read"})),
+        RunCase("a number where a string is due", _says({"action": "read", "id": 7})),
+        RunCase("decide raises KeyError", _raises(KeyError("result"))),
+        RunCase("decide raises ConnectionError", _raises(ConnectionError("refused"))),
+        RunCase("keeps searching, 2 tools", _searcher),
+        RunCase("keeps searching, 3 tools, 2 turns", _searcher, _TURN_LIMITS),
+        RunCase("cites a page it never read", _says(FINAL)),
+        RunCase("searches, then cites a hit unread", _says(search, FINAL)),
+        RunCase("reads, then cites it", _says(_READ, FINAL)),
+        RunCase("a tool that raises", _after_error, _ROOMY, "broken read"),
+        RunCase("final with a blank answer", _says(FINAL | {"answer": " ", "citation": ""})),
     ]
     hidden = [  # not in the reference table: a run fitted to the cases it shows fails on these
-        RunCase(
-            "no tool allowed",
-            "with max_tools=0 the first tool proposed is tool_limit, and it does not run",
-            _searcher,
-            {"max_turns": 2, "max_tools": 0},
-        ),
-        RunCase(
-            "one turn only", f"{turns}, whatever max_turns is", scripted, {"max_turns": 1, "max_tools": 2}
-        ),
-        RunCase("another question, version v1", f"{final}, whatever the task", scripted, task=_OTHER_TASK),
-        RunCase(
-            "reads a page that does not exist, then cites it",
-            "a read that raised returned no page: citing it is unread_citation",
-            _says(
-                {"action": "read", "id": "no-such-page"},
-                {"action": "final", "answer": "docuctl ship", "citation": "no-such-page"},
-            ),
-        ),
+        RunCase("no tool allowed", _searcher, {"max_turns": 2, "max_tools": 0}),
+        RunCase("one turn only", scripted, {"max_turns": 1, "max_tools": 2}),
+        RunCase("another question, version v1", scripted, task=_OTHER_TASK),
+        RunCase("reads a page that does not exist, then cites it", _says(*missing)),
         RunCase(
             "a tool that is not a source names a page",
-            "only a source tool's result (tool.source) makes a page citable: unread_citation",
-            _says({"action": "lookup", "id": "rollback-v2"}, FINAL),
+            _says(_READ | {"action": "lookup"}, FINAL),
             tools="lookup",
         ),
+        RunCase("final with an undeclared field", _says(FINAL | {"confidence": "high"})),
+        RunCase("decide raises TimeoutError", _raises(TimeoutError("timed out"))),
         RunCase(
-            "final with an undeclared field",
-            "a final answer with a field it does not declare is invalid_decision",
-            _says({"action": "final", "answer": "docuctl ship", "citation": "", "confidence": "high"}),
-        ),
-        RunCase(
-            "decide raises TimeoutError",
-            "TimeoutError is an OSError: provider_error",
-            _raises(TimeoutError("timed out")),
-        ),
-        RunCase(
-            "reads two pages, cites the first",
-            "a citation of any page read earlier in this run is final",
-            _says(_READ, {"action": "read", "id": "releases-v2"}, FINAL),
-            _ROOMY,
+            "reads two pages, cites the first", _says(_READ, _READ | {"id": "releases-v2"}, FINAL), _ROOMY
         ),
     ]
     return shown + [replace(case, shown=False) for case in hidden]
@@ -241,16 +186,17 @@ def _run_reference(case: RunCase) -> dict[str, Any]:
     return run(case.task, case.policy, tools=_case_tools([], case.tools, case.task), **case.limits)
 
 
-def reference_table() -> pd.DataFrame:
-    """labkit's `run` on every case `check_run` shows (it holds the others too: a run fitted to
-    the table fails)."""
+def _table(runs: list[tuple[RunCase, dict[str, Any]]]) -> pd.DataFrame:
     rows = [
-        {"case": case.name, "stop": got["stop"], "turns": got["turns"], "tool calls": got["tool_calls"]}
-        for case in cases()
-        if case.shown
-        for got in [_run_reference(case)]
+        {"case": c.name, "stop": r["stop"], "turns": r["turns"], "tool calls": r["tool_calls"]}
+        for c, r in runs
     ]
     return pd.DataFrame(rows).set_index("case")
+
+
+def reference_table() -> pd.DataFrame:
+    """labkit's `run` on every case `check_run` shows (it holds more: a run fitted to the table fails)."""
+    return _table([(case, _run_reference(case)) for case in cases() if case.shown])
 
 
 @exercise("02", "run")
@@ -259,7 +205,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
     shape = "my_run must be a function (task, decide, tools, max_turns, max_tools)"
     if (refused := not_a_function(my_run, shape)) is not None:
         return refused
-    rows, hidden = [], 0
+    passed = []
     for case in cases():
         where = f"'{case.name}'" + ("" if case.shown else " (a case the reference table does not show)")
         ran: list[str] = []
@@ -283,17 +229,14 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         # The stop first: a wrong stop explains the wrong counts and answer that follow it.
         if wrong := [key for key in KEYS if mine[key] != want[key]]:
             said = ", ".join(f"{key}={shown(mine[key], 60)} (expected {want[key]!r})" for key in wrong[:2])
-            return fail(f"On {where}: {said}. The contract: {case.rule}.")
-        if case.shown:
-            rows.append(
-                {"case": case.name, "stop": mine["stop"], "turns": mine["turns"], "tool calls": len(ran)}
-            )
-        hidden += not case.shown
+            return fail(f"On {where}: {said}. The contract: {CONTRACTS[want['stop']]}.")
+        passed.append((case, mine))
+    in_table = [(case, got) for case, got in passed if case.shown]
     return Check(
         True,
-        f"your run matches labkit's on all {len(rows)} cases of the reference table and {hidden} it does not "
-        "show, and no tool ran that should not.",
-        pd.DataFrame(rows).set_index("case"),
+        f"your run matches labkit's on all {len(in_table)} cases of the reference table and "
+        f"{len(passed) - len(in_table)} it does not show, and no tool ran that should not.",
+        _table(in_table),
     )
 
 
@@ -311,10 +254,10 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
     _LIMITS (_TURN_LIMITS for turn_limit), within the checkers' time limit."""
     if not isinstance(reason, str) or reason not in STOP_REASONS:
         return fail(f"{shown(reason, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
-    if reason not in _REACHABLE:
+    if reason not in CONTRACTS:
         return fail(
             f"{reason!r} needs a timer, a budget or a signal from the caller, which a policy alone "
-            f"cannot set; try one of {', '.join(_REACHABLE)}."
+            f"cannot set; try one of {', '.join(CONTRACTS)}."
         )
     if (refused := not_a_function(policy, "a policy is a function (task, observations)")) is not None:
         return refused
