@@ -53,8 +53,8 @@ def _counts(rows: Rows) -> dict[str, tuple[int, int]]:
 
 
 def _mean_interval(values: list[float], seed: int) -> Interval:
-    """The mean of one value per case, summed exactly (`math.fsum`: these means round at three
-    places as the fractions do), with `bootstrap`'s interval over cases."""
+    """The mean of one value per case, summed exactly (`math.fsum`: it rounds as the fractions
+    do), with `bootstrap`'s interval over cases."""
     found = bootstrap({str(i): [v] for i, v in enumerate(values)}, seed=seed)
     return Interval(math.fsum(values) / len(values), found.low, found.high)
 
@@ -165,16 +165,10 @@ def stop_counts(rows: Rows) -> pd.DataFrame:
 
 def latency(rows: Rows) -> pd.DataFrame:
     """Mean and total recorded model latency per policy (policies without model calls left out)."""
-    table = {}
-    for policy, group in episodes_frame(rows).groupby("policy", sort=False):
-        decisions, seconds = int(group["decisions"].sum()), float(group["latency_s"].sum())
-        if decisions:
-            table[policy] = {
-                "decisions": decisions,
-                "seconds/decision": round(seconds / decisions, 3),
-                "seconds in total": round(seconds, 1),
-            }
-    return pd.DataFrame.from_dict(table, orient="index").rename_axis("policy")
+    total = episodes_frame(rows).groupby("policy", sort=False)[["decisions", "latency_s"]].sum()
+    total = total[total["decisions"] > 0]
+    per = (total["latency_s"] / total["decisions"]).round(3)
+    return total.assign(**{"seconds/decision": per, "seconds in total": total.pop("latency_s").round(1)})
 
 
 def _tally(row: Row) -> Counter[str]:
@@ -207,12 +201,12 @@ def _tally(row: Row) -> Counter[str]:
     return tally
 
 
-_PROFILE = {  # column: (what is counted, out of what)
-    "search first": ("search first", "episodes"),
-    "reads a hit": ("reads a hit", "reads"),
-    "repeats": ("repeats", "after first"),
-    "final cites a read": ("final cites a read", "finals"),
-    "final copies it": ("final copies it", "finals"),
+_PROFILE = {  # what is counted: out of what
+    "search first": "episodes",
+    "reads a hit": "reads",
+    "repeats": "after first",
+    "final cites a read": "finals",
+    "final copies it": "finals",
 }
 
 
@@ -227,7 +221,7 @@ def decision_profile(rows: Iterable[Row]) -> pd.DataFrame:
     runs = frame.drop_duplicates("policy").assign(rank=lambda runs: runs["rung"].map(RUNGS.index))
     order = runs.sort_values(["prompt", "rank", "temperature"], kind="stable")["policy"]
     shares = {
-        name: (tallies[part] / tallies[whole]).where(tallies[whole] > 0).map(lambda v: round(float(v), 2))
-        for name, (part, whole) in _PROFILE.items()
+        part: (tallies[part] / tallies[whole]).where(tallies[whole] > 0).map(lambda v: round(float(v), 2))
+        for part, whole in _PROFILE.items()
     }
     return pd.DataFrame(shares).loc[order].rename_axis("policy")
