@@ -1,11 +1,9 @@
-"""The constraint ladder's results (lab 02), from recorded trials: each run is one prompt at one
-rung (`labkit.model.constraints`), at T=0 with one trial per case or at T=0.7 with five; the
-tables group the replayed episodes by (prompt, rung)."""
+"""The constraint ladder's results (lab 02): SmolLM2's recorded runs, each one prompt at one rung
+(`labkit.model.constraints`), at T=0 once per case or at T=0.7 five times, grouped by (prompt, rung)."""
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -22,55 +20,52 @@ from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
 
 SAMPLED = 0.7  # the temperature of the repeated trials
-_PROMPT_ORDER = ("base", "example")
+_ORDER = {name: rank for rank, name in enumerate(("base", "example", *RUNGS))}
 # One colour per rung in every ladder chart: grey for no constraint, then ever darker blues.
 _RUNG_COLORS = {"L0": "#9e9e9e", "L1": "#90caf9", "L2": "#1e88e5", "L3": "#0d47a1"}
 
 
-def ladder_files(folder: Path = TRIALS) -> list[Path]:
+def ladder_files() -> list[Path]:
     """The recorded SmolLM2 runs of the docuctl policy: `docuctl-smollm2-*.jsonl`, sorted."""
-    return sorted(folder.glob("docuctl-smollm2-*.jsonl"))
+    return sorted(TRIALS.glob("docuctl-smollm2-*.jsonl"))
 
 
-def ladder_rows(paths: Iterable[str | Path] | None = None) -> list[Row]:
-    """Every recorded episode in `paths` (default `ladder_files()`), replayed and graded."""
-    paths = ladder_files() if paths is None else list(paths)
-    if not paths:
-        raise LabError(f"no docuctl-smollm2-*.jsonl recordings in {TRIALS}")
-    rows = [row for path in paths for row in replay_trials(path)]
+def ladder_rows() -> list[Row]:
+    """Every episode of `ladder_files()`, replayed and graded."""
+    rows = [row for path in ladder_files() for row in replay_trials(path)]
     for row in rows:  # one label scheme for every run, whenever it was recorded
         row["policy"] = f"{row['prompt']} {row['rung']} T={row['temperature']:g}"
     return rows
 
 
-def _rank(prompt: Any, rung: Any) -> tuple[int, int]:
-    order = _PROMPT_ORDER.index(prompt) if prompt in _PROMPT_ORDER else len(_PROMPT_ORDER)
-    return order, RUNGS.index(rung) if rung in RUNGS else len(RUNGS)
+def _place(name: str) -> int:
+    """Prompts and rungs in the course's order (`_ORDER`), any other one after them."""
+    return _ORDER.get(name, len(_ORDER))
 
 
 def _ordered(rows: Sequence[Row], temperature: float) -> pd.DataFrame:
     """The episodes at `temperature`, in prompt and rung order (stable)."""
     frame = tables.episodes_frame(rows)
-    frame = frame[frame["temperature"] == temperature]
-    ranks = [_rank(prompt, rung) for prompt, rung in zip(frame["prompt"], frame["rung"], strict=True)]
-    return frame.iloc[sorted(range(len(frame)), key=ranks.__getitem__)]
+    return frame[frame["temperature"] == temperature].sort_values(
+        ["prompt", "rung"], key=lambda c: c.map(_place), kind="stable"
+    )
 
 
 def _groups(rows: Sequence[Row], temperature: float) -> dict[tuple[str, str], pd.DataFrame]:
     return dict(iter(_ordered(rows, temperature).groupby(["prompt", "rung"], sort=False)))
 
 
-def ladder_table(rows: Sequence[Row], k_max: int = K_MAX, *, intervals: bool = False) -> pd.DataFrame:
-    """One row per (prompt, rung): pass@1 at T=0; trials, pass^1..k_max, tool calls per success,
+def ladder_table(rows: Sequence[Row], *, intervals: bool = False) -> pd.DataFrame:
+    """One row per (prompt, rung): pass@1 at T=0; trials, pass^1..K_MAX, tool calls per success,
     tokens and seconds per decision at T=0.7; with `intervals`, each rate's `low` and `high`."""
     greedy, sampled = _groups(rows, 0.0), _groups(rows, SAMPLED)
-    keys = sorted({*greedy, *sampled}, key=lambda key: _rank(*key))
-    rates = [f"pass^{k}{end}" for k in range(1, k_max + 1) for end in ("", " low", " high")]
+    keys = sorted(dict.fromkeys([*greedy, *sampled]), key=lambda key: tuple(map(_place, key)))
+    rates = [f"pass^{k}{end}" for k in range(1, K_MAX + 1) for end in ("", " low", " high")]
     table = []
     for key in keys:
         pass_at_1 = tables.rate_intervals(greedy[key], 1)["pass@1"] if key in greedy else NAN
         line = interval_columns({"constraint": RUNG_NAMES[key[1]]}, "pass@1 T=0", pass_at_1)
-        found = tables.measures(sampled[key], k_max) if key in sampled else {"trials": 0}
+        found = tables.measures(sampled[key]) if key in sampled else {"trials": 0}
         line |= {name: found.get(name, math.nan) for name in ["trials", *rates, *tables.COSTS[:3]]}
         if not intervals:
             line = {name: value for name, value in line.items() if not name.endswith((" low", " high"))}
@@ -78,14 +73,13 @@ def ladder_table(rows: Sequence[Row], k_max: int = K_MAX, *, intervals: bool = F
     return pd.DataFrame(table, index=pd.MultiIndex.from_tuples(keys, names=["prompt", "rung"]))
 
 
-def ladder_with_baselines(rows: Sequence[Row], baselines: Sequence[Row], *, k: int = K_MAX) -> pd.DataFrame:
-    """The model's runs and the baselines (`baseline_rows`), one row per policy: kind, cases,
-    trials; pass@1, pass^k and the share of wrong finals; the paired difference of pass@1 from
-    the scripted loop and from the best baseline (`attrs["best baseline"]`); each with its 95%
-    interval. LabError for no model rows."""
+def ladder_with_baselines(rows: Sequence[Row], baselines: Sequence[Row]) -> pd.DataFrame:
+    """One row per policy, the model's runs then `baseline_rows`: kind, cases, trials; pass@1, pass^K_MAX,
+    the share of wrong finals, and pass@1's paired difference from the scripted loop and from the best
+    baseline (`attrs["best baseline"]`), each with its 95% interval. LabError for no model rows."""
     if not rows:
         raise LabError("no model episodes to put beside the baselines")
-    ordered = sorted(rows, key=lambda row: (*_rank(row["prompt"], row["rung"]), row["temperature"]))
+    ordered = sorted(rows, key=lambda row: (_place(row["prompt"]), _place(row["rung"]), row["temperature"]))
     frame = tables.episodes_frame([*ordered, *baselines])
     groups = dict(iter(frame.groupby("policy", sort=False)))
     kinds = {p: "baseline" if pd.notna(g.iloc[0].get("baseline")) else "model" for p, g in groups.items()}
@@ -94,10 +88,10 @@ def ladder_with_baselines(rows: Sequence[Row], baselines: Sequence[Row], *, k: i
     }
     best = max(pass_at_1, key=pass_at_1.__getitem__) if pass_at_1 else None
     scripted = "scripted loop" if "scripted loop" in groups else None
-    rates = [f"{rate}{end}" for rate in ("pass@1", f"pass^{k}") for end in ("", " low", " high")]
+    rates = [f"{rate}{end}" for rate in ("pass@1", f"pass^{K_MAX}") for end in ("", " low", " high")]
     table = {}
     for policy, group in groups.items():
-        found = tables.measures(group, k)
+        found = tables.measures(group)
         line = {"kind": kinds[policy]} | {name: found[name] for name in ["cases", "trials", *rates]}
         line = interval_columns(line, WRONG, tables.share_interval(group["case"], group["ending"] == WRONG))
         for name, other in (("vs scripted", scripted), ("vs best", best)):
@@ -111,25 +105,20 @@ def ladder_with_baselines(rows: Sequence[Row], baselines: Sequence[Row], *, k: i
     return table
 
 
-def ladder_stops(rows: Sequence[Row], temperature: float = SAMPLED) -> pd.DataFrame:
-    """Episodes per (prompt, rung) and ending at `temperature` (a final split by its grade)."""
-    return tables.ending_counts(_ordered(rows, temperature), ["prompt", "rung"])
-
-
-def _share(passed: pd.Series) -> float:
-    return round(int(passed.sum()) / len(passed), 3) if len(passed) else math.nan
+def ladder_stops(rows: Sequence[Row]) -> pd.DataFrame:
+    """Episodes per (prompt, rung) and ending at T=0.7 (a final split by its grade)."""
+    return tables.ending_counts(_ordered(rows, SAMPLED), ["prompt", "rung"])
 
 
 def ladder_by_cases(rows: Sequence[Row]) -> pd.DataFrame:
     """Pass rate per (prompt, rung) at T=0.7 on lab 01's base cases and on its adaptive cases."""
-    adaptive = {case["id"] for case in docuctl().adaptive_cases}
-    groups = _groups(rows, SAMPLED)
-    table = [
-        {"base cases": _share(g.loc[~on, "passed"]), "adaptive cases": _share(g.loc[on, "passed"])}
-        for g in groups.values()
-        for on in [g["case"].isin(adaptive)]
-    ]
-    return pd.DataFrame(table, index=pd.MultiIndex.from_tuples(list(groups), names=["prompt", "rung"]))
+    frame = _ordered(rows, SAMPLED)
+    adaptive = frame["case"].isin({case["id"] for case in docuctl().adaptive_cases})
+    cases = adaptive.map({False: "base cases", True: "adaptive cases"}).rename("cases")
+    shares = frame.groupby(["prompt", "rung", cases], sort=False)["passed"].mean().round(3).unstack()
+    return shares.reindex(list(_groups(rows, SAMPLED)))[["base cases", "adaptive cases"]].rename_axis(
+        columns=None
+    )
 
 
 def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
@@ -153,9 +142,9 @@ def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(table, orient="index").rename_axis("prompt")
 
 
-def wrong_finals(rows: Sequence[Row], prompt: str, rung: str, temperature: float = 0.0) -> list[str]:
-    """The cases whose episode at (prompt, rung, temperature) ended final with a wrong answer."""
-    group = _groups(rows, temperature).get((prompt, rung), pd.DataFrame({"ending": [], "case": []}))
+def wrong_finals(rows: Sequence[Row], prompt: str, rung: str) -> list[str]:
+    """The cases whose episode at (prompt, rung) and T=0 ended final with a wrong answer."""
+    group = _groups(rows, 0.0).get((prompt, rung), pd.DataFrame({"ending": [], "case": []}))
     return sorted(set(group.loc[group["ending"] == WRONG, "case"]))
 
 
