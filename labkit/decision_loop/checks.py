@@ -82,8 +82,11 @@ def _broken_read(**args: Any) -> Any:
 
 
 def _lookup(id: str) -> dict[str, str]:  # noqa: A002 - the tool's argument is named as the model sees it
-    """A tool that is not a source: it names a page without returning it."""
     return {"id": id, "status": "indexed"}
+
+
+_BROKEN_READ = Tool("read", {"id": "str"}, _broken_read, source=True)
+_LOOKUP = Tool("lookup", {"id": "str"}, _lookup, description="is a page id indexed")  # not a source
 
 
 def _after_error(task: Any, observations: list) -> dict[str, Any]:
@@ -113,12 +116,12 @@ CONTRACTS = {
 
 @dataclass(frozen=True)
 class RunCase:
-    """One case of `check_run`; `tools` is "docs", "broken read" or "lookup" (see `_case_tools`)."""
+    """One case of `check_run`: docuctl's tools for `task`, `tools` added or put in their place."""
 
     name: str
     policy: Callable[..., Any]
     limits: Mapping[str, int] = field(default_factory=lambda: dict(_LIMITS))
-    tools: str = "docs"
+    tools: tuple[Tool, ...] = ()
     task: Task = TASK
     shown: bool = True
 
@@ -141,7 +144,7 @@ def cases() -> list[RunCase]:
         RunCase("cites a page it never read", _says(FINAL)),
         RunCase("searches, then cites a hit unread", _says(search, FINAL)),
         RunCase("reads, then cites it", _says(_READ, FINAL)),
-        RunCase("a tool that raises", _after_error, _ROOMY, "broken read"),
+        RunCase("a tool that raises", _after_error, _ROOMY, (_BROKEN_READ,)),
         RunCase("final with a blank answer", _says(FINAL | {"answer": " ", "citation": ""})),
     ]
     hidden = [  # not in the reference table: a run fitted to the cases it shows fails on these
@@ -152,7 +155,7 @@ def cases() -> list[RunCase]:
         RunCase(
             "a tool that is not a source names a page",
             _says(_READ | {"action": "lookup"}, FINAL),
-            tools="lookup",
+            tools=(_LOOKUP,),
         ),
         RunCase("final with an undeclared field", _says(FINAL | {"confidence": "high"})),
         RunCase("decide raises TimeoutError", _raises(TimeoutError("timed out"))),
@@ -163,13 +166,9 @@ def cases() -> list[RunCase]:
     return shown + [replace(case, shown=False) for case in hidden]
 
 
-def _case_tools(log: list[str], kind: str = "docs", task: Task = TASK) -> dict[str, Tool]:
+def _case_tools(log: list[str], added: tuple[Tool, ...] = (), task: Task = TASK) -> dict[str, Tool]:
     """Fresh tools for one case; every call is logged in `log` and hands back a copy of its result."""
-    tools = docuctl_tools(task)
-    if kind == "broken read":
-        tools["read"] = Tool("read", {"id": "str"}, _broken_read, source=True)
-    elif kind == "lookup":
-        tools["lookup"] = Tool("lookup", {"id": "str"}, _lookup, description="is a page id indexed")
+    tools = docuctl_tools(task) | {tool.name: tool for tool in added}
 
     def counted(tool: Tool) -> Tool:
         def go(**args: Any) -> Any:

@@ -1,6 +1,5 @@
-"""Policies over repeated trials, one graded row per episode: a model's episodes replayed
-through the runtime from its recorded calls (each must end as recorded), a scripted loop's run
-k times like any other. What the rows add up to is `labkit.decision_loop.tables`."""
+"""One graded row per episode: a model's recorded episodes replayed through the runtime (each must
+end as recorded), a scripted loop run k times like any other; `tables` adds the rows up."""
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from labkit.model.record import read_records
 from labkit.model.replay import ReplayBackend
 
 _ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # what a replay must reproduce
+_LIMITS = ("max_turns", "max_tools")
 
 
 class _Tap(ReplayBackend):
@@ -60,8 +60,8 @@ def episode_row(
 
 
 def replay_trials(path: str | Path) -> list[Row]:
-    """Every recorded episode in `path`, replayed and graded, one row each. LabError for a file
-    without episodes, an unknown case, or an episode that no longer ends as recorded."""
+    """Every recorded episode in `path`, replayed and graded; LabError for a file without
+    episodes, an unknown case, or an episode that no longer ends as recorded."""
     path, cases, rows = Path(path), known_cases(), []
     for number, record in read_records(path):
         if record["kind"] != "episode":
@@ -70,10 +70,7 @@ def replay_trials(path: str | Path) -> list[Row]:
             raise LabError(f"{path}: line {number}: unknown docuctl case {record['case']!r}")
         tap = _Tap([path], run=record["run"])  # a file may hold several runs
         settings = {key: record[key] for key in ("temperature", "seed", "trial", "max_tokens")}
-        rung, limits = (
-            record.get("rung", DEFAULT_RUNG),
-            {key: record["limits"][key] for key in ("max_turns", "max_tools")},
-        )
+        rung, limits = record.get("rung", DEFAULT_RUNG), {key: record["limits"][key] for key in _LIMITS}
         policy = docuctl_policy(record["prompt"], backend=tap, rung=rung, **settings)
         result = run_case(case, policy, limits=limits, budget_tokens=record["limits"]["budget_tokens"])
         if changed := [
@@ -98,8 +95,7 @@ SCRIPTED = {"scripted loop": lambda docs: scripted, "adaptive loop": adaptive_po
 def scripted_trials(
     name: str, cases: Sequence[Mapping[str, Any]], k: int = K_MAX, limits: dict[str, int] | None = None
 ) -> list[Row]:
-    """A scripted policy ("scripted loop" or "adaptive loop") k times on each case, under its
-    limits (`limits_for`) or the same `limits` for every case."""
+    """A loop of `SCRIPTED` k times on each case, under `limits_for` or the same `limits` for all."""
     policy, rows = SCRIPTED[name](docuctl().docs), []
     for trial in range(k):
         for case in cases:
@@ -120,8 +116,8 @@ def case_by_id(case_id: str) -> dict[str, Any]:
 def replay_case(
     case_id: str, prompt: str = "base", *, rung: str = DEFAULT_RUNG, budget_tokens: int | None = None
 ) -> Graded:
-    """SmolLM2's recorded T=0 episode on `case_id`, replayed and graded; each decision carries
-    `recorded_s`, its live call's latency. ReplayMiss (a LabError) for one not recorded."""
+    """SmolLM2's recorded T=0 episode on `case_id`, replayed and graded, each decision with its live
+    call's latency (`recorded_s`); ReplayMiss (a LabError) for one not recorded."""
     case = case_by_id(case_id)
     tap = _Tap()
     policy = docuctl_policy(prompt, backend=tap, rung=rung)
@@ -135,8 +131,7 @@ def replay_case(
 
 
 def under_limits(max_turns: int, max_tools: int) -> pd.DataFrame:
-    """Both scripted loops on all 24 cases, every case under the same limits: passes, tool
-    calls and graded endings per loop."""
+    """Both scripted loops on all 24 cases under the same limits: passes, tool calls and endings."""
     limits = {"max_turns": max_turns, "max_tools": max_tools}
     rows = [row for name in SCRIPTED for row in scripted_trials(name, cases_of("all"), 1, limits)]
     totals = episodes_frame(rows).groupby("policy", sort=False)[["passed", "tool_calls"]].sum()
@@ -144,8 +139,8 @@ def under_limits(max_turns: int, max_tools: int) -> pd.DataFrame:
 
 
 def evaluate_trials(paths: Sequence[str | Path], *, scripted_k: int = K_MAX) -> list[Row]:
-    """Rows for every run recorded in `paths`, plus both scripted loops on the same cases; a
-    trial recorded twice is refused (pass^k assumes distinct trials)."""
+    """Every run recorded in `paths`, after both scripted loops on the same cases; LabError for a
+    trial recorded twice (pass^k assumes distinct trials)."""
     rows = [row for path in paths for row in replay_trials(path)]
     trials = pd.DataFrame(rows)[["policy", "case", "trial"]]
     if trials.duplicated().any():

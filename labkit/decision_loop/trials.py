@@ -126,14 +126,11 @@ def run_trials(
 ) -> list[dict[str, Any]]:
     """k trials of every case in `cases` (a case set's name, or cases), trial t with seed `seed + t`,
     written to `record` (never overwritten) and returned; `progress` wraps the (case, trial) pairs.
-    LabError for a bad argument and after MAX_PROVIDER_FAILURES provider errors in a row."""
+    LabError for k past MAX_TRIALS (`labkit rerun --k` reaches here unchecked), an unknown prompt
+    or rung, and after MAX_PROVIDER_FAILURES provider errors in a row."""
     if type(k) is not int or not 1 <= k <= MAX_TRIALS:
         raise LabError(f"k must be an int in 1..{MAX_TRIALS}, got {k!r}")
-    if type(max_tokens) is not int or not 1 <= max_tokens <= MAX_TOKENS_MAX:
-        raise LabError(f"max_tokens must be an int in 1..{MAX_TOKENS_MAX}, got {max_tokens!r}")
     docuctl_policy(prompt, rung=rung, backend=backend)  # LabError for an unknown prompt or rung
-    if budget_tokens is not None and (type(budget_tokens) is not int or not 1 <= budget_tokens <= 2**53):
-        raise LabError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
     record = Path(record)
     if record.exists():
         raise LabError(f"{record} exists: recordings are never overwritten; choose another file")
@@ -151,12 +148,12 @@ def run_trials(
     recorder, writer = Recorder(backend, partial, run=run_label), JsonlWriter(partial)
     pairs: Iterable[tuple[_Case, int]] = [(case, trial) for trial in range(k) for case in chosen]
     episodes, failures = [], 0
+    named = {"run_label": run_label, "backend": backend.name, "budget_tokens": budget_tokens}
     for case, trial in progress(pairs) if progress else pairs:
-        settings = {"prompt": prompt, "rung": rung, "trial": trial, "seed": seed + trial}
-        settings["max_tokens"], limits = max_tokens, limits_for(case, corpus)
+        settings = dict(prompt=prompt, rung=rung, trial=trial, seed=seed + trial, max_tokens=max_tokens)
         policy = docuctl_policy(backend=recorder, temperature=temperature, **settings)
+        limits = limits_for(case, corpus)
         result = run_case(case, policy, limits=limits, budget_tokens=budget_tokens, corpus=corpus)
-        named = {"run_label": run_label, "backend": backend.name, "budget_tokens": budget_tokens}
         episode = episode_record(
             case, result, limits=limits, temperature=float(temperature), **named, **settings
         )
