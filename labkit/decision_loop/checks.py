@@ -130,6 +130,7 @@ def cases() -> list[RunCase]:
     """Every case `check_run` holds, built afresh (new policies, new decisions) on every call."""
     search = {"action": "search", "query": TASK.question}
     missing = [{"action": "read", "id": "no-such-page"}, FINAL | {"citation": "no-such-page"}]
+    lookup, second = _READ | {"action": "lookup"}, _READ | {"id": "releases-v2"}
     shown = [
         RunCase("scripted search, read, answer", scripted),
         RunCase("an unknown action", _says({"action": "delete_page", "id": "x"})),
@@ -152,16 +153,10 @@ def cases() -> list[RunCase]:
         RunCase("one turn only", scripted, {"max_turns": 1, "max_tools": 2}),
         RunCase("another question, version v1", scripted, task=_OTHER_TASK),
         RunCase("reads a page that does not exist, then cites it", _says(*missing)),
-        RunCase(
-            "a tool that is not a source names a page",
-            _says(_READ | {"action": "lookup"}, FINAL),
-            tools=(_LOOKUP,),
-        ),
+        RunCase("a tool that is not a source names a page", _says(lookup, FINAL), tools=(_LOOKUP,)),
         RunCase("final with an undeclared field", _says(FINAL | {"confidence": "high"})),
         RunCase("decide raises TimeoutError", _raises(TimeoutError("timed out"))),
-        RunCase(
-            "reads two pages, cites the first", _says(_READ, _READ | {"id": "releases-v2"}, FINAL), _ROOMY
-        ),
+        RunCase("reads two pages, cites the first", _says(_READ, second, FINAL), _ROOMY),
     ]
     return shown + [replace(case, shown=False) for case in hidden]
 
@@ -280,18 +275,14 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
     )
 
 
-def _pass_hat_k_cases() -> list[tuple[int, int, int]]:
-    rng = random.Random()  # afresh every check: no fixed list to memorise
-    sizes = [rng.randint(2, 12) for _ in range(_RANDOM_CASES)]
-    return [*PASS_HAT_K_CASES, *((rng.randint(0, n), n, rng.randint(1, n)) for n in sizes)]
-
-
 @exercise("02", "pass_hat_k")
 def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
     """Exercise 2: pass^k of one case, c passes of n trials (k <= n), as a number."""
     if (refused := not_a_function(fn, "my_pass_hat_k must be a function (c, n, k)")) is not None:
         return refused
-    checked = _pass_hat_k_cases()
+    rng = random.Random()  # afresh every check: no fixed list to memorise
+    sizes = [rng.randint(2, 12) for _ in range(_RANDOM_CASES)]
+    checked = [*PASS_HAT_K_CASES, *((rng.randint(0, n), n, rng.randint(1, n)) for n in sizes)]
     for c, n, k in checked:
         try:
             got = call(fn, c, n, k)

@@ -52,28 +52,26 @@ def _counts(rows: Rows) -> dict[str, tuple[int, int]]:
     return {case: (int(c), int(n)) for case, c, n in per_case.itertuples()}
 
 
-def _mean_interval(values: list[float], seed: int) -> Interval:
+def _mean_interval(values: list[float]) -> Interval:
     """The mean of one value per case, summed exactly (`math.fsum`: it rounds as the fractions
     do), with `bootstrap`'s interval over cases."""
-    found = bootstrap({str(i): [v] for i, v in enumerate(values)}, seed=seed)
+    found = bootstrap({str(i): [v] for i, v in enumerate(values)}, seed=SEED)
     return Interval(math.fsum(values) / len(values), found.low, found.high)
 
 
-def rate_intervals(rows: Rows, k_max: int = K_MAX, *, seed: int = SEED) -> dict[str, Interval]:
+def rate_intervals(rows: Rows, k_max: int = K_MAX) -> dict[str, Interval]:
     """pass@1 and pass^1..pass^k_max over `rows`, each with its 95% bootstrap interval over cases
     (NaN where a case ran fewer than k trials). Raises ValueError for no rows."""
     counts = list(_counts(rows).values())
-
-    def interval(values: list[float]) -> Interval:
-        return NAN if any(math.isnan(v) for v in values) else _mean_interval(values, seed)
-
-    out = {"pass@1": interval([c / n for c, n in counts])}
-    for k in range(1, k_max + 1):
-        out[f"pass^{k}"] = interval([pass_hat_k(c, n, k) for c, n in counts])
-    return out
+    rates = {"pass@1": [c / n for c, n in counts]}
+    rates |= {f"pass^{k}": [pass_hat_k(c, n, k) for c, n in counts] for k in range(1, k_max + 1)}
+    return {
+        name: NAN if any(map(math.isnan, values)) else _mean_interval(values)
+        for name, values in rates.items()
+    }
 
 
-def share_interval(cases: Sequence[str], hits: Sequence[bool], *, seed: int = SEED) -> Interval:
+def share_interval(cases: Sequence[str], hits: Sequence[bool]) -> Interval:
     """The share of episodes that hit (episode i is of case `cases[i]`), with its 95% interval:
     Wilson's when each case ran once, else the bootstrap over cases of the per-case share."""
     per_case = pd.Series(np.asarray(hits, dtype=float)).groupby(list(cases), sort=False)
@@ -81,27 +79,25 @@ def share_interval(cases: Sequence[str], hits: Sequence[bool], *, seed: int = SE
         raise ValueError("no episodes to evaluate")
     if (per_case.size() == 1).all():
         return wilson(int(per_case.sum().sum()), per_case.ngroups)
-    return _mean_interval([float(v) for v in per_case.sum() / per_case.size()], seed)
+    return _mean_interval([float(v) for v in per_case.sum() / per_case.size()])
 
 
-def paired_difference(rows: Rows, against: Rows, *, seed: int = SEED) -> Interval:
+def paired_difference(rows: Rows, against: Rows) -> Interval:
     """pass@1 of `rows` minus pass@1 of `against`, paired by case on the cases both ran, with its
     95% bootstrap interval (`labkit.core.intervals.paired`). ValueError when they share no case."""
     rates = [{case: c / n for case, (c, n) in _counts(episodes).items()} for episodes in (rows, against)]
-    return paired(*rates, seed=seed)
+    return paired(*rates, seed=SEED)
 
 
 def interval_columns(line: Mapping[str, Any], name: str, interval: Interval) -> dict[str, Any]:
     """`line` with `name`, `name low`, `name high` set from `interval`, rounded to 3 places."""
-    values = (interval.estimate, interval.low, interval.high)
-    return dict(line) | {
-        f"{name}{end}": round(v, 3) for end, v in zip(("", " low", " high"), values, strict=True)
-    }
+    values = {name: interval.estimate, f"{name} low": interval.low, f"{name} high": interval.high}
+    return dict(line) | {key: round(value, 3) for key, value in values.items()}
 
 
 def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` for reading: each rate with `low`/`high` columns becomes one text cell,
-    "0.633 [0.508, 0.758]", or "–" where it is NaN; the low/high columns go."""
+    """`frame` with each rate and its `low`/`high` columns as one text cell, "0.633 [0.508, 0.758]"
+    ("–" where it is NaN)."""
     shown = frame.copy()
     for name in [c for c in frame.columns if f"{c} low" in frame.columns and f"{c} high" in frame.columns]:
         shown[name] = [
@@ -117,8 +113,7 @@ def _per(part: float, whole: float, places: int | None = 2) -> float:
 
 
 def measures(group: pd.DataFrame, k_max: int = K_MAX) -> dict[str, Any]:
-    """One run's figures: cases, trials per case, pass@1 and pass^1..k_max each with its interval
-    (`<rate> low`, `<rate> high`), and the COSTS."""
+    """One run's figures: cases, trials per case, pass@1 and pass^1..k_max with their intervals, COSTS."""
     line = {"cases": group["case"].nunique(), "trials": int(group["case"].value_counts().max())}
     for name, interval in rate_intervals(group, k_max).items():
         line = interval_columns(line, name, interval)
