@@ -22,6 +22,7 @@ RANDOM, SEARCH_FIRST = "random", "search, then answer"
 KINDS = (RANDOM, SEARCH_FIRST)
 Decision = dict[str, str]
 _Seen = Sequence[Mapping[str, Any]]  # an episode's observations so far
+_Case = Mapping[str, Any]
 
 
 def _values(name: str, spec: Mapping[str, Any], task: Task, observations: _Seen) -> list[Any]:
@@ -57,7 +58,6 @@ def admissible_decisions(task: Task, observations: _Seen, rung: str) -> list[Dec
 def random_baseline(rung: str, seed: int | str, *, first: str | None = None) -> Callable[..., Decision]:
     """One episode's policy: a decision drawn from `admissible_decisions` with `random.Random(seed)`
     each turn; with `first="search"`, a search first, then a final as soon as one is admissible."""
-    check_rung(rung, DOCUCTL_RULES)
     rng = random.Random(seed)
 
     def policy(task: Task, observations: list[dict[str, Any]]) -> Decision:
@@ -73,7 +73,7 @@ def random_baseline(rung: str, seed: int | str, *, first: str | None = None) -> 
 
 
 def random_rows(
-    kind: str, rung: str, cases: Iterable[Mapping[str, Any]], *, seeds: int = SEEDS, seed: int = 0
+    kind: str, rung: str, cases: Iterable[_Case], *, seeds: int = SEEDS, seed: int = 0
 ) -> list[Row]:
     """`seeds` episodes per case of one random baseline (`kind`: RANDOM or SEARCH_FIRST) at `rung`;
     trial t of case c draws from `random.Random(f"{seed + t}:{c}")`, the same on any machine."""
@@ -88,22 +88,13 @@ def random_rows(
 
 
 def baseline_rows(
-    cases: Sequence[Mapping[str, Any]] | str = "all",
-    *,
-    rungs: Sequence[str] = RUNGS,
-    seeds: int = SEEDS,
-    seed: int = 0,
+    cases: Sequence[_Case] | str = "all", *, rungs: Sequence[str] = RUNGS, seeds: int = SEEDS
 ) -> list[Row]:
     """Every baseline on `cases` (a case set's name, or cases): both random ones at each of
     `rungs`, then the scripted and adaptive loops; each row's `baseline` names its kind.
     About 0.1 s per 1,000 episodes: the default (24 cases, 4 rungs, 200 seeds) is 38,400."""
     chosen = cases_of(cases) if isinstance(cases, str) else list(cases)
-    rows = [
-        row
-        for kind in KINDS
-        for rung in rungs
-        for row in random_rows(kind, rung, chosen, seeds=seeds, seed=seed)
-    ]
+    rows = [row for kind in KINDS for rung in rungs for row in random_rows(kind, rung, chosen, seeds=seeds)]
     for name in SCRIPTED:  # deterministic, but run K_MAX times: shown, not assumed
         rows += [row | {"baseline": name} for row in scripted_trials(name, chosen, K_MAX)]
     return rows

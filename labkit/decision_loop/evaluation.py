@@ -22,6 +22,7 @@ from labkit.model.replay import ReplayBackend
 
 _ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # what a replay must reproduce
 _LIMITS = ("max_turns", "max_tools")
+_Data = Mapping[str, Any]  # a case, or an episode's result
 
 
 class _Tap(ReplayBackend):
@@ -37,12 +38,7 @@ class _Tap(ReplayBackend):
 
 
 def episode_row(
-    policy: str,
-    case: Mapping[str, Any],
-    trial: int,
-    result: Mapping[str, Any],
-    replies: Sequence[Reply] = (),
-    **run: Any,
+    policy: str, case: _Data, trial: int, result: _Data, replies: Sequence[Reply] = (), **run: Any
 ) -> Row:
     """One graded episode: who, which case and trial, how it ended, its cost, and `result`."""
     return run | {
@@ -73,11 +69,8 @@ def replay_trials(path: str | Path) -> list[Row]:
         rung, limits = record.get("rung", DEFAULT_RUNG), {key: record["limits"][key] for key in _LIMITS}
         policy = docuctl_policy(record["prompt"], backend=tap, rung=rung, **settings)
         result = run_case(case, policy, limits=limits, budget_tokens=record["limits"]["budget_tokens"])
-        if changed := [
-            f"{key} {result[key]!r} (recorded {record[key]!r})"
-            for key in _ENDED
-            if result[key] != record[key]
-        ]:
+        changed = [f"{k} {result[k]!r} (recorded {record[k]!r})" for k in _ENDED if result[k] != record[k]]
+        if changed:
             raise LabError(
                 f"{path}: line {number}: case {case['id']!r} trial {record['trial']} no longer "
                 f"replays as recorded: {'; '.join(changed)}"
