@@ -68,35 +68,20 @@ def run_case(
     return run(task, policy, tools=docuctl_tools(task, corpus.docs), budget=budget, **limits)
 
 
-def episode_record(
-    case: _Case,
-    result: Result,
-    *,
-    run_label: str,
-    backend: str,
-    prompt: str,
-    rung: str = "L1",
-    trial: int,
-    temperature: float,
-    seed: int,
-    max_tokens: int,
-    limits: dict[str, int],
-    budget_tokens: int | None,
-) -> dict[str, Any]:
-    """One recorded episode (`labkit.model.record`): the run's settings and how it ended."""
+# An episode's settings, as recorded.
+_RECORDED = ("trial", "prompt", "rung", "backend", "temperature", "seed", "max_tokens")
+
+
+def episode_record(case: _Case, result: Result, **run: Any) -> dict[str, Any]:
+    """One recorded episode (`labkit.model.record`): from `run`, its `run_label`, `_RECORDED`, `limits`
+    and `budget_tokens`; then how it ended."""
     return {
         "kind": "episode",
-        "run": run_label,
+        "run": run["run_label"],
         "lab": DOCUCTL_LAB,
         "case": case["id"],
-        "trial": trial,
-        "prompt": prompt,
-        "rung": rung,
-        "backend": backend,
-        "temperature": temperature,
-        "seed": seed,
-        "max_tokens": max_tokens,
-        "limits": limits | {"budget_tokens": budget_tokens},
+        **{key: run[key] for key in _RECORDED},
+        "limits": run["limits"] | {"budget_tokens": run["budget_tokens"]},
         **{key: result[key] for key in ("stop", "turns", "tool_calls", "answer", "citation")},
         "passed": outcome(case, result),
         "usage": {k: v for k, v in result["usage"].items() if k != "cost"},
