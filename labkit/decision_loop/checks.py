@@ -235,8 +235,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
 
 
 def _payload(**answers: Any) -> dict[str, Any]:
-    """What a progress file keeps of a learner's answers: strings cut to 100 characters, plain ints
-    up to MAX_NUMBER, else None."""
+    """What a progress file keeps of answers: strings cut to 100 characters, ints to MAX_NUMBER, else None."""
     kept = {name: shorten(value, 100) if isinstance(value, str) else None for name, value in answers.items()}
     ints = {name: value for name, value in answers.items() if type(value) is int and 0 <= value <= MAX_NUMBER}
     return kept | ints
@@ -289,19 +288,16 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
         except Raised as raised:
             return crashed(raised.error, f"on ({c}, {n}, {k})")
         want = pass_hat_k(c, n, k)
+        said = f"fn({c}, {n}, {k}) = {shown(got, 40)}, expected {want:.4f}"
         if isinstance(got, bool) or not isinstance(got, int | float):
-            return fail(
-                f"fn({c}, {n}, {k}) returned {shown(got, 60)} (a {type(got).__name__}), expected the "
-                f"number {want:.4f}: return a plain float."
-            )
+            return fail(f"{said}, got a {type(got).__name__}: return a plain float.")
         if not 0 <= got <= 1:  # also keeps a huge int away from float conversion
-            return fail(
-                f"fn({c}, {n}, {k}) = {shown(got, 40)}, expected {want:.4f}: a chance is between 0 and 1."
-            )
+            return fail(f"{said}: a chance is between 0 and 1.")
         if not math.isclose(got, want, abs_tol=1e-9):
             replaced = math.isclose(got, (c / n) ** k)
-            hint = " That is (c/n)**k: the k trials are drawn without replacement." * replaced
-            return fail(f"fn({c}, {n}, {k}) = {shown(got, 40)}, expected {want:.4f}.{hint}")
+            return fail(
+                f"{said}." + " That is (c/n)**k: the k trials are drawn without replacement." * replaced
+            )
     return Check(
         True, f"all {len(checked)} checks match C(c,k)/C(n,k), {_RANDOM_CASES} of them drawn at random."
     )
