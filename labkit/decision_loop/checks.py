@@ -21,9 +21,10 @@ from labkit.core.check import Check, Raised, TimedOut, call, copied, crashed, fa
 from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Budget, Tool, run
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
-from labkit.decision_loop.evaluation import case_by_id, replay_trials
+from labkit.decision_loop.evaluation import replay_trials
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.tables import pass_hat_k
+from labkit.decision_loop.trials import known_cases
 from labkit.model.replay import TRIALS, ReplayBackend
 
 __all__ = [
@@ -304,7 +305,7 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
 
 
 def _budget_episode(budget: Budget | None) -> dict[str, Any]:
-    task = task_from(case_by_id(_BUDGET_CASE))
+    task = task_from(known_cases()[_BUDGET_CASE])
     policy = docuctl_policy("base", backend=ReplayBackend())
     return run(task, policy, tools=docuctl_tools(task), max_turns=3, max_tools=2, budget=budget)
 
@@ -362,7 +363,7 @@ def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
         )
     # Each refused answer as if it had ended `final`: how many would the grader still pass?
     lifted = [(row["case"], row["result"]["trace"][-1]["decision"] | {"stop": "final"}) for row in refused]
-    passed = sum(row["passed"] for row in rows) + sum(outcome(case_by_id(c), d) for c, d in lifted)
+    passed = sum(row["passed"] for row in rows) + sum(outcome(known_cases()[c], d) for c, d in lifted)
     return Check(
         True,
         f"without it, {expected} of these {len(rows)} episodes end `final` (successes, to a stop-only "

@@ -98,20 +98,13 @@ def scripted_trials(
     return rows
 
 
-def case_by_id(case_id: str) -> dict[str, Any]:
-    """One of lab 01's 24 cases by id (LabError names the known ones)."""
-    cases = {case["id"]: case for case in cases_of("all")}
-    if case_id not in cases:
-        raise LabError(f"unknown docuctl case {case_id!r} (known: {', '.join(cases)})")
-    return cases[case_id]
-
-
 def replay_case(
     case_id: str, prompt: str = "base", *, rung: str = DEFAULT_RUNG, budget_tokens: int | None = None
 ) -> Graded:
     """SmolLM2's recorded T=0 episode on `case_id`, replayed and graded, each decision with its live
-    call's latency (`recorded_s`); ReplayMiss (a LabError) for one not recorded."""
-    case = case_by_id(case_id)
+    call's latency (`recorded_s`); LabError for an unknown case, ReplayMiss for one not recorded."""
+    if (case := known_cases().get(case_id)) is None:
+        raise LabError(f"unknown docuctl case {case_id!r} (known: {', '.join(known_cases())})")
     tap = _Tap()
     policy = docuctl_policy(prompt, backend=tap, rung=rung)
     # Load the recordings before the episode, so the trace times the replay, not reading files.

@@ -155,8 +155,6 @@ def ladder_recordings() -> pd.DataFrame:
         records = [record for _, record in read_records(path)]
         calls = [r for r in records if r["kind"] == "call"]
         episodes = [r for r in records if r["kind"] == "episode"]
-        if not calls or not episodes:
-            raise LabError(f"{path}: a recording needs call and episode records")
         made, first = calls[0]["provenance"], episodes[0]
         line = {"file": path.name, "prompt": first["prompt"], "rung": first.get("rung", DEFAULT_RUNG)}
         line |= {"T": calls[0]["options"]["temperature"], "episodes": len(episodes), "calls": len(calls)}
@@ -189,12 +187,11 @@ def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
     import matplotlib.pyplot as plt
 
     counts = stops.set_axis([f"{prompt} {rung}" for prompt, rung in stops.index])
-    endings = [c for c in counts.columns if c in _STOP_COLORS]
-    totals = counts[endings].sum(axis=1)
+    totals = counts.sum(axis=1)
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(counts) + 1.5))
-    shares = counts[endings].div(totals, axis=0).iloc[::-1]
-    shares.plot.barh(stacked=True, ax=ax, width=0.7, color=[_STOP_COLORS[stop] for stop in endings])
-    first = endings[0]
+    shares = counts.div(totals, axis=0).iloc[::-1]
+    shares.plot.barh(stacked=True, ax=ax, width=0.7, color=[_STOP_COLORS[stop] for stop in counts.columns])
+    first = counts.columns[0]
     for row, (count, total) in enumerate(zip(counts[first].iloc[::-1], totals.iloc[::-1], strict=True)):
         if total:
             found = wilson(int(count), int(total))
@@ -219,15 +216,12 @@ def plot_ladder(table: pd.DataFrame) -> Figure:
     for ax, prompt in zip(axes[0], prompts, strict=True):
         for rung, row in table.loc[prompt].iterrows():
             values = row[columns].to_numpy(dtype=float)
-            low, high = (
-                row[[f"{c} {end}" for c in columns]].to_numpy(dtype=float) for end in ("low", "high")
-            )
+            low, high = (row[[f"{c} {end}" for c in columns]].to_numpy(float) for end in ("low", "high"))
             label = f"{rung} {RUNG_NAMES.get(str(rung), '')}"
             style = {"marker": "o", "capsize": 3, "color": _RUNG_COLORS.get(str(rung)), "label": label}
             ax.errorbar(ks, values, yerr=[values - low, high - values], **style)
-        ax.set(
-            title=f"prompt: {prompt}", xticks=ks, xlabel="k (trials that must all pass)", ylim=(-0.05, 1.05)
-        )
+        ax.set(title=f"prompt: {prompt}", xticks=ks, ylim=(-0.05, 1.05))
+        ax.set_xlabel("k (trials that must all pass)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(f"pass^k at T={SAMPLED:g}")
     axes[0][-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))

@@ -127,21 +127,19 @@ def run_trials(
     except ProviderError as error:
         raise LabError(f"{backend.name}: {error}; nothing was recorded") from None
     partial.unlink(missing_ok=True)  # an abandoned run
-    corpus = docuctl()
-    chosen = cases_of(cases, corpus) if isinstance(cases, str) else list(cases)
+    chosen = cases_of(cases) if isinstance(cases, str) else list(cases)
     run_label = label or default_label(backend, prompt, temperature, rung)
     recorder, writer = Recorder(backend, partial, run=run_label), JsonlWriter(partial)
     pairs: Iterable[tuple[_Case, int]] = [(case, trial) for trial in range(k) for case in chosen]
     episodes, failures = [], 0
     named = {"run_label": run_label, "backend": backend.name, "budget_tokens": budget_tokens}
+    named["temperature"] = float(temperature)
     for case, trial in progress(pairs) if progress else pairs:
         settings = dict(prompt=prompt, rung=rung, trial=trial, seed=seed + trial, max_tokens=max_tokens)
         policy = docuctl_policy(backend=recorder, temperature=temperature, **settings)
-        limits = limits_for(case, corpus)
-        result = run_case(case, policy, limits=limits, budget_tokens=budget_tokens, corpus=corpus)
-        episode = episode_record(
-            case, result, limits=limits, temperature=float(temperature), **named, **settings
-        )
+        limits = limits_for(case)
+        result = run_case(case, policy, limits=limits, budget_tokens=budget_tokens)
+        episode = episode_record(case, result, limits=limits, **named, **settings)
         writer.write(episode)
         episodes.append(episode)
         failures = failures + 1 if result["stop"] == "provider_error" else 0
