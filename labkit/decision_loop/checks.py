@@ -24,7 +24,7 @@ from labkit.core.verdicts import exercise
 from labkit.decision_loop.evaluation import replay_trials
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.tables import pass_hat_k
-from labkit.decision_loop.trials import known_cases
+from labkit.decision_loop.trials import ENDED, known_cases
 from labkit.model.replay import TRIALS, ReplayBackend
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
     "reference_table",
 ]
 
-KEYS = ("stop", "turns", "tool_calls", "answer", "citation")
 # Exercise 1's limits. Every non-final action spends a tool, so turn_limit needs
 # max_turns <= max_tools and tool_limit max_turns > max_tools: turn_limit gets its own.
 _LIMITS = {"max_turns": 3, "max_tools": 2}
@@ -209,10 +208,10 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         except Raised as raised:
             hint = " — a runtime must turn that into a stop reason" * (not isinstance(raised.error, TimedOut))
             return crashed(raised.error, f"on the case {where}{hint}")
-        if not isinstance(got, dict) or any(key not in got for key in KEYS):
-            return fail(f"my_run returned {shown(got)} on {where}; return a dict with {', '.join(KEYS)}.")
+        if not isinstance(got, dict) or any(key not in got for key in ENDED):
+            return fail(f"my_run returned {shown(got)} on {where}; return a dict with {', '.join(ENDED)}.")
         try:  # plain data, compared as what it shows
-            mine = json.loads(json.dumps({key: got[key] for key in KEYS}))
+            mine = json.loads(json.dumps({key: got[key] for key in ENDED}))
         except (TypeError, ValueError):
             return fail(f"On {where} my_run returned {shown(got)}: return plain str, int and None values.")
         want = _run_reference(case)
@@ -222,7 +221,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
                 f"{len(ran)} times: count every call, and only calls that ran."
             )
         # The stop first: a wrong stop explains the wrong counts and answer that follow it.
-        if wrong := [key for key in KEYS if mine[key] != want[key]]:
+        if wrong := [key for key in ENDED if mine[key] != want[key]]:
             said = ", ".join(f"{key}={shown(mine[key], 60)} (expected {want[key]!r})" for key in wrong[:2])
             return fail(f"On {where}: {said}. The contract: {CONTRACTS[want['stop']]}.")
         passed.append((case, mine))

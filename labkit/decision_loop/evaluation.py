@@ -14,13 +14,12 @@ from labkit.baseline.task import task_from
 from labkit.core.errors import LabError
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.tables import K_MAX, Row, episodes_frame, stop_counts
-from labkit.decision_loop.trials import cases_of, known_cases, limits_for, run_case
+from labkit.decision_loop.trials import ENDED, cases_of, known_cases, limits_for, run_case
 from labkit.model.backend import ChatRequest, Reply
 from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.record import read_records
 from labkit.model.replay import ReplayBackend
 
-_ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # what a replay must reproduce
 _LIMITS = ("max_turns", "max_tools")
 _Data = Mapping[str, Any]  # a case, or an episode's result
 
@@ -46,7 +45,7 @@ def episode_row(
         "case": case["id"],
         "trial": trial,
         "passed": outcome(case, result),
-        **{key: result[key] for key in _ENDED[:3]},
+        **{key: result[key] for key in ENDED[:3]},
         "decisions": len(replies),
         **{key: sum(getattr(r, key) for r in replies) for key in ("prompt_tokens", "completion_tokens")},
         "reused_tokens": sum(r.reused_tokens or 0 for r in replies),  # None where a backend cannot tell
@@ -69,7 +68,7 @@ def replay_trials(path: str | Path) -> list[Row]:
         rung, limits = record.get("rung", DEFAULT_RUNG), {key: record["limits"][key] for key in _LIMITS}
         policy = docuctl_policy(record["prompt"], backend=tap, rung=rung, **settings)
         result = run_case(case, policy, limits=limits, budget_tokens=record["limits"]["budget_tokens"])
-        changed = [f"{k} {result[k]!r} (recorded {record[k]!r})" for k in _ENDED if result[k] != record[k]]
+        changed = [f"{k} {result[k]!r} (recorded {record[k]!r})" for k in ENDED if result[k] != record[k]]
         if changed:
             raise LabError(
                 f"{path}: line {number}: case {case['id']!r} trial {record['trial']} no longer "

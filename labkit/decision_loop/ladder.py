@@ -80,25 +80,22 @@ def ladder_with_baselines(rows: Sequence[Row], baselines: Sequence[Row]) -> pd.D
     if not rows:
         raise LabError("no model episodes to put beside the baselines")
     ordered = sorted(rows, key=lambda row: (_place(row["prompt"]), _place(row["rung"]), row["temperature"]))
-    frame = tables.episodes_frame([*ordered, *baselines])
-    groups = dict(iter(frame.groupby("policy", sort=False)))
-    kinds = {p: "baseline" if pd.notna(g.iloc[0].get("baseline")) else "model" for p, g in groups.items()}
+    groups = dict(iter(tables.episodes_frame([*ordered, *baselines]).groupby("policy", sort=False)))
+    models = {row["policy"] for row in rows}
     pass_at_1 = {
-        p: tables.rate_intervals(g, 1)["pass@1"].estimate for p, g in groups.items() if kinds[p] == "baseline"
+        p: tables.rate_intervals(g, 1)["pass@1"].estimate for p, g in groups.items() if p not in models
     }
-    best = max(pass_at_1, key=pass_at_1.__getitem__) if pass_at_1 else None
-    scripted = "scripted loop" if "scripted loop" in groups else None
+    best = max(pass_at_1, key=pass_at_1.__getitem__, default=None)
+    against = {"vs scripted": "scripted loop" if "scripted loop" in groups else None, "vs best": best}
     rates = [f"{rate}{end}" for rate in ("pass@1", f"pass^{K_MAX}") for end in ("", " low", " high")]
     table = {}
     for policy, group in groups.items():
-        found = tables.measures(group)
-        line = {"kind": kinds[policy]} | {name: found[name] for name in ["cases", "trials", *rates]}
+        found, kind = tables.measures(group), "model" if policy in models else "baseline"
+        line = {"kind": kind} | {name: found[name] for name in ["cases", "trials", *rates]}
         line = interval_columns(line, WRONG, tables.share_interval(group["case"], group["ending"] == WRONG))
-        for name, other in (("vs scripted", scripted), ("vs best", best)):
-            same = other is None or other == policy
-            line = interval_columns(
-                line, name, NAN if same else tables.paired_difference(group, groups[other])
-            )
+        for name, other in against.items():
+            difference = NAN if other in (None, policy) else tables.paired_difference(group, groups[other])
+            line = interval_columns(line, name, difference)
         table[policy] = line
     table = pd.DataFrame.from_dict(table, orient="index").rename_axis("policy")
     table.attrs["best baseline"] = best

@@ -27,6 +27,7 @@ MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
 # wait out a timeout on each remaining episode.
 MAX_PROVIDER_FAILURES = 3
 _Case = dict[str, Any]
+ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # how an episode ended, as recorded
 
 
 def cases_of(which: str, corpus: Corpus | None = None) -> list[_Case]:
@@ -82,7 +83,7 @@ def episode_record(case: _Case, result: Result, **run: Any) -> dict[str, Any]:
         "case": case["id"],
         **{key: run[key] for key in _RECORDED},
         "limits": run["limits"] | {"budget_tokens": run["budget_tokens"]},
-        **{key: result[key] for key in ("stop", "turns", "tool_calls", "answer", "citation")},
+        **{key: result[key] for key in ENDED},
         "passed": outcome(case, result),
         "usage": {k: v for k, v in result["usage"].items() if k != "cost"},
         "elapsed_s": round(result["elapsed"], 6),

@@ -12,7 +12,8 @@ from verdicts import own_verdict, verdict
 from labkit.core.errors import LabError
 from labkit.core.runtime import validate_decision
 from labkit.core.verdicts import load_progress
-from labkit.decision_loop.checks import CONTRACTS, KEYS, PASS_HAT_K_CASES
+from labkit.decision_loop.checks import CONTRACTS, PASS_HAT_K_CASES
+from labkit.decision_loop.trials import ENDED
 from labkit.exercises import lab02
 
 # -- build it: the heart of run --------------------------------------------------------------
@@ -110,7 +111,7 @@ def test_wrong_runs_are_answered_with_the_rule_they_break():
     verdict(lab02.check_run(varied(ids_read=every_id_returned)), False, "searches, then cites a hit unread")
     verdict(lab02.check_run(skeleton), False, "'scripted search, read, answer'", "expected 'final'")
     verdict(lab02.check_run(lambda *a, **k: "done"), False, "return a dict")
-    verdict(lab02.check_run(lambda *a, **k: dict.fromkeys(KEYS, {1, 2})), False, "plain str, int")
+    verdict(lab02.check_run(lambda *a, **k: dict.fromkeys(ENDED, {1, 2})), False, "plain str, int")
     verdict(lab02.check_run(None), False, "not attempted yet")
 
 
