@@ -50,20 +50,16 @@ _RANDOM_CASES = 3
 
 TASK = Task("exercise", "rollback", "How do I restore the last release?", "v2")
 _OTHER_TASK = Task("exercise-v1", "deploy", "How do I deploy the current build?", "v1")  # unshown cases only
-_READ = {"action": "read", "id": "rollback-v2"}
+_SEARCH, _READ = {"action": "search", "query": TASK.question}, {"action": "read", "id": "rollback-v2"}
 FINAL = {"action": "final", "answer": "docuctl release revert --env staging", "citation": "rollback-v2"}
 _ROOMY = {"max_turns": 4, "max_tools": 3}
-
-
-def _searcher(task: Any, observations: list) -> dict[str, Any]:
-    return {"action": "search", "query": task.question}
 
 
 def _raises(error: BaseException) -> Callable[..., Any]:
     def policy(task: Any, observations: list) -> Any:
         if observations:
             raise error
-        return _searcher(task, observations)
+        return copied(_SEARCH)
 
     return policy
 
@@ -81,12 +77,11 @@ def _broken_read(**args: Any) -> Any:
     raise RuntimeError("storage offline")
 
 
-def _lookup(id: str) -> dict[str, str]:  # noqa: A002 - the tool's argument is named as the model sees it
-    return {"id": id, "status": "indexed"}
-
-
 _BROKEN_READ = Tool("read", {"id": "str"}, _broken_read, source=True)
-_LOOKUP = Tool("lookup", {"id": "str"}, _lookup, description="is a page id indexed")  # not a source
+# Not a source: it names a page without returning it.
+_LOOKUP = Tool(
+    "lookup", {"id": "str"}, lambda id: {"id": id, "status": "indexed"}, description="is a page indexed"
+)
 
 
 def _after_error(task: Any, observations: list) -> dict[str, Any]:
@@ -128,28 +123,27 @@ class RunCase:
 
 def cases() -> list[RunCase]:
     """Every case `check_run` holds, built afresh (new policies, new decisions) on every call."""
-    search = {"action": "search", "query": TASK.question}
     missing = [{"action": "read", "id": "no-such-page"}, FINAL | {"citation": "no-such-page"}]
     lookup, second = _READ | {"action": "lookup"}, _READ | {"id": "releases-v2"}
     shown = [
         RunCase("scripted search, read, answer", scripted),
         RunCase("an unknown action", _says({"action": "delete_page", "id": "x"})),
         RunCase("a proposal that is not an object", _says("search the docs")),
-        RunCase("an extra field", _says(search | {"sudo": True})),
+        RunCase("an extra field", _says(_SEARCH | {"sudo": True})),
         RunCase("a missing field", _says({"action": "read"})),
         RunCase("a number where a string is due", _says({"action": "read", "id": 7})),
         RunCase("decide raises KeyError", _raises(KeyError("result"))),
         RunCase("decide raises ConnectionError", _raises(ConnectionError("refused"))),
-        RunCase("keeps searching, 2 tools", _searcher),
-        RunCase("keeps searching, 3 tools, 2 turns", _searcher, _TURN_LIMITS),
+        RunCase("keeps searching, 2 tools", _says(_SEARCH)),
+        RunCase("keeps searching, 3 tools, 2 turns", _says(_SEARCH), _TURN_LIMITS),
         RunCase("cites a page it never read", _says(FINAL)),
-        RunCase("searches, then cites a hit unread", _says(search, FINAL)),
+        RunCase("searches, then cites a hit unread", _says(_SEARCH, FINAL)),
         RunCase("reads, then cites it", _says(_READ, FINAL)),
         RunCase("a tool that raises", _after_error, _ROOMY, (_BROKEN_READ,)),
         RunCase("final with a blank answer", _says(FINAL | {"answer": " ", "citation": ""})),
     ]
     hidden = [  # not in the reference table: a run fitted to the cases it shows fails on these
-        RunCase("no tool allowed", _searcher, {"max_turns": 2, "max_tools": 0}),
+        RunCase("no tool allowed", _says(_SEARCH), {"max_turns": 2, "max_tools": 0}),
         RunCase("one turn only", scripted, {"max_turns": 1, "max_tools": 2}),
         RunCase("another question, version v1", scripted, task=_OTHER_TASK),
         RunCase("reads a page that does not exist, then cites it", _says(*missing)),
