@@ -125,9 +125,7 @@ def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
     greedy = _groups(rows, 0.0)
     table = {}
     for prompt in dict.fromkeys(key[0] for key in greedy):
-        passed = {
-            r: set(g.loc[g["passed"].astype(bool), "case"]) for (p, r), g in greedy.items() if p == prompt
-        }
+        passed = {r: set(g.loc[g["passed"] > 0, "case"]) for (p, r), g in greedy.items() if p == prompt}
         line: dict[str, int | float] = {rung: len(passed[rung]) for rung in RUNGS if rung in passed}
         both = {"L1", "L3"} <= set(passed)
         line["L3, not L1"] = len(passed["L3"] - passed["L1"]) if both else math.nan

@@ -1,9 +1,6 @@
-"""Lab 02's tables from episode rows (`evaluation`: one graded episode each).
-
-pass@1 is the mean over cases of c/n (c of a case's n trials passed), pass^k the mean over
-cases of C(c, k) / C(n, k) (τ-bench), NaN for k > n; each has a 95% interval, a seeded
-bootstrap over cases (`labkit.core.intervals`). A graded `final` is split by `ending`.
-"""
+"""Lab 02's tables from episode rows (`evaluation`). pass@1 is the mean over cases of c/n (c of a
+case's n trials passed), pass^k the mean of C(c, k) / C(n, k) (τ-bench), NaN for k > n; each with a
+95% interval, a seeded bootstrap over cases. A graded `final` is split by `ending`."""
 
 import math
 from collections import Counter
@@ -131,9 +128,8 @@ def measures(group: pd.DataFrame, k_max: int = K_MAX) -> dict[str, Any]:
 def summary(rows: Rows, k_max: int = K_MAX) -> pd.DataFrame:
     """One row per policy: cases, trials per case, pass@1, pass^1..k (pass@1's and pass^k_max's
     intervals as `low`/`high` columns), tool calls per success, tokens per decision, reused %."""
-    table = {
-        policy: measures(group, k_max) for policy, group in episodes_frame(rows).groupby("policy", sort=False)
-    }
+    groups = episodes_frame(rows).groupby("policy", sort=False)
+    table = {policy: measures(group, k_max) for policy, group in groups}
     bounds = [f"{name} {end}" for name in ("pass@1", f"pass^{k_max}") for end in ("low", "high")]
     rates = ["pass@1", *(f"pass^{k}" for k in range(1, k_max + 1))]
     columns = ["cases", "trials", *rates, *bounds, *COSTS[:2], COSTS[3]]
@@ -177,7 +173,6 @@ def _tally(row: Row) -> Counter[str]:
         decision, result = entry.get("decision"), entry.get("result")
         if not isinstance(decision, dict):
             continue
-        tally["decisions"] += 1
         tally["repeats"] += decision == previous
         tally["after first"] += previous is not None
         previous, action = decision, decision.get("action")
