@@ -15,7 +15,7 @@ from labkit.decision_loop.evaluation import SCRIPTED, episode_row, scripted_tria
 from labkit.decision_loop.model_policy import DOCUCTL_RULES, pages_read, schema_tools, search_hits
 from labkit.decision_loop.tables import K_MAX, Row
 from labkit.decision_loop.trials import cases_of, limits_for, run_case
-from labkit.model.constraints import RUNGS, admissible_schema, check_rung
+from labkit.model.constraints import RUNGS, admissible_schema
 
 SEEDS = 200  # episodes per case and rung for each random baseline
 RANDOM, SEARCH_FIRST = "random", "search, then answer"
@@ -42,10 +42,8 @@ def _values(name: str, spec: Mapping[str, Any], task: Task, observations: _Seen)
 def admissible_decisions(task: Task, observations: _Seen, rung: str) -> list[Decision]:
     """Every decision `rung` admits after `observations` (L0 those of L1), in the schema's order
     (search, read, final), without duplicates. Raises LabError for an unknown rung."""
-    check_rung(rung, DOCUCTL_RULES)
-    schema = admissible_schema(
-        schema_tools(), "L1" if rung == "L0" else rung, DOCUCTL_RULES, task, observations
-    )
+    as_rung = "L1" if rung == "L0" else rung  # L0 constrains nothing: the decisions L1 admits
+    schema = admissible_schema(schema_tools(), as_rung, DOCUCTL_RULES, task, observations)
     decisions: list[Decision] = []
     for shape in schema["anyOf"]:
         slots = {name: _values(name, spec, task, observations) for name, spec in shape["properties"].items()}

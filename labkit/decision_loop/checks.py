@@ -255,17 +255,12 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
         result = call(run, TASK, policy, tools=_case_tools([]), **limits)
     except Raised as raised:  # the runtime counts a policy's errors, but re-raises a LabError
         return crashed(raised.error, f"while run asked it for decisions under {under}")
+    detail = shorten(result["detail"] or "no detail", 120)
     if result["stop"] == reason:
-        detail = f" ({shorten(result['detail'], 120)})" if result["detail"] else ""
-        turns, tools = result["turns"], result["tool_calls"]
-        return Check(
-            True, f"stop={reason} after {turns} turn(s) and {tools} tool call(s) under {under}{detail}."
-        )
-    return fail(
-        f"under {under} your policy ended with stop={result['stop']} "
-        f"({shorten(result['detail'] or 'no detail', 120)}); "
-        "the table of stop reasons says what each one needs."
-    )
+        done = f"{result['turns']} turn(s) and {result['tool_calls']} tool call(s)"
+        return Check(True, f"stop={reason} after {done} under {under} ({detail}).")
+    said = f"under {under} your policy ended with stop={result['stop']} ({detail})"
+    return fail(f"{said}; the table of stop reasons says what each one needs.")
 
 
 @exercise("02", "pass_hat_k")
