@@ -302,8 +302,6 @@ def _budget_episode(budget: Budget | None) -> dict[str, Any]:
 def check_budget(tokens: int | None) -> Check:
     """Exercise 3: the smallest token budget under which SmolLM2's replayed episode on
     `_BUDGET_CASE` (base prompt, T=0) is not cut short."""
-    if unanswered(tokens):
-        return fail("not attempted yet: replace the `...` with a number of tokens and run the cell again")
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
         return fail(f"give the budget as a positive int of tokens, not {shown(tokens, 40)}.")
     free = _budget_episode(None)
@@ -323,8 +321,6 @@ def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
     """Exercise 4: the stop reason whose rule keeps a stop-only grader from counting failures,
     and `finals`: how many of `RULE_RUN`'s episodes would end `final` without that rule (a
     figure no table in the notebook shows)."""
-    if unanswered(stop):
-        return fail("not attempted yet: name a stop reason (a string) and run the cell again")
     if not isinstance(stop, str) or stop not in STOP_REASONS:
         return fail(f"{shown(stop, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
     rows = replay_trials(RULE_RUN)
