@@ -77,11 +77,10 @@ def random_rows(
     trial t of case c draws from `random.Random(f"{seed + t}:{c}")`, the same on any machine."""
     first = "search" if kind == SEARCH_FIRST else None
     rows = []
-    for case in cases:
-        for trial in range(seeds):
-            policy = random_baseline(rung, f"{seed + trial}:{case['id']}", first=first)
-            result = run_case(case, policy, limits=limits_for(case))
-            rows.append(episode_row(f"{kind} {rung}", case, trial, result, baseline=kind, rung=rung))
+    for case, trial in product(cases, range(seeds)):
+        policy = random_baseline(rung, f"{seed + trial}:{case['id']}", first=first)
+        result = run_case(case, policy, limits=limits_for(case))
+        rows.append(episode_row(f"{kind} {rung}", case, trial, result, baseline=kind, rung=rung))
     return rows
 
 

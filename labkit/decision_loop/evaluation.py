@@ -2,6 +2,7 @@
 end as recorded), a scripted loop run k times like any other; `tables` adds the rows up."""
 
 from collections.abc import Mapping, Sequence
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -89,11 +90,8 @@ def scripted_trials(
 ) -> list[Row]:
     """A loop of `SCRIPTED` k times on each case, under `limits_for` or the same `limits` for all."""
     policy, rows = SCRIPTED[name](docuctl().docs), []
-    for trial in range(k):
-        for case in cases:
-            rows.append(
-                episode_row(name, case, trial, run_case(case, policy, limits=limits or limits_for(case)))
-            )
+    for trial, case in product(range(k), cases):
+        rows.append(episode_row(name, case, trial, run_case(case, policy, limits=limits or limits_for(case))))
     return rows
 
 
