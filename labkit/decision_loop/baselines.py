@@ -1,9 +1,7 @@
-"""Baselines for lab 02's ladder: policies with no model, run on the same cases, limits, runtime
-and grader as a model episode: ``random Lk`` (each turn, a seeded draw among the decisions rung
-Lk admits), ``search, then answer Lk`` (a search, then a final as soon as one is admissible),
-and lab 01's ``scripted loop`` and ``adaptive loop``. Over 200 seeds, random L3 passes 2.52 of
-the 24 cases, search-then-answer L3 8.67, the scripted loop 17, the adaptive loop 23.
-"""
+"""Lab 02's baselines, policies with no model on a model's cases, limits, runtime and grader: ``random Lk``
+(a seeded draw among the decisions rung Lk admits), ``search, then answer Lk`` (a search, then a final as
+soon as one is admissible), lab 01's scripted and adaptive loops. Over 200 seeds random L3 passes 2.52 of
+the 24 cases, search-then-answer L3 8.67, the scripted loop 17, the adaptive loop 23."""
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence

@@ -1,8 +1,7 @@
 """Lab 02's build-it cell and exercises, as `labkit.exercises.lab02`: `check_run(my_run)` beside
 labkit's `run` on every case of `cases()` (more than `reference_table` shows), with tools that
 count their calls; exercises 1-4 on model episodes replayed from `fixtures/trials/`. A learner's
-function runs on copies within a time limit (`labkit.core.check.call`).
-"""
+function runs on copies within a time limit (`labkit.core.check.call`)."""
 
 import json
 import math
@@ -15,17 +14,16 @@ import pandas as pd
 
 from labkit.baseline.controllers import docuctl_tools, scripted
 from labkit.baseline.grading import outcome
-from labkit.baseline.task import Task, task_from
+from labkit.baseline.task import Task
 from labkit.core.answers import shown
 from labkit.core.check import Check, Raised, TimedOut, call, copied, crashed, fail, not_a_function, unanswered
-from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Budget, Tool, run
+from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Tool, run
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
-from labkit.decision_loop.evaluation import replay_trials
-from labkit.decision_loop.model_policy import docuctl_policy
+from labkit.decision_loop.evaluation import replay_case, replay_trials
 from labkit.decision_loop.tables import pass_hat_k
 from labkit.decision_loop.trials import ENDED, known_cases
-from labkit.model.replay import TRIALS, ReplayBackend
+from labkit.model.replay import TRIALS
 
 __all__ = [
     "RULE_RUN",
@@ -292,23 +290,17 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
     )
 
 
-def _budget_episode(budget: Budget | None) -> dict[str, Any]:
-    task = task_from(known_cases()[_BUDGET_CASE])
-    policy = docuctl_policy("base", backend=ReplayBackend())
-    return run(task, policy, tools=docuctl_tools(task), max_turns=3, max_tools=2, budget=budget)
-
-
 @exercise("02", "budget", payload=lambda tokens: _payload(tokens=tokens))
 def check_budget(tokens: int | None) -> Check:
     """Exercise 3: the smallest token budget under which SmolLM2's replayed episode on
     `_BUDGET_CASE` (base prompt, T=0) is not cut short."""
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
         return fail(f"give the budget as a positive int of tokens, not {shown(tokens, 40)}.")
-    free = _budget_episode(None)
+    free = replay_case(_BUDGET_CASE)
     needed = int(free["usage"]["prompt_tokens"] + free["usage"]["completion_tokens"])
     if tokens > needed:
         return fail("enough, but not the smallest budget that lets this episode finish: add up its tokens.")
-    capped = _budget_episode(Budget(tokens=tokens))
+    capped = replay_case(_BUDGET_CASE, budget_tokens=tokens)
     if capped["stop"] == "budget":
         return fail(f"too small: the episode stopped with stop=budget ({capped['detail']}).")
     return Check(
