@@ -122,8 +122,8 @@ def under_limits(max_turns: int, max_tools: int) -> pd.DataFrame:
 
 
 def evaluate_trials(paths: Sequence[str | Path], *, scripted_k: int = K_MAX) -> list[Row]:
-    """Every run recorded in `paths`, after both scripted loops on the same cases; LabError for a
-    trial recorded twice (pass^k assumes distinct trials)."""
+    """Both scripted loops on the cases of the runs recorded in `paths`, then those runs' rows; LabError
+    for a trial recorded twice (pass^k assumes distinct trials)."""
     rows = [row for path in paths for row in replay_trials(path)]
     trials = pd.DataFrame(rows)[["policy", "case", "trial"]]
     if trials.duplicated().any():

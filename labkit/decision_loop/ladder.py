@@ -177,8 +177,7 @@ _STOP_COLORS = {
 
 
 def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
-    """Stacked bars, one per (prompt, rung) of `ladder_stops` (first on top): its episodes by
-    ending as shares, the first ending's share with its Wilson interval."""
+    """`ladder_stops` as stacked shares, first row on top, the first ending's with its Wilson interval."""
     import matplotlib.pyplot as plt
 
     counts = stops.set_axis([f"{prompt} {rung}" for prompt, rung in stops.index])
@@ -200,8 +199,7 @@ def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
 
 
 def plot_ladder(table: pd.DataFrame) -> Figure:
-    """pass^k against k with its 95% interval (`ladder_table(..., intervals=True)`): one panel per
-    prompt, one line per rung."""
+    """pass^k against k with its interval (`ladder_table(intervals=True)`), a panel per prompt."""
     import matplotlib.pyplot as plt
 
     columns = [c for c in table.columns if c.startswith("pass^") and not c.endswith((" low", " high"))]
@@ -226,8 +224,7 @@ def plot_ladder(table: pd.DataFrame) -> Figure:
 
 
 def plot_with_baselines(table: pd.DataFrame, title: str = "pass@1 with its 95% interval") -> Figure:
-    """One bar per row of `ladder_with_baselines` (first on top): pass@1 with its interval, model
-    rows blue, baselines grey, the best baseline's pass@1 a dashed line."""
+    """pass@1 with its interval per row of `ladder_with_baselines`, first on top, the best one dashed."""
     import matplotlib.pyplot as plt
 
     shown = table.iloc[::-1]

@@ -50,8 +50,7 @@ def _counts(rows: Rows) -> dict[str, tuple[int, int]]:
 
 
 def _mean_interval(values: list[float]) -> Interval:
-    """The mean of one value per case, summed exactly (`math.fsum`: it rounds as the fractions
-    do), with `bootstrap`'s interval over cases."""
+    """The mean of one value per case, summed exactly (`math.fsum`), with the bootstrap's interval."""
     found = bootstrap({str(i): [v] for i, v in enumerate(values)}, seed=SEED)
     return Interval(math.fsum(values) / len(values), found.low, found.high)
 
