@@ -51,14 +51,14 @@ def admissible_decisions(task: Task, observations: _Seen, rung: str) -> list[Dec
     return decisions
 
 
-def random_baseline(rung: str, seed: int | str, *, first: str | None = None) -> Callable[..., Decision]:
+def random_baseline(rung: str, seed: int | str, kind: str = RANDOM) -> Callable[..., Decision]:
     """One episode's policy: a decision drawn from `admissible_decisions` with `random.Random(seed)`
-    each turn; with `first="search"`, a search first, then a final as soon as one is admissible."""
+    each turn; as SEARCH_FIRST, a search first, then a final as soon as one is admissible."""
     rng = random.Random(seed)
 
     def policy(task: Task, observations: list[dict[str, Any]]) -> Decision:
         decisions = admissible_decisions(task, observations, rung)
-        if first == "search":
+        if kind == SEARCH_FIRST:
             if not observations:
                 return next(d for d in decisions if d["action"] == "search")
             if finals := [d for d in decisions if d["action"] == "final"]:
@@ -73,10 +73,9 @@ def random_rows(
 ) -> list[Row]:
     """`seeds` episodes per case of one random baseline (`kind`: RANDOM or SEARCH_FIRST) at `rung`;
     trial t of case c draws from `random.Random(f"{seed + t}:{c}")`, the same on any machine."""
-    first = "search" if kind == SEARCH_FIRST else None
     rows = []
     for case, trial in product(cases, range(seeds)):
-        policy = random_baseline(rung, f"{seed + trial}:{case['id']}", first=first)
+        policy = random_baseline(rung, f"{seed + trial}:{case['id']}", kind)
         result = run_case(case, policy, limits=limits_for(case))
         rows.append(episode_row(f"{kind} {rung}", case, trial, result, baseline=kind, rung=rung))
     return rows

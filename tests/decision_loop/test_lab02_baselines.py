@@ -52,7 +52,7 @@ def test_l3_admits_one_final_per_page_read_and_l1_pairs_the_command_with_any_hit
 
 
 def test_search_then_answer_answers_as_soon_as_a_final_is_admissible():
-    policy = random_baseline("L3", 0, first="search")
+    policy = random_baseline("L3", 0, SEARCH_FIRST)
     assert policy(TASK, [])["action"] == "search"
     assert policy(TASK, READ) == {"action": "final", "answer": PAGE["command"], "citation": "config-v1"}
 
