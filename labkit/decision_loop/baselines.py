@@ -1,9 +1,7 @@
-"""Baselines for lab 02's ladder: policies with no model, run on the same cases, limits, runtime
-and grader as a model episode: ``random Lk`` (each turn, a seeded draw among the decisions rung
-Lk admits), ``search, then answer Lk`` (a search, then a final as soon as one is admissible),
-and lab 01's ``scripted loop`` and ``adaptive loop``. Over 200 seeds, random L3 passes 2.52 of
-the 24 cases, search-then-answer L3 8.67, the scripted loop 17, the adaptive loop 23.
-"""
+"""Lab 02's baselines, policies with no model on a model's cases, limits, runtime and grader: ``random Lk``
+(a seeded draw among the decisions rung Lk admits), ``search, then answer Lk`` (a search, then a final as
+soon as one is admissible), lab 01's scripted and adaptive loops. Over 200 seeds random L3 passes 2.52 of
+the 24 cases, search-then-answer L3 8.67, the scripted loop 17, the adaptive loop 23."""
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -15,13 +13,14 @@ from labkit.decision_loop.evaluation import SCRIPTED, episode_row, scripted_tria
 from labkit.decision_loop.model_policy import DOCUCTL_RULES, pages_read, schema_tools, search_hits
 from labkit.decision_loop.tables import K_MAX, Row
 from labkit.decision_loop.trials import cases_of, limits_for, run_case
-from labkit.model.constraints import RUNGS, admissible_schema, check_rung
+from labkit.model.constraints import RUNGS, admissible_schema
 
 SEEDS = 200  # episodes per case and rung for each random baseline
 RANDOM, SEARCH_FIRST = "random", "search, then answer"
 KINDS = (RANDOM, SEARCH_FIRST)
 Decision = dict[str, str]
 _Seen = Sequence[Mapping[str, Any]]  # an episode's observations so far
+_Case = Mapping[str, Any]
 
 
 def _values(name: str, spec: Mapping[str, Any], task: Task, observations: _Seen) -> list[Any]:
@@ -41,10 +40,8 @@ def _values(name: str, spec: Mapping[str, Any], task: Task, observations: _Seen)
 def admissible_decisions(task: Task, observations: _Seen, rung: str) -> list[Decision]:
     """Every decision `rung` admits after `observations` (L0 those of L1), in the schema's order
     (search, read, final), without duplicates. Raises LabError for an unknown rung."""
-    check_rung(rung, DOCUCTL_RULES)
-    schema = admissible_schema(
-        schema_tools(), "L1" if rung == "L0" else rung, DOCUCTL_RULES, task, observations
-    )
+    as_rung = "L1" if rung == "L0" else rung  # L0 constrains nothing: the decisions L1 admits
+    schema = admissible_schema(schema_tools(), as_rung, DOCUCTL_RULES, task, observations)
     decisions: list[Decision] = []
     for shape in schema["anyOf"]:
         slots = {name: _values(name, spec, task, observations) for name, spec in shape["properties"].items()}
@@ -54,15 +51,14 @@ def admissible_decisions(task: Task, observations: _Seen, rung: str) -> list[Dec
     return decisions
 
 
-def random_baseline(rung: str, seed: int | str, *, first: str | None = None) -> Callable[..., Decision]:
+def random_baseline(rung: str, seed: int | str, kind: str = RANDOM) -> Callable[..., Decision]:
     """One episode's policy: a decision drawn from `admissible_decisions` with `random.Random(seed)`
-    each turn; with `first="search"`, a search first, then a final as soon as one is admissible."""
-    check_rung(rung, DOCUCTL_RULES)
+    each turn; as SEARCH_FIRST, a search first, then a final as soon as one is admissible."""
     rng = random.Random(seed)
 
     def policy(task: Task, observations: list[dict[str, Any]]) -> Decision:
         decisions = admissible_decisions(task, observations, rung)
-        if first == "search":
+        if kind == SEARCH_FIRST:
             if not observations:
                 return next(d for d in decisions if d["action"] == "search")
             if finals := [d for d in decisions if d["action"] == "final"]:
@@ -73,37 +69,26 @@ def random_baseline(rung: str, seed: int | str, *, first: str | None = None) -> 
 
 
 def random_rows(
-    kind: str, rung: str, cases: Iterable[Mapping[str, Any]], *, seeds: int = SEEDS, seed: int = 0
+    kind: str, rung: str, cases: Iterable[_Case], *, seeds: int = SEEDS, seed: int = 0
 ) -> list[Row]:
     """`seeds` episodes per case of one random baseline (`kind`: RANDOM or SEARCH_FIRST) at `rung`;
     trial t of case c draws from `random.Random(f"{seed + t}:{c}")`, the same on any machine."""
-    first = "search" if kind == SEARCH_FIRST else None
     rows = []
-    for case in cases:
-        for trial in range(seeds):
-            policy = random_baseline(rung, f"{seed + trial}:{case['id']}", first=first)
-            result = run_case(case, policy, limits=limits_for(case))
-            rows.append(episode_row(f"{kind} {rung}", case, trial, result, baseline=kind, rung=rung))
+    for case, trial in product(cases, range(seeds)):
+        policy = random_baseline(rung, f"{seed + trial}:{case['id']}", kind)
+        result = run_case(case, policy, limits=limits_for(case))
+        rows.append(episode_row(f"{kind} {rung}", case, trial, result, baseline=kind, rung=rung))
     return rows
 
 
 def baseline_rows(
-    cases: Sequence[Mapping[str, Any]] | str = "all",
-    *,
-    rungs: Sequence[str] = RUNGS,
-    seeds: int = SEEDS,
-    seed: int = 0,
+    cases: Sequence[_Case] | str = "all", *, rungs: Sequence[str] = RUNGS, seeds: int = SEEDS
 ) -> list[Row]:
     """Every baseline on `cases` (a case set's name, or cases): both random ones at each of
     `rungs`, then the scripted and adaptive loops; each row's `baseline` names its kind.
     About 0.1 s per 1,000 episodes: the default (24 cases, 4 rungs, 200 seeds) is 38,400."""
     chosen = cases_of(cases) if isinstance(cases, str) else list(cases)
-    rows = [
-        row
-        for kind in KINDS
-        for rung in rungs
-        for row in random_rows(kind, rung, chosen, seeds=seeds, seed=seed)
-    ]
+    rows = [row for kind in KINDS for rung in rungs for row in random_rows(kind, rung, chosen, seeds=seeds)]
     for name in SCRIPTED:  # deterministic, but run K_MAX times: shown, not assumed
         rows += [row | {"baseline": name} for row in scripted_trials(name, chosen, K_MAX)]
     return rows

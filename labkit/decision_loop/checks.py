@@ -1,11 +1,7 @@
-"""Lab 02's build-it cell and exercises, as `labkit.exercises.lab02`.
-
-`check_run(my_run)`: the heart of `labkit.core.runtime.run`, beside labkit's `run` on every case
-of `cases()` (more than `reference_table` shows), with tools that count their calls; exercises
-1-4: `check_stop_policy`, `check_pass_hat_k`, `check_budget`, `check_missing_rule`, on model
-episodes replayed from `fixtures/trials/` (never `LABKIT_MODEL`). A learner's function runs on
-copies within a time limit (`labkit.core.check.call`); whatever it does ends in a verdict.
-"""
+"""Lab 02's build-it cell and exercises, as `labkit.exercises.lab02`: `check_run(my_run)` beside
+labkit's `run` on every case of `cases()` (more than `reference_table` shows), with tools that
+count their calls; exercises 1-4 on model episodes replayed from `fixtures/trials/`. A learner's
+function runs on copies within a time limit (`labkit.core.check.call`)."""
 
 import json
 import math
@@ -18,16 +14,16 @@ import pandas as pd
 
 from labkit.baseline.controllers import docuctl_tools, scripted
 from labkit.baseline.grading import outcome
-from labkit.baseline.task import Task, task_from
+from labkit.baseline.task import Task
 from labkit.core.answers import shown
 from labkit.core.check import Check, Raised, TimedOut, call, copied, crashed, fail, not_a_function, unanswered
-from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Budget, Tool, run
+from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Tool, run
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
-from labkit.decision_loop.evaluation import case_by_id, replay_trials
-from labkit.decision_loop.model_policy import docuctl_policy
+from labkit.decision_loop.evaluation import replay_case, replay_trials
 from labkit.decision_loop.tables import pass_hat_k
-from labkit.model.replay import TRIALS, ReplayBackend
+from labkit.decision_loop.trials import ENDED, known_cases
+from labkit.model.replay import TRIALS
 
 __all__ = [
     "RULE_RUN",
@@ -39,12 +35,10 @@ __all__ = [
     "reference_table",
 ]
 
-KEYS = ("stop", "turns", "tool_calls", "answer", "citation")
 # Exercise 1's limits. Every non-final action spends a tool, so turn_limit needs
 # max_turns <= max_tools and tool_limit max_turns > max_tools: turn_limit gets its own.
 _LIMITS = {"max_turns": 3, "max_tools": 2}
 _TURN_LIMITS = {"max_turns": 2, "max_tools": 3}
-_REACHABLE = ("final", "invalid_decision", "provider_error", "tool_limit", "turn_limit", "unread_citation")
 _BUDGET_CASE = "deploy-build"  # exercise 3: SmolLM2's base-prompt T=0 episode, replayed
 RULE_RUN = TRIALS / "docuctl-smollm2-example-t0.jsonl"  # exercise 4: the example prompt at L1, T=0
 # Exercise 2: these cases and _RANDOM_CASES more drawn afresh every check, so no list can be memorised.
@@ -54,20 +48,16 @@ _RANDOM_CASES = 3
 
 TASK = Task("exercise", "rollback", "How do I restore the last release?", "v2")
 _OTHER_TASK = Task("exercise-v1", "deploy", "How do I deploy the current build?", "v1")  # unshown cases only
-_READ = {"action": "read", "id": "rollback-v2"}
+_SEARCH, _READ = {"action": "search", "query": TASK.question}, {"action": "read", "id": "rollback-v2"}
 FINAL = {"action": "final", "answer": "docuctl release revert --env staging", "citation": "rollback-v2"}
-_SMALL, _ROOMY = {"max_turns": 3, "max_tools": 2}, {"max_turns": 4, "max_tools": 3}
-
-
-def _searcher(task: Any, observations: list) -> dict[str, Any]:
-    return {"action": "search", "query": task.question}
+_ROOMY = {"max_turns": 4, "max_tools": 3}
 
 
 def _raises(error: BaseException) -> Callable[..., Any]:
     def policy(task: Any, observations: list) -> Any:
         if observations:
             raise error
-        return _searcher(task, observations)
+        return copied(_SEARCH)
 
     return policy
 
@@ -85,9 +75,11 @@ def _broken_read(**args: Any) -> Any:
     raise RuntimeError("storage offline")
 
 
-def _lookup(id: str) -> dict[str, str]:  # noqa: A002 - the tool's argument is named as the model sees it
-    """A tool that is not a source: it names a page without returning it."""
-    return {"id": id, "status": "indexed"}
+_BROKEN_READ = Tool("read", {"id": "str"}, _broken_read, source=True)
+# Not a source: it names a page without returning it.
+_LOOKUP = Tool(
+    "lookup", {"id": "str"}, lambda id: {"id": id, "status": "indexed"}, description="is a page indexed"
+)
 
 
 def _after_error(task: Any, observations: list) -> dict[str, Any]:
@@ -98,133 +90,72 @@ def _after_error(task: Any, observations: list) -> dict[str, Any]:
     return scripted(task, observations)
 
 
+# What `run` promises, by the stop a case ends with (a wrong run's verdict quotes it): the stop
+# reasons a policy alone can reach.
+CONTRACTS = {
+    "final": "a valid final answer that cites nothing or a page a source tool returned in this run is "
+    "final; a tool that raises is an observation {'error': ...} and the episode goes on",
+    "invalid_decision": "a proposal that is not a dict, names no tool, lacks or adds a field, has a "
+    "wrongly typed argument or a blank answer, or a policy that raises (not an OSError) is "
+    "invalid_decision, and no tool runs",
+    "provider_error": "an OSError from the policy (ConnectionError, TimeoutError, ...) is provider_error",
+    "tool_limit": "a tool proposed after max_tools calls (with max_tools=0, the first) is tool_limit, "
+    "and it does not run",
+    "turn_limit": "max_turns decisions without a final is turn_limit, whatever max_turns is",
+    "unread_citation": "a citation that no source tool (tool.source) returned in this run is "
+    "unread_citation: a search hit, a failed read or another tool's id is not a page read",
+}
+
+
 @dataclass(frozen=True)
 class RunCase:
-    """One case of `check_run`; `tools` is "docs", "broken read" or "lookup" (see `_case_tools`)."""
+    """One case of `check_run`: docuctl's tools for `task`, `tools` added or put in their place."""
 
     name: str
-    rule: str
     policy: Callable[..., Any]
-    limits: Mapping[str, int] = field(default_factory=lambda: dict(_SMALL))
-    tools: str = "docs"
+    limits: Mapping[str, int] = field(default_factory=lambda: dict(_LIMITS))
+    tools: tuple[Tool, ...] = ()
     task: Task = TASK
     shown: bool = True
 
 
 def cases() -> list[RunCase]:
     """Every case `check_run` holds, built afresh (new policies, new decisions) on every call."""
-    final = "a valid final answer citing a page read: final"
-    unread = "a citation no source tool returned in this run is unread_citation"
-    turns = "max_turns decisions without a final is turn_limit"
+    missing = [{"action": "read", "id": "no-such-page"}, FINAL | {"citation": "no-such-page"}]
+    lookup, second = _READ | {"action": "lookup"}, _READ | {"id": "releases-v2"}
     shown = [
-        RunCase("scripted search, read, answer", final, scripted),
-        RunCase(
-            "an unknown action",
-            "an action no tool provides is invalid_decision, and nothing runs",
-            _says({"action": "delete_page", "id": "x"}),
-        ),
-        RunCase("a proposal that is not an object", "not a dict: invalid_decision", _says("search the docs")),
-        RunCase(
-            "an extra field",
-            "a field the tool does not declare is invalid_decision, and the tool must not run",
-            _says({"action": "search", "query": "q", "sudo": True}),
-        ),
-        RunCase("a missing field", "a missing argument is invalid_decision", _says({"action": "read"})),
-        RunCase(
-            "a number where a string is due",
-            "a wrongly typed argument is invalid_decision",
-            _says({"action": "read", "id": 7}),
-        ),
-        RunCase(
-            "decide raises KeyError",
-            "any exception from the policy is invalid_decision (turn 2), never a crash",
-            _raises(KeyError("result")),
-        ),
-        RunCase(
-            "decide raises ConnectionError",
-            "an OSError from the policy is provider_error",
-            _raises(ConnectionError("refused")),
-        ),
-        RunCase(
-            "keeps searching, 2 tools",
-            "a tool past max_tools calls is tool_limit, and it does not run",
-            _searcher,
-        ),
-        RunCase("keeps searching, 3 tools, 2 turns", turns, _searcher, {"max_turns": 2, "max_tools": 3}),
-        RunCase("cites a page it never read", unread, _says(FINAL)),
-        RunCase(
-            "searches, then cites a hit unread",
-            "a search hit is not a page read: citing it without reading it is unread_citation",
-            _says({"action": "search", "query": TASK.question}, FINAL),
-        ),
-        RunCase(
-            "reads, then cites it", "a citation of a page read in this run is final", _says(_READ, FINAL)
-        ),
-        RunCase(
-            "a tool that raises",
-            "a tool that raises is an observation {'error': ...}; the episode goes on",
-            _after_error,
-            _ROOMY,
-            "broken read",
-        ),
-        RunCase(
-            "final with a blank answer",
-            "a blank answer is invalid_decision",
-            _says({"action": "final", "answer": " ", "citation": ""}),
-        ),
+        RunCase("scripted search, read, answer", scripted),
+        RunCase("an unknown action", _says({"action": "delete_page", "id": "x"})),
+        RunCase("a proposal that is not an object", _says("search the docs")),
+        RunCase("an extra field", _says(_SEARCH | {"sudo": True})),
+        RunCase("a missing field", _says({"action": "read"})),
+        RunCase("a number where a string is due", _says({"action": "read", "id": 7})),
+        RunCase("decide raises KeyError", _raises(KeyError("result"))),
+        RunCase("decide raises ConnectionError", _raises(ConnectionError("refused"))),
+        RunCase("keeps searching, 2 tools", _says(_SEARCH)),
+        RunCase("keeps searching, 3 tools, 2 turns", _says(_SEARCH), _TURN_LIMITS),
+        RunCase("cites a page it never read", _says(FINAL)),
+        RunCase("searches, then cites a hit unread", _says(_SEARCH, FINAL)),
+        RunCase("reads, then cites it", _says(_READ, FINAL)),
+        RunCase("a tool that raises", _after_error, _ROOMY, (_BROKEN_READ,)),
+        RunCase("final with a blank answer", _says(FINAL | {"answer": " ", "citation": ""})),
     ]
     hidden = [  # not in the reference table: a run fitted to the cases it shows fails on these
-        RunCase(
-            "no tool allowed",
-            "with max_tools=0 the first tool proposed is tool_limit, and it does not run",
-            _searcher,
-            {"max_turns": 2, "max_tools": 0},
-        ),
-        RunCase(
-            "one turn only", f"{turns}, whatever max_turns is", scripted, {"max_turns": 1, "max_tools": 2}
-        ),
-        RunCase("another question, version v1", f"{final}, whatever the task", scripted, task=_OTHER_TASK),
-        RunCase(
-            "reads a page that does not exist, then cites it",
-            "a read that raised returned no page: citing it is unread_citation",
-            _says(
-                {"action": "read", "id": "no-such-page"},
-                {"action": "final", "answer": "docuctl ship", "citation": "no-such-page"},
-            ),
-        ),
-        RunCase(
-            "a tool that is not a source names a page",
-            "only a source tool's result (tool.source) makes a page citable: unread_citation",
-            _says({"action": "lookup", "id": "rollback-v2"}, FINAL),
-            tools="lookup",
-        ),
-        RunCase(
-            "final with an undeclared field",
-            "a final answer with a field it does not declare is invalid_decision",
-            _says({"action": "final", "answer": "docuctl ship", "citation": "", "confidence": "high"}),
-        ),
-        RunCase(
-            "decide raises TimeoutError",
-            "TimeoutError is an OSError: provider_error",
-            _raises(TimeoutError("timed out")),
-        ),
-        RunCase(
-            "reads two pages, cites the first",
-            "a citation of any page read earlier in this run is final",
-            _says(_READ, {"action": "read", "id": "releases-v2"}, FINAL),
-            _ROOMY,
-        ),
+        RunCase("no tool allowed", _says(_SEARCH), {"max_turns": 2, "max_tools": 0}),
+        RunCase("one turn only", scripted, {"max_turns": 1, "max_tools": 2}),
+        RunCase("another question, version v1", scripted, task=_OTHER_TASK),
+        RunCase("reads a page that does not exist, then cites it", _says(*missing)),
+        RunCase("a tool that is not a source names a page", _says(lookup, FINAL), tools=(_LOOKUP,)),
+        RunCase("final with an undeclared field", _says(FINAL | {"confidence": "high"})),
+        RunCase("decide raises TimeoutError", _raises(TimeoutError("timed out"))),
+        RunCase("reads two pages, cites the first", _says(_READ, second, FINAL), _ROOMY),
     ]
     return shown + [replace(case, shown=False) for case in hidden]
 
 
-def _case_tools(log: list[str], kind: str = "docs", task: Task = TASK) -> dict[str, Tool]:
+def _case_tools(log: list[str], added: tuple[Tool, ...] = (), task: Task = TASK) -> dict[str, Tool]:
     """Fresh tools for one case; every call is logged in `log` and hands back a copy of its result."""
-    tools = docuctl_tools(task)
-    if kind == "broken read":
-        tools["read"] = Tool("read", {"id": "str"}, _broken_read, source=True)
-    elif kind == "lookup":
-        tools["lookup"] = Tool("lookup", {"id": "str"}, _lookup, description="is a page id indexed")
+    tools = docuctl_tools(task) | {tool.name: tool for tool in added}
 
     def counted(tool: Tool) -> Tool:
         def go(**args: Any) -> Any:
@@ -241,16 +172,17 @@ def _run_reference(case: RunCase) -> dict[str, Any]:
     return run(case.task, case.policy, tools=_case_tools([], case.tools, case.task), **case.limits)
 
 
-def reference_table() -> pd.DataFrame:
-    """labkit's `run` on every case `check_run` shows (it holds the others too: a run fitted to
-    the table fails)."""
+def _table(runs: list[tuple[RunCase, dict[str, Any]]]) -> pd.DataFrame:
     rows = [
-        {"case": case.name, "stop": got["stop"], "turns": got["turns"], "tool calls": got["tool_calls"]}
-        for case in cases()
-        if case.shown
-        for got in [_run_reference(case)]
+        {"case": c.name, "stop": r["stop"], "turns": r["turns"], "tool calls": r["tool_calls"]}
+        for c, r in runs
     ]
     return pd.DataFrame(rows).set_index("case")
+
+
+def reference_table() -> pd.DataFrame:
+    """labkit's `run` on every case `check_run` shows (it holds more: a run fitted to the table fails)."""
+    return _table([(case, _run_reference(case)) for case in cases() if case.shown])
 
 
 @exercise("02", "run")
@@ -259,7 +191,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
     shape = "my_run must be a function (task, decide, tools, max_turns, max_tools)"
     if (refused := not_a_function(my_run, shape)) is not None:
         return refused
-    rows, hidden = [], 0
+    passed = []
     for case in cases():
         where = f"'{case.name}'" + ("" if case.shown else " (a case the reference table does not show)")
         ran: list[str] = []
@@ -268,10 +200,10 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         except Raised as raised:
             hint = " — a runtime must turn that into a stop reason" * (not isinstance(raised.error, TimedOut))
             return crashed(raised.error, f"on the case {where}{hint}")
-        if not isinstance(got, dict) or any(key not in got for key in KEYS):
-            return fail(f"my_run returned {shown(got)} on {where}; return a dict with {', '.join(KEYS)}.")
+        if not isinstance(got, dict) or any(key not in got for key in ENDED):
+            return fail(f"my_run returned {shown(got)} on {where}; return a dict with {', '.join(ENDED)}.")
         try:  # plain data, compared as what it shows
-            mine = json.loads(json.dumps({key: got[key] for key in KEYS}))
+            mine = json.loads(json.dumps({key: got[key] for key in ENDED}))
         except (TypeError, ValueError):
             return fail(f"On {where} my_run returned {shown(got)}: return plain str, int and None values.")
         want = _run_reference(case)
@@ -281,25 +213,21 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
                 f"{len(ran)} times: count every call, and only calls that ran."
             )
         # The stop first: a wrong stop explains the wrong counts and answer that follow it.
-        if wrong := [key for key in KEYS if mine[key] != want[key]]:
+        if wrong := [key for key in ENDED if mine[key] != want[key]]:
             said = ", ".join(f"{key}={shown(mine[key], 60)} (expected {want[key]!r})" for key in wrong[:2])
-            return fail(f"On {where}: {said}. The contract: {case.rule}.")
-        if case.shown:
-            rows.append(
-                {"case": case.name, "stop": mine["stop"], "turns": mine["turns"], "tool calls": len(ran)}
-            )
-        hidden += not case.shown
+            return fail(f"On {where}: {said}. The contract: {CONTRACTS[want['stop']]}.")
+        passed.append((case, mine))
+    in_table = [(case, got) for case, got in passed if case.shown]
     return Check(
         True,
-        f"your run matches labkit's on all {len(rows)} cases of the reference table and {hidden} it does not "
-        "show, and no tool ran that should not.",
-        pd.DataFrame(rows).set_index("case"),
+        f"your run matches labkit's on all {len(in_table)} cases of the reference table and "
+        f"{len(passed) - len(in_table)} it does not show, and no tool ran that should not.",
+        _table(in_table),
     )
 
 
 def _payload(**answers: Any) -> dict[str, Any]:
-    """What a progress file keeps of a learner's answers: strings cut to 100 characters, plain ints
-    up to MAX_NUMBER, else None."""
+    """What a progress file keeps of answers: strings cut to 100 characters, ints to MAX_NUMBER, else None."""
     kept = {name: shorten(value, 100) if isinstance(value, str) else None for name, value in answers.items()}
     ints = {name: value for name, value in answers.items() if type(value) is int and 0 <= value <= MAX_NUMBER}
     return kept | ints
@@ -311,10 +239,10 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
     _LIMITS (_TURN_LIMITS for turn_limit), within the checkers' time limit."""
     if not isinstance(reason, str) or reason not in STOP_REASONS:
         return fail(f"{shown(reason, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
-    if reason not in _REACHABLE:
+    if reason not in CONTRACTS:
         return fail(
             f"{reason!r} needs a timer, a budget or a signal from the caller, which a policy alone "
-            f"cannot set; try one of {', '.join(_REACHABLE)}."
+            f"cannot set; try one of {', '.join(CONTRACTS)}."
         )
     if (refused := not_a_function(policy, "a policy is a function (task, observations)")) is not None:
         return refused
@@ -325,23 +253,12 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
         result = call(run, TASK, policy, tools=_case_tools([]), **limits)
     except Raised as raised:  # the runtime counts a policy's errors, but re-raises a LabError
         return crashed(raised.error, f"while run asked it for decisions under {under}")
+    detail = shorten(result["detail"] or "no detail", 120)
     if result["stop"] == reason:
-        detail = f" ({shorten(result['detail'], 120)})" if result["detail"] else ""
-        turns, tools = result["turns"], result["tool_calls"]
-        return Check(
-            True, f"stop={reason} after {turns} turn(s) and {tools} tool call(s) under {under}{detail}."
-        )
-    return fail(
-        f"under {under} your policy ended with stop={result['stop']} "
-        f"({shorten(result['detail'] or 'no detail', 120)}); "
-        "the table of stop reasons says what each one needs."
-    )
-
-
-def _pass_hat_k_cases() -> list[tuple[int, int, int]]:
-    rng = random.Random()  # afresh every check: no fixed list to memorise
-    sizes = [rng.randint(2, 12) for _ in range(_RANDOM_CASES)]
-    return [*PASS_HAT_K_CASES, *((rng.randint(0, n), n, rng.randint(1, n)) for n in sizes)]
+        done = f"{result['turns']} turn(s) and {result['tool_calls']} tool call(s)"
+        return Check(True, f"stop={reason} after {done} under {under} ({detail}).")
+    said = f"under {under} your policy ended with stop={result['stop']} ({detail})"
+    return fail(f"{said}; the table of stop reasons says what each one needs.")
 
 
 @exercise("02", "pass_hat_k")
@@ -349,50 +266,41 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
     """Exercise 2: pass^k of one case, c passes of n trials (k <= n), as a number."""
     if (refused := not_a_function(fn, "my_pass_hat_k must be a function (c, n, k)")) is not None:
         return refused
-    checked = _pass_hat_k_cases()
+    rng = random.Random()  # afresh every check: no fixed list to memorise
+    sizes = [rng.randint(2, 12) for _ in range(_RANDOM_CASES)]
+    checked = [*PASS_HAT_K_CASES, *((rng.randint(0, n), n, rng.randint(1, n)) for n in sizes)]
     for c, n, k in checked:
         try:
             got = call(fn, c, n, k)
         except Raised as raised:
             return crashed(raised.error, f"on ({c}, {n}, {k})")
         want = pass_hat_k(c, n, k)
+        said = f"fn({c}, {n}, {k}) = {shown(got, 40)}, expected {want:.4f}"
         if isinstance(got, bool) or not isinstance(got, int | float):
-            return fail(
-                f"fn({c}, {n}, {k}) returned {shown(got, 60)} (a {type(got).__name__}), expected the "
-                f"number {want:.4f}: return a plain float."
-            )
+            return fail(f"{said}, got a {type(got).__name__}: return a plain float.")
         if not 0 <= got <= 1:  # also keeps a huge int away from float conversion
-            return fail(
-                f"fn({c}, {n}, {k}) = {shown(got, 40)}, expected {want:.4f}: a chance is between 0 and 1."
-            )
+            return fail(f"{said}: a chance is between 0 and 1.")
         if not math.isclose(got, want, abs_tol=1e-9):
             replaced = math.isclose(got, (c / n) ** k)
-            hint = " That is (c/n)**k: the k trials are drawn without replacement." * replaced
-            return fail(f"fn({c}, {n}, {k}) = {shown(got, 40)}, expected {want:.4f}.{hint}")
+            return fail(
+                f"{said}." + " That is (c/n)**k: the k trials are drawn without replacement." * replaced
+            )
     return Check(
         True, f"all {len(checked)} checks match C(c,k)/C(n,k), {_RANDOM_CASES} of them drawn at random."
     )
-
-
-def _budget_episode(budget: Budget | None) -> dict[str, Any]:
-    task = task_from(case_by_id(_BUDGET_CASE))
-    policy = docuctl_policy("base", backend=ReplayBackend())
-    return run(task, policy, tools=docuctl_tools(task), max_turns=3, max_tools=2, budget=budget)
 
 
 @exercise("02", "budget", payload=lambda tokens: _payload(tokens=tokens))
 def check_budget(tokens: int | None) -> Check:
     """Exercise 3: the smallest token budget under which SmolLM2's replayed episode on
     `_BUDGET_CASE` (base prompt, T=0) is not cut short."""
-    if unanswered(tokens):
-        return fail("not attempted yet: replace the `...` with a number of tokens and run the cell again")
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
         return fail(f"give the budget as a positive int of tokens, not {shown(tokens, 40)}.")
-    free = _budget_episode(None)
+    free = replay_case(_BUDGET_CASE)
     needed = int(free["usage"]["prompt_tokens"] + free["usage"]["completion_tokens"])
     if tokens > needed:
         return fail("enough, but not the smallest budget that lets this episode finish: add up its tokens.")
-    capped = _budget_episode(Budget(tokens=tokens))
+    capped = replay_case(_BUDGET_CASE, budget_tokens=tokens)
     if capped["stop"] == "budget":
         return fail(f"too small: the episode stopped with stop=budget ({capped['detail']}).")
     return Check(
@@ -405,8 +313,6 @@ def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
     """Exercise 4: the stop reason whose rule keeps a stop-only grader from counting failures,
     and `finals`: how many of `RULE_RUN`'s episodes would end `final` without that rule (a
     figure no table in the notebook shows)."""
-    if unanswered(stop):
-        return fail("not attempted yet: name a stop reason (a string) and run the cell again")
     if not isinstance(stop, str) or stop not in STOP_REASONS:
         return fail(f"{shown(stop, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
     rows = replay_trials(RULE_RUN)
@@ -433,7 +339,7 @@ def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
         )
     # Each refused answer as if it had ended `final`: how many would the grader still pass?
     lifted = [(row["case"], row["result"]["trace"][-1]["decision"] | {"stop": "final"}) for row in refused]
-    passed = sum(row["passed"] for row in rows) + sum(outcome(case_by_id(c), d) for c, d in lifted)
+    passed = sum(row["passed"] for row in rows) + sum(outcome(known_cases()[c], d) for c, d in lifted)
     return Check(
         True,
         f"without it, {expected} of these {len(rows)} episodes end `final` (successes, to a stop-only "

@@ -1,8 +1,8 @@
-"""Policies over repeated trials, one graded row per episode: a model's episodes replayed
-through the runtime from its recorded calls (each must end as recorded), a scripted loop's run
-k times like any other. What the rows add up to is `labkit.decision_loop.tables`."""
+"""One graded row per episode: a model's recorded episodes replayed through the runtime (each must
+end as recorded), a scripted loop run k times like any other; `tables` adds the rows up."""
 
 from collections.abc import Mapping, Sequence
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,14 @@ from labkit.baseline.task import task_from
 from labkit.core.errors import LabError
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.tables import K_MAX, Row, episodes_frame, stop_counts
-from labkit.decision_loop.trials import cases_of, known_cases, limits_for, run_case
+from labkit.decision_loop.trials import ENDED, cases_of, known_cases, limits_for, run_case
 from labkit.model.backend import ChatRequest, Reply
 from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.record import read_records
 from labkit.model.replay import ReplayBackend
 
-_ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # what a replay must reproduce
+_LIMITS = ("max_turns", "max_tools")
+_Data = Mapping[str, Any]  # a case, or an episode's result
 
 
 class _Tap(ReplayBackend):
@@ -37,12 +38,7 @@ class _Tap(ReplayBackend):
 
 
 def episode_row(
-    policy: str,
-    case: Mapping[str, Any],
-    trial: int,
-    result: Mapping[str, Any],
-    replies: Sequence[Reply] = (),
-    **run: Any,
+    policy: str, case: _Data, trial: int, result: _Data, replies: Sequence[Reply] = (), **run: Any
 ) -> Row:
     """One graded episode: who, which case and trial, how it ended, its cost, and `result`."""
     return run | {
@@ -50,7 +46,7 @@ def episode_row(
         "case": case["id"],
         "trial": trial,
         "passed": outcome(case, result),
-        **{key: result[key] for key in _ENDED[:3]},
+        **{key: result[key] for key in ENDED[:3]},
         "decisions": len(replies),
         **{key: sum(getattr(r, key) for r in replies) for key in ("prompt_tokens", "completion_tokens")},
         "reused_tokens": sum(r.reused_tokens or 0 for r in replies),  # None where a backend cannot tell
@@ -60,8 +56,8 @@ def episode_row(
 
 
 def replay_trials(path: str | Path) -> list[Row]:
-    """Every recorded episode in `path`, replayed and graded, one row each. LabError for a file
-    without episodes, an unknown case, or an episode that no longer ends as recorded."""
+    """Every recorded episode in `path`, replayed and graded; LabError for a file without
+    episodes, an unknown case, or an episode that no longer ends as recorded."""
     path, cases, rows = Path(path), known_cases(), []
     for number, record in read_records(path):
         if record["kind"] != "episode":
@@ -70,17 +66,11 @@ def replay_trials(path: str | Path) -> list[Row]:
             raise LabError(f"{path}: line {number}: unknown docuctl case {record['case']!r}")
         tap = _Tap([path], run=record["run"])  # a file may hold several runs
         settings = {key: record[key] for key in ("temperature", "seed", "trial", "max_tokens")}
-        rung, limits = (
-            record.get("rung", DEFAULT_RUNG),
-            {key: record["limits"][key] for key in ("max_turns", "max_tools")},
-        )
+        rung, limits = record.get("rung", DEFAULT_RUNG), {key: record["limits"][key] for key in _LIMITS}
         policy = docuctl_policy(record["prompt"], backend=tap, rung=rung, **settings)
         result = run_case(case, policy, limits=limits, budget_tokens=record["limits"]["budget_tokens"])
-        if changed := [
-            f"{key} {result[key]!r} (recorded {record[key]!r})"
-            for key in _ENDED
-            if result[key] != record[key]
-        ]:
+        changed = [f"{k} {result[k]!r} (recorded {record[k]!r})" for k in ENDED if result[k] != record[k]]
+        if changed:
             raise LabError(
                 f"{path}: line {number}: case {case['id']!r} trial {record['trial']} no longer "
                 f"replays as recorded: {'; '.join(changed)}"
@@ -98,31 +88,20 @@ SCRIPTED = {"scripted loop": lambda docs: scripted, "adaptive loop": adaptive_po
 def scripted_trials(
     name: str, cases: Sequence[Mapping[str, Any]], k: int = K_MAX, limits: dict[str, int] | None = None
 ) -> list[Row]:
-    """A scripted policy ("scripted loop" or "adaptive loop") k times on each case, under its
-    limits (`limits_for`) or the same `limits` for every case."""
+    """A loop of `SCRIPTED` k times on each case, under `limits_for` or the same `limits` for all."""
     policy, rows = SCRIPTED[name](docuctl().docs), []
-    for trial in range(k):
-        for case in cases:
-            rows.append(
-                episode_row(name, case, trial, run_case(case, policy, limits=limits or limits_for(case)))
-            )
+    for trial, case in product(range(k), cases):
+        rows.append(episode_row(name, case, trial, run_case(case, policy, limits=limits or limits_for(case))))
     return rows
-
-
-def case_by_id(case_id: str) -> dict[str, Any]:
-    """One of lab 01's 24 cases by id (LabError names the known ones)."""
-    cases = {case["id"]: case for case in cases_of("all")}
-    if case_id not in cases:
-        raise LabError(f"unknown docuctl case {case_id!r} (known: {', '.join(cases)})")
-    return cases[case_id]
 
 
 def replay_case(
     case_id: str, prompt: str = "base", *, rung: str = DEFAULT_RUNG, budget_tokens: int | None = None
 ) -> Graded:
-    """SmolLM2's recorded T=0 episode on `case_id`, replayed and graded; each decision carries
-    `recorded_s`, its live call's latency. ReplayMiss (a LabError) for one not recorded."""
-    case = case_by_id(case_id)
+    """SmolLM2's recorded T=0 episode on `case_id`, replayed and graded, each decision with its live
+    call's latency (`recorded_s`); LabError for an unknown case, ReplayMiss for one not recorded."""
+    if (case := known_cases().get(case_id)) is None:
+        raise LabError(f"unknown docuctl case {case_id!r} (known: {', '.join(known_cases())})")
     tap = _Tap()
     policy = docuctl_policy(prompt, backend=tap, rung=rung)
     # Load the recordings before the episode, so the trace times the replay, not reading files.
@@ -135,8 +114,7 @@ def replay_case(
 
 
 def under_limits(max_turns: int, max_tools: int) -> pd.DataFrame:
-    """Both scripted loops on all 24 cases, every case under the same limits: passes, tool
-    calls and graded endings per loop."""
+    """Both scripted loops on all 24 cases under the same limits: passes, tool calls and endings."""
     limits = {"max_turns": max_turns, "max_tools": max_tools}
     rows = [row for name in SCRIPTED for row in scripted_trials(name, cases_of("all"), 1, limits)]
     totals = episodes_frame(rows).groupby("policy", sort=False)[["passed", "tool_calls"]].sum()
@@ -144,8 +122,8 @@ def under_limits(max_turns: int, max_tools: int) -> pd.DataFrame:
 
 
 def evaluate_trials(paths: Sequence[str | Path], *, scripted_k: int = K_MAX) -> list[Row]:
-    """Rows for every run recorded in `paths`, plus both scripted loops on the same cases; a
-    trial recorded twice is refused (pass^k assumes distinct trials)."""
+    """Both scripted loops on the cases of the runs recorded in `paths`, then those runs' rows; LabError
+    for a trial recorded twice (pass^k assumes distinct trials)."""
     rows = [row for path in paths for row in replay_trials(path)]
     trials = pd.DataFrame(rows)[["policy", "case", "trial"]]
     if trials.duplicated().any():

@@ -1,11 +1,9 @@
-"""The constraint ladder's results (lab 02), from recorded trials: each run is one prompt at one
-rung (`labkit.model.constraints`), at T=0 with one trial per case or at T=0.7 with five; the
-tables group the replayed episodes by (prompt, rung)."""
+"""The constraint ladder's results (lab 02): SmolLM2's recorded runs, each one prompt at one rung
+(`labkit.model.constraints`), at T=0 once per case or at T=0.7 five times, grouped by (prompt, rung)."""
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -22,55 +20,52 @@ from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
 
 SAMPLED = 0.7  # the temperature of the repeated trials
-_PROMPT_ORDER = ("base", "example")
+_ORDER = {name: rank for rank, name in enumerate(("base", "example", *RUNGS))}
 # One colour per rung in every ladder chart: grey for no constraint, then ever darker blues.
 _RUNG_COLORS = {"L0": "#9e9e9e", "L1": "#90caf9", "L2": "#1e88e5", "L3": "#0d47a1"}
 
 
-def ladder_files(folder: Path = TRIALS) -> list[Path]:
+def ladder_files() -> list[Path]:
     """The recorded SmolLM2 runs of the docuctl policy: `docuctl-smollm2-*.jsonl`, sorted."""
-    return sorted(folder.glob("docuctl-smollm2-*.jsonl"))
+    return sorted(TRIALS.glob("docuctl-smollm2-*.jsonl"))
 
 
-def ladder_rows(paths: Iterable[str | Path] | None = None) -> list[Row]:
-    """Every recorded episode in `paths` (default `ladder_files()`), replayed and graded."""
-    paths = ladder_files() if paths is None else list(paths)
-    if not paths:
-        raise LabError(f"no docuctl-smollm2-*.jsonl recordings in {TRIALS}")
-    rows = [row for path in paths for row in replay_trials(path)]
+def ladder_rows() -> list[Row]:
+    """Every episode of `ladder_files()`, replayed and graded."""
+    rows = [row for path in ladder_files() for row in replay_trials(path)]
     for row in rows:  # one label scheme for every run, whenever it was recorded
         row["policy"] = f"{row['prompt']} {row['rung']} T={row['temperature']:g}"
     return rows
 
 
-def _rank(prompt: Any, rung: Any) -> tuple[int, int]:
-    order = _PROMPT_ORDER.index(prompt) if prompt in _PROMPT_ORDER else len(_PROMPT_ORDER)
-    return order, RUNGS.index(rung) if rung in RUNGS else len(RUNGS)
+def _place(name: str) -> int:
+    """Prompts and rungs in the course's order (`_ORDER`), any other one after them."""
+    return _ORDER.get(name, len(_ORDER))
 
 
 def _ordered(rows: Sequence[Row], temperature: float) -> pd.DataFrame:
     """The episodes at `temperature`, in prompt and rung order (stable)."""
     frame = tables.episodes_frame(rows)
-    frame = frame[frame["temperature"] == temperature]
-    ranks = [_rank(prompt, rung) for prompt, rung in zip(frame["prompt"], frame["rung"], strict=True)]
-    return frame.iloc[sorted(range(len(frame)), key=ranks.__getitem__)]
+    return frame[frame["temperature"] == temperature].sort_values(
+        ["prompt", "rung"], key=lambda c: c.map(_place), kind="stable"
+    )
 
 
 def _groups(rows: Sequence[Row], temperature: float) -> dict[tuple[str, str], pd.DataFrame]:
     return dict(iter(_ordered(rows, temperature).groupby(["prompt", "rung"], sort=False)))
 
 
-def ladder_table(rows: Sequence[Row], k_max: int = K_MAX, *, intervals: bool = False) -> pd.DataFrame:
-    """One row per (prompt, rung): pass@1 at T=0; trials, pass^1..k_max, tool calls per success,
+def ladder_table(rows: Sequence[Row], *, intervals: bool = False) -> pd.DataFrame:
+    """One row per (prompt, rung): pass@1 at T=0; trials, pass^1..K_MAX, tool calls per success,
     tokens and seconds per decision at T=0.7; with `intervals`, each rate's `low` and `high`."""
     greedy, sampled = _groups(rows, 0.0), _groups(rows, SAMPLED)
-    keys = sorted({*greedy, *sampled}, key=lambda key: _rank(*key))
-    rates = [f"pass^{k}{end}" for k in range(1, k_max + 1) for end in ("", " low", " high")]
+    keys = sorted(dict.fromkeys([*greedy, *sampled]), key=lambda key: tuple(map(_place, key)))
+    rates = [f"pass^{k}{end}" for k in range(1, K_MAX + 1) for end in ("", " low", " high")]
     table = []
     for key in keys:
         pass_at_1 = tables.rate_intervals(greedy[key], 1)["pass@1"] if key in greedy else NAN
         line = interval_columns({"constraint": RUNG_NAMES[key[1]]}, "pass@1 T=0", pass_at_1)
-        found = tables.measures(sampled[key], k_max) if key in sampled else {"trials": 0}
+        found = tables.measures(sampled[key]) if key in sampled else {"trials": 0}
         line |= {name: found.get(name, math.nan) for name in ["trials", *rates, *tables.COSTS[:3]]}
         if not intervals:
             line = {name: value for name, value in line.items() if not name.endswith((" low", " high"))}
@@ -78,58 +73,49 @@ def ladder_table(rows: Sequence[Row], k_max: int = K_MAX, *, intervals: bool = F
     return pd.DataFrame(table, index=pd.MultiIndex.from_tuples(keys, names=["prompt", "rung"]))
 
 
-def ladder_with_baselines(rows: Sequence[Row], baselines: Sequence[Row], *, k: int = K_MAX) -> pd.DataFrame:
-    """The model's runs and the baselines (`baseline_rows`), one row per policy: kind, cases,
-    trials; pass@1, pass^k and the share of wrong finals; the paired difference of pass@1 from
-    the scripted loop and from the best baseline (`attrs["best baseline"]`); each with its 95%
-    interval. LabError for no model rows."""
+def ladder_with_baselines(rows: Sequence[Row], baselines: Sequence[Row]) -> pd.DataFrame:
+    """One row per policy, the model's runs then `baseline_rows`: kind, cases, trials; pass@1, pass^K_MAX,
+    the share of wrong finals, and pass@1's paired difference from the scripted loop and from the best
+    baseline (`attrs["best baseline"]`), each with its 95% interval. LabError for no model rows."""
     if not rows:
         raise LabError("no model episodes to put beside the baselines")
-    ordered = sorted(rows, key=lambda row: (*_rank(row["prompt"], row["rung"]), row["temperature"]))
-    frame = tables.episodes_frame([*ordered, *baselines])
-    groups = dict(iter(frame.groupby("policy", sort=False)))
-    kinds = {p: "baseline" if pd.notna(g.iloc[0].get("baseline")) else "model" for p, g in groups.items()}
+    ordered = sorted(rows, key=lambda row: (_place(row["prompt"]), _place(row["rung"]), row["temperature"]))
+    groups = dict(iter(tables.episodes_frame([*ordered, *baselines]).groupby("policy", sort=False)))
+    models = {row["policy"] for row in rows}
     pass_at_1 = {
-        p: tables.rate_intervals(g, 1)["pass@1"].estimate for p, g in groups.items() if kinds[p] == "baseline"
+        p: tables.rate_intervals(g, 1)["pass@1"].estimate for p, g in groups.items() if p not in models
     }
-    best = max(pass_at_1, key=pass_at_1.__getitem__) if pass_at_1 else None
-    scripted = "scripted loop" if "scripted loop" in groups else None
-    rates = [f"{rate}{end}" for rate in ("pass@1", f"pass^{k}") for end in ("", " low", " high")]
+    best = max(pass_at_1, key=pass_at_1.__getitem__, default=None)
+    against = {"vs scripted": "scripted loop" if "scripted loop" in groups else None, "vs best": best}
+    rates = [f"{rate}{end}" for rate in ("pass@1", f"pass^{K_MAX}") for end in ("", " low", " high")]
     table = {}
     for policy, group in groups.items():
-        found = tables.measures(group, k)
-        line = {"kind": kinds[policy]} | {name: found[name] for name in ["cases", "trials", *rates]}
+        found, kind = tables.measures(group), "model" if policy in models else "baseline"
+        line = {"kind": kind} | {name: found[name] for name in ["cases", "trials", *rates]}
         line = interval_columns(line, WRONG, tables.share_interval(group["case"], group["ending"] == WRONG))
-        for name, other in (("vs scripted", scripted), ("vs best", best)):
-            same = other is None or other == policy
-            line = interval_columns(
-                line, name, NAN if same else tables.paired_difference(group, groups[other])
-            )
+        for name, other in against.items():
+            difference = NAN if other in (None, policy) else tables.paired_difference(group, groups[other])
+            line = interval_columns(line, name, difference)
         table[policy] = line
     table = pd.DataFrame.from_dict(table, orient="index").rename_axis("policy")
     table.attrs["best baseline"] = best
     return table
 
 
-def ladder_stops(rows: Sequence[Row], temperature: float = SAMPLED) -> pd.DataFrame:
-    """Episodes per (prompt, rung) and ending at `temperature` (a final split by its grade)."""
-    return tables.ending_counts(_ordered(rows, temperature), ["prompt", "rung"])
-
-
-def _share(passed: pd.Series) -> float:
-    return round(int(passed.sum()) / len(passed), 3) if len(passed) else math.nan
+def ladder_stops(rows: Sequence[Row]) -> pd.DataFrame:
+    """Episodes per (prompt, rung) and ending at T=0.7 (a final split by its grade)."""
+    return tables.ending_counts(_ordered(rows, SAMPLED), ["prompt", "rung"])
 
 
 def ladder_by_cases(rows: Sequence[Row]) -> pd.DataFrame:
     """Pass rate per (prompt, rung) at T=0.7 on lab 01's base cases and on its adaptive cases."""
-    adaptive = {case["id"] for case in docuctl().adaptive_cases}
-    groups = _groups(rows, SAMPLED)
-    table = [
-        {"base cases": _share(g.loc[~on, "passed"]), "adaptive cases": _share(g.loc[on, "passed"])}
-        for g in groups.values()
-        for on in [g["case"].isin(adaptive)]
-    ]
-    return pd.DataFrame(table, index=pd.MultiIndex.from_tuples(list(groups), names=["prompt", "rung"]))
+    frame = _ordered(rows, SAMPLED)
+    adaptive = frame["case"].isin({case["id"] for case in docuctl().adaptive_cases})
+    cases = adaptive.map({False: "base cases", True: "adaptive cases"}).rename("cases")
+    shares = frame.groupby(["prompt", "rung", cases], sort=False)["passed"].mean().round(3).unstack()
+    return shares.reindex(list(_groups(rows, SAMPLED)))[["base cases", "adaptive cases"]].rename_axis(
+        columns=None
+    )
 
 
 def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
@@ -139,9 +125,7 @@ def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
     greedy = _groups(rows, 0.0)
     table = {}
     for prompt in dict.fromkeys(key[0] for key in greedy):
-        passed = {
-            r: set(g.loc[g["passed"].astype(bool), "case"]) for (p, r), g in greedy.items() if p == prompt
-        }
+        passed = {r: set(g.loc[g["passed"] > 0, "case"]) for (p, r), g in greedy.items() if p == prompt}
         line: dict[str, int | float] = {rung: len(passed[rung]) for rung in RUNGS if rung in passed}
         both = {"L1", "L3"} <= set(passed)
         line["L3, not L1"] = len(passed["L3"] - passed["L1"]) if both else math.nan
@@ -153,9 +137,9 @@ def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(table, orient="index").rename_axis("prompt")
 
 
-def wrong_finals(rows: Sequence[Row], prompt: str, rung: str, temperature: float = 0.0) -> list[str]:
-    """The cases whose episode at (prompt, rung, temperature) ended final with a wrong answer."""
-    group = _groups(rows, temperature).get((prompt, rung), pd.DataFrame({"ending": [], "case": []}))
+def wrong_finals(rows: Sequence[Row], prompt: str, rung: str) -> list[str]:
+    """The cases whose episode at (prompt, rung) and T=0 ended final with a wrong answer."""
+    group = _groups(rows, 0.0).get((prompt, rung), pd.DataFrame({"ending": [], "case": []}))
     return sorted(set(group.loc[group["ending"] == WRONG, "case"]))
 
 
@@ -166,8 +150,6 @@ def ladder_recordings() -> pd.DataFrame:
         records = [record for _, record in read_records(path)]
         calls = [r for r in records if r["kind"] == "call"]
         episodes = [r for r in records if r["kind"] == "episode"]
-        if not calls or not episodes:
-            raise LabError(f"{path}: a recording needs call and episode records")
         made, first = calls[0]["provenance"], episodes[0]
         line = {"file": path.name, "prompt": first["prompt"], "rung": first.get("rung", DEFAULT_RUNG)}
         line |= {"T": calls[0]["options"]["temperature"], "episodes": len(episodes), "calls": len(calls)}
@@ -195,17 +177,15 @@ _STOP_COLORS = {
 
 
 def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
-    """Stacked bars, one per (prompt, rung) of `ladder_stops` (first on top): its episodes by
-    ending as shares, the first ending's share with its Wilson interval."""
+    """`ladder_stops` as stacked shares, first row on top, the first ending's with its Wilson interval."""
     import matplotlib.pyplot as plt
 
     counts = stops.set_axis([f"{prompt} {rung}" for prompt, rung in stops.index])
-    endings = [c for c in counts.columns if c in _STOP_COLORS]
-    totals = counts[endings].sum(axis=1)
+    totals = counts.sum(axis=1)
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(counts) + 1.5))
-    shares = counts[endings].div(totals, axis=0).iloc[::-1]
-    shares.plot.barh(stacked=True, ax=ax, width=0.7, color=[_STOP_COLORS[stop] for stop in endings])
-    first = endings[0]
+    shares = counts.div(totals, axis=0).iloc[::-1]
+    shares.plot.barh(stacked=True, ax=ax, width=0.7, color=[_STOP_COLORS[stop] for stop in counts.columns])
+    first = counts.columns[0]
     for row, (count, total) in enumerate(zip(counts[first].iloc[::-1], totals.iloc[::-1], strict=True)):
         if total:
             found = wilson(int(count), int(total))
@@ -219,8 +199,7 @@ def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
 
 
 def plot_ladder(table: pd.DataFrame) -> Figure:
-    """pass^k against k with its 95% interval (`ladder_table(..., intervals=True)`): one panel per
-    prompt, one line per rung."""
+    """pass^k against k with its interval (`ladder_table(intervals=True)`), a panel per prompt."""
     import matplotlib.pyplot as plt
 
     columns = [c for c in table.columns if c.startswith("pass^") and not c.endswith((" low", " high"))]
@@ -230,15 +209,12 @@ def plot_ladder(table: pd.DataFrame) -> Figure:
     for ax, prompt in zip(axes[0], prompts, strict=True):
         for rung, row in table.loc[prompt].iterrows():
             values = row[columns].to_numpy(dtype=float)
-            low, high = (
-                row[[f"{c} {end}" for c in columns]].to_numpy(dtype=float) for end in ("low", "high")
-            )
+            low, high = (row[[f"{c} {end}" for c in columns]].to_numpy(float) for end in ("low", "high"))
             label = f"{rung} {RUNG_NAMES.get(str(rung), '')}"
             style = {"marker": "o", "capsize": 3, "color": _RUNG_COLORS.get(str(rung)), "label": label}
             ax.errorbar(ks, values, yerr=[values - low, high - values], **style)
-        ax.set(
-            title=f"prompt: {prompt}", xticks=ks, xlabel="k (trials that must all pass)", ylim=(-0.05, 1.05)
-        )
+        ax.set(title=f"prompt: {prompt}", xticks=ks, ylim=(-0.05, 1.05))
+        ax.set_xlabel("k (trials that must all pass)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(f"pass^k at T={SAMPLED:g}")
     axes[0][-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
@@ -248,8 +224,7 @@ def plot_ladder(table: pd.DataFrame) -> Figure:
 
 
 def plot_with_baselines(table: pd.DataFrame, title: str = "pass@1 with its 95% interval") -> Figure:
-    """One bar per row of `ladder_with_baselines` (first on top): pass@1 with its interval, model
-    rows blue, baselines grey, the best baseline's pass@1 a dashed line."""
+    """pass@1 with its interval per row of `ladder_with_baselines`, first on top, the best one dashed."""
     import matplotlib.pyplot as plt
 
     shown = table.iloc[::-1]

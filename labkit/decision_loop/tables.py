@@ -1,9 +1,6 @@
-"""Lab 02's tables from episode rows (`evaluation`: one graded episode each).
-
-pass@1 is the mean over cases of c/n (c of a case's n trials passed), pass^k the mean over
-cases of C(c, k) / C(n, k) (τ-bench), NaN for k > n; each has a 95% interval, a seeded
-bootstrap over cases (`labkit.core.intervals`). A graded `final` is split by `ending`.
-"""
+"""Lab 02's tables from episode rows (`evaluation`). pass@1 is the mean over cases of c/n (c of a
+case's n trials passed), pass^k the mean of C(c, k) / C(n, k) (τ-bench), NaN for k > n; each with a
+95% interval, a seeded bootstrap over cases. A graded `final` is split by `ending`."""
 
 import math
 from collections import Counter
@@ -52,28 +49,25 @@ def _counts(rows: Rows) -> dict[str, tuple[int, int]]:
     return {case: (int(c), int(n)) for case, c, n in per_case.itertuples()}
 
 
-def _mean_interval(values: list[float], seed: int) -> Interval:
-    """The mean of one value per case, summed exactly (`math.fsum`: these means round at three
-    places as the fractions do), with `bootstrap`'s interval over cases."""
-    found = bootstrap({str(i): [v] for i, v in enumerate(values)}, seed=seed)
+def _mean_interval(values: list[float]) -> Interval:
+    """The mean of one value per case, summed exactly (`math.fsum`), with the bootstrap's interval."""
+    found = bootstrap({str(i): [v] for i, v in enumerate(values)}, seed=SEED)
     return Interval(math.fsum(values) / len(values), found.low, found.high)
 
 
-def rate_intervals(rows: Rows, k_max: int = K_MAX, *, seed: int = SEED) -> dict[str, Interval]:
+def rate_intervals(rows: Rows, k_max: int = K_MAX) -> dict[str, Interval]:
     """pass@1 and pass^1..pass^k_max over `rows`, each with its 95% bootstrap interval over cases
     (NaN where a case ran fewer than k trials). Raises ValueError for no rows."""
     counts = list(_counts(rows).values())
-
-    def interval(values: list[float]) -> Interval:
-        return NAN if any(math.isnan(v) for v in values) else _mean_interval(values, seed)
-
-    out = {"pass@1": interval([c / n for c, n in counts])}
-    for k in range(1, k_max + 1):
-        out[f"pass^{k}"] = interval([pass_hat_k(c, n, k) for c, n in counts])
-    return out
+    rates = {"pass@1": [c / n for c, n in counts]}
+    rates |= {f"pass^{k}": [pass_hat_k(c, n, k) for c, n in counts] for k in range(1, k_max + 1)}
+    return {
+        name: NAN if any(map(math.isnan, values)) else _mean_interval(values)
+        for name, values in rates.items()
+    }
 
 
-def share_interval(cases: Sequence[str], hits: Sequence[bool], *, seed: int = SEED) -> Interval:
+def share_interval(cases: Sequence[str], hits: Sequence[bool]) -> Interval:
     """The share of episodes that hit (episode i is of case `cases[i]`), with its 95% interval:
     Wilson's when each case ran once, else the bootstrap over cases of the per-case share."""
     per_case = pd.Series(np.asarray(hits, dtype=float)).groupby(list(cases), sort=False)
@@ -81,27 +75,25 @@ def share_interval(cases: Sequence[str], hits: Sequence[bool], *, seed: int = SE
         raise ValueError("no episodes to evaluate")
     if (per_case.size() == 1).all():
         return wilson(int(per_case.sum().sum()), per_case.ngroups)
-    return _mean_interval([float(v) for v in per_case.sum() / per_case.size()], seed)
+    return _mean_interval([float(v) for v in per_case.sum() / per_case.size()])
 
 
-def paired_difference(rows: Rows, against: Rows, *, seed: int = SEED) -> Interval:
+def paired_difference(rows: Rows, against: Rows) -> Interval:
     """pass@1 of `rows` minus pass@1 of `against`, paired by case on the cases both ran, with its
     95% bootstrap interval (`labkit.core.intervals.paired`). ValueError when they share no case."""
     rates = [{case: c / n for case, (c, n) in _counts(episodes).items()} for episodes in (rows, against)]
-    return paired(*rates, seed=seed)
+    return paired(*rates, seed=SEED)
 
 
 def interval_columns(line: Mapping[str, Any], name: str, interval: Interval) -> dict[str, Any]:
     """`line` with `name`, `name low`, `name high` set from `interval`, rounded to 3 places."""
-    values = (interval.estimate, interval.low, interval.high)
-    return dict(line) | {
-        f"{name}{end}": round(v, 3) for end, v in zip(("", " low", " high"), values, strict=True)
-    }
+    values = {name: interval.estimate, f"{name} low": interval.low, f"{name} high": interval.high}
+    return dict(line) | {key: round(value, 3) for key, value in values.items()}
 
 
 def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` for reading: each rate with `low`/`high` columns becomes one text cell,
-    "0.633 [0.508, 0.758]", or "–" where it is NaN; the low/high columns go."""
+    """`frame` with each rate and its `low`/`high` columns as one text cell, "0.633 [0.508, 0.758]"
+    ("–" where it is NaN)."""
     shown = frame.copy()
     for name in [c for c in frame.columns if f"{c} low" in frame.columns and f"{c} high" in frame.columns]:
         shown[name] = [
@@ -117,8 +109,7 @@ def _per(part: float, whole: float, places: int | None = 2) -> float:
 
 
 def measures(group: pd.DataFrame, k_max: int = K_MAX) -> dict[str, Any]:
-    """One run's figures: cases, trials per case, pass@1 and pass^1..k_max each with its interval
-    (`<rate> low`, `<rate> high`), and the COSTS."""
+    """One run's figures: cases, trials per case, pass@1 and pass^1..k_max with their intervals, COSTS."""
     line = {"cases": group["case"].nunique(), "trials": int(group["case"].value_counts().max())}
     for name, interval in rate_intervals(group, k_max).items():
         line = interval_columns(line, name, interval)
@@ -136,9 +127,8 @@ def measures(group: pd.DataFrame, k_max: int = K_MAX) -> dict[str, Any]:
 def summary(rows: Rows, k_max: int = K_MAX) -> pd.DataFrame:
     """One row per policy: cases, trials per case, pass@1, pass^1..k (pass@1's and pass^k_max's
     intervals as `low`/`high` columns), tool calls per success, tokens per decision, reused %."""
-    table = {
-        policy: measures(group, k_max) for policy, group in episodes_frame(rows).groupby("policy", sort=False)
-    }
+    groups = episodes_frame(rows).groupby("policy", sort=False)
+    table = {policy: measures(group, k_max) for policy, group in groups}
     bounds = [f"{name} {end}" for name in ("pass@1", f"pass^{k_max}") for end in ("low", "high")]
     rates = ["pass@1", *(f"pass^{k}" for k in range(1, k_max + 1))]
     columns = ["cases", "trials", *rates, *bounds, *COSTS[:2], COSTS[3]]
@@ -165,16 +155,10 @@ def stop_counts(rows: Rows) -> pd.DataFrame:
 
 def latency(rows: Rows) -> pd.DataFrame:
     """Mean and total recorded model latency per policy (policies without model calls left out)."""
-    table = {}
-    for policy, group in episodes_frame(rows).groupby("policy", sort=False):
-        decisions, seconds = int(group["decisions"].sum()), float(group["latency_s"].sum())
-        if decisions:
-            table[policy] = {
-                "decisions": decisions,
-                "seconds/decision": round(seconds / decisions, 3),
-                "seconds in total": round(seconds, 1),
-            }
-    return pd.DataFrame.from_dict(table, orient="index").rename_axis("policy")
+    total = episodes_frame(rows).groupby("policy", sort=False)[["decisions", "latency_s"]].sum()
+    total = total[total["decisions"] > 0]
+    per = (total["latency_s"] / total["decisions"]).round(3)
+    return total.assign(**{"seconds/decision": per, "seconds in total": total.pop("latency_s").round(1)})
 
 
 def _tally(row: Row) -> Counter[str]:
@@ -188,7 +172,6 @@ def _tally(row: Row) -> Counter[str]:
         decision, result = entry.get("decision"), entry.get("result")
         if not isinstance(decision, dict):
             continue
-        tally["decisions"] += 1
         tally["repeats"] += decision == previous
         tally["after first"] += previous is not None
         previous, action = decision, decision.get("action")
@@ -207,12 +190,12 @@ def _tally(row: Row) -> Counter[str]:
     return tally
 
 
-_PROFILE = {  # column: (what is counted, out of what)
-    "search first": ("search first", "episodes"),
-    "reads a hit": ("reads a hit", "reads"),
-    "repeats": ("repeats", "after first"),
-    "final cites a read": ("final cites a read", "finals"),
-    "final copies it": ("final copies it", "finals"),
+_PROFILE = {  # what is counted: out of what
+    "search first": "episodes",
+    "reads a hit": "reads",
+    "repeats": "after first",
+    "final cites a read": "finals",
+    "final copies it": "finals",
 }
 
 
@@ -227,7 +210,7 @@ def decision_profile(rows: Iterable[Row]) -> pd.DataFrame:
     runs = frame.drop_duplicates("policy").assign(rank=lambda runs: runs["rung"].map(RUNGS.index))
     order = runs.sort_values(["prompt", "rank", "temperature"], kind="stable")["policy"]
     shares = {
-        name: (tallies[part] / tallies[whole]).where(tallies[whole] > 0).map(lambda v: round(float(v), 2))
-        for name, (part, whole) in _PROFILE.items()
+        part: (tallies[part] / tallies[whole]).where(tallies[whole] > 0).map(lambda v: round(float(v), 2))
+        for part, whole in _PROFILE.items()
     }
     return pd.DataFrame(shares).loc[order].rename_axis("policy")

@@ -27,6 +27,7 @@ MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
 # wait out a timeout on each remaining episode.
 MAX_PROVIDER_FAILURES = 3
 _Case = dict[str, Any]
+ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # how an episode ended, as recorded
 
 
 def cases_of(which: str, corpus: Corpus | None = None) -> list[_Case]:
@@ -68,36 +69,21 @@ def run_case(
     return run(task, policy, tools=docuctl_tools(task, corpus.docs), budget=budget, **limits)
 
 
-def episode_record(
-    case: _Case,
-    result: Result,
-    *,
-    run_label: str,
-    backend: str,
-    prompt: str,
-    rung: str = "L1",
-    trial: int,
-    temperature: float,
-    seed: int,
-    max_tokens: int,
-    limits: dict[str, int],
-    budget_tokens: int | None,
-) -> dict[str, Any]:
-    """One recorded episode (`labkit.model.record`): the run's settings and how it ended."""
+# An episode's settings, as recorded.
+_RECORDED = ("trial", "prompt", "rung", "backend", "temperature", "seed", "max_tokens")
+
+
+def episode_record(case: _Case, result: Result, **run: Any) -> dict[str, Any]:
+    """One recorded episode (`labkit.model.record`): from `run`, its `run_label`, `_RECORDED`, `limits`
+    and `budget_tokens`; then how it ended."""
     return {
         "kind": "episode",
-        "run": run_label,
+        "run": run["run_label"],
         "lab": DOCUCTL_LAB,
         "case": case["id"],
-        "trial": trial,
-        "prompt": prompt,
-        "rung": rung,
-        "backend": backend,
-        "temperature": temperature,
-        "seed": seed,
-        "max_tokens": max_tokens,
-        "limits": limits | {"budget_tokens": budget_tokens},
-        **{key: result[key] for key in ("stop", "turns", "tool_calls", "answer", "citation")},
+        **{key: run[key] for key in _RECORDED},
+        "limits": run["limits"] | {"budget_tokens": run["budget_tokens"]},
+        **{key: result[key] for key in ENDED},
         "passed": outcome(case, result),
         "usage": {k: v for k, v in result["usage"].items() if k != "cost"},
         "elapsed_s": round(result["elapsed"], 6),
@@ -126,14 +112,11 @@ def run_trials(
 ) -> list[dict[str, Any]]:
     """k trials of every case in `cases` (a case set's name, or cases), trial t with seed `seed + t`,
     written to `record` (never overwritten) and returned; `progress` wraps the (case, trial) pairs.
-    LabError for a bad argument and after MAX_PROVIDER_FAILURES provider errors in a row."""
+    LabError for k past MAX_TRIALS (`labkit rerun --k` reaches here unchecked), an unknown prompt
+    or rung, and after MAX_PROVIDER_FAILURES provider errors in a row."""
     if type(k) is not int or not 1 <= k <= MAX_TRIALS:
         raise LabError(f"k must be an int in 1..{MAX_TRIALS}, got {k!r}")
-    if type(max_tokens) is not int or not 1 <= max_tokens <= MAX_TOKENS_MAX:
-        raise LabError(f"max_tokens must be an int in 1..{MAX_TOKENS_MAX}, got {max_tokens!r}")
     docuctl_policy(prompt, rung=rung, backend=backend)  # LabError for an unknown prompt or rung
-    if budget_tokens is not None and (type(budget_tokens) is not int or not 1 <= budget_tokens <= 2**53):
-        raise LabError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
     record = Path(record)
     if record.exists():
         raise LabError(f"{record} exists: recordings are never overwritten; choose another file")
@@ -145,21 +128,19 @@ def run_trials(
     except ProviderError as error:
         raise LabError(f"{backend.name}: {error}; nothing was recorded") from None
     partial.unlink(missing_ok=True)  # an abandoned run
-    corpus = docuctl()
-    chosen = cases_of(cases, corpus) if isinstance(cases, str) else list(cases)
+    chosen = cases_of(cases) if isinstance(cases, str) else list(cases)
     run_label = label or default_label(backend, prompt, temperature, rung)
     recorder, writer = Recorder(backend, partial, run=run_label), JsonlWriter(partial)
     pairs: Iterable[tuple[_Case, int]] = [(case, trial) for trial in range(k) for case in chosen]
     episodes, failures = [], 0
+    named = {"run_label": run_label, "backend": backend.name, "budget_tokens": budget_tokens}
+    named["temperature"] = float(temperature)
     for case, trial in progress(pairs) if progress else pairs:
-        settings = {"prompt": prompt, "rung": rung, "trial": trial, "seed": seed + trial}
-        settings["max_tokens"], limits = max_tokens, limits_for(case, corpus)
+        settings = dict(prompt=prompt, rung=rung, trial=trial, seed=seed + trial, max_tokens=max_tokens)
         policy = docuctl_policy(backend=recorder, temperature=temperature, **settings)
-        result = run_case(case, policy, limits=limits, budget_tokens=budget_tokens, corpus=corpus)
-        named = {"run_label": run_label, "backend": backend.name, "budget_tokens": budget_tokens}
-        episode = episode_record(
-            case, result, limits=limits, temperature=float(temperature), **named, **settings
-        )
+        limits = limits_for(case)
+        result = run_case(case, policy, limits=limits, budget_tokens=budget_tokens)
+        episode = episode_record(case, result, limits=limits, **named, **settings)
         writer.write(episode)
         episodes.append(episode)
         failures = failures + 1 if result["stop"] == "provider_error" else 0

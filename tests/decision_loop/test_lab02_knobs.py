@@ -9,7 +9,6 @@ knob at its low end, every one at its high end), in one kernel; the defaults are
 from __future__ import annotations
 
 import functools
-import math
 import re
 from pathlib import Path
 
@@ -18,8 +17,6 @@ import pytest
 
 from labkit.core.display import result_html
 from labkit.decision_loop.evaluation import replay_case
-from labkit.decision_loop.ladder import ladder_rows, ladder_table
-from labkit.decision_loop.tables import decision_profile
 
 nbclient = pytest.importorskip("nbclient")
 
@@ -95,14 +92,6 @@ def test_every_knob_over_its_plausible_values_leaves_the_later_cells_working(ind
     assert "cases the adaptive loop passed" in _text(limits)
 
 
-def test_the_notebook_as_committed_shows_all_ten_stops_as_named():
-    _, cells = _cells()
-    side_by_side = next(
-        cell for cell in cells if "changed = [name for name in ten_stops.index" in cell.source
-    )
-    assert "ended" not in _text(side_by_side)
-
-
 # -- legibility -------------------------------------------------------------------------------------
 
 
@@ -119,20 +108,6 @@ def test_a_wide_trace_may_wrap_so_its_time_and_tokens_stay_in_view():
     kept = re.findall(r"<span style='white-space:nowrap'>(.*?)</span>", page)
     assert kept and all(len(piece) <= 60 for piece in kept), max(kept, key=len)
     assert "overflow-wrap:anywhere" in page
-
-
-def test_decision_profile_rows_go_l0_to_l3():
-    index = list(decision_profile(ladder_rows()).index)
-    for prompt in ("base", "example"):
-        rungs = [name.split()[1] for name in index if name.startswith(prompt + " ")]
-        assert rungs == sorted(rungs), index
-
-
-def test_the_ladder_table_has_a_sampled_run_at_every_rung():
-    table = ladder_table(ladder_rows())
-    assert not table[[f"pass^{k}" for k in range(1, 6)]].isna().any(axis=None), table
-    assert (table["trials"] == 5).all()
-    assert not any(math.isnan(value) for value in table["pass@1 T=0"])
 
 
 def test_no_cell_above_an_exercise_answers_it():
