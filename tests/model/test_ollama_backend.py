@@ -42,8 +42,8 @@ def test_an_episode_over_the_wire_in_ollamas_chat_format_records_the_models_dige
 
 def test_an_ollama_reply_with_a_401_digit_amount_moves_no_money(server):
     from labkit.refunds.defenses import DEFENSES
-    from labkit.refunds.policies import model_policy
     from labkit.refunds.episode import refund_episode as refund_run
+    from labkit.refunds.policies import model_policy
 
     server.replies.append(
         f'{{"action": "refund", "order_id": "o-1001", "amount": {HUGE}, '
