@@ -8,7 +8,7 @@ real scheduler on a fake clock: `check_retry_policy`, `check_goto_runs`, `check_
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from functools import cache, partial
 from typing import Any
 
@@ -32,7 +32,7 @@ from labkit.core.verdicts import exercise
 from labkit.routing.clock import FakeClock
 from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, loop_graph, retry_graph
 from labkit.routing.graph import Graph
-from labkit.routing.plan import Context
+from labkit.routing.plan import Context, reach
 from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Next
@@ -337,14 +337,6 @@ def goto_graph() -> Graph:
     return graph
 
 
-def _downstream(deps: Mapping[str, Sequence[str]], target: str) -> set[str]:
-    found = {target}
-    for job, needs in deps.items():  # declaration order lists a job after its dependencies
-        if found.intersection(needs):
-            found.add(job)
-    return found
-
-
 def _why(job: str, said: Any, runs: int, loop: set[str]) -> str:
     if job not in loop:
         reason = "outside"
@@ -386,7 +378,7 @@ def check_goto_runs(runs: Any) -> Check:
         return fail("not attempted yet: replace each None with a number of runs and run the cell again")
     if (problem := _runs_problem(runs, list(deps))) is not None:
         return fail(problem)
-    result, loop = graph.run(clock=FakeClock()), _downstream(deps, _GOTO_TARGET)
+    result, loop = graph.run(clock=FakeClock()), set(reach(_GOTO_TARGET, graph.validate().dependents))
     for job in deps:
         if runs[job] != result.visits[job]:
             return fail(_why(job, runs[job], result.visits[job], loop))

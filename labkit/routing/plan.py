@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -30,6 +30,18 @@ class Plan:
     deps: Mapping[str, tuple[str, ...]]
     dependents: Mapping[str, tuple[str, ...]]
     routes: Mapping[str, Route]
+
+
+def reach(root: str, edges: Mapping[str, Sequence[str]]) -> list[str]:
+    """`root` and every job reached from it along `edges` (deps: upstream; dependents: downstream),
+    breadth first, each once."""
+    order, seen = [root], {root}
+    for job in order:  # grows while it is walked
+        for other in edges[job]:
+            if other not in seen:
+                seen.add(other)
+                order.append(other)
+    return order
 
 
 class Context(NamedTuple):

@@ -28,7 +28,7 @@ from typing import Any
 from labkit.core.errors import LabError
 from labkit.routing.clock import Clock, RealClock
 from labkit.routing.errors import GraphError
-from labkit.routing.plan import Context, Plan
+from labkit.routing.plan import Context, Plan, reach
 from labkit.routing.result import RunResult
 from labkit.routing.route import Next
 from labkit.routing.states import (
@@ -238,27 +238,17 @@ class _Run:
             self.log(job, CANCELLED, note)
         return live
 
-    def downstream(self, root: str) -> list[str]:
-        """`root` and every job that depends on it, directly or not, breadth first."""
-        order, seen = [root], {root}
-        for job in order:  # grows while it is walked
-            for dependent in self.plan.dependents[job]:
-                if dependent not in seen:
-                    seen.add(dependent)
-                    order.append(dependent)
-        return order
-
     def fail(self, job: str, note: str) -> list[str]:
         """`job` failed for good: cancel what depends on it, directly or not, and is still live."""
         self.errors[job] = note
         self.log(job, FAILED if self.states[job] is RUNNING else CANCELLED, note)
-        cancelled = self.cancel(self.downstream(job)[1:], f"{job} failed")
+        cancelled = self.cancel(reach(job, self.plan.dependents)[1:], f"{job} failed")
         self.failures.append(f"{job} failed: {note}; cancelled: {_listed(cancelled)}")
         return cancelled
 
     def goto(self, router: str, target: str, feedback: str | None) -> list[str]:
         """`router` sent the run back to `target`: re-run it and everything downstream of it."""
-        rerun = self.downstream(target)
+        rerun = reach(target, self.plan.dependents)
         if any(
             self.visits[job] >= self.max_visits for job in rerun if self.states[job] in (*_LIVE, COMPLETED)
         ):
@@ -280,12 +270,7 @@ class _Run:
 
     def dead_letter(self, router: str, target: str, feedback: str | None, rerun: list[str]) -> list[str]:
         """The Goto would run a job past max_visits: the loop's jobs become dead letters."""
-        inside, looping, queue = set(rerun), {router}, deque([router])
-        while queue:  # the loop: the jobs of `rerun` that the router's job depends on, and it
-            for dep in self.plan.deps[queue.popleft()]:
-                if dep in inside and dep not in looping:
-                    looping.add(dep)
-                    queue.append(dep)
+        looping = set(rerun).intersection(reach(router, self.plan.deps))  # the router's job and its loop
         loop = [job for job in self.states if job in looping]
         for job in loop:
             if self.states[job] is COMPLETED:
