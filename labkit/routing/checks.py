@@ -1,8 +1,5 @@
-"""Lab 04's build-it cells and exercises, each checked on hidden cases and in labkit's scheduler.
-
-Build it: `check_ready(my_ready)`, the scheduler's ready step (`scheduler.ready_after`), and
-`check_router(my_router)`, the review loop's router. Exercises, each answered by running the
-real scheduler on a fake clock: `check_retry_policy`, `check_goto_runs`, `check_worst_case`.
+"""Lab 04's build-it cells (`check_ready`, `check_router`) and exercises (`check_retry_policy`,
+`check_goto_runs`, `check_worst_case`), each checked on hidden cases and in labkit's scheduler.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """A graph of jobs: declare jobs and routes, then validate everything before anything runs.
 
-`job` and `route` check their own arguments at once. `validate()`, which `run` calls first,
-raises the first problem as one GraphError: a job id declared twice; an unknown dependency
-(with a close match); a dependency cycle (graphlib finds it); a route on an unknown job, a
-second route on a job, or a target that is unknown or not upstream of the routed job.
+`validate()`, which `run` calls first, raises the first problem as one GraphError: an id declared
+twice, an unknown dependency, a cycle, a route on an unknown job, twice on one job, or to a target
+that is unknown or not upstream of the routed job.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The review loop with a model as the reviser or the judge, through lab 02's seam (replayed by default).
 
-`ModelReviser` asks SmolLM2-135M-Instruct (or `LABKIT_MODEL`'s model) to shorten the announcement;
-the review stays code and only the router differs: without feedback the reviser is told "Revise
-it again.", with feedback "33 characters, limit is 26. Revise it again." Visit n of `revise` is
-turn n of the task ``announcement+<variant>``, so changing the instructions, DRAFT, LIMIT or the
-options makes replay stop with a ReplayMiss naming case and turn. `ModelJudge` asks the same
-model "yes" or "no" in place of `len`. Record afresh by running the notebook with
-``LABKIT_MODEL=local LABKIT_RECORD=<a new file>``.
+Visit n of `revise` is turn n of the task ``announcement+<variant>``: changing the prompts, DRAFT,
+LIMIT or the options makes replay stop with a ReplayMiss naming case and turn. Record afresh by
+running the notebook with ``LABKIT_MODEL=local LABKIT_RECORD=<a new file>``.
 """
 
 from __future__ import annotations

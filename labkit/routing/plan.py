@@ -45,12 +45,9 @@ def reach(root: str, edges: Mapping[str, Sequence[str]]) -> list[str]:
 
 
 class Context(NamedTuple):
-    """What a job's function receives.
-
-    `inputs` maps each dependency to its result in this visit; `visit` is the job's run number
-    and `attempt` the try within it (both from 1). `feedback` and `previous` are set only on a
-    visit started by a Goto naming this job: its feedback and this job's last output.
-    """
+    """What a job's function receives: each dependency's result in this visit, the run number and the
+    try within it (both from 1); on a visit started by a Goto naming this job, its feedback and the
+    job's last output."""
 
     job: str
     inputs: Mapping[str, Any]

@@ -1,19 +1,15 @@
 """The scheduler: run a validated Plan by counting dependencies down, with routers, retries and caps.
 
-- **Ready jobs.** `waiting[job]` counts the dependencies not completed in this visit; when a job
-  completes, `ready_after` counts it off its dependents and returns those at zero, in plan order.
-  A run touches each edge once, O(jobs + edges); a loop rescanning every job after each
-  completion is quadratic on a chain (`benchmarks/orchestrator.py` prints the ratio).
-- At most `max_concurrency` jobs are in flight; a job waiting out a retry's backoff keeps its slot.
-  Only awaiting jobs overlap: a blocking call in a plain job function blocks the whole run.
-- **Failures.** An exception fails the attempt; the job's RetryPolicy decides whether it is tried
-  again. A job failed for good cancels what depends on it, nothing else. A LabError ends the run.
-- **Routers** run after a job succeeds. A Goto to T re-runs T and everything downstream of it
-  (jobs still running are cancelled and awaited first, so none completes on stale inputs); T's
-  next visit gets the feedback and its previous output. `Next.Stop` cancels every unfinished job.
-- **Caps.** `max_visits` counts runs, the first included; a Goto that would exceed it makes the
-  loop's jobs dead letters and cancels what is downstream, so a job's function is called at most
-  max_visits × max_attempts times in one run.
+- **Ready jobs.** `waiting[job]` counts the dependencies not completed in this visit; `ready_after`
+  counts a completed job off its dependents and returns those at zero, in plan order: O(jobs + edges)
+  a run, where rescanning every job after each completion is quadratic on a chain.
+- At most `max_concurrency` jobs are in flight (a backoff keeps its slot); only awaiting jobs overlap.
+- **Failures.** A job's RetryPolicy decides whether a failed attempt is tried again; a job failed for
+  good cancels what depends on it, nothing else. A LabError ends the run.
+- **Routers** run after a job succeeds. A Goto to T cancels and re-runs T and everything downstream
+  of it; T's next visit gets the feedback and its previous output. `Next.Stop` cancels the rest.
+- **Caps.** `max_visits` counts runs, the first included; a Goto past it makes the loop's jobs dead
+  letters, so a job's function is called at most max_visits × max_attempts times in one run.
 """
 
 from __future__ import annotations
