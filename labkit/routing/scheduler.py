@@ -132,11 +132,7 @@ class _Run:
                     if task in self.running:  # else withdrawn by an outcome settled just before
                         await self.withdraw(self.settle(self.running.pop(task), task))
         finally:  # a LabError, or the run itself cancelled: no job outlives its run
-            leftovers = list(self.running)
-            for task in leftovers:
-                task.cancel()
-            if leftovers:
-                await asyncio.wait(leftovers)
+            await self.withdraw(list(self.running.values()))
         return self.result()
 
     def log(self, job: str, new: State, note: str = "") -> None:
