@@ -1,13 +1,6 @@
-"""Lab 04, `notebooks/04_routing_cycles.ipynb`: a task graph with validation, concurrency,
-retries, routers and loops that end; the scheduler is `scheduler`, the checkers `checks`.
-
-    graph = Graph()
-    graph.job("draft", write_draft)
-    graph.job("revise", revise, deps=["draft"])
-    graph.job("review", measure, deps=["revise"])
-    graph.route("review", within_limit, targets=["revise"])
-    graph.job("publish", publish, deps=["review"])
-    result = graph.run(max_visits=3)      # status, reason, states, visits, attempts, events
+"""Lab 04, `notebooks/04_routing_cycles.ipynb`: a task graph with validation, concurrency, retries,
+routers and loops that end. Declare jobs with `Graph().job(id, fn, deps=[...])`, loops with
+`graph.route(job, router, targets=[...])`; `graph.run(max_visits=3)` returns a RunResult.
 """
 
 from labkit.routing.clock import FakeClock

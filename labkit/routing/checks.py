@@ -1,15 +1,12 @@
-"""Lab 04's build-it cells and exercises, each checked on hidden cases and in labkit's scheduler.
-
-Build it: `check_ready(my_ready)`, the scheduler's ready step (`scheduler.ready_after`), and
-`check_router(my_router)`, the review loop's router. Exercises, each answered by running the
-real scheduler on a fake clock: `check_retry_policy`, `check_goto_runs`, `check_worst_case`.
+"""Lab 04's build-it cells (`check_ready`, `check_router`) and exercises (`check_retry_policy`,
+`check_goto_runs`, `check_worst_case`), each checked on hidden cases and in labkit's scheduler.
 """
 
 from __future__ import annotations
 
-import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from functools import cache, partial
 from typing import Any
 
 import pandas as pd
@@ -26,11 +23,13 @@ from labkit.core.check import (
     time_limit,
     unanswered,
 )
+from labkit.core.errors import FixtureError
+from labkit.core.fixtures import FIXTURES, load_json, record_list
 from labkit.core.verdicts import exercise
 from labkit.routing.clock import FakeClock
 from labkit.routing.experiments import DRAFT, LIMIT, Reviser, flaky, loop_graph, retry_graph
 from labkit.routing.graph import Graph
-from labkit.routing.plan import Context
+from labkit.routing.plan import Context, reach
 from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Next
@@ -46,98 +45,97 @@ __all__ = [
     "worst_case_run",
 ]
 
+# The hidden cases and the hints live in fixtures/routing/checks.json: each ready case states
+# the jobs `ready_after` returns first, and the loader refuses a case where it does not.
+_CASES_FILE = FIXTURES / "routing" / "checks.json"
+_GRAPH = {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}
+_STATES = ["pending", "running", "retrying", "failed", "dead_letter", "cancelled", "completed"]
+_READY_CASE = {
+    "ready": {"type": "array", "items": {"type": "string"}},
+    "when": {"type": "string"},
+    "finished": {"type": "string"},
+    "deps": _GRAPH,
+    "states": {"type": "object", "additionalProperties": {"enum": _STATES}},
+}
+_HINT_PARTS = ["ready", "router", "retry_policy", "goto_runs", "worst_case"]
+_SCHEMA = {
+    "type": "object",
+    "required": ["ready_cases", "ready_graphs", "router_chars", "hints"],
+    "additionalProperties": False,
+    "properties": {
+        "ready_cases": record_list(_READY_CASE, min_items=1),
+        "ready_graphs": {"type": "object", "additionalProperties": _GRAPH},
+        "router_chars": {"type": "array", "items": {"type": "integer", "minimum": 1}},
+        "hints": {
+            "type": "object",
+            "required": _HINT_PARTS,
+            "additionalProperties": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    },
+}
+
+
+@cache
+def _cases() -> dict[str, Any]:
+    """checks.json, validated by schema, each ready case against `ready_after`."""
+    data = load_json(_CASES_FILE, _SCHEMA)
+    for index, case in enumerate(data["ready_cases"]):
+        try:
+            agrees = ready_after(*_arguments(case)) == case["ready"]
+        except KeyError:  # a job that is not in the case's deps
+            agrees = False
+        if not agrees:
+            raise FixtureError(f"{_CASES_FILE}: record {index}: field 'ready': not what ready_after returns")
+    return data
+
+
+def _hint(part: str, name: str, **values: Any) -> str:
+    return _cases()["hints"][part][name].format(**values)
+
+
 # -- Build it, part 1: the ready step ------------------------------------------------------------
 
-_CHAIN = {"a": [], "b": ["a"]}
-_FAN_IN = {"a": [], "b": [], "c": ["a", "b"]}
-_ZMA = {"root": [], "z": ["root"], "m": ["root"], "a": ["root"]}  # dependents declared z, m, a
-_OTHER_STATES = ("running", "retrying", "failed", "dead_letter", "cancelled")  # not pending, not completed
-# The graphs run on the scheduler with the learner's step: {job: deps}, in declaration order.
-_GRAPHS = {
-    "diamond": {"fetch": [], "parse": ["fetch"], "stats": ["fetch"], "report": ["parse", "stats"]},
-    "chain": {"a": [], "b": ["a"], "c": ["b"], "d": ["c"]},
-    "fan-out/fan-in": {"start": [], **dict.fromkeys("wxyz", ["start"]), "join": list("wxyz")},
-}
-# (when, the job that just completed, {job: deps}, the states that are not "pending").
-_READY_CASES = [
-    ("a completed and b needs only a", "a", _CHAIN, {}),
-    ("fetch completed and parse, stats need only fetch (a diamond)", "fetch", _GRAPHS["diamond"], {}),
-    ("its dependents are declared z, m, a", "root", _ZMA, {}),
-    *(
-        (f"c needs a and b, a completed and b is {s}", "a", _FAN_IN, {"b": s})
-        for s in ("pending", *_OTHER_STATES)
-    ),
-    ("c needs a and b and b was counted already", "a", _FAN_IN, {"b": "completed"}),
-    *(
-        (f"b's last dependency completed but b is {s}", "a", _CHAIN, {"b": s})
-        for s in (*_OTHER_STATES, "completed")
-    ),
-    ("c became ready earlier and waits for a slot", "a", {**_CHAIN, "c": []}, {}),
-    ("the finished job has no dependents", "b", _CHAIN, {"a": "completed", "b": "completed"}),
-]
-_NAMES = "fetch parse load clean index score merge train report audit plot ship".split()  # for _made_up
 
-
-def _arguments(finished: str, deps: Mapping[str, list[str]], others: Mapping[str, str]) -> tuple[Any, ...]:
+def _arguments(case: Mapping[str, Any]) -> tuple[Any, ...]:
     """The ready step's arguments in a case: `finished` completed, not yet counted off its dependents."""
-    states = dict.fromkeys(deps, "pending") | {finished: "completed"} | dict(others)
+    finished, deps = case["finished"], case["deps"]
+    states = dict.fromkeys(deps, "pending") | {finished: "completed"} | case["states"]
     dependents = {job: [j for j, needs in deps.items() if job in needs] for job in deps}
     waiting = {j: sum(states[d] != "completed" or d == finished for d in needs) for j, needs in deps.items()}
     return finished, dependents, waiting, states
 
 
-def _made_up(count: int, seed: int) -> list[dict[str, list[str]]]:
-    """`count` graphs of 5 to 8 jobs drawn from `seed`, declared in a shuffled order."""
-    rng = random.Random(seed)
-    graphs = []
-    for _ in range(count):
-        names = rng.sample(_NAMES, rng.randint(5, 8))
-        graphs.append({job: rng.sample(names[:i], rng.randint(0, min(3, i))) for i, job in enumerate(names)})
-    return graphs
-
-
-def _ready_problem(case: tuple[Any, ...], got: Any, waiting: dict[str, int]) -> str | None:
+def _ready_problem(case: Mapping[str, Any], got: Any, waiting: dict[str, int]) -> str | None:
     """What is wrong with one answer of the ready step (its list and the counts it left), or None."""
-    finished, dependents, want_waiting, states = _arguments(*case[1:])
-    want = ready_after(finished, dependents, want_waiting, states)
+    finished, dependents, want_waiting, states = _arguments(case)
+    want = ready_after(finished, dependents, want_waiting, states)  # case["ready"]; counts want_waiting down
+    hint = partial(_hint, "ready", finished=finished)
     if not isinstance(got, list | tuple) or any(type(job) is not str for job in got):
-        return f"your step returned {shown(got)}: return a list of job ids such as ['b', 'c']."
+        return hint("not a list", got=shown(got))
     releases = dependents[finished]
     for job, count in want_waiting.items():
         if waiting.get(job) != count:
             if job not in releases:
-                return (
-                    f"waiting[{job!r}] changed, but {job} does not depend on {finished}: count "
-                    f"{finished} off dependents[{finished!r}] only."
-                )
-            return (
-                f"waiting[{job!r}] is {shown(waiting.get(job))}, not {count}: {job} depends on "
-                f"{finished}, so subtract 1 from its count."
-            )
+                return hint("counted another job", job=job)
+            return hint("miscounted", job=job, got=shown(waiting.get(job)), count=count)
     for job in got:
         if job not in releases:
-            return (
-                f"{shown(job)} does not depend on {finished}: only a job that {finished} releases can "
-                "become ready now (one whose count reached 0 earlier is queued already)."
-            )
+            return hint("not released", got=shown(job))
         if want_waiting[job]:
-            return (
-                f"{job} still waits for {want_waiting[job]} dependency(ies): it starts when its count is 0."
-            )
+            return hint("still waits", job=job, count=want_waiting[job])
         if states[job] != "pending":
-            return f"{job} is {states[job]}: only a pending job may start (nothing starts twice)."
+            return hint("not pending", job=job, state=states[job])
     if missing := [job for job in want if job not in got]:
-        return f"{missing[0]} may start: its count reached 0 and it is pending."
+        return hint("missing", job=missing[0])
     if list(got) != want:
-        return f"return each ready job once, in the order of dependents[{finished!r}] ({want})."
+        return hint("order", want=want)
     return None
 
 
 def _ready_graphs() -> dict[str, Graph]:
-    """_GRAPHS, three graphs made up here, and the review loop (its Gotos reset the counts)."""
+    """checks.json's graphs and the review loop (its Gotos reset the counts)."""
     graphs = {}
-    made_up = {f"made-up graph {n}": deps for n, deps in enumerate(_made_up(3, 4042), 1)}
-    for name, deps in (_GRAPHS | made_up).items():
+    for name, deps in _cases()["ready_graphs"].items():
         graphs[name] = Graph()
         for job, needs in deps.items():
             graphs[name].job(job, lambda ctx: ctx.job, deps=needs)
@@ -155,15 +153,15 @@ def check_ready(my_ready: Callable[..., Any] | None) -> Check:
     shape = "my_ready must be a function (finished, dependents, waiting, states) -> list of jobs"
     if (refused := not_a_function(my_ready, shape)) is not None:
         return refused
-    for case in _READY_CASES:
-        finished, dependents, waiting, states = _arguments(*case[1:])
+    for case in _cases()["ready_cases"]:
+        finished, dependents, waiting, states = _arguments(case)
         try:
             with time_limit():
                 got = my_ready(finished, dependents, waiting, states)
         except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict names the learner's error
-            return crashed(error, f"when {case[0]}")
+            return crashed(error, f"when {case['when']}")
         if (problem := _ready_problem(case, got, waiting)) is not None:
-            return fail(f"When {case[0]}, {problem}")
+            return fail(f"When {case['when']}, {problem}")
     rows = []
     for name, graph in _ready_graphs().items():
         plan, yours = graph.validate(), Recorded(my_ready)
@@ -191,12 +189,6 @@ def check_ready(my_ready: Callable[..., Any] | None) -> Check:
 # -- Build it, part 2: the router ----------------------------------------------------------------
 
 
-def _router_chars() -> list[int]:
-    """The lengths the lab's text mentions, then lengths drawn here (printed nowhere)."""
-    rng = random.Random(4026)
-    return [12, LIMIT, LIMIT + 1, 45, *rng.sample(range(1, LIMIT), 3), *rng.sample(range(LIMIT + 2, 140), 4)]
-
-
 def _says(feedback: str, number: int) -> bool:
     """Whether `feedback` states `number` as digits of its own (27 in "27 chars", not in "127")."""
     return re.search(rf"(?<!\d){number}(?!\d)", feedback) is not None
@@ -204,33 +196,17 @@ def _says(feedback: str, number: int) -> bool:
 
 def _router_problem(decision: Any, chars: int) -> str | None:
     """What is wrong with the router's answer to a verdict of `chars` characters, or None."""
+    hint = partial(_hint, "router", chars=chars, limit=LIMIT, got=shown(decision))
     if type(decision) is not Next:
-        return (
-            f"for a verdict of {chars} characters your router returned {shown(decision)}, not a Next: "
-            "return Next.Continue or Next.back_to_with('revise', feedback)."
-        )
+        return hint("not a Next")
     if chars <= LIMIT:
-        if decision.kind != "continue":
-            return (
-                f"{chars} characters is within the limit of {LIMIT}, but your router returned "
-                f"{shown(decision)}: it should be Next.Continue."
-            )
-        return None
+        return None if decision.kind == "continue" else hint("within")
     if decision.kind != "goto" or decision.job != "revise":
-        return (
-            f"{chars} characters is over the limit, but your router returned {shown(decision)}: "
-            "send it back to 'revise'."
-        )
+        return hint("over")
     if decision.feedback is None:
-        return (
-            "over the limit your router goes back without feedback: a reviser not told why repeats "
-            "itself. Use Next.back_to_with."
-        )
+        return hint("no feedback")
     if not (_says(decision.feedback, chars) and _says(decision.feedback, LIMIT)):
-        return (
-            f"the feedback {shown(decision.feedback)} should state the count ({chars}) and the limit "
-            f"({LIMIT}) as digits, e.g. '{chars} characters, limit {LIMIT}'."
-        )
+        return hint("no digits", got=shown(decision.feedback))
     return None
 
 
@@ -256,7 +232,7 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     must publish and one that never improves must end as a dead letter."""
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
         return refused
-    for chars in _router_chars():
+    for chars in _cases()["router_chars"]:  # those the text mentions first, then some it does not
         try:
             decision = call(my_router, {"text": "x" * chars, "chars": chars})
         except Raised as raised:
@@ -306,11 +282,9 @@ def check_retry_policy(policy: Any) -> Check:
         return fail("not attempted yet: replace the None with a RetryPolicy(...) and run the cell again")
     if type(policy) is not RetryPolicy:
         return fail(f"expected a RetryPolicy(...), not {type(policy).__name__}.")
+    hint = partial(_hint, "retry_policy")
     if policy.max_attempts != 4:
-        return fail(
-            f"max_attempts={policy.max_attempts} allows {policy.max_attempts - 1} retries; it counts the "
-            "first try, so 3 retries need 4."
-        )
+        return fail(hint("attempts", attempts=policy.max_attempts, retries=policy.max_attempts - 1))
     for error in _ERRORS:
         kind = type(error).__name__
         try:
@@ -318,12 +292,7 @@ def check_retry_policy(policy: Any) -> Check:
         except Raised as raised:
             return crashed(raised.error, f"when retry_on was asked about a {kind}")
         if retried != isinstance(error, _TRANSIENT):
-            if retried:
-                return fail(
-                    f"a {kind} is retried: repeating a bad call will not fix it. Keep retry_on to "
-                    "connection errors and timeouts."
-                )
-            return fail(f"a {kind} is not retried, but it may pass on the next try.")
+            return fail(hint("retries a bad call" if retried else "skips a transient error", kind=kind))
     clock = FakeClock()
     try:
         with time_limit():
@@ -333,16 +302,9 @@ def check_retry_policy(policy: Any) -> Check:
     waits = [round(s, 6) for s in clock.sleeps]
     if waits != _WANT_WAITS:
         uncapped = [round(policy.initial_interval * policy.backoff_factor**n, 6) for n in range(3)]
-        if uncapped == _WANT_WAITS:
-            return fail(
-                f"the waits were {waits}; expected {_WANT_WAITS}: max_interval={policy.max_interval:g} caps "
-                f"every wait at {policy.max_interval:g} s, and the last must be {_WANT_WAITS[-1]:g}. Raise "
-                "max_interval (or leave its default); initial_interval and backoff_factor are right."
-            )
-        return fail(
-            f"the waits were {waits}; expected {_WANT_WAITS}: set initial_interval (the first wait) "
-            "and backoff_factor (how each wait grows)."
-        )
+        capped = uncapped == _WANT_WAITS  # only max_interval is off
+        values = {"waits": waits, "want": _WANT_WAITS, "cap": policy.max_interval, "last": _WANT_WAITS[-1]}
+        return fail(hint("capped" if capped else "waits", **values))
     table = result.table().loc[["fetch"]].assign(waits=", ".join(f"{s:g}" for s in waits))
     return Check(True, "4 attempts, waits 0.2, 0.4, 0.8 s, and only transient errors retried.", table)
 
@@ -372,25 +334,14 @@ def goto_graph() -> Graph:
     return graph
 
 
-def _downstream(deps: Mapping[str, Sequence[str]], target: str) -> set[str]:
-    found = {target}
-    for job, needs in deps.items():  # declaration order lists a job after its dependencies
-        if found.intersection(needs):
-            found.add(job)
-    return found
-
-
 def _why(job: str, said: Any, runs: int, loop: set[str]) -> str:
     if job not in loop:
-        reason = (
-            f"it is not {_GOTO_TARGET} and does not depend on it, so a Goto to {_GOTO_TARGET} leaves it alone"
-        )
+        reason = "outside"
     elif job == "publish":
-        reason = "it waits for check, which sent the work back before publish could start, then continued"
+        reason = "publish"
     else:
-        reason = "it is the Goto's target" if job == _GOTO_TARGET else f"it depends on {_GOTO_TARGET}"
-        reason += ", and a Goto re-runs its target and what depends on it"
-    return f"{job} ran {runs} time(s), not {said}: {reason}."
+        reason = "target" if job == _GOTO_TARGET else "downstream"
+    return _hint("goto_runs", reason, job=job, said=said, runs=runs, target=_GOTO_TARGET)
 
 
 def _count_problem(value: Any, what: str) -> str | None:
@@ -424,7 +375,7 @@ def check_goto_runs(runs: Any) -> Check:
         return fail("not attempted yet: replace each None with a number of runs and run the cell again")
     if (problem := _runs_problem(runs, list(deps))) is not None:
         return fail(problem)
-    result, loop = graph.run(clock=FakeClock()), _downstream(deps, _GOTO_TARGET)
+    result, loop = graph.run(clock=FakeClock()), set(reach(_GOTO_TARGET, graph.validate().dependents))
     for job in deps:
         if runs[job] != result.visits[job]:
             return fail(_why(job, runs[job], result.visits[job], loop))
@@ -465,15 +416,6 @@ def worst_case_run(max_visits: int = 4, max_attempts: int = 3) -> RunResult:
     return graph.run(max_visits=max_visits, clock=FakeClock())
 
 
-_WORST_CASE_HINTS = {
-    4: "4 counts the visits only: each visit may make up to max_attempts tries.",
-    3: "3 counts the tries of one visit: the loop may run the job up to max_visits times.",
-    7: "the tries are not added to the visits: every visit gets its own max_attempts tries.",
-    6: "the tries are not added to the visits: every visit gets its own max_attempts tries.",
-    15: "max_visits counts runs with the first included, so 4 visits are 4 runs, not 5.",
-}
-
-
 @exercise("04", "worst_case")
 def check_worst_case(calls: Any) -> Check:
     """Exercise 3: with max_visits=4 and max_attempts=3, the most calls of one job in one run."""
@@ -484,11 +426,8 @@ def check_worst_case(calls: Any) -> Check:
     result = worst_case_run(4, 3)
     most = result.attempts["revise"]
     if calls != most:
-        return fail(
-            _WORST_CASE_HINTS.get(
-                calls, f"{calls} is not it: count the runs of the job, then the tries in each run."
-            )
-        )
+        hints = _cases()["hints"]["worst_case"]
+        return fail(hints.get(str(calls), hints["other"]).format(calls=calls))
     return Check(
         True,
         f"{most} = max_visits × max_attempts: revise was called {most} times, then the loop "

@@ -24,11 +24,8 @@ class RealClock:
 
 
 class FakeClock:
-    """Virtual time that moves only when something sleeps on it; `sleeps` records every wait.
-
-    Sleeps do not overlap (two backoffs at once advance it by their sum): use it to count and
-    order waits, and the RealClock to measure parallel wall time.
-    """
+    """Virtual time that moves only when something sleeps on it; `sleeps` records every wait. Sleeps
+    do not overlap (two at once advance it by their sum): use the RealClock to measure parallel time."""
 
     def __init__(self, start: float = 0.0) -> None:
         self.time = float(start)

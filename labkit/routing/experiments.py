@@ -1,7 +1,6 @@
-"""Lab 04's scripted experiments, shared by the notebook and `labkit routing`: validation errors,
-the fan-out graph at several max_concurrency (real sleeps), retries under one policy, the review
-loop with and without feedback, and Next.Stop on a cache hit. The reviser is a rule, not a model
-(the model reviser is `model_reviser`'s), so these show what the control layer does.
+"""Lab 04's scripted experiments, shared by the notebook and `labkit routing`: the fan-out graph at
+several max_concurrency (real sleeps), flaky jobs to retry, the review loop with and without
+feedback, and Next.Stop on a cache hit. The reviser is a rule, not a model (see `model_reviser`).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.routing.clock import FakeClock
-from labkit.routing.errors import GraphError, InvalidInput
+from labkit.routing.errors import InvalidInput
 from labkit.routing.graph import Graph
 from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
@@ -27,40 +26,6 @@ DRAFT = "Search is now much faster everywhere you look"
 _FILLER = ("is", "you", "look")  # what the reviser always drops: 45 -> 33 characters
 _EXPENDABLE = ("much", "now", "faster")  # what it cuts next, one word per revision, when told to
 LOOP_SECONDS = {"draft": 1.0, "revise": 0.6, "review": 0.1, "publish": 0.3}  # virtual, for the chart
-
-
-def _noop(ctx: Context) -> None:
-    return None
-
-
-# -- validation --------------------------------------------------------------------------
-
-
-_PIPELINE = [("draft", []), ("revise", ["draft"]), ("review", ["revise"]), ("publish", ["review"])]
-_BROKEN = {  # one mistake each: the jobs (id, deps) and a route (job, targets) or None
-    "duplicate id": ([("draft", []), ("draft", [])], None),
-    "unknown dependency": ([("draft", []), ("revise", ["draft"]), ("review", ["revize"])], None),
-    "dependency cycle": ([("draft", []), ("review", ["draft", "revise"]), ("revise", ["review"])], None),
-    "route on an unknown job": (_PIPELINE, ("reviw", ["revise"])),
-    "route to an unknown target": (_PIPELINE, ("review", ["revize"])),
-    "route forward, not back": (_PIPELINE, ("review", ["publish"])),
-}
-
-
-def validation_errors() -> pd.DataFrame:
-    """One row per mistake of _BROKEN: the GraphError message `validate()` raises."""
-    errors = {}
-    for mistake, (jobs, route) in _BROKEN.items():
-        graph = Graph()
-        for job, deps in jobs:
-            graph.job(job, _noop, deps=deps)
-        if route is not None:
-            graph.route(route[0], lambda verdict: Next.Continue, targets=route[1])
-        try:
-            graph.validate()
-        except GraphError as error:
-            errors[mistake] = str(error)
-    return pd.DataFrame({"error": list(errors.values())}, index=pd.Index(list(errors), name="mistake"))
 
 
 # -- sequential against parallel ------------------------------------------------------------
@@ -134,21 +99,6 @@ def retry_graph(job: Callable[[Context], Any], policy: RetryPolicy) -> Graph:
         .job("summarize", lambda ctx: f"summary of {ctx.input}", deps=["fetch"])
         .job("audit", lambda ctx: "logged")
     )
-
-
-def retry_experiment() -> tuple[pd.DataFrame, dict[str, RunResult]]:
-    """Each case of RETRY_CASES under 3 attempts, 0.5 s doubling, every Exception retryable (so the
-    invalid input shows the rule, not the filter)."""
-    policy = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,))
-    rows, runs = [], {}
-    for case, (failures, error) in RETRY_CASES.items():
-        clock = FakeClock()
-        runs[case] = result = retry_graph(flaky(failures, error), policy).run(clock=clock)
-        waits = ", ".join(f"{s:g}" for s in clock.sleeps) or "-"
-        states = [str(result.states[job]) for job in ("summarize", "audit")]
-        rows.append((case, result.status, result.attempts["fetch"], waits, *states))
-    columns = ["case", "status", "fetch attempts", "waits (s)", "summarize", "audit"]
-    return pd.DataFrame(rows, columns=columns).set_index("case"), runs
 
 
 # -- the review loop --------------------------------------------------------------------------
@@ -256,11 +206,6 @@ def compare_revisers(
     return visit_table(lengths), pd.DataFrame(rows).set_index("variant"), runs
 
 
-def feedback_experiment(max_visits: int = 5, limit: int = LIMIT) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """`compare_revisers` with the scripted Reviser in both variants."""
-    return compare_revisers({name: Reviser() for name in FEEDBACK_ROUTERS}, max_visits, limit)
-
-
 def summary_row(variant: str, result: RunResult) -> dict[str, Any]:
     """One variant of a loop run: status, runs of revise and review, publish's state and output."""
     return {
@@ -290,7 +235,7 @@ def cache_stop_experiment(hit: bool = True) -> RunResult:
         .job("lookup", lambda ctx: "cached answer" if hit else None)
         .job("check", lambda ctx: ctx.input is not None, deps=["lookup"])
         .job("compute", lambda ctx: "fresh answer", deps=["check"])
-        .job("store", _noop, deps=["compute"])
+        .job("store", lambda ctx: None, deps=["compute"])
     )
     graph.route("check", lambda found: Next.Stop if found else Next.Continue)
     return graph.run(clock=FakeClock())

@@ -1,9 +1,8 @@
 """A graph of jobs: declare jobs and routes, then validate everything before anything runs.
 
-`job` and `route` check their own arguments at once. `validate()`, which `run` calls first,
-raises the first problem as one GraphError: a job id declared twice; an unknown dependency
-(with a close match); a dependency cycle (graphlib finds it); a route on an unknown job, a
-second route on a job, or a target that is unknown or not upstream of the routed job.
+`validate()`, which `run` calls first, raises the first problem as one GraphError: an id declared
+twice, an unknown dependency, a cycle, a route on an unknown job, twice on one job, or to a target
+that is unknown or not upstream of the routed job.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from collections.abc import Iterable
 
 from labkit.routing.clock import Clock
 from labkit.routing.errors import GraphError
-from labkit.routing.plan import Job, JobFn, Plan
+from labkit.routing.plan import Job, JobFn, Plan, reach
 from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Route, Router
@@ -89,7 +88,7 @@ class Graph:
                 raise GraphError(f"route on unknown job {route.job!r}{_suggest(route.job, ids)}")
             if route.job in routes:
                 raise GraphError(f"job {route.job!r} has two routes; a job has at most one router")
-            upstream = _upstream(route.job, deps)
+            upstream = reach(route.job, deps)
             for target in route.targets:
                 if target not in ids:
                     raise GraphError(
@@ -112,14 +111,3 @@ class Graph:
 
     def __repr__(self) -> str:
         return f"Graph({len(self.jobs)} jobs, {len(self.routes)} routes)"
-
-
-def _upstream(job: str, deps: dict[str, tuple[str, ...]]) -> set[str]:
-    """`job` and every job it depends on, directly or not."""
-    seen, stack = {job}, [job]
-    while stack:
-        for dep in deps[stack.pop()]:
-            if dep not in seen:
-                seen.add(dep)
-                stack.append(dep)
-    return seen

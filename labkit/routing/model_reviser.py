@@ -1,12 +1,8 @@
 """The review loop with a model as the reviser or the judge, through lab 02's seam (replayed by default).
 
-`ModelReviser` asks SmolLM2-135M-Instruct (or `LABKIT_MODEL`'s model) to shorten the announcement;
-the review stays code and only the router differs: without feedback the reviser is told "Revise
-it again.", with feedback "33 characters, limit is 26. Revise it again." Visit n of `revise` is
-turn n of the task ``announcement+<variant>``, so changing the instructions, DRAFT, LIMIT or the
-options makes replay stop with a ReplayMiss naming case and turn. `ModelJudge` asks the same
-model "yes" or "no" in place of `len`. Record afresh by running the notebook with
-``LABKIT_MODEL=local LABKIT_RECORD=<a new file>``.
+Visit n of `revise` is turn n of the task ``announcement+<variant>``: changing the prompts, DRAFT,
+LIMIT or the options makes replay stop with a ReplayMiss naming case and turn. Record afresh by
+running the notebook with ``LABKIT_MODEL=local LABKIT_RECORD=<a new file>``.
 """
 
 from __future__ import annotations
@@ -20,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.errors import LabError
+from labkit.core.fixtures import FIXTURES, read_text
 from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
 from labkit.model.constraints import StateRules
 from labkit.routing.clock import FakeClock
@@ -46,16 +43,10 @@ _CONTROL_LABELS = {
     "L2": "deletions only (L2)",
     "L2+cut1": "must cut a word (L2, min_cut=1)",
 }
-# A worked example on another sentence, not a placeholder: with SmolLM2-135M, an instruction
+# The prompts are data (fixtures/routing/*.txt); the recordings replay only while they are unchanged.
+# The worked example is another sentence, not a placeholder: with SmolLM2-135M, an instruction
 # showing `"answer": "<the shortened announcement>"` made it reply with that placeholder.
-_INSTRUCTIONS = """\
-You shorten announcements. Keep the meaning, use fewer characters. Reply with exactly one \
-JSON object, as in the example: the shortened announcement is the answer.
-
-Example.
-User: Shorten this announcement to at most 20 characters:
-The new mobile app is now available for everyone
-Assistant: {"action": "final", "answer": "New app for everyone", "citation": "none"}"""
+_INSTRUCTIONS = read_text(FIXTURES / "routing" / "reviser_instructions.txt").removesuffix("\n")
 _AGAIN = "Revise it again."
 _MAX_WORDS = 12  # 4,095 deletions: the enum of admissible answers stays a small grammar
 
@@ -259,22 +250,7 @@ def control_table(
 
 
 # The model as the judge: the same model, asked whether its own text meets the limit.
-_JUDGE_INSTRUCTIONS = """\
-You check announcements against a length limit. Count the characters of the announcement, \
-spaces included. Reply with exactly one JSON object, as in the examples: the answer is "yes" \
-if it has at most that many characters, "no" if it has more.
-
-Example.
-User: You wrote this announcement:
-The new mobile app is now available for everyone
-Is it at most 20 characters long?
-Assistant: {"action": "final", "answer": "no", "citation": "none"}
-
-Example.
-User: You wrote this announcement:
-New app for everyone
-Is it at most 20 characters long?
-Assistant: {"action": "final", "answer": "yes", "citation": "none"}"""
+_JUDGE_INSTRUCTIONS = read_text(FIXTURES / "routing" / "judge_instructions.txt").removesuffix("\n")
 _JUDGE_ANSWERS = ("yes", "no")
 JUDGE_FEEDBACK = "the reviewer says it is too long"  # all a yes/no judge can say: it gives no count
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -32,13 +32,22 @@ class Plan:
     routes: Mapping[str, Route]
 
 
-class Context(NamedTuple):
-    """What a job's function receives.
+def reach(root: str, edges: Mapping[str, Sequence[str]]) -> list[str]:
+    """`root` and every job reached from it along `edges` (deps: upstream; dependents: downstream),
+    breadth first, each once."""
+    order, seen = [root], {root}
+    for job in order:  # grows while it is walked
+        for other in edges[job]:
+            if other not in seen:
+                seen.add(other)
+                order.append(other)
+    return order
 
-    `inputs` maps each dependency to its result in this visit; `visit` is the job's run number
-    and `attempt` the try within it (both from 1). `feedback` and `previous` are set only on a
-    visit started by a Goto naming this job: its feedback and this job's last output.
-    """
+
+class Context(NamedTuple):
+    """What a job's function receives: each dependency's result in this visit, the run number and the
+    try within it (both from 1); on a visit started by a Goto naming this job, its feedback and the
+    job's last output."""
 
     job: str
     inputs: Mapping[str, Any]

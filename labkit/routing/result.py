@@ -1,9 +1,8 @@
 """What a run returns: its status, the reason, per-job counts, results and every event.
 
-`status` is ``completed`` (every job completed, or a router said Next.Stop), ``failed`` (a job
-failed for good; only its dependents were cancelled) or ``dead_letter`` (a loop hit
-`max_visits`; reported before ``failed``). `reason` says why in one line. Timings live only in
-`events` and `elapsed`: `summary()` and `table()` leave them out, so a notebook checks them exactly.
+`status` is ``completed`` (every job completed, or Next.Stop), ``failed`` (a job failed for good)
+or ``dead_letter`` (a loop hit `max_visits`; it wins over ``failed``). Timings live only in
+`events` and `elapsed`, so `summary()` and `table()` can be checked exactly.
 """
 
 from __future__ import annotations
@@ -32,10 +31,6 @@ class RunResult:
     events: tuple[Event, ...]
     elapsed: float
     stopped_by: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "completed"
 
     @property
     def jobs(self) -> tuple[str, ...]:

@@ -1,10 +1,8 @@
 """Retry policies as plain data: how many attempts, how long to wait, which errors qualify.
 
-``RetryPolicy()`` is LangGraph's default: at most 3 attempts *counting the first try*, waiting
-0.5 s after the first failure, then 1 s. The wait after failed attempt n is
-``min(initial_interval * backoff_factor ** (n - 1), max_interval)``, without jitter, so tests can
-assert it. `retry_on` is a tuple of exception types (matched with isinstance) or a predicate
-``error -> bool``; by default connection errors and timeouts. InvalidInput is never retried.
+``RetryPolicy()`` is LangGraph's default: at most 3 attempts *counting the first try*. The wait after
+failed attempt n is ``min(initial_interval * backoff_factor ** (n - 1), max_interval)``, without
+jitter. `retry_on`: exception types or a predicate ``error -> bool``; InvalidInput is never retried.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The model reviser over many trials: one variant's run as `labkit grid` records it, and its tables.
 
-`labkit grid fixtures/grids/routing-smollm2-k5.toml` records every control and variant at T=0 and
-T=0.7, k=5 trials each (trial t with seed t), one episode record per run (`variant_record`).
-`sampled_runs()` replays them, a row per run; `reviser_table(runs)` puts them beside the scripted
-`experiments.WordCutter` with 95% intervals, `reviser_comparisons(runs)` pairs the variants trial by
-trial, `reviser_grid_table(record)` is what `labkit grid` prints at the end.
+`labkit grid fixtures/grids/routing-smollm2-k5.toml` records each control and variant at T=0 and
+T=0.7, k=5 trials each, an episode record per run (`variant_record`); `sampled_runs()` replays them.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Routers: after a job succeeds, a plain function of its result says what happens next.
 
-- ``Next.Continue``                     the job's dependents run (what a job without a router does);
-- ``Next.back_to(job)``                 re-run `job` and every job downstream of it;
-- ``Next.back_to_with(job, feedback)``  the same, and `job` is told why (prefer it: a reviser
-                                        not told why repeats itself);
-- ``Next.Stop``                         end the run as a success; what has not run is cancelled.
-
-Every target a router may name is declared with its route (LangGraph's `path_map`), so
-validation checks it before anything runs; an undeclared target at run time fails the job.
+``Next.Continue`` (the dependents run), ``Next.back_to(job)`` (re-run `job` and what is downstream
+of it), ``Next.back_to_with(job, feedback)`` (the same, and `job` is told why) or ``Next.Stop`` (end
+as a success). Every target is declared with its route (LangGraph's `path_map`), so validation
+checks it before anything runs; an undeclared target at run time fails the job.
 """
 
 from __future__ import annotations

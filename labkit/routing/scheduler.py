@@ -1,19 +1,15 @@
 """The scheduler: run a validated Plan by counting dependencies down, with routers, retries and caps.
 
-- **Ready jobs.** `waiting[job]` counts the dependencies not completed in this visit; when a job
-  completes, `ready_after` counts it off its dependents and returns those at zero, in plan order.
-  A run touches each edge once, O(jobs + edges); a loop rescanning every job after each
-  completion is quadratic on a chain (`benchmarks/orchestrator.py` prints the ratio).
-- At most `max_concurrency` jobs are in flight; a job waiting out a retry's backoff keeps its slot.
-  Only awaiting jobs overlap: a blocking call in a plain job function blocks the whole run.
-- **Failures.** An exception fails the attempt; the job's RetryPolicy decides whether it is tried
-  again. A job failed for good cancels what depends on it, nothing else. A LabError ends the run.
-- **Routers** run after a job succeeds. A Goto to T re-runs T and everything downstream of it
-  (jobs still running are cancelled and awaited first, so none completes on stale inputs); T's
-  next visit gets the feedback and its previous output. `Next.Stop` cancels every unfinished job.
-- **Caps.** `max_visits` counts runs, the first included; a Goto that would exceed it makes the
-  loop's jobs dead letters and cancels what is downstream, so a job's function is called at most
-  max_visits × max_attempts times in one run.
+- **Ready jobs.** `waiting[job]` counts the dependencies not completed in this visit; `ready_after`
+  counts a completed job off its dependents and returns those at zero, in plan order: O(jobs + edges)
+  a run, where rescanning every job after each completion is quadratic on a chain.
+- At most `max_concurrency` jobs are in flight (a backoff keeps its slot); only awaiting jobs overlap.
+- **Failures.** A job's RetryPolicy decides whether a failed attempt is tried again; a job failed for
+  good cancels what depends on it, nothing else. A LabError ends the run.
+- **Routers** run after a job succeeds. A Goto to T cancels and re-runs T and everything downstream
+  of it; T's next visit gets the feedback and its previous output. `Next.Stop` cancels the rest.
+- **Caps.** `max_visits` counts runs, the first included; a Goto past it makes the loop's jobs dead
+  letters, so a job's function is called at most max_visits × max_attempts times in one run.
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ from typing import Any
 from labkit.core.errors import LabError
 from labkit.routing.clock import Clock, RealClock
 from labkit.routing.errors import GraphError
-from labkit.routing.plan import Context, Plan
+from labkit.routing.plan import Context, Plan, reach
 from labkit.routing.result import RunResult
 from labkit.routing.route import Next
 from labkit.routing.states import (
@@ -136,11 +132,7 @@ class _Run:
                     if task in self.running:  # else withdrawn by an outcome settled just before
                         await self.withdraw(self.settle(self.running.pop(task), task))
         finally:  # a LabError, or the run itself cancelled: no job outlives its run
-            leftovers = list(self.running)
-            for task in leftovers:
-                task.cancel()
-            if leftovers:
-                await asyncio.wait(leftovers)
+            await self.withdraw(list(self.running.values()))
         return self.result()
 
     def log(self, job: str, new: State, note: str = "") -> None:
@@ -238,27 +230,17 @@ class _Run:
             self.log(job, CANCELLED, note)
         return live
 
-    def downstream(self, root: str) -> list[str]:
-        """`root` and every job that depends on it, directly or not, breadth first."""
-        order, seen = [root], {root}
-        for job in order:  # grows while it is walked
-            for dependent in self.plan.dependents[job]:
-                if dependent not in seen:
-                    seen.add(dependent)
-                    order.append(dependent)
-        return order
-
     def fail(self, job: str, note: str) -> list[str]:
         """`job` failed for good: cancel what depends on it, directly or not, and is still live."""
         self.errors[job] = note
         self.log(job, FAILED if self.states[job] is RUNNING else CANCELLED, note)
-        cancelled = self.cancel(self.downstream(job)[1:], f"{job} failed")
+        cancelled = self.cancel(reach(job, self.plan.dependents)[1:], f"{job} failed")
         self.failures.append(f"{job} failed: {note}; cancelled: {_listed(cancelled)}")
         return cancelled
 
     def goto(self, router: str, target: str, feedback: str | None) -> list[str]:
         """`router` sent the run back to `target`: re-run it and everything downstream of it."""
-        rerun = self.downstream(target)
+        rerun = reach(target, self.plan.dependents)
         if any(
             self.visits[job] >= self.max_visits for job in rerun if self.states[job] in (*_LIVE, COMPLETED)
         ):
@@ -280,12 +262,7 @@ class _Run:
 
     def dead_letter(self, router: str, target: str, feedback: str | None, rerun: list[str]) -> list[str]:
         """The Goto would run a job past max_visits: the loop's jobs become dead letters."""
-        inside, looping, queue = set(rerun), {router}, deque([router])
-        while queue:  # the loop: the jobs of `rerun` that the router's job depends on, and it
-            for dep in self.plan.deps[queue.popleft()]:
-                if dep in inside and dep not in looping:
-                    looping.add(dep)
-                    queue.append(dep)
+        looping = set(rerun).intersection(reach(router, self.plan.deps))  # the router's job and its loop
         loop = [job for job in self.states if job in looping]
         for job in loop:
             if self.states[job] is COMPLETED:

@@ -45,11 +45,8 @@ FINAL_STATES = frozenset({COMPLETED, FAILED, DEAD_LETTER, CANCELLED})
 
 
 class Event(NamedTuple):
-    """One transition of one job, at `time` seconds since the run started on the run's clock.
-
-    `visit` counts runs of the job (1 first), `attempt` the tries within that visit; `note`
-    says why in a few words (the error, the backoff, the Goto that reset the job).
-    """
+    """One transition of one job, `time` seconds into the run on its clock; `visit` counts runs of the
+    job, `attempt` the tries within that visit (both from 1); `note` says why in a few words."""
 
     time: float
     job: str

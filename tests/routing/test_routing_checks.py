@@ -2,6 +2,7 @@
 plausible wrong answers (each boundary of the rule, a crash, a hang, None) get a sentence saying
 what to fix, never a traceback."""
 
+import json
 import time
 from functools import partial
 
@@ -9,7 +10,7 @@ import numpy
 import pytest
 from verdicts import own_verdict, verdict
 
-from labkit.core.errors import LabError
+from labkit.core.errors import FixtureError, LabError
 from labkit.routing import Next, RetryPolicy
 from labkit.routing import checks as lab04
 from labkit.routing.experiments import within_limit
@@ -90,7 +91,7 @@ def test_a_step_right_on_the_cases_but_wrong_in_a_run_is_caught_by_the_scheduler
     def breaks_later(finished, dependents, waiting, states):  # right on the cases, drops jobs in runs
         calls.append(finished)
         ready = my_ready(finished, dependents, waiting, states)
-        return ready if len(calls) <= len(lab04._READY_CASES) else ready[:1]
+        return ready if len(calls) <= len(lab04._cases()["ready_cases"]) else ready[:1]
 
     verdict(lab04.check_ready(breaks_later), False, "Running the diamond graph with your step")
 
@@ -224,3 +225,14 @@ ODD_FUNCTIONS = [lambda *a: None, lambda *a: numpy.array([1, 2]), lambda *a: 1 /
 def test_every_checker_answers_odd_answers_with_its_own_verdict(short_limit, name):
     for answer in [*ODD, *ODD_FUNCTIONS]:
         own_verdict(getattr(lab04, name)(answer))
+
+
+def test_a_ready_case_whose_expected_jobs_are_not_ready_afters_is_refused(tmp_path, monkeypatch):
+    data = json.loads(lab04._CASES_FILE.read_text())
+    data["ready_cases"][0]["ready"] = []
+    (tmp_path / "checks.json").write_text(json.dumps(data))
+    monkeypatch.setattr(lab04, "_CASES_FILE", tmp_path / "checks.json")
+    lab04._cases.cache_clear()
+    with pytest.raises(FixtureError, match="record 0: field 'ready': not what ready_after returns"):
+        lab04._cases()
+    lab04._cases.cache_clear()

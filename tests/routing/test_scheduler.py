@@ -81,7 +81,7 @@ def test_a_plain_run_logs_its_events_and_hands_each_job_its_context():
         Context("a", {}, 1, 1, None, None, clock),
         Context("b", {"a": "x"}, 1, 1, None, None, clock),
     ]
-    assert (result.status, result.reason, result.ok) == ("completed", "all 2 jobs completed", True)
+    assert (result.status, result.reason) == ("completed", "all 2 jobs completed")
     assert Graph().run().reason == "all 0 jobs completed"
 
 
@@ -102,7 +102,10 @@ def test_never_more_than_max_concurrency_jobs_in_flight(limit):
             await asyncio.sleep(0)
         live[0] -= 1
 
-    assert graph_of(**{f"j{i}": job for i in range(10)}).run(max_concurrency=limit).ok and peak[0] == limit
+    assert (
+        graph_of(**{f"j{i}": job for i in range(10)}).run(max_concurrency=limit).status == "completed"
+        and peak[0] == limit
+    )
 
 
 def test_a_run_works_inside_a_running_event_loop():
@@ -322,7 +325,7 @@ def test_stop_cancels_what_has_not_finished_and_reports_success():
     )
     graph.route("check", lambda hit: Next.Stop if hit else Next.Continue)
     result = graph.run(max_concurrency=2, clock=FakeClock())
-    assert result.ok and result.stopped_by == "check" and result.visits["compute"] == 0
+    assert result.status == "completed" and result.stopped_by == "check" and result.visits["compute"] == 0
     assert result.reason == "stopped by check (Next.Stop); cancelled: compute, store, warm"
 
 

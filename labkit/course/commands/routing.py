@@ -10,7 +10,19 @@ import pandas as pd
 
 from labkit.core.errors import LabError
 from labkit.course.commands import add_command, plain
+from labkit.routing import FakeClock, Graph, GraphError, Next, RetryPolicy
 from labkit.routing import experiments as lab
+
+# The broken graphs of notebook 04, one mistake each: the jobs (id, deps) and a route (job, targets).
+_PIPELINE = [("draft", []), ("revise", ["draft"]), ("review", ["revise"]), ("publish", ["review"])]
+_BROKEN = {
+    "duplicate id": ([("draft", []), ("draft", [])], None),
+    "unknown dependency": ([("draft", []), ("revise", ["draft"]), ("review", ["revize"])], None),
+    "dependency cycle": ([("draft", []), ("review", ["draft", "revise"]), ("revise", ["review"])], None),
+    "route on an unknown job": (_PIPELINE, ("reviw", ["revise"])),
+    "route to an unknown target": (_PIPELINE, ("review", ["revize"])),
+    "route forward, not back": (_PIPELINE, ("review", ["publish"])),
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +48,40 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="leave out the real-time experiment (the rest is deterministic)",
     )
+
+
+def _refusals() -> dict[str, str]:
+    """The GraphError message `validate()` raises for each graph of _BROKEN."""
+    errors = {}
+    for mistake, (jobs, route) in _BROKEN.items():
+        graph = Graph()
+        for job, deps in jobs:
+            graph.job(job, lambda ctx: None, deps=deps)
+        if route is not None:
+            graph.route(route[0], lambda verdict: Next.Continue, targets=route[1])
+        try:
+            graph.validate()
+        except GraphError as error:
+            errors[mistake] = str(error)
+    return errors
+
+
+def _retries() -> pd.DataFrame:
+    """Each of lab.RETRY_CASES under 3 attempts, 0.5 s doubling, every Exception retryable (so the
+    invalid input shows the rule, not the filter), as notebook 04 runs them."""
+    policy, rows = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,)), {}
+    for case, (failures, error) in lab.RETRY_CASES.items():
+        clock = FakeClock()
+        run = lab.retry_graph(lab.flaky(failures, error), policy).run(clock=clock)
+        waits = ", ".join(f"{s:g}" for s in clock.sleeps) or "-"
+        rows[case] = [
+            run.status,
+            run.attempts["fetch"],
+            waits,
+            *(str(run.states[j]) for j in ("summarize", "audit")),
+        ]
+    columns = ["status", "fetch attempts", "waits (s)", "summarize", "audit"]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("case")
 
 
 def _model_feedback() -> dict[str, Any]:
@@ -86,17 +132,18 @@ def handle(args: argparse.Namespace) -> int:
         raise LabError(f"--max-visits must be between 1 and 20, got {args.max_visits}")
     if not 1 <= args.limit <= 200:
         raise LabError(f"--limit must be between 1 and 200 characters, got {args.limit}")
-    errors = lab.validation_errors()
+    errors = _refusals()
     parallel = None if args.skip_timing else lab.parallel_experiment()[0]
-    retries, _ = lab.retry_experiment()
-    chars, loops, runs = lab.feedback_experiment(max_visits=args.max_visits, limit=args.limit)
+    retries = _retries()
+    revisers = {name: lab.Reviser() for name in lab.FEEDBACK_ROUTERS}
+    chars, loops, runs = lab.compare_revisers(revisers, max_visits=args.max_visits, limit=args.limit)
     stop = lab.cache_stop_experiment()
     model = _model_feedback()
     if args.json:
         loop_chars = {name: [int(v) for v in column if v != "-"] for name, column in chars.items()}
         reasons = {name: run.reason for name, run in runs.items()}
         result = {
-            "validation": errors["error"].to_dict(),
+            "validation": errors,
             "parallel": None if parallel is None else plain(parallel, "index"),
             "retries": plain(retries, "index"),
             "loop": {"chars": loop_chars, "runs": plain(loops, "index"), "reasons": reasons},
@@ -106,7 +153,7 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print("1. Validation: each broken graph is refused before anything runs.")
-    for mistake, error in errors["error"].items():
+    for mistake, error in errors.items():
         print(f"   {mistake:<28} {error}")
     if parallel is not None:
         print("\n2. Sequential against parallel (real time; expected = sum of waits, or the critical path):")
