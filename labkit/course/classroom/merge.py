@@ -1,10 +1,6 @@
 """The class round: a folder of submissions merged into tables and one chart; nothing in a file runs.
 
-`load_folder` reads every `*.json` in a folder (see `submission.read`), one line per file skipped;
-two different files of one learner for one lab are a conflict and neither counts. `red_team` plays
-every attack against every deterministic defense and every learner's guard (its table of verdicts)
-with the gullible policy, scored from the ledger. A learner's rows are `NAME:KEY`; course rows never
-hold ':', so no learner can replace one.
+A learner's rows are `NAME:KEY`; course rows never hold ':', so no learner can replace one.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""A learner's work on one lab as one JSON file: built from their progress, read back as data.
-
-`build(lab, name)` turns `runs/progress/labNN.json` into a submission (per exercise: passed, first
-passing attempt, attempts; lab 03: the attack and each guard as a table of verdicts, never code).
-`read(path)` reads a file from the room as untrusted data: opened once without blocking or following
-a link, at most MAX_BYTES of UTF-8 JSON, checked against the schema and the course; any failure is
-one SubmissionError phrase. `build` leaves out what `read` would refuse, with a note.
+"""A learner's work on one lab as one JSON file (submission.schema.json): built from their recorded
+verdicts (lab 03: the attack and each guard as a table of verdicts, never code), read back from the
+room as untrusted data. `build` leaves out what `read` would refuse, with a note.
 """
 
 from __future__ import annotations

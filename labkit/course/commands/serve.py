@@ -1,9 +1,5 @@
-"""`labkit serve`: the course's SmolLM2 for the room, behind llama-cpp-python's OpenAI-compatible server.
-
-Runs `python -m llama_cpp.server` with the local backend's model file and context size, as
-``smollm2`` on 0.0.0.0:8000 by default; once it answers it prints what each learner sets, then runs
-until Ctrl-C. One request at a time: for a room, the README's "One model for the room".
-"""
+"""`labkit serve`: the course's SmolLM2 for the room, behind llama-cpp-python's OpenAI-compatible server
+(`python -m llama_cpp.server`, the local backend's model and context size), until Ctrl-C."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""A trial grid as data: the axes of a model study, from a small TOML or JSON file (fixtures/grids/).
-
-spec.schema.json gives each lab's axes (docuctl, the default; refunds, lab 03; routing, lab 04)
-with their bounds and defaults. Every combination of the cell axes is a cell (one run label), which runs k
-trials of every case (routing: every variant); a docuctl episode is the one `labkit trials` records
-with the same settings. `load_spec` refuses anything else in one line naming the file and the field.
+"""A trial grid as data: the axes of a model study, from a TOML or JSON file (fixtures/grids/) that
+spec.schema.json describes. Every combination of the cell axes is a cell (one run label), which runs
+k trials of every case (routing: every variant); `load_spec` refuses a bad file in one line.
 """
 
 from __future__ import annotations
