@@ -49,11 +49,8 @@ def printable(name: str) -> str:
 
 
 def _read_json_file(path: Path, max_bytes: int) -> Any:
-    """The JSON in the regular file `path` (at most `max_bytes`); SubmissionError (one phrase) if not.
-
-    Opened once, non-blocking and without following a link, and judged from the opened file: a
-    FIFO, a device, a folder or a link swapped in is refused, never waited on.
-    """
+    """The UTF-8 JSON in the regular file `path` (at most `max_bytes`); SubmissionError (one phrase) if
+    not. Opened once, non-blocking, not following a link: a FIFO or a device is refused, never waited on."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     not_regular = "not a regular file (a link, a folder or a device): not read"
     try:
@@ -217,11 +214,8 @@ def _progress(lab: str) -> dict[str, Any]:
 
 
 def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
-    """The submission for `lab` from the recorded progress, and notes on what was left out.
-
-    `passed` is whether any attempt passed (experimenting after a pass keeps the pass). LabError
-    (one line) if no checker of that lab has run yet or the progress file cannot be used.
-    """
+    """The submission for `lab` from the recorded verdicts, and notes on what was left out; LabError
+    (one line) if nothing usable is recorded. `passed`: any attempt passed (a later failure keeps it)."""
     from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     lab = lab_number(lab)
@@ -291,13 +285,9 @@ def _hand_in(text: str, folder: Path, stem: str) -> Path:
 def submit(
     lab: str | int, name: str, output: str | Path | None = None, *, to: str | Path | None = None
 ) -> Path:
-    """`labkit submit` from a notebook cell: write the submission, print where, return the path.
-
-    `output`: a file (replaced if there) or a folder to write `labNN-NAME.json` in (default
-    runs/submissions/). `to`: a shared folder (a USB stick), where the file never replaces
-    another (see `_hand_in`). LabError (one line) if nothing of the lab is recorded, the name is
-    not a plain name, or the file cannot be written there.
-    """
+    """`labkit submit` from a notebook cell: write the submission, print where, return the path; LabError
+    (one line) if it cannot. `output`: a file (replaced) or a folder (default runs/submissions/); `to`: a
+    shared folder (a USB stick), where the file never replaces another (see `_hand_in`)."""
     from labkit.course.argtypes import output_path
 
     if output is not None and to is not None:

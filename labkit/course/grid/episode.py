@@ -43,14 +43,8 @@ def _docuctl(episode: GridEpisode, recorder: Recorder, name: str) -> dict[str, A
 
     corpus = docuctl()
     case = next(c for c in cases_of("all", corpus) if c["id"] == episode.case)
-    seed = episode.seed + episode.trial
-    settings = dict(
-        temperature=episode.temperature,
-        seed=seed,
-        trial=episode.trial,
-        max_tokens=episode.max_tokens,
-        rung=episode.rung,
-    )
+    settings = {key: getattr(episode, key) for key in ("temperature", "trial", "max_tokens", "rung")}
+    settings["seed"] = episode.seed + episode.trial
     policy = docuctl_policy(episode.prompt, backend=recorder, **settings)
     limits = limits_for(case, corpus)
     result = run_case(case, policy, limits=limits, budget_tokens=episode.budget_tokens, corpus=corpus)
@@ -62,7 +56,7 @@ def _docuctl(episode: GridEpisode, recorder: Recorder, name: str) -> dict[str, A
         prompt=episode.prompt,
         limits=limits,
         budget_tokens=episode.budget_tokens,
-        **settings | {"temperature": float(episode.temperature)},
+        **settings,
     )
 
 
@@ -73,13 +67,8 @@ def run_episode(episode: GridEpisode) -> list[dict[str, Any]]:
     recorder = Recorder(inner, os.devnull, run=episode.label)
     recorder.writer = lines = _Lines()  # type: ignore[assignment]  # records kept, not written
     options, seed = dict(episode.options), episode.seed + episode.trial
-    common = dict(
-        model_name=inner.name,
-        label=episode.label,
-        temperature=episode.temperature,
-        seed=seed,
-        trial=episode.trial,
-    )
+    common = {"model_name": inner.name, "label": episode.label, "temperature": episode.temperature}
+    common |= {"seed": seed, "trial": episode.trial}
     if episode.lab == "refunds":
         from labkit.refunds.grid import refund_episode_record
 
