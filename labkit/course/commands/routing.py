@@ -31,11 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("--max-visits", type=int, default=5, metavar="N", help=visits)
     limit = f"the review's character limit, 1..200 (default: {lab.LIMIT})"
     add("--limit", type=int, default=lab.LIMIT, metavar="CHARS", help=limit)
-    add(
-        "--skip-timing",
-        action="store_true",
-        help="leave out the real-time experiment (the rest is deterministic)",
-    )
+    timing = "leave out the real-time experiment (the rest is deterministic)"
+    add("--skip-timing", action="store_true", help=timing)
 
 
 def _model_feedback() -> dict[str, Any]:

@@ -37,14 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add = parser.add_argument
     add("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0, the room's network)")
     add("--port", type=int_in(1, 65535), default=PORT, metavar="N", help=f"port (default {PORT})")
-    add(
-        "--threads", type=int_in(1, 256), metavar="N", help="CPU threads for the model (default: llama.cpp's)"
-    )
-    add(
-        "--model-path",
-        metavar="FILE",
-        help="a GGUF file (default: the course's SmolLM2, as `local` finds it)",
-    )
+    threads = "CPU threads for the model (default: llama.cpp's)"
+    add("--threads", type=int_in(1, 256), metavar="N", help=threads)
+    gguf = "a GGUF file (default: the course's SmolLM2, as `local` finds it)"
+    add("--model-path", metavar="FILE", help=gguf)
 
 
 def require_server() -> None:
