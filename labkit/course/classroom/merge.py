@@ -162,13 +162,8 @@ def chart(counts: pd.DataFrame, round_: RedTeam | None):
     left, *right = figure.subplots(1, panels, squeeze=False)[0]
     labels = [f"lab {lab}: {exercise}" for lab, exercise in counts.index]
     left.barh(labels, counts["passed"], color=OUTCOMES["correct"], label="passed")
-    left.barh(
-        labels,
-        counts["attempted"] - counts["passed"],
-        left=counts["passed"],
-        color=OUTCOMES["wrong"],
-        label="attempted, not passed",
-    )
+    failed = counts["attempted"] - counts["passed"]
+    left.barh(labels, failed, left=counts["passed"], color=OUTCOMES["wrong"], label="attempted, not passed")
     left.xaxis.get_major_locator().set_params(integer=True)
     left.invert_yaxis()
     left.set(xlabel="learners", title="Exercises: attempted and ever passed (self-reported)")

@@ -40,13 +40,7 @@ class Rerun:
 
 
 def rerun(
-    lab: str,
-    model: str,
-    output: Path,
-    *,
-    folder: Path = NOTEBOOKS,
-    progress: bool = True,
-    **knobs: Any,
+    lab: str, model: str, output: Path, *, folder: Path = NOTEBOOKS, progress: bool = True, **knobs: Any
 ) -> Rerun:
     """Execute lab `lab` with `model` (a LABKIT_MODEL spec) and `knobs` (k, temperature, seed; None:
     the notebook's own); see the module doc. `progress`: a line and papermill's progress bar on stderr."""

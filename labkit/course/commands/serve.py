@@ -67,14 +67,8 @@ def server_command(
     path = Path(model_path) if model_path else find_model_file()
     if not path.is_file():
         raise LabError(f"--model-path {path}: no such file")
-    options = {
-        "--model": str(path),
-        "--model_alias": alias,
-        "--n_ctx": str(N_CTX),
-        "--host": host,
-        "--port": str(port),
-        "--verbose": "False",
-    }
+    options = {"--model": str(path), "--model_alias": alias, "--n_ctx": str(N_CTX), "--host": host}
+    options |= {"--port": str(port), "--verbose": "False"}
     if threads is not None:
         options |= {"--n_threads": str(threads), "--n_threads_batch": str(threads)}
     return [sys.executable, "-m", "llama_cpp.server", *(part for item in options.items() for part in item)]
