@@ -58,9 +58,7 @@ def handle(args: argparse.Namespace) -> int:
             for rung in recorded_rungs()
         ]
         if args.policy is not None and all(frame.empty for frame in model_frames):
-            model_matrix(
-                chosen, by_attack=args.by_attack, explicit=True
-            )  # its LabError names what is missing
+            model_matrix(chosen, by_attack=args.by_attack, explicit=True)  # a LabError naming what is missing
         frames += model_frames
     table = pd.concat([frame for frame in frames if not frame.empty] or frames)
     if args.json:

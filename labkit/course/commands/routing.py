@@ -41,12 +41,9 @@ def _model_feedback() -> dict[str, Any]:
     from labkit.routing import model_reviser as model
 
     if not model.live() and not model.recorded():
-        return {
-            "available": False,
-            "note": f"no recorded trials for lab {model.REVISER_LAB!r} "
-            f"(fixtures/trials/{model.REVISER_LAB}*.jsonl); "
-            "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>",
-        }
+        trials = f"fixtures/trials/{model.REVISER_LAB}*.jsonl"
+        note = f"no recorded trials for lab {model.REVISER_LAB!r} ({trials}); record them with "
+        return {"available": False, "note": note + "LABKIT_MODEL=local LABKIT_RECORD=<file>"}
     _, summary, runs, revisers = model.model_feedback_experiment()
     return {
         "available": True,
