@@ -57,9 +57,8 @@ def _read_json_file(path: Path, max_bytes: int) -> Any:
         fd = os.open(path, flags)
     except OSError as error:
         irregular = error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO)
-        raise SubmissionError(
-            not_regular if irregular else f"cannot read it ({error.strerror or error})"
-        ) from None
+        why = f"cannot read it ({error.strerror or error})"
+        raise SubmissionError(not_regular if irregular else why) from None
     try:
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
         raw = os.read(fd, max_bytes + 1) if regular else b""  # a regular file reads whole, up to EOF
@@ -123,9 +122,8 @@ def _schema_problem(schema: dict[str, Any], data: Any) -> str | None:
 
 def _entry_problem(entry: Any) -> str | None:
     """Why one exercise's counts are not a valid entry or contradict each other, or None."""
-    if (
-        problem := _schema_problem({"$ref": "#/$defs/entry", "$defs": _schema()["$defs"]}, entry)
-    ) is not None:
+    schema = {"$ref": "#/$defs/entry", "$defs": _schema()["$defs"]}
+    if (problem := _schema_problem(schema, entry)) is not None:
         return problem.removeprefix("the file: ")
     first, attempts = entry["first_passed_attempt"], entry["attempts"]
     if first is not None and first > attempts:
@@ -308,9 +306,8 @@ def submit(
             path = target if target is not None else runs_dir() / "submissions" / f"{stem}.json"
             path = write_whole(path / f"{stem}.json" if path.is_dir() else path, text, mode=0o644)
     except OSError as error:
-        raise LabError(
-            f"cannot write the submission ({error.strerror or error}); nothing was written"
-        ) from None
+        why = error.strerror or error
+        raise LabError(f"cannot write the submission ({why}); nothing was written") from None
     for note in notes:
         print(f"labkit submit: {note}", file=sys.stderr)
     line = f"wrote {path}"

@@ -47,9 +47,8 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
     try:
         from distributed import Client
     except ImportError:
-        raise LabError(
-            "--workers and --scheduler need Dask: pip install -c requirements.txt -e '.[grid]'"
-        ) from None
+        dask = "pip install -c requirements.txt -e '.[grid]'"
+        raise LabError(f"--workers and --scheduler need Dask: {dask}") from None
     from labkit.course.grid import run
 
     if args.workers:
