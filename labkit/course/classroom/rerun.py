@@ -76,10 +76,8 @@ def rerun(
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.stem}.partial.ipynb")
     if progress:
-        recorded = f"; model calls recorded in {record}" if record else ""
-        print(
-            f"lab {lab}: running {notebook.name} against {model} in a fresh kernel{recorded}", file=sys.stderr
-        )
+        recorded = f" in a fresh kernel; model calls recorded in {record}" if record else " in a fresh kernel"
+        print(f"lab {lab}: running {notebook.name} against {model}{recorded}", file=sys.stderr)
     try:
         with mock.patch.dict(os.environ, env):  # papermill's kernel inherits this process's environment
             papermill.execute_notebook(

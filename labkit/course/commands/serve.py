@@ -95,10 +95,8 @@ def wait_until_ready(process: subprocess.Popen, url: str, limit: float = _READY_
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise LabError(
-                f"llama_cpp.server exited with status {process.returncode} before answering "
-                "(is the port taken? try --port)"
-            )
+            status = f"llama_cpp.server exited with status {process.returncode}"
+            raise LabError(f"{status} before answering (is the port taken? try --port)")
         try:
             with urllib.request.urlopen(url, timeout=1) as reply:
                 listed = json.loads(reply.read(100_000))
