@@ -53,12 +53,9 @@ def _can_create_in(folder: Path) -> None:
 
 
 def output_path(text: str | Path, *, suffix: str | None = None, folder_ok: bool = False) -> Path:
-    """`text` as a path a file can be written at, checked before any work; ValueError (one phrase) if not.
-
-    Refused: another suffix than `suffix`, an existing folder (unless `folder_ok`: the caller writes
-    inside it), something other than a regular file, a path under a file, and a place where no file
-    can be created. Missing folders on the way are fine (the caller creates them).
-    """
+    """`text` as a path a file can be written at (missing folders on the way are created by the caller),
+    checked before any work; ValueError (one phrase) if not: another suffix than `suffix`, a folder
+    (unless `folder_ok`: the caller writes inside it), not a regular file, under a file, not creatable."""
     path = Path(text)
     if str(text) == "" or path.name in ("", ".", ".."):
         raise ValueError(f"{str(text)!r} is not a file name")

@@ -1,8 +1,7 @@
 """`python -m labkit`: headless commands that run each lab's experiment and print its table.
 
-Each module in `labkit.course.commands` adds one subcommand with `register(subparsers)`; only the
-command being run is imported (`labkit --help` reads `commands.SUMMARIES`). A mistake is one line
-on stderr and exit status 2, never a traceback: a usage error, or a LabError raised by a handler.
+Only the command being run is imported. A mistake is one line on stderr and exit status 2, never a
+traceback: a usage error, or a LabError raised by a handler.
 """
 
 from __future__ import annotations

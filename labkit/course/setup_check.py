@@ -1,8 +1,8 @@
 """The setup check of `00_start_here.ipynb`: one row per thing a lab needs, with a one-line fix.
 
-`report()`: check, status ("ok"; "FIX" for something a lab needs; "optional" for a model backend
-not usable now), what was found, what to do. It downloads nothing, waits at most _TIMEOUT_S, and
-names no folder of the machine.
+`report()`: per row of _CHECKS, its status ("ok"; "FIX" for something a lab needs; "optional" for
+a model backend not usable now), what was found, what to do. It downloads nothing, waits at most
+_TIMEOUT_S, and names no folder of the machine.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ _ROOM_FIX = (
     "in a room, set the address the instructor gives (`labkit serve` prints it): "
     "OPENAI_BASE_URL=http://HOST:8000/v1 and LABKIT_MODEL=openai:smollm2"
 )
-_Row = tuple[str, str, str, str]  # check, status, found, fix
+_Row = tuple[str, str, str]  # status, found, fix
 
 
 def python_version() -> _Row:
     ok = sys.version_info >= (3, 11)
     fix = "" if ok else "install Python 3.11+ and recreate .venv (`make clean lab`)"
-    return ("Python 3.11 or newer", "ok" if ok else "FIX", ".".join(map(str, sys.version_info[:3])), fix)
+    return ("ok" if ok else "FIX", ".".join(map(str, sys.version_info[:3])), fix)
 
 
 def environment() -> _Row:
@@ -51,8 +51,8 @@ def environment() -> _Row:
     ours = Path(sys.prefix).resolve() == (CHECKOUT / ".venv").resolve()
     found = "kernel: this checkout's .venv" if ours else f"kernel: {sys.prefix}, not this checkout's .venv"
     if wrong:
-        return ("kernel is the course's environment", "FIX", f"{found}; {', '.join(wrong)}", _INSTALL)
-    return ("kernel is the course's environment", "ok", found + "; pandas, numpy, matplotlib as pinned", "")
+        return ("FIX", f"{found}; {', '.join(wrong)}", _INSTALL)
+    return ("ok", found + "; pandas, numpy, matplotlib as pinned", "")
 
 
 def labkit_importable() -> _Row:
@@ -63,8 +63,8 @@ def labkit_importable() -> _Row:
     try:
         version = metadata.version("labkit")
     except metadata.PackageNotFoundError:
-        return ("labkit importable", "FIX", f"imported from {where}, but not installed", _INSTALL)
-    return ("labkit importable", "ok", f"labkit {version} from {where}", "")
+        return ("FIX", f"imported from {where}, but not installed", _INSTALL)
+    return ("ok", f"labkit {version} from {where}", "")
 
 
 def fixtures() -> _Row:
@@ -73,12 +73,7 @@ def fixtures() -> _Row:
 
     corpus, lab = docuctl(), refund_lab()
     cases = f"lab 01-02: {len(corpus.cases)} + {len(corpus.adaptive_cases)} cases"
-    return (
-        "fixtures load",
-        "ok",
-        f"{cases}; lab 03: {len(lab.requests)} requests, {len(lab.attacks)} attacks",
-        "",
-    )
+    return ("ok", f"{cases}; lab 03: {len(lab.requests)} requests, {len(lab.attacks)} attacks", "")
 
 
 def recordings() -> _Row:
@@ -87,28 +82,23 @@ def recordings() -> _Row:
 
     files = sorted(TRIALS.glob("*.jsonl"))
     if not files:
-        return ("recorded model runs load", "FIX", "none in fixtures/trials/", "restore them from git")
+        return ("FIX", "none in fixtures/trials/", "restore them from git")
     lines = [line for path in files for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     lines = sum(parse_json(line) is not None for line in lines)
-    return ("recorded model runs load", "ok", f"{len(files)} files, {lines:,} records", "")
-
-
-def replay_backend() -> _Row:
-    return ("model: replay (default)", "ok", "answers from the recorded runs, offline", "")
+    return ("ok", f"{len(files)} files, {lines:,} records", "")
 
 
 def local_backend() -> _Row:
     from labkit.core.errors import LabError
     from labkit.model.local import find_model_file
 
-    name = "model: local (SmolLM2 in-process)"
     try:
         find_model_file()
     except LabError:
-        return (name, "optional", "not installed", "`make model` (16-17 minutes on 2 cores the first time)")
+        return ("optional", "not installed", "`make model` (16-17 minutes on 2 cores the first time)")
     if importlib.util.find_spec("llama_cpp") is None:
-        return (name, "optional", "the model file is there, llama-cpp-python is not", "`make model`")
-    return (name, "ok", "llama-cpp-python and the model file are installed", "")
+        return ("optional", "the model file is there, llama-cpp-python is not", "`make model`")
+    return ("ok", "llama-cpp-python and the model file are installed", "")
 
 
 def _get(url: str, timeout: float) -> dict:
@@ -126,71 +116,70 @@ def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> _Row
         version = _get(f"{host}/api/version", timeout).get("version", "?")
     except (OSError, ValueError) as error:
         found = f"no server answers at {host} ({getattr(error, 'reason', error)})"[:160]
-        return ("model: ollama:<tag>", "optional", found, "start `ollama serve`, `ollama pull qwen2.5:0.5b`")
-    return ("model: ollama:<tag>", "ok", f"Ollama {version} at {host}", "")
+        return ("optional", found, "start `ollama serve`, `ollama pull qwen2.5:0.5b`")
+    return ("ok", f"Ollama {version} at {host}", "")
 
 
 def room_server(base_url: str | None = None, model: str | None = None, timeout: float = _TIMEOUT_S) -> _Row:
     """Does the OpenAI-compatible server at `OPENAI_BASE_URL` answer `/models`, and serve the model
     `LABKIT_MODEL=openai:<model>` names? "optional" with the fix when not (no lab needs one)."""
-    name = "room model server (openai:)"
     base = (base_url or os.environ.get("OPENAI_BASE_URL", "")).strip().rstrip("/")
     if model is None:
         kind, _, arg = os.environ.get("LABKIT_MODEL", "").strip().partition(":")
         model = arg.strip() if kind == "openai" else None
     if not base:
-        return (name, "optional", "no room server set (OPENAI_BASE_URL is unset)", _ROOM_FIX)
+        return ("optional", "no room server set (OPENAI_BASE_URL is unset)", _ROOM_FIX)
     base = base if "://" in base else f"http://{base}"
     try:
         entries = [e for e in _get(f"{base}/models", timeout).get("data", []) if isinstance(e, dict)]
     except (OSError, ValueError, AttributeError, TypeError) as error:
         found = f"no model server answers at {base} ({getattr(error, 'reason', error)})"[:160]
-        return (name, "optional", found, "ask the instructor whether it runs; OPENAI_BASE_URL ends in /v1")
+        return ("optional", found, "ask the instructor whether it runs; OPENAI_BASE_URL ends in /v1")
     ids = [str(entry.get("id")) for entry in entries]
     served = ", ".join(ids[:5]) or "no model"
     by = " (llama-cpp-python)" if {str(e.get("owned_by")) for e in entries} == {"me"} else ""
     if model is not None and model not in ids:
         found = f"{base} answers{by}, serving {served}, not {model!r}"[:160]
-        return (name, "optional", found, f"set LABKIT_MODEL=openai:{ids[0] if ids else '<model>'}")
+        return ("optional", found, f"set LABKIT_MODEL=openai:{ids[0] if ids else '<model>'}")
     chosen = f"; LABKIT_MODEL=openai:{model}" if model else ""
     if not model and ids:
         chosen = f"; set LABKIT_MODEL=openai:{ids[0]}"
-    return (name, "ok", f"{base} answers{by}, serving {served}{chosen}"[:200], "")
+    return ("ok", f"{base} answers{by}, serving {served}{chosen}"[:200], "")
 
 
 def jupyter_news_off() -> _Row:
     from labkit.course.jupyter_settings import installed
 
     if installed():
-        return ("JupyterLab news popup off", "ok", "override installed in this environment", "")
+        return ("ok", "override installed in this environment", "")
     fix = "python -m labkit.course.jupyter_settings, then reload the page"
-    return ("JupyterLab news popup off", "optional", "JupyterLab may ask about news on first open", fix)
+    return ("optional", "JupyterLab may ask about news on first open", fix)
 
 
-_CHECKS: tuple[Callable[[], _Row], ...] = (
-    python_version,
-    environment,
-    labkit_importable,
-    fixtures,
-    recordings,
-    replay_backend,
-    local_backend,
-    ollama_backend,
-    room_server,
-    jupyter_news_off,
-)
+_CHECKS: dict[str, Callable[[], _Row]] = {  # the rows of the table, in order
+    "Python 3.11 or newer": python_version,
+    "kernel is the course's environment": environment,
+    "labkit importable": labkit_importable,
+    "fixtures load": fixtures,
+    "recorded model runs load": recordings,
+    "model: replay (default)": lambda: ("ok", "answers from the recorded runs, offline", ""),
+    "model: local (SmolLM2 in-process)": local_backend,
+    "model: ollama:<tag>": ollama_backend,
+    "room model server (openai:)": room_server,
+    "JupyterLab news popup off": jupyter_news_off,
+}
 
 
-def report(checks: tuple[Callable[[], _Row], ...] = _CHECKS) -> pd.DataFrame:
+def report(checks: dict[str, Callable[[], _Row]] = _CHECKS) -> pd.DataFrame:
     """Run every check; a check that fails unexpectedly is a FIX row naming the error, not a traceback."""
-    rows = []
-    for check in checks:
+    rows = {}
+    for name, check in checks.items():
         try:
-            rows.append(check())
+            rows[name] = check()
         except Exception as error:  # noqa: BLE001 - the point of a setup check is to report, not to stop
-            found = f"{type(error).__name__}: {error}"[:200]
-            rows.append((check.__name__.replace("_", " "), "FIX", found, _INSTALL))
-    return pd.DataFrame(rows, columns=["check", "status", "found", "fix"]).set_index("check")
+            rows[name] = ("FIX", f"{type(error).__name__}: {error}"[:200], _INSTALL)
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=["status", "found", "fix"])
+    return table.rename_axis("check")
 
 
 def ready(table: pd.DataFrame) -> str:

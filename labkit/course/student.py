@@ -1,8 +1,6 @@
 """Output-free copies of the labs for learners: `python -m labkit.course.student notebooks student`.
-
-Each `NN_name.ipynb` directly in the source folder is copied without outputs and execution counts
-(a learner predicts before seeing the answer); subfolders (solutions) are never copied.
-"""
+Each `NN_name.ipynb` directly in the folder is copied (a learner predicts before seeing the answer);
+subfolders (solutions) are never copied."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """The class round: a folder of submissions merged into tables and one chart; nothing in a file runs.
 
-`load_folder` reads every `*.json` in a folder (see `submission.read`), one line per file skipped;
-two different files of one learner for one lab are a conflict and neither counts. `red_team` plays
-every attack against every deterministic defense and every learner's guard (its table of verdicts)
-with the gullible policy, scored from the ledger. A learner's rows are `NAME:KEY`; course rows never
-hold ':', so no learner can replace one.
+A learner's rows are `NAME:KEY`; course rows never hold ':', so no learner can replace one.
 """
 
 from __future__ import annotations
@@ -166,13 +162,8 @@ def chart(counts: pd.DataFrame, round_: RedTeam | None):
     left, *right = figure.subplots(1, panels, squeeze=False)[0]
     labels = [f"lab {lab}: {exercise}" for lab, exercise in counts.index]
     left.barh(labels, counts["passed"], color=OUTCOMES["correct"], label="passed")
-    left.barh(
-        labels,
-        counts["attempted"] - counts["passed"],
-        left=counts["passed"],
-        color=OUTCOMES["wrong"],
-        label="attempted, not passed",
-    )
+    failed = counts["attempted"] - counts["passed"]
+    left.barh(labels, failed, left=counts["passed"], color=OUTCOMES["wrong"], label="attempted, not passed")
     left.xaxis.get_major_locator().set_params(integer=True)
     left.invert_yaxis()
     left.set(xlabel="learners", title="Exercises: attempted and ever passed (self-reported)")

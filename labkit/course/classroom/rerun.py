@@ -1,11 +1,6 @@
-"""Re-execute a lab headless against another model, with papermill: `labkit rerun`.
-
-Each lab with a model (02-04) has a cell tagged `parameters` (papermill's convention) assigning
-LABKIT_MODEL, K, TEMPERATURE and SEED. `rerun` has papermill inject the values asked for after it
-and execute the notebook top to bottom in a fresh `python3` kernel, from the notebooks' folder.
-The kernel also gets `LABKIT_MODEL` in its environment and, for a live backend, `LABKIT_RECORD`
-(every call recorded under `runs/rerun/`). The executed notebook is renamed into OUT only if every
-cell ran; otherwise it is kept as `OUT.failed.ipynb` and the error is one line naming the cell.
+"""`labkit rerun`: papermill re-executes a lab (02-04) in a fresh `python3` kernel, its `parameters`
+cell's LABKIT_MODEL, K, TEMPERATURE and SEED overridden, a live backend's calls recorded under
+runs/rerun/. OUT is written only if every cell ran; else OUT.failed.ipynb and one line naming the cell.
 """
 
 from __future__ import annotations
@@ -45,13 +40,7 @@ class Rerun:
 
 
 def rerun(
-    lab: str,
-    model: str,
-    output: Path,
-    *,
-    folder: Path = NOTEBOOKS,
-    progress: bool = True,
-    **knobs: Any,
+    lab: str, model: str, output: Path, *, folder: Path = NOTEBOOKS, progress: bool = True, **knobs: Any
 ) -> Rerun:
     """Execute lab `lab` with `model` (a LABKIT_MODEL spec) and `knobs` (k, temperature, seed; None:
     the notebook's own); see the module doc. `progress`: a line and papermill's progress bar on stderr."""
@@ -87,10 +76,8 @@ def rerun(
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.stem}.partial.ipynb")
     if progress:
-        recorded = f"; model calls recorded in {record}" if record else ""
-        print(
-            f"lab {lab}: running {notebook.name} against {model} in a fresh kernel{recorded}", file=sys.stderr
-        )
+        recorded = f" in a fresh kernel; model calls recorded in {record}" if record else " in a fresh kernel"
+        print(f"lab {lab}: running {notebook.name} against {model}{recorded}", file=sys.stderr)
     try:
         with mock.patch.dict(os.environ, env):  # papermill's kernel inherits this process's environment
             papermill.execute_notebook(

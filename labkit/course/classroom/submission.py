@@ -1,10 +1,6 @@
-"""A learner's work on one lab as one JSON file: built from their progress, read back as data.
-
-`build(lab, name)` turns `runs/progress/labNN.json` into a submission (per exercise: passed, first
-passing attempt, attempts; lab 03: the attack and each guard as a table of verdicts, never code).
-`read(path)` reads a file from the room as untrusted data: opened once without blocking or following
-a link, at most MAX_BYTES of UTF-8 JSON, checked against the schema and the course; any failure is
-one SubmissionError phrase. `build` leaves out what `read` would refuse, with a note.
+"""A learner's work on one lab as one JSON file (submission.schema.json): built from their recorded
+verdicts (lab 03: the attack and each guard as a table of verdicts, never code), read back from the
+room as untrusted data. `build` leaves out what `read` would refuse, with a note.
 """
 
 from __future__ import annotations
@@ -53,20 +49,16 @@ def printable(name: str) -> str:
 
 
 def _read_json_file(path: Path, max_bytes: int) -> Any:
-    """The JSON in the regular file `path` (at most `max_bytes`); SubmissionError (one phrase) if not.
-
-    Opened once, non-blocking and without following a link, and judged from the opened file: a
-    FIFO, a device, a folder or a link swapped in is refused, never waited on.
-    """
+    """The UTF-8 JSON in the regular file `path` (at most `max_bytes`); SubmissionError (one phrase) if
+    not. Opened once, non-blocking, not following a link: a FIFO or a device is refused, never waited on."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     not_regular = "not a regular file (a link, a folder or a device): not read"
     try:
         fd = os.open(path, flags)
     except OSError as error:
         irregular = error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO)
-        raise SubmissionError(
-            not_regular if irregular else f"cannot read it ({error.strerror or error})"
-        ) from None
+        why = f"cannot read it ({error.strerror or error})"
+        raise SubmissionError(not_regular if irregular else why) from None
     try:
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
         raw = os.read(fd, max_bytes + 1) if regular else b""  # a regular file reads whole, up to EOF
@@ -130,9 +122,8 @@ def _schema_problem(schema: dict[str, Any], data: Any) -> str | None:
 
 def _entry_problem(entry: Any) -> str | None:
     """Why one exercise's counts are not a valid entry or contradict each other, or None."""
-    if (
-        problem := _schema_problem({"$ref": "#/$defs/entry", "$defs": _schema()["$defs"]}, entry)
-    ) is not None:
+    schema = {"$ref": "#/$defs/entry", "$defs": _schema()["$defs"]}
+    if (problem := _schema_problem(schema, entry)) is not None:
         return problem.removeprefix("the file: ")
     first, attempts = entry["first_passed_attempt"], entry["attempts"]
     if first is not None and first > attempts:
@@ -221,11 +212,8 @@ def _progress(lab: str) -> dict[str, Any]:
 
 
 def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
-    """The submission for `lab` from the recorded progress, and notes on what was left out.
-
-    `passed` is whether any attempt passed (experimenting after a pass keeps the pass). LabError
-    (one line) if no checker of that lab has run yet or the progress file cannot be used.
-    """
+    """The submission for `lab` from the recorded verdicts, and notes on what was left out; LabError
+    (one line) if nothing usable is recorded. `passed`: any attempt passed (a later failure keeps it)."""
     from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     lab = lab_number(lab)
@@ -295,13 +283,9 @@ def _hand_in(text: str, folder: Path, stem: str) -> Path:
 def submit(
     lab: str | int, name: str, output: str | Path | None = None, *, to: str | Path | None = None
 ) -> Path:
-    """`labkit submit` from a notebook cell: write the submission, print where, return the path.
-
-    `output`: a file (replaced if there) or a folder to write `labNN-NAME.json` in (default
-    runs/submissions/). `to`: a shared folder (a USB stick), where the file never replaces
-    another (see `_hand_in`). LabError (one line) if nothing of the lab is recorded, the name is
-    not a plain name, or the file cannot be written there.
-    """
+    """`labkit submit` from a notebook cell: write the submission, print where, return the path; LabError
+    (one line) if it cannot. `output`: a file (replaced) or a folder (default runs/submissions/); `to`: a
+    shared folder (a USB stick), where the file never replaces another (see `_hand_in`)."""
     from labkit.course.argtypes import output_path
 
     if output is not None and to is not None:
@@ -322,9 +306,8 @@ def submit(
             path = target if target is not None else runs_dir() / "submissions" / f"{stem}.json"
             path = write_whole(path / f"{stem}.json" if path.is_dir() else path, text, mode=0o644)
     except OSError as error:
-        raise LabError(
-            f"cannot write the submission ({error.strerror or error}); nothing was written"
-        ) from None
+        why = error.strerror or error
+        raise LabError(f"cannot write the submission ({why}); nothing was written") from None
     for note in notes:
         print(f"labkit submit: {note}", file=sys.stderr)
     line = f"wrote {path}"

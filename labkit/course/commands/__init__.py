@@ -1,8 +1,5 @@
-"""One module per CLI subcommand; each defines `register(subparsers)` (see labkit.course.cli).
-
-SUMMARIES holds each command's one-line help, so that `labkit --help` lists the commands without
-importing their modules; `add_command` is how a `register` uses it.
-"""
+"""One module per CLI subcommand, each with `register(subparsers)`; SUMMARIES holds their one-line
+help, so that `labkit --help` lists the commands without importing their modules."""
 
 import argparse
 from collections.abc import Callable

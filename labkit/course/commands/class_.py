@@ -34,17 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "against every deterministic defense and every submitted guard, scored from the ledger. A "
         "file that cannot be used is named on one line and skipped.",
     )
-    parser.add_argument("folder", metavar="FOLDER", type=Path, help="the folder of submission files")
-    parser.add_argument(
-        "--json", action="store_true", help="print the tables as JSON (skipped files included)"
-    )
-    parser.add_argument(
-        "--chart",
-        metavar="PNG",
-        type=output_type(suffix=".png"),
-        help="where to save the chart, a .png file (default: runs/class/class-results.png); "
-        "checked before the round runs",
-    )
+    add = parser.add_argument
+    add("folder", metavar="FOLDER", type=Path, help="the folder of submission files")
+    add("--json", action="store_true", help="print the tables as JSON (skipped files included)")
+    png = "where to save the chart, a .png file (default: runs/class/class-results.png); checked before "
+    png += "the round runs"
+    add("--chart", metavar="PNG", type=output_type(suffix=".png"), help=png)
 
 
 def handle(args: argparse.Namespace) -> int:

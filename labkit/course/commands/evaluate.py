@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 import pandas as pd
 
@@ -13,7 +12,7 @@ from labkit.course.commands import add_command, plain
 from labkit.decision_loop.baselines import SEEDS, baseline_rows
 from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
 from labkit.decision_loop.ladder import ladder_with_baselines
-from labkit.decision_loop.tables import K_MAX, WRONG, latency, stop_counts, summary
+from labkit.decision_loop.tables import K_MAX, WRONG, latency, stop_counts, summary, with_intervals
 from labkit.decision_loop.trials import known_cases
 
 
@@ -40,13 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("--seeds", type=int_in(1, 1000), default=SEEDS, metavar="N", help=seeds)
 
 
-def _with_interval(table: pd.DataFrame, name: str) -> list[str]:
-    return [
-        "" if math.isnan(e) else f"{e:.3f} [{lo:.3f}, {hi:.3f}]"
-        for e, lo, hi in zip(table[name], table[f"{name} low"], table[f"{name} high"], strict=True)
-    ]
-
-
 def _baselines(args: argparse.Namespace) -> int:
     rows = [row for row in evaluate_trials(args.trials, scripted_k=1) if row["policy"] not in SCRIPTED]
     known = known_cases()
@@ -56,9 +48,10 @@ def _baselines(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"ladder": plain(table, "index"), "best baseline": best}, indent=2))
         return 0
-    shown = table[["kind", "cases", "trials"]].copy()
-    for name in ("pass@1", f"pass^{K_MAX}", WRONG, "vs scripted", "vs best"):
-        shown[name] = _with_interval(table, name)
+    rates = ("pass@1", f"pass^{K_MAX}", WRONG, "vs scripted", "vs best")
+    shown = with_intervals(
+        table[["kind", "cases", "trials", *(f"{r}{e}" for r in rates for e in ("", " low", " high"))]]
+    )
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 40):
         print(shown.to_string())
     print(

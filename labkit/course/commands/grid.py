@@ -47,9 +47,8 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
     try:
         from distributed import Client
     except ImportError:
-        raise LabError(
-            "--workers and --scheduler need Dask: pip install -c requirements.txt -e '.[grid]'"
-        ) from None
+        dask = "pip install -c requirements.txt -e '.[grid]'"
+        raise LabError(f"--workers and --scheduler need Dask: {dask}") from None
     from labkit.course.grid import run
 
     if args.workers:
@@ -86,11 +85,8 @@ def handle(args: argparse.Namespace) -> int:
     say = functools.partial(print, file=sys.stderr)
     if work.cut:
         say(f"{args.record}: removed {work.cut} line(s) of an episode cut off by an interrupted run")
-    say(
-        f"{grid.path}: {grid.cells} cells, {work.total} episodes; {work.done} already in {args.record}, ",
-        end="",
-    )
-    say(f"{len(work.todo)} to run")
+    done = f"{work.done} already in {args.record}"
+    say(f"{grid.path}: {grid.cells} cells, {work.total} episodes; {done}, {len(work.todo)} to run")
     start = time.perf_counter()
     if work.todo:
         with _client(args) as client:

@@ -30,11 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     defense = f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)"
     add("--defense", metavar="NAME", action="append", help=defense)
     add("--by-attack", action="store_true", help="one row per policy, defense and attack (its episodes only)")
-    add(
-        "--json",
-        action="store_true",
-        help=f"print a list of rows {{policy, defense, attack?, {', '.join(COLUMNS)}}}",
-    )
+    rows = f"print a list of rows {{policy, defense, attack?, {', '.join(COLUMNS)}}}"
+    add("--json", action="store_true", help=rows)
 
 
 def _names(given: list[str] | None, known: dict, what: str) -> list[str]:
@@ -61,9 +58,7 @@ def handle(args: argparse.Namespace) -> int:
             for rung in recorded_rungs()
         ]
         if args.policy is not None and all(frame.empty for frame in model_frames):
-            model_matrix(
-                chosen, by_attack=args.by_attack, explicit=True
-            )  # its LabError names what is missing
+            model_matrix(chosen, by_attack=args.by_attack, explicit=True)  # a LabError naming what is missing
         frames += model_frames
     table = pd.concat([frame for frame in frames if not frame.empty] or frames)
     if args.json:

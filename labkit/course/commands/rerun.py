@@ -21,12 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add = parser.add_argument
     add("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4")
-    add(
-        "--model",
-        required=True,
-        metavar="SPEC",
-        help="replay, local or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)",
-    )
+    model = "replay, local or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)"
+    add("--model", required=True, metavar="SPEC", help=model)
     add("--k", type=positive, help="trials per case (default: the notebook's)")
     add("--temperature", type=temperature, help="0..2 (default: the notebook's)")
     add("--seed", type=int_in(0, SEED_MAX), help="(default: the notebook's)")

@@ -43,11 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("--max-visits", type=int, default=5, metavar="N", help=visits)
     limit = f"the review's character limit, 1..200 (default: {lab.LIMIT})"
     add("--limit", type=int, default=lab.LIMIT, metavar="CHARS", help=limit)
-    add(
-        "--skip-timing",
-        action="store_true",
-        help="leave out the real-time experiment (the rest is deterministic)",
-    )
+    timing = "leave out the real-time experiment (the rest is deterministic)"
+    add("--skip-timing", action="store_true", help=timing)
 
 
 def _refusals() -> dict[str, str]:
@@ -90,12 +87,9 @@ def _model_feedback() -> dict[str, Any]:
     from labkit.routing import model_reviser as model
 
     if not model.live() and not model.recorded():
-        return {
-            "available": False,
-            "note": f"no recorded trials for lab {model.REVISER_LAB!r} "
-            f"(fixtures/trials/{model.REVISER_LAB}*.jsonl); "
-            "record them with LABKIT_MODEL=local LABKIT_RECORD=<file>",
-        }
+        trials = f"fixtures/trials/{model.REVISER_LAB}*.jsonl"
+        note = f"no recorded trials for lab {model.REVISER_LAB!r} ({trials}); record them with "
+        return {"available": False, "note": note + "LABKIT_MODEL=local LABKIT_RECORD=<file>"}
     _, summary, runs, revisers = model.model_feedback_experiment()
     return {
         "available": True,

@@ -1,9 +1,5 @@
-"""`labkit serve`: the course's SmolLM2 for the room, behind llama-cpp-python's OpenAI-compatible server.
-
-Runs `python -m llama_cpp.server` with the local backend's model file and context size, as
-``smollm2`` on 0.0.0.0:8000 by default; once it answers it prints what each learner sets, then runs
-until Ctrl-C. One request at a time: for a room, the README's "One model for the room".
-"""
+"""`labkit serve`: the course's SmolLM2 for the room, behind llama-cpp-python's OpenAI-compatible server
+(`python -m llama_cpp.server`, the local backend's model and context size), until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -41,14 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add = parser.add_argument
     add("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0, the room's network)")
     add("--port", type=int_in(1, 65535), default=PORT, metavar="N", help=f"port (default {PORT})")
-    add(
-        "--threads", type=int_in(1, 256), metavar="N", help="CPU threads for the model (default: llama.cpp's)"
-    )
-    add(
-        "--model-path",
-        metavar="FILE",
-        help="a GGUF file (default: the course's SmolLM2, as `local` finds it)",
-    )
+    threads = "CPU threads for the model (default: llama.cpp's)"
+    add("--threads", type=int_in(1, 256), metavar="N", help=threads)
+    gguf = "a GGUF file (default: the course's SmolLM2, as `local` finds it)"
+    add("--model-path", metavar="FILE", help=gguf)
 
 
 def require_server() -> None:
@@ -75,14 +67,8 @@ def server_command(
     path = Path(model_path) if model_path else find_model_file()
     if not path.is_file():
         raise LabError(f"--model-path {path}: no such file")
-    options = {
-        "--model": str(path),
-        "--model_alias": alias,
-        "--n_ctx": str(N_CTX),
-        "--host": host,
-        "--port": str(port),
-        "--verbose": "False",
-    }
+    options = {"--model": str(path), "--model_alias": alias, "--n_ctx": str(N_CTX), "--host": host}
+    options |= {"--port": str(port), "--verbose": "False"}
     if threads is not None:
         options |= {"--n_threads": str(threads), "--n_threads_batch": str(threads)}
     return [sys.executable, "-m", "llama_cpp.server", *(part for item in options.items() for part in item)]
@@ -109,10 +95,8 @@ def wait_until_ready(process: subprocess.Popen, url: str, limit: float = _READY_
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise LabError(
-                f"llama_cpp.server exited with status {process.returncode} before answering "
-                "(is the port taken? try --port)"
-            )
+            status = f"llama_cpp.server exited with status {process.returncode}"
+            raise LabError(f"{status} before answering (is the port taken? try --port)")
         try:
             with urllib.request.urlopen(url, timeout=1) as reply:
                 listed = json.loads(reply.read(100_000))

@@ -1,9 +1,5 @@
-"""One grid episode, run where the model is: in the client's process or on a Dask worker.
-
-`run_episode(episode)` returns the records `labkit trials` (lab 02) or the lab's recorder (labs
-03-04) writes for the same settings, calls first; it writes nothing, so a worker that dies
-mid-episode leaves no trace. A process makes each backend once and keeps it (`backend()`).
-"""
+"""One grid episode, run where the model is: in the client's process or on a Dask worker. It writes
+nothing, so a worker that dies mid-episode leaves no trace."""
 
 from __future__ import annotations
 
@@ -47,14 +43,8 @@ def _docuctl(episode: GridEpisode, recorder: Recorder, name: str) -> dict[str, A
 
     corpus = docuctl()
     case = next(c for c in cases_of("all", corpus) if c["id"] == episode.case)
-    seed = episode.seed + episode.trial
-    settings = dict(
-        temperature=episode.temperature,
-        seed=seed,
-        trial=episode.trial,
-        max_tokens=episode.max_tokens,
-        rung=episode.rung,
-    )
+    settings = {key: getattr(episode, key) for key in ("temperature", "trial", "max_tokens", "rung")}
+    settings["seed"] = episode.seed + episode.trial
     policy = docuctl_policy(episode.prompt, backend=recorder, **settings)
     limits = limits_for(case, corpus)
     result = run_case(case, policy, limits=limits, budget_tokens=episode.budget_tokens, corpus=corpus)
@@ -66,28 +56,19 @@ def _docuctl(episode: GridEpisode, recorder: Recorder, name: str) -> dict[str, A
         prompt=episode.prompt,
         limits=limits,
         budget_tokens=episode.budget_tokens,
-        **settings | {"temperature": float(episode.temperature)},
+        **settings,
     )
 
 
 def run_episode(episode: GridEpisode) -> list[dict[str, Any]]:
-    """Run one episode; return its call records and then its episode record.
-
-    Raises LabError for a setup mistake (an unrecorded replay request, a model the server does
-    not have), as `labkit trials` does; a provider failure is an episode ending in
-    `provider_error`, recorded like any other.
-    """
+    """Its call records, then its episode record, as `labkit trials` or the lab's recorder writes them.
+    LabError for a setup mistake (as `labkit trials`); a provider failure ends in `provider_error`."""
     inner = backend(episode.model)
     recorder = Recorder(inner, os.devnull, run=episode.label)
     recorder.writer = lines = _Lines()  # type: ignore[assignment]  # records kept, not written
     options, seed = dict(episode.options), episode.seed + episode.trial
-    common = dict(
-        model_name=inner.name,
-        label=episode.label,
-        temperature=episode.temperature,
-        seed=seed,
-        trial=episode.trial,
-    )
+    common = {"model_name": inner.name, "label": episode.label, "temperature": episode.temperature}
+    common |= {"seed": seed, "trial": episode.trial}
     if episode.lab == "refunds":
         from labkit.refunds.grid import refund_episode_record
 

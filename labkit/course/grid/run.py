@@ -1,11 +1,8 @@
 """Running a grid into one recording, each episode exactly once, resumably, here or on Dask.
 
-`plan(grid, record)` returns what is left to run; `execute(plan, client=None)` runs it and appends
-each episode as it finishes. Only this process writes the file, a whole episode at a time; a key
-is recorded at most once. A run killed at any moment loses at most the episodes in flight: `plan`
-cuts the unfinished tail of a file that holds only this grid's records, and refuses any other
-file in one line, leaving it as it is. A backend whose episodes end in `provider_error`
-MAX_PROVIDER_FAILURES times in a row stops the run, those episodes unrecorded.
+Only this process writes the file, a whole episode at a time: a run killed at any moment loses at
+most the episodes in flight. `plan` cuts the unfinished tail of a file of only this grid's records
+and refuses any other file in one line, leaving it as it is.
 """
 
 from __future__ import annotations
@@ -68,11 +65,8 @@ def _cut_off_tail(path: Path, labels: set[str], keys: set[tuple[Any, ...]]) -> i
 
 
 def plan(grid: Grid, record: str | Path) -> GridPlan:
-    """The episodes of `grid` not yet in `record` (which may not exist yet).
-
-    FixtureError naming the file and line if `record` holds a call or an episode of a run outside
-    this grid, an episode recorded with other settings, or one recorded twice.
-    """
+    """The episodes of `grid` not yet in `record` (which may not exist yet); FixtureError naming the
+    line if `record` holds a call or an episode outside this grid, with other settings, or twice."""
     record = Path(record)
     if not record.parent.is_dir():
         raise LabError(f"{record}: folder {record.parent} does not exist")
@@ -93,29 +87,24 @@ def plan(grid: Grid, record: str | Path) -> GridPlan:
                 f"{error}: not a recording of grid {grid.path}; it was left as it is"
             ) from None
         for number, line in lines:
-            where = f"{record}: line {number}: "
+            where, outside = f"{record}: line {number}: ", f"not in grid {grid.path}: choose another file"
             if line["kind"] == "call":
-                problem = (
-                    None if line.get("run") in labels else f"a call of run {line.get('run')!r}, which is"
-                )
-            elif (episode := by_key.get(record_key(line))) is None:
-                problem = f"case {line['case']!r} trial {line['trial']} of {line['run']!r} is"
-            else:
-                settings = (line["run"], line["max_tokens"], line["limits"]["budget_tokens"])
-                wanted = (episode.label, episode.max_tokens, episode.budget_tokens)
-                if settings != wanted:
-                    raise FixtureError(
-                        f"{where}recorded with run, max_tokens, budget_tokens {settings}, "
-                        f"and this grid asks {wanted}: choose another file"
-                    )
-                if episode.key() in seen:
-                    raise FixtureError(
-                        f"{where}case {line['case']!r} is recorded twice: it cannot be resumed"
-                    )
-                seen.add(episode.key())
+                if line.get("run") not in labels:
+                    raise FixtureError(f"{where}a call of run {line.get('run')!r}, which is {outside}")
                 continue
-            if problem is not None:
-                raise FixtureError(f"{where}{problem} not in grid {grid.path}: choose another file")
+            if (episode := by_key.get(record_key(line))) is None:
+                trial = f"case {line['case']!r} trial {line['trial']} of {line['run']!r}"
+                raise FixtureError(f"{where}{trial} is {outside}")
+            settings = (line["run"], line["max_tokens"], line["limits"]["budget_tokens"])
+            wanted = (episode.label, episode.max_tokens, episode.budget_tokens)
+            if settings != wanted:
+                raise FixtureError(
+                    f"{where}recorded with run, max_tokens, budget_tokens {settings}, "
+                    f"and this grid asks {wanted}: choose another file"
+                )
+            if episode.key() in seen:
+                raise FixtureError(f"{where}case {line['case']!r} is recorded twice: it cannot be resumed")
+            seen.add(episode.key())
     return GridPlan(grid, record, [e for e in grid.episodes if e.key() not in seen], len(seen), cut)
 
 
@@ -154,7 +143,8 @@ def _on_dask(todo: list[GridEpisode], client: Any) -> Iterator[list[dict[str, An
 
 def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], None] | None = None) -> int:
     """Run `work.todo` (here, or on `client`'s cluster), appending each episode as it finishes; how
-    many this call recorded. `on_episode(record)` follows each episode written (a progress bar)."""
+    many this call recorded. MAX_PROVIDER_FAILURES provider errors in a row of one backend stop the
+    run, those episodes unrecorded. `on_episode(record)` follows each episode written."""
     writer = JsonlWriter(work.record)
     recorded: set[tuple[Any, ...]] = set()
     failing: dict[str, list[list[dict]]] = {}  # per backend, its current run of provider errors

@@ -1,14 +1,12 @@
-"""A trial grid as data: the axes of a model study, from a small TOML or JSON file (fixtures/grids/).
-
-`_axes` gives each lab's axes (docuctl, the default; refunds, lab 03; routing, lab 04) with their
-bounds and defaults. Every combination of the cell axes is a cell (one run label), which runs k
-trials of every case (routing: every variant); a docuctl episode is the one `labkit trials` records
-with the same settings. `load_spec` refuses anything else in one line naming the file and the field.
+"""A trial grid as data: the axes of a model study, from a TOML or JSON file (fixtures/grids/) that
+spec.schema.json describes. Every combination of the cell axes is a cell (one run label), which runs
+k trials of every case (routing: every variant); `load_spec` refuses a bad file in one line.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import tomllib
 from dataclasses import dataclass
@@ -26,7 +24,6 @@ from labkit.model.constraints import RUNGS
 from labkit.model.factory import backend_name
 from labkit.model.policy import MAX_TOKENS
 
-_GRID_LABS = ("docuctl", "refunds", "routing")
 MAX_EPISODES = 100_000  # a week of model time at 6 s each: more likely a mistyped axis than a study
 # Per lab: the axes whose combinations are the cells, and the axis each cell runs k times over.
 _CELL_AXES = {
@@ -79,45 +76,29 @@ class Grid:
     episodes: tuple[GridEpisode, ...]
 
 
-def _list(items: dict[str, Any], default: Any = None) -> dict[str, Any]:
-    """The schema of an axis of distinct values; `default` (a JSON Schema annotation) is used when absent."""
-    schema = {"type": "array", "minItems": 1, "maxItems": 100, "uniqueItems": True, "items": items}
-    return schema if default is None else schema | {"default": default}
-
-
-def _axes(lab: str) -> dict[str, Any]:
-    """The schema of each axis a `lab` grid may have, with its default."""
-    ids = _list({"type": "string", "minLength": 1, "maxLength": 200})
-    axes = {
-        "lab": {"enum": list(_GRID_LABS)},
-        "models": ids,
-        "temperatures": _list({"type": "number", "minimum": 0, "maximum": 2}, [0.0]),
-        "seeds": _list({"type": "integer", "minimum": 0, "maximum": SEED_MAX - MAX_TRIALS}, [0]),
-        "k": {"type": "integer", "minimum": 1, "maximum": MAX_TRIALS, "default": 1},
-    }
+def _schema(lab: str) -> dict[str, Any]:
+    """spec.schema.json for a `lab` grid, with the enums and bounds the course defines filled in."""
+    schema = json.loads(Path(__file__).with_name("spec.schema.json").read_text(encoding="utf-8"))
+    axes = schema["axes"] | schema[lab]
+    axes["lab"]["enum"] = list(_CELL_AXES)
+    axes["seeds"]["items"]["maximum"] = SEED_MAX - MAX_TRIALS
+    axes["k"]["maximum"] = MAX_TRIALS
     if lab == "refunds":
         from labkit.refunds.defenses import DEFENSES
         from labkit.refunds.model_rows import MODEL_DEFENSES
 
-        return axes | {
-            "rungs": _list({"enum": ["L0", "L1", "L2"]}, ["L2"]),
-            "defenses": _list({"enum": list(DEFENSES)}, list(MODEL_DEFENSES)),
-            "cases": {"oneOf": [{"const": "model"}, ids], "default": "model"},
-        }
-    if lab == "routing":
+        axes["defenses"] |= {"items": {"enum": list(DEFENSES)}, "default": list(MODEL_DEFENSES)}
+    elif lab == "routing":
         from labkit.routing.model_reviser import GRID_CONTROLS, VARIANTS
 
-        return axes | {
-            "controls": _list({"enum": list(GRID_CONTROLS)}, list(GRID_CONTROLS)),
-            "variants": _list({"enum": list(VARIANTS.values())}, list(VARIANTS.values())),
-        }
-    return axes | {
-        "prompts": _list({"enum": list(PROMPTS)}, ["base"]),
-        "rungs": _list({"enum": list(RUNGS)}, ["L1"]),
-        "cases": {"oneOf": [{"enum": list(CASE_SETS)}, ids], "default": "all"},
-        "max_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_TOKENS_MAX},
-        "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 2**53},
-    }
+        for name, values in (("controls", list(GRID_CONTROLS)), ("variants", list(VARIANTS.values()))):
+            axes[name] |= {"items": {"enum": values}, "default": values}
+    else:
+        axes["prompts"]["items"]["enum"], axes["rungs"]["items"]["enum"] = list(PROMPTS), list(RUNGS)
+        axes["cases"]["oneOf"][0]["enum"] = list(CASE_SETS)
+        axes["max_tokens"]["maximum"] = MAX_TOKENS_MAX
+    required = {"required": ["models"], "additionalProperties": False, "$defs": schema["$defs"]}
+    return {"type": "object", "properties": axes} | required
 
 
 def _read(path: Path) -> Any:
@@ -131,9 +112,8 @@ def _read(path: Path) -> Any:
     raise FixtureError(f"{path}: a grid spec is a .toml or .json file")
 
 
-def _check(path: Path, data: Any, axes: dict[str, Any]) -> None:
-    """FixtureError (one line naming the field) unless `data` fits `axes`."""
-    schema = {"type": "object", "properties": axes, "required": ["models"], "additionalProperties": False}
+def _check(path: Path, data: Any, schema: dict[str, Any]) -> None:
+    """FixtureError (one line naming the field) unless `data` fits `schema`."""
     if (error := schema_error(schema, data)) is not None:
         field = "".join(
             f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p)
@@ -227,12 +207,13 @@ def load_spec(path: str | Path) -> Grid:
     path = Path(path)
     data = _read(path)
     lab = data.get("lab", "docuctl") if isinstance(data, dict) else "docuctl"
-    if lab not in _GRID_LABS:
-        raise FixtureError(f"{path}: field 'lab': must be one of {', '.join(_GRID_LABS)}, got {lab!r}")
-    axes = _axes(lab)
-    _check(path, data, axes)
+    if lab not in _CELL_AXES:
+        raise FixtureError(f"{path}: field 'lab': must be one of {', '.join(_CELL_AXES)}, got {lab!r}")
+    schema = _schema(lab)
+    _check(path, data, schema)
     _check_models(path, data["models"])
-    values = {name: schema["default"] for name, schema in axes.items() if "default" in schema} | data
+    axes = schema["properties"]
+    values = {name: axis["default"] for name, axis in axes.items() if "default" in axis} | data
     if "cases" in values:
         values["cases"] = _cases(path, lab, values["cases"])
     values["k"] = int(values["k"])  # JSON Schema counts 2.0 as an integer
