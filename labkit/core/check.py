@@ -16,7 +16,6 @@ import linecache
 import signal
 import textwrap
 import threading
-import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -103,17 +102,15 @@ def _signals_usable() -> bool:
 def time_limit(seconds: float | None = None) -> Iterator[None]:
     """Raise TimedOut if the block runs longer than `seconds` (LIMIT_S by default), again every
     50 ms until it ends (a loop that catches it still stops). Only in the main thread (SIGALRM);
-    elsewhere the block is not limited. A limit inside another keeps the outer, earlier deadline."""
+    elsewhere the block is not limited. Inside another limit, only the outer one applies."""
     seconds = LIMIT_S if seconds is None else seconds  # read now: tests lower LIMIT_S
-    outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL) if _signals_usable() else (0, 0)
-    if not _signals_usable() or (outer_left and outer_left <= seconds):
-        yield  # not limited here, or an enclosing limit ends first and will fire
+    if not _signals_usable() or signal.getitimer(signal.ITIMER_REAL)[0]:
+        yield  # not limited here, or an enclosing limit is armed and will fire
         return
 
     def expire(signum: int, frame: Any) -> None:
         raise TimedOut(seconds)
 
-    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     try:
@@ -121,10 +118,6 @@ def time_limit(seconds: float | None = None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if outer_left:  # re-arm the outer deadline, which kept running; one already past fires at once
-            signal.setitimer(
-                signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 0.001), outer_interval
-            )
 
 
 def copied(value: Any) -> Any:

@@ -18,71 +18,9 @@ from typing import Any
 from labkit.core.errors import FixtureError, LabError, ProviderError
 from labkit.core.fixtures import parse_json, read_text, schema_error
 from labkit.model.backend import Backend, ChatRequest, Reply, now, versions
-from labkit.model.constraints import RUNGS
 
-
-def _object(properties: dict[str, Any], optional: tuple[str, ...] = (), **more: Any) -> dict[str, Any]:
-    """The schema of an object with `properties`, all required but the `optional` ones."""
-    required = [name for name in properties if name not in optional]
-    return {"type": "object", "properties": properties, "required": required, **more}
-
-
-_COUNT = {"type": "integer", "minimum": 0, "maximum": 2**53}  # a larger count is no count: refused
-_TEXT = {"type": "string"}
-_ID = {"type": "string", "minLength": 1, "maxLength": 200}
-_WHERE = {"lab": _ID, "case": _ID, "trial": _COUNT}
-_RUNG = {"enum": list(RUNGS)}
-_OPTIONS = {
-    "temperature": {"type": "number", "minimum": 0},
-    "seed": {"type": "integer"},
-    "max_tokens": {"type": "integer", "minimum": 1},
-}
-_MESSAGE = _object({"role": _TEXT, "content": _TEXT}, additionalProperties=False)
-_CALL = _object(
-    {
-        "kind": {"const": "call"},
-        **_WHERE,
-        "turn": {"type": "integer", "minimum": 1},
-        "run": _TEXT,
-        "rung": _RUNG,
-        "request": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-        "messages": {"type": "array", "items": _MESSAGE},
-        "options": _object(_OPTIONS),
-        **dict.fromkeys(("reply", "error", "finish_reason"), _TEXT),
-        "usage": _object({"prompt_tokens": _COUNT, "completion_tokens": _COUNT}),
-        "latency_s": {"type": "number", "minimum": 0},
-        "reused_tokens": {"type": ["integer", "null"], "minimum": 0},
-        "provenance": {"type": "object", "required": ["backend", "date", "versions"]},
-    },
-    optional=("run", "rung", "reply", "error", "finish_reason", "reused_tokens"),
-    oneOf=[{"required": ["reply"]}, {"required": ["error"]}],
-)
-_LIMITS = {  # the runtime's ranges
-    "max_turns": {"type": "integer", "minimum": 1, "maximum": 8},
-    "max_tools": {"type": "integer", "minimum": 0, "maximum": 6},
-    "budget_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**53},
-}
-_EPISODE = _object(
-    {
-        "kind": {"const": "episode"},
-        "run": {"type": "string", "minLength": 1},
-        **_WHERE,
-        "prompt": _ID,
-        "rung": _RUNG,
-        "backend": _TEXT,
-        **_OPTIONS,
-        "limits": _object(_LIMITS),
-        "stop": _TEXT,
-        "turns": _COUNT,
-        "tool_calls": _COUNT,
-        **dict.fromkeys(("answer", "citation"), {"type": ["string", "null"]}),
-        "passed": {"type": "boolean"},
-        "usage": {"type": "object"},
-        "elapsed_s": {"type": "number", "minimum": 0},
-    },
-    optional=("rung", "backend", "answer", "citation", "usage", "elapsed_s"),
-)
-_SCHEMAS = {"call": _CALL, "episode": _EPISODE}
+# The JSON schema of each kind of record; a count past 2**53 is no count and is refused.
+_SCHEMAS = json.loads(Path(__file__).with_name("record_schemas.json").read_text(encoding="utf-8"))
 # Files read and validated, by (path, size, mtime): replay and evaluation reread them in a process.
 _READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
 

