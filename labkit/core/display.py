@@ -3,7 +3,6 @@
 The text is what nbval compares, so it leaves timings out. `final` means the runtime accepted a
 well-formed answer, not that it is right: a result carrying a grade (attributes `correct` and
 `expected`, as `labkit.baseline.grading.graded` sets them) shows as *final, correct* or *wrong*.
-In the HTML, a time, a command or an argument never breaks inside itself.
 """
 
 from __future__ import annotations
@@ -13,13 +12,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import pandas as pd
+
 from labkit.core.answers import shown
 from labkit.core.colours import OUTCOMES
 from labkit.core.text import shorten
 
 _UNGRADED, _STOPPED = "#455a64", "#b35900"  # a final nobody has graded; any other stop reason
-_LEFT = "text-align:left;vertical-align:top"
-_KEEP = "white-space:nowrap"
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -31,42 +30,39 @@ def _short(value: Any, limit: int = 160) -> str:
     return shorten(text, limit)
 
 
-def _pieces(decision: Any) -> list[str]:
-    """A decision in pieces that must not break inside: `search(query='deploy'`, `n=3)`."""
+def _decision(decision: Any) -> str:
+    """A decision as a call: `search(query='deploy', n=3)`."""
     if not (isinstance(decision, Mapping) and "action" in decision):
-        return [_short(decision)]
-    args = [
+        return _short(decision)
+    args = (
         f"{k}={_short(v, 60)!r}" if isinstance(v, str) else f"{k}={_short(v, 60)}"
         for k, v in decision.items()
         if k != "action"
-    ] or [""]
-    pieces = [f"{decision['action']}({args[0]}", *args[1:]]
-    pieces[-1] += ")"
-    return pieces
+    )
+    return f"{decision['action']}({', '.join(args)})"
 
 
-def _observed(entry: Mapping[str, Any]) -> tuple[str, list[str]]:
-    """(a lead-in, the pieces that must not break inside) of what the runtime observed."""
+def _observed(entry: Mapping[str, Any]) -> str:
+    """What the runtime observed in one turn."""
     if "result" not in entry:
-        return ("refused: ", [str(entry["error"])]) if "error" in entry else ("", [])
+        return f"refused: {entry['error']}" if "error" in entry else ""
     result = entry["result"]
     if isinstance(result, list):
         ids = [str(hit.get("id", hit)) if isinstance(hit, Mapping) else _short(hit, 40) for hit in result]
-        return (f"{len(result)} hit(s): ", ids) if result else ("0 hits", [])
+        return f"{len(result)} hit(s): {', '.join(ids)}" if result else "0 hits"
     if isinstance(result, Mapping) and "error" in result:
-        return "error: ", [_short(result["error"])]
+        return f"error: {_short(result['error'])}"
     if isinstance(result, Mapping) and "id" in result:
-        return f"page {result['id']}: ", [_short(result.get("command", ""), 80)]
-    return "", [_short(result)]
+        return f"page {result['id']}: {_short(result.get('command', ''), 80)}"
+    return _short(result)
 
 
 def trace_text(result: Mapping[str, Any]) -> str:
     """The episode as plain text: one line per turn, the stop line, and a graded result's outcome."""
     lines = []
     for entry in result.get("trace", []):
-        lead, parts = _observed(entry)
-        seen = lead + ", ".join(parts)
-        lines.append(f"{entry.get('turn', '?'):>2}  {', '.join(_pieces(entry.get('decision', '—')))}")
+        seen = _observed(entry)
+        lines.append(f"{entry.get('turn', '?'):>2}  {_decision(entry.get('decision', '—'))}")
         lines[-1] += f"  ->  {seen}" if seen else ""
     stop = f"stop={result.get('stop')}  turns={result.get('turns')}  tool_calls={result.get('tool_calls')}"
     if result.get("stop") == "final":
@@ -84,13 +80,6 @@ def trace_text(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _kept(pieces: list[str]) -> str:
-    """Pieces joined where a line may break; a piece longer than 50 characters may wrap inside, or it
-    would push the other columns out of view."""
-    spans = ((_KEEP if len(piece) <= 50 else "overflow-wrap:anywhere", piece) for piece in pieces)
-    return ", ".join(f"<span style='{style}'>{html.escape(piece)}</span>" for style, piece in spans)
-
-
 def _time(entry: Mapping[str, Any]) -> str:
     """A replayed decision's recorded time, else the time the turn took."""
     recorded, elapsed = entry.get("recorded_s"), entry.get("elapsed")
@@ -103,20 +92,16 @@ def _time(entry: Mapping[str, Any]) -> str:
 
 
 def _code(text: Any) -> str:
-    return f"<code style='{_KEEP}'>{html.escape(str(text))}</code>"
+    return f"<code>{html.escape(str(text))}</code>"
 
 
 def result_html(result: Mapping[str, Any]) -> str:
     """An HTML table of the trace (turn, decision, observation, time, tokens) and the stop."""
     rows = []
     for entry in result.get("trace", []):
-        lead, parts = _observed(entry)
+        decision = _decision(entry.get("decision", "—"))
         rows.append(
-            f"<tr><td style='{_LEFT}'>{html.escape(str(entry.get('turn', '')))}</td>"
-            f"<td style='{_LEFT}'><code>{_kept(_pieces(entry.get('decision', '—')))}</code></td>"
-            f"<td style='{_LEFT}'>{html.escape(lead)}{_kept(parts)}</td>"
-            f"<td style='{_KEEP};vertical-align:top'>{_time(entry)}</td>"
-            f"<td style='vertical-align:top'>{html.escape(str(entry.get('tokens', '')))}</td></tr>"
+            (entry.get("turn", ""), decision, _observed(entry), _time(entry), entry.get("tokens", ""))
         )
     stop, correct = str(result.get("stop")), getattr(result, "correct", None)
     label, colour = stop, _STOPPED if stop != "final" else _UNGRADED
@@ -135,8 +120,6 @@ def result_html(result: Mapping[str, Any]) -> str:
             summary += f" · expected {_code(answer)} citing {_code(citation)}"
     elif result.get("detail"):
         summary += f" · {html.escape(str(result.get('detail')))}"
-    # Numbers keep JupyterLab's right alignment; text columns are read from the left.
-    head = "".join(f"<th style='{_LEFT}'>{name}</th>" for name in ("turn", "decision", "observation"))
-    head += "<th>time</th><th>tokens</th>"
-    table = f"<table><tr>{head}</tr>{''.join(rows)}</table>" if rows else ""
+    columns = ["turn", "decision", "observation", "time", "tokens"]
+    table = pd.DataFrame(rows, columns=columns).to_html(index=False) if rows else ""
     return f"<div>{summary}{table}</div>"

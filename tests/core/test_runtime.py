@@ -294,7 +294,7 @@ def test_trace_renders_as_text_without_timings_and_as_html():
     )
     assert repr(result) == trace_text(result)
     html = result_html(result)
-    assert html.count("<tr>") == 4 and "<th>tokens</th>" in html and "ms</td>" in html
+    assert html.count("<tr") == 4 and "<th>tokens</th>" in html and "ms</td>" in html
 
 
 class _LateReport:
@@ -354,6 +354,6 @@ def test_any_graded_result_renders_its_grade_without_knowing_the_lab():
         "outcome: wrong answer, expected 'docuctl ship --env prod' citing 'deploy-v2'"
     )
     assert ">stop: final, wrong</b>" in result_html(result)
-    assert "expected <code style='white-space:nowrap'>docuctl ship --env prod</code>" in result_html(result)
+    assert "expected <code>docuctl ship --env prod</code>" in result_html(result)
     Marked.correct = True
     assert trace_text(result).endswith("outcome: correct") and "final, correct" in result_html(result)
