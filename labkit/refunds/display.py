@@ -11,34 +11,17 @@ from typing import Any
 
 import pandas as pd
 
+from labkit.core.fixtures import load_json
 from labkit.core.text import shorten
 from labkit.refunds.rules import authorise
-from labkit.refunds.shop import Refund, Shop, money
+from labkit.refunds.shop import REFUNDS, SCHEMAS, Refund, Shop, money
 
 _WIDTH = 118
 
-# Metric column -> (its label on a projector, what the label means in the legend).
-_LABELS = {
-    "benign_utility": ("benign", "benign utility"),
-    "utility_under_attack": ("attacked", "utility under attack"),
-    "attack_success_rate": ("ASR", "attack success rate"),
-    "unauthorized_refunds": ("unauth", "unauthorised refunds"),
-    "money_lost": ("lost", "money lost (dollars)"),
-    "duplicate_refunds": ("dupes", "duplicate refunds"),
-    "over_refusals": ("over_ref", "over-refusals"),
-    "episodes": ("n", "episodes"),
-}
+# Metric column -> [its label on a projector, what the label means]; defense preset -> its label.
+_SHORT = load_json(REFUNDS / "labels.json", SCHEMAS["labels"])
+_LABELS, _DEFENSE_LABELS = _SHORT["metrics"], _SHORT["defenses"]
 _MEANINGS = dict(_LABELS.values())
-_DEFENSE_LABELS = {  # each defense preset's short label
-    "none": "none",
-    "policy_prompt": "prompt",
-    "spotlighting": "spotlight",
-    "mediation": "mediate",
-    "provenance": "provenance",
-    "confirmation": "confirm",
-    "idempotency": "idem",
-    "all_deterministic": "all_det",
-}
 
 
 def _short(text: str, limit: int) -> str:
