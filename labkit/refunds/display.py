@@ -13,7 +13,7 @@ import pandas as pd
 
 from labkit.core.fixtures import load_json
 from labkit.core.text import shorten
-from labkit.refunds.rules import authorise
+from labkit.refunds.metrics import judged
 from labkit.refunds.shop import REFUNDS, SCHEMAS, Refund, Shop, money
 
 _WIDTH = 118
@@ -90,15 +90,13 @@ def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
     """One line per refund executed, marked with the rule it broke, if any."""
     if not new:
         return ["ledger: no refund executed"]
-    ledger, lines = list(shop.ledger), ["ledger (refunds executed in this episode):"]
-    for refund in new:
-        refusal = authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger)
+    lines = ["ledger (refunds executed in this episode):"]
+    for refund, refusal in judged(shop, customer, shop.ledger, new):
         verdict = "authorised" if refusal is None else f"UNAUTHORISED ({refusal.rule}: {refusal.reason})"
         line = (
             f"  {refund.id} {money(refund.amount):>9} on {refund.order} to {refund.destination:<17} {verdict}"
         )
         lines.append(shorten(line, _WIDTH))
-        ledger.append(refund)
     return lines
 
 

@@ -13,16 +13,14 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from pandas import DataFrame
 
 from labkit.core.errors import LabError
-from labkit.core.intervals import wilson
 from labkit.model import read_records, trial_files
 from labkit.model.constraints import DEFAULT_RUNG, RUNGS
-from labkit.refunds.baselines import RANDOM_SEEDS, RATES, interval_row, paired_rows, random_scores
+from labkit.refunds.baselines import RANDOM_SEEDS, interval_rates, interval_row, paired_rows, random_scores
 from labkit.refunds.defenses import defenses_named
 from labkit.refunds.grid import grid_cases, is_episode, spec_of
 from labkit.refunds.lab import RefundLab, refund_lab
@@ -304,22 +302,11 @@ def refund_grid_table(record: str | Path) -> DataFrame:
     lines = DataFrame([line for _, line in read_records(record) if is_episode(line)])
     table = []
     for run, group in lines.groupby("run", sort=False) if len(lines) else []:
-        # An episode record holds a Score's fields under their names (grid.score_fields).
-        seen = [SimpleNamespace(**e) for e in group.to_dict("records")]
-        attacked = [e for e in seen if isinstance(e.attack, str)]
-        kinds = {
-            "benign": [e for e in seen if not isinstance(e.attack, str)],
-            "attack": attacked,
-            "all": seen,
-        }
-        row: dict[str, Any] = {"run": run, "episodes": len(seen)}
-        for column, (kind, outcome) in RATES.items():
-            row[column], row[f"{column}_ci"] = None, "-"
-            if chosen := kinds[kind]:
-                interval = wilson(sum(bool(outcome(e)) for e in chosen), len(chosen))
-                row[column] = round(interval.estimate, 3)
-                row[f"{column}_ci"] = f"[{interval.low:.2f}, {interval.high:.2f}]"
-        row["unauthorized_refunds"] = int(group["unauthorized"].sum())
-        row["money_lost"] = round(int(group["money_lost"].sum()) / 100, 2)
-        table.append(row)
+        # An episode record holds a Score's outcomes under their names (grid.score_fields); each
+        # trial counts as a case of its own.
+        kinds = ["attack" if isinstance(attack, str) else "benign" for attack in group["attack"]]
+        episodes = group.assign(kind=kinds, case=range(len(group)))
+        table.append({"run": run, "episodes": len(group), **interval_rates(episodes)})
+        table[-1]["unauthorized_refunds"] = int(group["unauthorized"].sum())
+        table[-1]["money_lost"] = round(int(group["money_lost"].sum()) / 100, 2)
     return DataFrame(table).set_index("run") if table else DataFrame()
