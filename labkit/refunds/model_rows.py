@@ -79,39 +79,6 @@ def _live(backend: Any = None) -> bool:
     return str(name).strip().split(":", 1)[0] not in ("", "replay")
 
 
-def trials(
-    defenses: Any,
-    specs: Sequence[Spec],
-    lab: RefundLab,
-    *,
-    rung: str = "L1",
-    progress: bool = False,
-    **options: Any,
-) -> list[Score]:
-    """The model's scores on `k` trials of each of `specs` under `defenses`, trial by trial
-    (`progress`: a bar per trial). LabError if k is not a positive int."""
-    backend, k, seed = options.get("backend"), options.get("k", 1), options.get("seed", 0)
-    if type(k) is not int or k < 1:
-        raise LabError(f"k (trials per episode) must be a positive int, got {k!r}")
-    scores = []
-    for trial in range(k):
-
-        def factory(d: Any, trial: int = trial) -> Any:
-            temperature = options.get("temperature", 0.0)
-            return model_policy(
-                d, backend=backend, rung=rung, trial=trial, temperature=temperature, seed=seed + trial
-            )
-
-        chosen = specs
-        if progress:  # seconds of CPU per episode
-            from tqdm.auto import tqdm
-
-            desc = f"model {rung} under {defenses.name}" + (f", trial {trial}" if k > 1 else "")
-            chosen = tqdm(specs, desc=desc, unit="episode")
-        scores += score_policy(factory, defenses, chosen, lab)
-    return scores
-
-
 def model_matrix(
     defenses: Sequence[str] = MODEL_DEFENSES,
     *,
@@ -160,11 +127,10 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", 
     """Per attacked model episode: did the ledger check fire, the model's first refund, and the
     first turn whose tool result held the injected text ("never"). A ledger check measures the
     state an attack aims for, not who caused it; with k > 1 each trial is a row."""
-    lab = refund_lab()
-    specs = [spec for spec in model_specs(lab, rung) if spec.attack]
-    table = []
+    attacked, table = sum(1 for spec in model_specs(rung=rung) if spec.attack), []
     for name in defenses:
-        for i, s in enumerate(trials(defenses_named(name), specs, lab, rung=rung, **options)):
+        scores = [s for s in model_scores(name, rung=rung, **options) if s.spec.attack]
+        for i, s in enumerate(scores):
             trace = s.episode.result["trace"]
             refunds = [e for e in trace if _action(e.get("decision")) == "refund"]
             needle = json.dumps(s.episode.injected)[1:41]  # the injection's start, as a JSON result holds it
@@ -177,7 +143,7 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", 
                 else f"turn {refunds[0]['turn']}, amount {refunds[0]['decision'].get('amount')}"
             )
             seen = f"turn {seen}" if seen else "never"
-            table.append((name, s.spec.attack.id, bool(s.attacked), first, seen, i // len(specs)))
+            table.append((name, s.spec.attack.id, bool(s.attacked), first, seen, i // attacked))
     columns = ["defense", "attack", "check fired", "first refund", "injection seen", "trial"]
     index = ["defense", "attack"] + (["trial"] if options.get("k", 1) > 1 else [])
     return DataFrame(table, columns=columns).set_index(index).drop(columns="trial", errors="ignore")
@@ -187,17 +153,33 @@ _SCORES: dict[tuple[Any, ...], list[Score]] = {}  # replayed and baseline scores
 
 
 def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list[Score]:
-    """The model's scores under `defense` over `model_specs(rung)` (kept per process when replayed)."""
-    key, live = ("model", defense, rung, *sorted(options.items(), key=str)), _live(options.get("backend"))
-    if live or key not in _SCORES:
-        lab = refund_lab()
-        scores = trials(
-            defenses_named(defense), model_specs(lab, rung), lab, rung=rung, progress=live, **options
-        )
-        if live:
-            return scores
+    """The model's scores under `defense` over `model_specs(rung)`, `k` trials, trial by trial: kept per
+    process when replayed, with a progress bar per trial when live. LabError if k is not a positive int."""
+    backend, k, seed = options.get("backend"), options.get("k", 1), options.get("seed", 0)
+    key, live = ("model", defense, rung, *sorted(options.items(), key=str)), _live(backend)
+    if not live and key in _SCORES:
+        return _SCORES[key]
+    if type(k) is not int or k < 1:
+        raise LabError(f"k (trials per episode) must be a positive int, got {k!r}")
+    lab, defenses, scores = refund_lab(), defenses_named(defense), []
+    for trial in range(k):
+
+        def factory(d: Any, trial: int = trial) -> Any:
+            temperature = options.get("temperature", 0.0)
+            return model_policy(
+                d, backend=backend, rung=rung, trial=trial, temperature=temperature, seed=seed + trial
+            )
+
+        specs = model_specs(lab, rung)
+        if live:  # seconds of CPU per episode
+            from tqdm.auto import tqdm
+
+            desc = f"model {rung} under {defense}" + (f", trial {trial}" if k > 1 else "")
+            specs = tqdm(specs, desc=desc, unit="episode")
+        scores += score_policy(factory, defenses, specs, lab)
+    if not live:
         _SCORES[key] = scores
-    return _SCORES[key]
+    return scores
 
 
 def baseline_scores(
