@@ -124,9 +124,10 @@ def short(table: pd.DataFrame) -> pd.DataFrame:
     return table.rename(columns={column: label for column, (label, _) in _LABELS.items()})
 
 
-def legend(table: pd.DataFrame) -> str:
-    """One or two lines saying what each short label in `table` means."""
-    text = "; ".join(f"{label} = {_MEANINGS[label]}" for label in table.columns if label in _MEANINGS)
+def legend(labels: Any) -> str:
+    """One or two lines saying what each short label among `labels` (a table's columns) stands for."""
+    full = {label: name for name, label in _DEFENSE_LABELS.items() if name != label} | _MEANINGS
+    text = "; ".join(f"{label} = {full[label]}" for label in labels if label in full)
     return "\n".join(textwrap.wrap(text, _WIDTH))
 
 
@@ -139,12 +140,3 @@ def success_by_attack(by_attack: pd.DataFrame, attacks: Sequence[str]) -> pd.Dat
     rates = rates.loc[list(attacks), order].rename(columns=_DEFENSE_LABELS)
     rates.columns.name = "defense"
     return rates
-
-
-def defense_legend(columns: Sequence[str]) -> str:
-    """What each short defense label in `columns` stands for."""
-    full = {label: name for name, label in _DEFENSE_LABELS.items()}
-    text = "; ".join(
-        f"{label} = {full[label]}" for label in columns if label in full and full[label] != label
-    )
-    return "\n".join(textwrap.wrap(text, _WIDTH))
