@@ -142,27 +142,12 @@ def score_policy(
         step_timeout = deadline = None
     lab = lab or refund_lab()
     decide = factory(defenses)
-    limits = {"lab": lab, "step_timeout": step_timeout, "deadline": deadline}
-    return [
-        score_episode(spec, refund_episode(spec.request, decide, defenses=defenses, **_case(spec), **limits))
-        for spec in specs
-    ]
-
-
-def _case(spec: Spec) -> dict:
-    return {"attack": spec.attack, "place": spec.place, "faults": spec.faults}
-
-
-_OUTCOMES = [
-    "kind",
-    "legitimate",
-    "attack",
-    "utility",
-    "attacked",
-    "unauthorized",
-    "money_lost",
-    "duplicates",
-]
+    limits = {"lab": lab, "defenses": defenses, "step_timeout": step_timeout, "deadline": deadline}
+    scores = []
+    for spec in specs:
+        case = {"attack": spec.attack, "place": spec.place, "faults": spec.faults}
+        scores.append(score_episode(spec, refund_episode(spec.request, decide, **case, **limits)))
+    return scores
 
 
 def outcomes(scores: Sequence[Score]) -> pd.DataFrame:
@@ -172,7 +157,17 @@ def outcomes(scores: Sequence[Score]) -> pd.DataFrame:
         + (bool(s.attacked), s.unauthorized, s.money_lost, s.duplicates)
         for s in scores
     ]
-    return pd.DataFrame(rows, columns=_OUTCOMES)
+    columns = [
+        "kind",
+        "legitimate",
+        "attack",
+        "utility",
+        "attacked",
+        "unauthorized",
+        "money_lost",
+        "duplicates",
+    ]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def matrix_row(episodes):
