@@ -23,7 +23,7 @@ from labkit.refunds.constraints import refund_rules
 from labkit.refunds.defenses import SPOTLIGHT_TEXT, Defenses
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.rules import POLICY_TEXT
-from labkit.refunds.shop import PROMPTS
+from labkit.refunds.shop import PROMPT_TEXTS
 from labkit.refunds.tools import EpisodeState, shop_tools
 
 INSTRUCTION = re.compile(
@@ -240,7 +240,7 @@ PolicyFactory = Callable[[Defenses], Decide]
 def instructions(defenses: Defenses, window_days: int = 30) -> str:
     """The model's system prompt under `defenses`: the prompt-level defenses act here. The
     procedure is literal JSON steps: with prose, SmolLM2-135M copied the task id into `order_id`."""
-    parts = ["\n".join(PROMPTS["instructions"])]
+    parts = ["\n".join(PROMPT_TEXTS["instructions"])]
     if defenses.policy_text:
         parts.append(POLICY_TEXT.format(window=window_days))
     if defenses.spotlight:

@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from labkit.refunds.shop import PROMPTS, Refund, Shop, money
+from labkit.refunds.shop import PROMPT_TEXTS, Refund, Shop, money
 
 # The rules, in the order `authorise` checks them; a refusal names the first one broken.
 REFUND_RULES = ("unknown_order", "owner", "status", "window", "once", "amount", "destination")
 
-POLICY_TEXT = "\n".join(PROMPTS["policy"])  # {window}: the shop's refund window in days
+POLICY_TEXT = "\n".join(PROMPT_TEXTS["policy"])  # {window}: the shop's refund window in days
 
 
 @dataclass(frozen=True)

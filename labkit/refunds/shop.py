@@ -25,7 +25,7 @@ _MAX_DOLLARS = 10**13  # beyond this, dollars * 100 is no longer an exact float:
 SCHEMAS = read_json(REFUNDS / "schemas.json")
 # What a model is shown, each text a list of lines: its instructions, the written policy, the spotlight
 # note, and each tool's parameters and description.
-PROMPTS = load_json(REFUNDS / "prompts.json", SCHEMAS["prompts"])
+PROMPT_TEXTS = load_json(REFUNDS / "prompts.json", SCHEMAS["prompts"])
 
 
 def cents(amount: float) -> int:

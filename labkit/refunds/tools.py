@@ -25,7 +25,7 @@ from labkit.refunds.defenses import (
     trusted_values,
 )
 from labkit.refunds.rules import authorise
-from labkit.refunds.shop import MAX_CENTS, PROMPTS, Refund, RefundCall, Shop, cents, dollars
+from labkit.refunds.shop import MAX_CENTS, PROMPT_TEXTS, Refund, RefundCall, Shop, cents, dollars
 
 TIMEOUT_MESSAGE = "the payment service did not answer in time; the refund may or may not have been paid"
 
@@ -222,5 +222,5 @@ def shop_tools(state: EpisodeState) -> dict[str, Tool]:
     run["refund"] = refund
     return {
         name: Tool(name, tool["parameters"], partial(run[name], state), description=tool["description"])
-        for name, tool in PROMPTS["tools"].items()
+        for name, tool in PROMPT_TEXTS["tools"].items()
     }
