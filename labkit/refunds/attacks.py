@@ -52,10 +52,6 @@ def _parts(text: str) -> list[tuple[str, str | None, str, str | None]]:
     return list(string.Formatter().parse(text))
 
 
-def _fields(text: str) -> set[str]:
-    return {name for _, name, _, _ in _parts(text) if name is not None}
-
-
 def placeholder_problem(field: str, text: str, allowed: Sequence[str]) -> str | None:
     """Why `text` (the record's `field`) cannot be filled as plain data, or None: every placeholder
     a bare `{name}` from `allowed`."""
@@ -96,7 +92,7 @@ def load_templates(path: str | Path) -> dict[str, str]:
     templates = load_json(path, TEMPLATES)
     for name, text in templates.items():
         _check_placeholders(f"{path}: key {name!r}", "text", text, TEMPLATE_FIELDS)
-        if "goal" not in _fields(text):
+        if "goal" not in {field for _, field, _, _ in _parts(text)}:
             raise FixtureError(f"{path}: key {name!r}: the template has no {{goal}} placeholder")
     return templates
 
