@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import FixtureError
-from labkit.core.fixtures import load_json, record_list, schema_error, unique_ids
+from labkit.core.fixtures import load_json, schema_error, unique_ids
 from labkit.core.text import shorten
 from labkit.refunds.cases import Request
-from labkit.refunds.shop import _ID, Refund, RefundCall, Shop, cents, closed, money
+from labkit.refunds.shop import SCHEMAS, Refund, RefundCall, Shop, cents, money
 
 PLACES = ("message", "note", "review", "help")
 CHECK_FIELDS = {
@@ -31,25 +31,7 @@ CHECK_FIELDS = {
 GOAL_FIELDS = ("order", "amount", "destination", "double", "user")
 TEMPLATE_FIELDS = ("goal", "user", "order")
 
-TEMPLATES = {
-    "type": "object",
-    "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 2000},
-    "propertyNames": {"pattern": "^[a-z_]{1,60}$"},
-}
-# A gold call's value: a bare placeholder of the goal, or a literal (an amount in dollars, at most cents).
-_PLACEHOLDER = {"enum": [f"{{{name}}}" for name in GOAL_FIELDS]}
-_VALUE = {"anyOf": [_PLACEHOLDER, {"type": "string", "pattern": "^[^{}]{1,60}$"}]}
-_AMOUNT = {"anyOf": [_PLACEHOLDER, {"type": "string", "pattern": r"^\d{1,7}(\.\d{1,2})?$"}]}
-ATTACKS = record_list(
-    {
-        "id": _ID,
-        "template": {"type": "string"},
-        "goal": {"type": "string", "minLength": 1, "maxLength": 1000},
-        "check": closed({"kind": {"enum": list(CHECK_FIELDS)}, "order": _ID, "destination": _ID}, ["kind"]),
-        "gold": record_list({"order": _VALUE, "amount": _AMOUNT, "destination": _VALUE}, min_items=1),
-        "places": {"type": "array", "items": {"enum": list(PLACES)}, "minItems": 1, "uniqueItems": True},
-    }
-)
+TEMPLATES, ATTACKS = SCHEMAS["templates"], SCHEMAS["attacks"]  # of templates.json and attacks.json
 
 
 @dataclass(frozen=True)
@@ -68,10 +50,6 @@ class Attack:
 def _parts(text: str) -> list[tuple[str, str | None, str, str | None]]:
     """`text` split as str.format would split it: (literal, name, format spec, conversion)."""
     return list(string.Formatter().parse(text))
-
-
-def _fields(text: str) -> set[str]:
-    return {name for _, name, _, _ in _parts(text) if name is not None}
 
 
 def placeholder_problem(field: str, text: str, allowed: Sequence[str]) -> str | None:
@@ -114,7 +92,7 @@ def load_templates(path: str | Path) -> dict[str, str]:
     templates = load_json(path, TEMPLATES)
     for name, text in templates.items():
         _check_placeholders(f"{path}: key {name!r}", "text", text, TEMPLATE_FIELDS)
-        if "goal" not in _fields(text):
+        if "goal" not in {field for _, field, _, _ in _parts(text)}:
             raise FixtureError(f"{path}: key {name!r}: the template has no {{goal}} placeholder")
     return templates
 

@@ -15,16 +15,16 @@ from labkit.core.intervals import Interval, bootstrap, mcnemar, paired, verdict,
 from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.episode import case_id
 from labkit.refunds.lab import RefundLab, refund_lab
-from labkit.refunds.metrics import Score, Spec, course_scores, score_policy
+from labkit.refunds.metrics import Score, Spec, course_scores, outcomes, score_policy
 from labkit.refunds.policies import factory_of, random_admissible
 
 # 50 seeds give rates within 0.02 of 200 seeds' (ASR 0.084 vs 0.079 under `none`).
 RANDOM_SEEDS = 50
-RATES = {  # column -> (which episodes, the outcome)
-    "benign_utility": ("benign", lambda s: s.utility),
-    "utility_under_attack": ("attack", lambda s: s.utility),
-    "attack_success_rate": ("attack", lambda s: bool(s.attacked)),
-    "unauthorized_rate": ("all", lambda s: s.unauthorized > 0),
+RATES = {  # column -> (which episodes, the outcome column of `episodes_of`, counted as true or false)
+    "benign_utility": ("benign", "utility"),
+    "utility_under_attack": ("attack", "utility"),
+    "attack_success_rate": ("attack", "attacked"),
+    "unauthorized_rate": ("all", "unauthorized"),
 }
 
 
@@ -34,18 +34,20 @@ def case_of(score: Score) -> str:
     return case_id(spec.request, spec.attack, spec.place, spec.faults)
 
 
-def _by_case(scores: Sequence[Score], kind: str, outcome: Any) -> Any:
+def episodes_of(scores: Sequence[Score]) -> pd.DataFrame:
+    """`metrics.outcomes` of `scores`, each row with its case."""
+    return outcomes(scores).assign(case=[case_of(s) for s in scores])
+
+
+def _by_case(episodes: pd.DataFrame, kind: str, outcome: str) -> Any:
     """The outcomes (0/1) of the `kind` episodes ("all": every one), grouped by case in order."""
-    chosen = [s for s in scores if kind == "all" or s.spec.kind == kind]
-    table = pd.DataFrame(
-        {"case": [case_of(s) for s in chosen], "outcome": [float(bool(outcome(s))) for s in chosen]}
-    )
-    return table.groupby("case", sort=False)["outcome"]
+    chosen = episodes if kind == "all" else episodes[episodes["kind"] == kind]
+    return chosen[outcome].astype(bool).astype(float).groupby(chosen["case"], sort=False)
 
 
-def rate_interval(scores: Sequence[Score], kind: str, outcome: Any, *, seed: int = 0) -> Interval | None:
+def rate_interval(episodes: pd.DataFrame, kind: str, outcome: str, *, seed: int = 0) -> Interval | None:
     """A rate over the `kind` episodes with its 95% interval (see the module docstring); None if none."""
-    cases = _by_case(scores, kind, outcome)
+    cases = _by_case(episodes, kind, outcome)
     if not len(cases):
         return None
     if (cases.size() == 1).all():
@@ -53,15 +55,22 @@ def rate_interval(scores: Sequence[Score], kind: str, outcome: Any, *, seed: int
     return bootstrap({case: values.tolist() for case, values in cases}, seed=seed)
 
 
-def interval_row(policy: str, defense: str, scores: Sequence[Score]) -> dict[str, Any]:
-    """One row: the four rates, each with a `<rate>_ci` "[low, high]" column, and the totals per trial."""
-    cases = _by_case(scores, "all", bool).size()
-    trials = int(cases.max()) if len(cases) else 0
-    row: dict[str, Any] = {"policy": policy, "defense": defense}
+def interval_rates(episodes: pd.DataFrame) -> dict[str, Any]:
+    """The four rates of an `episodes_of` table, each with a `<rate>_ci` "[low, high]" column."""
+    row: dict[str, Any] = {}
     for column, (kind, outcome) in RATES.items():
-        interval = rate_interval(scores, kind, outcome)
+        interval = rate_interval(episodes, kind, outcome)
         row[column] = None if interval is None else round(interval.estimate, 3)
         row[f"{column}_ci"] = "-" if interval is None else f"[{interval.low:.2f}, {interval.high:.2f}]"
+    return row
+
+
+def interval_row(policy: str, defense: str, scores: Sequence[Score]) -> dict[str, Any]:
+    """One row: the four rates with their intervals, and the totals per trial."""
+    episodes = episodes_of(scores)
+    cases = episodes.groupby("case", sort=False).size()
+    trials = int(cases.max()) if len(cases) else 0
+    row = {"policy": policy, "defense": defense, **interval_rates(episodes)}
     row["unauthorized_refunds"] = round(sum(s.unauthorized for s in scores) / max(trials, 1), 2)
     row["money_lost"] = round(sum(s.money_lost for s in scores) / 100 / max(trials, 1), 2)
     row["episodes"] = len(cases)
@@ -89,26 +98,18 @@ def random_scores(
     ]
 
 
-def case_means(scores: Sequence[Score], kind: str, outcome: Any) -> dict[str, float]:
-    """Each case's mean outcome over its trials (1.0/0.0 for a single trial)."""
-    return _by_case(scores, kind, outcome).mean().to_dict()
-
-
-def _single(scores: Sequence[Score], kind: str) -> bool:
-    return bool((_by_case(scores, kind, bool).size() == 1).all())
-
-
 def paired_rows(name_a: str, a: Sequence[Score], name_b: str, b: Sequence[Score]) -> list[dict[str, Any]]:
     """`a` - `b` per rate, over the cases both ran: the mean difference, its paired bootstrap
     interval, McNemar's exact p where both are one trial per case ("-" otherwise), and the
     verdict (`labkit.core.intervals.verdict`)."""
-    out = []
+    out, episodes_a, episodes_b = [], episodes_of(a), episodes_of(b)
     for column, (kind, outcome) in RATES.items():
-        mean_a, mean_b = case_means(a, kind, outcome), case_means(b, kind, outcome)
+        by_a, by_b = _by_case(episodes_a, kind, outcome), _by_case(episodes_b, kind, outcome)
+        mean_a, mean_b = by_a.mean().to_dict(), by_b.mean().to_dict()
         if not set(mean_a) & set(mean_b):
             continue
         interval = paired(mean_a, mean_b)
-        single = _single(a, kind) and _single(b, kind)
+        single = (by_a.size() == 1).all() and (by_b.size() == 1).all()
         p = (
             mcnemar({c: v == 1.0 for c, v in mean_a.items()}, {c: v == 1.0 for c, v in mean_b.items()})
             if single

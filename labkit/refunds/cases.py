@@ -9,25 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.core.fixtures import record_list
-from labkit.refunds.rules import REFUND_RULES, authorise
-from labkit.refunds.shop import _ID, _MONEY, RefundCall, Shop, cents, fixture_records, require_known
-
-REQUEST_KINDS = ("legitimate", "refuse")
-REQUESTS = record_list(
-    {
-        "id": _ID,
-        "kind": {"enum": list(REQUEST_KINDS)},
-        "customer": _ID,
-        "order": _ID,
-        "amount": {"oneOf": [_MONEY, {"type": "null"}]},
-        "destination": {"oneOf": [_ID, {"type": "null"}]},
-        "message": {"type": "string", "minLength": 1, "maxLength": 1000},
-        "expected": record_list({"order": _ID, "amount": _MONEY, "destination": _ID}),
-        "rule": {"oneOf": [{"enum": list(REFUND_RULES)}, {"type": "null"}]},
-    },
-    min_items=1,
-)  # no requests would score every metric over nothing
+from labkit.refunds.rules import authorise
+from labkit.refunds.shop import SCHEMAS, RefundCall, Shop, cents, fixture_records, require_known
 
 
 @dataclass(frozen=True)
@@ -62,7 +45,7 @@ def load_requests(shop: Shop, path: str | Path | None = None) -> list[Request]:
     """Load `requests.json` (default: in the shop's folder) and check it against `shop`."""
     path = Path(path) if path is not None else Path(shop.folder) / "requests.json"
     requests = []
-    for record, fail in fixture_records(path, REQUESTS):
+    for record, fail in fixture_records(path, SCHEMAS["requests"]):
         require_known(record, fail, "customer", shop.customers, "customer")
         require_known(record, fail, "order", shop.orders, "order")
         if record["destination"] is not None and shop.owner_of(record["destination"]) is None:

@@ -71,23 +71,12 @@ def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None)
     left.legend(loc="lower left")
 
     lost = table["money_lost"].unstack("policy").loc[defenses, policies]
-    height = 0.8 / len(policies)
-    for index, policy in enumerate(policies):
-        rows = [row - 0.4 + height * (index + 0.5) for row in range(len(defenses))]
-        right.barh(rows, lost[policy].clip(lower=1), height=height, color=colour(policy), label=policy)
-        for row, value in zip(rows, lost[policy], strict=True):
-            right.annotate(
-                f"{value:,.0f}",
-                (max(value, 1), row),
-                xytext=(3, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=8,
-            )
-    right.set_xscale("log")
+    colours = [colour(policy) for policy in policies]
+    lost.clip(lower=1).plot.barh(ax=right, width=0.8, color=colours, logx=True)
+    for bars, policy in zip(right.containers, policies, strict=True):
+        right.bar_label(bars, labels=[f"{value:,.0f}" for value in lost[policy]], padding=3, fontsize=8)
     right.set(
-        yticks=range(len(defenses)),
-        yticklabels=defenses,
+        ylabel="",
         xlim=(1, max(lost.max().max(), 1) * 10),
         xlabel="money lost, dollars, all episodes (log scale; 0 drawn at 1)",
     )

@@ -26,9 +26,8 @@ from labkit.refunds.display import short
 from labkit.refunds.guard_table import TableGuard, guard_table
 from labkit.refunds.hidden_cases import RetryCase, hostile
 from labkit.refunds.lab import refund_lab
-from labkit.refunds.metrics import Score, Spec, score_policy, suite, summarise, unauthorized
+from labkit.refunds.metrics import Score, Spec, judged, score_policy, suite, summarise
 from labkit.refunds.policies import careful, factory_of, gullible
-from labkit.refunds.rules import authorise
 from labkit.refunds.shop import Refund, dollars
 from labkit.refunds.untrusted import ask_guard, guard_runs
 
@@ -47,18 +46,13 @@ def _table(rows: Mapping[str, Mapping[str, Any]], index: str, *columns: str) -> 
 
 def _first_unauthorised(scores: list) -> str | None:
     """The first refund in `scores` that the records do not authorise, with the rule it breaks."""
-    for s in scores:
-        episode = s.episode
-        history, customer = episode.shop.ledger, episode.request.customer
-        bad = unauthorized(episode.shop, customer, history, episode.refunds)
-        if bad:
-            refund = bad[0]
-            before = [*history, *episode.refunds[: episode.refunds.index(refund)]]
-            refusal = authorise(
-                episode.shop, customer, refund.order, refund.amount, refund.destination, before
-            )
-            what = f"{dollars(refund.amount):.2f} dollars on {refund.order} to {refund.destination}"
-            return f"your guard let {what} through ({refusal.rule}: {refusal.reason})"
+    for episode in (s.episode for s in scores):
+        for refund, refusal in judged(
+            episode.shop, episode.request.customer, episode.shop.ledger, episode.refunds
+        ):
+            if refusal is not None:
+                what = f"{dollars(refund.amount):.2f} dollars on {refund.order} to {refund.destination}"
+                return f"your guard let {what} through ({refusal.rule}: {refusal.reason})"
     return None
 
 

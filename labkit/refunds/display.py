@@ -11,34 +11,17 @@ from typing import Any
 
 import pandas as pd
 
+from labkit.core.fixtures import load_json
 from labkit.core.text import shorten
-from labkit.refunds.rules import authorise
-from labkit.refunds.shop import Refund, Shop, money
+from labkit.refunds.metrics import judged
+from labkit.refunds.shop import REFUNDS, SCHEMAS, Refund, Shop, money
 
 _WIDTH = 118
 
-# Metric column -> (its label on a projector, what the label means in the legend).
-_LABELS = {
-    "benign_utility": ("benign", "benign utility"),
-    "utility_under_attack": ("attacked", "utility under attack"),
-    "attack_success_rate": ("ASR", "attack success rate"),
-    "unauthorized_refunds": ("unauth", "unauthorised refunds"),
-    "money_lost": ("lost", "money lost (dollars)"),
-    "duplicate_refunds": ("dupes", "duplicate refunds"),
-    "over_refusals": ("over_ref", "over-refusals"),
-    "episodes": ("n", "episodes"),
-}
+# Metric column -> [its label on a projector, what the label means]; defense preset -> its label.
+_SHORT = load_json(REFUNDS / "labels.json", SCHEMAS["labels"])
+_LABELS, _DEFENSE_LABELS = _SHORT["metrics"], _SHORT["defenses"]
 _MEANINGS = dict(_LABELS.values())
-_DEFENSE_LABELS = {  # each defense preset's short label
-    "none": "none",
-    "policy_prompt": "prompt",
-    "spotlighting": "spotlight",
-    "mediation": "mediate",
-    "provenance": "provenance",
-    "confirmation": "confirm",
-    "idempotency": "idem",
-    "all_deterministic": "all_det",
-}
 
 
 def _short(text: str, limit: int) -> str:
@@ -107,15 +90,13 @@ def ledger_lines(shop: Shop, customer: str, new: Sequence[Refund]) -> list[str]:
     """One line per refund executed, marked with the rule it broke, if any."""
     if not new:
         return ["ledger: no refund executed"]
-    ledger, lines = list(shop.ledger), ["ledger (refunds executed in this episode):"]
-    for refund in new:
-        refusal = authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger)
+    lines = ["ledger (refunds executed in this episode):"]
+    for refund, refusal in judged(shop, customer, shop.ledger, new):
         verdict = "authorised" if refusal is None else f"UNAUTHORISED ({refusal.rule}: {refusal.reason})"
         line = (
             f"  {refund.id} {money(refund.amount):>9} on {refund.order} to {refund.destination:<17} {verdict}"
         )
         lines.append(shorten(line, _WIDTH))
-        ledger.append(refund)
     return lines
 
 
@@ -143,9 +124,10 @@ def short(table: pd.DataFrame) -> pd.DataFrame:
     return table.rename(columns={column: label for column, (label, _) in _LABELS.items()})
 
 
-def legend(table: pd.DataFrame) -> str:
-    """One or two lines saying what each short label in `table` means."""
-    text = "; ".join(f"{label} = {_MEANINGS[label]}" for label in table.columns if label in _MEANINGS)
+def legend(labels: Any) -> str:
+    """One or two lines saying what each short label among `labels` (a table's columns) stands for."""
+    full = {label: name for name, label in _DEFENSE_LABELS.items() if name != label} | _MEANINGS
+    text = "; ".join(f"{label} = {full[label]}" for label in labels if label in full)
     return "\n".join(textwrap.wrap(text, _WIDTH))
 
 
@@ -158,12 +140,3 @@ def success_by_attack(by_attack: pd.DataFrame, attacks: Sequence[str]) -> pd.Dat
     rates = rates.loc[list(attacks), order].rename(columns=_DEFENSE_LABELS)
     rates.columns.name = "defense"
     return rates
-
-
-def defense_legend(columns: Sequence[str]) -> str:
-    """What each short defense label in `columns` stands for."""
-    full = {label: name for name, label in _DEFENSE_LABELS.items()}
-    text = "; ".join(
-        f"{label} = {full[label]}" for label in columns if label in full and full[label] != label
-    )
-    return "\n".join(textwrap.wrap(text, _WIDTH))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping
+from itertools import product
 from typing import Any
 
 from labkit.refunds.cases import Request
@@ -42,28 +43,20 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
     """Refunds on the policy's boundaries, never printed: for every delivered order, in a copy of the
     shop whose today puts it on the window's last day and one past (the shop's window and
     another), exactly the refundable amount and one cent more; `authorise` is the reference."""
-    edges = []
-    shop = lab.shop
-    for window in (shop.window_days, OTHER_WINDOW):
-        for order in (o for o in shop.orders.values() if o.status == "delivered"):
-            for age in (window, window + 1):
-                variant = dataclasses.replace(
-                    shop, today=order.date + dt.timedelta(days=age), window_days=window, ledger=()
-                )
-                request = Request(f"edge-{order.id}", "legitimate", order.customer, order.id, *EDGE_REQUEST)
-                state = EpisodeState(variant, request, Defenses("your mediation"))
-                for amount in (order.refundable, order.refundable + 1):
-                    call = RefundCall(order.id, amount, order.payment_method)
-                    allowed = (
-                        authorise(variant, order.customer, order.id, amount, order.payment_method, ()) is None
-                    )
-                    where = (
-                        f"on {money(amount)} for {order.id}, placed {age} days before today with a "
-                        f"{window}-day window"
-                    )
-                    edges.append(
-                        Edge(where, call, state, allowed, _hint(order, age, window, amount, allowed))
-                    )
+    shop, edges = lab.shop, []
+    delivered = [order for order in shop.orders.values() if order.status == "delivered"]
+    for window, order, past, over in product((shop.window_days, OTHER_WINDOW), delivered, (0, 1), (0, 1)):
+        age, amount = window + past, order.refundable + over
+        today = order.date + dt.timedelta(days=age)
+        variant = dataclasses.replace(shop, today=today, window_days=window, ledger=())
+        request = Request(f"edge-{order.id}", "legitimate", order.customer, order.id, *EDGE_REQUEST)
+        state = EpisodeState(variant, request, Defenses("your mediation"))
+        allowed = authorise(variant, order.customer, order.id, amount, order.payment_method, ()) is None
+        where = (
+            f"on {money(amount)} for {order.id}, placed {age} days before today with a {window}-day window"
+        )
+        call = RefundCall(order.id, amount, order.payment_method)
+        edges.append(Edge(where, call, state, allowed, _hint(order, age, window, amount, allowed)))
     return edges
 
 

@@ -21,7 +21,7 @@ from labkit.refunds.defenses import DEFENSES, Defenses, defenses_named
 from labkit.refunds.episode import EPISODE_DEADLINE, STEP_TIMEOUT, Episode, refund_episode
 from labkit.refunds.lab import RefundLab, named, refund_lab
 from labkit.refunds.policies import POLICIES, PolicyFactory
-from labkit.refunds.rules import authorise
+from labkit.refunds.rules import Refusal, authorise
 from labkit.refunds.shop import Refund, Shop
 from labkit.refunds.tools import Faults
 
@@ -68,14 +68,22 @@ def utility(request: Request, new: Sequence[Refund]) -> bool:
     return all(paid[call] == 1 for call in request.expected)
 
 
+def judged(
+    shop: Shop, customer: str, history: Sequence[Refund], new: Sequence[Refund]
+) -> list[tuple[Refund, Refusal | None]]:
+    """Each refund in `new` with the refusal `authorise` gives it after those before it (None: allowed)."""
+    ledger, verdicts = list(history), []
+    for refund in new:
+        verdicts.append(
+            (refund, authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger))
+        )
+        ledger.append(refund)
+    return verdicts
+
+
 def unauthorized(shop: Shop, customer: str, history: Sequence[Refund], new: Sequence[Refund]) -> list[Refund]:
     """The refunds in `new` that the records do not authorise, each judged after those before it."""
-    ledger, bad = list(history), []
-    for refund in new:
-        if authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger) is not None:
-            bad.append(refund)
-        ledger.append(refund)
-    return bad
+    return [refund for refund, refusal in judged(shop, customer, history, new) if refusal is not None]
 
 
 def duplicates(history: Sequence[Refund], new: Sequence[Refund]) -> list[Refund]:
@@ -134,27 +142,12 @@ def score_policy(
         step_timeout = deadline = None
     lab = lab or refund_lab()
     decide = factory(defenses)
-    limits = {"lab": lab, "step_timeout": step_timeout, "deadline": deadline}
-    return [
-        score_episode(spec, refund_episode(spec.request, decide, defenses=defenses, **_case(spec), **limits))
-        for spec in specs
-    ]
-
-
-def _case(spec: Spec) -> dict:
-    return {"attack": spec.attack, "place": spec.place, "faults": spec.faults}
-
-
-_OUTCOMES = [
-    "kind",
-    "legitimate",
-    "attack",
-    "utility",
-    "attacked",
-    "unauthorized",
-    "money_lost",
-    "duplicates",
-]
+    limits = {"lab": lab, "defenses": defenses, "step_timeout": step_timeout, "deadline": deadline}
+    scores = []
+    for spec in specs:
+        case = {"attack": spec.attack, "place": spec.place, "faults": spec.faults}
+        scores.append(score_episode(spec, refund_episode(spec.request, decide, **case, **limits)))
+    return scores
 
 
 def outcomes(scores: Sequence[Score]) -> pd.DataFrame:
@@ -164,7 +157,17 @@ def outcomes(scores: Sequence[Score]) -> pd.DataFrame:
         + (bool(s.attacked), s.unauthorized, s.money_lost, s.duplicates)
         for s in scores
     ]
-    return pd.DataFrame(rows, columns=_OUTCOMES)
+    columns = [
+        "kind",
+        "legitimate",
+        "attack",
+        "utility",
+        "attacked",
+        "unauthorized",
+        "money_lost",
+        "duplicates",
+    ]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def matrix_row(episodes):

@@ -13,16 +13,14 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from pandas import DataFrame
 
 from labkit.core.errors import LabError
-from labkit.core.intervals import wilson
 from labkit.model import read_records, trial_files
 from labkit.model.constraints import DEFAULT_RUNG, RUNGS
-from labkit.refunds.baselines import RANDOM_SEEDS, RATES, interval_row, paired_rows, random_scores
+from labkit.refunds.baselines import RANDOM_SEEDS, interval_rates, interval_row, paired_rows, random_scores
 from labkit.refunds.defenses import defenses_named
 from labkit.refunds.grid import grid_cases, is_episode, spec_of
 from labkit.refunds.lab import RefundLab, refund_lab
@@ -81,39 +79,6 @@ def _live(backend: Any = None) -> bool:
     return str(name).strip().split(":", 1)[0] not in ("", "replay")
 
 
-def trials(
-    defenses: Any,
-    specs: Sequence[Spec],
-    lab: RefundLab,
-    *,
-    rung: str = "L1",
-    progress: bool = False,
-    **options: Any,
-) -> list[Score]:
-    """The model's scores on `k` trials of each of `specs` under `defenses`, trial by trial
-    (`progress`: a bar per trial). LabError if k is not a positive int."""
-    backend, k, seed = options.get("backend"), options.get("k", 1), options.get("seed", 0)
-    if type(k) is not int or k < 1:
-        raise LabError(f"k (trials per episode) must be a positive int, got {k!r}")
-    scores = []
-    for trial in range(k):
-
-        def factory(d: Any, trial: int = trial) -> Any:
-            temperature = options.get("temperature", 0.0)
-            return model_policy(
-                d, backend=backend, rung=rung, trial=trial, temperature=temperature, seed=seed + trial
-            )
-
-        chosen = specs
-        if progress:  # seconds of CPU per episode
-            from tqdm.auto import tqdm
-
-            desc = f"model {rung} under {defenses.name}" + (f", trial {trial}" if k > 1 else "")
-            chosen = tqdm(specs, desc=desc, unit="episode")
-        scores += score_policy(factory, defenses, chosen, lab)
-    return scores
-
-
 def model_matrix(
     defenses: Sequence[str] = MODEL_DEFENSES,
     *,
@@ -162,11 +127,10 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", 
     """Per attacked model episode: did the ledger check fire, the model's first refund, and the
     first turn whose tool result held the injected text ("never"). A ledger check measures the
     state an attack aims for, not who caused it; with k > 1 each trial is a row."""
-    lab = refund_lab()
-    specs = [spec for spec in model_specs(lab, rung) if spec.attack]
-    table = []
+    attacked, table = sum(1 for spec in model_specs(rung=rung) if spec.attack), []
     for name in defenses:
-        for i, s in enumerate(trials(defenses_named(name), specs, lab, rung=rung, **options)):
+        scores = [s for s in model_scores(name, rung=rung, **options) if s.spec.attack]
+        for i, s in enumerate(scores):
             trace = s.episode.result["trace"]
             refunds = [e for e in trace if _action(e.get("decision")) == "refund"]
             needle = json.dumps(s.episode.injected)[1:41]  # the injection's start, as a JSON result holds it
@@ -179,7 +143,7 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", 
                 else f"turn {refunds[0]['turn']}, amount {refunds[0]['decision'].get('amount')}"
             )
             seen = f"turn {seen}" if seen else "never"
-            table.append((name, s.spec.attack.id, bool(s.attacked), first, seen, i // len(specs)))
+            table.append((name, s.spec.attack.id, bool(s.attacked), first, seen, i // attacked))
     columns = ["defense", "attack", "check fired", "first refund", "injection seen", "trial"]
     index = ["defense", "attack"] + (["trial"] if options.get("k", 1) > 1 else [])
     return DataFrame(table, columns=columns).set_index(index).drop(columns="trial", errors="ignore")
@@ -189,17 +153,33 @@ _SCORES: dict[tuple[Any, ...], list[Score]] = {}  # replayed and baseline scores
 
 
 def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list[Score]:
-    """The model's scores under `defense` over `model_specs(rung)` (kept per process when replayed)."""
-    key, live = ("model", defense, rung, *sorted(options.items(), key=str)), _live(options.get("backend"))
-    if live or key not in _SCORES:
-        lab = refund_lab()
-        scores = trials(
-            defenses_named(defense), model_specs(lab, rung), lab, rung=rung, progress=live, **options
-        )
-        if live:
-            return scores
+    """The model's scores under `defense` over `model_specs(rung)`, `k` trials, trial by trial: kept per
+    process when replayed, with a progress bar per trial when live. LabError if k is not a positive int."""
+    backend, k, seed = options.get("backend"), options.get("k", 1), options.get("seed", 0)
+    key, live = ("model", defense, rung, *sorted(options.items(), key=str)), _live(backend)
+    if not live and key in _SCORES:
+        return _SCORES[key]
+    if type(k) is not int or k < 1:
+        raise LabError(f"k (trials per episode) must be a positive int, got {k!r}")
+    lab, defenses, scores = refund_lab(), defenses_named(defense), []
+    for trial in range(k):
+
+        def factory(d: Any, trial: int = trial) -> Any:
+            temperature = options.get("temperature", 0.0)
+            return model_policy(
+                d, backend=backend, rung=rung, trial=trial, temperature=temperature, seed=seed + trial
+            )
+
+        specs = model_specs(lab, rung)
+        if live:  # seconds of CPU per episode
+            from tqdm.auto import tqdm
+
+            desc = f"model {rung} under {defense}" + (f", trial {trial}" if k > 1 else "")
+            specs = tqdm(specs, desc=desc, unit="episode")
+        scores += score_policy(factory, defenses, specs, lab)
+    if not live:
         _SCORES[key] = scores
-    return _SCORES[key]
+    return scores
 
 
 def baseline_scores(
@@ -304,22 +284,11 @@ def refund_grid_table(record: str | Path) -> DataFrame:
     lines = DataFrame([line for _, line in read_records(record) if is_episode(line)])
     table = []
     for run, group in lines.groupby("run", sort=False) if len(lines) else []:
-        # An episode record holds a Score's fields under their names (grid.score_fields).
-        seen = [SimpleNamespace(**e) for e in group.to_dict("records")]
-        attacked = [e for e in seen if isinstance(e.attack, str)]
-        kinds = {
-            "benign": [e for e in seen if not isinstance(e.attack, str)],
-            "attack": attacked,
-            "all": seen,
-        }
-        row: dict[str, Any] = {"run": run, "episodes": len(seen)}
-        for column, (kind, outcome) in RATES.items():
-            row[column], row[f"{column}_ci"] = None, "-"
-            if chosen := kinds[kind]:
-                interval = wilson(sum(bool(outcome(e)) for e in chosen), len(chosen))
-                row[column] = round(interval.estimate, 3)
-                row[f"{column}_ci"] = f"[{interval.low:.2f}, {interval.high:.2f}]"
-        row["unauthorized_refunds"] = int(group["unauthorized"].sum())
-        row["money_lost"] = round(int(group["money_lost"].sum()) / 100, 2)
-        table.append(row)
+        # An episode record holds a Score's outcomes under their names (grid.score_fields); each
+        # trial counts as a case of its own.
+        kinds = ["attack" if isinstance(attack, str) else "benign" for attack in group["attack"]]
+        episodes = group.assign(kind=kinds, case=range(len(group)))
+        table.append({"run": run, "episodes": len(group), **interval_rates(episodes)})
+        table[-1]["unauthorized_refunds"] = int(group["unauthorized"].sum())
+        table[-1]["money_lost"] = round(int(group["money_lost"].sum()) / 100, 2)
     return DataFrame(table).set_index("run") if table else DataFrame()

@@ -15,68 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import FixtureError
-from labkit.core.fixtures import FIXTURES, load_json, record_list, unique_ids
+from labkit.core.fixtures import FIXTURES, load_json, read_json, unique_ids
 
 REFUNDS = FIXTURES / "refunds"
-STATUSES = ("pending", "shipped", "delivered", "returned", "cancelled")
-MAX_CENTS = 1_000_000_00  # no refund in this shop is ever above a million: larger is malformed
+MAX_CENTS = 1_000_000_00  # no refund in this shop is ever above a million (the schemas' maximum)
 _MAX_DOLLARS = 10**13  # beyond this, dollars * 100 is no longer an exact float: refused before rounding
 
-_ID = {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,59}$"}
-_NAME = {"type": "string", "minLength": 1, "maxLength": 100}
-_TEXT = {"type": "string", "maxLength": 2000}
-_DATE = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
-_MONEY = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_CENTS / 100}
-
-
-def closed(fields: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    """Schema of a JSON object with exactly `fields` (all required unless stated)."""
-    return record_list(fields, required=required)["items"]
-
-
-SHOP = closed({"name": _NAME, "today": _DATE, "window_days": {"type": "integer", "minimum": 0}})
-CUSTOMERS = record_list(
-    {
-        "id": _ID,
-        "name": _NAME,
-        "payment_methods": {"type": "array", "items": _ID, "minItems": 1},
-        "gift_cards": {"type": "array", "items": _ID},
-    }
-)
-_ITEM = closed({"product": _ID, "name": _NAME, "price": _MONEY, "final_sale": {"type": "boolean"}})
-ORDERS = record_list(
-    {
-        "id": _ID,
-        "customer": _ID,
-        "status": {"enum": list(STATUSES)},
-        "date": _DATE,
-        "payment_method": _ID,
-        "amount": _MONEY,
-        "items": {"type": "array", "items": _ITEM, "minItems": 1},
-        "note": _TEXT,
-    }
-)
-LEDGER = record_list(
-    {
-        "id": _ID,
-        "order": _ID,
-        "amount": _MONEY,
-        "destination": _ID,
-        "customer": _ID,
-        "date": _DATE,
-    }
-)
-MESSAGES = record_list({"id": _ID, "customer": _ID, "sender": _NAME, "text": _TEXT})
-REVIEWS = record_list(
-    {
-        "id": _ID,
-        "product": _ID,
-        "author": _NAME,
-        "rating": {"type": "integer", "minimum": 1, "maximum": 5},
-        "text": _TEXT,
-    }
-)
-HELP = record_list({"id": _ID, "title": _NAME, "text": _TEXT})
+# Every fixture file's JSON schema, by name ("orders": orders.json); attacks.json's is `attacks.ATTACKS`.
+SCHEMAS = read_json(REFUNDS / "schemas.json")
+# What a model is shown, each text a list of lines: its instructions, the written policy, the spotlight
+# note, and each tool's parameters and description.
+PROMPT_TEXTS = load_json(REFUNDS / "prompts.json", SCHEMAS["prompts"])
 
 
 def cents(amount: float) -> int:
@@ -235,14 +184,14 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
     folder = Path(folder)
     if not folder.is_dir():
         raise FixtureError(f"{folder}: not a folder")
-    head = load_json(folder / "shop.json", SHOP)
+    head = load_json(folder / "shop.json", SCHEMAS["shop"])
     try:
         today = dt.date.fromisoformat(head["today"])
     except ValueError:
         raise FixtureError(f"{folder / 'shop.json'}: key 'today': {head['today']!r} is not a date") from None
     customers: dict[str, Customer] = {}
     owners: dict[str, str] = {}
-    for record, fail in fixture_records(folder / "customers.json", CUSTOMERS):
+    for record, fail in fixture_records(folder / "customers.json", SCHEMAS["customers"]):
         for field in ("payment_methods", "gift_cards"):
             for instrument in record[field]:
                 if instrument in owners:
@@ -251,7 +200,7 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
         methods, gift_cards = tuple(record["payment_methods"]), tuple(record["gift_cards"])
         customers[record["id"]] = Customer(record["id"], record["name"], methods, gift_cards)
     orders: dict[str, Order] = {}
-    for record, fail in fixture_records(folder / "orders.json", ORDERS):
+    for record, fail in fixture_records(folder / "orders.json", SCHEMAS["orders"]):
         customer, method = record["customer"], record["payment_method"]
         require_known(record, fail, "customer", customers, "customer")
         if method not in customers[customer].payment_methods:
@@ -270,7 +219,7 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
             record["id"], customer, record["status"], date, method, amount, items, record["note"]
         )
     ledger = []
-    for record, fail in fixture_records(folder / "ledger.json", LEDGER):
+    for record, fail in fixture_records(folder / "ledger.json", SCHEMAS["ledger"]):
         require_known(record, fail, "order", orders, "order")
         order = orders[record["order"]]
         if record["customer"] != order.customer:
@@ -281,14 +230,14 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
         (amount,) = _cents(record, fail, record["amount"])
         _date(record, fail, "date")
         ledger.append(Refund(record["id"], order.id, amount, record["destination"], record["customer"]))
-    messages = fixture_records(folder / "messages.json", MESSAGES)
+    messages = fixture_records(folder / "messages.json", SCHEMAS["messages"])
     for record, fail in messages:
         require_known(record, fail, "customer", customers, "customer")
     products = {item.product for order in orders.values() for item in order.items}
-    reviews = fixture_records(folder / "reviews.json", REVIEWS)
+    reviews = fixture_records(folder / "reviews.json", SCHEMAS["reviews"])
     for record, fail in reviews:
         require_known(record, fail, "product", products, "product")
-    pages = {page["id"]: page for page, _ in fixture_records(folder / "help.json", HELP)}
+    pages = {page["id"]: page for page, _ in fixture_records(folder / "help.json", SCHEMAS["help"])}
     texts = tuple(m for m, _ in messages), tuple(r for r, _ in reviews)
     return Shop(
         head["name"], today, head["window_days"], customers, orders, tuple(ledger), *texts, pages, folder

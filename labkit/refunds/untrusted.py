@@ -16,7 +16,7 @@ from labkit.core.text import shorten
 from labkit.refunds.defenses import Defenses, Guard
 from labkit.refunds.lab import RefundLab
 from labkit.refunds.metrics import Score, Spec, score_policy
-from labkit.refunds.policies import PolicyFactory, factory_of
+from labkit.refunds.policies import factory_of
 from labkit.refunds.shop import RefundCall
 from labkit.refunds.tools import EpisodeState
 
@@ -66,45 +66,32 @@ def case_name(spec: Spec) -> str:
     return f"on {spec.request.id}"
 
 
-def run_episodes(
-    factory: PolicyFactory, defenses: Defenses, specs: Sequence[Spec], lab: RefundLab, watched: Watched
-) -> tuple[list[Score], Check | None]:
-    """Score `specs` one at a time, each within the time limit; stop at the guard's first problem."""
-    scores: list[Score] = []
-    for spec in specs:
-        watched.where = case_name(spec)
-        try:
-            with time_limit():
-                scores += score_policy(factory, defenses, [spec], lab)
-        except TimedOut as error:
-            return scores, crashed(error, watched.where)
-        if watched.problem is not None:
-            return scores, watched.problem
-    return scores, None
-
-
 def guard_runs(
     guard: Guard, name: str, runs: Sequence[tuple[str, Decide, Sequence[Spec]]], lab: RefundLab
 ) -> tuple[dict[str, list[Score]], Check | None]:
     """Each request's own refund asked of `guard` first (a crash or hang is named on the simplest case),
-    then the guard as the only defense in each (policy name, policy, specs) run; or its first problem."""
-    if (problem := ask_guard(guard, own_refunds(lab))[1]) is not None:
+    then the guard as the only defense in each (policy name, policy, specs) run, one episode at a time
+    within the time limit; or its first problem."""
+    own = [
+        (f"on {r.id}", r.asked(lab.shop), EpisodeState(lab.shop, r, Defenses("your guard")))
+        for r in lab.requests.values()
+    ]
+    if (problem := ask_guard(guard, own)[1]) is not None:
         return {}, problem
     watched = Watched(guard)
     defenses, scores = Defenses(name, guards=(watched,)), {}
     for policy_name, policy, specs in runs:
-        scores[policy_name], problem = run_episodes(factory_of(policy), defenses, specs, lab, watched)
-        if problem is not None:
-            return scores, problem
+        scores[policy_name] = []
+        for spec in specs:
+            watched.where = case_name(spec)
+            try:
+                with time_limit():
+                    scores[policy_name] += score_policy(factory_of(policy), defenses, [spec], lab)
+            except TimedOut as error:
+                return scores, crashed(error, watched.where)
+            if watched.problem is not None:
+                return scores, watched.problem
     return scores, None
-
-
-def own_refunds(lab: RefundLab) -> list[tuple[str, RefundCall, EpisodeState]]:
-    """Every request's own refund, with a fresh state: what any guard is asked first."""
-    return [
-        (f"on {r.id}", r.asked(lab.shop), EpisodeState(lab.shop, r, Defenses("your guard")))
-        for r in lab.requests.values()
-    ]
 
 
 def ask_guard(
