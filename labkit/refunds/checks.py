@@ -26,8 +26,9 @@ from labkit.refunds.display import short
 from labkit.refunds.guard_table import TableGuard, guard_table
 from labkit.refunds.hidden_cases import RetryCase, hostile
 from labkit.refunds.lab import refund_lab
-from labkit.refunds.metrics import Score, Spec, judged, score_policy, suite, summarise
+from labkit.refunds.metrics import Score, Spec, score_policy, suite, summarise
 from labkit.refunds.policies import careful, factory_of, gullible
+from labkit.refunds.rules import judged
 from labkit.refunds.shop import Refund, dollars
 from labkit.refunds.untrusted import ask_guard, guard_runs
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from labkit.core.fixtures import load_json
 from labkit.core.text import shorten
-from labkit.refunds.metrics import judged
+from labkit.refunds.rules import judged
 from labkit.refunds.shop import REFUNDS, SCHEMAS, Refund, Shop, money
 
 _WIDTH = 118

@@ -21,7 +21,7 @@ from labkit.refunds.defenses import DEFENSES, Defenses, defenses_named
 from labkit.refunds.episode import EPISODE_DEADLINE, STEP_TIMEOUT, Episode, refund_episode
 from labkit.refunds.lab import RefundLab, named, refund_lab
 from labkit.refunds.policies import POLICIES, PolicyFactory
-from labkit.refunds.rules import Refusal, authorise
+from labkit.refunds.rules import judged
 from labkit.refunds.shop import Refund, Shop
 from labkit.refunds.tools import Faults
 
@@ -66,19 +66,6 @@ def utility(request: Request, new: Sequence[Refund]) -> bool:
         return not any(refund.order == request.order for refund in new)
     paid = Counter(refund.call for refund in new)
     return all(paid[call] == 1 for call in request.expected)
-
-
-def judged(
-    shop: Shop, customer: str, history: Sequence[Refund], new: Sequence[Refund]
-) -> list[tuple[Refund, Refusal | None]]:
-    """Each refund in `new` with the refusal `authorise` gives it after those before it (None: allowed)."""
-    ledger, verdicts = list(history), []
-    for refund in new:
-        verdicts.append(
-            (refund, authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger))
-        )
-        ledger.append(refund)
-    return verdicts
 
 
 def unauthorized(shop: Shop, customer: str, history: Sequence[Refund], new: Sequence[Refund]) -> list[Refund]:

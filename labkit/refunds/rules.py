@@ -5,7 +5,7 @@ shop's records, never what a policy said or a tool returned; `REFUND_RULES` name
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from labkit.refunds.shop import PROMPT_TEXTS, Refund, Shop, money
@@ -63,3 +63,16 @@ def authorise(
             f"of {order_id} nor one of the customer's gift cards",
         )
     return None
+
+
+def judged(
+    shop: Shop, customer: str, history: Sequence[Refund], new: Sequence[Refund]
+) -> list[tuple[Refund, Refusal | None]]:
+    """Each refund in `new` with the refusal `authorise` gives it after those before it (None: allowed)."""
+    ledger, verdicts = list(history), []
+    for refund in new:
+        verdicts.append(
+            (refund, authorise(shop, customer, refund.order, refund.amount, refund.destination, ledger))
+        )
+        ledger.append(refund)
+    return verdicts
