@@ -23,10 +23,10 @@ from labkit.baseline.controllers import (
     traced_tools,
     workflow,
 )
-from labkit.baseline.corpus import ADAPTIVE_CASES, DOCUCTL, Corpus, case_problem, docuctl
+from labkit.baseline.corpus import DOCUCTL, Corpus, case_problem, docuctl, fixture_schema
 from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
-from labkit.baseline.task import VERSIONS, Task, TaskError, task_from
+from labkit.baseline.task import Task, TaskError, task_from
 from labkit.core.answers import Recorded, shown
 from labkit.core.check import (
     NOT_ATTEMPTED,
@@ -39,7 +39,7 @@ from labkit.core.check import (
     not_a_function,
     unanswered,
 )
-from labkit.core.fixtures import load_json, record_list, schema_error
+from labkit.core.fixtures import load_json, schema_error
 from labkit.core.runtime import run
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
@@ -52,26 +52,15 @@ __all__ = [
     "check_workflow",
 ]
 
-# Lab 01's exercise data (fixtures/docuctl/exercises/lab01.json), validated when first used.
-_TEXT = {"type": "string", "minLength": 1}
-_STAGE = record_list({"passed": _TEXT, "wanted": _TEXT})["items"]
-_EXERCISES = record_list(
-    {
-        # Questions the notebook never shows: each finds pages, so the workflow takes the same steps
-        # as on the base cases, and only a table of memorised answers fails them.
-        "unseen": record_list({"version": {"enum": list(VERSIONS)}, "question": _TEXT}, min_items=1),
-        # The example Exercise 2's cell starts with (the notebook's `my_case`): a case the fixed
-        # workflow solves, so running it unchanged is no attempt.
-        "starting_case": ADAPTIVE_CASES["items"],
-        # Per defensible stage: the verdict when a reason names its facts, and what to name.
-        "stage_reasons": record_list({"retrieval": _STAGE, "control": _STAGE})["items"],
-    }
-)["items"]
 
-
+# Lab 01's exercise data (fixtures/docuctl/exercises/lab01.json): the questions the notebook never
+# shows (each finds pages, so the workflow takes the same steps as on the base cases and only a table
+# of memorised answers fails them); the example Exercise 2's cell starts with (a case the fixed
+# workflow solves, so running it unchanged is no attempt); per defensible stage, the verdict when a
+# reason names its facts, and what to name.
 @functools.cache
 def _exercise_data() -> dict[str, Any]:
-    return load_json(DOCUCTL / "exercises" / "lab01.json", _EXERCISES)
+    return load_json(DOCUCTL / "exercises" / "lab01.json", fixture_schema("lab01_exercises"))
 
 
 _FIXED = (
@@ -251,7 +240,7 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
 
 def _invalid(case: dict[str, Any], docs: Documents) -> str | None:
     """What makes `case` no valid adaptive case (its schema, `Task`'s contract, its page), or None."""
-    if (error := schema_error(ADAPTIVE_CASES["items"], case)) is not None:
+    if (error := schema_error(fixture_schema("adaptive_case"), case)) is not None:
         return f"{'.'.join(map(str, error.absolute_path)) or 'case'}: {shorten(error.message, 200)}"
     try:
         task_from(case)

@@ -13,11 +13,12 @@ from typing import Any
 import pandas as pd
 
 from labkit.baseline.controllers import docuctl_tools, scripted
+from labkit.baseline.corpus import DOCUCTL, fixture_schema
 from labkit.baseline.grading import outcome
 from labkit.baseline.task import Task
 from labkit.core.answers import shown
 from labkit.core.check import Check, Raised, TimedOut, call, copied, crashed, fail, not_a_function, unanswered
-from labkit.core.fixtures import FIXTURES, load_json
+from labkit.core.fixtures import load_json
 from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Tool, run
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
@@ -93,12 +94,7 @@ def _after_error(task: Any, observations: list) -> dict[str, Any]:
 
 # What `run` promises, by the stop a case ends with (a wrong run's verdict quotes it): the stop
 # reasons a policy alone can reach, one sentence each, in fixtures/docuctl/exercises/lab02.json.
-_CONTRACTS = {
-    "type": "object",
-    "propertyNames": {"enum": list(STOP_REASONS)},
-    "additionalProperties": {"type": "string", "minLength": 1},
-}
-CONTRACTS = load_json(FIXTURES / "docuctl" / "exercises" / "lab02.json", _CONTRACTS)
+CONTRACTS = load_json(DOCUCTL / "exercises" / "lab02.json", fixture_schema("lab02_contracts"))
 
 
 @dataclass(frozen=True)
