@@ -23,7 +23,7 @@ from labkit.baseline.controllers import (
     traced_tools,
     workflow,
 )
-from labkit.baseline.corpus import ADAPTIVE_CASES, Corpus, case_problem, docuctl
+from labkit.baseline.corpus import DOCUCTL, Corpus, case_problem, docuctl, fixture_schema
 from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
 from labkit.baseline.task import Task, TaskError, task_from
@@ -39,7 +39,7 @@ from labkit.core.check import (
     not_a_function,
     unanswered,
 )
-from labkit.core.fixtures import schema_error
+from labkit.core.fixtures import load_json, schema_error
 from labkit.core.runtime import run
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
@@ -52,16 +52,17 @@ __all__ = [
     "check_workflow",
 ]
 
-# Questions the notebook never shows: each finds pages, so the workflow takes the same steps as
-# on the base cases, and only a table of memorised answers fails them.
-_UNSEEN = (
-    ("v1", "How do I scale the workers?"),
-    ("v2", "How do I promote a build?"),
-    ("v2", "How do I purge the cache?"),
-    ("v1", "How do I run the migrations?"),
-    ("v2", "Where are the service logs?"),
-    ("v2", "How do I invalidate cache entries?"),
-)
+
+# Lab 01's exercise data (fixtures/docuctl/exercises/lab01.json): the questions the notebook never
+# shows (each finds pages, so the workflow takes the same steps as on the base cases and only a table
+# of memorised answers fails them); the example Exercise 2's cell starts with (a case the fixed
+# workflow solves, so running it unchanged is no attempt); per defensible stage, the verdict when a
+# reason names its facts, and what to name.
+@functools.cache
+def _exercise_data() -> dict[str, Any]:
+    return load_json(DOCUCTL / "exercises" / "lab01.json", fixture_schema("lab01_exercises"))
+
+
 _FIXED = (
     "the workflow searches the question as asked, reads the first hit and answers with that page's command"
 )
@@ -70,9 +71,9 @@ _FIXED = (
 def _tasks(corpus: Corpus) -> list[tuple[str, Task]]:
     """(how a verdict names it, task): the base cases, then the unseen questions."""
     tasks = [(f"case {case['id']!r}", task_from(case)) for case in corpus.cases]
-    for number, (version, question) in enumerate(_UNSEEN, 1):
-        task = Task(f"unseen-{number}", "unseen", question, version)
-        tasks.append((f"the unseen {version} question {question!r}", task))
+    for number, unseen in enumerate(_exercise_data()["unseen"], 1):
+        task = Task(f"unseen-{number}", "unseen", unseen["question"], unseen["version"])
+        tasks.append((f"the unseen {task.version} question {task.question!r}", task))
     return tasks
 
 
@@ -133,7 +134,7 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     return Check(
         True,
         f"your workflow takes labkit's steps on all {len(corpus.cases)} base cases and "
-        f"{len(_UNSEEN)} unseen questions: {passed} passed with {spent} tool calls.",
+        f"{len(results) - len(corpus.cases)} unseen questions: {passed} passed with {spent} tool calls.",
         table,
     )
 
@@ -173,8 +174,8 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     return Check(
         True,
         f"your loop takes the workflow's steps on all {len(corpus.cases)} cases ({passed} passed, "
-        f"{spent} tool calls) and {len(_UNSEEN)} unseen questions; only the decider moved — the runtime "
-        "now asks your policy each turn.",
+        f"{spent} tool calls) and {len(results) - len(corpus.cases)} unseen questions; only the "
+        "decider moved — the runtime now asks your policy each turn.",
         table,
     )
 
@@ -183,28 +184,14 @@ def _diagnosis(case_id: Any, stage: Any, reason: Any = None) -> dict[str, Any]:
     return {"case_id": case_id, "stage": stage, "reason": reason}
 
 
-# Per defensible stage: the facts its reason must name, the verdict when it does, and what to name.
-_STAGE_REASONS = {
-    "retrieval": (
-        diagnosis.ranking_named,
-        "retrieval: search ranked {first!r} first and {expected!r} {where}; a better ranking fixes it for "
-        "every controller at once. (Control is defensible too, with the right reason.)",
-        "which page search ranked first and where {expected!r} ranked",
-    ),
-    "control": (
-        diagnosis.step_named,
-        "control: {expected!r} was among the hits, but the fixed next step reads only the first one; a "
-        "controller that checks the page before answering could recover. (Retrieval is defensible too: "
-        "the ranking put it second.)",
-        "that {expected!r} was among the hits, and which step never looked at it",
-    ),
-}
+# The facts a defensible stage's reason must name.
+_NAMED = {"retrieval": diagnosis.ranking_named, "control": diagnosis.step_named}
 
 
 @exercise("01", "failure_stage", payload=_diagnosis)
 def check_failure_stage(case_id: str, stage: str | None, reason: str | None = None) -> Check:
     """Exercise 1: which stage made the workflow fail `case_id`, and the trace's evidence for it:
-    retrieval or control, with a reason naming that stage's facts (`_STAGE_REASONS`); never answer
+    retrieval or control, with a reason naming that stage's facts (`_NAMED`); never answer
     (it copied the page it read). A reason the trace contradicts fails with what the trace shows."""
     if unanswered(stage):
         return fail(NOT_YET)
@@ -239,33 +226,21 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
     if claim := diagnosis.contradiction(text, facts, expected):
         shows = diagnosis.what_it_shows(facts, expected)
         return fail(f"your reason says {claim}, but the trace shows otherwise: {shows}.")
-    named, passed, wanted = _STAGE_REASONS[stage]
+    texts = _exercise_data()["stage_reasons"][stage]
     where = "second" if expected in ids[1:] else "nowhere in the hits"
-    if named(text, ids, expected):
-        return Check(True, passed.format(first=ids[0] if ids else "", expected=expected, where=where))
+    if _NAMED[stage](text, ids, expected):
+        return Check(
+            True, texts["passed"].format(first=ids[0] if ids else "", expected=expected, where=where)
+        )
     return fail(
         f"{stage} may be defensible, but your reason does not show it: name the facts of §5's trace, "
-        f"{wanted.format(expected=expected)} (search returned {ids})."
+        f"{texts['wanted'].format(expected=expected)} (search returned {ids})."
     )
-
-
-# The example Exercise 2's cell starts with (the notebook's `my_case`): a case the fixed workflow
-# solves, so running it unchanged is no attempt.
-_STARTING_CASE = {
-    "id": "my-case",
-    "family": "tokens",
-    "version": "v2",
-    "question": "How do I rotaet tokens?",
-    "expected_doc": "tokens-v2",
-    "expected_command": "docuctl auth tokens rotate --env staging",
-    "observation": "empty_search",
-    "why": "a misspelt verb",
-}
 
 
 def _invalid(case: dict[str, Any], docs: Documents) -> str | None:
     """What makes `case` no valid adaptive case (its schema, `Task`'s contract, its page), or None."""
-    if (error := schema_error(ADAPTIVE_CASES["items"], case)) is not None:
+    if (error := schema_error(fixture_schema("adaptive_case"), case)) is not None:
         return f"{'.'.join(map(str, error.absolute_path)) or 'case'}: {shorten(error.message, 200)}"
     try:
         task_from(case)
@@ -288,7 +263,7 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
     corpus = docuctl()
     if problem := _invalid(case, corpus.docs):
         return fail(f"not a valid case: {problem}")
-    if case == _STARTING_CASE:
+    if case == _exercise_data()["starting_case"]:
         return fail(
             f"{NOT_ATTEMPTED}: this is the example the cell starts with, which the fixed "
             "workflow already solves; change it into a case it fails and run the cell again"

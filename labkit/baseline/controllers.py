@@ -239,16 +239,11 @@ def adaptive_policy(docs: Documents | None = None) -> _Policy:
 def controllers(
     docs: Documents | None = None, *, adaptive: bool = True, top_k: int = TOP_K, max_tools: int | None = None
 ) -> dict[str, Callable[[Task], Result]]:
-    """The compared controllers by name, on `docs` (default: docuctl), one `top_k` (1..3) and one
-    tool budget (`max_tools`, 1..6; a loop gets one turn more, for its final answer), by default
-    two tools for the baseline's three (adaptive=False) and three for all seven. ValueError for a
-    top_k or max_tools out of range."""
+    """The compared controllers by name, on `docs` (default: docuctl), one `top_k` and one tool
+    budget (a loop gets one turn more, for its final answer), by default two tools for the
+    baseline's three (adaptive=False) and three for all seven; `labkit compare` checks the ranges."""
     docs = _docs(docs)
     budget = (ADAPTIVE_TOOL_BUDGET if adaptive else BASE_TOOL_BUDGET) if max_tools is None else max_tools
-    if type(top_k) is not int or top_k not in (1, 2, 3):
-        raise ValueError(f"top_k must be 1, 2 or 3, not {top_k!r}")
-    if type(budget) is not int or not 1 <= budget <= 6:
-        raise ValueError(f"max_tools must be an int in 1..6, not {budget!r}")
 
     def loop(policy: _Policy) -> Callable[[Task], Result]:
         return lambda task: run(

@@ -6,42 +6,23 @@ are checked, and the first problem is one FixtureError naming file, record and f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 from labkit.baseline.documents import Documents
-from labkit.baseline.task import VERSIONS
 from labkit.core.errors import FixtureError
-from labkit.core.fixtures import FIXTURES, load_json, record_list, unique_ids
+from labkit.core.fixtures import FIXTURES, load_json, read_json, unique_ids
 
 DOCUCTL = FIXTURES / "docuctl"
 
-# The schemas of lab 01's fixture files.
-_SHORT = {"type": "string", "minLength": 1, "maxLength": 100}
-_TEXT = {"type": "string", "minLength": 1, "maxLength": 2000}
-_VERSION = {"enum": list(VERSIONS)}
-_DOCUMENTS = record_list(
-    {"id": _SHORT, "version": _VERSION, "title": _SHORT, "text": _TEXT, "command": _TEXT}, min_items=1
-)
-_GLOSSARY = {
-    "type": "object",
-    "additionalProperties": {"type": "string", "pattern": "^[a-z0-9]+$"},
-    "propertyNames": {"pattern": "^[a-z0-9]+$"},
-}
-_CASE_FIELDS = {
-    "id": _SHORT,
-    "family": _SHORT,
-    "question": {"type": "string", "minLength": 1, "maxLength": 500},
-    "version": _VERSION,
-    "expected_doc": _SHORT,
-    "expected_command": _TEXT,
-}
-_CASES = record_list(_CASE_FIELDS, min_items=1)  # no cases would score 0 of 0: refused instead
-# Adaptive cases also say which observation should change the next action, and why.
-ADAPTIVE_CASES = record_list(
-    {**_CASE_FIELDS, "observation": {"enum": ["empty_search", "conflicting_page"]}, "why": _TEXT}, min_items=1
-)
+
+@cache
+def fixture_schema(name: str) -> dict[str, Any]:
+    """The JSON schema of a lab 01/02 fixture file or record (`name`: a key of `$defs` in
+    fixtures/docuctl/schemas.json, such as "cases.json", "adaptive_case" or "lab01_exercises")."""
+    defs = read_json(DOCUCTL / "schemas.json", "schema file")["$defs"]
+    return {"$defs": defs, "$ref": f"#/$defs/{name}"}
 
 
 @dataclass(frozen=True)
@@ -72,17 +53,13 @@ def load_corpus(folder: str | Path = DOCUCTL) -> Corpus:
     folder = Path(folder)
     if not folder.is_dir():
         raise FixtureError(f"{folder}: not a folder")
-    pages = load_json(folder / "documents.json", _DOCUMENTS)
+    pages = load_json(folder / "documents.json", fixture_schema("documents.json"))
     unique_ids(folder / "documents.json", pages)
-    docs = Documents(pages, load_json(folder / "glossary.json", _GLOSSARY))
+    docs = Documents(pages, load_json(folder / "glossary.json", fixture_schema("glossary.json")))
     case_files: list[list[dict[str, Any]]] = []
-    for name, schema in (
-        ("cases.json", _CASES),
-        ("adaptive_cases.json", ADAPTIVE_CASES),
-        ("rewrite_cases.json", _CASES),
-    ):
+    for name in ("cases.json", "adaptive_cases.json", "rewrite_cases.json"):
         path, earlier = folder / name, {case["id"] for cases in case_files for case in cases}
-        cases = load_json(path, schema) if name == "cases.json" or path.exists() else []
+        cases = load_json(path, fixture_schema(name)) if name == "cases.json" or path.exists() else []
         unique_ids(path, cases)
         for index, case in enumerate(cases):
             if problem := case_problem(case, docs):

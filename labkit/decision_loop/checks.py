@@ -13,10 +13,12 @@ from typing import Any
 import pandas as pd
 
 from labkit.baseline.controllers import docuctl_tools, scripted
+from labkit.baseline.corpus import DOCUCTL, fixture_schema
 from labkit.baseline.grading import outcome
 from labkit.baseline.task import Task
 from labkit.core.answers import shown
 from labkit.core.check import Check, Raised, TimedOut, call, copied, crashed, fail, not_a_function, unanswered
+from labkit.core.fixtures import load_json
 from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Tool, run
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
@@ -91,20 +93,8 @@ def _after_error(task: Any, observations: list) -> dict[str, Any]:
 
 
 # What `run` promises, by the stop a case ends with (a wrong run's verdict quotes it): the stop
-# reasons a policy alone can reach.
-CONTRACTS = {
-    "final": "a valid final answer that cites nothing or a page a source tool returned in this run is "
-    "final; a tool that raises is an observation {'error': ...} and the episode goes on",
-    "invalid_decision": "a proposal that is not a dict, names no tool, lacks or adds a field, has a "
-    "wrongly typed argument or a blank answer, or a policy that raises (not an OSError) is "
-    "invalid_decision, and no tool runs",
-    "provider_error": "an OSError from the policy (ConnectionError, TimeoutError, ...) is provider_error",
-    "tool_limit": "a tool proposed after max_tools calls (with max_tools=0, the first) is tool_limit, "
-    "and it does not run",
-    "turn_limit": "max_turns decisions without a final is turn_limit, whatever max_turns is",
-    "unread_citation": "a citation that no source tool (tool.source) returned in this run is "
-    "unread_citation: a search hit, a failed read or another tool's id is not a page read",
-}
+# reasons a policy alone can reach, one sentence each, in fixtures/docuctl/exercises/lab02.json.
+CONTRACTS = load_json(DOCUCTL / "exercises" / "lab02.json", fixture_schema("lab02_contracts"))
 
 
 @dataclass(frozen=True)

@@ -8,43 +8,19 @@ from typing import Any
 from labkit.baseline.controllers import docuctl_tools
 from labkit.baseline.task import Task
 from labkit.core.errors import LabError
+from labkit.core.fixtures import FIXTURES, read_text
 from labkit.core.runtime import Tool
 from labkit.model.constraints import StateRules
 from labkit.model.policy import ModelPolicy
 
 DOCUCTL_LAB = "docuctl"  # the `lab` of every docuctl recording
 
-_BASE = """\
-You are a documentation assistant for docuctl, a command-line tool. Answer the user's \
-question with the exact staging command from the documentation of the version asked, and \
-cite the page you read.
-
-Each turn, reply with exactly one JSON object, one of:
-{"action": "search", "query": "<a few words>"}  search the documentation; returns up to 2 pages as {id, title}
-{"action": "read", "id": "<page id>"}  read a page returned by search; returns its text and command
-{"action": "final", "answer": "<command>", "citation": "<page id>"}  answer with the page's \
-command, copied exactly, citing the page you read
-
-Search first, then read the best hit, then answer. A page that says "Production only" or \
-"Deprecated" does not answer a staging question: read the other hit. If a search finds \
-nothing, search again with the misspelt words corrected."""
-
-_EXAMPLE = (
-    _BASE
-    + """
-
-Example.
-User: Question: How do I list the installed plugins?
-Documentation version: v2
-Assistant: {"action": "search", "query": "list installed plugins"}
-User: Result of search: [{"id": "plugins-v2", "title": "Plugins"}]
-Assistant: {"action": "read", "id": "plugins-v2"}
-User: Result of read: {"id": "plugins-v2", "version": "v2", "title": "Plugins", \
-"text": "List or install plugins.", "command": "docuctl plugins list --env staging"}
-Assistant: {"action": "final", "answer": "docuctl plugins list --env staging", "citation": "plugins-v2"}"""
-)
-
-PROMPTS = {"base": _BASE, "example": _EXAMPLE}
+_PROMPTS = FIXTURES / "docuctl" / "prompts"  # text files, one trailing newline each
+_BASE = read_text(_PROMPTS / "base.txt", "prompt").removesuffix("\n")
+PROMPTS = {
+    "base": _BASE,
+    "example": _BASE + "\n\n" + read_text(_PROMPTS / "example.txt", "prompt").removesuffix("\n"),
+}
 
 
 def describe_docuctl(task: Any) -> str:
