@@ -78,7 +78,7 @@ def check_recording(path, episodes, cases, prompt, max_tokens):
 
 
 @pytest.mark.live
-def test_live_smoke_two_cases_one_trial_at_l3(tmp_path):
+def test_live_smoke_one_case_one_trial_at_l3(tmp_path):
     try:
         local.find_model_file()
         backend = local.LocalBackend(n_threads=1)  # the suite's other workers hold the other core
@@ -86,7 +86,7 @@ def test_live_smoke_two_cases_one_trial_at_l3(tmp_path):
     except LabError as error:
         skip_or_fail(error)
     corpus = docuctl()
-    cases = [corpus.cases[0], corpus.adaptive_cases[0]]
+    cases = [corpus.adaptive_cases[0]]  # one episode: the public grammar path decodes at ~60 tokens/s
     path = tmp_path / "docuctl-smoke.jsonl"
     episodes = run_trials(backend, path, cases=cases, k=1, budget_tokens=4000, rung="L3", prompt="example")
     for case, record in zip(cases, episodes, strict=True):
