@@ -18,9 +18,12 @@ from typing import Any
 from labkit.core.errors import FixtureError, LabError, ProviderError
 from labkit.core.fixtures import parse_json, read_text, schema_error
 from labkit.model.backend import Backend, ChatRequest, Reply, now, versions
+from labkit.model.constraints import RUNGS
 
 # The JSON schema of each kind of record; a count past 2**53 is no count and is refused.
 _SCHEMAS = json.loads(Path(__file__).with_name("record_schemas.json").read_text(encoding="utf-8"))
+for _schema in _SCHEMAS.values():  # the ladder's rungs are defined once, in constraints
+    _schema["properties"]["rung"]["enum"] = list(RUNGS)
 # Files read and validated, by (path, size, mtime): replay and evaluation reread them in a process.
 _READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
 
