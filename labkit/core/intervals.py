@@ -1,4 +1,4 @@
-"""Error bars for the course's rates: how sure a table of a few dozen episodes can be.
+"""TO BE DELETED when every caller uses `labkit.core.stats`. Error bars for the course's rates: how sure a table of a few dozen episodes can be.
 
 - `wilson(successes, n)`: the Wilson score interval (E. B. Wilson, 1927) for a proportion;
 - `bootstrap(values_by_case, statistic)`: resamples *cases*, not episodes, since trials of one
@@ -11,45 +11,14 @@ Every resampling is seeded (numpy's Generator), so a notebook's interval is the 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-_Z95 = 1.959963984540054  # the standard normal's 97.5th percentile: a two-sided 95% interval
-_RESAMPLES = 2000  # bootstrap resamples: the 2.5th and 97.5th percentiles move by < 0.01 past this
-SEED = 0
+from labkit.core.stats import SEED, Interval, mcnemar, wilson
 
-
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with its 95% interval: `low <= estimate <= high`."""
-
-    estimate: float
-    low: float
-    high: float
-
-    def excludes(self, value: float) -> bool:
-        """True when `value` lies outside the interval (a difference that is a difference)."""
-        return value < self.low or value > self.high
-
-    def __str__(self) -> str:
-        return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
-
-
-def wilson(successes: int, n: int) -> Interval:
-    """The Wilson score interval for `successes` of `n` independent trials (ValueError unless
-    they are ints with 0 <= successes <= n and n > 0)."""
-    if type(successes) is not int or type(n) is not int or not 0 <= successes <= n or n == 0:
-        raise ValueError(f"wilson needs int counts with 0 <= successes <= n and n > 0, got {successes}/{n}")
-    p, z = successes / n, _Z95
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    # At 0 of n (n of n) the lower (upper) bound is exactly 0 (1); the formula leaves float dust.
-    low = 0.0 if successes == 0 else centre - half
-    high = 1.0 if successes == n else centre + half
-    return Interval(p, low, high)
+__all__ = ["Interval", "bootstrap", "mcnemar", "paired", "verdict", "wilson"]
+_RESAMPLES = 2000
 
 
 def _resampled(values: np.ndarray, seed: int) -> Interval:
@@ -74,21 +43,6 @@ def paired(a: Mapping[str, float], b: Mapping[str, float], *, seed: int = SEED) 
     if not shared:
         raise ValueError("paired needs two score mappings over the same cases; these share none")
     return _resampled(np.array([float(a[case]) - float(b[case]) for case in shared]), seed)
-
-
-def mcnemar(a: Mapping[str, bool], b: Mapping[str, bool]) -> float:
-    """The exact two-sided McNemar p-value for two pass/fail outcomes on the same cases: with x
-    cases only `a` passed and y only `b` passed, x is Binomial(x + y, 1/2) under no difference."""
-    shared = set(a) & set(b)
-    if not shared:
-        raise ValueError("mcnemar needs two outcome mappings over the same cases; these share none")
-    only_a = sum(1 for case in shared if a[case] and not b[case])
-    only_b = sum(1 for case in shared if b[case] and not a[case])
-    discordant = only_a + only_b
-    if discordant == 0:
-        return 1.0
-    tail = sum(math.comb(discordant, i) for i in range(min(only_a, only_b) + 1)) / 2**discordant
-    return min(1.0, 2 * tail)
 
 
 def verdict(interval: Interval, p: float | None = None) -> str:

@@ -1,0 +1,280 @@
+"""The course's statistics, one method per design, on scipy.stats: how sure a table of a few dozen
+episodes can be, and when two rows differ.
+
+- A rate: `wilson(successes, n)` when each unit (a case, a request, an attack) ran once; `rate` when
+  units ran several trials (a cluster bootstrap over units, since trials of one unit are not
+  independent: E. Miller, "Adding Error Bars to Evals", 2024, arXiv:2411.00640).
+- A paired difference: `compare` picks Newcombe's interval with exact McNemar for one pass/fail per
+  unit, or the cluster bootstrap with a sign-flip permutation test for several trials per unit or a
+  baseline given as each unit's expected pass probability.
+- Several comparisons printed together are one family: `holm` adjusts their p-values.
+- `mde` is the smallest gain the design detects with 80% power: what "not distinguishable" means.
+
+No interval here has zero width: where every unit agrees with itself the bootstrap has nothing to
+resample, and the interval falls back to the score interval on the units. Every draw is seeded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+ALPHA = 0.05  # the series' level: a two-sided 95% interval, a test at 0.05
+POWER = 0.80  # the power an MDE is quoted at
+SEED = 0
+_Z = float(stats.norm.ppf(1 - ALPHA / 2))
+_RESAMPLES = 2000  # bootstrap resamples: the interval's ends move by < 0.01 past this
+_PERMUTATIONS = 9999  # sign flips drawn when 2**units is more (else every flip is enumerated)
+
+Values = Mapping[str, "float | Sequence[float]"]  # unit id -> its trials' 0/1 (or one value)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its 95% interval (`low <= estimate <= high`, `low < high`) and its method."""
+
+    estimate: float
+    low: float
+    high: float
+    method: str = "Wilson"
+
+    def excludes(self, value: float) -> bool:
+        """True when `value` lies outside the interval."""
+        return value < self.low or value > self.high
+
+    def __str__(self) -> str:
+        return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
+
+def wilson(successes: float, n: int) -> Interval:
+    """The Wilson score interval (E. B. Wilson, JASA 22, 1927) for `successes` of `n` units; the
+    count may be fractional (a sum of per-unit means). ValueError unless 0 <= successes <= n, n > 0."""
+    if isinstance(successes, bool) or not isinstance(n, int) or n <= 0 or not 0 <= successes <= n:
+        raise ValueError(f"wilson needs 0 <= successes <= n and n > 0, got {successes}/{n}")
+    p, z2 = successes / n, _Z * _Z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = _Z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    # At 0 (or n) of n the bound is exactly 0 (or 1); the formula leaves float dust there.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    return Interval(p, low, 1.0 if successes == n else min(1.0, centre + half))
+
+
+def unit_means(values: Values) -> dict[str, float]:
+    """Each unit's mean over its trials (a bare number is one trial). ValueError for no units or a
+    unit with no trials."""
+    means = {}
+    for unit, trials in values.items():
+        trials = [trials] if isinstance(trials, int | float) else list(trials)
+        if not trials:
+            raise ValueError(f"unit {unit!r} has no trials")
+        means[unit] = float(np.mean(np.asarray(trials, dtype=float)))
+    if not means:
+        raise ValueError("no units to estimate over")
+    return means
+
+
+def _bootstrap(means: np.ndarray, seed: int) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of the mean over resampled units (percentile bootstrap)."""
+    if np.ptp(means) == 0:
+        return float(means[0]), float(means[0])
+    rng = np.random.default_rng(seed)
+    ends = stats.bootstrap((means,), np.mean, n_resamples=_RESAMPLES, method="percentile", rng=rng)
+    return float(ends.confidence_interval.low), float(ends.confidence_interval.high)
+
+
+def rate(values: Values, *, seed: int = SEED) -> Interval:
+    """The mean over units of each unit's pass rate, with its 95% interval: Wilson on the units when
+    each unit ran once or every unit's trials agree (0 or 1), else a cluster bootstrap over units
+    (percentile; Wilson on the units' summed means if every unit has the same mean)."""
+    means = np.array(list(unit_means(values).values()))
+    if np.isin(means, (0.0, 1.0)).all():
+        return wilson(float(means.sum()), len(means))
+    low, high = _bootstrap(means, seed)
+    if low == high:
+        return replace(wilson(float(means.sum()), len(means)), method="Wilson on unit means")
+    return Interval(float(means.mean()), low, high, "cluster bootstrap")
+
+
+def newcombe(a: Mapping[str, bool], b: Mapping[str, bool]) -> Interval:
+    """The paired difference of pass rates a - b over their shared units, one outcome each, with
+    Newcombe's hybrid score interval (R. G. Newcombe, Stat. Med. 17:2635, 1998, method 10)."""
+    units = _shared(a, b)
+    both = sum(bool(a[u]) and bool(b[u]) for u in units)
+    only_a = sum(bool(a[u]) and not b[u] for u in units)
+    only_b = sum(bool(b[u]) and not a[u] for u in units)
+    neither, n = len(units) - both - only_a - only_b, len(units)
+    p1, p2 = (both + only_a) / n, (both + only_b) / n
+    first, second = wilson(both + only_a, n), wilson(both + only_b, n)
+    margins = (both + only_a) * (neither + only_b) * (both + only_b) * (neither + only_a)
+    cross = both * neither - only_a * only_b
+    # Newcombe's correlation term, with his continuity adjustment of the cross product.
+    adjusted = cross - n / 2 if cross > n / 2 else min(cross, 0)
+    phi = adjusted / math.sqrt(margins) if margins else 0.0
+    below = (p1 - first.low) ** 2 - 2 * phi * (p1 - first.low) * (second.high - p2) + (second.high - p2) ** 2
+    above = (second.low - p2) ** 2 - 2 * phi * (p2 - second.low) * (first.high - p1) + (first.high - p1) ** 2
+    diff = p1 - p2
+    return Interval(diff, max(-1.0, diff - math.sqrt(below)), min(1.0, diff + math.sqrt(above)), "Newcombe")
+
+
+def mcnemar(a: Mapping[str, bool], b: Mapping[str, bool]) -> float:
+    """The exact two-sided McNemar p-value over the shared units: with x units only `a` passed and
+    y only `b` passed, x ~ Binomial(x + y, 1/2) under no difference (scipy.stats.binomtest)."""
+    units = _shared(a, b)
+    only_a = sum(bool(a[u]) and not b[u] for u in units)
+    only_b = sum(bool(b[u]) and not a[u] for u in units)
+    return 1.0 if only_a + only_b == 0 else _mcnemar(only_a, only_b)
+
+
+@cache
+def _mcnemar(only_a: int, only_b: int) -> float:
+    return float(stats.binomtest(only_a, only_a + only_b, 0.5).pvalue)
+
+
+def sign_flip(differences: Sequence[float], *, seed: int = SEED) -> float:
+    """The two-sided p-value of a paired permutation test that the mean per-unit difference is 0:
+    each unit's sign flipped at random (every flip enumerated when 2**units <= 9,999)."""
+    diffs = np.asarray(differences, dtype=float)
+    if not diffs.any():
+        return 1.0
+    test = stats.permutation_test(
+        (diffs,),
+        np.mean,
+        permutation_type="samples",
+        n_resamples=_PERMUTATIONS,
+        rng=np.random.default_rng(seed),
+    )
+    return float(test.pvalue)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (S. Holm, Scand. J. Stat. 6:65, 1979), in the given order:
+    the i-th smallest is multiplied by (m - i + 1), made non-decreasing, capped at 1."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    adjusted, running = [1.0] * len(pvalues), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+@cache
+def _rejected(n: int, alpha: float) -> np.ndarray:
+    """Every pair of counts (x wins for a, y for b, x + y <= n) exact McNemar rejects at `alpha`."""
+    x, y = (grid.ravel() for grid in np.mgrid[0 : n + 1, 0 : n + 1])
+    x, y = x[(x + y <= n) & (x + y > 0)], y[(x + y <= n) & (x + y > 0)]
+    tail = np.minimum(stats.binom.cdf(x, x + y, 0.5), stats.binom.sf(x - 1, x + y, 0.5))
+    keep = np.minimum(1.0, 2 * tail) < alpha
+    return np.stack([x[keep], y[keep], n - x[keep] - y[keep]], axis=1)
+
+
+def power(n: int, gain: float, discordant: float = 0.0, alpha: float = ALPHA) -> float:
+    """The chance exact McNemar at `alpha` rejects over `n` paired units when one row wins
+    `discordant + gain` of them and the other `discordant` (summed over every pair of counts)."""
+    win, lose = discordant + gain, discordant
+    if n <= 0 or win + lose > 1 + 1e-9:
+        return 0.0
+    region = _rejected(n, alpha)
+    probabilities = [win, lose, max(0.0, 1.0 - win - lose)]
+    return float(stats.multinomial.pmf(region, n, probabilities).sum()) if len(region) else 0.0
+
+
+def mde(n: int, *, discordant: float = 0.0, alpha: float = ALPHA) -> float:
+    """The minimum detectable difference: the smallest gain (to 0.01) that `n` paired units detect
+    with 80% power, the other row winning `discordant` of them; nan if no gain reaches it."""
+    for step in range(1, 101):
+        if power(n, step / 100, discordant, alpha) >= POWER:
+            return step / 100
+    return math.nan
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Row a minus row b over `n` shared units: the difference's interval, its test's p-value,
+    Holm's p within `family` (once adjusted), and the MDE of the design."""
+
+    name: str
+    interval: Interval
+    test: str
+    p: float
+    n: int
+    mde: float
+    family: str = ""
+    p_holm: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        """The series' one rule: "a difference" only when the (Holm-adjusted) test rejects at 0.05
+        and the interval excludes 0; else "not distinguishable", with the MDE."""
+        p = self.p if self.p_holm is None else self.p_holm
+        if p < ALPHA and self.interval.excludes(0):
+            return "a difference"
+        if math.isnan(self.mde):
+            return f"not distinguishable (no gain is detectable on {self.n} units)"
+        return f"not distinguishable (MDE {self.mde:.2f})"
+
+
+def compare_rows(name: str, a: Values, b: Values, *, seed: int = SEED) -> Comparison:
+    """`a` minus `b` unit by unit (unit -> trials' 0/1, or a number: one trial, or for a baseline
+    its exact expected pass rate). One 0/1 per unit on both sides: Newcombe with exact McNemar.
+    Otherwise: the cluster bootstrap of per-unit differences with a sign-flip test. Units whose
+    trials all agree count as one outcome each."""
+    means_a, means_b = unit_means(a), unit_means(b)
+    units = _shared(means_a, means_b)
+    wins = [means_a[u] - means_b[u] for u in units]
+    # The design's background: how often the row behind still wins a unit (in expectation).
+    losing = min(sum(w for w in wins if w > 0), -sum(w for w in wins if w < 0)) / len(units)
+    design = mde(len(units), discordant=losing)
+    if all(means[u] in (0.0, 1.0) for means in (means_a, means_b) for u in units):
+        outcome_a, outcome_b = ({u: m[u] == 1.0 for u in units} for m in (means_a, means_b))
+        interval = newcombe(outcome_a, outcome_b)
+        return Comparison(name, interval, "exact McNemar", mcnemar(outcome_a, outcome_b), len(units), design)
+    diffs = np.array(wins)
+    low, high = _bootstrap(diffs, seed)
+    interval = Interval(float(diffs.mean()), low, high, "cluster bootstrap")
+    if low == high:  # every unit differs alike: the half-width of n units that agree (Newcombe)
+        half = 1 - wilson(len(units), len(units)).low
+        interval = Interval(low, max(-1.0, low - half), min(1.0, low + half), "Newcombe width")
+    return Comparison(
+        name, interval, "sign-flip permutation", sign_flip(diffs, seed=seed), len(units), design
+    )
+
+
+def adjust(comparisons: Sequence[Comparison], family: str) -> list[Comparison]:
+    """The comparisons printed together, as one family: each with its Holm-adjusted p."""
+    adjusted = holm([c.p for c in comparisons])
+    return [replace(c, family=family, p_holm=p) for c, p in zip(comparisons, adjusted, strict=True)]
+
+
+def comparison_table(comparisons: Sequence[Comparison], family: str) -> pd.DataFrame:
+    """A table of one family: difference with its interval, test, p, Holm's p and the verdict; the
+    family and its size name the columns."""
+    rows = [
+        {
+            "comparison": c.name,
+            "difference [95% interval]": str(c.interval),
+            "interval": c.interval.method,
+            "test": c.test,
+            "n": c.n,
+            "p": round(c.p, 4),
+            "Holm p": round(c.p_holm, 4),
+            "verdict": c.verdict,
+        }
+        for c in adjust(comparisons, family)
+    ]
+    frame = pd.DataFrame(rows).set_index("comparison")
+    frame.columns.name = f"family: {family} ({len(rows)} comparisons, Holm)"
+    return frame
+
+
+def _shared(a: Mapping[str, object], b: Mapping[str, object]) -> list[str]:
+    """The units both sides ran, in a fixed order; ValueError when they share none."""
+    units = sorted(set(a) & set(b))
+    if not units:
+        raise ValueError("the two rows share no unit to compare on")
+    return units
