@@ -3,7 +3,10 @@ failures: test_server_failures.py), and one live test against llama-cpp-python's
 server (marked `live`; skipped without `make model`, failed with CI=true)."""
 
 import json
+import signal
+import socket
 import subprocess
+import sys
 
 import jsonschema
 import pytest
@@ -138,3 +141,38 @@ def test_live_llama_cpp_server_constrains_and_records(llama_server, tmp_path, mo
         (MODEL, "json_object")
     }
     check_recording(path, episodes, cases, "base", 48)
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum):
+    from labkit.course.commands.serve import free_port, require_server
+    from labkit.model.local import find_model_file
+
+    try:
+        require_server()
+        find_model_file()
+    except LabError as error:
+        skip_or_fail(error)
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "labkit",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--threads",
+        "1",
+    ]
+    serve = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert serve.stdout.readline().startswith("serving"), "labkit serve did not come up"
+        serve.send_signal(signum)
+        serve.wait(15)
+        with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+    finally:
+        serve.kill()

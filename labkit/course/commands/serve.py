@@ -7,6 +7,7 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -125,8 +126,17 @@ def free_port(host: str = "127.0.0.1") -> int:
         return probe.getsockname()[1]
 
 
+def _stop_on(signum: int, frame: object) -> None:
+    """SIGTERM or SIGHUP (a supervisor, a closed terminal): leave through `handle`'s cleanup,
+    which stops the server too; the default action would leave it running, holding the port."""
+    raise SystemExit(128 + signum)
+
+
 def handle(args: argparse.Namespace) -> int:
     require_server()
+    for name in ("SIGTERM", "SIGHUP"):  # Windows has no SIGHUP
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stop_on)
     command = server_command(args.host, args.port, threads=args.threads, model_path=args.model_path)
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     process = subprocess.Popen(command, env={**os.environ, "PYTHONWARNINGS": "ignore"}, **quiet)
