@@ -1,8 +1,5 @@
-"""Lab 01's controllers: who decides the next step, on the same tools, tasks and budget.
-
-Fixed workflows (a keyword route, `workflow` and its variants with one or two rules written in
-advance) call the tools themselves; decision loops (`scripted`, `adaptive_policy`) decide one step
-at a time for `run`. `controllers()` gives all of them one search setting and one tool budget.
+"""Lab 01's controllers: fixed workflows call the tools themselves, decision loops (`scripted`,
+`adaptive_policy`) decide one step at a time for `run`; `controllers()` gives all one search and budget.
 """
 
 from __future__ import annotations
@@ -86,8 +83,7 @@ def traced_tools(
 
 
 def _fixed(steps: _Steps, task: Task, docs: Documents | None, *, top_k: int, max_tools: int) -> Result:
-    """`steps` run on `traced_tools`; the outcome in the runtime's Result shape (tool_limit when the
-    budget is spent)."""
+    """`steps` run on `traced_tools`: the outcome as the runtime's Result (tool_limit: budget spent)."""
     docs = _docs(docs)
     tools, trace = traced_tools(task, docs, top_k=top_k, max_tools=max_tools)
     stop, detail = "final", ""
@@ -110,8 +106,7 @@ def revise_query(question: str, vocabulary: set[str]) -> str | None:
     revised, changed = [], False
     for word in re.findall(r"[a-z0-9]+", question.casefold()):
         if word not in vocabulary and word in words(word):
-            match = difflib.get_close_matches(word, ordered, n=1, cutoff=0.8)
-            if match:
+            if match := difflib.get_close_matches(word, ordered, n=1, cutoff=0.8):
                 word, changed = match[0], True
         revised.append(word)
     return " ".join(revised) if changed else None

@@ -54,7 +54,7 @@ def test_the_workflow_and_the_decide_solutions_pass_with_labkits_figures():
         (lab01.check_workflow(my_workflow), "your workflow"),
         (lab01.check_decide(my_decide), "your loop"),
     ):
-        verdict(check, True, "17 passed", "36 tool calls")
+        verdict(check, True, "17 passed" if mine == "your loop" else "17 of 18 base cases passed", "36 tool calls")
         assert check.table.loc[mine].tolist() == [17, 18, 36] == check.table.iloc[1].tolist()
 
 
@@ -95,7 +95,7 @@ def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base ca
         (positional, ["raised TypeError: call tools with keywords: tools['read'].call(id=...)", "at line"]),
         (lambda task, tools: tools["search"].call(q=task.question), ["tools['search'].call(query=...)"]),
         (lambda task, tools: tools["lookup"], ["raised KeyError"]),
-        (memorised, ["unseen", "answered None"]),
+        (memorised, ["case 'deploy-build' your workflow called no tool", "yours skips read and search"]),
         (lambda task, tools: None, ["answered None", "the first hit was 'deploy-v2'"]),
         (lambda task, tools: time.sleep(60), ["did not return within 0.3 s"]),
         ("my_workflow", ["must be a function", "not str"]),
