@@ -51,12 +51,9 @@ def _tasks(corpus: Corpus, *, adaptive: bool = False) -> list[tuple[str, Task]]:
 
 
 def _calls(trace: list[dict[str, Any]]) -> str:
-    calls = [f"{d.pop('action')}({', '.join(f'{k}={v!r}' for k, v in d.items())})" for d in _decisions(trace)]
+    calls = [dict(entry["decision"]) for entry in trace]
+    calls = [f"{d.pop('action')}({', '.join(f'{k}={v!r}' for k, v in d.items())})" for d in calls]
     return ", then ".join(calls) or "no tool"
-
-
-def _decisions(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [dict(entry["decision"]) for entry in trace]
 
 
 def _answer_of(got: Any, where: str) -> tuple[str | None, str | None] | Check:
@@ -107,8 +104,8 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
                 f"On {where} your workflow answered {said}; the first hit was {hits[0]['id']!r}: {_FIXED}."
             )
         if (yours := _calls(trace)) != (labkits := _calls(want["trace"])):
-            skips = {d["action"] for d in _decisions(want["trace"])} - {
-                d["action"] for d in _decisions(trace)
+            skips = {e["decision"]["action"] for e in want["trace"]} - {
+                e["decision"]["action"] for e in trace
             }
             return fail(
                 f"On {where} your workflow called {yours}; labkit's calls {labkits}"
@@ -139,7 +136,6 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     scripted_loop = controllers(corpus.docs, adaptive=False)["scripted loop"]
     results = {}
     for where, task in _tasks(corpus):
-        # On copies, within the time limit; what it raises (then invalid_decision) is kept for the verdict.
         policy = Recorded(functools.partial(call, my_decide))
         tools = ctl.docuctl_tools(task, corpus.docs)
         got = run(task, policy, tools=tools, max_turns=BASE_TOOL_BUDGET + 1, max_tools=BASE_TOOL_BUDGET)
@@ -189,27 +185,21 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
     if not isinstance(stage, str) or stage not in diagnosis.STAGES:
         return fail(f"choose one of {', '.join(diagnosis.STAGES)} (a str).")
     corpus = docuctl()
-    case = next((c for c in corpus.cases if c["id"] == case_id), None)
-    if case is None:
+    if (case := next((c for c in corpus.cases if c["id"] == case_id), None)) is None:
         return fail(f"there is no base case {shorten(case_id, 60)!r}.")
     facts = diagnosis.trace_facts(case, corpus)
     if facts["result"]["citation"] == case["expected_doc"]:
         return fail(f"the workflow passes {case_id!r}; pick the case it fails.")
     ids, expected = facts["ids"], case["expected_doc"]
     if stage == "answer":
-        return fail(
-            "the answer step copied the command of the page it read, exactly: look at what it read, and why."
-        )
+        return fail("the answer step copied the read page's command exactly: look at what it read, and why.")
     if reason is not None and not isinstance(reason, str):
         return fail(f"`reason` is a sentence (a str) naming your evidence, not {type(reason).__name__}.")
     text = " ".join((reason or "").casefold().split())
     if not text:
         return fail(f"say why in `reason`: what did search rank first, and where was {expected!r}?")
     if len(text) > diagnosis.REASON_LIMIT:
-        return fail(
-            f"keep `reason` to a sentence or two (under {diagnosis.REASON_LIMIT:,} characters): the facts "
-            "of the trace."
-        )
+        return fail(f"keep `reason` to a sentence or two (under {diagnosis.REASON_LIMIT:,} characters).")
     if claim := diagnosis.contradiction(text, facts, expected):
         shows = diagnosis.what_it_shows(facts, expected)
         return fail(f"your reason says {claim}, but the trace shows otherwise: {shows}.")

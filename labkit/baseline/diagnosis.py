@@ -18,7 +18,7 @@ _RANKING = r"rank|first|order|score|tie|above|ahead|before|top|higher|sort|alpha
 _TIE = r"\btie|same score|equal score|scored? the same|both score|score (of )?2|smaller id|alphabet|by id"
 _LOWER = r"second|2nd|hit 2|#2|number 2|position 2|below|lower|behind|not first|\blost|after"
 _IN_HITS = r"second|2nd|hit 2|#2|returned|found|among|in the (results|list)|retrieved|listed|(a|the) hits?"
-_STEP = r"read|pick|chose|choose|select|check|only|always|next|blind|look|open"
+_STEP = r"read|pick|chose|choose|select|check|only|always|next|blind|look|open|took|use|trust|assum|ignor"
 _RIGHT_PAGE = r"(right|correct|expected|relevant|proper|needed|wanted) (page|doc|document|hit|one|result)"
 _NEGATION = r"(not|never|n't|no|without|instead of|rather than|failed to|unable to)\W+(\w+\W+){0,3}$"
 _FIND = r"(find|found|return|retrieve|surface|include|list|show|get|hit)"
@@ -139,6 +139,6 @@ def ranking_named(text: str, ids: list[str], expected: str) -> bool:
 
 
 def step_named(text: str, ids: list[str], expected: str) -> bool:
-    """A control reason: `expected` (or "the right page") was among the hits, and a step cue."""
-    page = _said(_names(expected), text) or _said(_RIGHT_PAGE, text) or _said(_ALL_HITS, text)
-    return expected in ids[1:] and page and _said(_IN_HITS, text) and _said(_STEP, text)
+    """A control reason: `expected` (or "the right page", "both hits") was among the hits, and a step cue."""
+    found = (_said(_names(expected), text) or _said(_RIGHT_PAGE, text)) and _said(_IN_HITS, text)
+    return expected in ids[1:] and (found or _said(_ALL_HITS, text)) and _said(_STEP, text)

@@ -62,10 +62,9 @@ def outcomes_vs_tool_calls(tables: Mapping[str, pd.DataFrame]) -> Figure:
         )
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    renderer = fig.canvas.get_renderer()
-    taken = {ax: [] for ax in axes[0]}
-    radius = 6 * fig.dpi / 72  # a marker's half width, in pixels
-    for ax, point, _ in groups:  # a label never covers a marker
+    renderer, taken = fig.canvas.get_renderer(), {ax: [] for ax in axes[0]}
+    radius = 6 * fig.dpi / 72  # a marker's half width, in pixels: no label covers a marker
+    for ax, point, _ in groups:
         x, y = ax.transData.transform(point)
         taken[ax].append(Bbox.from_extents(x - radius, y - radius, x + radius, y + radius))
     for ax, point, names in sorted(groups, key=lambda group: -len(group[2])):  # the longest first
