@@ -50,9 +50,13 @@ def _tasks(corpus: Corpus, *, adaptive: bool = False) -> list[tuple[str, Task]]:
     return tasks + [(f"§7's case {c['id']!r}", task_from(c)) for c in corpus.adaptive_cases * adaptive]
 
 
-def _calls(trace: list[dict[str, Any]]) -> str:
-    calls = [dict(entry["decision"]) for entry in trace]
-    calls = [f"{d.pop('action')}({', '.join(f'{k}={v!r}' for k, v in d.items())})" for d in calls]
+def _calls(trace: list[dict[str, Any]], question: str) -> str:
+    """A trace's tool calls as code, the task's question written as `task.question`."""
+    calls = []
+    for entry in trace:
+        action, *args = entry["decision"].items()
+        said = ("task.question" if type(v) is str and v == question else shown(v, 60) for _, v in args)
+        calls.append(f"{action[1]}({', '.join(f'{k}={v}' for (k, _), v in zip(args, said, strict=True))})")
     return ", then ".join(calls) or "no tool"
 
 
@@ -103,10 +107,9 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
             return fail(
                 f"On {where} your workflow answered {said}; the first hit was {hits[0]['id']!r}: {_FIXED}."
             )
-        if (yours := _calls(trace)) != (labkits := _calls(want["trace"])):
-            skips = {e["decision"]["action"] for e in want["trace"]} - {
-                e["decision"]["action"] for e in trace
-            }
+        if (yours := _calls(trace, task.question)) != (labkits := _calls(want["trace"], task.question)):
+            done = {entry["decision"]["action"] for entry in trace}
+            skips = {entry["decision"]["action"] for entry in want["trace"]} - done
             return fail(
                 f"On {where} your workflow called {yours}; labkit's calls {labkits}"
                 + (f": yours skips {' and '.join(sorted(skips))}" if skips else "")

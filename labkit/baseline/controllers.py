@@ -19,6 +19,7 @@ TOP_K = 2
 BASE_TOOL_BUDGET = 2  # the baseline comparison: the workflow and the loop share two tools
 ADAPTIVE_TOOL_BUDGET = 3  # one more for every controller: a revised search or a second read
 _NO_MATCH = "No matching page was found."
+_PAGE = "return one page {id, version, title, text, command} of this version"
 
 _Policy = Callable[[Task, list[dict[str, Any]]], dict[str, str]]
 _Steps = Callable[[Task, dict[str, Tool], Documents], "Page | str"]
@@ -31,19 +32,15 @@ def _docs(docs: Documents | None) -> Documents:
 def docuctl_tools(task: Task, docs: Documents | None = None, *, top_k: int = TOP_K) -> dict[str, Tool]:
     """`search(query)` and `read(id)` bound to the task's version and lab 01's settings."""
     docs, version = _docs(docs), task.version
+
+    def search(query: str) -> list[Page]:
+        return docs.search(query, version, expand=True, top_k=top_k)
+
+    ranks = f"rank this version's pages by shared terms; up to {top_k} {{id, title}} hits"
     return {
-        "search": Tool(
-            "search",
-            {"query": "str"},
-            lambda query: docs.search(query, version, expand=True, top_k=top_k),
-            description=f"rank this version's pages by shared terms; up to {top_k} {{id, title}} hits",
-        ),
+        "search": Tool("search", {"query": "str"}, search, description=ranks),
         "read": Tool(
-            "read",
-            {"id": "str"},
-            lambda id: docs.read(id, version),
-            source=True,
-            description="return one page {id, version, title, text, command} of this version",
+            "read", {"id": "str"}, lambda id: docs.read(id, version), source=True, description=_PAGE
         ),
     }
 

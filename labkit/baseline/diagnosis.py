@@ -27,15 +27,16 @@ _NOTHING = r"no (hits|results)|found nothing|returned nothing|empty (search|resu
 _RANKED = r"\W+(was |is |came |got |ranked |scored )?(ranked )?"
 # A claim about the scores: a value ("releases-v2 scored 3"), or one hit scoring above or below another.
 _NUMBERS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5"}
-_VALUE = (
-    rf"\W+(\w+\W+){{0,2}}?(scor|had|has|got|shar|match)\w*\W+(of\W+|only\W+)*(\d+|{'|'.join(_NUMBERS)})\b"
-)
+_VALUE = rf"\W+(\w+\W+){{0,2}}?(scor|had|has|got|shar|match)\w*\W+((of|only)\W+)*(\d+|{'|'.join(_NUMBERS)})\b"
 _MORE, _LESS = r"higher|more|better|greater|bigger|above|outscor", r"lower|less|fewer|worse|smaller|below"
 _CMP = f"{_MORE}|{_LESS}"
-_SCORE = rf"(scor|match|shar)\w*\W+(\w+\W+){{0,2}}?({_CMP})\b|\b({_CMP})\W+(scor|terms|match)|\boutscor"
+_SCORE = (
+    rf"(scor|match|shar)\w*\W+(\w+\W+){{0,2}}?({_CMP})\b|\b({_CMP})\W+(scor|terms|match|points)|\boutscor"
+)
 _HEDGE = r"\b(not|never|no|neither|nor|should|would|could|must|need\w*)\b|n't"  # no claim about the trace
 # Words that say the hits held the expected page without naming it ("both pages", "the other hit").
-_ALL_HITS = r"\b(both|two|all|each|the other|second|next|remaining)\W+(\w+\W+)?(pages?|hits?|results?|one)\b"
+_ALL_HITS = r"\b(both|two|all|the other|second|next)\W+(\w+\W+)?(pages?|hits?|results?|one|candidates|docs)\b"
+_WRONG = r"(wrong|irrelevant|unrelated) (page|one|hit|doc|result)"  # the first hit, unnamed
 
 
 def _said(pattern: str, text: str) -> bool:
@@ -80,9 +81,7 @@ def contradiction(text: str, facts: dict[str, Any], expected: str) -> str:
         return claim
     if expected in facts["ids"]:
         clauses = re.split(r"[.;,:!?]|\bbut\b|\bwhile\b|\bthough\b", text)
-        missing = (
-            rf"{page}\W+(\w+\W+){{0,3}}(missing|absent)|(not|never) (in|among) (the )?(hits|results|list)"
-        )
+        missing = rf"{page}\W+(\w+\W+){{0,3}}(missing|absent)|(not|never) (in|among) (the )?(hits|results)"
         ranking = r"first|top|highest|above|ahead|\bread\b"  # "not first" speaks of the ranking, not finding
         denied = any(_said(_NEGATED_FIND, c) and not _said(ranking, c) for c in clauses)
         if denied or _said(_NOTHING, text) or _said(missing, text):
@@ -134,6 +133,7 @@ def ranking_named(text: str, ids: list[str], expected: str) -> bool:
     """A retrieval reason: the first hit with a ranking word, the tie, or `expected` ranking lower."""
     first = ids[0] if ids else ""
     named_first = bool(first) and _said(_names(first), text) and _said(_RANKING, text)
+    named_first |= _said(_WRONG, text) and _said(r"\brank|\bsort|\border|\btop\b|above|ahead|higher", text)
     named_lower = expected in ids[1:] and _said(_names(expected), text) and _said(_LOWER, text)
     return named_first or named_lower or _said(_TIE, text)
 

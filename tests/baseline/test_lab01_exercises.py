@@ -106,7 +106,7 @@ def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base ca
         (memorised, ["case 'deploy-build' your workflow called no tool", "yours skips read and search"]),
         (
             reads_the_corpus,
-            ["called search(query='How do I deploy the current build?'); labkit's", "skips read"],
+            ["called search(query=task.question); labkit's", "then read(id='deploy-v2'): yours skips read"],
         ),
         (
             lambda task, tools: my_workflow(task, tools) or {"answer": "", "citation": ""},
@@ -181,7 +181,8 @@ def test_labkits_version_in_the_notebook_takes_labkits_steps():
         ("control", "the right page was returned by search; the workflow never checked it before answering"),
         ("control", "the workflow did not read rollback-v2, which search found second"),
         ("control", "search returned both pages, but the step that reads picked the wrong one"),
-        ("control", "both hits came back; the workflow took the first one without checking it"),
+        ("control", "both candidates came back; the workflow took the top one without checking it"),
+        ("retrieval", "search ranked the wrong page first"),
         ("retrieval", "releases-v2 ranked higher than rollback-v2: both scored 2 and the tie went by id"),
     ],
 )
@@ -210,6 +211,7 @@ def test_a_reasoned_diagnosis_passes_either_way(stage, reason):
         ("retrieval", "releases-v2 scored 3 and rollback-v2 only 2", ["says that 'releases-v2' scored 3"]),
         ("control", "releases-v2 had more matching terms, and the workflow read only it", ["scored above"]),
         ("retrieval", "it outscored the right page", ["says that a hit scored above the other"]),
+        ("retrieval", "releases-v2 got more points than rollback-v2", ["'releases-v2' scored above"]),
         (
             "retrieval",
             "search did not find rollback-v2",
