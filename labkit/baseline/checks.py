@@ -1,8 +1,5 @@
-"""Lab 01's checkers (`labkit.exercises.lab01`): the two build-it cells and Exercises 1-3.
-
-`check_workflow` and `check_decide` run the learner's function on the base cases and on questions
-the notebook never shows (a table of memorised answers fails), on copies within the time limit, and
-compare it case by case with labkit's `workflow` and `scripted`: the first difference is one sentence.
+"""Lab 01's checkers (`labkit.exercises.lab01`): the two build-it cells and Exercises 1-3. A build-it runs
+on hidden questions too, on copies, within the time limit; its first difference from labkit's is one sentence.
 """
 
 from __future__ import annotations
@@ -14,67 +11,53 @@ from typing import Any
 
 import pandas as pd
 
+from labkit.baseline import controllers as ctl
 from labkit.baseline import diagnosis
-from labkit.baseline.controllers import (
-    BASE_TOOL_BUDGET,
-    BudgetSpent,
-    controllers,
-    docuctl_tools,
-    traced_tools,
-    workflow,
-)
+from labkit.baseline.controllers import BASE_TOOL_BUDGET, BudgetSpent, controllers, workflow
 from labkit.baseline.corpus import DOCUCTL, Corpus, case_problem, docuctl, fixture_schema
 from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
 from labkit.baseline.task import Task, TaskError, task_from
+from labkit.core import check as core
 from labkit.core.answers import Recorded, shown
-from labkit.core.check import (
-    NOT_ATTEMPTED,
-    NOT_YET,
-    Check,
-    Raised,
-    call,
-    crashed,
-    fail,
-    not_a_function,
-    unanswered,
-)
+from labkit.core.check import NOT_ATTEMPTED, NOT_YET, Check, Raised, call, crashed, fail, unanswered
 from labkit.core.fixtures import load_json, schema_error
 from labkit.core.runtime import run
-from labkit.core.text import shorten
+from labkit.core.text import shorten, words
 from labkit.core.verdicts import exercise
 
-__all__ = [
-    "check_adaptive_case",
-    "check_decide",
-    "check_failure_stage",
-    "check_two_tool_winner",
-    "check_workflow",
-]
+__all__ = ["check_adaptive_case", "check_decide", "check_failure_stage", "check_two_tool_winner"]
+__all__ += ["check_workflow"]
 
 
-# Lab 01's exercise data (fixtures/docuctl/exercises/lab01.json): the questions the notebook never
-# shows (each finds pages, so the workflow takes the same steps as on the base cases and only a table
-# of memorised answers fails them); the example Exercise 2's cell starts with (a case the fixed
-# workflow solves, so running it unchanged is no attempt); per defensible stage, the verdict when a
-# reason names its facts, and what to name.
+# fixtures/docuctl/exercises/lab01.json: questions the notebook never shows, Exercise 2's starting
+# example (running it unchanged is no attempt), per defensible stage its verdict and what to name.
 @functools.cache
 def _exercise_data() -> dict[str, Any]:
     return load_json(DOCUCTL / "exercises" / "lab01.json", fixture_schema("lab01_exercises"))
 
 
-_FIXED = (
-    "the workflow searches the question as asked, reads the first hit and answers with that page's command"
-)
+_FIXED = "the workflow searches the question as asked, reads the first hit and answers with its command"
 
 
-def _tasks(corpus: Corpus) -> list[tuple[str, Task]]:
-    """(how a verdict names it, task): the base cases, then the unseen questions."""
+def _tasks(corpus: Corpus, *, adaptive: bool = False) -> list[tuple[str, Task]]:
+    """(how a verdict names it, task): the base cases, the unseen questions, then if `adaptive`
+    §7's cases (three whose search finds nothing)."""
     tasks = [(f"case {case['id']!r}", task_from(case)) for case in corpus.cases]
     for number, unseen in enumerate(_exercise_data()["unseen"], 1):
         task = Task(f"unseen-{number}", "unseen", unseen["question"], unseen["version"])
         tasks.append((f"the unseen {task.version} question {task.question!r}", task))
-    return tasks
+    return tasks + [(f"§7's case {c['id']!r}", task_from(c)) for c in corpus.adaptive_cases * adaptive]
+
+
+def _calls(trace: list[dict[str, Any]], question: str) -> str:
+    """A trace's tool calls as code, the task's question written as `task.question`."""
+    calls = []
+    for entry in trace:
+        action, *args = entry["decision"].items()
+        said = ("task.question" if type(v) is str and v == question else shown(v, 60) for _, v in args)
+        calls.append(f"{action[1]}({', '.join(f'{k}={v}' for (k, _), v in zip(args, said, strict=True))})")
+    return ", then ".join(calls) or "no tool"
 
 
 def _answer_of(got: Any, where: str) -> tuple[str | None, str | None] | Check:
@@ -91,21 +74,16 @@ def _answer_of(got: Any, where: str) -> tuple[str | None, str | None] | Check:
     )
 
 
-def _compared(corpus: Corpus, yours: str, results: dict[str, Any], labkits: str, labkit: Any) -> pd.DataFrame:
-    """The verdict's table: the learner's results on the base cases beside labkit's controller."""
-    return compare(corpus.cases, {yours: lambda task: results[task.id], labkits: labkit})
-
-
 @exercise("01", "workflow")
 def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     """Build it: the fixed search → read-first-hit workflow (see the module docstring)."""
-    refused = not_a_function(my_workflow, "my_workflow must be a function (task, tools) -> dict")
+    refused = core.not_a_function(my_workflow, "my_workflow must be a function (task, tools) -> dict")
     if refused is not None:
         return refused
     corpus = docuctl()
     results = {}
-    for where, task in _tasks(corpus):
-        tools, trace = traced_tools(task, corpus.docs)
+    for where, task in _tasks(corpus, adaptive=True):
+        tools, trace = ctl.traced_tools(task, corpus.docs)
         try:
             got = call(my_workflow, task, tools)
         except Raised as raised:
@@ -119,22 +97,34 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
         if isinstance(answer, Check):
             return answer
         want = workflow(task, corpus.docs)
-        if answer != (want["answer"], want["citation"]):
-            hits = want["trace"][0]["result"]
-            said = None if got is None else answer
+        if answer != (want["answer"], want["citation"]) and not (hits := want["trace"][0]["result"]):
             return fail(
-                f"On {where} your workflow answered {shown(said, 160)}; the first hit was "
-                f"{hits[0]['id'] if hits else None!r}: {_FIXED}."
+                f"On {where} search found nothing and your workflow returned {shown(got, 160)}; "
+                "return None when the search finds nothing: an empty answer is still an answer."
+            )
+        if answer != (want["answer"], want["citation"]):
+            said = shown(None if got is None else answer, 160)
+            return fail(
+                f"On {where} your workflow answered {said}; the first hit was {hits[0]['id']!r}: {_FIXED}."
+            )
+        if (yours := _calls(trace, task.question)) != (labkits := _calls(want["trace"], task.question)):
+            done = {entry["decision"]["action"] for entry in trace}
+            skips = {entry["decision"]["action"] for entry in want["trace"]} - done
+            return fail(
+                f"On {where} your workflow called {yours}; labkit's calls {labkits}"
+                + (f": yours skips {' and '.join(sorted(skips))}" if skips else "")
+                + ". Take every page through the tools: one search of the question as asked, one read."
             )
         results[task.id] = dict(stop="final", answer=answer[0], citation=answer[1], tool_calls=len(trace))
-    table = _compared(
-        corpus, "your workflow", results, "labkit's workflow", lambda task: workflow(task, corpus.docs)
+    table = compare(
+        corpus.cases, {"your workflow": lambda task: results[task.id], "labkit's workflow": workflow}
     )
     passed, _, spent = table.loc["your workflow"]
     return Check(
         True,
-        f"your workflow takes labkit's steps on all {len(corpus.cases)} base cases and "
-        f"{len(results) - len(corpus.cases)} unseen questions: {passed} passed with {spent} tool calls.",
+        f"your workflow makes labkit's tool calls on all {len(corpus.cases)} base cases, "
+        f"{len(_exercise_data()['unseen'])} unseen questions and §7's {len(corpus.adaptive_cases)} cases: "
+        f"{passed} of {len(corpus.cases)} base cases passed with {spent} tool calls.",
         table,
     )
 
@@ -142,16 +132,15 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
 @exercise("01", "decide")
 def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     """Build it: the scripted loop's `decide`, run by the runtime under the workflow's budget."""
-    refused = not_a_function(my_decide, "my_decide must be a function (task, observations) -> dict")
+    refused = core.not_a_function(my_decide, "my_decide must be a function (task, observations) -> dict")
     if refused is not None:
         return refused
     corpus = docuctl()
     scripted_loop = controllers(corpus.docs, adaptive=False)["scripted loop"]
     results = {}
     for where, task in _tasks(corpus):
-        # On copies, within the time limit; what it raises (then invalid_decision) is kept for the verdict.
         policy = Recorded(functools.partial(call, my_decide))
-        tools = docuctl_tools(task, corpus.docs)
+        tools = ctl.docuctl_tools(task, corpus.docs)
         got = run(task, policy, tools=tools, max_turns=BASE_TOOL_BUDGET + 1, max_tools=BASE_TOOL_BUDGET)
         if isinstance(policy.error, Raised):
             return crashed(policy.error.error, f"on {where}")
@@ -169,7 +158,9 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
                 f"{_FIXED}."
             )
         results[task.id] = got
-    table = _compared(corpus, "your loop", results, "labkit's scripted loop", scripted_loop)
+    table = compare(
+        corpus.cases, {"your loop": lambda task: results[task.id], "labkit's scripted loop": scripted_loop}
+    )
     passed, _, spent = table.loc["your loop"]
     return Check(
         True,
@@ -180,15 +171,10 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     )
 
 
-def _diagnosis(case_id: Any, stage: Any, reason: Any = None) -> dict[str, Any]:
-    return {"case_id": case_id, "stage": stage, "reason": reason}
+_NAMED = {"retrieval": diagnosis.ranking_named, "control": diagnosis.step_named}  # the facts a reason names
 
 
-# The facts a defensible stage's reason must name.
-_NAMED = {"retrieval": diagnosis.ranking_named, "control": diagnosis.step_named}
-
-
-@exercise("01", "failure_stage", payload=_diagnosis)
+@exercise("01", "failure_stage", payload=lambda case_id, stage, reason=None: locals())
 def check_failure_stage(case_id: str, stage: str | None, reason: str | None = None) -> Check:
     """Exercise 1: which stage made the workflow fail `case_id`, and the trace's evidence for it:
     retrieval or control, with a reason naming that stage's facts (`_NAMED`); never answer
@@ -202,27 +188,21 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
     if not isinstance(stage, str) or stage not in diagnosis.STAGES:
         return fail(f"choose one of {', '.join(diagnosis.STAGES)} (a str).")
     corpus = docuctl()
-    case = next((c for c in corpus.cases if c["id"] == case_id), None)
-    if case is None:
+    if (case := next((c for c in corpus.cases if c["id"] == case_id), None)) is None:
         return fail(f"there is no base case {shorten(case_id, 60)!r}.")
     facts = diagnosis.trace_facts(case, corpus)
     if facts["result"]["citation"] == case["expected_doc"]:
         return fail(f"the workflow passes {case_id!r}; pick the case it fails.")
     ids, expected = facts["ids"], case["expected_doc"]
     if stage == "answer":
-        return fail(
-            "the answer step copied the command of the page it read, exactly: look at what it read, and why."
-        )
+        return fail("the answer step copied the read page's command exactly: look at what it read, and why.")
     if reason is not None and not isinstance(reason, str):
         return fail(f"`reason` is a sentence (a str) naming your evidence, not {type(reason).__name__}.")
     text = " ".join((reason or "").casefold().split())
     if not text:
         return fail(f"say why in `reason`: what did search rank first, and where was {expected!r}?")
     if len(text) > diagnosis.REASON_LIMIT:
-        return fail(
-            f"keep `reason` to a sentence or two (under {diagnosis.REASON_LIMIT:,} characters): the facts "
-            "of the trace."
-        )
+        return fail(f"keep `reason` to a sentence or two (under {diagnosis.REASON_LIMIT:,} characters).")
     if claim := diagnosis.contradiction(text, facts, expected):
         shows = diagnosis.what_it_shows(facts, expected)
         return fail(f"your reason says {claim}, but the trace shows otherwise: {shows}.")
@@ -249,6 +229,31 @@ def _invalid(case: dict[str, Any], docs: Documents) -> str | None:
     return case_problem(case, docs)
 
 
+def _asks(case: dict[str, Any], docs: Documents) -> tuple[str, set[str]]:
+    """A case's question as search sees it: its version, and its words spelt right that pages hold."""
+    vocabulary = docs.vocabulary(case["version"])
+    return case["version"], words(
+        ctl.revise_query(case["question"], vocabulary) or case["question"]
+    ) & vocabulary
+
+
+def _mislabelled(case: dict[str, Any], corpus: Corpus, shipped: list[dict[str, Any]]) -> str:
+    """What a case's `observation` or `family` says that its first search or its page does not, or ""."""
+    task, docs, page = task_from(case), corpus.docs, case["expected_doc"]
+    hits = docs.search(task.question, task.version, expand=True, top_k=ctl.TOP_K)
+    first = hits and ctl.conflict(task, docs.read(hits[0]["id"], task.version)) and hits[0]["id"]
+    if case["observation"] != ("conflicting_page" if first else "empty_search"):
+        seen = f"its first hit, {first!r}, conflicts with the task" if first else "its first search is empty"
+        return f"`observation` names what the workflow sees first, and {seen}: not {case['observation']!r}."
+    families = {c["family"] for c in corpus.cases + shipped if c["expected_doc"] == page}
+    if case["family"] not in (families or {page.rsplit("-", 1)[0]}):
+        return (
+            f"`family` is the topic of the page the case expects, and {page!r} is not a {case['family']!r} "
+            "page: give it the family the lab's cases give that page."
+        )
+    return ""
+
+
 @exercise("01", "adaptive_case", payload=lambda case: case)
 def check_adaptive_case(case: dict[str, Any] | None) -> Check:
     """Exercise 2: a valid case the fixed workflow fails and the adaptive loop passes; the table is
@@ -268,6 +273,13 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
             f"{NOT_ATTEMPTED}: this is the example the cell starts with, which the fixed "
             "workflow already solves; change it into a case it fails and run the cell again"
         )
+    shipped = corpus.adaptive_cases + corpus.rewrite_cases  # a base case fails as one the workflow solves
+    asks = _asks(case, corpus.docs)
+    if same := [c["id"] for c in shipped if asks[1] and _asks(c, corpus.docs) == asks]:
+        return fail(
+            f"this is the lab's own case {same[0]!r} (its version, its words once spelt right): design "
+            "a case of your own, a question the lab does not ask."
+        )
     rows = {name: evaluate([case], controller)[0] for name, controller in controllers(corpus.docs).items()}
     table = pd.DataFrame.from_dict(rows, orient="index")[["passed", "stop", "tool_calls", "citation"]]
     table["citation"] = table["citation"].fillna("")
@@ -282,6 +294,8 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
         return fail(
             f"the adaptive loop fails it too (stop={stop}): give it an observation it can act on.", table
         )
+    if wrong := _mislabelled(case, corpus, shipped):
+        return fail(wrong, table)
     calls = int(table.loc["adaptive loop", "tool_calls"])
     same = "passes it too" if table.loc["two-rule workflow", "passed"] else "does not"
     return Check(

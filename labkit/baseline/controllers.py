@@ -1,8 +1,5 @@
-"""Lab 01's controllers: who decides the next step, on the same tools, tasks and budget.
-
-Fixed workflows (a keyword route, `workflow` and its variants with one or two rules written in
-advance) call the tools themselves; decision loops (`scripted`, `adaptive_policy`) decide one step
-at a time for `run`. `controllers()` gives all of them one search setting and one tool budget.
+"""Lab 01's controllers: fixed workflows call the tools themselves, decision loops (`scripted`,
+`adaptive_policy`) decide one step at a time for `run`; `controllers()` gives all one search and budget.
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ TOP_K = 2
 BASE_TOOL_BUDGET = 2  # the baseline comparison: the workflow and the loop share two tools
 ADAPTIVE_TOOL_BUDGET = 3  # one more for every controller: a revised search or a second read
 _NO_MATCH = "No matching page was found."
+_PAGE = "return one page {id, version, title, text, command} of this version"
 
 _Policy = Callable[[Task, list[dict[str, Any]]], dict[str, str]]
 _Steps = Callable[[Task, dict[str, Tool], Documents], "Page | str"]
@@ -34,19 +32,15 @@ def _docs(docs: Documents | None) -> Documents:
 def docuctl_tools(task: Task, docs: Documents | None = None, *, top_k: int = TOP_K) -> dict[str, Tool]:
     """`search(query)` and `read(id)` bound to the task's version and lab 01's settings."""
     docs, version = _docs(docs), task.version
+
+    def search(query: str) -> list[Page]:
+        return docs.search(query, version, expand=True, top_k=top_k)
+
+    ranks = f"rank this version's pages by shared terms; up to {top_k} {{id, title}} hits"
     return {
-        "search": Tool(
-            "search",
-            {"query": "str"},
-            lambda query: docs.search(query, version, expand=True, top_k=top_k),
-            description=f"rank this version's pages by shared terms; up to {top_k} {{id, title}} hits",
-        ),
+        "search": Tool("search", {"query": "str"}, search, description=ranks),
         "read": Tool(
-            "read",
-            {"id": "str"},
-            lambda id: docs.read(id, version),
-            source=True,
-            description="return one page {id, version, title, text, command} of this version",
+            "read", {"id": "str"}, lambda id: docs.read(id, version), source=True, description=_PAGE
         ),
     }
 
@@ -86,8 +80,7 @@ def traced_tools(
 
 
 def _fixed(steps: _Steps, task: Task, docs: Documents | None, *, top_k: int, max_tools: int) -> Result:
-    """`steps` run on `traced_tools`; the outcome in the runtime's Result shape (tool_limit when the
-    budget is spent)."""
+    """`steps` run on `traced_tools`: the outcome as the runtime's Result (tool_limit: budget spent)."""
     docs = _docs(docs)
     tools, trace = traced_tools(task, docs, top_k=top_k, max_tools=max_tools)
     stop, detail = "final", ""
@@ -110,8 +103,7 @@ def revise_query(question: str, vocabulary: set[str]) -> str | None:
     revised, changed = [], False
     for word in re.findall(r"[a-z0-9]+", question.casefold()):
         if word not in vocabulary and word in words(word):
-            match = difflib.get_close_matches(word, ordered, n=1, cutoff=0.8)
-            if match:
+            if match := difflib.get_close_matches(word, ordered, n=1, cutoff=0.8):
                 word, changed = match[0], True
         revised.append(word)
     return " ".join(revised) if changed else None

@@ -1,6 +1,5 @@
-"""A lab-01 fixture folder (documents, glossary, cases; adaptive and rewrite cases optional), loaded
-as untrusted data: each file's schema, unique ids, and every case's page and command in its corpus
-are checked, and the first problem is one FixtureError naming file, record and field.
+"""A lab-01 fixture folder (documents, glossary, cases; adaptive and rewrite cases optional) as untrusted
+data: schemas, unique ids, each case's page and command checked; the first problem is one FixtureError.
 """
 
 from __future__ import annotations

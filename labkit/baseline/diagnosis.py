@@ -1,8 +1,5 @@
-"""Exercise 1's judge: which stage made the workflow fail a case, on the facts of its trace.
-
-Patterns over a sentence, not understanding: `contradiction` catches the claims learners make that
-the trace refutes; `ranking_named` and `step_named` recognise the facts a retrieval or a control
-reason must name, and a refused reason is always told what to name.
+"""Exercise 1's judge, patterns over a sentence: `contradiction` finds a claim the workflow's trace refutes;
+`ranking_named` and `step_named` the facts a retrieval or a control reason names, by what it says of them.
 """
 
 from __future__ import annotations
@@ -18,22 +15,28 @@ from labkit.baseline.task import task_from
 STAGES = ("retrieval", "control", "answer")
 REASON_LIMIT = 1000  # characters: a reason is a sentence or two
 _RANKING = r"rank|first|order|score|tie|above|ahead|before|top|higher|sort|alphabet|beat|won|win"
-_TIE = (
-    r"\btie|\btied|same score|equal score|scored? the same|both score|score (of )?2|smaller id|alphabet|by id"
-)
+_TIE = r"\btie|same score|equal score|scored? the same|both score|score (of )?2|smaller id|alphabet|by id"
 _LOWER = r"second|2nd|hit 2|#2|number 2|position 2|below|lower|behind|not first|\blost|after"
-_IN_HITS = (
-    r"second|2nd|hit 2|#2|returned|found|among|in the (hits|results|list)|retrieved|listed|a hit|the hits"
-)
-_STEP = r"read|pick|chose|choose|select|check|only|always|next|blind|look|open"
+_IN_HITS = r"second|2nd|hit 2|#2|returned|found|among|in the (results|list)|retrieved|listed|(a|the) hits?"
+_STEP = r"read|pick|chose|choose|select|check|only|always|next|blind|look|open|took|use|trust|assum|ignor"
 _RIGHT_PAGE = r"(right|correct|expected|relevant|proper|needed|wanted) (page|doc|document|hit|one|result)"
 _NEGATION = r"(not|never|n't|no|without|instead of|rather than|failed to|unable to)\W+(\w+\W+){0,3}$"
-_NEGATED_FIND = (
-    r"(not|never|n't|failed to|unable to)\W+(\w+\W+){0,2}"
-    r"(find|found|return|retrieve|surface|include|list|show|get|hit)"
-)
+_FIND = r"(find|found|return|retrieve|surface|include|list|show|get|hit)"
+_NEGATED_FIND = rf"(not|never|n't|failed to|unable to)\W+(\w+\W+){{0,2}}{_FIND}"
 _NOTHING = r"no (hits|results)|found nothing|returned nothing|empty (search|result|list)|nothing came"
 _RANKED = r"\W+(was |is |came |got |ranked |scored )?(ranked )?"
+# A claim about the scores: a value ("releases-v2 scored 3"), or one hit scoring above or below another.
+_NUMBERS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5"}
+_VALUE = rf"\W+(\w+\W+){{0,2}}?(scor|had|has|got|shar|match)\w*\W+((of|only)\W+)*(\d+|{'|'.join(_NUMBERS)})\b"
+_MORE, _LESS = r"higher|more|better|greater|bigger|above|outscor", r"lower|less|fewer|worse|smaller|below"
+_CMP = f"{_MORE}|{_LESS}"
+_SCORE = (
+    rf"(scor|match|shar)\w*\W+(\w+\W+){{0,2}}?({_CMP})\b|\b({_CMP})\W+(scor|terms|match|points)|\boutscor"
+)
+_HEDGE = r"\b(not|never|no|neither|nor|should|would|could|must|need\w*)\b|n't"  # no claim about the trace
+# Words that say the hits held the expected page without naming it ("both pages", "the other hit").
+_ALL_HITS = r"\b(both|two|all|the other|second|next)\W+(\w+\W+)?(pages?|hits?|results?|one|candidates|docs)\b"
+_WRONG = r"(wrong|irrelevant|unrelated) (page|one|hit|doc|result)"  # the first hit, unnamed
 
 
 def _said(pattern: str, text: str) -> bool:
@@ -51,15 +54,34 @@ def _affirmed(pattern: str, text: str) -> bool:
     return any(not re.search(_NEGATION, text[: match.start()][-40:]) for match in re.finditer(pattern, text))
 
 
+def _score_claim(text: str, scores: dict[str, int]) -> str:
+    """A score, or an order of two hits' scores, that `text` states and the trace's `scores` refute, or ""."""
+    for page, score in scores.items():
+        for match in re.finditer(_names(page) + _VALUE, text):
+            if int(_NUMBERS.get(said := match.group(match.lastindex or 0), said)) != score:
+                return f"that {page!r} scored {said}"
+    for clause in re.split(r"[.;,:!?]|\bbut\b|\bwhile\b|\band\b", text) if len(scores) > 1 else ():
+        for match in re.finditer(_SCORE, clause):
+            before, more = clause[: match.start()], re.search(_MORE, match.group()) is not None
+            subject, other = sorted(scores, key=lambda page: -before.rfind(page.rsplit("-", 1)[0]))[:2]
+            if re.search(_HEDGE, before[-40:] + match.group()):
+                continue
+            if len(set(scores.values())) == 1 or (scores[subject] > scores[other]) != more:
+                side = "above" if more else "below"
+                who = f"{subject!r} scored {side} {other!r}" if _said(_names(subject), before) else ""
+                return f"that {who or 'a hit scored ' + side + ' the other'}"
+    return ""
+
+
 def contradiction(text: str, facts: dict[str, Any], expected: str) -> str:
     """What `text` claims that the trace (`trace_facts`) contradicts (a phrase for the verdict), or ""."""
     page = rf"({_names(expected)}|{_RIGHT_PAGE}|it\b)"
     first, read = (facts["ids"] or [""])[0], facts["read"]
+    if claim := _score_claim(text, facts["scores"]):
+        return claim
     if expected in facts["ids"]:
         clauses = re.split(r"[.;,:!?]|\bbut\b|\bwhile\b|\bthough\b", text)
-        missing = (
-            rf"{page}\W+(\w+\W+){{0,3}}(missing|absent)|(not|never) (in|among) (the )?(hits|results|list)"
-        )
+        missing = rf"{page}\W+(\w+\W+){{0,3}}(missing|absent)|(not|never) (in|among) (the )?(hits|results)"
         ranking = r"first|top|highest|above|ahead|\bread\b"  # "not first" speaks of the ranking, not finding
         denied = any(_said(_NEGATED_FIND, c) and not _said(ranking, c) for c in clauses)
         if denied or _said(_NOTHING, text) or _said(missing, text):
@@ -111,11 +133,12 @@ def ranking_named(text: str, ids: list[str], expected: str) -> bool:
     """A retrieval reason: the first hit with a ranking word, the tie, or `expected` ranking lower."""
     first = ids[0] if ids else ""
     named_first = bool(first) and _said(_names(first), text) and _said(_RANKING, text)
+    named_first |= _said(_WRONG, text) and _said(r"\brank|\bsort|\border|\btop\b|above|ahead|higher", text)
     named_lower = expected in ids[1:] and _said(_names(expected), text) and _said(_LOWER, text)
     return named_first or named_lower or _said(_TIE, text)
 
 
 def step_named(text: str, ids: list[str], expected: str) -> bool:
-    """A control reason: `expected` (or "the right page") was among the hits, and a step cue."""
-    page = _said(_names(expected), text) or _said(_RIGHT_PAGE, text)
-    return expected in ids[1:] and page and _said(_IN_HITS, text) and _said(_STEP, text)
+    """A control reason: `expected` (or "the right page", "both hits") was among the hits, and a step cue."""
+    found = (_said(_names(expected), text) or _said(_RIGHT_PAGE, text)) and _said(_IN_HITS, text)
+    return expected in ids[1:] and (found or _said(_ALL_HITS, text)) and _said(_STEP, text)

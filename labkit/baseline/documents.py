@@ -1,8 +1,5 @@
-"""The docuctl tools' corpus: `search` ranks one version's pages, `read` returns a copy of one page.
-
-A page's score is how many of the query's terms (glossary aliases added if asked) its title and
-text hold; pages scoring 0 drop, ties go to the smaller id. Each search rescans every page of the
-version: the corpus has 21.
+"""The docuctl tools' corpus: `search` ranks one version's pages by how many query terms (glossary aliases
+added if asked) title and text hold, 0 dropped, ties to the smaller id; `read` returns a copy of one page.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Grading, independent of every controller: `outcome(case, result)` passes only a final stop with
-the case's exact command citing its expected page in its version (not "done", not a paraphrase, not
-the right topic in the wrong version); `compare` tabulates it per controller.
+"""Grading outside every controller: `outcome` passes only a final stop with the case's exact command
+citing its expected page (not a paraphrase, not the other version's page); `compare` tabulates it.
 """
 
 from __future__ import annotations
@@ -19,11 +18,8 @@ _Controller = Callable[[Task], Mapping[str, Any]]
 
 def outcome(case: _Case, result: Mapping[str, Any]) -> bool:
     """True iff `result` is a final answer with the expected command and citation."""
-    return (
-        result.get("stop") == "final"
-        and result.get("citation") == case["expected_doc"]
-        and result.get("answer") == case["expected_command"]
-    )
+    want = ("final", case["expected_doc"], case["expected_command"])
+    return tuple(result.get(key) for key in ("stop", "citation", "answer")) == want
 
 
 class Graded(Result):

@@ -1,8 +1,5 @@
-"""The task contract, validated at the boundary before any controller sees it.
-
-A `Task` asks one question about one documentation version, for staging. Anything else
-(production, an unknown version, an empty or oversized question) is refused here, so no
-policy is ever asked what to do with it: an application boundary, not a model instruction.
+"""The task contract, checked at the boundary: a `Task` asks one question about one documentation version,
+for staging; anything else is refused here, so no policy is asked (an application rule, not a prompt).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 `report()`: per row of _CHECKS, its status ("ok"; "FIX" for something a lab needs; "optional" for
 a model backend not usable now), what was found, what to do. It downloads nothing, waits at most
-_TIMEOUT_S, and names no folder of the machine.
+_TIMEOUT_S, and names no folder of the machine; an optional backend is checked only once the learner
+chooses it, so the committed notebook shows what a fresh install shows.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ def environment() -> _Row:
         if name in pins and have != pins[name].strip():
             wrong.append(f"{name} {have} (course: {pins[name].strip()})")
     ours = Path(sys.prefix).resolve() == (CHECKOUT / ".venv").resolve()
-    found = "kernel: this checkout's .venv" if ours else f"kernel: {sys.prefix}, not this checkout's .venv"
+    found = (
+        "kernel: this checkout's .venv"
+        if ours
+        else f"kernel: {Path(sys.prefix).name!r}, not this checkout's .venv"
+    )
     if wrong:
         return ("FIX", f"{found}; {', '.join(wrong)}", _INSTALL)
     return ("ok", found + "; pandas, numpy, matplotlib as pinned", "")
@@ -59,7 +64,7 @@ def labkit_importable() -> _Row:
     import labkit
 
     folder = Path(labkit.__file__).resolve().parent
-    where = "this checkout" if folder == CHECKOUT / "labkit" else str(folder)
+    where = "this checkout" if folder == CHECKOUT / "labkit" else "another folder, not this checkout"
     try:
         version = metadata.version("labkit")
     except metadata.PackageNotFoundError:
@@ -147,6 +152,28 @@ def room_server(base_url: str | None = None, model: str | None = None, timeout: 
     return ("ok", f"{base} answers{by}, serving {served}{chosen}"[:200], "")
 
 
+def _chosen(backend: str, variable: str = "") -> bool:
+    """Has the learner chosen `backend`, by LABKIT_MODEL (`local`, `ollama:<tag>`) or by `variable`?"""
+    model = os.environ.get("LABKIT_MODEL", "").strip()
+    return model.partition(":")[0] == backend or bool(variable and os.environ.get(variable, "").strip())
+
+
+def _unchecked(setting: str, fix: str) -> _Row:
+    return ("optional", f"not checked: no lab needs it; set {setting} to check it", f"to use it: {fix}")
+
+
+def _local_if_chosen() -> _Row:
+    if _chosen("local"):
+        return local_backend()
+    return _unchecked("LABKIT_MODEL=local", "`make model` once (16-17 minutes on 2 cores)")
+
+
+def _ollama_if_chosen() -> _Row:
+    if _chosen("ollama", "OLLAMA_HOST"):
+        return ollama_backend()
+    return _unchecked("LABKIT_MODEL=ollama:<tag>", "`ollama serve`, `ollama pull qwen2.5:0.5b`")
+
+
 def jupyter_news_off() -> _Row:
     from labkit.course.jupyter_settings import installed
 
@@ -163,8 +190,8 @@ _CHECKS: dict[str, Callable[[], _Row]] = {  # the rows of the table, in order
     "fixtures load": fixtures,
     "recorded model runs load": recordings,
     "model: replay (default)": lambda: ("ok", "answers from the recorded runs, offline", ""),
-    "model: local (SmolLM2 in-process)": local_backend,
-    "model: ollama:<tag>": ollama_backend,
+    "model: local (SmolLM2 in-process)": _local_if_chosen,
+    "model: ollama:<tag>": _ollama_if_chosen,
     "room model server (openai:)": room_server,
     "JupyterLab news popup off": jupyter_news_off,
 }

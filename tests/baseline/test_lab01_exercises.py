@@ -54,7 +54,9 @@ def test_the_workflow_and_the_decide_solutions_pass_with_labkits_figures():
         (lab01.check_workflow(my_workflow), "your workflow"),
         (lab01.check_decide(my_decide), "your loop"),
     ):
-        verdict(check, True, "17 passed", "36 tool calls")
+        verdict(
+            check, True, "17 passed" if mine == "your loop" else "17 of 18 base cases passed", "36 tool calls"
+        )
         assert check.table.loc[mine].tolist() == [17, 18, 36] == check.table.iloc[1].tolist()
 
 
@@ -73,6 +75,12 @@ def reads_every_hit(task, tools):
 def positional(task, tools):
     hits = tools["search"].call(query=task.question)
     return tools["read"].call(hits[0]["id"])  # and returns the page, not a dict
+
+
+def reads_the_corpus(task, tools):  # never calls read: takes the page from the corpus itself
+    hits = tools["search"].call(query=task.question)
+    page = hits and docuctl().docs.read(hits[0]["id"], task.version)
+    return page and {"answer": page["command"], "citation": page["id"]}
 
 
 def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base cases, filled once
@@ -95,7 +103,18 @@ def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base ca
         (positional, ["raised TypeError: call tools with keywords: tools['read'].call(id=...)", "at line"]),
         (lambda task, tools: tools["search"].call(q=task.question), ["tools['search'].call(query=...)"]),
         (lambda task, tools: tools["lookup"], ["raised KeyError"]),
-        (memorised, ["unseen", "answered None"]),
+        (memorised, ["case 'deploy-build' your workflow called no tool", "yours skips read and search"]),
+        (
+            reads_the_corpus,
+            ["called search(query=task.question); labkit's", "then read(id='deploy-v2'): yours skips read"],
+        ),
+        (
+            lambda task, tools: my_workflow(task, tools) or {"answer": "", "citation": ""},
+            [
+                "On §7's case 'typo-rollback' search found nothing",
+                "return None when the search finds nothing",
+            ],
+        ),
         (lambda task, tools: None, ["answered None", "the first hit was 'deploy-v2'"]),
         (lambda task, tools: time.sleep(60), ["did not return within 0.3 s"]),
         ("my_workflow", ["must be a function", "not str"]),
@@ -161,6 +180,10 @@ def test_labkits_version_in_the_notebook_takes_labkits_steps():
         ("control", "rollback-v2 was the second hit, but the workflow only reads the first"),
         ("control", "the right page was returned by search; the workflow never checked it before answering"),
         ("control", "the workflow did not read rollback-v2, which search found second"),
+        ("control", "search returned both pages, but the step that reads picked the wrong one"),
+        ("control", "both candidates came back; the workflow took the top one without checking it"),
+        ("retrieval", "search ranked the wrong page first"),
+        ("retrieval", "releases-v2 ranked higher than rollback-v2: both scored 2 and the tie went by id"),
     ],
 )
 def test_a_reasoned_diagnosis_passes_either_way(stage, reason):
@@ -179,7 +202,16 @@ def test_a_reasoned_diagnosis_passes_either_way(stage, reason):
         ("control", "just because", ["your reason does not show it"]),
         ("retrieval", "top", ["name the facts of §5's trace"]),
         ("retrieval", "   ", ["say why in `reason`"]),
-        ("answer", "the command was wrong", ["copied the command"]),
+        ("answer", "the command was wrong", ["copied the read page's command"]),
+        (
+            "retrieval",
+            "rollback-v2 scored higher than releases-v2, yet ranked second",
+            ["says that 'rollback-v2' scored above 'releases-v2'", "scores releases-v2 2 and rollback-v2 2"],
+        ),
+        ("retrieval", "releases-v2 scored 3 and rollback-v2 only 2", ["says that 'releases-v2' scored 3"]),
+        ("control", "releases-v2 had more matching terms, and the workflow read only it", ["scored above"]),
+        ("retrieval", "it outscored the right page", ["says that a hit scored above the other"]),
+        ("retrieval", "releases-v2 got more points than rollback-v2", ["'releases-v2' scored above"]),
         (
             "retrieval",
             "search did not find rollback-v2",
@@ -226,10 +258,24 @@ START = {
 }
 
 
+MINE = START | {"question": "How do I rotaet tokns?"}
+SHIPPED = docuctl().adaptive_cases[0]  # typo-rollback, shown in §7's table
+PURGE = START | {
+    "question": "How do I empty the whole cache?",
+    "expected_doc": "invalidate-v2",
+    "family": "cache",
+}
+PURGE |= {
+    "expected_command": "docuctl cache invalidate --prefix / --env staging",
+    "observation": "conflicting_page",
+}
+
+
 def test_a_case_the_workflow_fails_and_the_loop_passes_is_accepted():
-    check = lab01.check_adaptive_case(START | {"question": "How do I rotaet tokns?"})
+    check = lab01.check_adaptive_case(MINE)
     verdict(check, True, "adaptive loop passes with 3 tool calls", "two-rule workflow passes it too")
     assert check.table.loc["search/read workflow"].tolist() == [False, "needs_review", 1, ""]
+    verdict(lab01.check_adaptive_case(PURGE), True, "adaptive loop passes with 3 tool calls")
 
 
 @pytest.mark.parametrize(
@@ -242,6 +288,18 @@ def test_a_case_the_workflow_fails_and_the_loop_passes_is_accepted():
         (START | {"expected_doc": "tokens-v1"}, ["no page 'tokens-v1' in version v2"]),
         (START | {"expected_command": "x"}, ["expected_command"]),
         (START | {"question": " "}, ["the task contract refuses this case"]),
+        (SHIPPED, ["the lab's own case 'typo-rollback'"]),
+        (
+            SHIPPED | {"id": "my-case", "question": "how do I ROLBACK", "why": "mine"},
+            ["own case 'typo-rollback'"],
+        ),
+        (MINE | {"observation": "conflicting_page"}, ["`observation`", "its first search is empty"]),
+        (
+            PURGE | {"observation": "empty_search"},
+            ["its first hit, 'cache-purge-v2', conflicts with the task"],
+        ),
+        (PURGE | {"question": "Purge  the CACHE, please"}, ["the lab's own case 'purge-cache'"]),
+        (MINE | {"family": "rollback"}, ["`family`", "'tokens-v2' is not a 'rollback' page"]),
         ("a case", ["not str"]),
         (None, ["not attempted yet"]),
     ],
