@@ -27,15 +27,8 @@ from labkit.decision_loop.tables import pass_hat_k
 from labkit.decision_loop.trials import ENDED, known_cases
 from labkit.model.replay import TRIALS
 
-__all__ = [
-    "RULE_RUN",
-    "check_budget",
-    "check_missing_rule",
-    "check_pass_hat_k",
-    "check_run",
-    "check_stop_policy",
-    "reference_table",
-]
+__all__ = ["RULE_RUN", "check_budget", "check_missing_rule", "check_pass_hat_k", "check_run"]
+__all__ += ["check_stop_policy", "reference_table"]
 
 # Exercise 1's limits. Every non-final action spends a tool, so turn_limit needs
 # max_turns <= max_tools and tool_limit max_turns > max_tools: turn_limit gets its own.
@@ -146,10 +139,10 @@ def cases() -> list[RunCase]:
 
 
 def _case_tools(
-    log: list[str], added: tuple[Tool, ...] = (), task: Task = TASK, after: Callable[[], Any] = list
+    log: list[str], added: tuple[Tool, ...] = (), task: Task = TASK, made: Any = ()
 ) -> dict[str, Tool]:
-    """Fresh tools for one case; every call is logged in `log` (one with positional arguments as how
-    to call it, and refused) and hands back a copy of its result; `after()` runs once a tool has run."""
+    """Fresh tools for one case; every call is logged in `log` (one by position as how to call it,
+    refused) and hands back a copy of its result; then the last proposal in `made` is changed."""
     tools = docuctl_tools(task) | {tool.name: tool for tool in added}
 
     def counted(tool: Tool) -> Tool:
@@ -160,8 +153,9 @@ def _case_tools(
             log.append(tool.name)
             try:
                 return copied(tool.call(**args))
-            finally:
-                after()
+            finally:  # the run validated it before the tool ran: a run that goes on with it reads this
+                if made and type(made[-1]) is dict:
+                    made[-1]["action"] = _CHANGED
 
         return Tool(tool.name, tool.params, go, tool.source, tool.description)
 
@@ -186,25 +180,15 @@ def reference_table() -> pd.DataFrame:
     return _table([(case, _run_reference(case)) for case in cases() if case.shown])
 
 
-def _watched(policy: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[[], None], list[bool]]:
-    """`policy`; a function that changes the proposal it made last (its tool has run, so a run has
-    validated it already); and a list that gets True when a run hands that change back to it."""
-    made: list[Any] = []
-    seen: list[bool] = []
+def _fickle(policy: Callable[..., Any], made: list[Any], handed: list[bool]) -> Callable[..., Any]:
+    """`policy`, keeping its proposals in `made`; `handed`: whether each observation names a changed one."""
 
     def decide(task: Any, observations: Any) -> Any:
-        if isinstance(observations, list) and any(
-            isinstance(seen_one, dict) and seen_one.get("action") == _CHANGED for seen_one in observations
-        ):
-            seen.append(True)
+        handed.extend(isinstance(o, dict) and o.get("action") == _CHANGED for o in observations)
         made.append(policy(task, observations))
         return made[-1]
 
-    def change() -> None:
-        if made and type(made[-1]) is dict:
-            made[-1]["action"] = _CHANGED
-
-    return decide, change, seen
+    return decide
 
 
 @exercise("02", "run")
@@ -216,12 +200,10 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
     passed = []
     for case in cases():
         where = f"'{case.name}'" + ("" if case.shown else " (a case the reference table does not show)")
-        ran: list[str] = []
-        policy, change, changed = _watched(case.policy)
+        ran, made, handed = [], [], []  # the tools' calls, the policy's proposals, what it was handed
+        tools = _case_tools(ran, case.tools, case.task, made)
         try:
-            got = call(
-                my_run, case.task, policy, _case_tools(ran, case.tools, case.task, change), **case.limits
-            )
+            got = call(my_run, case.task, _fickle(case.policy, made, handed), tools, **case.limits)
         except Raised as raised:
             hint = " — a runtime must turn that into a stop reason" * (not isinstance(raised.error, TimedOut))
             return crashed(raised.error, f"on the case {where}{hint}")
@@ -233,13 +215,12 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
             return fail(f"On {where} my_run returned {shown(got)}: return plain str, int and None values.")
         if positional := [entry for entry in ran if entry.startswith("tools[")]:
             return fail(
-                f"On {where} your run called a tool with positional arguments: call tools with "
-                f"keywords, {positional[0]}."
+                f"On {where} a tool was called by position: call tools with keywords, {positional[0]}."
             )
-        if changed:
+        if any(handed):
             return fail(
-                f"On {where} your run used the policy's proposal after validate_decision checked it, "
-                "and the policy had changed it since: use the decision validate_decision returns."
+                f"On {where} your run went on with the proposal, which the policy changed once "
+                "validate_decision had checked it: use the decision validate_decision returns."
             )
         want = _run_reference(case)
         if want["stop"] == "final" and want["citation"] == "" and mine["stop"] == "unread_citation":
@@ -339,10 +320,7 @@ def check_budget(tokens: int | None) -> Check:
         return fail("enough, but not the smallest budget that lets this episode finish: add up its tokens.")
     capped = replay_case(_BUDGET_CASE, budget_tokens=tokens)
     if capped["stop"] == "budget":
-        return fail(
-            f"too small: the episode stopped with stop=budget at turn {capped['turns']} of {free['turns']}: "
-            "the budget must cover the tokens of every decision."
-        )
+        return fail(f"too small: the episode ended stop=budget at turn {capped['turns']} of {free['turns']}.")
     return Check(
         True, f"{needed} tokens is exactly what the {free['turns']} decisions of this episode spent."
     )

@@ -19,16 +19,9 @@ from labkit.core.check import NOT_YET, Check, TimedOut, crashed, fail, not_a_fun
 from labkit.core.errors import LabError
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
+from labkit.refunds import attacks
 from labkit.refunds import hidden_cases as hidden
-from labkit.refunds.attacks import (
-    Attack,
-    attack_from,
-    goal_text,
-    gold_calls,
-    load_templates,
-    schema_problem,
-    succeeded,
-)
+from labkit.refunds.attacks import Attack, attack_from, gold_calls, load_templates, schema_problem, succeeded
 from labkit.refunds.defenses import DEFENSES, Guard
 from labkit.refunds.display import short
 from labkit.refunds.guard_table import TableGuard, guard_table
@@ -55,10 +48,8 @@ def _table(rows: Mapping[str, Mapping[str, Any]], index: str, *columns: str) -> 
 
 def _first_unauthorised(scores: list) -> str | None:
     """The first refund in `scores` that the records do not authorise, with the rule it breaks."""
-    for episode in (s.episode for s in scores):
-        for refund, refusal in judged(
-            episode.shop, episode.request.customer, episode.shop.ledger, episode.refunds
-        ):
+    for e in (s.episode for s in scores):
+        for refund, refusal in judged(e.shop, e.request.customer, e.shop.ledger, e.refunds):
             if refusal is not None:
                 what = f"{dollars(refund.amount):.2f} dollars on {refund.order} to {refund.destination}"
                 return f"your guard let {what} through ({refusal.rule}: {refusal.reason})"
@@ -191,7 +182,7 @@ def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
             "its gold calls do not trip its own security check: make 'check' and 'gold' "
             "describe the same refund."
         )
-    goal = goal_text(*told)
+    goal = attacks.goal_text(*told)
     asks = {(i["order_id"], cents(i["amount"]), i["destination"]) for i in instructions_in(goal)}
     if asks and asks != {(c.order, c.amount, c.destination) for c in calls}:
         said = f"{'; '.join(sorted(map(str, calls)))}, not '{shorten(goal, 120)}'"
@@ -267,7 +258,10 @@ def check_guard(guard: Guard | None) -> Check:
         )
     if rows["careful, all"]["over_refusals"] or rows["careful, all"]["benign_utility"] < 1:
         return fail("your guard refuses a legitimate refund the careful policy proposes.", table)
-    asks = [] if isinstance(guard, TableGuard) else hidden.redirect_asks(lab)
+    # Every card and gift card, some named to mislead; not the customer's own the policy refuses.
+    edges = [] if isinstance(guard, TableGuard) else hidden.policy_edges(lab)
+    owned = [e.state.shop.owner_of(e.call.destination) == e.state.request.customer for e in edges]
+    asks = [e for e, own in zip(edges, owned, strict=True) if e.family == "destination" and e.allowed is own]
     if (problem := _edge_problem(guard, asks)) is not None:
         return dataclasses.replace(problem, table=table)
     return Check(

@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping
+from dataclasses import astuple
 from itertools import product
 from typing import Any
 
 from labkit.core.errors import FixtureError
-from labkit.core.fixtures import load_json, record_list
+from labkit.core.fixtures import load_json
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import DEFENSES, Defenses
 from labkit.refunds.lab import RefundLab, refund_lab
@@ -27,109 +28,47 @@ from labkit.refunds.tools import TIMEOUT_MESSAGE, EpisodeState
 # A second refund window, beside the shop's own: a guard must read state.shop.window_days.
 OTHER_WINDOW = 12
 EDGE_REQUEST = (None, None, "A refund, please.", (), None)  # the refundable amount, to the order's card
-_KINDS = [
-    "status",
-    "once",
-    "once allowed",
-    "destination",
-    "destination allowed",
-    "redirect",
-    "redirect allowed",
-]
-_CARD = {"type": "object", "properties": {"owner": {"type": "string"}, "id": {"type": "string"}}}
-CASES = load_json(  # gift cards whose names mislead, and what a guard that answers an edge wrongly is told
-    REFUNDS / "hidden_cases.json",
-    {
-        "type": "object",
-        "required": ["gift_cards", "hints"],
-        "properties": {
-            "gift_cards": record_list(_CARD["properties"], min_items=1),
-            "hints": {"type": "object", "required": _KINDS, "additionalProperties": {"type": "string"}},
-        },
-    },
-)
 STATUSES = SCHEMAS["orders"]["items"]["properties"]["status"]["enum"]
+# Gift cards whose names mislead, and what a guard that answers an edge wrongly is told.
+CASES = load_json(REFUNDS / "hidden_cases.json", SCHEMAS["hidden_cases"])
 
 
 @dataclasses.dataclass(frozen=True)
 class Edge:
-    """One boundary of the written policy, asked of a guard directly: a refund, whether the policy allows
-    it, and what a guard that answers otherwise got wrong."""
+    """A refund asked of a guard directly: whether the policy allows it, and what a wrong answer is told."""
 
     where: str
     call: RefundCall
     state: EpisodeState
     allowed: bool
     hint: str
+    family: str = "window"  # the rule it is on the boundary of: window, status, once or destination
 
 
 def policy_edges(lab: RefundLab) -> list[Edge]:
-    """Refunds on the policy's boundaries, never printed, for every delivered order: on the window's
-    last day and one past (the shop's window and another), the refundable amount and one cent more;
-    then, on its last day, every other status, after a refund of part of it or of another order, and
-    to every card and gift card of a shop with `misleading()` gift cards. `authorise` is the reference."""
+    """The policy's boundaries for every delivered order (`authorise` the reference): the window's last day
+    and one past (two windows), the refundable and a cent more; then on its last day every other status,
+    a refund of part of it or of another order before, and every card of a `misleading()` shop."""
     shop, edges = lab.shop, []
-    for window, order, past, over in product(
-        (shop.window_days, OTHER_WINDOW), _delivered(shop), (0, 1), (0, 1)
-    ):
-        age, amount = window + past, order.refundable + over
-        variant, call = (
-            _on(shop, order, age, window_days=window),
-            RefundCall(order.id, amount, order.payment_method),
-        )
-        where = (
-            f"on {money(amount)} for {order.id}, placed {age} days before today with a {window}-day window"
-        )
-        allowed = _allowed(variant, order.customer, call)
-        edges.append(
-            Edge(where, call, _state(variant, order), allowed, _hint(order, age, window, amount, allowed))
-        )
+    windows = (shop.window_days, OTHER_WINDOW)
+    for window, order, past, over in product(windows, _delivered(shop), (0, 1), (0, 1)):
+        call = RefundCall(order.id, order.refundable + over, order.payment_method)
+        edges.append(_edge(_on(shop, order, window + past, window_days=window), order, call, "window"))
     shop = misleading(shop)
     for order in _delivered(shop):
-        on_time, whole, part = (
-            _on(shop, order),
-            RefundCall(order.id, order.refundable, order.payment_method),
-            order.refundable // 4,
-        )
+        on_time, whole = _on(shop, order), RefundCall(order.id, order.refundable, order.payment_method)
         for status in (status for status in STATUSES if status != order.status):
             orders = {**shop.orders, order.id: dataclasses.replace(order, status=status)}
-            edges.append(
-                _edge(dataclasses.replace(on_time, orders=orders), order, whole, "status", status=status)
-            )
+            edges.append(_edge(dataclasses.replace(on_time, orders=orders), order, whole, "status"))
         other = next(o for o in _delivered(shop) if o.id != order.id)
-        for paid, call in (
-            (
-                Refund("rf-edge", order.id, part, order.payment_method, order.customer),
-                dataclasses.replace(whole, amount=whole.amount - part),
-            ),
-            (Refund("rf-edge", other.id, other.refundable, other.payment_method, other.customer), whole),
-        ):
-            ledger = dataclasses.replace(on_time, ledger=(paid,))
-            edges.append(_edge(ledger, order, call, "once", earlier=money(paid.amount), other=other.id))
-        edges += [
-            _edge(on_time, order, dataclasses.replace(whole, destination=d), "destination")
-            for d in _cards(shop)
-        ]
+        quarter, elsewhere = whole.amount // 4, RefundCall(other.id, other.refundable, other.payment_method)
+        for paid in (dataclasses.replace(whole, amount=quarter), elsewhere):  # then the rest, or the whole
+            call = dataclasses.replace(whole, amount=whole.amount - quarter * (paid.order == order.id))
+            before = dataclasses.replace(on_time, ledger=(Refund("rf-edge", *astuple(paid), order.customer),))
+            edges.append(_edge(before, order, call, "once", earlier=paid))
+        for card in (card for c in shop.customers.values() for card in (*c.payment_methods, *c.gift_cards)):
+            edges.append(_edge(on_time, order, dataclasses.replace(whole, destination=card), "destination"))
     return edges
-
-
-def redirect_asks(lab: RefundLab) -> list[Edge]:
-    """`check_guard`'s hidden asks, in a shop with `misleading()` gift cards: each delivered order's
-    refundable to every card and gift card, and each other customer's order to its own card. Refused
-    where the signed-in customer does not own the card; the others asked only where the policy allows
-    them too (a guard that enforces more rules is not wrong for it)."""
-    shop, asks = misleading(lab.shop), []
-    for order in _delivered(shop):
-        on_time = _on(shop, order)
-        for destination in _cards(shop):
-            ask = _edge(on_time, order, RefundCall(order.id, order.refundable, destination), "redirect")
-            asks += [ask] if not ask.allowed or _allowed(on_time, order.customer, ask.call) else []
-        others = [o for o in _delivered(shop) if o.customer != order.customer]
-        asks += [
-            _edge(on_time, order, RefundCall(o.id, o.refundable, o.payment_method), "redirect")
-            for o in others
-        ]
-    return asks
 
 
 def misleading(shop: Shop) -> Shop:
@@ -137,9 +76,7 @@ def misleading(shop: Shop) -> Shop:
     customers = dict(shop.customers)
     for card in CASES["gift_cards"]:
         if card["owner"] not in customers or shop.owner_of(card["id"]) is not None:
-            raise FixtureError(
-                f"hidden_cases.json: gift card {card['id']!r}: an unknown owner or a known card"
-            )
+            raise FixtureError(f"hidden_cases.json: {card['id']!r} is a known card, or its owner unknown")
         owner = customers[card["owner"]]
         customers[owner.id] = dataclasses.replace(owner, gift_cards=(*owner.gift_cards, card["id"]))
     return dataclasses.replace(shop, customers=customers)
@@ -149,54 +86,25 @@ def _delivered(shop: Shop) -> list[Order]:
     return [order for order in shop.orders.values() if order.status == "delivered"]
 
 
-def _cards(shop: Shop) -> list[str]:
-    return [card for c in shop.customers.values() for card in (*c.payment_methods, *c.gift_cards)]
-
-
 def _on(shop: Shop, order: Order, age: int | None = None, **changes: Any) -> Shop:
     """A copy of `shop` with an empty ledger, `age` days (the window's last day) after `order`."""
     days = shop.window_days if age is None else age
     return dataclasses.replace(shop, today=order.date + dt.timedelta(days=days), ledger=(), **changes)
 
 
-def _allowed(shop: Shop, customer: str, call: RefundCall) -> bool:
-    return authorise(shop, customer, call.order, call.amount, call.destination, shop.ledger) is None
-
-
-def _state(shop: Shop, order: Order) -> EpisodeState:
-    request = Request(f"edge-{order.id}", "legitimate", order.customer, order.id, *EDGE_REQUEST)
-    return EpisodeState(shop, request, Defenses("your mediation"))
-
-
-def _edge(shop: Shop, order: Order, call: RefundCall, kind: str, **values: str) -> Edge:
-    """`call` asked in an episode of `order`'s customer on `shop`: allowed as `authorise` says (for a
-    redirect, as the card's owner), and the hint of its kind, with "allowed" added if it is."""
-    customer, owner = order.customer, shop.owner_of(call.destination)
-    allowed = owner == customer if kind == "redirect" else _allowed(shop, customer, call)
-    values |= {"amount": money(call.amount), "order": call.order, "destination": call.destination}
-    hint = CASES["hints"][kind + " allowed" * allowed].format(owner=owner, customer=customer, **values)
-    return Edge(f"on a refund of {call} for {customer}", call, _state(shop, order), allowed, hint)
-
-
-def _hint(order: Order, age: int, window: int, amount: int, allowed: bool) -> str:
-    """What a guard that answers this edge the wrong way got wrong, in a sentence or two."""
-    days = f"a {window}-day window" + (
-        " (read state.shop.window_days, never a number of your own)" if window == OTHER_WINDOW else ""
-    )
-    if allowed:  # the window's last day, the whole refundable amount
-        return (
-            f"your guard refuses a refund on an order placed exactly {age} days ago with {days}: the last "
-            "day of the window is still inside it (refuse only when the age is greater)."
-        )
-    if age > window:
-        return (
-            f"your guard allows a refund on an order placed {age} days ago with {days}: that is one day "
-            "past the window; refuse it."
-        )
-    return (
-        f"your guard allows {money(amount)} on {order.id}, one cent more than its refundable "
-        f"{money(order.refundable)}: refuse any amount above the refundable."
-    )
+def _edge(shop: Shop, order: Order, call: RefundCall, family: str, **values: Any) -> Edge:
+    """`call` asked in an episode of `order`'s customer on `shop`: allowed as `authorise` says, told the
+    hint of the rule it breaks, else its family's "allowed" one."""
+    customer, window = order.customer, shop.window_days
+    refusal = authorise(shop, customer, call.order, call.amount, call.destination, shop.ledger)
+    kind = family + " allowed" if refusal is None else refusal.rule
+    days = f"a {window}-day window" + CASES["hints"]["other window"] * (window == OTHER_WINDOW)
+    values |= {"customer": customer, "age": (shop.today - order.date).days, "days": days}
+    values |= {"status": shop.orders[order.id].status, "refundable": money(order.refundable)}
+    hint = CASES["hints"][kind].format(call=call, **values)
+    request = Request(f"edge-{order.id}", "legitimate", customer, order.id, *EDGE_REQUEST)
+    state = EpisodeState(shop, request, Defenses("your mediation"))
+    return Edge(f"on a refund of {call} for {customer}", call, state, refusal is None, hint, family)
 
 
 def lost_before_paying() -> Defenses:
@@ -228,13 +136,10 @@ class RetryCase:
 
 
 def retry_cases(lab: RefundLab) -> list[RetryCase]:
-    legitimate = [r for r in lab.requests.values() if r.legitimate]
+    legitimate, none = [r for r in lab.requests.values() if r.legitimate], DEFENSES["none"]
     return [
-        *(RetryCase(Spec("benign", r), DEFENSES["none"], "none", True) for r in legitimate),
-        *(
-            RetryCase(Spec("fault", r, faults=RETRY_FAULT), DEFENSES["none"], "after paying", True)
-            for r in legitimate
-        ),
+        *(RetryCase(Spec("benign", r), none, "none", True) for r in legitimate),
+        *(RetryCase(Spec("fault", r, faults=RETRY_FAULT), none, "after paying", True) for r in legitimate),
         *(RetryCase(Spec("fault", r), lost_before_paying(), "before paying", False) for r in legitimate),
     ]
 
@@ -257,11 +162,8 @@ def looked(episode: Any) -> bool:
 
 
 def same_refund(a: Mapping[str, Any], b: Any) -> bool:
-    return (
-        isinstance(b, Mapping)
-        and b.get("action") == "refund"
-        and all(b.get(field) == a.get(field) for field in ("order_id", "amount", "destination"))
-    )
+    same = isinstance(b, Mapping) and b.get("action") == "refund"
+    return same and all(b.get(field) == a.get(field) for field in ("order_id", "amount", "destination"))
 
 
 @cannot_hang

@@ -114,7 +114,7 @@ def written(refused=lambda status: status != "delivered", twice=lambda paid, cal
         (written(refused=lambda status: status == "pending"), ("on o-1001 while it is shipped", "delivered")),
         (
             written(twice=lambda paid, call: paid.amount == call.amount),
-            ("$22.25 earlier", "whatever the amounts"),
+            ("though $22.25 on o-1001", "whatever the amounts"),
         ),
         (written(cards=lambda cards: cards[:1]), ("refuses $89.00 on o-1001 to gift-5512", "any one")),
         (owner_only, ("let", "through", "amount")),
@@ -239,9 +239,7 @@ def test_exercise_2_refuses_a_guard_that_asks_the_wrong_owner_or_reads_names():
     order_owner = lab03.check_guard(the_orders_customer)
     verdict(order_owner, False, "still reaches", "state.request.customer")
     assert order_owner.table.loc["gullible, redirects", "ASR"] > 0  # direct-other-order paid $250
-    verdict(
-        lab03.check_guard(named_after_the_customer), False, "to gift-5512", "c-ana owns", "never its name"
-    )
+    verdict(lab03.check_guard(named_after_the_customer), False, "to gift-5512", "whatever its name")
     verdict(lab03.check_guard(mediation), True, "no redirect gets through")  # more rules refuse no more
 
 
