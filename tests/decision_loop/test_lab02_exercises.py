@@ -142,7 +142,12 @@ def test_a_run_must_go_on_with_the_validated_decision_and_call_tools_by_keyword(
 
         return my_run(task, decide, {name: Positional(t) for name, t in tools.items()}, max_turns, max_tools)
 
-    verdict(lab02.check_run(varied(validated=False)), False, "went on with the proposal", "validate_decision returns")
+    verdict(
+        lab02.check_run(varied(validated=False)),
+        False,
+        "went on with the proposal",
+        "validate_decision returns",
+    )
     verdict(lab02.check_run(positional), False, "call tools with keywords", "tools['search'].call(query=...)")
 
 
