@@ -147,7 +147,7 @@ def _case_tools(
 
     def counted(tool: Tool) -> Tool:
         def go(*positional: Any, **args: Any) -> Any:
-            if positional:
+            if positional or set(args) != set(tool.params):  # as the runtime calls it, or not at all
                 log.append(how := f"tools[{tool.name!r}].call({', '.join(f'{p}=...' for p in tool.params)})")
                 raise TypeError(f"call tools with keywords: {how}")
             log.append(tool.name)
@@ -215,7 +215,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
             return fail(f"On {where} my_run returned {shown(got)}: return plain str, int and None values.")
         if positional := [entry for entry in ran if entry.startswith("tools[")]:
             return fail(
-                f"On {where} a tool was called by position: call tools with keywords, {positional[0]}."
+                f"On {where} your run called a tool otherwise: call tools with keywords, {positional[0]}."
             )
         if any(handed):
             return fail(

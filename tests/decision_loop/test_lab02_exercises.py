@@ -3,6 +3,7 @@ wrong answers (each boundary of the rule, a crash, a hang, None) get a sentence 
 
 import math
 import time
+from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -132,13 +133,13 @@ def test_an_empty_citation_may_be_taken_for_none_or_for_an_unread_one():
 
 
 def test_a_run_must_go_on_with_the_validated_decision_and_call_tools_by_keyword():
-    def positional(task, decide, tools, max_turns, max_tools):
+    def positional(task, decide, tools, max_turns, max_tools, named=None):
         class Positional:  # the tool as a learner calls it: tool.call(value, ...)
             def __init__(self, tool):
                 self.tool, self.params, self.source = tool, tool.params, tool.source
 
             def call(self, **args):
-                return self.tool.call(*args.values())
+                return self.tool.call(*args.values()) if named is None else self.tool.call(**{named: "x"})
 
         return my_run(task, decide, {name: Positional(t) for name, t in tools.items()}, max_turns, max_tools)
 
@@ -149,6 +150,7 @@ def test_a_run_must_go_on_with_the_validated_decision_and_call_tools_by_keyword(
         "validate_decision returns",
     )
     verdict(lab02.check_run(positional), False, "call tools with keywords", "tools['search'].call(query=...)")
+    verdict(lab02.check_run(partial(positional, named="q")), False, "call tools with keywords")
 
 
 def test_runs_fitted_to_the_shown_cases_fail_on_the_others():
