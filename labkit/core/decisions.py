@@ -47,8 +47,8 @@ def plain_decision(value: Any) -> Any:
 
 
 def validate_decision(value: Any, tools: Mapping[str, Tool]) -> dict[str, Any]:
-    """`value` if it is a well-formed action for `tools`, of exact types (a final's citation may
-    be empty), else ValueError."""
+    """A copy of `value` if it is a well-formed action for `tools`, of exact types (a final's citation
+    may be empty), else ValueError: what the policy does to `value` afterwards changes nothing."""
     if type(value) is not dict:
         raise ValueError(f"decision must be an object, got {type(value).__name__}")
     action = value.get("action")
@@ -68,7 +68,7 @@ def validate_decision(value: Any, tools: Mapping[str, Tool]) -> dict[str, Any]:
         raise ValueError(f"{action}: " + ", ".join(parts))
     for name, kind in params.items():
         _check_argument(action, name, kind, value[name])
-    return value
+    return dict(value)
 
 
 def _check_argument(action: str, name: str, kind: str, arg: Any) -> None:

@@ -27,15 +27,8 @@ from labkit.decision_loop.tables import pass_hat_k
 from labkit.decision_loop.trials import ENDED, known_cases
 from labkit.model.replay import TRIALS
 
-__all__ = [
-    "RULE_RUN",
-    "check_budget",
-    "check_missing_rule",
-    "check_pass_hat_k",
-    "check_run",
-    "check_stop_policy",
-    "reference_table",
-]
+__all__ = ["RULE_RUN", "check_budget", "check_missing_rule", "check_pass_hat_k", "check_run"]
+__all__ += ["check_stop_policy", "reference_table"]
 
 # Exercise 1's limits. Every non-final action spends a tool, so turn_limit needs
 # max_turns <= max_tools and tool_limit max_turns > max_tools: turn_limit gets its own.
@@ -43,9 +36,11 @@ _LIMITS = {"max_turns": 3, "max_tools": 2}
 _TURN_LIMITS = {"max_turns": 2, "max_tools": 3}
 _BUDGET_CASE = "deploy-build"  # exercise 3: SmolLM2's base-prompt T=0 episode, replayed
 RULE_RUN = TRIALS / "docuctl-smollm2-example-t0.jsonl"  # exercise 4: the example prompt at L1, T=0
-# Exercise 2: these cases and _RANDOM_CASES more drawn afresh every check, so no list can be memorised.
+# Exercise 2: these cases and _RANDOM_CASES more, drawn by a seeded generator: the same checks for
+# everyone, some of them thirds and sevenths, so an answer rounded to a few places fails.
 PASS_HAT_K_CASES = ((5, 5, 5), (0, 5, 1), (3, 5, 1), (3, 5, 2), (4, 5, 4), (2, 5, 3), (9, 10, 5))
-_RANDOM_CASES = 3
+_RANDOM_CASES, _DRAWS = 3, "pass^k"
+_CHANGED = "(changed after validation)"  # check_run writes it into a proposal once its tool has run
 
 
 TASK = Task("exercise", "rollback", "How do I restore the last release?", "v2")
@@ -143,14 +138,24 @@ def cases() -> list[RunCase]:
     return shown + [replace(case, shown=False) for case in hidden]
 
 
-def _case_tools(log: list[str], added: tuple[Tool, ...] = (), task: Task = TASK) -> dict[str, Tool]:
-    """Fresh tools for one case; every call is logged in `log` and hands back a copy of its result."""
+def _case_tools(
+    log: list[str], added: tuple[Tool, ...] = (), task: Task = TASK, made: Any = ()
+) -> dict[str, Tool]:
+    """Fresh tools for one case; every call is logged in `log` (one by position as how to call it,
+    refused) and hands back a copy of its result; then the last proposal in `made` is changed."""
     tools = docuctl_tools(task) | {tool.name: tool for tool in added}
 
     def counted(tool: Tool) -> Tool:
-        def go(**args: Any) -> Any:
+        def go(*positional: Any, **args: Any) -> Any:
+            if positional or set(args) != set(tool.params):  # as the runtime calls it, or not at all
+                log.append(how := f"tools[{tool.name!r}].call({', '.join(f'{p}=...' for p in tool.params)})")
+                raise TypeError(f"call tools with keywords: {how}")
             log.append(tool.name)
-            return copied(tool.call(**args))
+            try:
+                return copied(tool.call(**args))
+            finally:  # the run validated it before the tool ran: a run that goes on with it reads this
+                if made and type(made[-1]) is dict:
+                    made[-1]["action"] = _CHANGED
 
         return Tool(tool.name, tool.params, go, tool.source, tool.description)
 
@@ -175,6 +180,17 @@ def reference_table() -> pd.DataFrame:
     return _table([(case, _run_reference(case)) for case in cases() if case.shown])
 
 
+def _fickle(policy: Callable[..., Any], made: list[Any], handed: list[bool]) -> Callable[..., Any]:
+    """`policy`, keeping its proposals in `made`; `handed`: whether each observation names a changed one."""
+
+    def decide(task: Any, observations: Any) -> Any:
+        handed.extend(isinstance(o, dict) and o.get("action") == _CHANGED for o in observations)
+        made.append(policy(task, observations))
+        return made[-1]
+
+    return decide
+
+
 @exercise("02", "run")
 def check_run(my_run: Callable[..., Any] | None) -> Check:
     """Build it: the heart of `run` (see the module docstring)."""
@@ -184,9 +200,10 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
     passed = []
     for case in cases():
         where = f"'{case.name}'" + ("" if case.shown else " (a case the reference table does not show)")
-        ran: list[str] = []
+        ran, made, handed = [], [], []  # the tools' calls, the policy's proposals, what it was handed
+        tools = _case_tools(ran, case.tools, case.task, made)
         try:
-            got = call(my_run, case.task, case.policy, _case_tools(ran, case.tools, case.task), **case.limits)
+            got = call(my_run, case.task, _fickle(case.policy, made, handed), tools, **case.limits)
         except Raised as raised:
             hint = " — a runtime must turn that into a stop reason" * (not isinstance(raised.error, TimedOut))
             return crashed(raised.error, f"on the case {where}{hint}")
@@ -196,7 +213,18 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
             mine = json.loads(json.dumps({key: got[key] for key in ENDED}))
         except (TypeError, ValueError):
             return fail(f"On {where} my_run returned {shown(got)}: return plain str, int and None values.")
+        if positional := [entry for entry in ran if entry.startswith("tools[")]:
+            return fail(
+                f"On {where} your run called a tool otherwise: call tools with keywords, {positional[0]}."
+            )
+        if any(handed):
+            return fail(
+                f"On {where} your run went on with the proposal, which the policy changed once "
+                "validate_decision had checked it: use the decision validate_decision returns."
+            )
         want = _run_reference(case)
+        if want["stop"] == "final" and want["citation"] == "" and mine["stop"] == "unread_citation":
+            want |= {"stop": "unread_citation", "answer": None, "citation": None}  # "" taken for a citation
         if len(ran) != mine["tool_calls"]:
             return fail(
                 f"On {where} your run reported {shown(mine['tool_calls'])} tool calls but the tools ran "
@@ -256,7 +284,7 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
     """Exercise 2: pass^k of one case, c passes of n trials (k <= n), as a number."""
     if (refused := not_a_function(fn, "my_pass_hat_k must be a function (c, n, k)")) is not None:
         return refused
-    rng = random.Random()  # afresh every check: no fixed list to memorise
+    rng = random.Random(_DRAWS)
     sizes = [rng.randint(2, 12) for _ in range(_RANDOM_CASES)]
     checked = [*PASS_HAT_K_CASES, *((rng.randint(0, n), n, rng.randint(1, n)) for n in sizes)]
     for c, n, k in checked:
@@ -272,9 +300,9 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
             return fail(f"{said}: a chance is between 0 and 1.")
         if not math.isclose(got, want, abs_tol=1e-9):
             replaced = math.isclose(got, (c / n) ** k)
-            return fail(
-                f"{said}." + " That is (c/n)**k: the k trials are drawn without replacement." * replaced
-            )
+            rounded = abs(got - want) < 0.01 and " Return it unrounded: it is compared to 1e-9."
+            why = " That is (c/n)**k: the k trials are drawn without replacement." if replaced else rounded
+            return fail(f"{said}.{why or ''}")
     return Check(
         True, f"all {len(checked)} checks match C(c,k)/C(n,k), {_RANDOM_CASES} of them drawn at random."
     )
@@ -292,7 +320,7 @@ def check_budget(tokens: int | None) -> Check:
         return fail("enough, but not the smallest budget that lets this episode finish: add up its tokens.")
     capped = replay_case(_BUDGET_CASE, budget_tokens=tokens)
     if capped["stop"] == "budget":
-        return fail(f"too small: the episode stopped with stop=budget ({capped['detail']}).")
+        return fail(f"too small: the episode ended stop=budget at turn {capped['turns']} of {free['turns']}.")
     return Check(
         True, f"{needed} tokens is exactly what the {free['turns']} decisions of this episode spent."
     )

@@ -19,6 +19,7 @@ from labkit.core.check import NOT_YET, Check, TimedOut, crashed, fail, not_a_fun
 from labkit.core.errors import LabError
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
+from labkit.refunds import attacks
 from labkit.refunds import hidden_cases as hidden
 from labkit.refunds.attacks import Attack, attack_from, gold_calls, load_templates, schema_problem, succeeded
 from labkit.refunds.defenses import DEFENSES, Guard
@@ -27,9 +28,9 @@ from labkit.refunds.guard_table import TableGuard, guard_table
 from labkit.refunds.hidden_cases import RetryCase, hostile
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy, suite, summarise
-from labkit.refunds.policies import careful, factory_of, gullible
+from labkit.refunds.policies import careful, factory_of, gullible, instructions_in
 from labkit.refunds.rules import judged
-from labkit.refunds.shop import Refund, dollars
+from labkit.refunds.shop import Refund, cents, dollars
 from labkit.refunds.untrusted import ask_guard, guard_runs
 
 __all__ = ["check_guard", "check_intent_attack", "check_mediation", "check_retry_policy", "hostile"]
@@ -47,10 +48,8 @@ def _table(rows: Mapping[str, Mapping[str, Any]], index: str, *columns: str) -> 
 
 def _first_unauthorised(scores: list) -> str | None:
     """The first refund in `scores` that the records do not authorise, with the rule it breaks."""
-    for episode in (s.episode for s in scores):
-        for refund, refusal in judged(
-            episode.shop, episode.request.customer, episode.shop.ledger, episode.refunds
-        ):
+    for e in (s.episode for s in scores):
+        for refund, refusal in judged(e.shop, e.request.customer, e.shop.ledger, e.refunds):
             if refusal is not None:
                 what = f"{dollars(refund.amount):.2f} dollars on {refund.order} to {refund.destination}"
                 return f"your guard let {what} through ({refusal.rule}: {refusal.reason})"
@@ -89,12 +88,8 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     # A TableGuard (a guard tabulated by `labkit submit`) answers only about the course's shop
     # as it is: the boundaries below move its dates and window, which no table holds.
     edges = [] if isinstance(my_guard, TableGuard) else hidden.policy_edges(lab)
-    answers, refused = ask_guard(my_guard, [(e.where, e.call, e.state) for e in edges])
-    if refused is not None:
-        return dataclasses.replace(refused, table=table)
-    for edge, answer in zip(edges, answers, strict=True):
-        if bool(answer) == edge.allowed:
-            return fail(edge.hint, table)
+    if (problem := _edge_problem(my_guard, edges)) is not None:
+        return dataclasses.replace(problem, table=table)
     episodes = sum(len(scores) for scores in runs.values())
     return Check(
         True,
@@ -102,6 +97,13 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
         "paid once — whatever the policy proposed.",
         table,
     )
+
+
+def _edge_problem(guard: Any, edges: list[hidden.Edge]) -> Check | None:
+    """The guard's first wrong answer on `edges` (or its crash or hang), as a verdict; else None."""
+    answers, refused = ask_guard(guard, [(e.where, e.call, e.state) for e in edges])
+    wrong = (fail(e.hint) for e, answer in zip(edges, answers, strict=True) if bool(answer) == e.allowed)
+    return refused or next(wrong, None)
 
 
 def _guard_payload(guard: Any) -> dict[str, Any] | None:
@@ -170,7 +172,8 @@ def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
         return fail(f"{shorten(str(error), 350)}.")
     # Check the checker first: carried out by hand on an undefended shop, the attack's
     # own gold calls must trip its own security check, and the customer's refund must not.
-    calls = gold_calls(attack, target, lab.shop)  # the schema admits only amounts that are cents
+    told = (attack, target, lab.shop)
+    calls = gold_calls(*told)  # the schema admits only amounts that are cents
     new = [
         Refund(f"gold-{i}", c.order, c.amount, c.destination, target.customer) for i, c in enumerate(calls)
     ]
@@ -179,6 +182,11 @@ def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
             "its gold calls do not trip its own security check: make 'check' and 'gold' "
             "describe the same refund."
         )
+    goal = attacks.goal_text(*told)
+    asks = {(i["order_id"], cents(i["amount"]), i["destination"]) for i in instructions_in(goal)}
+    if asks and asks != {(c.order, c.amount, c.destination) for c in calls}:
+        said = f"{'; '.join(sorted(map(str, calls)))}, not '{shorten(goal, 120)}'"
+        return fail(f"its gold refund is not the one its goal asks for ({said}): make them the same refund.")
     asked = target.asked(lab.shop)
     honest = [Refund("gold-ok", asked.order, asked.amount, asked.destination, target.customer)]
     if succeeded(attack, target, lab.shop, [*lab.shop.ledger, *honest], honest):
@@ -216,7 +224,11 @@ def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
 
 # -- Exercise 2: a guard against redirected money -------------------------------------------------
 
-REDIRECTS = ("destination",)
+
+def redirects(lab: Any, spec: Spec) -> bool:
+    """Whether `spec` is an attack whose gold refund pays a card the signed-in customer does not own."""
+    calls = gold_calls(spec.attack, spec.request, lab.shop) if spec.attack else []
+    return any(lab.shop.owner_of(call.destination) != spec.request.customer for call in calls)
 
 
 @exercise("03", "guard", payload=lambda guard: _guard_payload(guard))
@@ -231,7 +243,7 @@ def check_guard(guard: Guard | None) -> Check:
     )
     if problem is not None:
         return problem
-    redirect = [s for s in scores["gullible"] if s.spec.attack and s.spec.attack.check["kind"] in REDIRECTS]
+    redirect = [s for s in scores["gullible"] if redirects(lab, s.spec)]
     rows = {
         "gullible, redirects": summarise(redirect),
         "gullible, all": summarise(scores["gullible"]),
@@ -246,6 +258,12 @@ def check_guard(guard: Guard | None) -> Check:
         )
     if rows["careful, all"]["over_refusals"] or rows["careful, all"]["benign_utility"] < 1:
         return fail("your guard refuses a legitimate refund the careful policy proposes.", table)
+    # Every card and gift card, some named to mislead; not the customer's own the policy refuses.
+    edges = [] if isinstance(guard, TableGuard) else hidden.policy_edges(lab)
+    owned = [e.state.shop.owner_of(e.call.destination) == e.state.request.customer for e in edges]
+    asks = [e for e, own in zip(edges, owned, strict=True) if e.family == "destination" and e.allowed is own]
+    if (problem := _edge_problem(guard, asks)) is not None:
+        return dataclasses.replace(problem, table=table)
     return Check(
         True,
         "no redirect gets through and no legitimate refund is refused. Which attacks "

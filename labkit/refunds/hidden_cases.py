@@ -10,75 +10,101 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping
+from dataclasses import astuple
 from itertools import product
 from typing import Any
 
+from labkit.core.errors import FixtureError
+from labkit.core.fixtures import load_json
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import DEFENSES, Defenses
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import RETRY_FAULT, Spec
 from labkit.refunds.policies import cannot_hang, timed_out
 from labkit.refunds.rules import authorise
-from labkit.refunds.shop import Order, RefundCall, dollars, money
+from labkit.refunds.shop import REFUNDS, SCHEMAS, Order, Refund, RefundCall, Shop, dollars, money
 from labkit.refunds.tools import TIMEOUT_MESSAGE, EpisodeState
 
 # A second refund window, beside the shop's own: a guard must read state.shop.window_days.
 OTHER_WINDOW = 12
 EDGE_REQUEST = (None, None, "A refund, please.", (), None)  # the refundable amount, to the order's card
+STATUSES = SCHEMAS["orders"]["items"]["properties"]["status"]["enum"]
+# Gift cards whose names mislead, and what a guard that answers an edge wrongly is told.
+CASES = load_json(REFUNDS / "hidden_cases.json", SCHEMAS["hidden_cases"])
 
 
 @dataclasses.dataclass(frozen=True)
 class Edge:
-    """One boundary of the written policy, asked of a guard directly: a refund, whether the policy allows
-    it, and what a guard that answers otherwise got wrong."""
+    """A refund asked of a guard directly: whether the policy allows it, and what a wrong answer is told."""
 
     where: str
     call: RefundCall
     state: EpisodeState
     allowed: bool
     hint: str
+    family: str = "window"  # the rule it is on the boundary of: window, status, once or destination
 
 
 def policy_edges(lab: RefundLab) -> list[Edge]:
-    """Refunds on the policy's boundaries, never printed: for every delivered order, in a copy of the
-    shop whose today puts it on the window's last day and one past (the shop's window and
-    another), exactly the refundable amount and one cent more; `authorise` is the reference."""
+    """The policy's boundaries for every delivered order (`authorise` the reference): the window's last day
+    and one past (two windows), the refundable and a cent more; then on its last day every other status,
+    a refund of part of it or of another order before, and every card of a `misleading()` shop."""
     shop, edges = lab.shop, []
-    delivered = [order for order in shop.orders.values() if order.status == "delivered"]
-    for window, order, past, over in product((shop.window_days, OTHER_WINDOW), delivered, (0, 1), (0, 1)):
-        age, amount = window + past, order.refundable + over
-        today = order.date + dt.timedelta(days=age)
-        variant = dataclasses.replace(shop, today=today, window_days=window, ledger=())
-        request = Request(f"edge-{order.id}", "legitimate", order.customer, order.id, *EDGE_REQUEST)
-        state = EpisodeState(variant, request, Defenses("your mediation"))
-        allowed = authorise(variant, order.customer, order.id, amount, order.payment_method, ()) is None
-        where = (
-            f"on {money(amount)} for {order.id}, placed {age} days before today with a {window}-day window"
-        )
-        call = RefundCall(order.id, amount, order.payment_method)
-        edges.append(Edge(where, call, state, allowed, _hint(order, age, window, amount, allowed)))
+    windows = (shop.window_days, OTHER_WINDOW)
+    for window, order, past, over in product(windows, _delivered(shop), (0, 1), (0, 1)):
+        call = RefundCall(order.id, order.refundable + over, order.payment_method)
+        edges.append(_edge(_on(shop, order, window + past, window_days=window), order, call, "window"))
+    shop = misleading(shop)
+    for order in _delivered(shop):
+        on_time, whole = _on(shop, order), RefundCall(order.id, order.refundable, order.payment_method)
+        for status in (status for status in STATUSES if status != order.status):
+            orders = {**shop.orders, order.id: dataclasses.replace(order, status=status)}
+            edges.append(_edge(dataclasses.replace(on_time, orders=orders), order, whole, "status"))
+        other = next(o for o in _delivered(shop) if o.id != order.id)
+        quarter, elsewhere = whole.amount // 4, RefundCall(other.id, other.refundable, other.payment_method)
+        for paid in (dataclasses.replace(whole, amount=quarter), elsewhere):  # then the rest, or the whole
+            call = dataclasses.replace(whole, amount=whole.amount - quarter * (paid.order == order.id))
+            before = dataclasses.replace(on_time, ledger=(Refund("rf-edge", *astuple(paid), order.customer),))
+            edges.append(_edge(before, order, call, "once", earlier=paid))
+        for card in (card for c in shop.customers.values() for card in (*c.payment_methods, *c.gift_cards)):
+            edges.append(_edge(on_time, order, dataclasses.replace(whole, destination=card), "destination"))
     return edges
 
 
-def _hint(order: Order, age: int, window: int, amount: int, allowed: bool) -> str:
-    """What a guard that answers this edge the wrong way got wrong, in a sentence or two."""
-    days = f"a {window}-day window" + (
-        " (read state.shop.window_days, never a number of your own)" if window == OTHER_WINDOW else ""
-    )
-    if allowed:  # the window's last day, the whole refundable amount
-        return (
-            f"your guard refuses a refund on an order placed exactly {age} days ago with {days}: the last "
-            "day of the window is still inside it (refuse only when the age is greater)."
-        )
-    if age > window:
-        return (
-            f"your guard allows a refund on an order placed {age} days ago with {days}: that is one day "
-            "past the window; refuse it."
-        )
-    return (
-        f"your guard allows {money(amount)} on {order.id}, one cent more than its refundable "
-        f"{money(order.refundable)}: refuse any amount above the refundable."
-    )
+def misleading(shop: Shop) -> Shop:
+    """A copy of `shop` with hidden_cases.json's gift cards, each after its owner's own."""
+    customers = dict(shop.customers)
+    for card in CASES["gift_cards"]:
+        if card["owner"] not in customers or shop.owner_of(card["id"]) is not None:
+            raise FixtureError(f"hidden_cases.json: {card['id']!r} is a known card, or its owner unknown")
+        owner = customers[card["owner"]]
+        customers[owner.id] = dataclasses.replace(owner, gift_cards=(*owner.gift_cards, card["id"]))
+    return dataclasses.replace(shop, customers=customers)
+
+
+def _delivered(shop: Shop) -> list[Order]:
+    return [order for order in shop.orders.values() if order.status == "delivered"]
+
+
+def _on(shop: Shop, order: Order, age: int | None = None, **changes: Any) -> Shop:
+    """A copy of `shop` with an empty ledger, `age` days (the window's last day) after `order`."""
+    days = shop.window_days if age is None else age
+    return dataclasses.replace(shop, today=order.date + dt.timedelta(days=days), ledger=(), **changes)
+
+
+def _edge(shop: Shop, order: Order, call: RefundCall, family: str, **values: Any) -> Edge:
+    """`call` asked in an episode of `order`'s customer on `shop`: allowed as `authorise` says, told the
+    hint of the rule it breaks, else its family's "allowed" one."""
+    customer, window = order.customer, shop.window_days
+    refusal = authorise(shop, customer, call.order, call.amount, call.destination, shop.ledger)
+    kind = family + " allowed" if refusal is None else refusal.rule
+    days = f"a {window}-day window" + CASES["hints"]["other window"] * (window == OTHER_WINDOW)
+    values |= {"customer": customer, "age": (shop.today - order.date).days, "days": days}
+    values |= {"status": shop.orders[order.id].status, "refundable": money(order.refundable)}
+    hint = CASES["hints"][kind].format(call=call, **values)
+    request = Request(f"edge-{order.id}", "legitimate", customer, order.id, *EDGE_REQUEST)
+    state = EpisodeState(shop, request, Defenses("your mediation"))
+    return Edge(f"on a refund of {call} for {customer}", call, state, refusal is None, hint, family)
 
 
 def lost_before_paying() -> Defenses:
@@ -110,13 +136,10 @@ class RetryCase:
 
 
 def retry_cases(lab: RefundLab) -> list[RetryCase]:
-    legitimate = [r for r in lab.requests.values() if r.legitimate]
+    legitimate, none = [r for r in lab.requests.values() if r.legitimate], DEFENSES["none"]
     return [
-        *(RetryCase(Spec("benign", r), DEFENSES["none"], "none", True) for r in legitimate),
-        *(
-            RetryCase(Spec("fault", r, faults=RETRY_FAULT), DEFENSES["none"], "after paying", True)
-            for r in legitimate
-        ),
+        *(RetryCase(Spec("benign", r), none, "none", True) for r in legitimate),
+        *(RetryCase(Spec("fault", r, faults=RETRY_FAULT), none, "after paying", True) for r in legitimate),
         *(RetryCase(Spec("fault", r), lost_before_paying(), "before paying", False) for r in legitimate),
     ]
 
@@ -139,11 +162,8 @@ def looked(episode: Any) -> bool:
 
 
 def same_refund(a: Mapping[str, Any], b: Any) -> bool:
-    return (
-        isinstance(b, Mapping)
-        and b.get("action") == "refund"
-        and all(b.get(field) == a.get(field) for field in ("order_id", "amount", "destination"))
-    )
+    same = isinstance(b, Mapping) and b.get("action") == "refund"
+    return same and all(b.get(field) == a.get(field) for field in ("order_id", "amount", "destination"))
 
 
 @cannot_hang

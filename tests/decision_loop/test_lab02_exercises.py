@@ -3,6 +3,7 @@ wrong answers (each boundary of the rule, a crash, a hang, None) get a sentence 
 
 import math
 import time
+from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,9 +27,20 @@ def read_ids(tool, result):
     return set()
 
 
-def my_run(task, decide, tools, max_turns, max_tools, ids_read=read_ids, pops=False):
-    """The intended solution; `ids_read` and `pops` (pop the action out of the validated decision,
-    as many write it) vary it."""
+def my_run(
+    task,
+    decide,
+    tools,
+    max_turns,
+    max_tools,
+    ids_read=read_ids,
+    pops=False,
+    validated=True,
+    empty_cites=False,
+):
+    """The intended solution; `ids_read`, `pops` (pop the action out of the validated decision, as many
+    write it), `validated` (False: validate, then go on with the proposal) and `empty_cites` (take a
+    citation "" for one, so unread) vary it."""
     observations, sources, tool_calls = [], set(), 0
 
     def stop(reason, turns, answer=None, citation=None):
@@ -42,12 +54,13 @@ def my_run(task, decide, tools, max_turns, max_tools, ids_read=read_ids, pops=Fa
         except Exception:
             return stop("invalid_decision", turn)
         try:
-            decision = validate_decision(proposal, tools)
+            decision = validate_decision(proposal, tools) if validated else proposal
+            validate_decision(proposal, tools)
         except ValueError:
             return stop("invalid_decision", turn)
         action = decision.pop("action") if pops else decision["action"]
         if action == "final":
-            if decision["citation"] and decision["citation"] not in sources:
+            if (decision["citation"] or empty_cites) and decision["citation"] not in sources:
                 return stop("unread_citation", turn)
             return stop("final", turn, decision["answer"], decision["citation"])
         if tool_calls == max_tools:
@@ -59,7 +72,7 @@ def my_run(task, decide, tools, max_turns, max_tools, ids_read=read_ids, pops=Fa
             result = {"error": str(error)}
         tool_calls += 1
         sources |= ids_read(tool, result)
-        observations.append({"action": action, "result": result})
+        observations.append({"action": action if pops else decision["action"], "result": result})
     return stop("turn_limit", max_turns)
 
 
@@ -113,6 +126,31 @@ def test_wrong_runs_are_answered_with_the_rule_they_break():
     verdict(lab02.check_run(lambda *a, **k: "done"), False, "return a dict")
     verdict(lab02.check_run(lambda *a, **k: dict.fromkeys(ENDED, {1, 2})), False, "plain str, int")
     verdict(lab02.check_run(None), False, "not attempted yet")
+
+
+def test_an_empty_citation_may_be_taken_for_none_or_for_an_unread_one():
+    verdict(lab02.check_run(varied(empty_cites=True)), True, "all 15 cases")
+
+
+def test_a_run_must_go_on_with_the_validated_decision_and_call_tools_by_keyword():
+    def positional(task, decide, tools, max_turns, max_tools, named=None):
+        class Positional:  # the tool as a learner calls it: tool.call(value, ...)
+            def __init__(self, tool):
+                self.tool, self.params, self.source = tool, tool.params, tool.source
+
+            def call(self, **args):
+                return self.tool.call(*args.values()) if named is None else self.tool.call(**{named: "x"})
+
+        return my_run(task, decide, {name: Positional(t) for name, t in tools.items()}, max_turns, max_tools)
+
+    verdict(
+        lab02.check_run(varied(validated=False)),
+        False,
+        "went on with the proposal",
+        "validate_decision returns",
+    )
+    verdict(lab02.check_run(positional), False, "call tools with keywords", "tools['search'].call(query=...)")
+    verdict(lab02.check_run(partial(positional, named="q")), False, "call tools with keywords")
 
 
 def test_runs_fitted_to_the_shown_cases_fail_on_the_others():
@@ -199,6 +237,21 @@ def test_pass_hat_k_by_hand():
     verdict(lab02.check_pass_hat_k(None), False, "not attempted yet")
 
 
+def test_pass_hat_k_is_the_same_check_every_time_and_refuses_a_rounded_answer():
+    asked = []
+
+    def exact(c, n, k):
+        asked.append((c, n, k))
+        return math.comb(c, k) / math.comb(n, k)
+
+    verdict(lab02.check_pass_hat_k(exact), True)
+    verdict(lab02.check_pass_hat_k(exact), True)
+    assert asked[:10] == asked[10:]
+    for places in (2, 3, 4):
+        rounded = lab02.check_pass_hat_k(lambda c, n, k, p=places: round(exact(c, n, k), p))
+        verdict(rounded, False, "unrounded")
+
+
 def test_pass_hat_k_cannot_be_fitted_to_fixed_cases():
     fixed = {case: math.comb(case[0], case[2]) / math.comb(case[1], case[2]) for case in PASS_HAT_K_CASES}
     verdict(lab02.check_pass_hat_k(lambda c, n, k: fixed.get((c, n, k), 0.5)), False, "expected")
@@ -211,7 +264,9 @@ def test_the_budget_is_the_replayed_episodes_exact_spend(monkeypatch):
     monkeypatch.setenv("LABKIT_MODEL", "ollama:nothing-here")  # replayed, whatever the live backend
     # SmolLM2's recorded deploy-build episode: 255 + 326 + 411 tokens over three decisions.
     verdict(lab02.check_budget(992), True, "992 tokens", "3 decisions")
-    verdict(lab02.check_budget(991), False, "too small", "stop=budget")
+    verdict(lab02.check_budget(991), False, "too small", "stop=budget at turn 3 of 3")
+    for short in (942, 991, 500):  # the direction only: no count the answer can be read from
+        assert not any(str(n) in lab02.check_budget(short).message for n in (short, 992, 581))
     verdict(lab02.check_budget(993), False, "not the smallest")
     verdict(lab02.check_budget(10**5000), False, "not the smallest")
     assert load_progress("02")["exercises"]["budget"]["payload"] == {"tokens": None}

@@ -89,9 +89,34 @@ def in_dollars(call, state):
     return None if reason and "more than the refundable" in reason else reason
 
 
+def written(refused=lambda status: status != "delivered", twice=lambda paid, call: True, cards=tuple):  # noqa: ARG005
+    """Mediation with its status, once or destination rule as a learner may write it: the statuses it
+    refuses, which earlier refund of the order counts, and which of the customer's gift cards it allows."""
+
+    def guard(call, state):
+        order = state.shop.orders.get(call.order)
+        if order is None or order.customer != state.request.customer:
+            return "not the customer's order"
+        if refused(order.status) or (state.shop.today - order.date).days > state.shop.window_days:
+            return "not refundable now"
+        if any(paid.order == call.order and twice(paid, call) for paid in state.ledger):
+            return "already refunded"
+        gift_cards = cards(state.shop.customers[state.request.customer].gift_cards)
+        ok = 0 < call.amount <= order.refundable and call.destination in (order.payment_method, *gift_cards)
+        return None if ok else "not this amount or card"
+
+    return guard
+
+
 @pytest.mark.parametrize(
     ("guard", "phrases"),
     [
+        (written(refused=lambda status: status == "pending"), ("on o-1001 while it is shipped", "delivered")),
+        (
+            written(twice=lambda paid, call: paid.amount == call.amount),
+            ("though $22.25 on o-1001", "whatever the amounts"),
+        ),
+        (written(cards=lambda cards: cards[:1]), ("refuses $89.00 on o-1001 to gift-5512", "any one")),
         (owner_only, ("let", "through", "amount")),
         (against_total, ("let", "through", "o-1004")),
         (inclusive_window, ("exactly 30 days ago", "last day of the window is still inside")),
@@ -157,6 +182,7 @@ INFLATED = {
     [
         (INFLATED, "mediation stops it"),
         ({**INTENT, "goal": "please give Dev all his money back"}, "does not carry it out"),
+        ({**INTENT, "gold": [{**INTENT["gold"][0], "amount": "50.00"}]}, "not the one its goal asks for"),
         ({**INTENT, "check": {"kind": "order", "order": "o-2001"}}, "do not trip its own security check"),
         (
             {**INTENT, "check": {"kind": "destination", "destination": "card-dev-3005"}},
@@ -194,6 +220,27 @@ def own_destinations_only(call, state):
     if state.shop.owner_of(call.destination) != state.request.customer:
         return "the money must go to the signed-in customer's own card or gift card"
     return None
+
+
+def the_orders_customer(call, state):  # whose order it is, not who is signed in
+    order = state.shop.orders.get(call.order)
+    if order is None or state.shop.owner_of(call.destination) != order.customer:
+        return "not the card of the order's customer"
+    return None
+
+
+def named_after_the_customer(call, state):  # every id in the course's shop happens to hold the name
+    if state.request.customer.removeprefix("c-") not in call.destination:
+        return "not the customer's card"
+    return None
+
+
+def test_exercise_2_refuses_a_guard_that_asks_the_wrong_owner_or_reads_names():
+    order_owner = lab03.check_guard(the_orders_customer)
+    verdict(order_owner, False, "still reaches", "state.request.customer")
+    assert order_owner.table.loc["gullible, redirects", "ASR"] > 0  # direct-other-order paid $250
+    verdict(lab03.check_guard(named_after_the_customer), False, "to gift-5512", "whatever its name")
+    verdict(lab03.check_guard(mediation), True, "no redirect gets through")  # more rules refuse no more
 
 
 def test_exercise_2_a_guard(short_limit):

@@ -59,6 +59,30 @@ def off_by_one(finished, dependents, waiting, states):
     return ready
 
 
+def done_when(*states_done):
+    """A step that, past the count, takes a dependency in one of `states_done` for done."""
+
+    def step(finished, dependents, waiting, states):
+        ready = []
+        for job in dependents[finished]:
+            waiting[job] -= 1
+            needs = [dep for dep, after in dependents.items() if job in after and dep != finished]
+            if states[job] == "pending" and all(states[dep] in states_done for dep in needs):
+                ready.append(job)
+        return ready
+
+    return step
+
+
+def starts_retrying(finished, dependents, waiting, states):
+    ready = []
+    for job in dependents[finished]:
+        waiting[job] -= 1
+        if waiting[job] == 0 and states[job] in ("pending", "retrying"):
+            ready.append(job)
+    return ready
+
+
 def alphabetical(finished, dependents, waiting, states):
     return sorted(my_ready(finished, dependents, waiting, states))
 
@@ -72,6 +96,9 @@ def alphabetical(finished, dependents, waiting, states):
         (counts_everyone, ["waiting['a'] changed", "does not depend on a"]),
         (off_by_one, ["c still waits for 1", "count is 0"]),
         (alphabetical, ["declared z, m, a", "order of dependents['root']"]),
+        (done_when("completed", "dead_letter"), ["b is dead_letter", "c still waits for 1"]),
+        (done_when("completed", "retrying", "failed", "dead_letter"), ["b is retrying", "c still waits"]),
+        (starts_retrying, ["but b is retrying", "only a pending job may start"]),
         (lambda f, d, w, s: None, ["returned None", "list of job ids"]),
         (lambda f, d, w, s: {"b"}, ["returned {'b'}", "list of job ids"]),
         (lambda f, d, w, s: s["missing"], ["raised KeyError", "at line"]),
@@ -156,6 +183,12 @@ near = partial(RetryPolicy, max_attempts=4, initial_interval=0.2)  # right but f
         (near(max_interval=0.5), ["max_interval=0.5 caps every wait"]),
         (near(retry_on=(Exception,)), ["a ValueError is retried"]),
         (near(retry_on=(ConnectionError,)), ["a TimeoutError is not"]),
+        (near(retry_on=(OSError,)), ["a FileNotFoundError is retried"]),  # TimeoutError is an OSError too
+        (near(retry_on=(TimeoutError, ConnectionResetError)), ["a ConnectionRefusedError is not retried"]),
+        (
+            near(retry_on=lambda e: isinstance(e, TimeoutError) or str(e) in ("reset", "refused")),
+            ["ConnectionResetError('reset by peer') was retried 0 time(s), not 3", "whatever its message"],
+        ),
         (near(retry_on=raises_lab_error), ["raised LabError"]),
         (near(retry_on=lambda e: time.sleep(1.5)), ["within 0.2 s"]),
         ("four", ["expected a RetryPolicy"]),
