@@ -1,7 +1,9 @@
-"""The model reviser over many trials: one variant's run as `labkit grid` records it, and its tables.
+"""The model reviser over many trials, as `labkit grid` records them, and its statistics.
 
-`labkit grid fixtures/grids/routing-smollm2-k5.toml` records each control and variant at T=0 and
-T=0.7, k=5 trials each, an episode record per run (`variant_record`); `sampled_runs()` replays them.
+`fixtures/grids/routing-smollm2-k15.toml` records every control and variant k=15 times at T=0.7
+(trial t with seed t), `routing-smollm2-t0.toml` once at T=0; `sampled_runs()` replays both. The
+reviser has one task per variant, so the unit of a T=0.7 rate is the trial; T=0 (greedy decoding
+repeats itself) and the scripted word cutter are each one deterministic run: no interval.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.intervals import bootstrap, mcnemar, paired, verdict, wilson
+from labkit.core import stats
 from labkit.model import Backend, read_records
 from labkit.routing.experiments import cutter_experiment
 from labkit.routing.model_reviser import (
+    GRID_CONTROLS,
     RECORDED,
     REVISER_LAB,
     VARIANTS,
@@ -23,8 +26,10 @@ from labkit.routing.model_reviser import (
     trial_runs,
 )
 
-_SAMPLED_T = 0.7  # the recordings: k=5 at T=0.7 per variant and control, plus T=0
-_SAMPLED_K = 5
+_SAMPLED_T = 0.7  # the recordings: k=15 at T=0.7 per variant and control, and one run at T=0
+_SAMPLED_K = 15
+DETERMINISTIC = "one deterministic run"
+FAMILY = "lab 04 reviser at T=0.7, paired by trial"
 
 
 def variant_record(
@@ -78,97 +83,93 @@ def sampled_runs(
     return trial_runs(backend, {0.0: 1, temperature: k})
 
 
-def _published(passed: pd.Series) -> dict[str, Any]:
-    """The trials, the share published and its Wilson 95% interval."""
-    share = wilson(int(passed.sum()), len(passed))
-    return {
-        "trials": len(passed),
-        "published": round(share.estimate, 3),
-        "published_ci": f"[{share.low:.2f}, {share.high:.2f}]",
-    }
+def _by_trial(runs: pd.DataFrame) -> dict[str, int]:
+    """Trial -> 1 if the run published, else 0: the unit of a sampled rate."""
+    return {str(t): int(pd.notna(p)) for t, p in zip(runs["trial"], runs["published"], strict=True)}
 
 
-def _summary(runs: pd.DataFrame) -> dict[str, Any]:
-    """One group of runs: the share published and the mean last length, each with its 95% interval."""
-    lasts = runs["texts"].map(lambda texts: texts[-1] if texts else None)
-    chars = bootstrap({str(t): [len(last)] for t, last in zip(runs["trial"], lasts, strict=True)})
-    return {
-        **_published(runs["published"].notna()),
-        "final chars": round(chars.estimate, 1),
-        "final chars_ci": f"[{chars.low:.1f}, {chars.high:.1f}]",
-        "distinct final texts": lasts.nunique(),
-        "status": ", ".join(sorted(set(runs["status"]))),
-    }
+def _span(lengths: pd.Series) -> str:
+    """The final lengths' range, "25" or "36-52" (a description of the runs, not an estimate)."""
+    low, high = int(lengths.min()), int(lengths.max())
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _cutter() -> dict[str, bool]:
+    """Variant (task suffix) -> whether the scripted word cutter published: one deterministic run."""
+    summary, _ = cutter_experiment()
+    return {VARIANTS[name]: summary.loc[name, "status"] == "completed" for name in VARIANTS}
 
 
 def reviser_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """`runs` (`sampled_runs()`) per control, variant and temperature, then the deterministic
-    `experiments.WordCutter`: the share published (Wilson 95% interval) and the mean last length
-    (bootstrap interval)."""
-    summary, cutters = cutter_experiment()
-    cut = [
-        {
-            "reviser": "word cutter (scripted)",
-            "control": "L2+cut1",
-            "variant": VARIANTS[name],
-            "T": "-",
-            "trial": 0,
-            "texts": cutter.history,
-            "status": summary.loc[name, "status"],
-            "published": summary.loc[name, "published"],
-        }
-        for name, cutter in cutters.items()
-    ]
-    runs = pd.concat([runs.assign(reviser="model"), pd.DataFrame(cut)], ignore_index=True)
-    runs["published"] = runs["published"].where(runs["published"] != "-")
-    keys = ["reviser", "control", "variant", "T"]
-    rows = [
-        dict(zip(keys, key, strict=True)) | _summary(group) for key, group in runs.groupby(keys, sort=False)
-    ]
-    return pd.DataFrame(rows).set_index(keys)
-
-
-def reviser_comparisons(runs: pd.DataFrame) -> pd.DataFrame:
-    """`published` with feedback against without, trial by trial (same seeds), under each control, over
-    the sampled trials of `runs` (its highest T): the paired bootstrap 95% interval, McNemar's exact p,
-    and "a difference" only when the interval excludes 0 and p < 0.05 (five trials: the bootstrap
-    alone is too eager)."""
+    """`runs` (`sampled_runs()`) a row per control and variant: at the highest T the trials that
+    published and the rate over trials with its 95% interval (`stats.rate`), the final lengths'
+    range and distinct final texts; at T=0 and for the word cutter one deterministic run's outcome."""
+    sampled, greedy, cutter = runs[runs["T"] == runs["T"].max()], runs[runs["T"] == 0.0], _cutter()
+    outcome = {True: "published", False: "not published"}
     rows = []
-    for control, group in runs[runs["T"] == runs["T"].max()].groupby("control", sort=False):
-        a, b = (
-            {str(t): pd.notna(p) for t, p in zip(g["trial"], g["published"], strict=True)}
-            for g in (group[group["variant"] == v] for v in ("feedback", "no-feedback"))
-        )
-        interval, p = (
-            paired({t: float(v) for t, v in a.items()}, {t: float(v) for t, v in b.items()}),
-            mcnemar(a, b),
-        )
+    for (control, variant), group in sampled.groupby(["control", "variant"], sort=False):
+        lasts = group["texts"].map(lambda texts: texts[-1] if texts else "")
+        once = greedy[(greedy["control"] == control) & (greedy["variant"] == variant)]
+        by_trial = _by_trial(group)
         rows.append(
             {
                 "control": control,
-                "comparison": "feedback - no-feedback",
-                "rate": "published",
-                "trials": len(a),
-                "difference": round(interval.estimate, 3),
-                "difference_ci": f"[{interval.low:.2f}, {interval.high:.2f}]",
-                "mcnemar_p": f"{p:.3f}",
-                "verdict": verdict(interval, p),
+                "variant": variant,
+                "published": f"{sum(by_trial.values())} of {len(by_trial)}",
+                "rate over trials [95% interval]": str(stats.rate(by_trial)),
+                "final chars": _span(lasts.str.len()),
+                "distinct final texts": lasts.nunique(),
+                "T=0, one run": outcome[bool(once["published"].notna().all())] if len(once) else "-",
+                "word cutter, one run": outcome[cutter[variant]],
             }
         )
-    return pd.DataFrame(rows).set_index(["control", "comparison"])
+    return pd.DataFrame(rows).set_index(["control", "variant"])
+
+
+def reviser_comparisons(runs: pd.DataFrame) -> list[stats.Comparison]:
+    """Paired by trial (same seeds) at the highest T: feedback - no-feedback under each control,
+    L2+cut1 - L2 for each variant, and the model at L2+cut1 - the word cutter (its one deterministic
+    run is the exact rate of every trial). One family: adjust with `stats.adjust(.., FAMILY)`."""
+    sampled, cutter = runs[runs["T"] == runs["T"].max()], _cutter()
+    by = {key: _by_trial(group) for key, group in sampled.groupby(["control", "variant"], sort=False)}
+    compare = stats.compare_rows
+    rows = [
+        compare(f"{c}: feedback - no-feedback", by[c, "feedback"], by[c, "no-feedback"])
+        for c in GRID_CONTROLS
+    ]
+    rows += [compare(f"{v}: L2+cut1 - L2", by["L2+cut1", v], by["L2", v]) for v in VARIANTS.values()]
+    for variant in VARIANTS.values():
+        model = by["L2+cut1", variant]
+        exact = dict.fromkeys(model, float(cutter[variant]))
+        rows.append(compare(f"{variant}: model at L2+cut1 - word cutter", model, exact))
+    return rows
+
+
+def reviser_comparison_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """`reviser_comparisons(runs)` as one family's table: interval, test, p, Holm p and verdict."""
+    return stats.comparison_table(reviser_comparisons(runs), FAMILY)
 
 
 def reviser_grid_table(record: str | os.PathLike[str]) -> pd.DataFrame:
-    """Per run label and variant of a routing grid's recording: the trials, the share published
-    (Wilson 95% interval) and the mean last length. What `labkit grid` prints at the end."""
+    """Per run label and variant of a routing grid's recording: the trials, how many published and
+    the rate over trials (or "one deterministic run" at T=0), and the final lengths' range. What
+    `labkit grid` prints at the end."""
     episodes = pd.DataFrame(
         [r for _, r in read_records(record) if r.get("kind") == "episode" and r.get("lab") == REVISER_LAB]
     )
     if episodes.empty:
         return pd.DataFrame()
-    rows = [
-        {"run": run, "variant": variant, **_published(group["passed"].astype(bool))}
-        | {"final chars": round(group["lengths"].str[-1].mean(), 1)}
-        for (run, variant), group in episodes.groupby(["run", "variant"], sort=False)
-    ]
+    rows = []
+    for (run, variant), group in episodes.groupby(["run", "variant"], sort=False):
+        passed = {str(t): int(p) for t, p in zip(group["trial"], group["passed"], strict=True)}
+        greedy = len(group) == 1 and group["temperature"].iloc[0] == 0
+        rows.append(
+            {
+                "run": run,
+                "variant": variant,
+                "published": f"{sum(passed.values())} of {len(passed)}",
+                "rate over trials [95% interval]": DETERMINISTIC if greedy else str(stats.rate(passed)),
+                "final chars": _span(group["lengths"].str[-1]),
+            }
+        )
     return pd.DataFrame(rows).set_index(["run", "variant"])
