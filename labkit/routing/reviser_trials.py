@@ -29,63 +29,46 @@ from labkit.routing.model_reviser import (
 _SAMPLED_T = 0.7  # the recordings: k=15 at T=0.7 per variant and control, and one run at T=0
 _SAMPLED_K = 15
 DETERMINISTIC = "one deterministic run"
+RATE = "rate over trials [95% interval]"
 FAMILY = "lab 04 reviser at T=0.7, paired by trial"
 
 
 def variant_record(
-    backend: Backend,
-    *,
-    model_name: str,
-    label: str,
-    variant: str,
-    control: str,
-    temperature: float,
-    seed: int,
-    trial: int,
+    backend: Backend, *, model_name: str, label: str, variant: str, control: str, **settings: float
 ) -> dict[str, Any]:
-    """Run one variant on `backend` (the grid's Recorder keeps the calls); its episode record
-    (`stop`: the run's status, `passed`: something was published, `texts`: every revision)."""
+    """Run one variant on `backend` (the grid's Recorder keeps the calls) at `settings` (temperature,
+    seed, trial); its episode record (`stop`: the run's status, `passed`: something was published)."""
     start = time.perf_counter()
-    reviser, result = run_variant(variant, backend, control, temperature=temperature, seed=seed, trial=trial)
+    temperature, seed, trial = (settings[key] for key in ("temperature", "seed", "trial"))
+    reviser, result = run_variant(variant, backend, control, **settings)
     published = result.results.get("publish")
-    return {
-        "kind": "episode",
-        "run": label,
-        "lab": REVISER_LAB,
-        "case": reviser.task.id,
-        "trial": trial,
-        "prompt": "reviser",
-        "variant": variant,
-        "control": control,
-        "rung": reviser.rung,
-        "backend": model_name,
-        "temperature": float(temperature),
-        "seed": seed,
-        "max_tokens": reviser.policy.max_tokens,
-        "limits": {"max_turns": RECORDED["max_visits"], "max_tools": 0, "budget_tokens": None},
-        "stop": result.status,
-        "turns": len(reviser.history),
-        "tool_calls": 0,
-        "answer": published if isinstance(published, str) else None,
-        "citation": None,
-        "passed": isinstance(published, str),
-        "texts": list(reviser.history),
-        "lengths": [len(text) for text in reviser.history],
-        "elapsed_s": round(time.perf_counter() - start, 3),
-    }
+    answer = published if isinstance(published, str) else None
+    record = {"kind": "episode", "run": label, "lab": REVISER_LAB, "case": reviser.task.id, "trial": trial}
+    record |= {"prompt": "reviser", "variant": variant, "control": control, "rung": reviser.rung}
+    record |= {"backend": model_name, "temperature": float(temperature), "seed": seed}
+    limits = {"max_turns": RECORDED["max_visits"], "max_tools": 0, "budget_tokens": None}
+    record |= {"max_tokens": reviser.policy.max_tokens, "limits": limits, "stop": result.status}
+    record |= {"turns": len(reviser.history), "tool_calls": 0, "answer": answer, "citation": None}
+    record |= {"passed": answer is not None, "texts": list(reviser.history)}
+    lengths = [len(text) for text in reviser.history]
+    return record | {"lengths": lengths, "elapsed_s": round(time.perf_counter() - start, 3)}
 
 
-def sampled_runs(
-    backend: Backend | None = None, *, temperature: float = _SAMPLED_T, k: int = _SAMPLED_K
-) -> pd.DataFrame:
+def sampled_runs(backend: Backend | None = None, *, k: int = _SAMPLED_K) -> pd.DataFrame:
     """`model_reviser.trial_runs` as the grid recorded them: one trial at T=0 (greedy decoding repeats
-    itself) and `k` at `temperature` (trial t with seed t), a row per run."""
-    return trial_runs(backend, {0.0: 1, temperature: k})
+    itself) and `k` at T=0.7 (trial t with seed t), a row per run."""
+    return trial_runs(backend, {0.0: 1, _SAMPLED_T: k})
 
 
 def _by_trial(runs: pd.DataFrame) -> dict[str, int]:
     """Trial -> 1 if the run published, else 0: the unit of a sampled rate."""
     return {str(t): int(pd.notna(p)) for t, p in zip(runs["trial"], runs["published"], strict=True)}
+
+
+def _rate(by_trial: dict[str, int], deterministic: bool = False) -> dict[str, str]:
+    """How many trials published and the rate over trials with its interval (or DETERMINISTIC)."""
+    rate = DETERMINISTIC if deterministic else str(stats.rate(by_trial))
+    return {"published": f"{sum(by_trial.values())} of {len(by_trial)}", RATE: rate}
 
 
 def _span(lengths: pd.Series) -> str:
@@ -109,45 +92,36 @@ def reviser_table(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (control, variant), group in sampled.groupby(["control", "variant"], sort=False):
         lasts = group["texts"].map(lambda texts: texts[-1] if texts else "")
-        once = greedy[(greedy["control"] == control) & (greedy["variant"] == variant)]
-        by_trial = _by_trial(group)
-        rows.append(
-            {
-                "control": control,
-                "variant": variant,
-                "published": f"{sum(by_trial.values())} of {len(by_trial)}",
-                "rate over trials [95% interval]": str(stats.rate(by_trial)),
-                "final chars": _span(lasts.str.len()),
-                "distinct final texts": lasts.nunique(),
-                "T=0, one run": outcome[bool(once["published"].notna().all())] if len(once) else "-",
-                "word cutter, one run": outcome[cutter[variant]],
-            }
+        once, by_trial = (
+            greedy[(greedy["control"] == control) & (greedy["variant"] == variant)],
+            _by_trial(group),
         )
+        at_t0 = outcome[bool(once["published"].notna().all())] if len(once) else "-"
+        row = {
+            "control": control,
+            "variant": variant,
+            **_rate(by_trial),
+            "final chars": _span(lasts.str.len()),
+        }
+        rows.append(row | {"distinct final texts": lasts.nunique(), "T=0, one run": at_t0})
+        rows[-1]["word cutter, one run"] = outcome[cutter[variant]]
     return pd.DataFrame(rows).set_index(["control", "variant"])
 
 
 def reviser_comparisons(runs: pd.DataFrame) -> list[stats.Comparison]:
     """Paired by trial (same seeds) at the highest T: feedback - no-feedback under each control,
     L2+cut1 - L2 for each variant, and the model at L2+cut1 - the word cutter (its one deterministic
-    run is the exact rate of every trial). One family: adjust with `stats.adjust(.., FAMILY)`."""
+    run is the exact rate of every trial). One family: `stats.comparison_table(.., FAMILY)`."""
     sampled, cutter = runs[runs["T"] == runs["T"].max()], _cutter()
     by = {key: _by_trial(group) for key, group in sampled.groupby(["control", "variant"], sort=False)}
-    compare = stats.compare_rows
-    rows = [
-        compare(f"{c}: feedback - no-feedback", by[c, "feedback"], by[c, "no-feedback"])
-        for c in GRID_CONTROLS
-    ]
+    compare, told = stats.compare_rows, "feedback - no-feedback"
+    rows = [compare(f"{c}: {told}", by[c, "feedback"], by[c, "no-feedback"]) for c in GRID_CONTROLS]
     rows += [compare(f"{v}: L2+cut1 - L2", by["L2+cut1", v], by["L2", v]) for v in VARIANTS.values()]
     for variant in VARIANTS.values():
         model = by["L2+cut1", variant]
         exact = dict.fromkeys(model, float(cutter[variant]))
         rows.append(compare(f"{variant}: model at L2+cut1 - word cutter", model, exact))
     return rows
-
-
-def reviser_comparison_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """`reviser_comparisons(runs)` as one family's table: interval, test, p, Holm p and verdict."""
-    return stats.comparison_table(reviser_comparisons(runs), FAMILY)
 
 
 def reviser_grid_table(record: str | os.PathLike[str]) -> pd.DataFrame:
@@ -163,13 +137,6 @@ def reviser_grid_table(record: str | os.PathLike[str]) -> pd.DataFrame:
     for (run, variant), group in episodes.groupby(["run", "variant"], sort=False):
         passed = {str(t): int(p) for t, p in zip(group["trial"], group["passed"], strict=True)}
         greedy = len(group) == 1 and group["temperature"].iloc[0] == 0
-        rows.append(
-            {
-                "run": run,
-                "variant": variant,
-                "published": f"{sum(passed.values())} of {len(passed)}",
-                "rate over trials [95% interval]": DETERMINISTIC if greedy else str(stats.rate(passed)),
-                "final chars": _span(group["lengths"].str[-1]),
-            }
-        )
+        chars = _span(group["lengths"].str[-1])
+        rows.append({"run": run, "variant": variant, **_rate(passed, greedy), "final chars": chars})
     return pd.DataFrame(rows).set_index(["run", "variant"])

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from labkit.core import stats
 from labkit.core.fixtures import FIXTURES
 from labkit.model import ReplayBackend, ReplayMiss, Reply
 from labkit.routing import FakeClock, Next
@@ -106,7 +107,7 @@ def test_the_recorded_trials_print_exact_rates_comparisons_holm_p_and_the_mde(re
     assert table["published"].tolist() == ["0 of 15"] * 4 + ["15 of 15"] * 2
     assert set(table["rate over trials [95% interval]"]) == {"0.000 [0.000, 0.204]", "1.000 [0.796, 1.000]"}
     assert table["T=0, one run"].tolist() == ["not published"] * 4 + ["published"] * 2
-    frame = trials.reviser_comparison_table(runs)
+    frame = stats.comparison_table(trials.reviser_comparisons(runs), trials.FAMILY)
     assert frame.columns.name == "family: lab 04 reviser at T=0.7, paired by trial (7 comparisons, Holm)"
     none, cut = "not distinguishable (MDE 0.48)", ("1.000 [0.712, 1.000]", 0.0001, 0.0004, "a difference")
     zero = ("0.000 [-0.204, 0.204]", 1.0, 1.0, none)
