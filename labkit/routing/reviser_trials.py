@@ -29,7 +29,7 @@ from labkit.routing.model_reviser import (
 _SAMPLED_T = 0.7  # the recordings: k=15 at T=0.7 per variant and control, and one run at T=0
 _SAMPLED_K = 15
 DETERMINISTIC = "one deterministic run"
-RATE = "rate over trials [95% interval]"
+RATE = "rate [95% interval]"
 FAMILY = "lab 04 reviser at T=0.7, paired by trial"
 
 
@@ -85,26 +85,15 @@ def _cutter() -> dict[str, bool]:
 
 def reviser_table(runs: pd.DataFrame) -> pd.DataFrame:
     """`runs` (`sampled_runs()`) a row per control and variant: at the highest T the trials that
-    published and the rate over trials with its 95% interval (`stats.rate`), the final lengths'
-    range and distinct final texts; at T=0 and for the word cutter one deterministic run's outcome."""
+    published and the rate over trials with its 95% interval (`stats.rate`); at T=0 and for the word
+    cutter, one deterministic run's outcome."""
     sampled, greedy, cutter = runs[runs["T"] == runs["T"].max()], runs[runs["T"] == 0.0], _cutter()
-    outcome = {True: "published", False: "not published"}
-    rows = []
+    outcome, rows = {True: "yes", False: "no"}, []
     for (control, variant), group in sampled.groupby(["control", "variant"], sort=False):
-        lasts = group["texts"].map(lambda texts: texts[-1] if texts else "")
-        once, by_trial = (
-            greedy[(greedy["control"] == control) & (greedy["variant"] == variant)],
-            _by_trial(group),
-        )
+        once = greedy[(greedy["control"] == control) & (greedy["variant"] == variant)]
         at_t0 = outcome[bool(once["published"].notna().all())] if len(once) else "-"
-        row = {
-            "control": control,
-            "variant": variant,
-            **_rate(by_trial),
-            "final chars": _span(lasts.str.len()),
-        }
-        rows.append(row | {"distinct final texts": lasts.nunique(), "T=0, one run": at_t0})
-        rows[-1]["word cutter, one run"] = outcome[cutter[variant]]
+        rows.append({"control": control, "variant": variant, **_rate(_by_trial(group))})
+        rows[-1] |= {"T=0, one run": at_t0, "word cutter, one run": outcome[cutter[variant]]}
     return pd.DataFrame(rows).set_index(["control", "variant"])
 
 
@@ -114,13 +103,13 @@ def reviser_comparisons(runs: pd.DataFrame) -> list[stats.Comparison]:
     run is the exact rate of every trial). One family: `stats.comparison_table(.., FAMILY)`."""
     sampled, cutter = runs[runs["T"] == runs["T"].max()], _cutter()
     by = {key: _by_trial(group) for key, group in sampled.groupby(["control", "variant"], sort=False)}
-    compare, told = stats.compare_rows, "feedback - no-feedback"
+    compare, told = stats.compare_rows, "feedback - none"
     rows = [compare(f"{c}: {told}", by[c, "feedback"], by[c, "no-feedback"]) for c in GRID_CONTROLS]
     rows += [compare(f"{v}: L2+cut1 - L2", by["L2+cut1", v], by["L2", v]) for v in VARIANTS.values()]
     for variant in VARIANTS.values():
         model = by["L2+cut1", variant]
         exact = dict.fromkeys(model, float(cutter[variant]))
-        rows.append(compare(f"{variant}: model at L2+cut1 - word cutter", model, exact))
+        rows.append(compare(f"{variant}: L2+cut1 model - cutter", model, exact))
     return rows
 
 

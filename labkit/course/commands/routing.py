@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
@@ -107,7 +108,7 @@ def _model_feedback() -> dict[str, Any]:
 
 def _model_trials() -> dict[str, Any]:
     """The reviser's recorded trials (always replayed): notebook 04's rates over trials and its one
-    family of paired comparisons with interval, p, Holm p, MDE and verdict."""
+    family of paired comparisons (interval, test, p, Holm p, MDE, verdict)."""
     from labkit.core import stats
     from labkit.model import ReplayBackend
     from labkit.routing import model_reviser
@@ -116,33 +117,10 @@ def _model_trials() -> dict[str, Any]:
     if not model_reviser.recorded():
         return {"available": False, "note": "no recorded trials"}
     runs = trials.sampled_runs(ReplayBackend())
-    comparisons = stats.adjust(trials.reviser_comparisons(runs), trials.FAMILY)
-    rows = [
-        {
-            "comparison": c.name,
-            "difference": c.interval.estimate,
-            "low": c.interval.low,
-            "high": c.interval.high,
-        }
-        | {
-            "interval": c.interval.method,
-            "test": c.test,
-            "n": c.n,
-            "p": c.p,
-            "holm_p": c.p_holm,
-            "mde": c.mde,
-        }
-        | {"verdict": c.verdict}
-        for c in comparisons
-    ]
-    table = trials.reviser_table(runs).reset_index()
-    return {
-        "available": True,
-        "unit": "trial",
-        "family": trials.FAMILY,
-        "rates": plain(table),
-        "comparisons": rows,
-    }
+    family = stats.adjust(trials.reviser_comparisons(runs), trials.FAMILY)
+    rows = [asdict(comparison) | {"verdict": comparison.verdict} for comparison in family]
+    rates = plain(trials.reviser_table(runs).reset_index())
+    return {"available": True, "unit": "trial", "family": trials.FAMILY, "rates": rates, "comparisons": rows}
 
 
 def _print_trials(model: dict[str, Any]) -> None:
@@ -151,14 +129,10 @@ def _print_trials(model: dict[str, Any]) -> None:
     print("\n   The recorded trials, replayed (the unit is the trial; T=0 and the word cutter:")
     print("   one deterministic run each, no interval):")
     print(pd.DataFrame(model["rates"]).set_index(["control", "variant"]).to_string())
-    rows = pd.DataFrame(model["comparisons"]).set_index("comparison")
-    rows.insert(
-        0,
-        "difference [95% interval]",
-        [str(Interval(*r)) for r in rows[["difference", "low", "high"]].values],
-    )
+    rows = pd.DataFrame(model["comparisons"]).set_index("name")
+    rows["interval"] = [str(Interval(**interval)) for interval in rows["interval"]]
     print(f"   family: {model['family']} ({len(rows)} comparisons, Holm)")
-    print(rows.drop(columns=["difference", "low", "high"]).round(4).to_string())
+    print(rows[["interval", "test", "n", "p", "p_holm", "mde", "verdict"]].round(4).to_string())
 
 
 def _print_model(model: dict[str, Any]) -> None:
