@@ -208,14 +208,9 @@ def compare_revisers(
 
 def summary_row(variant: str, result: RunResult) -> dict[str, Any]:
     """One variant of a loop run: status, runs of revise and review, publish's state and output."""
-    return {
-        "variant": variant,
-        "status": result.status,
-        "revise runs": result.visits["revise"],
-        "review runs": result.visits["review"],
-        "publish": str(result.states["publish"]),
-        "published": result.results.get("publish", "-"),
-    }
+    runs = {"revise runs": result.visits["revise"], "review runs": result.visits["review"]}
+    published = {"publish": str(result.states["publish"]), "published": result.results.get("publish", "-")}
+    return {"variant": variant, "status": result.status} | runs | published
 
 
 def visit_table(lengths: Mapping[str, list[int]]) -> pd.DataFrame:

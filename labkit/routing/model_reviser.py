@@ -1,8 +1,7 @@
 """The review loop with a model as the reviser or the judge, through lab 02's seam (replayed by default).
 
-Visit n of `revise` is turn n of the task ``announcement+<variant>``: changing the prompts, DRAFT,
-LIMIT or the options makes replay stop with a ReplayMiss naming case and turn. Record afresh by
-running the notebook with ``LABKIT_MODEL=local LABKIT_RECORD=<a new file>``.
+Visit n of `revise` is turn n of the task ``announcement+<variant>``: changing the prompts, DRAFT, LIMIT
+or the options makes replay stop with a ReplayMiss naming case and turn.
 """
 
 from __future__ import annotations
@@ -204,18 +203,10 @@ def trial_runs(backend: Backend | None, trials: Mapping[float, int], *, seed: in
                     settings = {"temperature": temperature, "seed": seed + trial, "trial": trial}
                     reviser, result = run_variant(variant, backend, control, **settings)
                     published = result.results.get("publish")
-                    rows.append(
-                        {
-                            "control": control,
-                            "variant": variant,
-                            "T": temperature,
-                            "trial": trial,
-                            "reviser": reviser,
-                            "texts": reviser.history,
-                            "status": result.status,
-                            "published": published if isinstance(published, str) else None,
-                        }
-                    )
+                    published = published if isinstance(published, str) else None
+                    run = {"reviser": reviser, "texts": reviser.history, "status": result.status}
+                    key = {"control": control, "variant": variant, "T": temperature, "trial": trial}
+                    rows.append(key | run | {"published": published})
     return pd.DataFrame(rows)
 
 
@@ -229,19 +220,15 @@ def control_table(
         raise LabError(f"k (trials per variant) must be a positive int, got {k!r}")
     runs = trial_runs(backend, {temperature: k}, seed=seed)
     names = {suffix: name for name, suffix in VARIANTS.items()}
-    table = pd.DataFrame(
-        {
-            "reviser may write": runs["control"].map(_CONTROL_LABELS),
-            "variant": runs["variant"].map(names),
-            "trial": runs["trial"],
-            "characters per visit": runs["texts"].map(lambda texts: " ".join(str(len(t)) for t in texts)),
-            "status": runs["status"],
-            "published": runs["published"].fillna("-"),
-            "same texts both variants": runs.groupby(["control", "trial"])["texts"].transform(
-                lambda texts: texts.map(tuple).nunique() == 1
-            ),
-        }
-    )
+    chars = runs["texts"].map(lambda texts: " ".join(str(len(t)) for t in texts))
+    same = runs.groupby(["control", "trial"])["texts"].transform(lambda t: t.map(tuple).nunique() == 1)
+    labels = {
+        "reviser may write": runs["control"].map(_CONTROL_LABELS),
+        "variant": runs["variant"].map(names),
+    }
+    shown = {"trial": runs["trial"], "characters per visit": chars, "status": runs["status"]}
+    rest = {"published": runs["published"].fillna("-"), "same texts both variants": same}
+    table = pd.DataFrame(labels | shown | rest)
     last, revisers = runs[runs["trial"] == k - 1], {}
     for control, variant, reviser in zip(last["control"], last["variant"], last["reviser"], strict=True):
         revisers.setdefault(_CONTROL_LABELS[control], {})[names[variant]] = reviser
@@ -282,10 +269,8 @@ class ModelJudge:
         says = _answer_text(self.policy(task, []))
         if says not in _JUDGE_ANSWERS:
             raise ValueError(f"the judge answered {says!r}, not yes or no")
-        within = f"len(text) <= {self.limit}"
-        self.calls.append(
-            {"text": text, "characters": len(text), within: len(text) <= self.limit, "the model says": says}
-        )
+        within, fits = f"len(text) <= {self.limit}", len(text) <= self.limit
+        self.calls.append({"text": text, "characters": len(text), within: fits, "the model says": says})
         return says == "yes"
 
     def __call__(self, verdict: Mapping[str, Any]) -> Next:
@@ -321,8 +306,6 @@ def judge_experiment(
     for router, graph in loops.items():
         runs[router] = result = graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
         published = result.results.get("publish")
-        rows.append(
-            summary_row(router, result)
-            | {"published characters": len(published) if isinstance(published, str) else "-"}
-        )
+        chars = len(published) if isinstance(published, str) else "-"
+        rows.append(summary_row(router, result) | {"published characters": chars})
     return pd.DataFrame(rows).set_index("variant").rename_axis("router"), runs, judge

@@ -1,7 +1,9 @@
-"""The model reviser over many trials: one variant's run as `labkit grid` records it, and its tables.
+"""The model reviser over many trials, as `labkit grid` records them, and its statistics.
 
-`labkit grid fixtures/grids/routing-smollm2-k5.toml` records each control and variant at T=0 and
-T=0.7, k=5 trials each, an episode record per run (`variant_record`); `sampled_runs()` replays them.
+`fixtures/grids/routing-smollm2-k15.toml` records every control and variant k=15 times at T=0.7
+(trial t with seed t), `routing-smollm2-t0.toml` once at T=0; `sampled_runs()` replays both. The
+reviser has one task per variant, so the unit of a T=0.7 rate is the trial; T=0 (greedy decoding
+repeats itself) and the scripted word cutter are each one deterministic run: no interval.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.intervals import bootstrap, mcnemar, paired, verdict, wilson
+from labkit.core import stats
 from labkit.model import Backend, read_records
 from labkit.routing.experiments import cutter_experiment
 from labkit.routing.model_reviser import (
+    GRID_CONTROLS,
     RECORDED,
     REVISER_LAB,
     VARIANTS,
@@ -23,152 +26,106 @@ from labkit.routing.model_reviser import (
     trial_runs,
 )
 
-_SAMPLED_T = 0.7  # the recordings: k=5 at T=0.7 per variant and control, plus T=0
-_SAMPLED_K = 5
+_SAMPLED_T = 0.7  # the recordings: k=15 at T=0.7 per variant and control, and one run at T=0
+_SAMPLED_K = 15
+DETERMINISTIC = "one deterministic run"
+RATE = "rate [95% interval]"
+FAMILY = "lab 04 reviser at T=0.7, paired by trial"
 
 
 def variant_record(
-    backend: Backend,
-    *,
-    model_name: str,
-    label: str,
-    variant: str,
-    control: str,
-    temperature: float,
-    seed: int,
-    trial: int,
+    backend: Backend, *, model_name: str, label: str, variant: str, control: str, **settings: float
 ) -> dict[str, Any]:
-    """Run one variant on `backend` (the grid's Recorder keeps the calls); its episode record
-    (`stop`: the run's status, `passed`: something was published, `texts`: every revision)."""
+    """Run one variant on `backend` (the grid's Recorder keeps the calls) at `settings` (temperature,
+    seed, trial); its episode record (`stop`: the run's status, `passed`: something was published)."""
     start = time.perf_counter()
-    reviser, result = run_variant(variant, backend, control, temperature=temperature, seed=seed, trial=trial)
+    temperature, seed, trial = (settings[key] for key in ("temperature", "seed", "trial"))
+    reviser, result = run_variant(variant, backend, control, **settings)
     published = result.results.get("publish")
-    return {
-        "kind": "episode",
-        "run": label,
-        "lab": REVISER_LAB,
-        "case": reviser.task.id,
-        "trial": trial,
-        "prompt": "reviser",
-        "variant": variant,
-        "control": control,
-        "rung": reviser.rung,
-        "backend": model_name,
-        "temperature": float(temperature),
-        "seed": seed,
-        "max_tokens": reviser.policy.max_tokens,
-        "limits": {"max_turns": RECORDED["max_visits"], "max_tools": 0, "budget_tokens": None},
-        "stop": result.status,
-        "turns": len(reviser.history),
-        "tool_calls": 0,
-        "answer": published if isinstance(published, str) else None,
-        "citation": None,
-        "passed": isinstance(published, str),
-        "texts": list(reviser.history),
-        "lengths": [len(text) for text in reviser.history],
-        "elapsed_s": round(time.perf_counter() - start, 3),
-    }
+    answer = published if isinstance(published, str) else None
+    record = {"kind": "episode", "run": label, "lab": REVISER_LAB, "case": reviser.task.id, "trial": trial}
+    record |= {"prompt": "reviser", "variant": variant, "control": control, "rung": reviser.rung}
+    record |= {"backend": model_name, "temperature": float(temperature), "seed": seed}
+    limits = {"max_turns": RECORDED["max_visits"], "max_tools": 0, "budget_tokens": None}
+    record |= {"max_tokens": reviser.policy.max_tokens, "limits": limits, "stop": result.status}
+    record |= {"turns": len(reviser.history), "tool_calls": 0, "answer": answer, "citation": None}
+    record |= {"passed": answer is not None, "texts": list(reviser.history)}
+    lengths = [len(text) for text in reviser.history]
+    return record | {"lengths": lengths, "elapsed_s": round(time.perf_counter() - start, 3)}
 
 
-def sampled_runs(
-    backend: Backend | None = None, *, temperature: float = _SAMPLED_T, k: int = _SAMPLED_K
-) -> pd.DataFrame:
+def sampled_runs(backend: Backend | None = None, *, k: int = _SAMPLED_K) -> pd.DataFrame:
     """`model_reviser.trial_runs` as the grid recorded them: one trial at T=0 (greedy decoding repeats
-    itself) and `k` at `temperature` (trial t with seed t), a row per run."""
-    return trial_runs(backend, {0.0: 1, temperature: k})
+    itself) and `k` at T=0.7 (trial t with seed t), a row per run."""
+    return trial_runs(backend, {0.0: 1, _SAMPLED_T: k})
 
 
-def _published(passed: pd.Series) -> dict[str, Any]:
-    """The trials, the share published and its Wilson 95% interval."""
-    share = wilson(int(passed.sum()), len(passed))
-    return {
-        "trials": len(passed),
-        "published": round(share.estimate, 3),
-        "published_ci": f"[{share.low:.2f}, {share.high:.2f}]",
-    }
+def _by_trial(runs: pd.DataFrame) -> dict[str, int]:
+    """Trial -> 1 if the run published, else 0: the unit of a sampled rate."""
+    return {str(t): int(pd.notna(p)) for t, p in zip(runs["trial"], runs["published"], strict=True)}
 
 
-def _summary(runs: pd.DataFrame) -> dict[str, Any]:
-    """One group of runs: the share published and the mean last length, each with its 95% interval."""
-    lasts = runs["texts"].map(lambda texts: texts[-1] if texts else None)
-    chars = bootstrap({str(t): [len(last)] for t, last in zip(runs["trial"], lasts, strict=True)})
-    return {
-        **_published(runs["published"].notna()),
-        "final chars": round(chars.estimate, 1),
-        "final chars_ci": f"[{chars.low:.1f}, {chars.high:.1f}]",
-        "distinct final texts": lasts.nunique(),
-        "status": ", ".join(sorted(set(runs["status"]))),
-    }
+def _rate(by_trial: dict[str, int], deterministic: bool = False) -> dict[str, str]:
+    """How many trials published and the rate over trials with its interval (or DETERMINISTIC)."""
+    rate = DETERMINISTIC if deterministic else str(stats.rate(by_trial))
+    return {"published": f"{sum(by_trial.values())} of {len(by_trial)}", RATE: rate}
+
+
+def _span(lengths: pd.Series) -> str:
+    """The final lengths' range, "25" or "36-52" (a description of the runs, not an estimate)."""
+    low, high = int(lengths.min()), int(lengths.max())
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _cutter() -> dict[str, bool]:
+    """Variant (task suffix) -> whether the scripted word cutter published: one deterministic run."""
+    summary, _ = cutter_experiment()
+    return {VARIANTS[name]: summary.loc[name, "status"] == "completed" for name in VARIANTS}
 
 
 def reviser_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """`runs` (`sampled_runs()`) per control, variant and temperature, then the deterministic
-    `experiments.WordCutter`: the share published (Wilson 95% interval) and the mean last length
-    (bootstrap interval)."""
-    summary, cutters = cutter_experiment()
-    cut = [
-        {
-            "reviser": "word cutter (scripted)",
-            "control": "L2+cut1",
-            "variant": VARIANTS[name],
-            "T": "-",
-            "trial": 0,
-            "texts": cutter.history,
-            "status": summary.loc[name, "status"],
-            "published": summary.loc[name, "published"],
-        }
-        for name, cutter in cutters.items()
-    ]
-    runs = pd.concat([runs.assign(reviser="model"), pd.DataFrame(cut)], ignore_index=True)
-    runs["published"] = runs["published"].where(runs["published"] != "-")
-    keys = ["reviser", "control", "variant", "T"]
-    rows = [
-        dict(zip(keys, key, strict=True)) | _summary(group) for key, group in runs.groupby(keys, sort=False)
-    ]
-    return pd.DataFrame(rows).set_index(keys)
+    """`runs` (`sampled_runs()`) a row per control and variant: at the highest T the trials that
+    published and the rate over trials with its 95% interval (`stats.rate`); at T=0 and for the word
+    cutter, one deterministic run's outcome."""
+    sampled, greedy, cutter = runs[runs["T"] == runs["T"].max()], runs[runs["T"] == 0.0], _cutter()
+    outcome, rows = {True: "yes", False: "no"}, []
+    for (control, variant), group in sampled.groupby(["control", "variant"], sort=False):
+        once = greedy[(greedy["control"] == control) & (greedy["variant"] == variant)]
+        at_t0 = outcome[bool(once["published"].notna().all())] if len(once) else "-"
+        rows.append({"control": control, "variant": variant, **_rate(_by_trial(group))})
+        rows[-1] |= {"T=0, one run": at_t0, "word cutter, one run": outcome[cutter[variant]]}
+    return pd.DataFrame(rows).set_index(["control", "variant"])
 
 
-def reviser_comparisons(runs: pd.DataFrame) -> pd.DataFrame:
-    """`published` with feedback against without, trial by trial (same seeds), under each control, over
-    the sampled trials of `runs` (its highest T): the paired bootstrap 95% interval, McNemar's exact p,
-    and "a difference" only when the interval excludes 0 and p < 0.05 (five trials: the bootstrap
-    alone is too eager)."""
-    rows = []
-    for control, group in runs[runs["T"] == runs["T"].max()].groupby("control", sort=False):
-        a, b = (
-            {str(t): pd.notna(p) for t, p in zip(g["trial"], g["published"], strict=True)}
-            for g in (group[group["variant"] == v] for v in ("feedback", "no-feedback"))
-        )
-        interval, p = (
-            paired({t: float(v) for t, v in a.items()}, {t: float(v) for t, v in b.items()}),
-            mcnemar(a, b),
-        )
-        rows.append(
-            {
-                "control": control,
-                "comparison": "feedback - no-feedback",
-                "rate": "published",
-                "trials": len(a),
-                "difference": round(interval.estimate, 3),
-                "difference_ci": f"[{interval.low:.2f}, {interval.high:.2f}]",
-                "mcnemar_p": f"{p:.3f}",
-                "verdict": verdict(interval, p),
-            }
-        )
-    return pd.DataFrame(rows).set_index(["control", "comparison"])
+def reviser_comparisons(runs: pd.DataFrame) -> list[stats.Comparison]:
+    """Paired by trial (same seeds) at the highest T: feedback - no-feedback under each control,
+    L2+cut1 - L2 for each variant, and the model at L2+cut1 - the word cutter (its one deterministic
+    run is the exact rate of every trial). One family: `stats.comparison_table(.., FAMILY)`."""
+    sampled, cutter = runs[runs["T"] == runs["T"].max()], _cutter()
+    by = {key: _by_trial(group) for key, group in sampled.groupby(["control", "variant"], sort=False)}
+    compare, told = stats.compare_rows, "feedback - none"
+    rows = [compare(f"{c}: {told}", by[c, "feedback"], by[c, "no-feedback"]) for c in GRID_CONTROLS]
+    rows += [compare(f"{v}: L2+cut1 - L2", by["L2+cut1", v], by["L2", v]) for v in VARIANTS.values()]
+    for variant in VARIANTS.values():
+        model = by["L2+cut1", variant]
+        exact = dict.fromkeys(model, float(cutter[variant]))
+        rows.append(compare(f"{variant}: L2+cut1 model - cutter", model, exact))
+    return rows
 
 
 def reviser_grid_table(record: str | os.PathLike[str]) -> pd.DataFrame:
-    """Per run label and variant of a routing grid's recording: the trials, the share published
-    (Wilson 95% interval) and the mean last length. What `labkit grid` prints at the end."""
+    """Per run label and variant of a routing grid's recording: the trials, how many published and
+    the rate over trials (or "one deterministic run" at T=0), and the final lengths' range. What
+    `labkit grid` prints at the end."""
     episodes = pd.DataFrame(
         [r for _, r in read_records(record) if r.get("kind") == "episode" and r.get("lab") == REVISER_LAB]
     )
     if episodes.empty:
         return pd.DataFrame()
-    rows = [
-        {"run": run, "variant": variant, **_published(group["passed"].astype(bool))}
-        | {"final chars": round(group["lengths"].str[-1].mean(), 1)}
-        for (run, variant), group in episodes.groupby(["run", "variant"], sort=False)
-    ]
+    rows = []
+    for (run, variant), group in episodes.groupby(["run", "variant"], sort=False):
+        passed = {str(t): int(p) for t, p in zip(group["trial"], group["passed"], strict=True)}
+        greedy = len(group) == 1 and group["temperature"].iloc[0] == 0
+        chars = _span(group["lengths"].str[-1])
+        rows.append({"run": run, "variant": variant, **_rate(passed, greedy), "final chars": chars})
     return pd.DataFrame(rows).set_index(["run", "variant"])

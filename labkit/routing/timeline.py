@@ -14,13 +14,9 @@ from labkit.routing.states import DEAD_LETTER, RETRYING, RUNNING
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-_COLOURS = {  # an attempt by how it ended, and a backoff
-    "completed": "#2e7d32",
-    "failed": "#c62828",
-    "pending": "#9e9e9e",  # reset by a Goto while running: its work was thrown away
-    "cancelled": "#616161",
-    "backoff": "#f9a825",
-}
+# An attempt by how it ended ("pending": reset by a Goto while running, its work thrown away), a backoff.
+_COLOURS = {"completed": "#2e7d32", "failed": "#c62828", "pending": "#9e9e9e", "cancelled": "#616161"}
+_COLOURS["backoff"] = "#f9a825"
 
 
 class Span(NamedTuple):
@@ -75,11 +71,8 @@ def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None =
     ax.set_xlabel("seconds since the run started")
     ax.set_title(title or f"run: {result.status}")
     shown = {style for _, style in drawn}
-    legend = [
-        Patch(color=c, label=f"attempt → {k}" if k != "backoff" else k)
-        for k, c in _COLOURS.items()
-        if k in shown
-    ]
+    names = [k for k in _COLOURS if k in shown]
+    legend = [Patch(color=_COLOURS[k], label=k if k == "backoff" else f"attempt → {k}") for k in names]
     if legend:
         ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     return ax

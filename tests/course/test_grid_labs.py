@@ -158,7 +158,8 @@ def test_the_grid_command_prints_the_lab_table(tmp_path, fake, capsys):
     "spec, recording",
     [
         ("refunds-smollm2-l2.toml", "refunds-smollm2-l2-grid.jsonl"),
-        ("routing-smollm2-k5.toml", "routing-trials-smollm2-k5.jsonl"),
+        ("routing-smollm2-k15.toml", "routing-trials-smollm2-t07-k15.jsonl"),
+        ("routing-smollm2-t0.toml", "routing-trials-smollm2-t0.jsonl"),
     ],
 )
 def test_the_committed_lab_recordings_hold_every_episode_of_their_grid_once(tmp_path, spec, recording):

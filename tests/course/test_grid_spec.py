@@ -60,7 +60,8 @@ def test_the_committed_example_grids_load():
         "replay-small.toml": 24,
         "study.json": 2 * 2 * 4 * 2 * 5 * 24,
         "refunds-smollm2-l2.toml": 4 * 28,
-        "routing-smollm2-k5.toml": 3 * 2 * 2 * 5,
+        "routing-smollm2-k15.toml": 3 * 2 * 15,
+        "routing-smollm2-t0.toml": 3 * 2,
     }
 
 

@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from labkit.core import stats
+from labkit.core.fixtures import FIXTURES
 from labkit.model import ReplayBackend, ReplayMiss, Reply
 from labkit.routing import FakeClock, Next
 from labkit.routing import model_reviser as model
@@ -83,16 +85,42 @@ def test_the_control_tables_trials_sample_with_their_own_seed_and_temperature():
     assert {r.temperature for r in shortener.requests} == {0.7}
 
 
-def test_the_reviser_table_has_intervals_and_the_scripted_baseline():
+def test_the_reviser_table_has_rates_over_trials_and_deterministic_runs_without_intervals():
     table = trials.reviser_table(trials.sampled_runs(Shortener(), k=2))
-    assert list(table.index.get_level_values("reviser").unique()) == ["model", "word cutter (scripted)"]
-    row = table.loc[("model", "L1", "feedback", 0.7)]
-    assert (row["trials"], row["published"], row["published_ci"]) == (2, 1.0, "[0.34, 1.00]")  # Wilson 2/2
-    assert table.loc[("word cutter (scripted)", "L2+cut1", "feedback", "-"), "final chars"] == 25
-    paired = trials.reviser_comparisons(
+    row = table.loc[("L1", "feedback")]
+    assert (row["published"], row[trials.RATE]) == ("2 of 2", "1.000 [0.342, 1.000]")
+    assert (row["T=0, one run"], row["word cutter, one run"]) == ("yes", "yes")
+    comparisons = trials.reviser_comparisons(
         trials.sampled_runs(Shortener(), k=3)
-    )  # the feedback changes nothing here
-    assert set(paired["difference"]) == {0.0} and set(paired["verdict"]) == {"not distinguishable"}
+    )  # feedback changes nothing
+    feedback = [c for c in comparisons if "feedback - none" in c.name]
+    assert len(comparisons) == 7 and {str(c.interval) for c in feedback} == {
+        "0.000 [-0.561, 0.561]"
+    }  # 1 - Wilson low of 3/3
+    assert {c.verdict for c in feedback} == {"not distinguishable (no gain is detectable on 3 units)"}
+
+
+@recorded
+def test_the_recorded_trials_print_exact_rates_comparisons_holm_p_and_the_mde(replay):
+    runs = trials.sampled_runs(ReplayBackend())
+    table = trials.reviser_table(runs)
+    assert table["published"].tolist() == ["0 of 15"] * 4 + ["15 of 15"] * 2
+    assert set(table[trials.RATE]) == {"0.000 [0.000, 0.204]", "1.000 [0.796, 1.000]"}
+    assert table["T=0, one run"].tolist() == ["no"] * 4 + ["yes"] * 2
+    frame = stats.comparison_table(trials.reviser_comparisons(runs), trials.FAMILY)
+    assert frame.columns.name == "family: lab 04 reviser at T=0.7, paired by trial (7 comparisons, Holm)"
+    none, cut = "not distinguishable (MDE 0.48)", ("1.000 [0.712, 1.000]", 0.0001, 0.0004, "a difference")
+    zero = ("0.000 [-0.204, 0.204]", 1.0, 1.0, none)
+    columns = ["difference [95% interval]", "p", "Holm p", "verdict"]
+    assert [tuple(row) for row in frame[columns].values] == [zero] * 3 + [cut] * 2 + [zero] * 2
+    comparisons = trials.reviser_comparisons(runs)
+    assert {c.mde for c in comparisons} == {0.48} and all(
+        c.interval.low < c.interval.high for c in comparisons
+    )
+    greedy = trials.reviser_grid_table(FIXTURES / "trials" / "routing-trials-smollm2-t0.jsonl")
+    assert set(greedy[trials.RATE]) == {trials.DETERMINISTIC}
+    sampled = trials.reviser_grid_table(FIXTURES / "trials" / "routing-trials-smollm2-t07-k15.jsonl")
+    assert sampled["published"].tolist() == table["published"].tolist()
 
 
 def test_the_judge_is_held_to_yes_or_no_and_routes_on_it():

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
 
 from labkit.core.errors import LabError
+from labkit.core.stats import Interval
 from labkit.course.commands import add_command, plain
 from labkit.routing import FakeClock, Graph, GraphError, Next, RetryPolicy
 from labkit.routing import experiments as lab
@@ -34,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "one fan-out graph run sequentially and in parallel (real sleeps, about 0.7 s); "
         "a transient fault, a persistent one and an invalid input under one retry policy; "
         "the draft -> revise -> review loop without and with feedback; the same loop with "
-        "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set); "
+        "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set), and its "
+        "15 recorded trials per variant: rates with intervals, paired comparisons with MDE and Holm p; "
         "Next.Stop on a cache hit. Every other job is scripted: control-flow results.",
     )
     add = parser.add_argument
@@ -92,6 +95,7 @@ def _model_feedback() -> dict[str, Any]:
         return {"available": False, "note": note + "LABKIT_MODEL=local LABKIT_RECORD=<file>"}
     _, summary, runs, revisers = model.model_feedback_experiment()
     return {
+        "trials": _model_trials(),
         "available": True,
         "source": model.source(revisers["with feedback"]),
         "settings": dict(model.RECORDED),
@@ -100,6 +104,35 @@ def _model_feedback() -> dict[str, Any]:
         "runs": plain(summary, "index"),
         "reasons": {name: run.reason for name, run in runs.items()},
     }
+
+
+def _model_trials() -> dict[str, Any]:
+    """The reviser's recorded trials (always replayed): notebook 04's rates over trials and its one
+    family of paired comparisons (interval, test, p, Holm p, MDE, verdict)."""
+    from labkit.core import stats
+    from labkit.model import ReplayBackend
+    from labkit.routing import model_reviser
+    from labkit.routing import reviser_trials as trials
+
+    if not model_reviser.recorded():
+        return {"available": False, "note": "no recorded trials"}
+    runs = trials.sampled_runs(ReplayBackend())
+    family = stats.adjust(trials.reviser_comparisons(runs), trials.FAMILY)
+    rows = [asdict(comparison) | {"verdict": comparison.verdict} for comparison in family]
+    rates = plain(trials.reviser_table(runs).reset_index())
+    return {"available": True, "unit": "trial", "family": trials.FAMILY, "rates": rates, "comparisons": rows}
+
+
+def _print_trials(model: dict[str, Any]) -> None:
+    if not model["available"]:
+        return
+    print("\n   The recorded trials, replayed (the unit is the trial; T=0 and the word cutter:")
+    print("   one deterministic run each, no interval):")
+    print(pd.DataFrame(model["rates"]).set_index(["control", "variant"]).to_string())
+    rows = pd.DataFrame(model["comparisons"]).set_index("name")
+    rows["interval"] = [str(Interval(**interval)) for interval in rows["interval"]]
+    print(f"   family: {model['family']} ({len(rows)} comparisons, Holm)")
+    print(rows[["interval", "test", "n", "p", "p_holm", "mde", "verdict"]].round(4).to_string())
 
 
 def _print_model(model: dict[str, Any]) -> None:
@@ -119,6 +152,7 @@ def _print_model(model: dict[str, Any]) -> None:
     for name, reason in model["reasons"].items():  # why a run failed: a model error shows here
         print(f"   {name}: {reason}")
     print("   One model, temperature 0, one trial: a measurement of this model and prompt, not of models.")
+    _print_trials(model["trials"])
 
 
 def handle(args: argparse.Namespace) -> int:
