@@ -62,6 +62,9 @@ def test_the_committed_example_grids_load():
         "refunds-smollm2-l2.toml": 4 * 28,
         "routing-smollm2-k15.toml": 3 * 2 * 15,
         "routing-smollm2-t0.toml": 3 * 2,
+        "rewrite-smollm2-base-l3-t0.toml": 40,
+        "rewrite-smollm2-example-l3-t0.toml": 40,
+        "rewrite-smollm2-example-l3-t07.toml": 5 * 40,
     }
 
 
