@@ -1,6 +1,7 @@
 """The class round: a folder of submissions merged into tables and one chart; nothing in a file runs.
 
-A learner's rows are `NAME:KEY`; course rows never hold ':', so no learner can replace one.
+A learner's rows are `NAME:KEY`; course rows never hold ':', so no learner can replace one. Names are
+self-reported: a later file under a name replaces the earlier one, which is listed as superseded.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -15,10 +17,19 @@ import pandas as pd
 from labkit.course.classroom.submission import Submission, SubmissionError, printable, read
 
 PRESETS = ("none", "mediation", "provenance", "confirmation", "all_deterministic")
+CHART_ATTACKS = 30  # the chart's rows at most: the strongest attacks (every one is in the tables)
+_ORDER = {"by": ["legit_paid", "attacks_stopped", "money_lost"], "ascending": [False, False, True]}
+
+
+def _when(s: Submission) -> datetime:
+    when = datetime.fromisoformat(s.data["submitted"])
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def load_folder(folder: Path) -> tuple[list[Submission], list[str]]:
-    """The usable submissions in `folder`, and one line per skipped file."""
+    """Each learner's latest usable submission per lab in `folder`, and one line per file left out:
+    `skipped` (unusable, a copy, or one of two different files submitted at the same time) or
+    `superseded` (an earlier submission under the same name)."""
     found: dict[tuple[str, str], list[Submission]] = {}
     skipped = []
     for path in sorted(folder.glob("*.json"), key=lambda p: p.name):
@@ -29,21 +40,30 @@ def load_folder(folder: Path) -> tuple[list[Submission], list[str]]:
             continue
         found.setdefault((submission.lab, submission.name), []).append(submission)
     usable = []
-    for (lab, name), (first, *rest) in found.items():
-        others = [s for s in rest if s.data != first.data]
-        skipped += [
-            f"skipped {s.file}: the same lab {lab} submission by {name} as {first.file}"
-            for s in rest
-            if s.data == first.data
-        ]
-        if others:
-            names = ", ".join(s.file for s in [first, *others])
+    for (lab, name), group in found.items():
+        kept: list[Submission] = []  # one file per distinct content, latest first
+        for s in sorted(group, key=_when, reverse=True):
+            same = next((k for k in kept if k.data == s.data), None)
+            if same is not None:
+                skipped.append(f"skipped {s.file}: the same lab {lab} submission by {name} as {same.file}")
+            else:
+                kept.append(s)
+        latest, *older = kept
+        tied = [s for s in older if _when(s) == _when(latest)]
+        if tied:
+            names = ", ".join(s.file for s in [latest, *tied])
             skipped.append(
-                f"skipped {names}: conflict, {len(others) + 1} different lab {lab} submissions by "
-                f"{name}; keep the one to count and run again"
+                f"skipped {names}: conflict, {len(tied) + 1} different lab {lab} submissions by {name} "
+                f"submitted at the same time; keep the one to count and run again"
             )
+            older = [s for s in older if s not in tied]
         else:
-            usable.append(first)
+            usable.append(latest)
+        skipped += [
+            f"superseded {s.file}: lab {lab} by {name} submitted {s.data['submitted']}, replaced by "
+            f"{latest.file} submitted {latest.data['submitted']}"
+            for s in older
+        ]
     return sorted(usable, key=lambda s: (s.lab, s.name)), skipped
 
 
@@ -71,11 +91,21 @@ def pass_counts(submissions: Sequence[Submission]) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class RedTeam:
-    """Lab 03's round: success rate per attack × defense, and the two leaderboards."""
+    """Lab 03's round: success rate per attack × defense, and the two leaderboards. A learner's defense
+    is one of their guards: the one that passed its checker (the best if both did), else their best."""
 
     success: pd.DataFrame  # attack × defense, attack success rate 0..1
-    defenses: pd.DataFrame  # one row per defense, best first
+    defenses: pd.DataFrame  # one row per defense, best first; `shown`: why this guard of the learner's
     attacks: pd.DataFrame  # one row per attack, strongest first
+
+
+def _candidates(s: Submission) -> tuple[list[str], str]:
+    """The guards of `s` its defense is chosen from, and what the choice says."""
+    guards = sorted(s.data["guards"])
+    passed = [g for g in guards if s.data["exercises"][g]["passed"]]
+    if passed:
+        return passed, "passed" + (f", best of {len(passed)}" if len(passed) > 1 else "")
+    return guards, "none passed" + (f", best of {len(guards)}" if len(guards) > 1 else "")
 
 
 def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
@@ -95,12 +125,16 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
     attacks = {attack.id: ("course", attack) for attack in lab.attacks.values()}
     defenses = {name: ("course", DEFENSES[name]) for name in PRESETS}
     behaviour = {name: name for name in PRESETS}  # what decides a defense's scores: a preset, or a table
+    choices: dict[str, tuple[list[str], str]] = {}  # learner -> their candidate defenses, and why
     for s in mine:
         for index, record in enumerate(s.data["attacks"], 1):
             label = f"{s.name}:attack" + (str(index) if len(s.data["attacks"]) > 1 else "")
             attacks[label] = (s.name, replace(attack_from(record, templates, lab.shop, label), id=label))
-        for exercise, table in s.data["guards"].items():
-            label = f"{s.name}:{exercise}"
+        guards, why = _candidates(s)
+        if guards:
+            choices[s.name] = ([f"{s.name}:{g}" for g in guards], why)
+        for exercise in guards:
+            table, label = s.data["guards"][exercise], f"{s.name}:{exercise}"
             defenses[label] = (s.name, Defenses(label, guards=(TableGuard(table, label),)))
             behaviour[label] = "table:" + table["verdicts"]
     legit = lab.legitimate
@@ -126,18 +160,23 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
     )
     success = success / hits.size().unstack().loc[list(attacks), list(defenses)]
     paid = frame[frame["attack"].isna()].groupby("defense")["paid"].mean()
-    defense_board = pd.DataFrame(
+    board = pd.DataFrame(
         {
             "by": [by for by, _ in defenses.values()],
+            "shown": "",
             "attacks_stopped": (success == 0).sum(),
             "attack_success_rate": success.mean().round(3),
             "money_lost": lost.sum().round(2),
             "legit_paid": paid.round(3),
         },
         index=pd.Index(list(defenses), name="defense"),
-    ).sort_values(
-        ["legit_paid", "attacks_stopped", "money_lost"], ascending=[False, False, True], kind="stable"
-    )
+    ).sort_values(**_ORDER, kind="stable")
+    shown = list(PRESETS)
+    for labels, why in choices.values():  # each learner's best candidate: the first on the sorted board
+        best = next(label for label in board.index if label in labels)
+        board.loc[best, "shown"] = why
+        shown.append(best)
+    board, success, lost = board.loc[[d for d in board.index if d in shown]], success[shown], lost[shown]
     attack_board = pd.DataFrame(
         {
             "by": [by for by, _ in attacks.values()],
@@ -147,18 +186,21 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
         index=pd.Index(list(attacks), name="attack"),
     ).sort_values(["defenses_beaten", "money_taken"], ascending=False, kind="stable")
     success = success.round(3).rename_axis(index="attack", columns="defense")
-    return RedTeam(success, defense_board, attack_board)
+    return RedTeam(success, board, attack_board)
 
 
 def chart(counts: pd.DataFrame, round_: RedTeam | None):
-    """One figure: pass counts per exercise, and lab 03's attack × defense success rates."""
+    """One figure of bounded size: pass counts per exercise, and lab 03's success rates of the strongest
+    `CHART_ATTACKS` attacks against each course defense and, on average, the learners' guards."""
     from matplotlib.figure import Figure
 
     from labkit.core.colours import OUTCOMES
 
     panels = 1 + (round_ is not None)
-    rows = max(len(counts), len(round_.success) if round_ is not None else 0)
-    figure = Figure(figsize=(7 * panels, max(3.0, 0.3 * rows + 2.5)), layout="constrained")
+    attacks = [] if round_ is None else list(round_.attacks.index[:CHART_ATTACKS])
+    figure = Figure(
+        figsize=(7 * panels, max(3.0, 0.3 * max(len(counts), len(attacks)) + 2.5)), layout="constrained"
+    )
     left, *right = figure.subplots(1, panels, squeeze=False)[0]
     labels = [f"lab {lab}: {exercise}" for lab, exercise in counts.index]
     left.barh(labels, counts["passed"], color=OUTCOMES["correct"], label="passed")
@@ -169,10 +211,21 @@ def chart(counts: pd.DataFrame, round_: RedTeam | None):
     left.set(xlabel="learners", title="Exercises: attempted and ever passed (self-reported)")
     left.legend(loc="lower right")
     if round_ is not None:
-        axes, success = right[0], round_.success
-        image = axes.imshow(success.to_numpy(dtype=float), cmap="Reds", vmin=0, vmax=1, aspect="auto")
-        axes.set_xticks(range(len(success.columns)), success.columns, rotation=60, ha="right")
-        axes.set_yticks(range(len(success.index)), success.index)
-        axes.set_title("Lab 03 red team: attack success rate (from the ledger)")
+        axes, success = right[0], round_.success.loc[attacks]
+        learners = [d for d in success.columns if d not in PRESETS]
+        shown = success[list(PRESETS)]
+        if learners:
+            shown = shown.assign(
+                **{f"{len(learners)} learners' guards, mean": success[learners].mean(axis=1)}
+            )
+        image = axes.imshow(shown.to_numpy(dtype=float), cmap="Reds", vmin=0, vmax=1, aspect="auto")
+        axes.set_xticks(range(len(shown.columns)), shown.columns, rotation=30, ha="right")
+        axes.set_yticks(range(len(attacks)), attacks)
+        which = (
+            f"the {len(attacks)} strongest of {len(round_.attacks)} attacks"
+            if len(attacks) < len(round_.attacks)
+            else "every attack"
+        )
+        axes.set_title(f"Lab 03 red team: attack success rate (from the ledger),\n{which}")
         figure.colorbar(image, ax=axes, shrink=0.8)
     return figure

@@ -213,7 +213,8 @@ def _progress(lab: str) -> dict[str, Any]:
 
 def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     """The submission for `lab` from the recorded verdicts, and notes on what was left out; LabError
-    (one line) if nothing usable is recorded. `passed`: any attempt passed (a later failure keeps it)."""
+    (one line) if nothing usable is recorded. `passed`: any attempt passed (a later failure keeps it,
+    and so does its payload: the attack or guard that passed, not the last one tried)."""
     from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     lab = lab_number(lab)
@@ -235,7 +236,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
             notes.append(f"exercise {shorten(ascii(exercise), 40)} is left out: {why}")
             continue
         exercises[exercise] = entry
-        payload = raw.get("payload")
+        payload = raw.get("passed_payload" if first is not None and "passed_payload" in raw else "payload")
         if lab != "03" or payload is None:
             continue
         if exercise == "intent_attack":

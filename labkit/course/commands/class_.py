@@ -12,15 +12,17 @@ import pandas as pd
 from labkit.core.errors import LabError
 from labkit.core.paths import runs_dir
 from labkit.course.argtypes import output_path, output_type
-from labkit.course.classroom.merge import chart, load_folder, pass_counts, red_team
+from labkit.course.classroom.merge import PRESETS, chart, load_folder, pass_counts, red_team
 from labkit.course.commands import add_command, plain
 
 _SELF_REPORTED = "self-reported: each file's own count, not re-checked here"
+_NAMES = "names are self-reported: a later file under a name replaces the earlier one, listed as superseded"
 _TITLES = {
     "exercises": f"Exercises: learners who attempted and ever passed each one ({_SELF_REPORTED})",
-    "defenses": "Lab 03 red team: defenses, best first (gullible policy, every attack at every place)",
+    "defenses": "Lab 03 red team: defenses, best first (gullible policy, every attack at every place).\n"
+    "A learner's row: their guard that passed its checker (the best if both did), else their best (`shown`).",
     "attacks": "Lab 03 red team: attacks, strongest first",
-    "success": "Attack success rate, attack x defense:",
+    "success": "Attack success rate, attack x course defense, and how many learners' guards it beats:",
 }
 
 
@@ -69,9 +71,16 @@ def handle(args: argparse.Namespace) -> int:
         out |= {"skipped": skipped, "exercises": plain(counts.reset_index()), "exercises_are": _SELF_REPORTED}
         if round_ is not None:
             out["red_team"] = {name: plain(tables[name].reset_index()) for name in list(tables)[1:]}
-        print(json.dumps(out | {"chart": str(path)}, indent=2))
+        print(json.dumps(out | {"names": _NAMES, "chart": str(path)}, indent=2))
         return 0
-    print(f"{len(submissions)} submission(s) from {args.folder}, {len(skipped)} skipped.\n")
+    superseded = sum(line.startswith("superseded ") for line in skipped)
+    print(f"{len(submissions)} submission(s) from {args.folder}, {superseded} superseded, ", end="")
+    print(f"{len(skipped) - superseded} skipped.\nThe {_NAMES}.\n")
+    if round_ is not None:  # a learner's row is NAME:KEY: `by` is left to --json
+        tables |= {name: tables[name].drop(columns="by") for name in ("defenses", "attacks")}
+        learners = [d for d in round_.success.columns if d not in PRESETS]
+        beaten = (round_.success[learners] > 0).sum(axis=1).astype(str) + f"/{len(learners)}"
+        tables["success"] = round_.success[list(PRESETS)].assign(learner_guards_beaten=beaten)
     with pd.option_context("display.width", 120, "display.max_columns", 30, "display.max_colwidth", 40):
         for name, table in tables.items():
             print(_TITLES[name], table.to_string(), "", sep="\n")
