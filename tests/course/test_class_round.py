@@ -10,7 +10,7 @@ from lab03_answers import INTENT, mediation
 
 from labkit.core.check import Check
 from labkit.core.verdicts import record
-from labkit.course.classroom.merge import PRESETS, load_folder, pass_counts, red_team
+from labkit.course.classroom.merge import PRESETS, chart, load_folder, pass_counts, red_team
 from labkit.course.classroom.submission import MAX_BYTES, build, read, submit
 from labkit.refunds.guard_table import guard_table
 
@@ -448,3 +448,32 @@ def test_submit_to_a_shared_folder_never_overwrites_another_learners_file(cli, t
     assert err.startswith("superseded lab01-ana.json: lab 01 by ana submitted ") and err.count("\n") == 1
     code, _, err = cli("submit", "1", "--name", "ana", "--to", str(tmp_path / "missing"))
     assert code == 2 and "is not a folder" in err and err.count("\n") == 1
+
+
+def test_sixty_learners_read_in_tables_120_wide_and_a_bounded_chart(cli, tmp_path, monkeypatch):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from labkit.course.commands import class_
+
+    lab03_progress()
+    base, _ = build("03", "x")
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for i in range(60):  # the longest names a submission may have; the same tables, scored once
+        name = f"learner-{i:02d}".ljust(32, "x")
+        (folder / f"{name}.json").write_text(json.dumps({**base, "name": name}))
+    figures = []
+    monkeypatch.setattr(class_, "chart", lambda *a: figures.append(chart(*a)) or figures[-1])
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("class", "class", "--chart", "c.png")
+    assert code == 0 and err == "" and "60 submission(s)" in out and "60/60" in out
+    assert max(len(line) for line in out.splitlines()) <= 120
+    (figure,) = figures
+    assert figure.get_figwidth() <= 14 and figure.get_figheight() <= 12
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    for axes in figure.axes[:2]:
+        for labels in (axes.get_xticklabels(), axes.get_yticklabels()):
+            boxes = [label.get_window_extent(renderer) for label in labels if label.get_text()]
+            assert boxes and not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+    assert len(figure.axes[1].get_yticklabels()) == 30  # the strongest 30 of 69 attacks

@@ -219,7 +219,7 @@ def chart(counts: pd.DataFrame, round_: RedTeam | None):
                 **{f"{len(learners)} learners' guards, mean": success[learners].mean(axis=1)}
             )
         image = axes.imshow(shown.to_numpy(dtype=float), cmap="Reds", vmin=0, vmax=1, aspect="auto")
-        axes.set_xticks(range(len(shown.columns)), shown.columns, rotation=30, ha="right")
+        axes.set_xticks(range(len(shown.columns)), shown.columns, rotation=90)
         axes.set_yticks(range(len(attacks)), attacks)
         which = (
             f"the {len(attacks)} strongest of {len(round_.attacks)} attacks"

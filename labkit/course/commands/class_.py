@@ -17,6 +17,7 @@ from labkit.course.commands import add_command, plain
 
 _SELF_REPORTED = "self-reported: each file's own count, not re-checked here"
 _NAMES = "names are self-reported: a later file under a name replaces the earlier one, listed as superseded"
+_SHORT = {"attacks_stopped": "stopped", "attack_success_rate": "success_rate", "money_lost": "lost_usd"}
 _TITLES = {
     "exercises": f"Exercises: learners who attempted and ever passed each one ({_SELF_REPORTED})",
     "defenses": "Lab 03 red team: defenses, best first (gullible policy, every attack at every place).\n"
@@ -77,10 +78,12 @@ def handle(args: argparse.Namespace) -> int:
     print(f"{len(submissions)} submission(s) from {args.folder}, {superseded} superseded, ", end="")
     print(f"{len(skipped) - superseded} skipped.\nThe {_NAMES}.\n")
     if round_ is not None:  # a learner's row is NAME:KEY: `by` is left to --json
-        tables |= {name: tables[name].drop(columns="by") for name in ("defenses", "attacks")}
+        tables |= {
+            name: tables[name].drop(columns="by").rename(columns=_SHORT) for name in ("defenses", "attacks")
+        }
         learners = [d for d in round_.success.columns if d not in PRESETS]
         beaten = (round_.success[learners] > 0).sum(axis=1).astype(str) + f"/{len(learners)}"
-        tables["success"] = round_.success[list(PRESETS)].assign(learner_guards_beaten=beaten)
+        tables["success"] = round_.success[list(PRESETS)].assign(learners_beaten=beaten)
     with pd.option_context("display.width", 120, "display.max_columns", 30, "display.max_colwidth", 40):
         for name, table in tables.items():
             print(_TITLES[name], table.to_string(), "", sep="\n")
