@@ -477,3 +477,12 @@ def test_sixty_learners_read_in_tables_120_wide_and_a_bounded_chart(cli, tmp_pat
             boxes = [label.get_window_extent(renderer) for label in labels if label.get_text()]
             assert boxes and not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
     assert len(figure.axes[1].get_yticklabels()) == 30  # the strongest 30 of 69 attacks
+
+
+def test_junk_files_that_sort_first_never_push_out_a_valid_one(tmp_path):
+    folder = tmp_path / "class"
+    _lab01(folder, "zoe")
+    for i in range(600):
+        (folder / f"0-junk-{i:03d}.json").write_text("{}")
+    usable, skipped = load_folder(folder)
+    assert [s.name for s in usable] == ["zoe"] and len(skipped) == 600
