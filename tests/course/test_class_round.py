@@ -203,13 +203,14 @@ def test_a_later_file_under_a_name_supersedes_the_earlier_and_says_so(tmp_path):
     (folder / "tie-a.json").write_text(json.dumps(tied))
     (folder / "tie-b.json").write_text(json.dumps({**tied, "attacks": [], "submitted": later["submitted"]}))
     usable, skipped = load_folder(folder)
-    assert [s.file for s in usable] == ["again.json", "copy.json"]  # copies: the first by file name
+    assert [s.file for s in usable] == ["again.json", "copy.json", "tie-a.json"]  # a tie: first by name
+    later = "replaced by {} submitted 2999-01-01T00:00:00{}"
     assert sorted(skipped) == [
         "skipped lab03-learner1.json: the same lab 03 submission by learner1 as copy.json",
-        "skipped tie-a.json, tie-b.json: conflict, 2 different lab 03 submissions by tie submitted at the "
-        "same time; keep the one to count and run again",
-        f"superseded lab03-learner0.json: lab 03 by learner0 submitted {base['submitted']}, replaced by "
-        "again.json submitted 2999-01-01T00:00:00+00:00",
+        f"superseded lab03-learner0.json: lab 03 by learner0 submitted {base['submitted']}, "
+        + later.format("again.json", "+00:00"),
+        "superseded tie-b.json: lab 03 by tie submitted 2999-01-01T00:00:00+00:00, "
+        + later.format("tie-a.json", ""),
     ]
 
 

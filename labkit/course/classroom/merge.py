@@ -27,9 +27,8 @@ def _when(s: Submission) -> datetime:
 
 
 def load_folder(folder: Path) -> tuple[list[Submission], list[str]]:
-    """Each learner's latest usable submission per lab in `folder`, and one line per file left out:
-    `skipped` (unusable, a copy, or one of two different files submitted at the same time) or
-    `superseded` (an earlier submission under the same name)."""
+    """Each learner's latest usable submission per lab in `folder` (on a tie, the first by file name),
+    and one line per file left out: `skipped` (unusable, or a copy) or `superseded` (an earlier one)."""
     found: dict[tuple[str, str], list[Submission]] = {}
     skipped = []
     for path in sorted(folder.glob("*.json"), key=lambda p: p.name):
@@ -41,46 +40,27 @@ def load_folder(folder: Path) -> tuple[list[Submission], list[str]]:
         found.setdefault((submission.lab, submission.name), []).append(submission)
     usable = []
     for (lab, name), group in found.items():
-        kept: list[Submission] = []  # one file per distinct content, latest first
-        for s in sorted(group, key=_when, reverse=True):
-            same = next((k for k in kept if k.data == s.data), None)
-            if same is not None:
-                skipped.append(f"skipped {s.file}: the same lab {lab} submission by {name} as {same.file}")
-            else:
-                kept.append(s)
-        latest, *older = kept
-        tied = [s for s in older if _when(s) == _when(latest)]
-        if tied:
-            names = ", ".join(s.file for s in [latest, *tied])
+        usable.append(latest := max(group, key=_when))
+        for s in (s for s in group if s is not latest):
+            if s.data == latest.data:
+                skipped.append(f"skipped {s.file}: the same lab {lab} submission by {name} as {latest.file}")
+                continue
+            later = f"replaced by {latest.file} submitted {latest.data['submitted']}"
             skipped.append(
-                f"skipped {names}: conflict, {len(tied) + 1} different lab {lab} submissions by {name} "
-                f"submitted at the same time; keep the one to count and run again"
+                f"superseded {s.file}: lab {lab} by {name} submitted {s.data['submitted']}, {later}"
             )
-            older = [s for s in older if s not in tied]
-        else:
-            usable.append(latest)
-        skipped += [
-            f"superseded {s.file}: lab {lab} by {name} submitted {s.data['submitted']}, replaced by "
-            f"{latest.file} submitted {latest.data['submitted']}"
-            for s in older
-        ]
     return sorted(usable, key=lambda s: (s.lab, s.name)), skipped
 
 
 def pass_counts(submissions: Sequence[Submission]) -> pd.DataFrame:
     """Per (lab, exercise): learners, attempted, ever passed, median first passing attempt (self-reported)."""
     rows = [
-        {
-            "lab": s.lab,
-            "exercise": name,
-            "attempted": entry["attempts"] > 0,
-            "passed": entry["passed"] or entry["first_passed_attempt"] is not None,
-            "first": float("nan") if entry["first_passed_attempt"] is None else entry["first_passed_attempt"],
-        }
+        (s.lab, name, e["attempts"] > 0, e["first_passed_attempt"])
         for s in submissions
-        for name, entry in s.data["exercises"].items()
+        for name, e in s.data["exercises"].items()
     ]
-    frame = pd.DataFrame(rows, columns=["lab", "exercise", "attempted", "passed", "first"])
+    frame = pd.DataFrame(rows, columns=["lab", "exercise", "attempted", "first"]).astype({"first": float})
+    frame["passed"] = frame["first"].notna()  # `read` refused a pass without a first passing attempt
     table = frame.groupby(["lab", "exercise"]).agg(
         attempted=("attempted", "sum"), passed=("passed", "sum"), median_attempts_to_pass=("first", "median")
     )
