@@ -1,7 +1,5 @@
-"""Output-free copies of the labs for learners: `python -m labkit.course.student notebooks student`
-(`make lab` runs it, then opens the copies). Each `NN_name.ipynb` directly in the folder is copied (a
-learner predicts before seeing the answer); subfolders (solutions) never are, and a copy already
-there is the learner's work: it is kept as it is (delete it to start that lab afresh)."""
+"""Output-free copies of the labs (`make lab` writes them, then opens them): each `NN_name.ipynb` in the
+folder, never a subfolder (solutions); a copy already there is the learner's work, kept as it is."""
 
 from __future__ import annotations
 
@@ -39,10 +37,9 @@ def main(argv: list[str]) -> int:
         print(f"labkit.course.student: error: {source}: not a folder", file=sys.stderr)
         return 2
     written = student_copies(source, destination)
-    kept = sorted(p.name for p in destination.glob("*.ipynb") if p not in written)
+    kept = ", ".join(sorted(p.name for p in destination.glob("*.ipynb") if p not in written)) or "none"
     print(f"{len(written)} output-free notebooks in {destination}/: {', '.join(p.name for p in written)}")
-    if kept:
-        print(f"kept as they are (your work; delete one to start it afresh): {', '.join(kept)}")
+    print(f"kept as they are (your work: delete one to start it afresh): {kept}")
     return 0
 
 

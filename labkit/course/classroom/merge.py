@@ -1,8 +1,6 @@
 """The class round: a folder of submissions merged into tables and one chart; nothing in a file runs.
-
 A learner's rows are `NAME:KEY`; course rows never hold ':', so no learner can replace one. Names are
-self-reported: a later file under a name replaces the earlier one, which is listed as superseded.
-"""
+self-reported: a later file under a name replaces the earlier one, which is listed as superseded."""
 
 from __future__ import annotations
 
@@ -74,18 +72,9 @@ class RedTeam:
     """Lab 03's round: success rate per attack × defense, and the two leaderboards. A learner's defense
     is one of their guards: the one that passed its checker (the best if both did), else their best."""
 
-    success: pd.DataFrame  # attack × defense, attack success rate 0..1
     defenses: pd.DataFrame  # one row per defense, best first; `shown`: why this guard of the learner's
     attacks: pd.DataFrame  # one row per attack, strongest first
-
-
-def _candidates(s: Submission) -> tuple[list[str], str]:
-    """The guards of `s` its defense is chosen from, and what the choice says."""
-    guards = sorted(s.data["guards"])
-    passed = [g for g in guards if s.data["exercises"][g]["passed"]]
-    if passed:
-        return passed, "passed" + (f", best of {len(passed)}" if len(passed) > 1 else "")
-    return guards, "none passed" + (f", best of {len(guards)}" if len(guards) > 1 else "")
+    success: pd.DataFrame  # attack × defense, attack success rate 0..1
 
 
 def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
@@ -110,8 +99,11 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
         for index, record in enumerate(s.data["attacks"], 1):
             label = f"{s.name}:attack" + (str(index) if len(s.data["attacks"]) > 1 else "")
             attacks[label] = (s.name, replace(attack_from(record, templates, lab.shop, label), id=label))
-        guards, why = _candidates(s)
+        guards = sorted(s.data["guards"])  # the guards the learner's row is chosen from
+        passed = [g for g in guards if s.data["exercises"][g]["passed"]]
+        guards, why = (passed, "passed") if passed else (guards, "none passed")
         if guards:
+            why += f", best of {len(guards)}" * (len(guards) > 1)
             choices[s.name] = ([f"{s.name}:{g}" for g in guards], why)
         for exercise in guards:
             table, label = s.data["guards"][exercise], f"{s.name}:{exercise}"
@@ -166,7 +158,7 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
         index=pd.Index(list(attacks), name="attack"),
     ).sort_values(["defenses_beaten", "money_taken"], ascending=False, kind="stable")
     success = success.round(3).rename_axis(index="attack", columns="defense")
-    return RedTeam(success, board, attack_board)
+    return RedTeam(board, attack_board, success)
 
 
 def chart(counts: pd.DataFrame, round_: RedTeam | None):

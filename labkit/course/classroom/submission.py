@@ -1,7 +1,6 @@
 """A learner's work on one lab as one JSON file (submission.schema.json): built from their recorded
 verdicts (lab 03: the attack and each guard as a table of verdicts, never code), read back from the
-room as untrusted data. `build` leaves out what `read` would refuse, with a note.
-"""
+room as untrusted data. `build` leaves out what `read` would refuse, with a note."""
 
 from __future__ import annotations
 
@@ -268,12 +267,10 @@ def _hand_in(text: str, folder: Path, stem: str) -> Path:
     for copy in range(1, _MAX_COPIES + 1):
         target = folder / (f"{stem}.json" if copy == 1 else f"{stem}-{copy}.json")
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            with open(target, "x", encoding="utf-8") as handle:  # "x": O_CREAT | O_EXCL
+                handle.write(text)
         except FileExistsError:
             continue
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
         except OSError:
             target.unlink(missing_ok=True)
             raise
@@ -307,14 +304,12 @@ def submit(
             path = target if target is not None else runs_dir() / "submissions" / f"{stem}.json"
             path = write_whole(path / f"{stem}.json" if path.is_dir() else path, text, mode=0o644)
     except OSError as error:
-        why = error.strerror or error
-        raise LabError(f"cannot write the submission ({why}); nothing was written") from None
+        raise LabError(f"cannot write the submission ({error.strerror or error}): nothing written") from None
     for note in notes:
         print(f"labkit submit: {note}", file=sys.stderr)
     line = f"wrote {path}"
-    if path.name != f"{stem}.json":
-        line += f" ({stem}.json is already there, yours or another learner's: it was left as it is; if both "
-        line += "are yours, delete the older one)"
+    if path.name != f"{stem}.json":  # the class round counts the latest under a name
+        line += f" ({stem}.json is already there, left as it is: the class round counts the later one)"
     passed = sum(e["passed"] for e in submission["exercises"].values())
     line += f": lab {submission['lab']}, {passed} of {len(submission['exercises'])} exercises passed"
     if submission["lab"] == "03":

@@ -32,16 +32,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub,
         "class",
         handle,
-        "Read every *.json in FOLDER as a submission (data only: nothing in it is run). Print per "
-        "exercise how many learners attempted and passed it, and for lab 03 every submitted attack "
-        "against every deterministic defense and every submitted guard, scored from the ledger. A "
-        "file that cannot be used is named on one line and skipped.",
+        "Read every *.json in FOLDER as a submission (data only: nothing in it is run), a learner's latest "
+        "per lab. Print per exercise how many learners attempted and passed it; for lab 03 every attack "
+        "against every deterministic defense and each learner's guard, from the ledger. A file not "
+        "counted is named on one line.",
     )
     add = parser.add_argument
     add("folder", metavar="FOLDER", type=Path, help="the folder of submission files")
     add("--json", action="store_true", help="print the tables as JSON (skipped files included)")
-    png = "where to save the chart, a .png file (default: runs/class/class-results.png); checked before "
-    png += "the round runs"
+    png = "where to save the chart, a .png file checked first (default: runs/class/class-results.png)"
     add("--chart", metavar="PNG", type=output_type(suffix=".png"), help=png)
 
 
@@ -64,9 +63,7 @@ def handle(args: argparse.Namespace) -> int:
         chart(counts, round_).savefig(path, dpi=100, format="png")
     except OSError as error:
         raise LabError(f"cannot write the chart {path} ({error.strerror or error})") from None
-    tables = {"exercises": counts}
-    if round_ is not None:
-        tables |= {"defenses": round_.defenses, "attacks": round_.attacks, "success": round_.success}
+    tables = {"exercises": counts} | ({} if round_ is None else vars(round_))
     if args.json:
         out = {"submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions]}
         out |= {"skipped": skipped, "exercises": plain(counts.reset_index()), "exercises_are": _SELF_REPORTED}
