@@ -109,13 +109,8 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
             table, label = s.data["guards"][exercise], f"{s.name}:{exercise}"
             defenses[label] = (s.name, Defenses(label, guards=(TableGuard(table, label),)))
             behaviour[label] = "table:" + table["verdicts"]
-    legit = lab.legitimate
-    specs = [Spec("benign", r) for r in legit] + [
-        Spec("attack", r, attack, place)
-        for _, attack in attacks.values()
-        for r in legit
-        for place in attack.places
-    ]
+    specs = [Spec("benign", r) for r in lab.legitimate]
+    specs += [Spec("attack", r, a, p) for _, a in attacks.values() for r in lab.legitimate for p in a.places]
     rows, scored = [], {}
     for label, (_, defense) in defenses.items():
         if behaviour[label] not in scored:  # learners who hand in the same table are scored once
@@ -135,7 +130,6 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
     board = pd.DataFrame(
         {
             "by": [by for by, _ in defenses.values()],
-            "shown": "",
             "attacks_stopped": (success == 0).sum(),
             "attack_success_rate": success.mean().round(3),
             "money_lost": lost.sum().round(2),
@@ -143,12 +137,11 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
         },
         index=pd.Index(list(defenses), name="defense"),
     ).sort_values(**_ORDER, kind="stable")
-    shown = list(PRESETS)
-    for labels, why in choices.values():  # each learner's best candidate: the first on the sorted board
-        best = next(label for label in board.index if label in labels)
-        board.loc[best, "shown"] = why
-        shown.append(best)
-    board, success, lost = board.loc[[d for d in board.index if d in shown]], success[shown], lost[shown]
+    # each learner's row: their best candidate, the first of them on the sorted board
+    picks = {next(d for d in board.index if d in labels): why for labels, why in choices.values()}
+    board = board.loc[[d for d in board.index if d in PRESETS or d in picks]]
+    board = board.assign(shown=[picks.get(d, "") for d in board.index])
+    success, lost = success[[*PRESETS, *picks]], lost[[*PRESETS, *picks]]
     attack_board = pd.DataFrame(
         {
             "by": [by for by, _ in attacks.values()],
@@ -162,17 +155,16 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
 
 
 def chart(counts: pd.DataFrame, round_: RedTeam | None):
-    """One figure of bounded size: pass counts per exercise, and lab 03's success rates of the strongest
-    `CHART_ATTACKS` attacks against each course defense and, on average, the learners' guards."""
+    """One bounded figure: pass counts, and the strongest attacks' success against each course defense
+    and, on average, the learners' guards."""
     from matplotlib.figure import Figure
 
     from labkit.core.colours import OUTCOMES
 
     panels = 1 + (round_ is not None)
     attacks = [] if round_ is None else list(round_.attacks.index[:CHART_ATTACKS])
-    figure = Figure(
-        figsize=(7 * panels, max(3.0, 0.3 * max(len(counts), len(attacks)) + 2.5)), layout="constrained"
-    )
+    rows = max(len(counts), len(attacks))
+    figure = Figure(figsize=(7 * panels, max(3.0, 0.3 * rows + 2.5)), layout="constrained")
     left, *right = figure.subplots(1, panels, squeeze=False)[0]
     labels = [f"lab {lab}: {exercise}" for lab, exercise in counts.index]
     left.barh(labels, counts["passed"], color=OUTCOMES["correct"], label="passed")
@@ -185,19 +177,12 @@ def chart(counts: pd.DataFrame, round_: RedTeam | None):
     if round_ is not None:
         axes, success = right[0], round_.success.loc[attacks]
         learners = [d for d in success.columns if d not in PRESETS]
-        shown = success[list(PRESETS)]
-        if learners:
-            shown = shown.assign(
-                **{f"{len(learners)} learners' guards, mean": success[learners].mean(axis=1)}
-            )
+        mean = {f"{len(learners)} learners' guards, mean": success[learners].mean(axis=1)} if learners else {}
+        shown = success[list(PRESETS)].assign(**mean)
         image = axes.imshow(shown.to_numpy(dtype=float), cmap="Reds", vmin=0, vmax=1, aspect="auto")
         axes.set_xticks(range(len(shown.columns)), shown.columns, rotation=90)
         axes.set_yticks(range(len(attacks)), attacks)
-        which = (
-            f"the {len(attacks)} strongest of {len(round_.attacks)} attacks"
-            if len(attacks) < len(round_.attacks)
-            else "every attack"
-        )
+        which = f"{len(attacks)} of {len(round_.attacks)} attacks, strongest first"
         axes.set_title(f"Lab 03 red team: attack success rate (from the ledger),\n{which}")
         figure.colorbar(image, ax=axes, shrink=0.8)
     return figure

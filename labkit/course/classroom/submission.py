@@ -110,11 +110,10 @@ def _exercises_of(lab: str) -> frozenset[str]:
 
 def _schema_problem(schema: dict[str, Any], data: Any) -> str | None:
     try:
-        error = schema_error(schema, data)
+        if (error := schema_error(schema, data)) is None:
+            return None
     except RecursionError:
         return "nested too deeply"
-    if error is None:
-        return None
     where = ".".join(printable(str(part)) for part in error.absolute_path) or "the file"
     return shorten(f"{where}: {error.message}", 300)
 
@@ -141,11 +140,9 @@ def _attack_problem(record: Any) -> str | None:
         return shorten(problem, 200)
     if (problem := attacks.placeholder_problem("goal", record["goal"], attacks.GOAL_FIELDS)) is not None:
         return problem
-    lab = refund_lab()
+    shop = refund_lab().shop
     try:
-        attacks.attack_from(
-            record, attacks.load_templates(lab.shop.folder / "templates.json"), lab.shop, "attack"
-        )
+        attacks.attack_from(record, attacks.load_templates(shop.folder / "templates.json"), shop, "attack")
     except LabError as refused:
         return shorten(str(refused), 200)
     return None
@@ -218,10 +215,8 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
 
     lab = lab_number(lab)
     if not re.fullmatch(_NAME_PATTERN, name):
-        raise LabError(
-            f"name {shorten(name, 40)!r} must be 1-32 letters, digits, '.', '_' or '-', starting "
-            "with a letter or digit (it names the file)"
-        )
+        rule = "1-32 letters, digits, '.', '_' or '-', starting with a letter or digit (it names the file)"
+        raise LabError(f"name {shorten(name, 40)!r} must be {rule}")
     recorded = _progress(lab)
     if not recorded:
         raise LabError(f"no checker of lab {lab} has run yet: run the lab's exercise cells, then submit")

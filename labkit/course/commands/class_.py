@@ -52,9 +52,8 @@ def handle(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise LabError(f"chart: {error}") from None
     submissions, skipped = load_folder(args.folder)
-    if not args.json or not submissions:
-        for line in skipped:
-            print(line, file=sys.stderr)
+    if skipped and (not args.json or not submissions):
+        print(*skipped, sep="\n", file=sys.stderr)
     if not submissions:
         raise LabError(f"no usable submission in {args.folder} ({len(skipped)} file(s) skipped)")
     counts, round_ = pass_counts(submissions), red_team(submissions)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -74,12 +75,9 @@ def _addresses(host: str) -> list[str]:
     if host not in ("0.0.0.0", "", "::"):
         return [host]
     found = []
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("10.255.255.255", 1))  # UDP connect: picks a route, sends no packet
-            found.append(probe.getsockname()[0])
-        except OSError:
-            pass
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe, contextlib.suppress(OSError):
+        probe.connect(("10.255.255.255", 1))  # UDP connect: picks a route, sends no packet
+        found.append(probe.getsockname()[0])
     return [address for address in found if not address.startswith("127.")] or ["127.0.0.1"]
 
 

@@ -63,8 +63,7 @@ def handle(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"labkit trials: interrupted; what finished is in {args.record}.partial", file=sys.stderr)
         return 130
-    passed = sum(e["passed"] for e in episodes)
-    took = time.perf_counter() - start
+    passed, took = sum(e["passed"] for e in episodes), time.perf_counter() - start
     print(f"{len(episodes)} episodes, {passed} passed, in {took:.0f} s; wrote {args.record}")
     print(f"Evaluate: python -m labkit evaluate --trials {args.record}")
     return 0
