@@ -476,7 +476,7 @@ def test_sixty_learners_read_in_tables_120_wide_and_a_bounded_chart(cli, tmp_pat
     for axes in figure.axes[:2]:
         for labels in (axes.get_xticklabels(), axes.get_yticklabels()):
             boxes = [label.get_window_extent(renderer) for label in labels if label.get_text()]
-            assert boxes and not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+            assert boxes and not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:], strict=False))
     assert len(figure.axes[1].get_yticklabels()) == 30  # the strongest 30 of 69 attacks
 
 
