@@ -177,7 +177,7 @@ def chart(counts: pd.DataFrame, round_: RedTeam | None):
     if round_ is not None:
         axes, success = right[0], round_.success.loc[attacks]
         learners = [d for d in success.columns if d not in PRESETS]
-        mean = {f"{len(learners)} learners' guards, mean": success[learners].mean(axis=1)} if learners else {}
+        mean = {f"mean of {len(learners)} learners": success[learners].mean(axis=1)} if learners else {}
         shown = success[list(PRESETS)].assign(**mean)
         image = axes.imshow(shown.to_numpy(dtype=float), cmap="Reds", vmin=0, vmax=1, aspect="auto")
         axes.set_xticks(range(len(shown.columns)), shown.columns, rotation=90)
