@@ -1,4 +1,4 @@
-# Two commands for a newcomer: `make lab` and `make test`. Both create .venv on first use.
+# Two commands for a newcomer: `make lab` (a learner's) and `make test`. Both create .venv on first use.
 #
 # `make lab` installs what a learner's notebook needs (labkit + the `lab` extra), `make test`
 # adds the course's checks and tools (the `test`, `grid` and `rerun` extras). Both install the
@@ -13,7 +13,7 @@ LAB_STAMP  := $(VENV)/.installed-lab
 TEST_STAMP := $(VENV)/.installed-test
 STUDENT    := student
 
-.PHONY: lab test install lint benchmarks clean lock student model
+.PHONY: lab notebooks test install lint benchmarks clean lock student model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,9 +31,17 @@ $(TEST_STAMP): requirements.txt pyproject.toml | $(BIN)/python
 
 install: $(LAB_STAMP)
 
+# The learner's command: output-free copies of the labs in student/ (written once: a learner's own
+# work there is kept), opened in JupyterLab; no solutions/ and no committed outputs in its file browser.
+# `make notebooks` is the maintainer's: the committed notebooks, outputs and solutions/ included.
 # Jupyter refuses to run as root unless told; workshop containers often run as root.
+AS_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(LAB_STAMP)
-	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(BIN)/python -m labkit.course.student notebooks $(STUDENT)
+	$(BIN)/jupyter lab $(STUDENT)/ $(AS_ROOT)
+
+notebooks: $(LAB_STAMP)
+	$(BIN)/jupyter lab notebooks/ $(AS_ROOT)
 
 # PYTHONDONTWRITEBYTECODE (set on the course machines) is cleared for the run: pytest keeps the
 # test modules it has rewritten for its assert messages in __pycache__ (gitignored) only when it
@@ -61,8 +69,8 @@ benchmarks: $(TEST_STAMP)
 	$(BIN)/python benchmarks/orchestrator.py
 	@echo "benchmarks/model.py needs the embedded model: make model && $(BIN)/python benchmarks/model.py"
 
-# Output-free copies of the labs (00 included) for learners to predict before they run;
-# notebooks/solutions/ is never copied.
+# Output-free copies of the labs (00 included) for learners to predict before they run, without
+# opening them (`make lab` opens them); notebooks/solutions/ is never copied, a copy there is kept.
 student: $(LAB_STAMP)
 	$(BIN)/python -m labkit.course.student notebooks $(STUDENT)
 

@@ -2,14 +2,15 @@
 mocked): `FakeOllama` and `FakeOpenAI` say how each route answers.
 
 Each chat is answered by the next queued `replies`, then `answer(messages)`; `fault` fails every
-chat one way (each server lists its own); `fields` overrides fields of every reply; `requests`
-keeps every chat body.
+chat one way (each server lists its own; "trickle": a chat reply one byte each `delay` s); `fields`
+overrides fields of every reply; `requests` keeps every chat body.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +40,7 @@ class FakeServer:
         self.delay = 2.0
         self.fields: dict[str, Any] = {}
         self.requests: list[dict[str, Any]] = []
+        self.stopped = False
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -57,6 +59,7 @@ class FakeServer:
 
     def stop(self) -> None:
         """Stop serving and close the socket: later requests get 'connection refused'."""
+        self.stopped = True
         if self._thread.is_alive():
             self._server.shutdown()
         self._server.server_close()
@@ -80,19 +83,26 @@ class FakeServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, status: int, value: Any) -> None:
+            def _send(self, status: int, value: Any, trickle: bool = False) -> None:
                 body = value if isinstance(value, bytes) else json.dumps(value).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                step = 1 if trickle else len(body)  # one byte each `delay` s, until stopped
+                for start in range(0, len(body), step):
+                    if fake.stopped:
+                        break
+                    self.wfile.write(body[start : start + step])
+                    self.wfile.flush()
+                    if step == 1:
+                        time.sleep(fake.delay)
 
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
                 self._send(*fake.get(self.path))
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                self._send(*fake.post(self.path, body))
+                self._send(*fake.post(self.path, body), trickle=fake.fault == "trickle")
 
         return Handler

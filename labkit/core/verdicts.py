@@ -63,7 +63,8 @@ def record(lab: str, name: str, verdict: Check, payload: Any = None) -> None:
         "attempts": attempts,
         "first_passed_attempt": attempts if first is None and verdict.passed else first,
         "updated": datetime.now(UTC).isoformat(timespec="seconds"),
-        "payload": _plain(payload),
+        "payload": (plain := _plain(payload)),
+        "passed_payload": plain if verdict.passed else entry.get("passed_payload"),  # what `submit` hands in
     }
     try:
         write_whole(progress_path(lab), json.dumps(data, indent=1, sort_keys=True))

@@ -43,8 +43,7 @@ positive = int_in(1, 2**53)
 
 
 def _can_create_in(folder: Path) -> None:
-    """ValueError (one phrase) unless a file can be created in `folder`: tried for real, so that
-    permissions, a read-only mount and /proc all answer."""
+    """ValueError (one phrase) unless a file can be created in `folder` (tried: permissions, /proc)."""
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".labkit-probe-"):
             pass

@@ -1,8 +1,5 @@
-"""`python -m labkit`: headless commands that run each lab's experiment and print its table.
-
-Only the command being run is imported. A mistake is one line on stderr and exit status 2, never a
-traceback: a usage error, or a LabError raised by a handler.
-"""
+"""`python -m labkit`: headless commands that run each lab's experiment and print its table. Only the
+command being run is imported. A mistake is one line on stderr and exit status 2, never a traceback."""
 
 from __future__ import annotations
 
@@ -25,10 +22,7 @@ class _OneLineParser(argparse.ArgumentParser):
 def build_parser(command: str | None = None, *, eager: bool = False) -> argparse.ArgumentParser:
     """The `labkit` parser, with the full subparser of `command` (or of every command if `eager`);
     every other command gets a placeholder with its one-line help, enough for `--help` and errors."""
-    parser = _OneLineParser(
-        prog="labkit",
-        description="Run the Agent Engineering Labs experiments headless and print their tables.",
-    )
+    parser = _OneLineParser(prog="labkit", description="The Agent Engineering Labs' experiments, headless.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
     for name, summary in commands.SUMMARIES.items():

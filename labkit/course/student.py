@@ -1,6 +1,5 @@
-"""Output-free copies of the labs for learners: `python -m labkit.course.student notebooks student`.
-Each `NN_name.ipynb` directly in the folder is copied (a learner predicts before seeing the answer);
-subfolders (solutions) are never copied."""
+"""Output-free copies of the labs (`make lab` writes them, then opens them): each `NN_name.ipynb` in the
+folder, never a subfolder (solutions); a copy already there is the learner's work, kept as it is."""
 
 from __future__ import annotations
 
@@ -13,16 +12,17 @@ _LAB_NOTEBOOK = re.compile(r"^\d\d_[A-Za-z0-9_]+\.ipynb$")
 
 
 def student_copies(source: Path, destination: Path) -> list[Path]:
-    """Write an output-free copy of every lab notebook in `source` into `destination`."""
+    """Write an output-free copy of every lab notebook in `source` that `destination` lacks; the new ones."""
     destination.mkdir(parents=True, exist_ok=True)
     written = []
     for path in sorted(p for p in source.iterdir() if p.is_file() and _LAB_NOTEBOOK.match(p.name)):
+        if (target := destination / path.name).exists():
+            continue
         notebook = json.loads(path.read_text(encoding="utf-8"))
         for cell in notebook.get("cells", []):
             if cell.get("cell_type") == "code":
                 cell["outputs"], cell["execution_count"] = [], None
             cell.get("metadata", {}).pop("execution", None)  # per-cell timings some front ends record
-        target = destination / path.name
         target.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(target)
     return written
@@ -37,7 +37,9 @@ def main(argv: list[str]) -> int:
         print(f"labkit.course.student: error: {source}: not a folder", file=sys.stderr)
         return 2
     written = student_copies(source, destination)
+    kept = ", ".join(sorted(p.name for p in destination.glob("*.ipynb") if p not in written)) or "none"
     print(f"{len(written)} output-free notebooks in {destination}/: {', '.join(p.name for p in written)}")
+    print(f"kept as they are (your work: delete one to start it afresh): {kept}")
     return 0
 
 

@@ -17,9 +17,10 @@ from typing import Any, Protocol
 from labkit.core.decisions import MAX_NUMBER
 from labkit.core.errors import LabError, ProviderError
 from labkit.core.text import shorten
+from labkit.core.timeouts import TIMED_OUT, call_within
 
 Message = dict[str, str]
-TIMEOUT = 120.0  # seconds a server backend waits for each read of a call: a cold model load takes tens
+TIMEOUT = 120.0  # seconds a server backend waits for a call: a cold model load takes tens
 
 
 @dataclass(frozen=True)
@@ -79,16 +80,16 @@ def first_line(error: BaseException) -> str:
 
 class ServerBackend:
     """A backend behind an HTTP server. `_call(what, fn)` runs one client call and turns each way it
-    fails into one ProviderError naming the server (`where`): no answer within `timeout` (`_SLOW`,
+    fails into one ProviderError naming the server (`where`): no whole answer within `timeout` (`_SLOW`,
     caught first), nothing listening (`_DOWN`), an HTTP error (`_STATUS`), a body that is not a reply
     (`_BAD`). A subclass sets these and says what to check when nothing answers (`_unreachable`), what
     the server said (`_status_text`) and which statuses are the user's to fix (`_fix`: a LabError)."""
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
+        try:  # `timeout` bounds each read (the client's) and the whole call: a reply trickled byte by byte
+            reply = call_within(fn, (), self.timeout)
         except self._SLOW:
-            raise ProviderError(f"{self.where} did not answer {what} within {self.timeout:g} s") from None
+            reply = TIMED_OUT
         except self._DOWN as error:
             raise ProviderError(f"cannot reach {self.where} {self._unreachable(error)}") from None
         except self._STATUS as error:
@@ -99,6 +100,9 @@ class ServerBackend:
         except self._BAD as error:
             not_a_reply = f"something that is not a {what} reply ({first_line(error)})"
             raise ProviderError(f"{self.where} answered {what} with {not_a_reply}") from None
+        if reply is TIMED_OUT:
+            raise ProviderError(f"{self.where} did not answer {what} within {self.timeout:g} s")
+        return reply
 
     def _count(self, value: Any, field: str) -> int:
         """A token count the server reported: an int from 0 to MAX_NUMBER, else a ProviderError."""

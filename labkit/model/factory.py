@@ -12,6 +12,8 @@ from labkit.model.backend import Backend
 from labkit.model.record import Recorder
 from labkit.model.replay import ReplayBackend
 
+BACKENDS = "replay (default), replay:<file>, local, ollama:<tag> or openai:<model> (at OPENAI_BASE_URL)"
+
 
 def _kind(spec: str, shown: str) -> tuple[str, str]:
     """(kind, argument) of a spec; LabError naming the choices for one (`shown` so) that is no backend."""
@@ -20,10 +22,7 @@ def _kind(spec: str, shown: str) -> tuple[str, str]:
         raise LabError(f"{shown}: openai:<model> needs a model name, e.g. openai:smollm2")
     if kind in ("replay", "openai") or (kind == "local" and not arg) or (kind == "ollama" and arg):
         return kind, arg.strip() if kind == "openai" else arg
-    raise LabError(
-        f"{shown} is not a backend: use replay (default), replay:<file>, local, "
-        "ollama:<tag> (e.g. ollama:qwen2.5:0.5b) or openai:<model> (a server at OPENAI_BASE_URL)"
-    )
+    raise LabError(f"{shown} is not a backend: use {BACKENDS}; e.g. ollama:qwen2.5:0.5b")
 
 
 def backend_name(spec: str) -> str:

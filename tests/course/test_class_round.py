@@ -10,7 +10,7 @@ from lab03_answers import INTENT, mediation
 
 from labkit.core.check import Check
 from labkit.core.verdicts import record
-from labkit.course.classroom.merge import PRESETS, load_folder, pass_counts, red_team
+from labkit.course.classroom.merge import PRESETS, chart, load_folder, pass_counts, red_team
 from labkit.course.classroom.submission import MAX_BYTES, build, read, submit
 from labkit.refunds.guard_table import guard_table
 
@@ -147,28 +147,70 @@ def test_learners_who_hand_in_the_same_table_are_scored_once_and_alike(tmp_path,
     # the five presets, then each distinct table once, under the first learner who handed it in:
     # dora's two (her guard is everyone's), then the mediation table the three learners share
     assert evaluated == [*PRESETS, "dora:guard", "dora:mediation", "learner0:mediation"]
-    rows = board.drop(columns="by")
-    for learner in ("learner0", "learner1", "learner2"):
-        assert rows.loc[f"{learner}:guard"].equals(rows.loc["dora:guard"])
+    # each learner's row is the better of their two passing guards: the three alike, dora's not hers
+    # that allows all, which scores as no guard at all
+    rows = board.drop(columns=["by", "shown"])
+    assert [d for d in board.index if ":" in d] == [
+        "learner0:mediation",
+        "learner1:mediation",
+        "learner2:mediation",
+        "dora:guard",
+    ]
+    assert set(board.loc[board["by"] != "course", "shown"]) == {"passed, best of 2"}
     assert rows.loc["learner2:mediation"].equals(rows.loc["learner0:mediation"])
-    assert rows.loc["dora:mediation"].equals(rows.loc["none"])  # allowing all is no guard at all
-    assert not rows.loc["dora:mediation"].equals(rows.loc["learner0:mediation"])
+    assert not rows.loc["dora:guard"].equals(rows.loc["none"])
 
 
-def test_two_different_files_of_one_learner_are_a_conflict_never_a_preference(tmp_path):
-    # A file claiming to be learner0's never replaces theirs: neither counts, one line names both.
+def test_a_learner_is_shown_with_the_guard_that_passed_else_their_best(cli, tmp_path):
+    def allow_all(call, state):
+        return None
+
+    record("03", "mediation", Check(True, "ok"), guard_table(mediation))
+    record("03", "mediation", Check(False, "experimenting"), guard_table(allow_all))
+    record("03", "guard", Check(False, "not yet"), guard_table(own_cards))
+    ana, _ = build("03", "ana")  # passed, then experimented: her passing guard is handed in
+    assert ana["guards"] == {"mediation": guard_table(mediation), "guard": guard_table(own_cards)}
+    failed = {"passed": False, "attempts": 2, "first_passed_attempt": None}
+    ben = {**ana, "name": "ben", "exercises": {**ana["exercises"], "mediation": failed}}
+    ben["guards"] = {"mediation": guard_table(allow_all), "guard": guard_table(own_cards)}
+    cleo = {**ben, "name": "cleo", "guards": {"mediation": guard_table(allow_all)}}
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for data in (ana, ben, cleo):
+        (folder / f"{data['name']}.json").write_text(json.dumps(data))
+    board = red_team(load_folder(folder)[0]).defenses
+    learners = board[board["by"] != "course"]
+    assert learners["shown"].to_dict() == {
+        "ana:mediation": "passed",
+        "ben:guard": "none passed, best of 2",
+        "cleo:mediation": "none passed",
+    }
+    same = ["attacks_stopped", "attack_success_rate", "money_lost"]
+    assert board.loc["ana:mediation", same].equals(board.loc["mediation", same])
+    assert board.loc["cleo:mediation", same].equals(board.loc["none", same])  # her only guard, shown
+    assert board.loc["ben:guard", "money_lost"] < board.loc["none", "money_lost"]
+
+
+def test_a_later_file_under_a_name_supersedes_the_earlier_and_says_so(tmp_path):
+    # Names are self-reported: the latest `submitted` under a name counts, every earlier one is listed.
     lab03_progress()
     folder = tmp_path / "class"
     base = _submissions(folder, count=2)
     later = {**base, "name": "learner0", "submitted": "2999-01-01T00:00:00+00:00"}
     (folder / "again.json").write_text(json.dumps(later))
     (folder / "copy.json").write_text((folder / "lab03-learner1.json").read_text())
+    tied = {**base, "name": "tie", "submitted": "2999-01-01T00:00:00"}  # no zone: read as UTC
+    (folder / "tie-a.json").write_text(json.dumps(tied))
+    (folder / "tie-b.json").write_text(json.dumps({**tied, "attacks": [], "submitted": later["submitted"]}))
     usable, skipped = load_folder(folder)
-    assert [s.file for s in usable] == ["copy.json"]  # files are read in name order
+    assert [s.file for s in usable] == ["again.json", "copy.json", "tie-a.json"]  # a tie: first by name
+    later = "replaced by {} submitted 2999-01-01T00:00:00{}"
     assert sorted(skipped) == [
-        "skipped again.json, lab03-learner0.json: conflict, 2 different lab 03 submissions by learner0; "
-        "keep the one to count and run again",
         "skipped lab03-learner1.json: the same lab 03 submission by learner1 as copy.json",
+        f"superseded lab03-learner0.json: lab 03 by learner0 submitted {base['submitted']}, "
+        + later.format("again.json", "+00:00"),
+        "superseded tie-b.json: lab 03 by tie submitted 2999-01-01T00:00:00+00:00, "
+        + later.format("tie-a.json", ""),
     ]
 
 
@@ -397,7 +439,51 @@ def test_submit_to_a_shared_folder_never_overwrites_another_learners_file(cli, t
     assert out.startswith(f"wrote {stick / 'lab01-ana-2.json'} (lab01-ana.json is already there")
     assert (stick / "lab01-ana.json").read_bytes() == first
     assert sorted(p.name for p in stick.iterdir()) == ["lab01-ana-2.json", "lab01-ana.json"]
-    usable, skipped = load_folder(stick)  # the instructor sees the two as a conflict to settle
-    assert usable == [] and "conflict" in skipped[0]
+    second = json.loads((stick / "lab01-ana-2.json").read_text())
+    if second["submitted"] == json.loads(first)["submitted"]:  # within one second: make it later
+        second["submitted"] = "2999-01-01T00:00:00+00:00"
+        (stick / "lab01-ana-2.json").write_text(json.dumps(second))
+    code, out, err = cli("class", str(stick), "--chart", str(tmp_path / "c.png"))
+    assert code == 0 and "1 submission(s)" in out and "1 superseded, 0 skipped" in out
+    assert "names are self-reported" in out and "01  decide " in out  # the resubmit counts
+    assert err.startswith("superseded lab01-ana.json: lab 01 by ana submitted ") and err.count("\n") == 1
     code, _, err = cli("submit", "1", "--name", "ana", "--to", str(tmp_path / "missing"))
     assert code == 2 and "is not a folder" in err and err.count("\n") == 1
+
+
+def test_sixty_learners_read_in_tables_120_wide_and_a_bounded_chart(cli, tmp_path, monkeypatch):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from labkit.course.commands import class_
+
+    lab03_progress()
+    base, _ = build("03", "x")
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for i in range(60):  # the longest names a submission may have; the same tables, scored once
+        name = f"learner-{i:02d}".ljust(32, "x")
+        (folder / f"{name}.json").write_text(json.dumps({**base, "name": name}))
+    figures = []
+    monkeypatch.setattr(class_, "chart", lambda *a: figures.append(chart(*a)) or figures[-1])
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("class", "class", "--chart", "c.png")
+    assert code == 0 and err == "" and "60 submission(s)" in out and "60/60" in out
+    assert max(len(line) for line in out.splitlines()) <= 120
+    (figure,) = figures
+    assert figure.get_figwidth() <= 14 and figure.get_figheight() <= 12
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    for axes in figure.axes[:2]:
+        for labels in (axes.get_xticklabels(), axes.get_yticklabels()):
+            boxes = [label.get_window_extent(renderer) for label in labels if label.get_text()]
+            assert boxes and not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:], strict=False))
+    assert len(figure.axes[1].get_yticklabels()) == 30  # the strongest 30 of 69 attacks
+
+
+def test_junk_files_that_sort_first_never_push_out_a_valid_one(tmp_path):
+    folder = tmp_path / "class"
+    _lab01(folder, "zoe")
+    for i in range(600):
+        (folder / f"0-junk-{i:03d}.json").write_text("{}")
+    usable, skipped = load_folder(folder)
+    assert [s.name for s in usable] == ["zoe"] and len(skipped) == 600

@@ -81,3 +81,12 @@ def test_labkit_keeps_jsonschema_from_building_the_iri_parser_and_still_validate
         "import labkit\nprint(sys.modules['rfc3987_syntax'] is before)"
     )
     assert out == "True\n"
+
+
+@pytest.mark.parametrize("command", sorted(commands.SUMMARIES))
+def test_every_commands_help_names_every_model_backend_and_prints_no_escape(cli, command):
+    code, out, _ = cli(command, "--help")
+    text = " ".join(out.split())
+    assert code == 0 and "%%" not in text
+    for backend in ("replay (default)", "replay:<file>", "local", "ollama:<tag>", "openai:<model>"):
+        assert backend in text

@@ -2,6 +2,8 @@
 (`ollama`, `openai`) against `FakeOllama` and `FakeOpenAI` on a loopback port: one ProviderError
 naming the server (a counted `provider_error`, never retried), or the user's LabError with the fix."""
 
+import time
+
 import pytest
 from fake_ollama import SEARCH, FakeOllama, episode
 from fake_openai import FakeOpenAI
@@ -47,6 +49,7 @@ def test_a_server_that_is_down_is_one_attempt_one_line_and_recorded(served, tmp_
     ("fault", "message"),
     [
         ("slow", "did not answer chat within 0.2 s"),
+        ("trickle", "did not answer chat within 0.2 s"),  # a byte each 0.1 s: no read waits 0.2 s
         ("500", "answered chat with HTTP 500: "),
         ("not_json", "answered chat with something that is not a chat"),
         ("wrong_shape", "answered chat with something that is not a chat"),
@@ -54,10 +57,12 @@ def test_a_server_that_is_down_is_one_attempt_one_line_and_recorded(served, tmp_
 )
 def test_a_failing_server_is_a_counted_provider_error_naming_it(served, fault, message):
     kind, server = served
-    server.fault, server.delay = fault, 1.0
+    server.fault, server.delay = fault, 0.1 if fault == "trickle" else 1.0
     server.replies.append(SEARCH)
+    start = time.perf_counter()
     result = episode(backend(kind, server, timeout=0.2))
     assert result["stop"] == "provider_error" and message in result["detail"]
+    assert time.perf_counter() - start < 1.5 and "\n" not in result["detail"]
     assert server.host in result["detail"] and len(server.requests) == 1  # not retried
 
 

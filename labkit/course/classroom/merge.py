@@ -1,13 +1,13 @@
 """The class round: a folder of submissions merged into tables and one chart; nothing in a file runs.
-
-A learner's rows are `NAME:KEY`; course rows never hold ':', so no learner can replace one.
-"""
+A learner's rows are `NAME:KEY`; course rows never hold ':', so no learner can replace one. Names are
+self-reported: a later file under a name replaces the earlier one, which is listed as superseded."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -15,10 +15,18 @@ import pandas as pd
 from labkit.course.classroom.submission import Submission, SubmissionError, printable, read
 
 PRESETS = ("none", "mediation", "provenance", "confirmation", "all_deterministic")
+CHART_ATTACKS = 30  # the chart's rows at most: the strongest attacks (every one is in the tables)
+_ORDER = {"by": ["legit_paid", "attacks_stopped", "money_lost"], "ascending": [False, False, True]}
+
+
+def _when(s: Submission) -> datetime:
+    when = datetime.fromisoformat(s.data["submitted"])
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def load_folder(folder: Path) -> tuple[list[Submission], list[str]]:
-    """The usable submissions in `folder`, and one line per skipped file."""
+    """Each learner's latest usable submission per lab in `folder` (on a tie, the first by file name),
+    and one line per file left out: `skipped` (unusable, or a copy) or `superseded` (an earlier one)."""
     found: dict[tuple[str, str], list[Submission]] = {}
     skipped = []
     for path in sorted(folder.glob("*.json"), key=lambda p: p.name):
@@ -29,38 +37,28 @@ def load_folder(folder: Path) -> tuple[list[Submission], list[str]]:
             continue
         found.setdefault((submission.lab, submission.name), []).append(submission)
     usable = []
-    for (lab, name), (first, *rest) in found.items():
-        others = [s for s in rest if s.data != first.data]
-        skipped += [
-            f"skipped {s.file}: the same lab {lab} submission by {name} as {first.file}"
-            for s in rest
-            if s.data == first.data
-        ]
-        if others:
-            names = ", ".join(s.file for s in [first, *others])
+    for (lab, name), group in found.items():
+        usable.append(latest := max(group, key=_when))
+        for s in (s for s in group if s is not latest):
+            if s.data == latest.data:
+                skipped.append(f"skipped {s.file}: the same lab {lab} submission by {name} as {latest.file}")
+                continue
+            later = f"replaced by {latest.file} submitted {latest.data['submitted']}"
             skipped.append(
-                f"skipped {names}: conflict, {len(others) + 1} different lab {lab} submissions by "
-                f"{name}; keep the one to count and run again"
+                f"superseded {s.file}: lab {lab} by {name} submitted {s.data['submitted']}, {later}"
             )
-        else:
-            usable.append(first)
     return sorted(usable, key=lambda s: (s.lab, s.name)), skipped
 
 
 def pass_counts(submissions: Sequence[Submission]) -> pd.DataFrame:
     """Per (lab, exercise): learners, attempted, ever passed, median first passing attempt (self-reported)."""
     rows = [
-        {
-            "lab": s.lab,
-            "exercise": name,
-            "attempted": entry["attempts"] > 0,
-            "passed": entry["passed"] or entry["first_passed_attempt"] is not None,
-            "first": float("nan") if entry["first_passed_attempt"] is None else entry["first_passed_attempt"],
-        }
+        (s.lab, name, e["attempts"] > 0, e["first_passed_attempt"])
         for s in submissions
-        for name, entry in s.data["exercises"].items()
+        for name, e in s.data["exercises"].items()
     ]
-    frame = pd.DataFrame(rows, columns=["lab", "exercise", "attempted", "passed", "first"])
+    frame = pd.DataFrame(rows, columns=["lab", "exercise", "attempted", "first"]).astype({"first": float})
+    frame["passed"] = frame["first"].notna()  # `read` refused a pass without a first passing attempt
     table = frame.groupby(["lab", "exercise"]).agg(
         attempted=("attempted", "sum"), passed=("passed", "sum"), median_attempts_to_pass=("first", "median")
     )
@@ -71,11 +69,12 @@ def pass_counts(submissions: Sequence[Submission]) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class RedTeam:
-    """Lab 03's round: success rate per attack × defense, and the two leaderboards."""
+    """Lab 03's round: success rate per attack × defense, and the two leaderboards. A learner's defense
+    is one of their guards: the one that passed its checker (the best if both did), else their best."""
 
-    success: pd.DataFrame  # attack × defense, attack success rate 0..1
-    defenses: pd.DataFrame  # one row per defense, best first
+    defenses: pd.DataFrame  # one row per defense, best first; `shown`: why this guard of the learner's
     attacks: pd.DataFrame  # one row per attack, strongest first
+    success: pd.DataFrame  # attack × defense, attack success rate 0..1
 
 
 def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
@@ -95,21 +94,23 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
     attacks = {attack.id: ("course", attack) for attack in lab.attacks.values()}
     defenses = {name: ("course", DEFENSES[name]) for name in PRESETS}
     behaviour = {name: name for name in PRESETS}  # what decides a defense's scores: a preset, or a table
+    choices: dict[str, tuple[list[str], str]] = {}  # learner -> their candidate defenses, and why
     for s in mine:
         for index, record in enumerate(s.data["attacks"], 1):
             label = f"{s.name}:attack" + (str(index) if len(s.data["attacks"]) > 1 else "")
             attacks[label] = (s.name, replace(attack_from(record, templates, lab.shop, label), id=label))
-        for exercise, table in s.data["guards"].items():
-            label = f"{s.name}:{exercise}"
+        guards = sorted(s.data["guards"])  # the guards the learner's row is chosen from
+        passed = [g for g in guards if s.data["exercises"][g]["passed"]]
+        guards, why = (passed, "passed") if passed else (guards, "none passed")
+        if guards:
+            why += f", best of {len(guards)}" * (len(guards) > 1)
+            choices[s.name] = ([f"{s.name}:{g}" for g in guards], why)
+        for exercise in guards:
+            table, label = s.data["guards"][exercise], f"{s.name}:{exercise}"
             defenses[label] = (s.name, Defenses(label, guards=(TableGuard(table, label),)))
             behaviour[label] = "table:" + table["verdicts"]
-    legit = lab.legitimate
-    specs = [Spec("benign", r) for r in legit] + [
-        Spec("attack", r, attack, place)
-        for _, attack in attacks.values()
-        for r in legit
-        for place in attack.places
-    ]
+    specs = [Spec("benign", r) for r in lab.legitimate]
+    specs += [Spec("attack", r, a, p) for _, a in attacks.values() for r in lab.legitimate for p in a.places]
     rows, scored = [], {}
     for label, (_, defense) in defenses.items():
         if behaviour[label] not in scored:  # learners who hand in the same table are scored once
@@ -126,7 +127,7 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
     )
     success = success / hits.size().unstack().loc[list(attacks), list(defenses)]
     paid = frame[frame["attack"].isna()].groupby("defense")["paid"].mean()
-    defense_board = pd.DataFrame(
+    board = pd.DataFrame(
         {
             "by": [by for by, _ in defenses.values()],
             "attacks_stopped": (success == 0).sum(),
@@ -135,9 +136,12 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
             "legit_paid": paid.round(3),
         },
         index=pd.Index(list(defenses), name="defense"),
-    ).sort_values(
-        ["legit_paid", "attacks_stopped", "money_lost"], ascending=[False, False, True], kind="stable"
-    )
+    ).sort_values(**_ORDER, kind="stable")
+    # each learner's row: their best candidate, the first of them on the sorted board
+    picks = {next(d for d in board.index if d in labels): why for labels, why in choices.values()}
+    board = board.loc[[d for d in board.index if d in PRESETS or d in picks]]
+    board = board.assign(shown=[picks.get(d, "") for d in board.index])
+    success, lost = success[[*PRESETS, *picks]], lost[[*PRESETS, *picks]]
     attack_board = pd.DataFrame(
         {
             "by": [by for by, _ in attacks.values()],
@@ -147,17 +151,19 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
         index=pd.Index(list(attacks), name="attack"),
     ).sort_values(["defenses_beaten", "money_taken"], ascending=False, kind="stable")
     success = success.round(3).rename_axis(index="attack", columns="defense")
-    return RedTeam(success, defense_board, attack_board)
+    return RedTeam(board, attack_board, success)
 
 
 def chart(counts: pd.DataFrame, round_: RedTeam | None):
-    """One figure: pass counts per exercise, and lab 03's attack × defense success rates."""
+    """One bounded figure: pass counts, and the strongest attacks' success against each course defense
+    and, on average, the learners' guards."""
     from matplotlib.figure import Figure
 
     from labkit.core.colours import OUTCOMES
 
     panels = 1 + (round_ is not None)
-    rows = max(len(counts), len(round_.success) if round_ is not None else 0)
+    attacks = [] if round_ is None else list(round_.attacks.index[:CHART_ATTACKS])
+    rows = max(len(counts), len(attacks))
     figure = Figure(figsize=(7 * panels, max(3.0, 0.3 * rows + 2.5)), layout="constrained")
     left, *right = figure.subplots(1, panels, squeeze=False)[0]
     labels = [f"lab {lab}: {exercise}" for lab, exercise in counts.index]
@@ -169,10 +175,14 @@ def chart(counts: pd.DataFrame, round_: RedTeam | None):
     left.set(xlabel="learners", title="Exercises: attempted and ever passed (self-reported)")
     left.legend(loc="lower right")
     if round_ is not None:
-        axes, success = right[0], round_.success
-        image = axes.imshow(success.to_numpy(dtype=float), cmap="Reds", vmin=0, vmax=1, aspect="auto")
-        axes.set_xticks(range(len(success.columns)), success.columns, rotation=60, ha="right")
-        axes.set_yticks(range(len(success.index)), success.index)
-        axes.set_title("Lab 03 red team: attack success rate (from the ledger)")
+        axes, success = right[0], round_.success.loc[attacks]
+        learners = [d for d in success.columns if d not in PRESETS]
+        mean = {f"mean of {len(learners)} learners": success[learners].mean(axis=1)} if learners else {}
+        shown = success[list(PRESETS)].assign(**mean)
+        image = axes.imshow(shown.to_numpy(dtype=float), cmap="Reds", vmin=0, vmax=1, aspect="auto")
+        axes.set_xticks(range(len(shown.columns)), shown.columns, rotation=90)
+        axes.set_yticks(range(len(attacks)), attacks)
+        which = f"{len(attacks)} of {len(round_.attacks)} attacks, strongest first"
+        axes.set_title(f"Lab 03 red team: attack success rate (from the ledger),\n{which}")
         figure.colorbar(image, ax=axes, shrink=0.8)
     return figure

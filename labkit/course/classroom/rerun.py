@@ -1,7 +1,6 @@
 """`labkit rerun`: papermill re-executes a lab (02-04) in a fresh `python3` kernel, its `parameters`
 cell's LABKIT_MODEL, K, TEMPERATURE and SEED overridden, a live backend's calls recorded under
-runs/rerun/. OUT is written only if every cell ran; else OUT.failed.ipynb and one line naming the cell.
-"""
+runs/rerun/. OUT is written only if every cell ran; else OUT.failed.ipynb and one line naming the cell."""
 
 from __future__ import annotations
 

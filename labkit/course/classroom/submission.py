@@ -1,7 +1,6 @@
 """A learner's work on one lab as one JSON file (submission.schema.json): built from their recorded
 verdicts (lab 03: the attack and each guard as a table of verdicts, never code), read back from the
-room as untrusted data. `build` leaves out what `read` would refuse, with a note.
-"""
+room as untrusted data. `build` leaves out what `read` would refuse, with a note."""
 
 from __future__ import annotations
 
@@ -111,11 +110,10 @@ def _exercises_of(lab: str) -> frozenset[str]:
 
 def _schema_problem(schema: dict[str, Any], data: Any) -> str | None:
     try:
-        error = schema_error(schema, data)
+        if (error := schema_error(schema, data)) is None:
+            return None
     except RecursionError:
         return "nested too deeply"
-    if error is None:
-        return None
     where = ".".join(printable(str(part)) for part in error.absolute_path) or "the file"
     return shorten(f"{where}: {error.message}", 300)
 
@@ -142,11 +140,9 @@ def _attack_problem(record: Any) -> str | None:
         return shorten(problem, 200)
     if (problem := attacks.placeholder_problem("goal", record["goal"], attacks.GOAL_FIELDS)) is not None:
         return problem
-    lab = refund_lab()
+    shop = refund_lab().shop
     try:
-        attacks.attack_from(
-            record, attacks.load_templates(lab.shop.folder / "templates.json"), lab.shop, "attack"
-        )
+        attacks.attack_from(record, attacks.load_templates(shop.folder / "templates.json"), shop, "attack")
     except LabError as refused:
         return shorten(str(refused), 200)
     return None
@@ -213,15 +209,14 @@ def _progress(lab: str) -> dict[str, Any]:
 
 def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     """The submission for `lab` from the recorded verdicts, and notes on what was left out; LabError
-    (one line) if nothing usable is recorded. `passed`: any attempt passed (a later failure keeps it)."""
+    (one line) if nothing usable is recorded. `passed`: any attempt passed (a later failure keeps it,
+    and so does its payload: the attack or guard that passed, not the last one tried)."""
     from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     lab = lab_number(lab)
     if not re.fullmatch(_NAME_PATTERN, name):
-        raise LabError(
-            f"name {shorten(name, 40)!r} must be 1-32 letters, digits, '.', '_' or '-', starting "
-            "with a letter or digit (it names the file)"
-        )
+        rule = "1-32 letters, digits, '.', '_' or '-', starting with a letter or digit (it names the file)"
+        raise LabError(f"name {shorten(name, 40)!r} must be {rule}")
     recorded = _progress(lab)
     if not recorded:
         raise LabError(f"no checker of lab {lab} has run yet: run the lab's exercise cells, then submit")
@@ -235,7 +230,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
             notes.append(f"exercise {shorten(ascii(exercise), 40)} is left out: {why}")
             continue
         exercises[exercise] = entry
-        payload = raw.get("payload")
+        payload = raw.get("passed_payload" if first is not None and "passed_payload" in raw else "payload")
         if lab != "03" or payload is None:
             continue
         if exercise == "intent_attack":
@@ -267,12 +262,10 @@ def _hand_in(text: str, folder: Path, stem: str) -> Path:
     for copy in range(1, _MAX_COPIES + 1):
         target = folder / (f"{stem}.json" if copy == 1 else f"{stem}-{copy}.json")
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            with open(target, "x", encoding="utf-8") as handle:  # "x": O_CREAT | O_EXCL
+                handle.write(text)
         except FileExistsError:
             continue
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
         except OSError:
             target.unlink(missing_ok=True)
             raise
@@ -306,14 +299,12 @@ def submit(
             path = target if target is not None else runs_dir() / "submissions" / f"{stem}.json"
             path = write_whole(path / f"{stem}.json" if path.is_dir() else path, text, mode=0o644)
     except OSError as error:
-        why = error.strerror or error
-        raise LabError(f"cannot write the submission ({why}); nothing was written") from None
+        raise LabError(f"cannot write the submission ({error.strerror or error}): nothing written") from None
     for note in notes:
         print(f"labkit submit: {note}", file=sys.stderr)
     line = f"wrote {path}"
-    if path.name != f"{stem}.json":
-        line += f" ({stem}.json is already there, yours or another learner's: it was left as it is; if both "
-        line += "are yours, delete the older one)"
+    if path.name != f"{stem}.json":  # the class round counts the latest under a name
+        line += f" ({stem}.json is already there, left as it is: the class round counts the later one)"
     passed = sum(e["passed"] for e in submission["exercises"].values())
     line += f": lab {submission['lab']}, {passed} of {len(submission['exercises'])} exercises passed"
     if submission["lab"] == "03":

@@ -22,8 +22,11 @@ SUMMARIES: dict[str, str] = {
 def add_command(
     sub: argparse._SubParsersAction, name: str, handler: Callable[[argparse.Namespace], int], description: str
 ) -> argparse.ArgumentParser:
-    """The subparser of command `name`, its help from SUMMARIES, running `handler(args)`."""
-    parser = sub.add_parser(name, help=SUMMARIES[name], description=description)
+    """The subparser of command `name`, its help from SUMMARIES and ending with the model backends."""
+    from labkit.model.factory import BACKENDS
+
+    epilog = f"Model backends (LABKIT_MODEL, or --model SPEC where one is taken): {BACKENDS}."
+    parser = sub.add_parser(name, help=SUMMARIES[name], description=description, epilog=epilog)
     parser.set_defaults(handler=handler)
     return parser
 

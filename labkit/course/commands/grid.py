@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "running the same command again resumes an interrupted run. At the end, print the "
         'evaluation of FILE (as `labkit evaluate`). A SPEC with lab = "refunds" (lab 03\'s model '
         "policy) or lab = \"routing\" (lab 04's model reviser) runs that lab's episodes and prints "
-        "its table, with 95%% intervals.",
+        "its table, with 95% intervals.",
     )
     parser.add_argument("spec", metavar="SPEC", help="grid file (.toml or .json)")
     parser.add_argument("--record", required=True, metavar="FILE", help="JSONL file to append to (resumed)")

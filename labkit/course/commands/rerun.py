@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add = parser.add_argument
     add("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4")
-    model = "replay, local or ollama:<tag> (e.g. ollama:qwen2.5:0.5b)"
+    model = "a backend (below): replay, local, ollama:<tag> or openai:<model>"
     add("--model", required=True, metavar="SPEC", help=model)
     add("--k", type=positive, help="trials per case (default: the notebook's)")
     add("--temperature", type=temperature, help="0..2 (default: the notebook's)")

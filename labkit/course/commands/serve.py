@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -46,8 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def require_server() -> None:
     """LabError naming what is missing when llama-cpp-python's server extra is not installed."""
-    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
-    if missing:
+    if missing := [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]:
         raise LabError(
             f"llama-cpp-python's server is not installed (missing {', '.join(missing)}): "
             "run `make model` on the machine that serves the room"
@@ -55,12 +55,7 @@ def require_server() -> None:
 
 
 def server_command(
-    host: str,
-    port: int,
-    *,
-    threads: int | None = None,
-    model_path: str | Path | None = None,
-    alias: str = ALIAS,
+    host: str, port: int, *, threads: int | None = None, model_path: str | Path | None = None
 ) -> list[str]:
     """The `python -m llama_cpp.server` command line `labkit serve` runs (the live test runs it too)."""
     from labkit.model.local import N_CTX, find_model_file
@@ -68,7 +63,7 @@ def server_command(
     path = Path(model_path) if model_path else find_model_file()
     if not path.is_file():
         raise LabError(f"--model-path {path}: no such file")
-    options = {"--model": str(path), "--model_alias": alias, "--n_ctx": str(N_CTX), "--host": host}
+    options = {"--model": str(path), "--model_alias": ALIAS, "--n_ctx": str(N_CTX), "--host": host}
     options |= {"--port": str(port), "--verbose": "False"}
     if threads is not None:
         options |= {"--n_threads": str(threads), "--n_threads_batch": str(threads)}
@@ -81,12 +76,9 @@ def _addresses(host: str) -> list[str]:
     if host not in ("0.0.0.0", "", "::"):
         return [host]
     found = []
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("10.255.255.255", 1))  # UDP connect: picks a route, sends no packet
-            found.append(probe.getsockname()[0])
-        except OSError:
-            pass
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe, contextlib.suppress(OSError):
+        probe.connect(("10.255.255.255", 1))  # UDP connect: picks a route, sends no packet
+        found.append(probe.getsockname()[0])
     return [address for address in found if not address.startswith("127.")] or ["127.0.0.1"]
 
 
@@ -111,10 +103,8 @@ def warm_up(base_url: str, alias: str = ALIAS, timeout: float = 120.0) -> None:
     """Ask the server for one token, so that a measured or tested request does not pay its
     first-request warm-up (seconds on a busy machine)."""
     body = {"model": alias, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
-    headers = {"Content-Type": "application/json"}
-    request = urllib.request.Request(
-        f"{base_url}/chat/completions", headers=headers, data=json.dumps(body).encode()
-    )
+    request = urllib.request.Request(f"{base_url}/chat/completions", json.dumps(body).encode())
+    request.add_header("Content-Type", "application/json")
     with urllib.request.urlopen(request, timeout=timeout) as reply:
         reply.read()
 
@@ -147,9 +137,7 @@ def handle(args: argparse.Namespace) -> int:
         print("each learner sets, in the notebook's parameters cell or before starting Jupyter:")
         for address in _addresses(args.host):
             print(f"    OPENAI_BASE_URL=http://{address}:{args.port}/v1   LABKIT_MODEL=openai:{ALIAS}")
-        print(
-            "00_start_here.ipynb's setup check shows whether it answers. Ctrl-C stops the server.", flush=True
-        )
+        print("00_start_here.ipynb's setup check shows whether it answers. Ctrl-C stops it.", flush=True)
         return process.wait()
     except KeyboardInterrupt:
         print("stopping the server")

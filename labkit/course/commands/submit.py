@@ -24,10 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     where = parser.add_mutually_exclusive_group()
     output = "where to write it (default: runs/submissions/labNN-NAME.json; a folder: inside it)"
     where.add_argument("-o", "--output", metavar="FILE", type=output_type(folder_ok=True), help=output)
-    to = (
-        "hand it in: write labNN-NAME.json into DIR (a USB stick or shared folder), never replacing "
-        "a file already there (labNN-NAME-2.json then, and it says so)"
-    )
+    to = "hand it in: labNN-NAME.json into DIR (a USB stick), never over a file (-2.json: the later counts)"
     where.add_argument("--to", metavar="DIR", type=folder_type, help=to)
 
 

@@ -28,7 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "FILE as JSON lines. FILE must not exist; it appears only when the run completes.",
     )
     add = parser.add_argument
-    add("--model", required=True, metavar="SPEC", help="live backend: local (SmolLM2) or ollama:<tag>")
+    add(
+        "--model",
+        required=True,
+        metavar="SPEC",
+        help="a live backend (below): local, ollama:<tag> or openai:<model>",
+    )
     add("--cases", choices=CASE_SETS, default="all", help="which cases (default: all 24)")
     add("--k", type=int_in(1, MAX_TRIALS), default=1, help=f"trials per case, up to {MAX_TRIALS} (default 1)")
     add("--temperature", type=temperature, default=0.0, help="sampling temperature (default 0)")
@@ -45,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     if args.model.startswith("replay"):
-        raise LabError(f"--model {args.model}: trials are recorded from a live model (local or ollama:<tag>)")
+        raise LabError(f"--model {args.model}: trials are recorded from a live model (see --help)")
     backend = parse_spec(args.model)
     start = time.perf_counter()
     try:
@@ -58,8 +63,7 @@ def handle(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"labkit trials: interrupted; what finished is in {args.record}.partial", file=sys.stderr)
         return 130
-    passed = sum(e["passed"] for e in episodes)
-    took = time.perf_counter() - start
+    passed, took = sum(e["passed"] for e in episodes), time.perf_counter() - start
     print(f"{len(episodes)} episodes, {passed} passed, in {took:.0f} s; wrote {args.record}")
     print(f"Evaluate: python -m labkit evaluate --trials {args.record}")
     return 0
