@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,10 @@ from labkit.core.text import shorten
 from labkit.core.timeouts import TIMED_OUT, call_within
 
 Message = dict[str, str]
-TIMEOUT = 120.0  # seconds a server backend waits for a call: a cold model load takes tens
+TIMEOUT = 120.0  # seconds a server backend waits for its first call: a cold model load takes tens
+# Every later call is one decision, held to the room's deadline (benchmarks/room.py): a server that
+# trickles its reply byte by byte ends as a provider_error within it. A slower model's user raises it.
+DECISION_TIMEOUT_ENV, DECISION_TIMEOUT = "LABKIT_DECISION_TIMEOUT", 15.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,18 @@ def first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
+def decision_timeout() -> float:
+    """The seconds a server backend gives each call after its first: LABKIT_DECISION_TIMEOUT, else 15."""
+    value = os.environ.get(DECISION_TIMEOUT_ENV, "")
+    try:
+        seconds = float(value) if value else DECISION_TIMEOUT
+    except ValueError:
+        raise LabError(f"{DECISION_TIMEOUT_ENV}={value!r} is not a number of seconds") from None
+    if not 0 < seconds <= 3600:
+        raise LabError(f"{DECISION_TIMEOUT_ENV}={value!r}: give seconds from 0 to 3600")
+    return seconds
+
+
 class ServerBackend:
     """A backend behind an HTTP server. `_call(what, fn)` runs one client call and turns each way it
     fails into one ProviderError naming the server (`where`): no whole answer within `timeout` (`_SLOW`,
@@ -86,8 +102,9 @@ class ServerBackend:
     the server said (`_status_text`) and which statuses are the user's to fix (`_fix`: a LabError)."""
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
-        try:  # `timeout` bounds each read (the client's) and the whole call: a reply trickled byte by byte
-            reply = call_within(fn, (), self.timeout)
+        limit = min(self.timeout, decision_timeout()) if getattr(self, "_answered", False) else self.timeout
+        try:  # the client's `timeout` bounds each read, `limit` the whole call
+            reply = call_within(fn, (), limit)
         except self._SLOW:
             reply = TIMED_OUT
         except self._DOWN as error:
@@ -101,7 +118,9 @@ class ServerBackend:
             not_a_reply = f"something that is not a {what} reply ({first_line(error)})"
             raise ProviderError(f"{self.where} answered {what} with {not_a_reply}") from None
         if reply is TIMED_OUT:
-            raise ProviderError(f"{self.where} did not answer {what} within {self.timeout:g} s")
+            later = f" (a slower model: set {DECISION_TIMEOUT_ENV}=60)" if limit < self.timeout else ""
+            raise ProviderError(f"{self.where} did not answer {what} within {limit:g} s{later}")
+        self._answered = True
         return reply
 
     def _count(self, value: Any, field: str) -> int:

@@ -8,8 +8,8 @@ import pytest
 from fake_ollama import SEARCH, FakeOllama, episode
 from fake_openai import FakeOpenAI
 
-from labkit import LabError
-from labkit.model import Recorder, read_records
+from labkit import LabError, ProviderError
+from labkit.model import ChatRequest, Recorder, read_records
 from labkit.model.ollama import OllamaBackend
 from labkit.model.openai_chat import OpenAIBackend
 
@@ -97,3 +97,31 @@ def test_a_missing_model_or_a_refused_key_is_the_users_mistake(kind, model, faul
         options = {"schema_mode": "json_schema"} if kind == "openai" else {}
         with pytest.raises(LabError, match=message):
             episode(backend(kind, server, model, **options))
+
+
+def test_after_the_first_call_each_decision_is_held_to_the_rooms_deadline(served, monkeypatch):
+    # The first call may load the model (the backend's timeout, 5 s here); later ones get 0.3 s.
+    kind, server = served
+    monkeypatch.setenv("LABKIT_DECISION_TIMEOUT", "0.3")
+    live = backend(kind, server, timeout=5.0)
+    messages = ({"role": "user", "content": "hi"},)
+    server.replies += [SEARCH, SEARCH]
+    live.complete(ChatRequest("docuctl", "deploy-build", 0, 1, messages, None))
+    server.fault, server.delay = "trickle", 0.1
+    start = time.perf_counter()
+    with pytest.raises(
+        ProviderError, match=r"within 0.3 s \(a slower model: set LABKIT_DECISION_TIMEOUT=60\)"
+    ):
+        live.complete(ChatRequest("docuctl", "deploy-build", 0, 2, messages, None))
+    assert time.perf_counter() - start < 2.0
+
+
+def test_a_decision_timeout_that_is_not_seconds_is_the_users_one_line(served, monkeypatch):
+    kind, server = served
+    monkeypatch.setenv("LABKIT_DECISION_TIMEOUT", "soon")
+    live = backend(kind, server)
+    live._answered = True
+    with pytest.raises(LabError, match="LABKIT_DECISION_TIMEOUT='soon' is not a number of seconds"):
+        live.complete(
+            ChatRequest("docuctl", "deploy-build", 0, 1, ({"role": "user", "content": "hi"},), None)
+        )
