@@ -4,7 +4,7 @@ episodes can be, and when two rows differ.
 - A rate: `wilson(successes, n)` when each unit (a case, a request, an attack) ran once; `rate` when
   units ran several trials (a cluster bootstrap over units, since trials of one unit are not
   independent: E. Miller, "Adding Error Bars to Evals", 2024, arXiv:2411.00640).
-- A paired difference: `compare` picks Newcombe's interval with exact McNemar for one pass/fail per
+- A paired difference: `compare_rows` picks Newcombe's interval with exact McNemar for one pass/fail per
   unit, or the cluster bootstrap with a sign-flip permutation test for several trials per unit or a
   baseline given as each unit's expected pass probability.
 - Several comparisons printed together are one family: `holm` adjusts their p-values.
