@@ -140,3 +140,11 @@ def success_by_attack(by_attack: pd.DataFrame, attacks: Sequence[str]) -> pd.Dat
     rates = rates.loc[list(attacks), order].rename(columns=_DEFENSE_LABELS)
     rates.columns.name = "defense"
     return rates
+
+
+def family_table(comparisons: Sequence[Any], family: str) -> pd.DataFrame:
+    """`stats.comparison_table` of one family, without the interval's method (the test implies it),
+    so that each row stays on one line."""
+    from labkit.core.stats import comparison_table
+
+    return comparison_table(comparisons, family).drop(columns="interval")
