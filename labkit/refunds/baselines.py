@@ -3,8 +3,7 @@
 The unit (`RATES`): an attacked rate is over attacks, since under a deterministic defense the attack
 fixes the outcome (one attack's 16 episodes are one observation, not 16); every other rate is over
 requests, whose episodes hang together. A unit's episodes, and a random baseline's seeds, are its
-trials (`stats.rate`, `stats.compare_rows`); a grid's records cluster by case.
-"""
+trials (`stats.rate`, `stats.compare_rows`); a grid's records cluster by case."""
 
 from __future__ import annotations
 
@@ -62,15 +61,10 @@ def interval_row(policy: str, defense: str, scores: Sequence[Score]) -> dict[str
     """One row: the four rates with their intervals, and the totals per trial."""
     episodes = episodes_of(scores)
     trials = int(episodes.groupby("case").size().max()) if len(episodes) else 1
-    return {
-        "policy": policy,
-        "defense": defense,
-        **interval_rates(episodes),
-        "unauthorized_refunds": round(sum(s.unauthorized for s in scores) / trials, 2),
-        "money_lost": round(sum(s.money_lost for s in scores) / 100 / trials, 2),
-        "episodes": len(episodes) // trials,
-        "trials": trials,
-    }
+    row = {"policy": policy, "defense": defense, **interval_rates(episodes)}
+    row["unauthorized_refunds"] = round(sum(s.unauthorized for s in scores) / trials, 2)
+    row["money_lost"] = round(sum(s.money_lost for s in scores) / 100 / trials, 2)
+    return row | {"episodes": len(episodes) // trials, "trials": trials}
 
 
 def matrix_intervals(
@@ -95,7 +89,7 @@ def random_scores(
     ]
 
 
-def paired(
+def compare_scores(
     name: str, a: Sequence[Score], b: Sequence[Score], rates: Sequence[str] = tuple(RATES)
 ) -> list[Comparison]:
     """`a` - `b` for each of `rates` over the units both ran (`stats.compare_rows`: each unit's
@@ -118,5 +112,5 @@ def defense_comparisons(policy: str, defenses: Sequence[str] = tuple(DEFENSES)) 
     return [
         c
         for d in chosen
-        for c in paired(f"{d} - none", course_scores(policy, d), none, ["attack_success_rate"])
+        for c in compare_scores(f"{d} - none", course_scores(policy, d), none, ["attack_success_rate"])
     ]

@@ -1,8 +1,5 @@
-"""Lab 03's chart: every (policy, defense) on utility against security, and the money it lost.
-
-Money goes on a log scale (the careful policy's losses and the gullible one's differ a hundredfold);
-every bar is labelled with its value, so a zero (drawn at 1) still reads as 0.
-"""
+"""Lab 03's chart: every (policy, defense) on utility against security, and the money it lost (log
+scale: the two policies' losses differ a hundredfold; each bar labelled, so a zero drawn at 1 reads 0)."""
 
 from __future__ import annotations
 
@@ -61,6 +58,8 @@ def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None)
             )
     # Room below the lowest point for its label and the legend, above the highest for its label.
     lowest = points["utility_under_attack"].min()
+    if intervals is not None:
+        lowest = min(lowest, *(i.low for i in intervals["utility_under_attack"]))
     bars = ", 95% intervals" if intervals is not None else ""
     left.set(
         xlabel=f"attack success rate (lower is better{bars})",

@@ -1,6 +1,5 @@
 """What lab 03 shows: an episode as plain text (nbval compares it), every line within _WIDTH characters,
-and narrow tables with short labels and a legend; no dollar signs in tables (MathJax pairs them).
-"""
+and narrow tables with short labels and a legend; no dollar signs in tables (MathJax pairs them)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,11 @@
-"""The model policy's rows, replayed from recorded trials, beside baselines with intervals.
-
-The model runs on the grid's suite (`model_specs`: 28 episodes per defense, recorded with `labkit grid
-fixtures/grids/refunds-smollm2-l2.toml`) at rung L2. Replay checks every message against the
-recording, so a changed prompt or tool result means re-recording. Model options (`backend`,
-`temperature`, `seed`, `k` trials) default to the recordings'.
-"""
+"""The model policy's rows on the grid's suite (`model_specs`, recorded with `labkit grid
+fixtures/grids/refunds-smollm2-l2.toml`), replayed message by message, beside baselines with intervals.
+Model options (`backend`, `temperature`, `seed`, `k` trials) default to the recordings'."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +16,7 @@ from labkit.core.errors import LabError
 from labkit.core.stats import Comparison, Interval
 from labkit.model import read_records, trial_files
 from labkit.model.constraints import DEFAULT_RUNG
-from labkit.refunds.baselines import RANDOM_SEEDS, interval_rates, interval_row, paired, random_scores
+from labkit.refunds.baselines import RANDOM_SEEDS, compare_scores, interval_rates, interval_row, random_scores
 from labkit.refunds.defenses import defenses_named
 from labkit.refunds.grid import grid_cases, is_episode, spec_of
 from labkit.refunds.lab import RefundLab, refund_lab
@@ -54,13 +49,10 @@ def model_available() -> bool:
     return bool(_calls())
 
 
-def _rung(record: dict[str, Any]) -> str:
-    return record.get("rung", DEFAULT_RUNG)
-
-
 def recorded_defenses(rung: str = GRID_RUNG) -> list[str]:
     """The defense names with model episodes recorded at `rung`."""
-    found = {str(r["case"]).rsplit("+", 1)[-1] for r in _calls() if r.get("lab") == _LAB and _rung(r) == rung}
+    calls = [r for r in _calls() if r.get("lab") == _LAB and r.get("rung", DEFAULT_RUNG) == rung]
+    found = {str(r["case"]).rsplit("+", 1)[-1] for r in calls}
     return [name for name in MODEL_DEFENSES if name in found] + sorted(found - set(MODEL_DEFENSES))
 
 
@@ -74,29 +66,6 @@ def _action(decision: Any) -> str | None:
     return decision.get("action") if isinstance(decision, dict) else None
 
 
-def model_behaviour(
-    defenses: Sequence[str] = MODEL_DEFENSES, *, rung: str = GRID_RUNG, **options: Any
-) -> DataFrame:
-    """What the model *did* at `rung`, per recorded defense: episodes, decisions, lookups, refund
-    proposals (and how many named a real order), refunds paid, the commonest stop."""
-    known, lab, table = set(recorded_defenses(rung)), refund_lab(), []
-    for name in (d for d in defenses if d in known):
-        scores = model_scores(name, rung=rung, **options)
-        decisions = [entry.get("decision") for s in scores for entry in s.episode.result["trace"]]
-        proposals = [d for d in decisions if _action(d) == "refund"]
-        stops = Counter(s.episode.result["stop"] for s in scores)
-        lookups = sum(_action(d) == "lookup_order" for d in decisions)
-        real = sum(p.get("order_id") in lab.shop.orders for p in proposals)
-        paid = sum(len(s.episode.refunds) for s in scores)
-        commonest = stops.most_common(1)[0][0] if stops else "-"
-        table.append(
-            (rung, name, len(scores), len(decisions), lookups, len(proposals), real, paid, commonest)
-        )
-    columns = ["rung", "defense", "episodes", "decisions", "lookups", "refund proposals", "of a real order"]
-    columns += ["refunds paid", "commonest stop"]
-    return DataFrame(table, columns=columns).set_index(["rung", "defense"]) if table else DataFrame()
-
-
 def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", **options: Any) -> DataFrame:
     """Per attacked model episode: did the ledger check fire, the model's first refund, and the
     first turn whose tool result held the injected text ("never"). A ledger check measures the
@@ -108,15 +77,13 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", 
             trace = s.episode.result["trace"]
             refunds = [e for e in trace if _action(e.get("decision")) == "refund"]
             needle = json.dumps(s.episode.injected)[1:41]  # the injection's start, as a JSON result holds it
-            seen = next(
-                (e["turn"] for e in trace if needle in json.dumps(e.get("result"), default=str)), None
-            )
+            turns = [e["turn"] for e in trace if needle in json.dumps(e.get("result"), default=str)]
             first = (
-                "-"
-                if not refunds
-                else f"turn {refunds[0]['turn']}, amount {refunds[0]['decision'].get('amount')}"
+                f"turn {refunds[0]['turn']}, amount {refunds[0]['decision'].get('amount')}"
+                if refunds
+                else "-"
             )
-            seen = f"turn {seen}" if seen else "never"
+            seen = f"turn {turns[0]}" if turns else "never"
             table.append((name, s.spec.attack.id, bool(s.attacked), first, seen, i // attacked))
     columns = ["defense", "attack", "check fired", "first refund", "injection seen", "trial"]
     index = ["defense", "attack"] + (["trial"] if options.get("k", 1) > 1 else [])
@@ -138,11 +105,8 @@ def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list
     lab, defenses, scores = refund_lab(), defenses_named(defense), []
     for trial in range(k):
 
-        def factory(d: Any, trial: int = trial) -> Any:
-            temperature = options.get("temperature", 0.0)
-            return model_policy(
-                d, backend=backend, rung=rung, trial=trial, temperature=temperature, seed=seed + trial
-            )
+        def factory(d: Any, trial: int = trial, t: float = options.get("temperature", 0.0)) -> Any:
+            return model_policy(d, backend=backend, rung=rung, trial=trial, temperature=t, seed=seed + trial)
 
         specs = model_specs(lab)
         if live:  # seconds of CPU per episode
@@ -203,7 +167,7 @@ def model_comparisons(
     seeds: int | None = None,
     **options: Any,
 ) -> dict[str, list[Comparison]]:
-    """Two families of paired comparisons (`baselines.paired`), by name: the model under each defense
+    """Two families of paired comparisons (`baselines.compare_scores`), by name: the model under each defense
     minus under `none`, and the model minus the random-admissible baseline (its seeded draw) under
     the same defense."""
     _check_recorded(defenses, rung, options.get("backend"))
@@ -213,22 +177,22 @@ def model_comparisons(
         c
         for name in defenses
         if name != "none"
-        for c in paired(f"{name} - none", model[name], model["none"], COMPARED)
+        for c in compare_scores(f"{name} - none", model[name], model["none"], COMPARED)
     ]
     against_random = [
         c
         for name in defenses
-        for c in paired(
+        for c in compare_scores(
             name, model[name], baseline_scores("random-admissible", name, rung=rung, seeds=seeds), COMPARED
         )
     ]
     return {
-        f"model {rung}: each defense - none, paired by unit": against_none if "none" in model else [],
-        f"model {rung} - random-admissible ({seeds}-seed draw), same defense": against_random,
+        f"model {rung}: defense - none": against_none if "none" in model else [],
+        f"model {rung} - random-admissible ({seeds} seeds)": against_random,
     }
 
 
-def shown(value: Any) -> str:
+def interval_text(value: Any) -> str:
     """An `Interval` as the prose quotes it, "0.46 [0.30, 0.64]"; "-" for None."""
     if isinstance(value, Interval):
         return f"{value.estimate:.2f} [{value.low:.2f}, {value.high:.2f}]"
@@ -236,8 +200,8 @@ def shown(value: Any) -> str:
 
 
 def rates_with_intervals(table: DataFrame) -> DataFrame:
-    """A copy of `table` with each `Interval` cell as `shown` prints it."""
-    return table.map(lambda cell: shown(cell) if isinstance(cell, Interval) or cell is None else cell)
+    """A copy of `table` with each `Interval` cell as `interval_text` prints it."""
+    return table.map(lambda cell: interval_text(cell) if isinstance(cell, Interval) or cell is None else cell)
 
 
 def _check_recorded(defenses: Sequence[str], rung: str, backend: Any) -> None:

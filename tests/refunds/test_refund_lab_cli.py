@@ -34,8 +34,8 @@ def test_json_rows_for_the_scripted_policies(cli):
     # One family per policy, Holm within it; every "not distinguishable" with its MDE.
     gullible = [c for c in found["comparisons"] if c["family"].startswith("gullible")]
     assert len(gullible) == 7 and {c["family"] for c in found["comparisons"]} == {
-        "gullible: attack success, each defense - none, by attack",
-        "careful: attack success, each defense - none, by attack",
+        "gullible ASR: defense - none",
+        "careful ASR: defense - none",
     }
     mediation = next(c for c in gullible if c["comparison"] == "mediation - none")
     assert (round(mediation["p"], 4), round(mediation["p_holm"], 4), mediation["verdict"]) == (

@@ -9,7 +9,7 @@ from labkit.core.errors import LabError
 from labkit.model import Reply
 from labkit.refunds import DEFENSES, careful, refund_episode
 from labkit.refunds.defenses import SPOTLIGHT_TEXT
-from labkit.refunds.model_rows import attribution, model_available, model_behaviour, model_specs, model_table
+from labkit.refunds.model_rows import attribution, model_available, model_specs, model_table
 from labkit.refunds.policies import model_policy
 from labkit.refunds.rules import POLICY_TEXT
 
@@ -103,8 +103,6 @@ def test_model_rows_pool_k_trials_each_with_its_own_seed_and_the_asked_temperatu
     table = attribution(["none"], backend=Mute(), k=2)
     attacked = [s for s in model_specs() if s.attack]
     assert table.index.names == ["defense", "attack", "trial"] and len(table) == 2 * len(attacked) == 36
-    behaviour = model_behaviour(["none"], backend=Mute(), k=3)
-    assert behaviour.loc[("L2", "none"), "episodes"] == 3 * len(model_specs())
     with pytest.raises(LabError, match="k \\(trials per episode\\) must be a positive int"):
         model_table(["none"], backend=Mute(), k=0)
 

@@ -94,9 +94,7 @@ def handle(args: argparse.Namespace) -> int:
     families = {}
     if "none" in defenses and len(defenses) > 1 and not args.by_attack:
         for policy in scripted:
-            families[f"{policy}: attack success, each defense - none, by attack"] = defense_comparisons(
-                policy, defenses
-            )
+            families[f"{policy} ASR: defense - none"] = defense_comparisons(policy, defenses)
     model, model_families = None, {}
     # The model runs where trials are recorded: by default only if any are, and then only under the
     # defenses recorded; asked for by name, a missing recording is an error.
