@@ -23,11 +23,11 @@ from labkit.refunds.policies import factory_of, random_admissible
 # random-admissible branches over every admissible decision each turn, too many paths to enumerate:
 # it is a seeded draw, 50 seeds (rates within 0.02 of 200 seeds').
 RANDOM_SEEDS = 50
-RATES = {  # rate -> (which episodes, the outcome column of `episodes_of`, the unit)
-    "benign_utility": ("benign", "utility", "request"),
-    "utility_under_attack": ("attack", "utility", "attack"),
-    "attack_success_rate": ("attack", "attacked", "attack"),
-    "unauthorized_rate": ("all", "unauthorized", "request"),
+RATES = {  # rate -> (which episodes, the outcome column of `episodes_of`, the unit, its short name)
+    "benign_utility": ("benign", "utility", "request", "benign"),
+    "utility_under_attack": ("attack", "utility", "attack", "attacked"),
+    "attack_success_rate": ("attack", "attacked", "attack", "ASR"),
+    "unauthorized_rate": ("all", "unauthorized", "request", "unauth share"),
 }
 
 
@@ -46,7 +46,7 @@ def episodes_of(scores: Sequence[Score]) -> pd.DataFrame:
 
 def units_of(episodes: pd.DataFrame, rate: str, unit: str | None = None) -> dict[str, list[float]]:
     """The 0/1 outcomes of `rate`'s episodes, by unit (`RATES`' unit unless `unit` names a column)."""
-    kind, outcome, default = RATES[rate]
+    kind, outcome, default, _ = RATES[rate]
     chosen = episodes if kind == "all" else episodes[episodes["kind"] == kind]
     values = chosen[outcome].astype(bool).astype(float)
     return {key: group.tolist() for key, group in values.groupby(chosen[unit or default], sort=False)}
@@ -93,13 +93,13 @@ def compare_scores(
     name: str, a: Sequence[Score], b: Sequence[Score], rates: Sequence[str] = tuple(RATES)
 ) -> list[Comparison]:
     """`a` - `b` for each of `rates` over the units both ran (`stats.compare_rows`: each unit's
-    episodes, and a baseline's seeds, its trials), named "<name>: <rate>" (`name` for one rate)."""
+    episodes, and a baseline's seeds, its trials), named "<name>: <its short name>" (one rate: `name`)."""
     episodes_a, episodes_b = episodes_of(a), episodes_of(b)
     found = []
     for rate in rates:
         units_a, units_b = units_of(episodes_a, rate), units_of(episodes_b, rate)
         if set(units_a) & set(units_b):
-            label = name if len(rates) == 1 else f"{name}: {rate}"
+            label = name if len(rates) == 1 else f"{name}: {RATES[rate][3]}"
             found.append(stats.compare_rows(label, units_a, units_b))
     return found
 

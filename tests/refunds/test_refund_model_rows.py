@@ -162,10 +162,10 @@ def test_the_model_rows_and_families_hold_their_clustered_figures():
     families = model_comparisons()
     assert [len(f) for f in families.values()] == [6, 8]
     tables = [comparison_table(comparisons, family) for family, comparisons in families.items()]
-    spotlighting = tables[0].loc["spotlighting - none: unauthorized_rate"]
+    spotlighting = tables[0].loc["spotlighting - none: unauth share"]
     assert spotlighting["difference [95% interval]"] == "0.120 [-0.040, 0.360]"
     assert (spotlighting["p"], spotlighting["Holm p"]) == (0.5, 1.0)  # was 0.29 [0.11, 0.46], p = 0.021
-    mediation = tables[0].loc["mediation - none: unauthorized_rate"]
+    mediation = tables[0].loc["mediation - none: unauth share"]
     assert (mediation["p"], mediation["Holm p"]) == (0.0156, 0.0938)
     assert tables[1]["test"].value_counts().to_dict() == {"sign-flip permutation": 7, "exact McNemar": 1}
     for verdict in (v for table in tables for v in table["verdict"]):  # nothing clears Holm on 10 requests
