@@ -94,7 +94,7 @@ _SCORES: dict[tuple[Any, ...], list[Score]] = {}  # replayed and baseline scores
 
 
 def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list[Score]:
-    """The model's scores under `defense` over `model_specs(rung)`, `k` trials, trial by trial: kept per
+    """The model's scores under `defense` over `model_specs()`, `k` trials, trial by trial: kept per
     process when replayed, with a progress bar per trial when live. LabError if k is not a positive int."""
     backend, k, seed = options.get("backend"), options.get("k", 1), options.get("seed", 0)
     key, live = ("model", defense, rung, *sorted(options.items(), key=str)), _live(backend)
