@@ -57,6 +57,7 @@ def test_the_model_block_is_the_notebooks_l2_rows_beside_random_admissible(cli):
     families = {c["family"] for c in found["model_comparisons"]}
     assert len(found["model_comparisons"]) == 14 and len(families) == 2
     assert all(c["p_holm"] >= c["p"] and c["low"] < c["high"] for c in found["model_comparisons"])
+    assert "NaN" not in out  # strict JSON: an MDE no gain reaches is null
 
 
 def test_by_attack_rows_name_their_attack(cli):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 import pandas as pd
@@ -70,7 +71,12 @@ def _families(families: dict[str, list]) -> list[dict[str, Any]]:
     for family, comparisons in families.items():
         for c in adjust(comparisons, family):
             out.append({"family": family, "comparison": c.name, **vars(c.interval), "test": c.test, "n": c.n})
-            out[-1] |= {"p": c.p, "p_holm": c.p_holm, "mde": c.mde, "verdict": c.verdict}
+            out[-1] |= {
+                "p": c.p,
+                "p_holm": c.p_holm,
+                "mde": None if math.isnan(c.mde) else c.mde,
+                "verdict": c.verdict,
+            }
     return out
 
 
