@@ -1,8 +1,9 @@
-"""Rows beside the model's: baselines and 95% intervals, by the same runtime and grader.
+"""Lab 03's rates with 95% intervals over the right unit, and paired comparisons between its rows.
 
-`interval_row`: Wilson over the cases for one trial per case; for several (the random baseline's
-seeds), a bootstrap over *cases*. `paired_rows` compares two policies case by case.
-"""
+The unit (`RATES`): an attacked rate is over attacks, since under a deterministic defense the attack
+fixes the outcome (one attack's 16 episodes are one observation, not 16); every other rate is over
+requests, whose episodes hang together. A unit's episodes, and a random baseline's seeds, are its
+trials (`stats.rate`, `stats.compare_rows`); a grid's records cluster by case."""
 
 from __future__ import annotations
 
@@ -11,20 +12,22 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.intervals import Interval, bootstrap, mcnemar, paired, verdict, wilson
+from labkit.core import stats
+from labkit.core.stats import Comparison, Interval
 from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.episode import case_id
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, course_scores, outcomes, score_policy
 from labkit.refunds.policies import factory_of, random_admissible
 
-# 50 seeds give rates within 0.02 of 200 seeds' (ASR 0.084 vs 0.079 under `none`).
+# random-admissible branches over every admissible decision each turn, too many paths to enumerate:
+# it is a seeded draw, 50 seeds (rates within 0.02 of 200 seeds').
 RANDOM_SEEDS = 50
-RATES = {  # column -> (which episodes, the outcome column of `episodes_of`, counted as true or false)
-    "benign_utility": ("benign", "utility"),
-    "utility_under_attack": ("attack", "utility"),
-    "attack_success_rate": ("attack", "attacked"),
-    "unauthorized_rate": ("all", "unauthorized"),
+RATES = {  # rate -> (which episodes, the outcome column of `episodes_of`, the unit, its short name)
+    "benign_utility": ("benign", "utility", "request", "benign"),
+    "utility_under_attack": ("attack", "utility", "attack", "attacked"),
+    "attack_success_rate": ("attack", "attacked", "attack", "ASR"),
+    "unauthorized_rate": ("all", "unauthorized", "request", "unauth share"),
 }
 
 
@@ -35,54 +38,42 @@ def case_of(score: Score) -> str:
 
 
 def episodes_of(scores: Sequence[Score]) -> pd.DataFrame:
-    """`metrics.outcomes` of `scores`, each row with its case."""
-    return outcomes(scores).assign(case=[case_of(s) for s in scores])
+    """`metrics.outcomes` of `scores`, each row with its request and case."""
+    return outcomes(scores).assign(
+        request=[s.spec.request.id for s in scores], case=[case_of(s) for s in scores]
+    )
 
 
-def _by_case(episodes: pd.DataFrame, kind: str, outcome: str) -> Any:
-    """The outcomes (0/1) of the `kind` episodes ("all": every one), grouped by case in order."""
+def units_of(episodes: pd.DataFrame, rate: str, unit: str | None = None) -> dict[str, list[float]]:
+    """The 0/1 outcomes of `rate`'s episodes, by unit (`RATES`' unit unless `unit` names a column)."""
+    kind, outcome, default, _ = RATES[rate]
     chosen = episodes if kind == "all" else episodes[episodes["kind"] == kind]
-    return chosen[outcome].astype(bool).astype(float).groupby(chosen["case"], sort=False)
+    values = chosen[outcome].astype(bool).astype(float)
+    return {key: group.tolist() for key, group in values.groupby(chosen[unit or default], sort=False)}
 
 
-def rate_interval(episodes: pd.DataFrame, kind: str, outcome: str, *, seed: int = 0) -> Interval | None:
-    """A rate over the `kind` episodes with its 95% interval (see the module docstring); None if none."""
-    cases = _by_case(episodes, kind, outcome)
-    if not len(cases):
-        return None
-    if (cases.size() == 1).all():
-        return wilson(int(cases.sum().sum()), len(cases))
-    return bootstrap({case: values.tolist() for case, values in cases}, seed=seed)
-
-
-def interval_rates(episodes: pd.DataFrame) -> dict[str, Any]:
-    """The four rates of an `episodes_of` table, each with a `<rate>_ci` "[low, high]" column."""
-    row: dict[str, Any] = {}
-    for column, (kind, outcome) in RATES.items():
-        interval = rate_interval(episodes, kind, outcome)
-        row[column] = None if interval is None else round(interval.estimate, 3)
-        row[f"{column}_ci"] = "-" if interval is None else f"[{interval.low:.2f}, {interval.high:.2f}]"
-    return row
+def interval_rates(episodes: pd.DataFrame, unit: str | None = None) -> dict[str, Interval | None]:
+    """The four rates of an `episodes_of` table with their 95% intervals (None: no such episode)."""
+    return {rate: stats.rate(units) if (units := units_of(episodes, rate, unit)) else None for rate in RATES}
 
 
 def interval_row(policy: str, defense: str, scores: Sequence[Score]) -> dict[str, Any]:
     """One row: the four rates with their intervals, and the totals per trial."""
     episodes = episodes_of(scores)
-    cases = episodes.groupby("case", sort=False).size()
-    trials = int(cases.max()) if len(cases) else 0
+    trials = int(episodes.groupby("case").size().max()) if len(episodes) else 1
     row = {"policy": policy, "defense": defense, **interval_rates(episodes)}
-    row["unauthorized_refunds"] = round(sum(s.unauthorized for s in scores) / max(trials, 1), 2)
-    row["money_lost"] = round(sum(s.money_lost for s in scores) / 100 / max(trials, 1), 2)
-    row["episodes"] = len(cases)
-    row["trials"] = trials
-    row["interval"] = "wilson" if trials == 1 else f"bootstrap over {len(cases)} cases"
-    return row
+    row["unauthorized_refunds"] = round(sum(s.unauthorized for s in scores) / trials, 2)
+    row["money_lost"] = round(sum(s.money_lost for s in scores) / 100 / trials, 2)
+    return row | {"episodes": len(episodes) // trials, "trials": trials}
 
 
-def matrix_intervals(policies: Sequence[str] = ("gullible", "careful")) -> list[dict[str, Any]]:
-    """The matrix's rates with their 95% (Wilson) intervals, on the same episodes as the matrix: how far
-    the same scripted policy could land on another suite of the same size."""
-    return [interval_row(name, d, course_scores(name, d)) for name in policies for d in DEFENSES]
+def matrix_intervals(
+    policies: Sequence[str] = ("gullible", "careful"), defenses: Sequence[str] = tuple(DEFENSES)
+) -> pd.DataFrame:
+    """The matrix's rates with their 95% intervals, on the same episodes as the matrix: how far the
+    same scripted policy could land on other attacks and requests like these."""
+    rows = [interval_row(name, d, course_scores(name, d)) for name in policies for d in defenses]
+    return pd.DataFrame(rows).set_index(["policy", "defense"])
 
 
 def random_scores(
@@ -98,32 +89,28 @@ def random_scores(
     ]
 
 
-def paired_rows(name_a: str, a: Sequence[Score], name_b: str, b: Sequence[Score]) -> list[dict[str, Any]]:
-    """`a` - `b` per rate, over the cases both ran: the mean difference, its paired bootstrap
-    interval, McNemar's exact p where both are one trial per case ("-" otherwise), and the
-    verdict (`labkit.core.intervals.verdict`)."""
-    out, episodes_a, episodes_b = [], episodes_of(a), episodes_of(b)
-    for column, (kind, outcome) in RATES.items():
-        by_a, by_b = _by_case(episodes_a, kind, outcome), _by_case(episodes_b, kind, outcome)
-        mean_a, mean_b = by_a.mean().to_dict(), by_b.mean().to_dict()
-        if not set(mean_a) & set(mean_b):
-            continue
-        interval = paired(mean_a, mean_b)
-        single = (by_a.size() == 1).all() and (by_b.size() == 1).all()
-        p = (
-            mcnemar({c: v == 1.0 for c, v in mean_a.items()}, {c: v == 1.0 for c, v in mean_b.items()})
-            if single
-            else None
-        )
-        out.append(
-            {
-                "comparison": f"{name_a} - {name_b}",
-                "rate": column,
-                "cases": len(set(mean_a) & set(mean_b)),
-                "difference": round(interval.estimate, 3),
-                "difference_ci": f"[{interval.low:.2f}, {interval.high:.2f}]",
-                "mcnemar_p": "-" if p is None else f"{p:.3f}",
-                "verdict": verdict(interval, p),
-            }
-        )
-    return out
+def compare_scores(
+    name: str, a: Sequence[Score], b: Sequence[Score], rates: Sequence[str] = tuple(RATES)
+) -> list[Comparison]:
+    """`a` - `b` for each of `rates` over the units both ran (`stats.compare_rows`: each unit's
+    episodes, and a baseline's seeds, its trials), named "<name>: <its short name>" (one rate: `name`)."""
+    episodes_a, episodes_b = episodes_of(a), episodes_of(b)
+    found = []
+    for rate in rates:
+        units_a, units_b = units_of(episodes_a, rate), units_of(episodes_b, rate)
+        if set(units_a) & set(units_b):
+            label = name if len(rates) == 1 else f"{name}: {RATES[rate][3]}"
+            found.append(stats.compare_rows(label, units_a, units_b))
+    return found
+
+
+def defense_comparisons(policy: str, defenses: Sequence[str] = tuple(DEFENSES)) -> list[Comparison]:
+    """A scripted policy's attack success rate under each defense minus under none, attack by attack:
+    lab 03's family of the matrix."""
+    none = course_scores(policy, "none")
+    chosen = [d for d in defenses if d != "none"]
+    return [
+        c
+        for d in chosen
+        for c in compare_scores(f"{d} - none", course_scores(policy, d), none, ["attack_success_rate"])
+    ]

@@ -1,13 +1,11 @@
-"""Lab 03's chart: every (policy, defense) on utility against security, and the money it lost.
-
-Money goes on a log scale (the careful policy's losses and the gullible one's differ a hundredfold);
-every bar is labelled with its value, so a zero (drawn at 1) still reads as 0.
-"""
+"""Lab 03's chart: every (policy, defense) on utility against security, and the money it lost (log
+scale: the two policies' losses differ a hundredfold; each bar labelled, so a zero drawn at 1 reads 0)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -15,15 +13,14 @@ from labkit.core.colours import colour
 
 
 def _bounds(cells: pd.Series) -> tuple[Any, Any]:
-    """ "[0.83, 0.93]" cells (an `interval_row`'s `_ci` column) as arrays of lows and highs."""
-    pairs = cells.str.strip("[]").str.split(",", expand=True).astype(float)
-    return pairs[0].to_numpy(), pairs[1].to_numpy()
+    """A column of `Interval`s as arrays of lows and highs."""
+    return np.array([c.low for c in cells]), np.array([c.high for c in cells])
 
 
 def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None) -> Figure:
     """Two panels from `metrics.matrix(...)`: attack success against utility under attack, and
-    money lost per defense (log scale), one colour per policy. With `intervals` (rows of
-    `baselines.matrix_intervals`, indexed like `table`), each point gets its 95% error bars."""
+    money lost per defense (log scale), one colour per policy. With `intervals`
+    (`baselines.matrix_intervals`, indexed like `table`), each point gets its 95% error bars."""
     import matplotlib.pyplot as plt
 
     points = table.reset_index()
@@ -44,7 +41,7 @@ def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None)
         if intervals is not None:  # each point's 95% interval, both ways
             ci = intervals.loc[[(policy, defense) for defense in mine["defense"]]]
             x, y = mine["attack_success_rate"].to_numpy(), mine["utility_under_attack"].to_numpy()
-            (x0, x1), (y0, y1) = _bounds(ci["attack_success_rate_ci"]), _bounds(ci["utility_under_attack_ci"])
+            (x0, x1), (y0, y1) = _bounds(ci["attack_success_rate"]), _bounds(ci["utility_under_attack"])
             bars = {"fmt": "none", "ecolor": colour(policy), "elinewidth": 1, "capsize": 3, "alpha": 0.8}
             left.errorbar(x, y, xerr=[x - x0, x1 - x], yerr=[y - y0, y1 - y], zorder=1, **bars)
         # Policies that share a point get one label each, the first below it, the next above.
@@ -61,6 +58,8 @@ def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None)
             )
     # Room below the lowest point for its label and the legend, above the highest for its label.
     lowest = points["utility_under_attack"].min()
+    if intervals is not None:
+        lowest = min(lowest, *(i.low for i in intervals["utility_under_attack"]))
     bars = ", 95% intervals" if intervals is not None else ""
     left.set(
         xlabel=f"attack success rate (lower is better{bars})",

@@ -1,6 +1,5 @@
 """What lab 03 shows: an episode as plain text (nbval compares it), every line within _WIDTH characters,
-and narrow tables with short labels and a legend; no dollar signs in tables (MathJax pairs them).
-"""
+and narrow tables with short labels and a legend; no dollar signs in tables (MathJax pairs them)."""
 
 from __future__ import annotations
 
@@ -140,3 +139,11 @@ def success_by_attack(by_attack: pd.DataFrame, attacks: Sequence[str]) -> pd.Dat
     rates = rates.loc[list(attacks), order].rename(columns=_DEFENSE_LABELS)
     rates.columns.name = "defense"
     return rates
+
+
+def family_table(comparisons: Sequence[Any], family: str) -> pd.DataFrame:
+    """`stats.comparison_table` of one family, without the interval's method (the test implies it),
+    so that each row stays on one line."""
+    from labkit.core.stats import comparison_table
+
+    return comparison_table(comparisons, family).drop(columns="interval")

@@ -1,8 +1,5 @@
-"""Lab 03's model episodes as `labkit grid` runs them: case ids, and one episode's record.
-
-A case is a request alone (``r-ana-blender``) or under one attack at one place
-(``r-ana-blender+important-inflate@review``); with a defense it is the episode's task id.
-"""
+"""Lab 03's model episodes as `labkit grid` runs them: case ids (``r-ana-blender``, or with an attack
+at a place ``r-ana-blender+important-inflate@review``; with a defense, the task id) and records."""
 
 from __future__ import annotations
 

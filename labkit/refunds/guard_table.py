@@ -1,13 +1,9 @@
 """A lab-03 guard as data: its verdicts tabulated over every refund call it can be asked about.
 
-A submission is data another laptop scores without running it: `guard_table(guard)` runs the
-learner's guard over a finite domain and keeps one verdict per point; `TableGuard(table)` answers
-by lookup, and `labkit class` runs it in real episodes. A point: the request, the call's order and
-destination, whether the order was refunded earlier in the episode, and the amount's class relative
-to the order's landmarks (refundable, total, asked, refunded before): equal to one, or between two.
-A guard that compares amounts only with the shop's figures is tabulated exactly; one with a constant
-of its own, or that reads other state, is approximated. Format: {"format": TABLE_FORMAT, "shop":
-<fingerprint of the domain>, "size": N, "verdicts": N letters, "a" allowed, "r" refused, "e" raised}.
+`guard_table(guard)` keeps one verdict per point of a finite domain (request, order, destination,
+refunded before, the amount's class among the order's landmark amounts); `TableGuard(table)`
+answers by lookup, so `labkit class` scores a submission without running it. Exact for a guard that
+compares amounts only with the shop's figures. Verdicts: "a" allowed, "r" refused, "e" raised.
 """
 
 from __future__ import annotations

@@ -300,9 +300,5 @@ def factory_of(policy: Decide) -> PolicyFactory:
 
 
 POLICIES: Mapping[str, PolicyFactory] = MappingProxyType(
-    {
-        "gullible": factory_of(gullible),
-        "careful": factory_of(careful),
-        "model": model_policy,
-    }
+    {"gullible": factory_of(gullible), "careful": factory_of(careful), "model": model_policy}
 )

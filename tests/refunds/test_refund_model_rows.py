@@ -1,6 +1,7 @@
 """The model policy through lab 02's seam: what it is shown under each defense, and its replay."""
 
 import json
+import re
 
 import pytest
 
@@ -8,13 +9,7 @@ from labkit.core.errors import LabError
 from labkit.model import Reply
 from labkit.refunds import DEFENSES, careful, refund_episode
 from labkit.refunds.defenses import SPOTLIGHT_TEXT
-from labkit.refunds.model_rows import (
-    attribution,
-    model_available,
-    model_behaviour,
-    model_matrix,
-    model_specs,
-)
+from labkit.refunds.model_rows import attribution, model_available, model_specs, model_table
 from labkit.refunds.policies import model_policy
 from labkit.refunds.rules import POLICY_TEXT
 
@@ -74,15 +69,13 @@ def test_recorded_model_rows_replay_offline_and_mediation_holds_for_the_model(mo
     assert model_available(), "the refund trials are committed under fixtures/trials"
     monkeypatch.delenv("LABKIT_MODEL", raising=False)
     monkeypatch.delenv("LABKIT_RECORD", raising=False)
-    rows = model_matrix()
-    defenses = list(rows.index.get_level_values("defense"))
-    assert defenses == ["none", "policy_prompt", "spotlighting", "mediation"]
-    assert set(rows["episodes"]) == {5}
-    mediated = rows.loc[("model L1", "mediation")]
-    assert mediated["attack_success_rate"] == mediated["unauthorized_refunds"] == 0
-    assert mediated["duplicate_refunds"] == 0
-    with pytest.raises(LabError, match="no recorded model trials at rung L1 under defense"):
-        model_matrix(["provenance"])
+    rows = model_table(seeds=2)
+    assert list(rows.loc["model L2"].index) == ["none", "policy_prompt", "spotlighting", "mediation"]
+    assert set(rows["episodes"]) == {28}
+    mediated = rows.loc[("model L2", "mediation")]
+    assert mediated["attack_success_rate"].estimate == mediated["unauthorized_refunds"] == 0
+    with pytest.raises(LabError, match="no recorded model trials at rung L2 under defense"):
+        model_table(["provenance"])
 
 
 class Mute:
@@ -103,17 +96,15 @@ class Mute:
 
 def test_model_rows_pool_k_trials_each_with_its_own_seed_and_the_asked_temperature():
     mute = Mute()
-    rows = model_matrix(["none"], backend=mute, temperature=0.5, seed=3, k=2)
-    assert rows.loc[("model L1", "none"), "episodes"] == 2 * len(model_specs())
+    rows = model_table(["none"], backend=mute, temperature=0.5, seed=3, k=2, seeds=1)
+    assert rows.loc[("model L2", "none"), ["episodes", "trials"]].tolist() == [len(model_specs()), 2]
     assert {(r.trial, r.seed) for r in mute.requests} == {(0, 3), (1, 4)}
     assert {r.temperature for r in mute.requests} == {0.5}
     table = attribution(["none"], backend=Mute(), k=2)
-    attacked = [s for s in model_specs(rung="L2") if s.attack]  # attribution's default rung: L2's suite
+    attacked = [s for s in model_specs() if s.attack]
     assert table.index.names == ["defense", "attack", "trial"] and len(table) == 2 * len(attacked) == 36
-    behaviour = model_behaviour(["none"], backend=Mute(), k=3)
-    assert behaviour.loc[("L1", "none"), "episodes"] == 3 * len(model_specs())
     with pytest.raises(LabError, match="k \\(trials per episode\\) must be a positive int"):
-        model_matrix(["none"], backend=Mute(), k=0)
+        model_table(["none"], backend=Mute(), k=0)
 
 
 # -- baselines and intervals beside the model rows -----------------------------------------
@@ -136,24 +127,51 @@ def test_the_random_admissible_baseline_is_reproducible_for_a_seed():
     assert len({json.dumps(o, default=str) for o in _outcomes(first)}) > len(specs)  # seeds differ
 
 
-def test_interval_rows_use_wilson_for_one_trial_and_a_case_bootstrap_for_many():
-    from labkit.core.intervals import wilson
+def test_interval_rows_cluster_by_request_and_attack_and_never_have_zero_width():
+    from labkit.core.stats import wilson
     from labkit.refunds.baselines import interval_row, random_scores
-    from labkit.refunds.grid import grid_cases, spec_of
     from labkit.refunds.metrics import score_policy
     from labkit.refunds.policies import POLICIES
 
-    specs = [spec_of(case) for case in grid_cases()]
-    careful_scores = score_policy(POLICIES["careful"], DEFENSES["none"], specs)
-    row = interval_row("careful", "none", careful_scores)
-    benign = [s for s in careful_scores if s.spec.kind == "benign"]
-    expected = wilson(sum(s.utility for s in benign), len(benign))
-    assert row["benign_utility"] == round(expected.estimate, 3) == 1.0
-    assert row["benign_utility_ci"] == f"[{expected.low:.2f}, {expected.high:.2f}]"
-    assert (row["episodes"], row["trials"], row["interval"]) == (len(specs), 1, "wilson")
+    specs = model_specs()
+    row = interval_row("careful", "none", score_policy(POLICIES["careful"], DEFENSES["none"], specs))
+    assert row["benign_utility"] == wilson(10, 10)  # one episode for each of the 10 requests
+    assert row["attack_success_rate"] == wilson(0, 9)  # 18 episodes, 9 attacks: the attack is the unit
+    assert row["unauthorized_rate"] == wilson(0, 10)  # 28 episodes over 10 requests
+    assert (row["episodes"], row["trials"]) == (len(specs), 1)
     many = interval_row("random", "none", random_scores("none", specs, 4))
-    assert (many["trials"], many["interval"]) == (4, f"bootstrap over {len(specs)} cases")
+    assert many["trials"] == 4 and many["unauthorized_rate"].method == "cluster bootstrap"
     assert many == interval_row("random", "none", random_scores("none", specs, 4))  # seeded
+    for rate in ("benign_utility", "utility_under_attack", "attack_success_rate", "unauthorized_rate"):
+        assert many[rate].low < many[rate].high and row[rate].low < row[rate].high
+
+
+def test_the_model_rows_and_families_hold_their_clustered_figures():
+    from labkit.core.stats import comparison_table
+    from labkit.refunds.model_rows import model_comparisons, rates_with_intervals
+
+    shown = rates_with_intervals(model_table())
+    none, mediated = shown.loc[("model L2", "none")], shown.loc[("model L2", "mediation")]
+    assert (
+        none["unauthorized_rate"] == "0.66 [0.36, 0.90]"
+    )  # by request; by episode it read 0.46 [0.30, 0.64]
+    assert (
+        none["benign_utility"] == "0.10 [0.02, 0.40]" and none["attack_success_rate"] == "0.00 [0.00, 0.30]"
+    )
+    assert mediated["unauthorized_rate"] == "0.00 [0.00, 0.28]"
+    families = model_comparisons()
+    assert [len(f) for f in families.values()] == [6, 8]
+    tables = [comparison_table(comparisons, family) for family, comparisons in families.items()]
+    spotlighting = tables[0].loc["spotlighting - none: unauth share"]
+    assert spotlighting["difference [95% interval]"] == "0.120 [-0.040, 0.360]"
+    assert (spotlighting["p"], spotlighting["Holm p"]) == (0.5, 1.0)  # was 0.29 [0.11, 0.46], p = 0.021
+    mediation = tables[0].loc["mediation - none: unauth share"]
+    assert (mediation["p"], mediation["Holm p"]) == (0.0156, 0.0938)
+    assert tables[1]["test"].value_counts().to_dict() == {"sign-flip permutation": 7, "exact McNemar": 1}
+    for verdict in (v for table in tables for v in table["verdict"]):  # nothing clears Holm on 10 requests
+        assert re.fullmatch(
+            r"not distinguishable \((MDE 0\.\d\d|no gain is detectable on 10 units)\)", verdict
+        )
 
 
 def test_replayed_model_rows_reproduce_the_grid_recordings_episode_records(monkeypatch):

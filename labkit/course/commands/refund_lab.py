@@ -1,18 +1,35 @@
-"""`labkit refund-lab`: lab 03's attack × defense matrix, measured from the shop's ledger."""
+"""`labkit refund-lab`: lab 03's attack × defense matrix, measured from the shop's ledger, with the
+notebook's intervals, comparison families (Holm p, MDE, verdict) and the model's rows."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+from typing import Any
 
 import pandas as pd
 
 from labkit.core.errors import LabError
+from labkit.core.stats import Interval, adjust
 from labkit.course.commands import add_command, plain
+from labkit.refunds.baselines import defense_comparisons, matrix_intervals
 from labkit.refunds.defenses import DEFENSES, defenses_named
-from labkit.refunds.metrics import COLUMNS, matrix
-from labkit.refunds.model_rows import LADDER_DEFENSES, model_available, model_matrix, recorded_rungs
+from labkit.refunds.display import family_table
+from labkit.refunds.metrics import COLUMNS, frame_of, matrix, rows
+from labkit.refunds.model_rows import (
+    GRID_RUNG,
+    LADDER_DEFENSES,
+    model_available,
+    model_comparisons,
+    model_scores,
+    model_table,
+    rates_with_intervals,
+    recorded_defenses,
+)
 from labkit.refunds.policies import POLICIES
+
+UNIT = "95% intervals over the attacks for attacked rates, over the requests for the others"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         handle,
         "Run each policy on every refund request, alone, under every injected attack at each "
         "of its places, and with a refund that commits then times out; print one row per "
-        "policy and defense. Every number is read from the ledger of refunds actually executed.",
+        "policy and defense, each rate with its 95% interval, each defense's attack success against "
+        "none's (Holm within the policy), and the recorded model beside its baselines. Every number "
+        "is read from the ledger of refunds actually executed.",
     )
     add = parser.add_argument
     policy = f"a policy ({', '.join(POLICIES)}); repeat for several (default: all scripted ones, plus the "
@@ -30,8 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     defense = f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)"
     add("--defense", metavar="NAME", action="append", help=defense)
     add("--by-attack", action="store_true", help="one row per policy, defense and attack (its episodes only)")
-    rows = f"print a list of rows {{policy, defense, attack?, {', '.join(COLUMNS)}}}"
-    add("--json", action="store_true", help=rows)
+    shape = f"print an object of lists: matrix {{policy, defense, attack?, {', '.join(COLUMNS)}}}, "
+    add("--json", action="store_true", help=shape + "intervals, comparisons, model, model_comparisons")
 
 
 def _names(given: list[str] | None, known: dict, what: str) -> list[str]:
@@ -41,34 +60,91 @@ def _names(given: list[str] | None, known: dict, what: str) -> list[str]:
     return list(dict.fromkeys(given)) if given else list(known)
 
 
+def _intervals(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows of Interval cells as JSON: each interval an {estimate, low, high, method} object."""
+    cells = table.map(lambda c: vars(c) if isinstance(c, Interval) else c)
+    return plain(cells.reset_index())
+
+
+def _families(families: dict[str, list]) -> list[dict[str, Any]]:
+    out = []
+    for family, comparisons in families.items():
+        for c in adjust(comparisons, family):
+            out.append({"family": family, "comparison": c.name, **vars(c.interval), "test": c.test, "n": c.n})
+            out[-1] |= {
+                "p": c.p,
+                "p_holm": c.p_holm,
+                "mde": None if math.isnan(c.mde) else c.mde,
+                "verdict": c.verdict,
+            }
+    return out
+
+
+def _model_defenses(args: argparse.Namespace, defenses: list[str]) -> list[str]:
+    """The defenses the model runs under: the recorded ones among those asked (LabError, if the model
+    was asked for by name and one of the defenses named is not recorded)."""
+    chosen = defenses if args.defense else list(LADDER_DEFENSES)
+    known = recorded_defenses()
+    missing = [d for d in chosen if d not in known]
+    if args.policy is not None and args.defense and missing:
+        model_table(missing)  # a LabError naming what is missing
+    return [d for d in chosen if d in known]
+
+
 def handle(args: argparse.Namespace) -> int:
     policies = _names(args.policy, POLICIES, "policy")
     defenses = [defenses_named(name).name for name in _names(args.defense, DEFENSES, "defense")]
     scripted = [name for name in policies if name != "model"]
     frames = [matrix(scripted, defenses, by_attack=args.by_attack)] if scripted else []
+    intervals = matrix_intervals(scripted, defenses) if scripted and not args.by_attack else None
+    families = {}
+    if "none" in defenses and len(defenses) > 1 and not args.by_attack:
+        for policy in scripted:
+            families[f"{policy} ASR: defense - none"] = defense_comparisons(policy, defenses)
+    model, model_families = None, {}
     # The model runs where trials are recorded: by default only if any are, and then only under the
-    # defenses recorded, one block per recorded rung; asked for by name, a missing recording is an error.
+    # defenses recorded; asked for by name, a missing recording is an error.
     if "model" in policies and (args.policy is not None or model_available()):
         from labkit.model.factory import backend_from_env
 
         backend_from_env()  # a LABKIT_MODEL that names no backend: its one line, before any progress bar
-        chosen = defenses if args.defense else list(LADDER_DEFENSES)
-        model_frames = [
-            model_matrix(chosen, by_attack=args.by_attack, explicit=False, rung=rung)
-            for rung in recorded_rungs()
-        ]
-        if args.policy is not None and all(frame.empty for frame in model_frames):
-            model_matrix(chosen, by_attack=args.by_attack, explicit=True)  # a LabError naming what is missing
-        frames += model_frames
-    table = pd.concat([frame for frame in frames if not frame.empty] or frames)
+        chosen = _model_defenses(args, defenses)
+        if args.by_attack:
+            table = [
+                r for d in chosen for r in rows(f"model {GRID_RUNG}", d, model_scores(d), by_attack=True)
+            ]
+            frames.append(frame_of(table, by_attack=True))
+        elif chosen:
+            model = model_table(chosen)
+            model_families = model_comparisons(chosen) if "none" in chosen and len(chosen) > 1 else {}
+    table = pd.concat([frame for frame in frames if not frame.empty] or frames) if frames else pd.DataFrame()
     if args.json:
-        print(json.dumps(plain(table.reset_index()), indent=2))
+        out = {"matrix": plain(table.reset_index()) if len(table) else []}
+        out |= {
+            "intervals": [] if intervals is None else _intervals(intervals),
+            "comparisons": _families(families),
+        }
+        out |= {
+            "model": [] if model is None else _intervals(model),
+            "model_comparisons": _families(model_families),
+        }
+        print(json.dumps(out, indent=2))
         return 0
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
+    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 90):
         print("Refund attack lab: metrics read from the ledger of refunds executed.")
         print(table.to_string())
-    print(
-        "Scripted policies ignore their prompt, so policy_prompt and spotlighting equal none for them. "
-        "Model rows (if any) cover only their recorded episodes (column 'episodes')."
-    )
+        print(
+            "Scripted policies ignore their prompt, so policy_prompt and spotlighting equal none for them. "
+            "Model rows (if any) cover only their recorded episodes (column 'episodes')."
+        )
+        if intervals is not None:
+            print(f"\nRates with {UNIT}:")
+            print(rates_with_intervals(intervals).to_string())
+        for family, comparisons in families.items():
+            print(f"\n{family_table(comparisons, family).to_string()}")
+        if model is not None:
+            print(f"\nThe model beside its baselines on the same episodes, {UNIT}:")
+            print(rates_with_intervals(model).to_string())
+        for family, comparisons in model_families.items():
+            print(f"\n{family_table(comparisons, family).to_string()}")
     return 0
