@@ -4,6 +4,7 @@
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -12,10 +13,21 @@ from labkit.core import stats
 from labkit.core.colours import OUTCOMES
 from labkit.core.errors import LabError
 from labkit.core.forest import forest_plot
-from labkit.core.stats import Comparison, Interval, Values
+from labkit.core.stats import Comparison, Interval, Values, unit_means
 from labkit.decision_loop import tables
-from labkit.decision_loop.evaluation import replay_trials
+from labkit.decision_loop.baselines import KINDS, random_rows
+
+try:  # TEMPORARY until wt-cases is merged
+    from labkit.decision_loop.baselines import expected_pass
+except ImportError:
+
+    def expected_pass(kind, rung, case):  # type: ignore[no-redef]
+        return float(sum(r["passed"] for r in random_rows(kind, rung, [case], seeds=40)) / 40)
+
+
+from labkit.decision_loop.evaluation import SCRIPTED, replay_trials, scripted_trials
 from labkit.decision_loop.tables import CORRECT, K_MAX, NAN, WRONG, Row, interval_columns
+from labkit.decision_loop.trials import cases_of
 from labkit.model.constraints import DEFAULT_RUNG, RUNG_NAMES, RUNGS
 from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
@@ -91,18 +103,62 @@ def _model_groups(rows: Sequence[Row]) -> dict[str, pd.DataFrame]:
     return dict(iter(tables.episodes_frame(ordered).groupby("policy", sort=False)))
 
 
+# Each baseline in one sentence (a kind's rung is the constraint it draws under).
+DEFINITIONS = {
+    "random": "each decision drawn uniformly among those its rung admits",
+    "search, then answer": "as random, but answering (uniformly among the finals) once a final is admissible",
+    "scripted loop": "lab 01's fixed steps: search the question, read the first hit, answer with its command",
+    "adaptive loop": "lab 01's two rules: an empty search retried, typo fixed; a conflicting page skipped",
+}
+
+
+def exact_baselines(
+    cases: Sequence[Mapping[str, Any]] | str = "all", rungs: Sequence[str] = RUNGS
+) -> dict[str, dict[str, float]]:
+    """Each baseline's exact expected pass rate per case: both random kinds at each of `rungs`
+    (`baselines.expected_pass`: every branch of its draws enumerated), then the scripted and
+    adaptive loops (deterministic: one run, 0 or 1)."""
+    chosen = cases_of(cases) if isinstance(cases, str) else list(cases)
+    found = {
+        f"{kind} {rung}": {case["id"]: expected_pass(kind, rung, case) for case in chosen}
+        for kind in KINDS
+        for rung in rungs
+    }
+    for name in SCRIPTED:
+        found[name] = {row["case"]: float(row["passed"]) for row in scripted_trials(name, chosen, 1)}
+    return found
+
+
+def baseline_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The baselines of `ladder_with_baselines`: expected cases passed, pass@1 with its interval over
+    cases, and the definition."""
+    chosen = table[table["kind"] == "baseline"]
+    kinds = [next(kind for kind in DEFINITIONS if name.startswith(kind)) for name in chosen.index]
+    return tables.with_intervals(chosen[["pass@1", "pass@1 low", "pass@1 high"]]).assign(
+        **{
+            "expected passes": [
+                f"{p:g} of {n}" for p, n in zip(chosen["passes"], chosen["cases"], strict=True)
+            ],
+            "definition": [DEFINITIONS[kind] for kind in kinds],
+        }
+    )[["expected passes", "pass@1", "definition"]]
+
+
 def ladder_with_baselines(rows: Sequence[Row], baselines: Baselines) -> pd.DataFrame:
     """One row per policy, the model's runs then the baselines: kind, cases, trials ("exact" for an
-    exact expectation), pass@1 and (models only) pass^K_MAX with their 95% intervals over cases; the
-    best baseline by pass@1 in `attrs["best baseline"]`. `baselines`: episode rows, or {name: {case:
-    expected pass rate}}. LabError for no model rows."""
+    exact expectation), passes (cases passed, in expectation), pass@1 and (models only) pass^K_MAX
+    with their 95% intervals over cases; the best baseline by pass@1 in `attrs["best baseline"]`.
+    `baselines`: episode rows, or {name: {case: expected pass rate}}. LabError for no model rows."""
     table = {}
     for policy, group in _model_groups(rows).items():
         found = tables.rate_intervals(group)
+        trials = tables.per_case(group)
+        passes = round(math.fsum(unit_means(trials).values()), 3)
         line = {
             "kind": "model",
-            "cases": group["case"].nunique(),
-            "trials": int(group["case"].value_counts().max()),
+            "cases": len(trials),
+            "trials": max(map(len, trials.values())),
+            "passes": passes,
         }
         for name in ("pass@1", f"pass^{K_MAX}"):
             line = interval_columns(line, name, found[name])
@@ -110,9 +166,9 @@ def ladder_with_baselines(rows: Sequence[Row], baselines: Baselines) -> pd.DataF
     for policy, values in _baseline_values(baselines).items():
         exact = all(isinstance(v, int | float) for v in values.values())
         trials = "exact" if exact else max(len(v) for v in values.values())  # type: ignore[arg-type]
-        line = interval_columns(
-            {"kind": "baseline", "cases": len(values), "trials": trials}, "pass@1", stats.rate(values)
-        )
+        passes = round(math.fsum(unit_means(values).values()), 3)
+        line = {"kind": "baseline", "cases": len(values), "trials": trials, "passes": passes}
+        line = interval_columns(line, "pass@1", stats.rate(values))
         table[policy] = interval_columns(line, f"pass^{K_MAX}", NAN)  # what the lab compares is pass@1
     frame = pd.DataFrame.from_dict(table, orient="index").rename_axis("policy")
     chosen = frame[frame["kind"] == "baseline"]["pass@1"]

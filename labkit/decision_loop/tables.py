@@ -85,6 +85,20 @@ def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
+class IntervalTable:
+    """A table as a notebook shows it: each interval one text cell that never wraps (HTML with
+    `white-space: nowrap`), and as text its `to_string`."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = with_intervals(frame)
+
+    def _repr_html_(self) -> str:
+        return self.frame.to_html().replace("<table", '<table style="white-space: nowrap"', 1)
+
+    def __repr__(self) -> str:
+        return self.frame.to_string()
+
+
 def _per(part: float, whole: float, places: int | None = 2) -> float:
     return round(part / whole, places) if whole else math.nan
 
