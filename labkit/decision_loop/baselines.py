@@ -1,13 +1,17 @@
-"""Lab 02's baselines, policies with no model on a model's cases, limits, runtime and grader: ``random Lk``
-(a seeded draw among the decisions rung Lk admits), ``search, then answer Lk`` (a search, then a final as
-soon as one is admissible), lab 01's scripted and adaptive loops. Over 200 seeds random L3 passes 2.52 of
-the 24 cases, search-then-answer L3 8.67, the scripted loop 17, the adaptive loop 23."""
+"""Lab 02's baselines (no model) on a model's cases, limits, runtime and grader: ``random Lk`` draws each
+decision uniformly among those rung Lk admits (the first: the question's search); ``search, then answer
+Lk`` draws likewise but answers, uniformly among the finals, once one is admissible; lab 01's scripted and
+adaptive loops. Exactly (`expected_pass`), of lab 01's 24 cases random L3 passes 307/120 = 2.558 (L0-L2
+1157/525), search-then-answer L3 25/3 = 8.333 (L0-L2 17/3), scripted 17, adaptive 23; of the 40 rewrite
+cases, 0. Seeded draws (`random_rows`) remain for episode rows only."""
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from fractions import Fraction
 from itertools import product
 from typing import Any
 
+from labkit.baseline.grading import outcome
 from labkit.baseline.task import Task
 from labkit.decision_loop.evaluation import SCRIPTED, episode_row, scripted_trials
 from labkit.decision_loop.model_policy import DOCUCTL_RULES, pages_read, schema_tools, search_hits
@@ -24,8 +28,7 @@ _Case = Mapping[str, Any]
 
 
 def _values(name: str, spec: Mapping[str, Any], task: Task, observations: _Seen) -> list[Any]:
-    """What a slot takes, inventing nothing: its const or enum; else the question verbatim (a
-    query), a read page's command (an answer), or an id a search returned."""
+    """A slot's values, inventing nothing: const, enum, the question, a read command or a search hit."""
     if "const" in spec:
         return [spec["const"]]
     if "enum" in spec:
@@ -51,28 +54,48 @@ def admissible_decisions(task: Task, observations: _Seen, rung: str) -> list[Dec
     return decisions
 
 
+def _draws(kind: str, task: Task, observations: _Seen, rung: str) -> list[Decision]:
+    """The decisions baseline `kind` draws its next one from, uniformly (defined in the module docstring)."""
+    decisions = admissible_decisions(task, observations, rung)
+    finals = [d for d in decisions if d["action"] == "final"]
+    return finals if kind == SEARCH_FIRST and finals else decisions
+
+
 def random_baseline(rung: str, seed: int | str, kind: str = RANDOM) -> Callable[..., Decision]:
-    """One episode's policy: a decision drawn from `admissible_decisions` with `random.Random(seed)`
-    each turn; as SEARCH_FIRST, a search first, then a final as soon as one is admissible."""
+    """One episode's policy: each turn, a decision drawn from `_draws` with `random.Random(seed)`."""
     rng = random.Random(seed)
 
     def policy(task: Task, observations: list[dict[str, Any]]) -> Decision:
-        decisions = admissible_decisions(task, observations, rung)
-        if kind == SEARCH_FIRST:
-            if not observations:
-                return next(d for d in decisions if d["action"] == "search")
-            if finals := [d for d in decisions if d["action"] == "final"]:
-                return finals[0] if len(finals) == 1 else rng.choice(finals)
-        return rng.choice(decisions)
+        draws = _draws(kind, task, observations, rung)
+        return rng.choice(draws) if kind == RANDOM or len(draws) > 1 else draws[0]
 
     return policy
+
+
+def expected_pass(kind: str, rung: str, case: _Case) -> float:
+    """The exact probability that an episode of baseline `kind` (RANDOM or SEARCH_FIRST) at `rung`
+    passes `case`: each branch of its draws run through the runtime, graded and weighted."""
+    total, branches = Fraction(0), [((), Fraction(1))]  # each: the decisions it fixes, its probability
+    while branches:
+        (prefix, weight), draws = branches.pop(), []
+
+        def policy(task: Task, seen: _Seen, prefix: tuple = prefix, draws: list = draws) -> Decision:
+            if len(seen) < len(prefix):  # decision t follows t observations
+                return prefix[len(seen)]
+            draws += _draws(kind, task, seen, rung)
+            return {}  # an invalid decision ends the episode: its branches are run next
+
+        result = run_case(case, policy, limits=limits_for(case))
+        branches += [((*prefix, d), weight / len(draws)) for d in draws]
+        total += 0 if draws else weight * outcome(case, result)
+    return float(total)
 
 
 def random_rows(
     kind: str, rung: str, cases: Iterable[_Case], *, seeds: int = SEEDS, seed: int = 0
 ) -> list[Row]:
-    """`seeds` episodes per case of one random baseline (`kind`: RANDOM or SEARCH_FIRST) at `rung`;
-    trial t of case c draws from `random.Random(f"{seed + t}:{c}")`, the same on any machine."""
+    """`seeds` episodes per case of baseline `kind` at `rung`; trial t of case c draws from
+    `random.Random(f"{seed + t}:{c}")`, the same on any machine."""
     rows = []
     for case, trial in product(cases, range(seeds)):
         policy = random_baseline(rung, f"{seed + trial}:{case['id']}", kind)
@@ -85,8 +108,7 @@ def baseline_rows(
     cases: Sequence[_Case] | str = "all", *, rungs: Sequence[str] = RUNGS, seeds: int = SEEDS
 ) -> list[Row]:
     """Every baseline on `cases` (a case set's name, or cases): both random ones at each of
-    `rungs`, then the scripted and adaptive loops; each row's `baseline` names its kind.
-    About 0.1 s per 1,000 episodes: the default (24 cases, 4 rungs, 200 seeds) is 38,400."""
+    `rungs`, then the scripted and adaptive loops; each row's `baseline` names its kind."""
     chosen = cases_of(cases) if isinstance(cases, str) else list(cases)
     rows = [row for kind in KINDS for rung in rungs for row in random_rows(kind, rung, chosen, seeds=seeds)]
     for name in SCRIPTED:  # deterministic, but run K_MAX times: shown, not assumed

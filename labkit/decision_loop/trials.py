@@ -1,6 +1,5 @@
-"""Lab 02's cases and limits, and recording trials of the docuctl model policy: `run_trials`
-writes every model call and episode (`labkit.model.record`) to `<file>.partial`, renamed to
-`<file>` only when every episode has run."""
+"""Lab 02's cases and limits, and recording trials of the docuctl model policy: `run_trials` writes every
+model call and episode (`labkit.model.record`) to `<file>.partial`, renamed when every episode has run."""
 
 import os
 from collections.abc import Callable, Iterable
@@ -18,8 +17,8 @@ from labkit.model.backend import Backend
 from labkit.model.policy import MAX_TOKENS
 from labkit.model.record import JsonlWriter, Recorder
 
-# "all" is lab 01's 24 cases; "rewrite" are lab 02's cases whose question shares no word with
-# its page or the glossary: only a rewritten query finds it.
+# "all" is lab 01's 24 cases; "rewrite" are lab 02's 40 cases whose question's search (revised or not, as
+# lab 01's rules do) misses its page: only a rewritten query finds it.
 CASE_SETS = ("base", "adaptive", "all", "rewrite")
 MAX_TRIALS = 20  # trials per case, the most `labkit trials --k` and a grid's `k` allow
 MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
@@ -31,7 +30,7 @@ ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # how an episode 
 
 
 def cases_of(which: str, corpus: Corpus | None = None) -> list[_Case]:
-    """Lab 01's base cases (18), adaptive cases (6), all 24, or lab 02's rewrite cases (6)."""
+    """Lab 01's base cases (18), adaptive cases (6), all 24, or lab 02's rewrite cases (40)."""
     corpus = corpus or docuctl()
     if which not in CASE_SETS:
         raise LabError(f"unknown case set {which!r} (known: {', '.join(CASE_SETS)})")
@@ -110,10 +109,9 @@ def run_trials(
     max_tokens: int = MAX_TOKENS,
     progress: Callable[[Iterable], Iterable] | None = None,
 ) -> list[dict[str, Any]]:
-    """k trials of every case in `cases` (a case set's name, or cases), trial t with seed `seed + t`,
-    written to `record` (never overwritten) and returned; `progress` wraps the (case, trial) pairs.
-    LabError for k past MAX_TRIALS (`labkit rerun --k` reaches here unchecked), an unknown prompt
-    or rung, and after MAX_PROVIDER_FAILURES provider errors in a row."""
+    """k trials of every case in `cases` (a case set's name, or cases), trial t with seed `seed + t`, written
+    to `record` (never overwritten) and returned; `progress` wraps the pairs. LabError for k past
+    MAX_TRIALS, an unknown prompt or rung, and after MAX_PROVIDER_FAILURES provider errors in a row."""
     if type(k) is not int or not 1 <= k <= MAX_TRIALS:
         raise LabError(f"k must be an int in 1..{MAX_TRIALS}, got {k!r}")
     docuctl_policy(prompt, rung=rung, backend=backend)  # LabError for an unknown prompt or rung

@@ -39,10 +39,10 @@ class _Lines(list):
 def _docuctl(episode: GridEpisode, recorder: Recorder, name: str) -> dict[str, Any]:
     from labkit.baseline.corpus import docuctl
     from labkit.decision_loop.model_policy import docuctl_policy
-    from labkit.decision_loop.trials import cases_of, episode_record, limits_for, run_case
+    from labkit.decision_loop.trials import episode_record, known_cases, limits_for, run_case
 
     corpus = docuctl()
-    case = next(c for c in cases_of("all", corpus) if c["id"] == episode.case)
+    case = known_cases(corpus)[episode.case]  # lab 01's cases and lab 02's rewrite cases
     settings = {key: getattr(episode, key) for key in ("temperature", "trial", "max_tokens", "rung")}
     settings["seed"] = episode.seed + episode.trial
     policy = docuctl_policy(episode.prompt, backend=recorder, **settings)
