@@ -15,16 +15,7 @@ from labkit.core.errors import LabError
 from labkit.core.forest import forest_plot
 from labkit.core.stats import Comparison, Interval, Values, unit_means
 from labkit.decision_loop import tables
-from labkit.decision_loop.baselines import KINDS, random_rows
-
-try:  # TEMPORARY until wt-cases is merged
-    from labkit.decision_loop.baselines import expected_pass
-except ImportError:
-
-    def expected_pass(kind, rung, case):  # type: ignore[no-redef]
-        return float(sum(r["passed"] for r in random_rows(kind, rung, [case], seeds=40)) / 40)
-
-
+from labkit.decision_loop.baselines import KINDS, expected_pass
 from labkit.decision_loop.evaluation import SCRIPTED, replay_trials, scripted_trials
 from labkit.decision_loop.tables import CORRECT, K_MAX, NAN, WRONG, Row, interval_columns
 from labkit.decision_loop.trials import cases_of
@@ -176,7 +167,7 @@ def ladder_with_baselines(rows: Sequence[Row], baselines: Baselines) -> pd.DataF
     return frame
 
 
-def model_comparisons(rows: Sequence[Row], baselines: Baselines) -> list[Comparison]:
+def run_comparisons(rows: Sequence[Row], baselines: Baselines) -> list[Comparison]:
     """Each model run's pass@1 minus the scripted loop's and minus the best baseline's (by pass@1),
     paired by case (`tables.compare_runs`): one family, to be Holm-adjusted together."""
     values = _baseline_values(baselines)

@@ -8,11 +8,9 @@ import json
 import pandas as pd
 
 from labkit.core import stats
-from labkit.course.argtypes import int_in
 from labkit.course.commands import add_command, plain
-from labkit.decision_loop.baselines import SEEDS, baseline_rows
 from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
-from labkit.decision_loop.ladder import ladder_with_baselines, model_comparisons
+from labkit.decision_loop.ladder import exact_baselines, ladder_with_baselines, run_comparisons
 from labkit.decision_loop.tables import K_MAX, latency, stop_counts, summary, with_intervals
 from labkit.decision_loop.trials import known_cases
 
@@ -37,13 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="print {summary, stops, latency} (or {ladder, comparisons}) as JSON",
     )
     baselines = (
-        "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3, "
-        "scripted and adaptive loops), every rate with its 95%% interval over cases, and each run's "
+        "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3 "
+        "at their exact expectation, scripted and adaptive loops), every rate with its 95%% interval over cases, and each run's "
         "paired difference from the scripted loop and the best baseline with Holm's p and lab 02's verdict"
     )
     add("--baselines", action="store_true", help=baselines)
-    seeds = f"with --baselines: episodes per case of each random baseline (default {SEEDS})"
-    add("--seeds", type=int_in(1, 1000), default=SEEDS, metavar="N", help=seeds)
 
 
 def _comparison(c: stats.Comparison) -> dict[str, object]:
@@ -55,9 +51,9 @@ def _baselines(args: argparse.Namespace) -> int:
     rows = [row for row in evaluate_trials(args.trials, scripted_k=1) if row["policy"] not in SCRIPTED]
     known = known_cases()
     cases = [known[case] for case in dict.fromkeys(row["case"] for row in rows)]
-    baselines = baseline_rows(cases, seeds=args.seeds)
+    baselines = exact_baselines(cases)
     table = ladder_with_baselines(rows, baselines)
-    comparisons = stats.adjust(model_comparisons(rows, baselines), FAMILY)
+    comparisons = stats.adjust(run_comparisons(rows, baselines), FAMILY)
     if args.json:
         found = {
             c.name: _comparison(c)
