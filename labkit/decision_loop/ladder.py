@@ -26,8 +26,6 @@ from labkit.model.replay import TRIALS
 SAMPLED = 0.7  # the temperature of the repeated trials
 Baselines = Sequence[Row] | Mapping[str, Values]  # episode rows, or {name: {case: expected pass rate}}
 _ORDER = {name: rank for rank, name in enumerate(("base", "example", *RUNGS))}
-# One colour per rung in every ladder chart: grey for no constraint, then ever darker blues.
-_RUNG_COLORS = {"L0": "#9e9e9e", "L1": "#90caf9", "L2": "#1e88e5", "L3": "#0d47a1"}
 
 
 def ladder_files() -> list[Path]:
@@ -121,18 +119,12 @@ def exact_baselines(
 
 
 def baseline_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The baselines of `ladder_with_baselines`: expected cases passed, pass@1 with its interval over
-    cases, and the definition."""
+    """The baselines of `ladder_with_baselines`: cases passed (in expectation) of the cases, pass@1
+    with its interval over cases, and the definition."""
     chosen = table[table["kind"] == "baseline"]
+    shown = tables.with_intervals(chosen[["passes", "cases", "pass@1", "pass@1 low", "pass@1 high"]])
     kinds = [next(kind for kind in DEFINITIONS if name.startswith(kind)) for name in chosen.index]
-    return tables.with_intervals(chosen[["pass@1", "pass@1 low", "pass@1 high"]]).assign(
-        **{
-            "expected passes": [
-                f"{p:g} of {n}" for p, n in zip(chosen["passes"], chosen["cases"], strict=True)
-            ],
-            "definition": [DEFINITIONS[kind] for kind in kinds],
-        }
-    )[["expected passes", "pass@1", "definition"]]
+    return shown.assign(definition=[DEFINITIONS[kind] for kind in kinds])
 
 
 def ladder_with_baselines(rows: Sequence[Row], baselines: Baselines) -> pd.DataFrame:
@@ -204,12 +196,6 @@ def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(table, orient="index").rename_axis("prompt")
 
 
-def wrong_finals(rows: Sequence[Row], prompt: str, rung: str) -> list[str]:
-    """The cases whose episode at (prompt, rung) and T=0 ended final with a wrong answer."""
-    group = _groups(rows, 0.0).get((prompt, rung), pd.DataFrame({"ending": [], "case": []}))
-    return sorted(set(group.loc[group["ending"] == WRONG, "case"]))
-
-
 def ladder_recordings() -> pd.DataFrame:
     """One row per recording: its prompt, rung, temperature, episodes, model calls and provenance."""
     table = []
@@ -255,31 +241,6 @@ def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
     ax.set(xlim=(0, 1), ylabel="", title="How the model's episodes ended, per prompt and rung")
     ax.set_xlabel(f"share of episodes at T={SAMPLED:g}")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    return fig
-
-
-def plot_ladder(table: pd.DataFrame) -> Figure:
-    """pass^k against k with its interval (`ladder_table(intervals=True)`), a panel per prompt."""
-    import matplotlib.pyplot as plt
-
-    columns = [c for c in table.columns if c.startswith("pass^") and not c.endswith((" low", " high"))]
-    ks = [int(c.split("^")[1]) for c in columns]
-    prompts = list(dict.fromkeys(table.index.get_level_values("prompt")))
-    fig, axes = plt.subplots(1, len(prompts), figsize=(5 * len(prompts), 3.6), sharey=True, squeeze=False)
-    for ax, prompt in zip(axes[0], prompts, strict=True):
-        for rung, row in table.loc[prompt].iterrows():
-            values = row[columns].to_numpy(dtype=float)
-            low, high = (row[[f"{c} {end}" for c in columns]].to_numpy(float) for end in ("low", "high"))
-            label = f"{rung} {RUNG_NAMES.get(str(rung), '')}"
-            style = {"marker": "o", "capsize": 3, "color": _RUNG_COLORS.get(str(rung)), "label": label}
-            ax.errorbar(ks, values, yerr=[values - low, high - values], **style)
-        ax.set(title=f"prompt: {prompt}", xticks=ks, ylim=(-0.05, 1.05))
-        ax.set_xlabel("k (trials that must all pass)")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(f"pass^k at T={SAMPLED:g}")
-    axes[0][-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle("SmolLM2-135M on the 24 docuctl cases, one line per constraint rung")
     fig.tight_layout()
     return fig
 

@@ -121,18 +121,10 @@ def measures(group: pd.DataFrame, k_max: int = K_MAX) -> dict[str, Any]:
 
 def summary(rows: Rows, k_max: int = K_MAX) -> pd.DataFrame:
     """One row per policy: cases, trials per case, pass@1 and pass^1..k each with its `low`/`high`
-    columns, tool calls per success, tokens per decision, reused %."""
+    columns, and the COSTS: tool calls per success, tokens and seconds per decision, reused %."""
     groups = episodes_frame(rows).groupby("policy", sort=False)
     table = {policy: measures(group, k_max) for policy, group in groups}
-    rates = ["pass@1", *(f"pass^{k}" for k in range(1, k_max + 1))]
-    columns = [
-        "cases",
-        "trials",
-        *(f"{r}{end}" for r in rates for end in ("", " low", " high")),
-        *COSTS[:2],
-        COSTS[3],
-    ]
-    return pd.DataFrame.from_dict(table, orient="index")[columns].rename_axis("policy")
+    return pd.DataFrame.from_dict(table, orient="index").rename_axis("policy")
 
 
 def ending(row: Mapping[str, Any]) -> str:
@@ -151,11 +143,3 @@ def ending_counts(frame: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
 def stop_counts(rows: Rows) -> pd.DataFrame:
     """Episodes per policy and ending (`ending`: a final split into correct and wrong)."""
     return ending_counts(episodes_frame(rows), "policy")
-
-
-def latency(rows: Rows) -> pd.DataFrame:
-    """Mean and total recorded model latency per policy (policies without model calls left out)."""
-    total = episodes_frame(rows).groupby("policy", sort=False)[["decisions", "latency_s"]].sum()
-    total = total[total["decisions"] > 0]
-    per = (total["latency_s"] / total["decisions"]).round(3)
-    return total.assign(**{"seconds/decision": per, "seconds in total": total.pop("latency_s").round(1)})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+from dataclasses import asdict
 
 import pandas as pd
 
@@ -11,7 +13,7 @@ from labkit.core import stats
 from labkit.course.commands import add_command, plain
 from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
 from labkit.decision_loop.ladder import exact_baselines, ladder_with_baselines, run_comparisons
-from labkit.decision_loop.tables import K_MAX, latency, stop_counts, summary, with_intervals
+from labkit.decision_loop.tables import K_MAX, stop_counts, summary, with_intervals
 from labkit.decision_loop.trials import known_cases
 
 FAMILY = "each run vs the scripted loop and the best baseline"
@@ -29,39 +31,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add = parser.add_argument
     add("--trials", required=True, nargs="+", metavar="FILE", help="trials file(s) (JSONL)")
-    add(
-        "--json",
-        action="store_true",
-        help="print {summary, stops, latency} (or {ladder, comparisons}) as JSON",
-    )
+    add("--json", action="store_true", help="print {summary, stops} (or {ladder, comparisons}) as JSON")
     baselines = (
-        "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3 "
-        "at their exact expectation, scripted and adaptive loops), every rate with its 95%% interval over cases, and each run's "
-        "paired difference from the scripted loop and the best baseline with Holm's p and lab 02's verdict"
+        "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3 at "
+        "their exact expectation, the scripted and adaptive loops), every rate with its 95%% interval over "
+        "cases, and each run minus the scripted loop and the best baseline with Holm's p and lab 02's verdict"
     )
     add("--baselines", action="store_true", help=baselines)
 
 
 def _comparison(c: stats.Comparison) -> dict[str, object]:
-    i = c.interval
-    return {"difference": i.estimate, "low": i.low, "high": i.high, "interval": i.method, "test": c.test}
+    """One comparison as JSON: its fields (interval, test, p, p_holm, mde: null if none) and verdict."""
+    return asdict(c) | {"mde": None if math.isnan(c.mde) else c.mde, "verdict": c.verdict}
 
 
 def _baselines(args: argparse.Namespace) -> int:
     rows = [row for row in evaluate_trials(args.trials, scripted_k=1) if row["policy"] not in SCRIPTED]
-    known = known_cases()
-    cases = [known[case] for case in dict.fromkeys(row["case"] for row in rows)]
+    cases = [known_cases()[case] for case in dict.fromkeys(row["case"] for row in rows)]
     baselines = exact_baselines(cases)
     table = ladder_with_baselines(rows, baselines)
     comparisons = stats.adjust(run_comparisons(rows, baselines), FAMILY)
     if args.json:
-        found = {
-            c.name: _comparison(c)
-            | {"n": c.n, "p": c.p, "Holm p": c.p_holm, "mde": c.mde, "verdict": c.verdict}
-            for c in comparisons
+        report = {
+            "ladder": plain(table, "index"),
+            "best baseline": table.attrs["best baseline"],
+            "family": FAMILY,
         }
-        report = {"ladder": plain(table, "index"), "best baseline": table.attrs["best baseline"]}
-        print(json.dumps(report | {"family": FAMILY, "comparisons": found}, indent=2))
+        print(json.dumps(report | {"comparisons": {c.name: _comparison(c) for c in comparisons}}, indent=2))
         return 0
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60):
         print(
@@ -82,7 +78,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.baselines:
         return _baselines(args)
     rows = evaluate_trials(args.trials)
-    tables = {"summary": summary(rows), "stops": stop_counts(rows), "latency": latency(rows)}
+    tables = {"summary": summary(rows), "stops": stop_counts(rows)}
     if args.json:
         print(json.dumps({name: plain(table, "index") for name, table in tables.items()}, indent=2))
         return 0
