@@ -61,6 +61,9 @@ def test_the_committed_example_grids_load():
         "study.json": 2 * 2 * 4 * 2 * 5 * 24,
         "refunds-smollm2-l2.toml": 4 * 28,
         "routing-smollm2-k5.toml": 3 * 2 * 2 * 5,
+        "rewrite-smollm2-base-l3-t0.toml": 40,
+        "rewrite-smollm2-example-l3-t0.toml": 40,
+        "rewrite-smollm2-example-l3-t07.toml": 5 * 40,
     }
 
 

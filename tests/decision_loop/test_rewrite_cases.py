@@ -6,13 +6,19 @@ from scipy.stats import binom
 from labkit.baseline.controllers import adaptive_policy, revise_query, scripted
 from labkit.baseline.corpus import docuctl
 from labkit.baseline.grading import outcome
+from labkit.core.fixtures import FIXTURES
 from labkit.core.text import words
+from labkit.course.grid.run import execute, plan
+from labkit.course.grid.spec import load_spec
 from labkit.decision_loop.baselines import KINDS, expected_pass
-from labkit.decision_loop.trials import cases_of, known_cases, limits_for, run_case
+from labkit.decision_loop.trials import ENDED, cases_of, known_cases, limits_for, run_case
 from labkit.model.constraints import RUNGS
+from labkit.model.record import read_records
+from labkit.model.replay import TRIALS
 
 CORPUS = docuctl()
 REWRITE = cases_of("rewrite", CORPUS)
+GRIDS = FIXTURES / "grids"
 
 
 def hits(query, case):
@@ -64,3 +70,24 @@ def test_a_rewritten_query_finds_the_page_and_no_rule_written_in_advance_does(ca
     assert page in hits(case["family"], case)
     result = run_case(case, rewriter, limits=limits_for(case))
     assert outcome(case, result), result["detail"]
+
+
+@pytest.mark.parametrize("name", ["base-l3-t0", "example-l3-t0", "example-l3-t07"])
+def test_each_rewrite_recording_holds_every_episode_of_its_grid_once(tmp_path, name):
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes((TRIALS / f"rewrite-smollm2-{name}.jsonl").read_bytes())
+    work = plan(load_spec(GRIDS / f"rewrite-smollm2-{name}.toml"), copy)
+    assert work.todo == [] and work.cut == 0 and work.done == work.total
+
+
+def test_a_grid_replaying_a_rewrite_recording_ends_every_episode_as_recorded(tmp_path):
+    source, spec = TRIALS / "rewrite-smollm2-example-l3-t0.jsonl", tmp_path / "replay.toml"
+    spec.write_text(
+        (GRIDS / source.name).with_suffix(".toml").read_text().replace('"local"', f'"replay:{source}"')
+    )
+    execute(plan(load_spec(spec), tmp_path / "replayed.jsonl"))
+
+    def ended(path):
+        return {(r["case"], *(r[k] for k in ENDED)) for _, r in read_records(path) if r["kind"] == "episode"}
+
+    assert ended(tmp_path / "replayed.jsonl") == ended(source) and len(ended(source)) == 40
