@@ -27,6 +27,7 @@ from labkit.decision_loop.evaluation import (
 from labkit.decision_loop.trials import run_trials
 from labkit.model import trial_files
 from labkit.model.ollama import OllamaBackend
+from labkit.model.replay import TRIALS
 
 MODEL = "qwen2.5:0.5b"
 RUN = f"ollama:{MODEL} base L1 T=0.5"
@@ -189,6 +190,14 @@ def test_lab02s_rung_rows_and_verdicts_are_what_the_notebook_prints(evidence):
     ]  # fmt: skip
     assert str(family[0].interval) == "-0.042 [-0.232, 0.153]" and round(family[1].p_holm, 4) == 0.0938
     assert (stats.mde(24), round(stats.power(len(docuctl().rewrite_cases), 0.2), 2)) == (0.31, 0.84)
+    rewrite = [
+        row for path in sorted(TRIALS.glob("rewrite-smollm2-example-*.jsonl")) for row in replay_trials(path)
+    ]
+    loop = ladder.exact_baselines("rewrite", rungs=["L3"])["scripted loop"]
+    found = [tables.compare_runs(t, [r for r in rewrite if r["temperature"] == t], loop) for t in (0.0, 0.7)]
+    assert [(str(c.interval), c.verdict) for c in stats.adjust(found, "rewrite")] == [
+        ("0.100 [-0.006, 0.231]", "not distinguishable (MDE 0.20)"), ("0.080 [0.030, 0.145]", "a difference")
+    ]  # fmt: skip
 
 
 def test_no_interval_lab02_prints_has_zero_width_and_every_not_distinguishable_has_an_mde(evidence):
