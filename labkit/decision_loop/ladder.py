@@ -2,27 +2,30 @@
 (`labkit.model.constraints`), at T=0 once per case or at T=0.7 five times, grouped by (prompt, rung)."""
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
 
-from labkit.baseline.corpus import docuctl
+from labkit.core import stats
 from labkit.core.colours import OUTCOMES
 from labkit.core.errors import LabError
-from labkit.core.intervals import wilson
+from labkit.core.forest import forest_plot
+from labkit.core.stats import Comparison, Interval, Values, unit_means
 from labkit.decision_loop import tables
-from labkit.decision_loop.evaluation import replay_trials
+from labkit.decision_loop.baselines import KINDS, expected_pass
+from labkit.decision_loop.evaluation import SCRIPTED, replay_trials, scripted_trials
 from labkit.decision_loop.tables import CORRECT, K_MAX, NAN, WRONG, Row, interval_columns
+from labkit.decision_loop.trials import cases_of
 from labkit.model.constraints import DEFAULT_RUNG, RUNG_NAMES, RUNGS
 from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
 
 SAMPLED = 0.7  # the temperature of the repeated trials
+Baselines = Sequence[Row] | Mapping[str, Values]  # episode rows, or {name: {case: expected pass rate}}
 _ORDER = {name: rank for rank, name in enumerate(("base", "example", *RUNGS))}
-# One colour per rung in every ladder chart: grey for no constraint, then ever darker blues.
-_RUNG_COLORS = {"L0": "#9e9e9e", "L1": "#90caf9", "L2": "#1e88e5", "L3": "#0d47a1"}
 
 
 def ladder_files() -> list[Path]:
@@ -73,49 +76,105 @@ def ladder_table(rows: Sequence[Row], *, intervals: bool = False) -> pd.DataFram
     return pd.DataFrame(table, index=pd.MultiIndex.from_tuples(keys, names=["prompt", "rung"]))
 
 
-def ladder_with_baselines(rows: Sequence[Row], baselines: Sequence[Row]) -> pd.DataFrame:
-    """One row per policy, the model's runs then `baseline_rows`: kind, cases, trials; pass@1, pass^K_MAX,
-    the share of wrong finals, and pass@1's paired difference from the scripted loop and from the best
-    baseline (`attrs["best baseline"]`), each with its 95% interval. LabError for no model rows."""
+def _baseline_values(baselines: Baselines) -> dict[str, Values]:
+    """Each baseline's per-case values: its exact expected pass rates as given, or from its rows."""
+    if isinstance(baselines, Mapping):
+        return dict(baselines)
+    groups = tables.episodes_frame(baselines).groupby("policy", sort=False)
+    return {str(policy): tables.per_case(group) for policy, group in groups}
+
+
+def _model_groups(rows: Sequence[Row]) -> dict[str, pd.DataFrame]:
+    """The model's runs in prompt, rung and temperature order. LabError for no rows."""
     if not rows:
         raise LabError("no model episodes to put beside the baselines")
     ordered = sorted(rows, key=lambda row: (_place(row["prompt"]), _place(row["rung"]), row["temperature"]))
-    groups = dict(iter(tables.episodes_frame([*ordered, *baselines]).groupby("policy", sort=False)))
-    models = {row["policy"] for row in rows}
-    pass_at_1 = {
-        p: tables.rate_intervals(g, 1)["pass@1"].estimate for p, g in groups.items() if p not in models
+    return dict(iter(tables.episodes_frame(ordered).groupby("policy", sort=False)))
+
+
+# Each baseline in one sentence (a kind's rung is the constraint it draws under).
+DEFINITIONS = {
+    "random": "each decision drawn uniformly among those its rung admits",
+    "search, then answer": "as random, but answering (uniformly among the finals) once a final is admissible",
+    "scripted loop": "lab 01's fixed steps: search the question, read the first hit, answer with its command",
+    "adaptive loop": "lab 01's two rules: an empty search retried, typo fixed; a conflicting page skipped",
+}
+
+
+def exact_baselines(
+    cases: Sequence[Mapping[str, Any]] | str = "all", rungs: Sequence[str] = RUNGS
+) -> dict[str, dict[str, float]]:
+    """Each baseline's exact expected pass rate per case: both random kinds at each of `rungs`
+    (`baselines.expected_pass`: every branch of its draws enumerated), then the scripted and
+    adaptive loops (deterministic: one run, 0 or 1)."""
+    chosen = cases_of(cases) if isinstance(cases, str) else list(cases)
+    found = {
+        f"{kind} {rung}": {case["id"]: expected_pass(kind, rung, case) for case in chosen}
+        for kind in KINDS
+        for rung in rungs
     }
-    best = max(pass_at_1, key=pass_at_1.__getitem__, default=None)
-    against = {"vs scripted": "scripted loop" if "scripted loop" in groups else None, "vs best": best}
-    rates = [f"{rate}{end}" for rate in ("pass@1", f"pass^{K_MAX}") for end in ("", " low", " high")]
+    for name in SCRIPTED:
+        found[name] = {row["case"]: float(row["passed"]) for row in scripted_trials(name, chosen, 1)}
+    return found
+
+
+def baseline_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The baselines of `ladder_with_baselines`: cases passed (in expectation) of the cases, pass@1
+    with its interval over cases, and the definition."""
+    chosen = table[table["kind"] == "baseline"]
+    shown = tables.with_intervals(chosen[["passes", "cases", "pass@1", "pass@1 low", "pass@1 high"]])
+    kinds = [next(kind for kind in DEFINITIONS if name.startswith(kind)) for name in chosen.index]
+    return shown.assign(definition=[DEFINITIONS[kind] for kind in kinds])
+
+
+def ladder_with_baselines(rows: Sequence[Row], baselines: Baselines) -> pd.DataFrame:
+    """One row per policy, the model's runs then the baselines: kind, cases, trials ("exact" for an
+    exact expectation), passes (cases passed, in expectation), pass@1 and (models only) pass^K_MAX
+    with their 95% intervals over cases; the best baseline by pass@1 in `attrs["best baseline"]`.
+    `baselines`: episode rows, or {name: {case: expected pass rate}}. LabError for no model rows."""
     table = {}
-    for policy, group in groups.items():
-        found, kind = tables.measures(group), "model" if policy in models else "baseline"
-        line = {"kind": kind} | {name: found[name] for name in ["cases", "trials", *rates]}
-        line = interval_columns(line, WRONG, tables.share_interval(group["case"], group["ending"] == WRONG))
-        for name, other in against.items():
-            difference = NAN if other in (None, policy) else tables.paired_difference(group, groups[other])
-            line = interval_columns(line, name, difference)
+    for policy, group in _model_groups(rows).items():
+        found = tables.rate_intervals(group)
+        trials = tables.per_case(group)
+        passes = round(math.fsum(unit_means(trials).values()), 3)
+        line = {
+            "kind": "model",
+            "cases": len(trials),
+            "trials": max(map(len, trials.values())),
+            "passes": passes,
+        }
+        for name in ("pass@1", f"pass^{K_MAX}"):
+            line = interval_columns(line, name, found[name])
         table[policy] = line
-    table = pd.DataFrame.from_dict(table, orient="index").rename_axis("policy")
-    table.attrs["best baseline"] = best
-    return table
+    for policy, values in _baseline_values(baselines).items():
+        exact = all(isinstance(v, int | float) for v in values.values())
+        trials = "exact" if exact else max(len(v) for v in values.values())  # type: ignore[arg-type]
+        passes = round(math.fsum(unit_means(values).values()), 3)
+        line = {"kind": "baseline", "cases": len(values), "trials": trials, "passes": passes}
+        line = interval_columns(line, "pass@1", stats.rate(values))
+        table[policy] = interval_columns(line, f"pass^{K_MAX}", NAN)  # what the lab compares is pass@1
+    frame = pd.DataFrame.from_dict(table, orient="index").rename_axis("policy")
+    chosen = frame[frame["kind"] == "baseline"]["pass@1"]
+    frame.attrs["best baseline"] = chosen.idxmax() if len(chosen) else None
+    return frame
+
+
+def run_comparisons(rows: Sequence[Row], baselines: Baselines) -> list[Comparison]:
+    """Each model run's pass@1 minus the scripted loop's and minus the best baseline's (by pass@1),
+    paired by case (`tables.compare_runs`): one family, to be Holm-adjusted together."""
+    values = _baseline_values(baselines)
+    best = ladder_with_baselines(rows, values).attrs["best baseline"]
+    against = list(dict.fromkeys(name for name in ("scripted loop", best) if name in values))
+    return [
+        tables.compare_runs(f"{policy} − {other}", group, values[other])
+        for policy, group in _model_groups(rows).items()
+        for other in against
+    ]
 
 
 def ladder_stops(rows: Sequence[Row]) -> pd.DataFrame:
     """Episodes per (prompt, rung) and ending at T=0.7 (a final split by its grade)."""
     return tables.ending_counts(_ordered(rows, SAMPLED), ["prompt", "rung"])
-
-
-def ladder_by_cases(rows: Sequence[Row]) -> pd.DataFrame:
-    """Pass rate per (prompt, rung) at T=0.7 on lab 01's base cases and on its adaptive cases."""
-    frame = _ordered(rows, SAMPLED)
-    adaptive = frame["case"].isin({case["id"] for case in docuctl().adaptive_cases})
-    cases = adaptive.map({False: "base cases", True: "adaptive cases"}).rename("cases")
-    shares = frame.groupby(["prompt", "rung", cases], sort=False)["passed"].mean().round(3).unstack()
-    return shares.reindex(list(_groups(rows, SAMPLED)))[["base cases", "adaptive cases"]].rename_axis(
-        columns=None
-    )
 
 
 def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
@@ -135,12 +194,6 @@ def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
         line["L3 other stops"] = int((l3["stop"] != "final").sum())
         table[prompt] = line
     return pd.DataFrame.from_dict(table, orient="index").rename_axis("prompt")
-
-
-def wrong_finals(rows: Sequence[Row], prompt: str, rung: str) -> list[str]:
-    """The cases whose episode at (prompt, rung) and T=0 ended final with a wrong answer."""
-    group = _groups(rows, 0.0).get((prompt, rung), pd.DataFrame({"ending": [], "case": []}))
-    return sorted(set(group.loc[group["ending"] == WRONG, "case"]))
 
 
 def ladder_recordings() -> pd.DataFrame:
@@ -177,64 +230,37 @@ _STOP_COLORS = {
 
 
 def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
-    """`ladder_stops` as stacked shares, first row on top, the first ending's with its Wilson interval."""
+    """`ladder_stops` as stacked shares of episodes, first row on top (the intervals over cases of
+    the "final, correct" share are the ladder table's pass^1)."""
     import matplotlib.pyplot as plt
 
     counts = stops.set_axis([f"{prompt} {rung}" for prompt, rung in stops.index])
-    totals = counts.sum(axis=1)
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(counts) + 1.5))
-    shares = counts.div(totals, axis=0).iloc[::-1]
+    shares = counts.div(counts.sum(axis=1), axis=0).iloc[::-1]
     shares.plot.barh(stacked=True, ax=ax, width=0.7, color=[_STOP_COLORS[stop] for stop in counts.columns])
-    first = counts.columns[0]
-    for row, (count, total) in enumerate(zip(counts[first].iloc[::-1], totals.iloc[::-1], strict=True)):
-        if total:
-            found = wilson(int(count), int(total))
-            errors = [[found.estimate - found.low], [found.high - found.estimate]]
-            ax.errorbar(found.estimate, row, xerr=errors, fmt="none", ecolor="black", elinewidth=1, capsize=3)
     ax.set(xlim=(0, 1), ylabel="", title="How the model's episodes ended, per prompt and rung")
-    ax.set_xlabel(f"share of episodes at T={SAMPLED:g}; bars: 95% interval of the {first!r} share")
+    ax.set_xlabel(f"share of episodes at T={SAMPLED:g}")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
 
 
-def plot_ladder(table: pd.DataFrame) -> Figure:
-    """pass^k against k with its interval (`ladder_table(intervals=True)`), a panel per prompt."""
-    import matplotlib.pyplot as plt
+def plot_with_baselines(
+    table: pd.DataFrame, bands: Sequence[str], mde: float | None = None, title: str = ""
+) -> Figure:
+    """A forest plot of pass@1 per model row of `ladder_with_baselines`, the `bands` baselines as
+    shaded bands, and the MDE as a bracket from the scripted loop's pass@1."""
 
-    columns = [c for c in table.columns if c.startswith("pass^") and not c.endswith((" low", " high"))]
-    ks = [int(c.split("^")[1]) for c in columns]
-    prompts = list(dict.fromkeys(table.index.get_level_values("prompt")))
-    fig, axes = plt.subplots(1, len(prompts), figsize=(5 * len(prompts), 3.6), sharey=True, squeeze=False)
-    for ax, prompt in zip(axes[0], prompts, strict=True):
-        for rung, row in table.loc[prompt].iterrows():
-            values = row[columns].to_numpy(dtype=float)
-            low, high = (row[[f"{c} {end}" for c in columns]].to_numpy(float) for end in ("low", "high"))
-            label = f"{rung} {RUNG_NAMES.get(str(rung), '')}"
-            style = {"marker": "o", "capsize": 3, "color": _RUNG_COLORS.get(str(rung)), "label": label}
-            ax.errorbar(ks, values, yerr=[values - low, high - values], **style)
-        ax.set(title=f"prompt: {prompt}", xticks=ks, ylim=(-0.05, 1.05))
-        ax.set_xlabel("k (trials that must all pass)")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(f"pass^k at T={SAMPLED:g}")
-    axes[0][-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle("SmolLM2-135M on the 24 docuctl cases, one line per constraint rung")
-    fig.tight_layout()
-    return fig
+    def interval(name: str) -> Interval:
+        line = table.loc[name]
+        return Interval(line["pass@1"], line["pass@1 low"], line["pass@1 high"])
 
-
-def plot_with_baselines(table: pd.DataFrame, title: str = "pass@1 with its 95% interval") -> Figure:
-    """pass@1 with its interval per row of `ladder_with_baselines`, first on top, the best one dashed."""
-    import matplotlib.pyplot as plt
-
-    shown = table.iloc[::-1]
-    fig, ax = plt.subplots(figsize=(8, 0.38 * len(shown) + 1.5))
-    errors = [shown["pass@1"] - shown["pass@1 low"], shown["pass@1 high"] - shown["pass@1"]]
-    colours = [_RUNG_COLORS["L3"] if kind == "model" else _RUNG_COLORS["L0"] for kind in shown["kind"]]
-    ax.barh(list(shown.index), shown["pass@1"], xerr=errors, color=colours, capsize=3)
-    if (best := table.attrs.get("best baseline")) in table.index:
-        ax.axvline(table.loc[best, "pass@1"], color="#424242", linestyle="--", linewidth=1, label=best)
-        ax.legend(fontsize=8, loc="lower right")
-    ax.set(xlim=(0, 1), xlabel="pass@1 (share of cases; mean over trials)", title=title)
-    fig.tight_layout()
-    return fig
+    models = [(name, interval(name)) for name in table.index[table["kind"] == "model"]]
+    start = table.loc["scripted loop", "pass@1"] if "scripted loop" in table.index else 0.0
+    return forest_plot(
+        models,
+        bands={name: interval(name) for name in bands},
+        mde=None if mde is None or math.isnan(mde) else (start, mde),
+        xlabel="pass@1 (share of cases; mean over trials), 95% interval",
+        title=title,
+    )

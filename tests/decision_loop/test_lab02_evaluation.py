@@ -4,16 +4,18 @@ ladder's tables and charts, and the `labkit evaluate` and `labkit trials` comman
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
-from matplotlib.container import ErrorbarContainer
 
 from labkit import LabError, docuctl
-from labkit.core.intervals import wilson
+from labkit.core import stats
+from labkit.core.stats import wilson
+from labkit.course.commands.evaluate import FAMILY
 from labkit.decision_loop import ladder, tables
 from labkit.decision_loop.evaluation import (
     evaluate_trials,
@@ -25,6 +27,7 @@ from labkit.decision_loop.evaluation import (
 from labkit.decision_loop.trials import run_trials
 from labkit.model import trial_files
 from labkit.model.ollama import OllamaBackend
+from labkit.model.replay import TRIALS
 
 MODEL = "qwen2.5:0.5b"
 RUN = f"ollama:{MODEL} base L1 T=0.5"
@@ -64,7 +67,7 @@ def test_summary_is_a_mean_over_cases_with_intervals_and_costs():
     line = tables.summary(rows({"a": [True, True], "b": [False, True]}), k_max=2).loc["p"]
     # Per-case rates 1.0 and 0.5: a resample of 2 cases has mean 1, 0.75 or 0.5; pass^2 is 1 and 0.
     assert (line["pass@1"], line["pass@1 low"], line["pass@1 high"]) == (0.75, 0.5, 1.0)
-    assert (line["pass^2"], line["pass^2 low"], line["pass^2 high"]) == (0.5, 0.0, 1.0)
+    assert (line["pass^2"], line["pass^2 low"], line["pass^2 high"]) == (0.5, 0.095, 0.905)  # Wilson 1 of 2
     assert (line["tools/success"], line["tokens/decision"], line["reused %"]) == (round(8 / 3, 2), 110, 50)
     never = tables.summary(rows({"a": [False]}), k_max=2).loc["p"]
     assert never["pass@1"] == 0 and math.isnan(never["pass^2"]) and math.isnan(never["tools/success"])
@@ -78,20 +81,26 @@ def test_stop_counts_split_a_final_by_its_grade():
     }
 
 
-def test_a_share_of_episodes_is_wilson_at_one_trial_and_clustered_by_case_beyond():
-    assert tables.share_interval(["a", "b", "c", "d"], [True, False, False, False]) == wilson(1, 4)
-    found = tables.share_interval(["a", "a", "b", "b"], [True, True, False, False])
-    assert (found.estimate, found.low, found.high) == (0.5, 0.0, 1.0)  # two cases, not four episodes
+def test_a_rate_is_over_cases_wilson_where_each_case_agrees_with_itself():
+    once = rows({"a": [True], "b": [False], "c": [False], "d": [False]})
+    assert tables.rate_intervals(once, 1)["pass@1"] == wilson(1, 4)
+    agreeing = tables.rate_intervals(rows({"a": [True] * 3, "b": [False] * 3}), 3)
+    assert agreeing["pass@1"] == agreeing["pass^3"] == wilson(1, 2)  # two cases, not six episodes
+    never = tables.rate_intervals(rows({c: [False] * 5 for c in "abcdef"}))["pass^5"]
+    assert (never.estimate, never.low, round(never.high, 3)) == (0.0, 0.0, 0.39)  # never zero width
 
 
-def test_a_paired_difference_compares_the_same_cases():
+def test_a_paired_comparison_is_newcombe_and_mcnemar_at_one_trial_and_names_its_mde():
     better = rows({"a": [True], "b": [True], "c": [True], "d": [False]})
     worse = rows({"a": [False], "b": [False], "c": [False], "d": [False], "e": [True]})  # e: not shared
-    found = tables.paired_difference(better, worse)
-    assert found.estimate == 0.75 and found.excludes(0)
-    assert not tables.paired_difference(better, better).excludes(0)
-    with pytest.raises(ValueError, match="share none"):
-        tables.paired_difference(rows({"x": [True]}), rows({"y": [True]}))
+    found = tables.compare_runs("better − worse", better, worse)
+    assert (found.n, found.test, found.p, found.interval.method) == (4, "exact McNemar", 0.25, "Newcombe")
+    assert found.interval.estimate == 0.75 and found.interval.excludes(0)  # yet 3-0 cannot reject
+    assert found.verdict == "not distinguishable (no gain is detectable on 4 units)"
+    against = tables.compare_runs("better − a coin", better, dict.fromkeys("abcd", 0.5))  # an exact baseline
+    assert (against.test, against.interval.estimate) == ("sign-flip permutation", 0.25)
+    with pytest.raises(ValueError, match="share no unit"):
+        tables.compare_runs("x", rows({"x": [True]}), rows({"y": [True]}))
 
 
 # -- the ladder --------------------------------------------------------------------------------
@@ -102,50 +111,106 @@ def on_ladder(outcomes, temperature=0.0, policy=None):
     return rows(outcomes, prompt="example", rung="L3", temperature=temperature, policy=policy)
 
 
-def test_the_ladder_table_gives_every_rate_its_interval_and_the_chart_its_error_bars():
+def test_the_ladder_table_gives_every_rate_its_interval_over_cases():
     greedy = on_ladder({"a": [True], "b": [False]})
     sampled = on_ladder({"a": [True] * 5, "b": [True, False, False, False, False]}, temperature=0.7)
     assert "pass^5 low" not in ladder.ladder_table(greedy + sampled).columns
     table = ladder.ladder_table(greedy + sampled, intervals=True)
     line = table.loc[("example", "L3")]
-    assert (line["pass@1 T=0"], line["pass@1 T=0 low"], line["pass@1 T=0 high"]) == (0.5, 0.0, 1.0)
+    assert (line["pass@1 T=0"], line["pass@1 T=0 low"], line["pass@1 T=0 high"]) == (0.5, 0.095, 0.905)
     assert (line["pass^1"], line["pass^1 low"], line["pass^1 high"]) == (0.6, 0.2, 1.0)
     assert (line["pass^5"], line["trials"], line["s/decision"]) == (0.5, 5, 0.3)
-    bars = [c for c in ladder.plot_ladder(table).axes[0].containers if isinstance(c, ErrorbarContainer)]
-    assert len(bars) == 1 and bars[0].has_yerr
 
 
-def test_baselines_sit_beside_the_model_with_paired_comparisons():
-    cases = ["a", "b", "c", "d"]
-    model = on_ladder({"a": [True], "b": [True], "c": [False], "d": [False]})
-    scripted = on_ladder({c: [c != "d"] for c in cases}, policy="scripted loop")
-    best = on_ladder({c: [True] for c in cases}, policy="adaptive loop")
-    chance = on_ladder({c: [False, False] for c in cases}, policy="random L3")
-    table = ladder.ladder_with_baselines(
-        model, [r | {"baseline": r["policy"]} for r in scripted + best + chance]
+def test_baselines_sit_beside_the_model_at_their_exact_expectation_with_one_family():
+    model = on_ladder({c: [c in "ab"] for c in "abcdefgh"})
+    baselines = {
+        "scripted loop": {c: float(c != "h") for c in "abcdefgh"},
+        "adaptive loop": dict.fromkeys("abcdefgh", 1.0),
+        "random L3": dict.fromkeys("abcdefgh", 0.125),
+    }
+    table = ladder.ladder_with_baselines(model, baselines)
+    assert (
+        list(table.index) == ["example L3 T=0", *baselines]
+        and table.attrs["best baseline"] == "adaptive loop"
     )
-    assert list(table.index) == ["example L3 T=0", "scripted loop", "adaptive loop", "random L3"]
-    assert table.attrs["best baseline"] == "adaptive loop"
-    assert list(table["kind"]) == ["model", "baseline", "baseline", "baseline"]
-    line = table.loc["example L3 T=0"]
-    assert (line["pass@1"], line["vs scripted"], line["vs best"]) == (0.5, -0.25, -0.5)
-    # Four cases are few: even -0.5 has an interval reaching 0 (resamples of a and b only).
-    assert (line["vs best low"], line["vs best high"]) == (-1.0, 0.0)
-    assert math.isnan(table.loc["scripted loop", "vs scripted"]) and math.isnan(
-        table.loc["adaptive loop", "vs best"]
-    )
-    assert table.loc["random L3", "trials"] == 2 and table.loc["random L3", "pass@1 high"] == 0.0
-    assert len(ladder.plot_with_baselines(table).axes[0].patches) == 4
+    assert list(table["trials"]) == [1, "exact", "exact", "exact"] and list(table["passes"]) == [2, 7, 8, 1]
+    assert table.loc["random L3", "pass@1"] == 0.125 and math.isnan(table.loc["random L3", "pass^5"])
+    found = ladder.run_comparisons(model, baselines)
+    assert [c.name for c in found] == ["example L3 T=0 − scripted loop", "example L3 T=0 − adaptive loop"]
+    assert [(c.interval.estimate, c.p) for c in found] == [(-0.625, 0.0625), (-0.75, 0.03125)]
+    assert ladder.run_comparisons(model, baselines)[0].verdict.startswith("not distinguishable (MDE")
+    fig = ladder.plot_with_baselines(table, ["random L3", "scripted loop"], mde=0.5)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["example L3 T=0"]
+    assert len(fig.axes[0].patches) == 2 and "MDE 0.50" in [t.get_text() for t in fig.axes[0].texts]
+    shown = ladder.baseline_table(table)
+    assert list(shown["passes"]) == [7, 8, 1] and set(shown["cases"]) == {8}
+    assert shown.loc["random L3", "pass@1"] == str(stats.rate(baselines["random L3"]))
 
 
-def test_the_chart_of_endings_draws_each_rows_first_share_with_its_wilson_interval():
+def test_the_chart_of_endings_stacks_each_rows_shares():
     counts = pd.DataFrame({"final, correct": [3, 0], "tool_limit": [7, 10]}, index=[("a", "L1"), ("a", "L3")])
     ax = ladder.plot_ladder_stops(counts).axes[0]
-    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
-    assert len(bars) == 2 and "95% interval of the 'final, correct' share" in ax.get_xlabel()
-    segments = {round(float(seg[0][1])): seg for bar in bars for seg in bar.lines[2][0].get_segments()}
-    drawn, expected = (segments[1][0][0], segments[1][1][0]), (wilson(3, 10).low, wilson(3, 10).high)
-    assert [round(x, 6) for x in drawn] == [round(x, 6) for x in expected]
+    assert [round(p.get_width(), 2) for p in ax.patches] == [0.0, 0.3, 1.0, 0.7]  # last row at the bottom
+
+
+# -- lab 02's evidence, from the committed recordings ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def evidence():
+    rows = ladder.ladder_rows()
+    return rows, ladder.exact_baselines("all")
+
+
+def intervals_of(frame):
+    """Every (estimate, low, high) a table prints, from its `low`/`high` columns."""
+    names = [c for c in frame.columns if f"{c} low" in frame.columns]
+    return [tuple(frame[[n, f"{n} low", f"{n} high"]].iloc[i]) for n in names for i in range(len(frame))]
+
+
+def test_lab02s_rung_rows_and_verdicts_are_what_the_notebook_prints(evidence):
+    rows, baselines = evidence
+    line = ladder.ladder_table(rows, intervals=True).loc[("example", "L3")]
+    rates = [line[[r, f"{r} low", f"{r} high"]].tolist() for r in ("pass@1 T=0", "pass^1", "pass^5")]
+    assert rates == [[0.667, 0.467, 0.82], [0.633, 0.508, 0.758], [0.333, 0.18, 0.533]]
+    by_policy = {}
+    for row in rows:
+        by_policy.setdefault(row["policy"], []).append(row)
+    pairs = [("example L3 T=0", "scripted loop"), ("example L3 T=0", "adaptive loop"),
+             ("example L3 T=0", "search, then answer L3"), ("example L3 T=0", "example L1 T=0"),
+             ("example L2 T=0", "example L1 T=0"), ("example L3 T=0", "base L3 T=0"),
+             ("example L3 T=0.7", "scripted loop"), ("example L3 T=0.7", "example L3 T=0"),
+             ("example L2 T=0.7", "example L1 T=0.7")]  # fmt: skip
+    family = stats.adjust(
+        [tables.compare_runs(a, by_policy[a], baselines.get(b) or by_policy[b]) for a, b in pairs], "lab 02"
+    )
+    assert [c.verdict.removeprefix("not distinguishable (MDE ") for c in family] == [
+        "0.45)", "0.31)", "a difference", "a difference", "0.31)", "a difference", "0.47)", "0.46)", "0.33)"
+    ]  # fmt: skip
+    assert str(family[0].interval) == "-0.042 [-0.232, 0.153]" and round(family[1].p_holm, 4) == 0.0938
+    assert (stats.mde(24), round(stats.power(len(docuctl().rewrite_cases), 0.2), 2)) == (0.31, 0.84)
+    rewrite = [
+        row for path in sorted(TRIALS.glob("rewrite-smollm2-example-*.jsonl")) for row in replay_trials(path)
+    ]
+    loop = ladder.exact_baselines("rewrite", rungs=["L3"])["scripted loop"]
+    found = [tables.compare_runs(t, [r for r in rewrite if r["temperature"] == t], loop) for t in (0.0, 0.7)]
+    assert [(str(c.interval), c.verdict) for c in stats.adjust(found, "rewrite")] == [
+        ("0.100 [-0.006, 0.231]", "not distinguishable (MDE 0.20)"), ("0.080 [0.030, 0.145]", "a difference")
+    ]  # fmt: skip
+
+
+def test_no_interval_lab02_prints_has_zero_width_and_every_not_distinguishable_has_an_mde(evidence):
+    rows, baselines = evidence
+    table = ladder.ladder_with_baselines(rows, baselines)
+    printed = intervals_of(ladder.ladder_table(rows, intervals=True)) + intervals_of(table)
+    found = ladder.run_comparisons(rows, baselines)
+    printed += [(c.interval.estimate, round(c.interval.low, 3), round(c.interval.high, 3)) for c in found]
+    assert len(printed) > 100 and all(low < high for _, low, high in printed if not math.isnan(low))
+    verdicts = [c.verdict for c in stats.adjust(found, "all")]
+    assert all(
+        v == "a difference" or re.fullmatch(r"not distinguishable \(MDE 0\.\d\d\)", v) for v in verdicts
+    )
 
 
 # -- episodes run and replayed ------------------------------------------------------------------
@@ -230,7 +295,7 @@ def test_a_recording_that_no_longer_replays_or_has_no_episodes_is_refused(record
 def test_cli_evaluate_prints_the_tables_or_json(recording, cli):
     code, out, _ = cli("evaluate", "--trials", str(recording))
     assert code == 0 and all(
-        word in out for word in ("pass^5", "adaptive loop", "tools/", "seconds/decision")
+        word in out for word in ("pass^5", "adaptive loop", "tools/", "s/decision", "0.000 [0.000, 0.390]")
     )
     code, out, _ = cli("evaluate", "--trials", str(recording), "--json")
     report = json.loads(out)
@@ -239,17 +304,27 @@ def test_cli_evaluate_prints_the_tables_or_json(recording, cli):
     assert report["stops"]["adaptive loop"]["final, correct"] == 30
 
 
-def test_cli_evaluate_baselines_prints_every_row_with_its_interval(recording, cli):
-    code, out, _ = cli("evaluate", "--trials", str(recording), "--baselines", "--seeds", "3")
+def test_cli_evaluate_baselines_prints_the_notebooks_tables_and_family(recording, cli):
+    code, out, _ = cli("evaluate", "--trials", str(recording), "--baselines")
     for row in (RUN, "random L0", "random L3", "search, then answer L3", "scripted loop", "adaptive loop"):
         assert row in out
-    assert "1.000 [1.000, 1.000]" in out  # the adaptive loop passes all 6 adaptive cases
-    assert "vs best (adaptive loop)" in out
-    code, out, _ = cli("evaluate", "--trials", str(recording), "--baselines", "--seeds", "3", "--json")
+    assert "1.000 [0.610, 1.000]" in out and "n/a" in out and "–" not in out  # Wilson on 6 cases
+    assert f"family: {FAMILY} (2 comparisons, Holm)" in out and "not distinguishable (MDE 0.97)" in out
+    code, out, _ = cli("evaluate", "--trials", str(recording), "--baselines", "--json")
     report = json.loads(out)
-    line = report["ladder"][RUN]
-    assert report["best baseline"] == "adaptive loop" and report["ladder"]["random L3"]["trials"] == 3
-    assert [line[k] for k in ("kind", "cases", "trials", "pass@1", "vs best")] == ["model", 6, 2, 0.0, -1.0]
+    line, vs_best = report["ladder"][RUN], report["comparisons"][f"{RUN} − adaptive loop"]
+    assert report["best baseline"] == "adaptive loop" and report["ladder"]["random L3"]["trials"] == "exact"
+    assert [line[k] for k in ("kind", "cases", "trials", "pass@1", "pass^5")] == ["model", 6, 2, 0.0, None]
+    assert (vs_best["interval"]["estimate"], vs_best["test"], vs_best["p"]) == (
+        -1.0,
+        "exact McNemar",
+        0.03125,
+    )
+    assert (vs_best["p_holm"], vs_best["mde"], vs_best["verdict"]) == (
+        0.0625,
+        0.97,
+        "not distinguishable (MDE 0.97)",
+    )
 
 
 def test_cli_trials_end_to_end_over_the_wire(tmp_path):
@@ -268,7 +343,6 @@ def test_cli_trials_end_to_end_over_the_wire(tmp_path):
     ("command", "message"),
     [
         ("evaluate --trials nope.jsonl", "labkit evaluate: error: nope.jsonl: trials file not found"),
-        ("evaluate --trials x --baselines --seeds 0", "--seeds"),
         ("trials --model replay --record x", "trials are recorded from a live model"),
         ("trials --model gpt-4 --record x", "LABKIT_MODEL='gpt-4' is not a backend"),
         ("trials --model local --k 0 --record x", "argument --k: must be at least 1"),

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+from dataclasses import asdict
 
 import pandas as pd
 
-from labkit.course.argtypes import int_in
+from labkit.core import stats
 from labkit.course.commands import add_command, plain
-from labkit.decision_loop.baselines import SEEDS, baseline_rows
 from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
-from labkit.decision_loop.ladder import ladder_with_baselines
-from labkit.decision_loop.tables import K_MAX, WRONG, latency, stop_counts, summary, with_intervals
+from labkit.decision_loop.ladder import exact_baselines, ladder_with_baselines, run_comparisons
+from labkit.decision_loop.tables import K_MAX, stop_counts, summary, with_intervals
 from labkit.decision_loop.trials import known_cases
+
+FAMILY = "each run vs the scripted loop and the best baseline"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,37 +31,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add = parser.add_argument
     add("--trials", required=True, nargs="+", metavar="FILE", help="trials file(s) (JSONL)")
-    add("--json", action="store_true", help="print {summary, stops, latency} (or {ladder, best}) as JSON")
+    add("--json", action="store_true", help="print {summary, stops} (or {ladder, comparisons}) as JSON")
     baselines = (
-        "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3, "
-        "scripted and adaptive loops), every rate with its 95%% interval and the paired difference from "
-        "the scripted loop and from the best baseline"
+        "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3 at "
+        "their exact expectation, the scripted and adaptive loops), every rate with its 95%% interval over "
+        "cases, and each run minus the scripted loop and the best baseline with Holm's p and lab 02's verdict"
     )
     add("--baselines", action="store_true", help=baselines)
-    seeds = f"with --baselines: episodes per case of each random baseline (default {SEEDS})"
-    add("--seeds", type=int_in(1, 1000), default=SEEDS, metavar="N", help=seeds)
+
+
+def _comparison(c: stats.Comparison) -> dict[str, object]:
+    """One comparison as JSON: its fields (interval, test, p, p_holm, mde: null if none) and verdict."""
+    return asdict(c) | {"mde": None if math.isnan(c.mde) else c.mde, "verdict": c.verdict}
 
 
 def _baselines(args: argparse.Namespace) -> int:
     rows = [row for row in evaluate_trials(args.trials, scripted_k=1) if row["policy"] not in SCRIPTED]
-    known = known_cases()
-    cases = [known[case] for case in dict.fromkeys(row["case"] for row in rows)]
-    table = ladder_with_baselines(rows, baseline_rows(cases, seeds=args.seeds))
-    best = table.attrs["best baseline"]
+    cases = [known_cases()[case] for case in dict.fromkeys(row["case"] for row in rows)]
+    baselines = exact_baselines(cases)
+    table = ladder_with_baselines(rows, baselines)
+    comparisons = stats.adjust(run_comparisons(rows, baselines), FAMILY)
     if args.json:
-        print(json.dumps({"ladder": plain(table, "index"), "best baseline": best}, indent=2))
+        report = {
+            "ladder": plain(table, "index"),
+            "best baseline": table.attrs["best baseline"],
+            "family": FAMILY,
+        }
+        print(json.dumps(report | {"comparisons": {c.name: _comparison(c) for c in comparisons}}, indent=2))
         return 0
-    rates = ("pass@1", f"pass^{K_MAX}", WRONG, "vs scripted", "vs best")
-    shown = with_intervals(
-        table[["kind", "cases", "trials", *(f"{r}{e}" for r in rates for e in ("", " low", " high"))]]
-    )
-    with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 40):
-        print(shown.to_string())
+    with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60):
+        print(
+            with_intervals(table).to_string(),
+            stats.comparison_table(comparisons, FAMILY).to_string(),
+            sep="\n\n",
+        )
     print(
-        f"\n{len(cases)} cases. Each rate: estimate [95% interval], a bootstrap over cases (seed 0); "
-        f"{WRONG!r}: share of episodes (Wilson at one trial per case). vs scripted, vs best ({best}): "
-        "the paired per-case difference of pass@1; a difference whose interval contains 0 is not "
-        "distinguishable from none."
+        f"\n{len(cases)} cases. Each rate: estimate [95% interval] over cases (Wilson where every case's "
+        "trials agree, else a cluster bootstrap by case). A difference is claimed only when Holm's p < 0.05 "
+        "and its interval excludes 0; else it is not distinguishable, and the MDE (80% power) says how "
+        "large a gain these cases could detect."
     )
     return 0
 
@@ -67,11 +78,12 @@ def handle(args: argparse.Namespace) -> int:
     if args.baselines:
         return _baselines(args)
     rows = evaluate_trials(args.trials)
-    tables = {"summary": summary(rows), "stops": stop_counts(rows), "latency": latency(rows)}
+    tables = {"summary": summary(rows), "stops": stop_counts(rows)}
     if args.json:
         print(json.dumps({name: plain(table, "index") for name, table in tables.items()}, indent=2))
         return 0
-    with pd.option_context("display.width", 200, "display.max_columns", 30):
+    tables["summary"] = with_intervals(tables["summary"])
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
         print("\n\n".join(table.to_string() for table in tables.values()))
-    print("pass^k = mean over cases of C(c,k)/C(n,k); NaN where a case has fewer than k trials.")
+    print("pass^k = mean over cases of C(c,k)/C(n,k); n/a where a case has fewer than k trials.")
     return 0
