@@ -15,7 +15,7 @@ from fake_ollama import FakeOllama, docuctl_oracle
 from labkit import LabError, docuctl
 from labkit.core import stats
 from labkit.core.stats import wilson
-from labkit.course.commands.evaluate import FAMILY
+from labkit.course.commands.evaluate import EVALUATE_FAMILY
 from labkit.decision_loop import ladder, tables
 from labkit.decision_loop.evaluation import (
     evaluate_trials,
@@ -309,7 +309,9 @@ def test_cli_evaluate_baselines_prints_the_notebooks_tables_and_family(recording
     for row in (RUN, "random L0", "random L3", "search, then answer L3", "scripted loop", "adaptive loop"):
         assert row in out
     assert "1.000 [0.610, 1.000]" in out and "n/a" in out and "–" not in out  # Wilson on 6 cases
-    assert f"family: {FAMILY} (2 comparisons, Holm)" in out and "not distinguishable (MDE 0.97)" in out
+    assert (
+        f"family: {EVALUATE_FAMILY} (2 comparisons, Holm)" in out and "not distinguishable (MDE 0.97)" in out
+    )
     code, out, _ = cli("evaluate", "--trials", str(recording), "--baselines", "--json")
     report = json.loads(out)
     line, vs_best = report["ladder"][RUN], report["comparisons"][f"{RUN} − adaptive loop"]

@@ -16,7 +16,7 @@ from labkit.decision_loop.ladder import exact_baselines, ladder_with_baselines, 
 from labkit.decision_loop.tables import K_MAX, stop_counts, summary, with_intervals
 from labkit.decision_loop.trials import known_cases
 
-FAMILY = "each run vs the scripted loop and the best baseline"
+EVALUATE_FAMILY = "each run vs the scripted loop and the best baseline"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,19 +50,19 @@ def _baselines(args: argparse.Namespace) -> int:
     cases = [known_cases()[case] for case in dict.fromkeys(row["case"] for row in rows)]
     baselines = exact_baselines(cases)
     table = ladder_with_baselines(rows, baselines)
-    comparisons = stats.adjust(run_comparisons(rows, baselines), FAMILY)
+    comparisons = stats.adjust(run_comparisons(rows, baselines), EVALUATE_FAMILY)
     if args.json:
         report = {
             "ladder": plain(table, "index"),
             "best baseline": table.attrs["best baseline"],
-            "family": FAMILY,
+            "family": EVALUATE_FAMILY,
         }
         print(json.dumps(report | {"comparisons": {c.name: _comparison(c) for c in comparisons}}, indent=2))
         return 0
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60):
         print(
             with_intervals(table).to_string(),
-            stats.comparison_table(comparisons, FAMILY).to_string(),
+            stats.comparison_table(comparisons, EVALUATE_FAMILY).to_string(),
             sep="\n\n",
         )
     print(
