@@ -89,16 +89,29 @@ def _bootstrap(means: np.ndarray, seed: int) -> tuple[float, float]:
 
 
 def rate(values: Values, *, seed: int = SEED) -> Interval:
-    """The mean over units of each unit's pass rate, with its 95% interval: Wilson on the units when
-    each unit ran once or every unit's trials agree (0 or 1), else a cluster bootstrap over units
-    (percentile; Wilson on the units' summed means if every unit has the same mean)."""
-    means = np.array(list(unit_means(values).values()))
-    if np.isin(means, (0.0, 1.0)).all():
-        return wilson(float(means.sum()), len(means))
-    low, high = _bootstrap(means, seed)
-    if low == high:
-        return replace(wilson(float(means.sum()), len(means)), method="Wilson on unit means")
-    return Interval(float(means.mean()), low, high, "cluster bootstrap")
+    """The share of all trials that passed, with its 95% interval over units: Wilson on the number of
+    units when each ran once, or every unit's trials agree, or all units share one rate; else a
+    cluster bootstrap of the pooled share, resampling whole units (percentile)."""
+    trials = [
+        np.asarray([t] if isinstance(t, int | float) else list(t), dtype=float) for t in values.values()
+    ]
+    unit_means(values)  # refuses no units, or a unit with no trials
+    passed, counts = np.array([t.sum() for t in trials]), np.array([len(t) for t in trials])
+    share, n = float(passed.sum() / counts.sum()), len(trials)
+    means = passed / counts
+    if np.isin(means, (0.0, 1.0)).all() or np.ptp(means) == 0:
+        method = "Wilson" if np.isin(means, (0.0, 1.0)).all() else "Wilson on unit means"
+        return replace(wilson(min(float(n), share * n), n), method=method)
+    pooled = stats.bootstrap(
+        (passed, counts),
+        lambda p, c, axis=-1: p.sum(axis=axis) / c.sum(axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=_RESAMPLES,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
+    return Interval(share, float(pooled.low), float(pooled.high), "cluster bootstrap")
 
 
 def newcombe(a: Mapping[str, bool], b: Mapping[str, bool]) -> Interval:

@@ -172,3 +172,10 @@ def test_a_forest_plot_draws_a_row_per_estimate_and_a_band_per_baseline():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
     assert len(ax.patches) == 1 and ax.get_xlim()[1] >= 1.01  # the band, and room for the bracket
     assert any("MDE 0.31" == t.get_text() for t in ax.texts)
+
+
+def test_a_rate_over_units_of_unequal_size_is_the_pooled_share():
+    # 6 trials of one request, 2 of another: the share of the 8 episodes, its interval over 2 units.
+    pooled = rate({"a": [1, 1, 0, 0, 1, 1], "b": [0, 1]})
+    assert pooled.estimate == 5 / 8 and pooled.method == "cluster bootstrap"
+    assert rate({"a": [1, 1, 1], "b": [0]}) == wilson(1.5, 2)  # each unit agrees with itself
