@@ -1,8 +1,5 @@
-"""A learner's answer as labkit's machinery handles it: quoted short (`shown`), its errors kept.
-
-`shown(value)` is labkit's one short, safe repr of a value it did not make (a 5,000-digit int, a
-10**6-element array, a raising `__repr__`): what a verdict, a prediction or a trace quotes.
-"""
+"""A learner's answer as labkit's machinery handles it: quoted short and safe (`shown`: a 5,000-digit
+int, a 10**6-element array, a raising `__repr__`), its errors kept (`Recorded`)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The verdict every checker returns, and running a learner's code, which is buggy, not hostile.
-
-`call` runs the learner's function on copies of its arguments within a time limit and wraps what
-goes wrong in `Raised`; `crashed` turns that into a sentence naming the exception and the
-learner's line; `captured` keeps what their code prints out of the verdict's way.
-"""
+"""The verdict every checker returns, and running a learner's code, which is buggy, not hostile: `call`
+(on copies, within a time limit, what goes wrong in `Raised`), `crashed` (a sentence naming the exception
+and the learner's line), `captured` (what their code prints, out of the verdict's way)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Errors that mean "the lab is set up wrong", as opposed to a policy's counted outcomes.
-
-Each carries one sentence naming what was wrong; the CLI prints it and exits 2.
-"""
+"""Errors that mean "the lab is set up wrong" (one sentence; the CLI prints it and exits 2), not a
+policy's counted outcomes."""
 
 from __future__ import annotations
 

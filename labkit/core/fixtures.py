@@ -20,15 +20,6 @@ if TYPE_CHECKING:
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
-def record_list(
-    fields: dict[str, Any], *, required: list[str] | None = None, min_items: int = 0
-) -> dict[str, Any]:
-    """Schema of a JSON list of objects with exactly `fields` (all required unless stated)."""
-    item = {"type": "object", "properties": fields, "additionalProperties": False}
-    item["required"] = list(fields) if required is None else required
-    return {"type": "array", "minItems": min_items, "items": item}
-
-
 def _where(data: Any, error: jsonschema.ValidationError) -> str:
     """Where in a list of records `error` is: "record 0 (id 'x'): field 'f': "."""
     if not (path := list(error.absolute_path)):

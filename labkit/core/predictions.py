@@ -1,10 +1,6 @@
-"""A learner's written prediction, compared with the computed result in one sentence.
-
-A lab asks for a prediction before a "Try it" cell or a headline table; the next cell calls
-``predict("01", "workflow_passes", my_prediction, actual)``, which answers in one sentence ("you
-predicted 15; the result is 17: 2 more than that."). Never graded, never kept, never raising;
-None or `...` is no prediction.
-"""
+"""A learner's written prediction, compared with the computed result in one sentence: ``predict("01",
+"workflow_passes", my_prediction, actual)`` -> "you predicted 15; the result is 17: 2 more than that.".
+Never graded, never kept, never raising; None or `...` is no prediction."""
 
 from __future__ import annotations
 
