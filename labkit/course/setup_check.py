@@ -1,10 +1,7 @@
-"""The setup check of `00_start_here.ipynb`: one row per thing a lab needs, with a one-line fix.
-
-`report()`: per row of _CHECKS, its status ("ok"; "FIX" for something a lab needs; "optional" for
-a model backend not usable now), what was found, what to do. It downloads nothing, waits at most
-_TIMEOUT_S, and names no folder of the machine; an optional backend is checked only once the learner
-chooses it, so the committed notebook shows what a fresh install shows.
-"""
+"""The setup check of `00_start_here.ipynb` (`report()`): per row of _CHECKS, its status ("ok"; "FIX":
+a lab needs it; "optional": a model backend not usable now), what was found, a one-line fix. It downloads
+nothing, waits at most _TIMEOUT_S and names no folder of the machine; an optional backend is checked only
+once chosen, so the committed notebook shows what a fresh install shows."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""The constraint ladder: which decisions a model may emit at each turn, as a JSON schema.
-
-A rung is a convenience for the decoder, never the check: the runtime validates every decision.
-``L0`` prompt only (no schema); ``L1`` the static schema: one object per tool call
-``{"action": <tool>, <each param>}`` or the final ``{"action": "final", "answer", "citation"}``;
-``L2`` L1 with every id-like argument limited to values this episode observed (a tool with none yet
-is left out); ``L3`` L2 plus an extractive final (the exact command of a page read).
-`admissible_schema` is a pure function of its arguments, so backends can cache what they build from it.
-"""
+"""The constraint ladder: which decisions a model may emit at each turn, as a JSON schema; a convenience
+for the decoder, never the check (the runtime validates every decision). ``L0`` prompt only (no schema);
+``L1`` the static schema: one object per tool call ``{"action": <tool>, <each param>}`` or the final
+``{"action": "final", "answer", "citation"}``; ``L2`` L1 with every id-like argument limited to values
+this episode observed (a tool with none yet is left out); ``L3`` L2 plus an extractive final (the exact
+command of a page read). `admissible_schema` is pure, so backends can cache what they build from it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """`ModelPolicy`: a decision-loop policy that asks a language model for one JSON decision per turn.
 
-The conversation: system `instructions`; user `describe(task)`; then per earlier turn the model's own
-reply verbatim (assistant: each prompt extends the last, so a backend can reuse its cached tokens) and
-`observe(observation)` (user). A reply with no decision raises ValueError (a counted invalid_decision).
-"""
+The conversation: system `instructions`; user `describe(task)`; per earlier turn the model's own reply
+verbatim (each prompt extends the last: a backend can reuse its cached tokens) and user `observe(...)`.
+A reply with no decision raises ValueError (a counted invalid_decision)."""
 
 from __future__ import annotations
 

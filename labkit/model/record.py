@@ -1,10 +1,7 @@
-"""Recorded trials: the JSONL format, an append-only writer, and the recording backend.
-
-One JSON object per line: ``{"kind": "call", ...}`` (one model call, its reply or error and
-provenance), written by `Recorder`; ``{"kind": "episode", ...}`` (one run of the runtime and its
-outcome), written by `labkit.decision_loop.trials`. A record without `rung` was made at L1. Each
-record is one `os.write` in append mode: a crash leaves every finished line readable.
-"""
+"""Recorded trials, one JSON object per line: ``{"kind": "call", ...}`` (one model call, its reply or
+error and provenance: `Recorder`), ``{"kind": "episode", ...}`` (one run and its outcome:
+`labkit.decision_loop.trials`); without `rung`, made at L1. Each record is one `os.write` in append
+mode: a crash leaves every finished line readable."""
 
 from __future__ import annotations
 
