@@ -86,17 +86,12 @@ def test_lab_error_is_reraised_not_counted():
         run(TASK, script(LabError("no recorded reply for case t1")), tools=tools())
 
 
-def test_tool_limit_stops_before_the_extra_tool():
+@pytest.mark.parametrize("max_tools", [0, 2])
+def test_tool_limit_stops_before_the_extra_tool(max_tools):
     log = []
-    result = run(TASK, script(SEARCH, SEARCH, SEARCH), tools=tools(log), max_turns=4, max_tools=2)
-    assert (result["stop"], result["tool_calls"], len(log)) == ("tool_limit", 2, 2)
-    assert result["detail"] == "search proposed after 2 tool calls"
-
-
-def test_zero_tools_allowed_means_none_runs():
-    log = []
-    result = run(TASK, script(SEARCH), tools=tools(log), max_turns=1, max_tools=0)
-    assert (result["stop"], log) == ("tool_limit", [])
+    result = run(TASK, script(SEARCH), tools=tools(log), max_turns=max_tools + 1, max_tools=max_tools)
+    assert (result["stop"], result["tool_calls"], len(log)) == ("tool_limit", max_tools, max_tools)
+    assert result["detail"] == f"search proposed after {max_tools} tool calls"
 
 
 def test_turn_limit():
