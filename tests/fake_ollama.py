@@ -4,8 +4,7 @@
 Its own fault: "500"; `docuctl_oracle` answers as the scripted docuctl policy would, so whole trials
 run over the wire.
 The backend tests drive one docuctl episode (`TASK`, answered `SEARCH`, `READ`, `FINAL`) with
-`docuctl_policy` and `episode`.
-"""
+`docuctl_policy` and `episode`."""
 
 from __future__ import annotations
 

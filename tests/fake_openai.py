@@ -1,8 +1,7 @@
 """A loopback server speaking OpenAI's chat-completions wire format (`GET /v1/models`, non-streaming
 `POST /v1/chat/completions`, errors as `{"error": {...}}`), in the shapes its API reference shows.
 
-`owned_by` is what /v1/models reports ("me": llama-cpp-python's server); its own faults: "500", "401".
-"""
+`owned_by` is what /v1/models reports ("me": llama-cpp-python's server); its own faults: "500", "401"."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Lab 01's controllers: fixed workflows call the tools themselves, decision loops (`scripted`,
-`adaptive_policy`) decide one step at a time for `run`; `controllers()` gives all one search and budget.
-"""
+`adaptive_policy`) decide one step at a time for `run`; `controllers()` gives all one search and budget."""
 
 from __future__ import annotations
 

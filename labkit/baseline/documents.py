@@ -1,6 +1,5 @@
 """The docuctl tools' corpus: `search` ranks one version's pages by how many query terms (glossary aliases
-added if asked) title and text hold, 0 dropped, ties to the smaller id; `read` returns a copy of one page.
-"""
+added if asked) title and text hold, 0 dropped, ties to the smaller id; `read` returns a copy of one page."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Grading outside every controller: `outcome` passes only a final stop with the case's exact command
-citing its expected page (not a paraphrase, not the other version's page); `compare` tabulates it.
-"""
+citing its expected page (not a paraphrase, not the other version's page); `compare` tabulates it."""
 
 from __future__ import annotations
 

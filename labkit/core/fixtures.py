@@ -2,8 +2,7 @@
 
 A violation is one FixtureError naming the file, the record and the field ("fixtures/docuctl/
 cases.json: record 0 (id 'deploy-build'): field 'version': 'v9' is not one of ['v1', 'v2']"),
-so nothing downstream of a loader guards against a missing key or a value Python cannot hold.
-"""
+so nothing downstream of a loader guards against a missing key or a value Python cannot hold."""
 
 from __future__ import annotations
 

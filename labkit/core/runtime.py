@@ -15,8 +15,7 @@ turn, and ends with a `Result` whose `stop` is one of STOP_REASONS, checked each
 
 A tool that raises is an observation (`{"error": ...}`); a LabError (the lab's configuration, not
 the policy) is re-raised. A policy reports each decision's usage in its `last_usage`
-(`prompt_tokens`, `completion_tokens`, `cost`); values not numbers from 0 to MAX_NUMBER are ignored.
-"""
+(`prompt_tokens`, `completion_tokens`, `cost`); values not numbers from 0 to MAX_NUMBER are ignored."""
 
 from __future__ import annotations
 

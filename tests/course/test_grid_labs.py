@@ -2,8 +2,7 @@
 
 Live episodes run on a tiny fake backend (never the model): it answers each request with
 the first decision its schema admits on turn 1 and a final answer after, so episodes are
-short and deterministic. Replay runs on what the grid itself wrote (`replay:<file>`).
-"""
+short and deterministic. Replay runs on what the grid itself wrote (`replay:<file>`)."""
 
 import json
 from pathlib import Path

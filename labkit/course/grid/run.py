@@ -2,8 +2,7 @@
 
 Only this process writes the file, a whole episode at a time: a run killed at any moment loses at
 most the episodes in flight. `plan` cuts the unfinished tail of a file of only this grid's records
-and refuses any other file in one line, leaving it as it is.
-"""
+and refuses any other file in one line, leaving it as it is."""
 
 from __future__ import annotations
 

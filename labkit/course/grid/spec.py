@@ -1,7 +1,6 @@
 """A trial grid as data: the axes of a model study, from a TOML or JSON file (fixtures/grids/) that
 spec.schema.json describes. Every combination of the cell axes is a cell (one run label), which runs
-k trials of every case (routing: every variant); `load_spec` refuses a bad file in one line.
-"""
+k trials of every case (routing: every variant); `load_spec` refuses a bad file in one line."""
 
 from __future__ import annotations
 
