@@ -40,8 +40,7 @@ LIMIT_S = 3.0
 
 @dataclass(frozen=True)
 class Check:
-    """A checker's verdict: `passed`, what to fix or what holds, an optional table, and what the
-    learner's code printed meanwhile (see `captured`)."""
+    """A checker's verdict: `passed`, what to fix or holds, a table, what the learner's code printed."""
 
     passed: bool
     message: str
@@ -195,8 +194,7 @@ def unanswered(answer: Any) -> bool:
 
 
 def _placeholder_line(answer: Any) -> int | None:
-    """The line of a bare `...` statement left in a learner's function (the cell's starting
-    point, not an attempt), or None, also for a function without readable source."""
+    """The line of a bare `...` left in a learner's function (the cell's starting point), else None."""
     if not callable(answer) or getattr(answer, "__code__", None) is None:
         return None
     try:
@@ -211,8 +209,7 @@ def _placeholder_line(answer: Any) -> int | None:
 
 
 def not_attempted(answers: list[Any]) -> Check | None:
-    """The verdict for answers not written yet (None or `...`) or still holding the cell's `...`
-    starting point, or None: neither is an attempt."""
+    """The verdict for answers not written yet (None, `...`, the cell's `...` starting point), or None."""
     if all(unanswered(answer) for answer in answers):
         return fail(NOT_YET)
     for answer in answers:

@@ -13,5 +13,5 @@ class FixtureError(LabError, ValueError):
 
 
 class ProviderError(OSError):
-    """A model backend failed (server down, timeout, HTTP error, unparseable reply): not a
-    LabError, the runtime counts it as `provider_error`, like the ConnectionError of ollama's client."""
+    """A backend failed (server down, timeout, HTTP error, bad reply): an OSError, not a LabError, the
+    runtime counts it as `provider_error`."""

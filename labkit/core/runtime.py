@@ -39,8 +39,7 @@ MAX_SECONDS = 86_400.0  # the longest step_timeout or deadline: a day
 
 @dataclass(frozen=True)
 class Budget:
-    """An episode's cap on the usage the policy reports: `tokens` (an int) and `cost` from 0 to
-    MAX_NUMBER, or None."""
+    """An episode's cap on the usage the policy reports: `tokens` (an int), `cost`; 0..MAX_NUMBER or None."""
 
     tokens: int | None = None
     cost: float | None = None
