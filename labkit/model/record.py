@@ -26,9 +26,8 @@ _READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
 
 
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, record) for every line of a trials file, each validated first: else one
-    FixtureError naming the file, line and field. Lines end at "\\n" only (a reply may hold U+2028).
-    Records of an unchanged file are parsed once and shared: readers must not modify them."""
+    """Yield (line number, record) of a trials file, each validated (else one FixtureError naming file, line,
+    field); lines end at "\\n" only. An unchanged file's records are parsed once, shared: never modified."""
     path = Path(path)
     if not path.is_file():
         raise FixtureError(f"{path}: trials file not found")

@@ -208,9 +208,8 @@ def _progress(lab: str) -> dict[str, Any]:
 
 
 def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
-    """The submission for `lab` from the recorded verdicts, and notes on what was left out; LabError
-    (one line) if nothing usable is recorded. `passed`: any attempt passed (a later failure keeps it,
-    and so does its payload: the attack or guard that passed, not the last one tried)."""
+    """The submission for `lab` from the recorded verdicts, and notes on what was left out; LabError if
+    nothing usable is recorded. `passed`: any attempt passed (its payload is handed in, not the last)."""
     from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     lab = lab_number(lab)
@@ -276,9 +275,8 @@ def _hand_in(text: str, folder: Path, stem: str) -> Path:
 def submit(
     lab: str | int, name: str, output: str | Path | None = None, *, to: str | Path | None = None
 ) -> Path:
-    """`labkit submit` from a notebook cell: write the submission, print where, return the path; LabError
-    (one line) if it cannot. `output`: a file (replaced) or a folder (default runs/submissions/); `to`: a
-    shared folder (a USB stick), where the file never replaces another (see `_hand_in`)."""
+    """`labkit submit` from a notebook cell: write the submission, print where, return the path (LabError if
+    not): `output`, a file or folder (runs/submissions/); `to`, a shared folder (see `_hand_in`)."""
     from labkit.course.argtypes import output_path
 
     if output is not None and to is not None:

@@ -141,9 +141,8 @@ def _on_dask(todo: list[GridEpisode], client: Any) -> Iterator[list[dict[str, An
 
 
 def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], None] | None = None) -> int:
-    """Run `work.todo` (here, or on `client`'s cluster), appending each episode as it finishes; how
-    many this call recorded. MAX_PROVIDER_FAILURES provider errors in a row of one backend stop the
-    run, those episodes unrecorded. `on_episode(record)` follows each episode written."""
+    """Run `work.todo` (here, or on `client`'s cluster), appending each episode as it finishes (then
+    `on_episode(record)`); how many were recorded. MAX_PROVIDER_FAILURES in a row of a backend stop it."""
     writer = JsonlWriter(work.record)
     recorded: set[tuple[Any, ...]] = set()
     failing: dict[str, list[list[dict]]] = {}  # per backend, its current run of provider errors
@@ -182,8 +181,7 @@ def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], 
 
 
 def local_cluster(workers: int) -> Any:
-    """A `distributed.LocalCluster` of `workers` processes, one thread each, logs quiet (a failed
-    episode is one line, not a worker's traceback), the dashboard on any free port."""
+    """A `distributed.LocalCluster` of `workers` one-thread processes, logs quiet, dashboard anywhere."""
     from logging import CRITICAL
 
     from distributed import LocalCluster

@@ -35,9 +35,8 @@ _INNER = {"docuctl": "cases", "refunds": "cases", "routing": "variants"}
 
 @dataclass(frozen=True)
 class GridEpisode:
-    """One episode: `seed` is its cell's, it runs and is recorded with `seed + trial`; `case` is the
-    id its records carry; `options` holds a lab's own settings (refunds: case, defense; routing:
-    control, variant)."""
+    """One episode: it runs with `seed + trial` (`seed`: its cell's); `case`: its records' id; `options`: a
+    lab's own settings (refunds: case, defense; routing: control, variant)."""
 
     lab: str
     model: str
