@@ -174,8 +174,7 @@ def workflow(
 def two_rule_workflow(
     task: Task, docs: Documents | None = None, *, top_k: int = TOP_K, max_tools: int = ADAPTIVE_TOOL_BUDGET
 ) -> Result:
-    """The workflow with both of the adaptive loop's rules written in advance (a revised search on
-    no hits, the next hit for a conflicting page): on lab 01's cases, the loop's steps."""
+    """The workflow with the adaptive loop's two rules written in advance: on lab 01's cases, its steps."""
     return _fixed(_two_rules, task, docs, top_k=top_k, max_tools=max_tools)
 
 

@@ -30,9 +30,8 @@ def limit_s() -> float:
 
 
 class Recorded:
-    """A learner's function as labkit's machinery calls it (a scheduler, a runtime): the first
-    exception it raises is kept in `error` and a plain RuntimeError goes on in its place, so the
-    caller's own handling applies while the checker can still name the learner's line."""
+    """A learner's function as labkit's machinery (a runtime) calls it: its first exception is kept in `error`
+    and a plain RuntimeError raised instead, so the caller's handling applies, the checker names the line."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn: Callable[..., Any] = fn

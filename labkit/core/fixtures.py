@@ -81,8 +81,7 @@ def read_json(path: str | Path, what: str = "file") -> Any:
 
 
 def schema_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
-    """The error jsonschema's `best_match` picks in `data` against `schema`, or None if valid, for the
-    caller to word (`error.absolute_path`, `error.message`); too deep a nesting raises RecursionError."""
+    """jsonschema's `best_match` error in `data` for `schema` (None if valid); RecursionError if too deep."""
     import jsonschema  # here: paid at the first validation, not by every import of a loader
 
     return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))

@@ -32,8 +32,7 @@ def _quoted(value: Any) -> str:
 
 
 def _number(value: Any) -> float | None:
-    """`value` as a finite number (an int, a float, a numpy number; not a bool), or None; an int
-    too large for a float raises OverflowError (predict's fallback sentence)."""
+    """`value` as a finite number (int, float, numpy; not a bool), or None; a huge int: OverflowError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     number = float(value)

@@ -149,8 +149,7 @@ def room_server(base_url: str | None = None, model: str | None = None, timeout: 
 def _if_chosen(
     check: Callable[[], _Row], backend: str, variable: str, setting: str, fix: str
 ) -> Callable[[], _Row]:
-    """`check` once the learner has chosen `backend` by LABKIT_MODEL (`local`, `ollama:<tag>`) or by
-    `variable`; until then a row saying how to check it."""
+    """`check` once the learner chose `backend` (in LABKIT_MODEL) or set `variable`; else a row saying how."""
     unchecked = ("optional", f"not checked: no lab needs it; set {setting} to check it", f"to use it: {fix}")
 
     def row() -> _Row:
