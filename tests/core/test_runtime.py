@@ -106,9 +106,8 @@ def test_unread_citation_even_if_the_page_exists():
 
 
 def test_empty_citation_is_allowed_for_a_no_answer():
-    result = run(
-        TASK, script({"action": "final", "answer": "No matching page.", "citation": ""}), tools=tools()
-    )
+    no_answer = {"action": "final", "answer": "No matching page.", "citation": ""}
+    result = run(TASK, script(no_answer), tools=tools())
     assert (result["stop"], result["citation"]) == ("final", "")
 
 
@@ -265,9 +264,8 @@ def test_trace_records_decision_result_elapsed_and_tokens():
 
 
 def test_trace_renders_as_text_without_timings_and_as_html():
-    result = run(
-        TASK, script(SEARCH, READ, FINAL, usage={"prompt_tokens": 5, "completion_tokens": 1}), tools=tools()
-    )
+    usage = {"prompt_tokens": 5, "completion_tokens": 1}
+    result = run(TASK, script(SEARCH, READ, FINAL, usage=usage), tools=tools())
     assert trace_text(result) == (
         " 1  search(query='deploy')  ->  1 hit(s): deploy-v2\n"
         " 2  read(id='deploy-v2')  ->  page deploy-v2: docuctl ship --env staging\n"
@@ -332,9 +330,8 @@ def test_any_graded_result_renders_its_grade_without_knowing_the_lab():
         expected = ("docuctl ship --env prod", "deploy-v2")
 
     result = Marked(run(TASK, script(SEARCH, READ, FINAL), tools=tools()))
-    assert trace_text(result).endswith(
-        "outcome: wrong answer, expected 'docuctl ship --env prod' citing 'deploy-v2'"
-    )
+    wrong = "outcome: wrong answer, expected 'docuctl ship --env prod' citing 'deploy-v2'"
+    assert trace_text(result).endswith(wrong)
     assert ">stop: final, wrong</b>" in result_html(result)
     assert "expected <code>docuctl ship --env prod</code>" in result_html(result)
     Marked.correct = True

@@ -133,12 +133,8 @@ def test_routing_grid_keys_resume_and_replay(tmp_path, fake):
     written = episodes_in(record)
     assert sorted(map(record_key, written)) == sorted(e.key() for e in episodes)
     # The fake writes "Short" at L1 (published at visit 1); at L2+cut1 it must cut words.
-    assert {e["case"] for e in written} == {
-        "announcement+no-feedback",
-        "announcement+feedback",
-        "announcement+no-feedback+cut1",
-        "announcement+feedback+cut1",
-    }
+    variants = {"announcement+no-feedback", "announcement+feedback"}
+    assert {e["case"] for e in written} == variants | {f"{case}+cut1" for case in variants}
 
     def texts(records):
         return {(e["case"], e["temperature"], e["trial"]): e["texts"] for e in records}
