@@ -165,6 +165,5 @@ def test_the_committed_lab_recordings_hold_every_episode_of_their_grid_once(tmp_
     work = plan(load_spec(ROOT / "fixtures" / "grids" / spec), copy)
     assert work.todo == [] and work.cut == 0 and work.done == work.total
     calls = [r for _, r in read_records(copy) if r["kind"] == "call"]
-    assert {(c["provenance"]["backend"], c["provenance"]["model"]) for c in calls} == {
-        ("local", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    }
+    models = {(c["provenance"]["backend"], c["provenance"]["model"]) for c in calls}
+    assert models == {("local", "SmolLM2-135M-Instruct.Q4_1.gguf")}
