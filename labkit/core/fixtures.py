@@ -1,8 +1,6 @@
-"""JSON files from the disk or the room are untrusted data: parsed strictly, validated by schema.
-
-A violation is one FixtureError naming the file, the record and the field ("fixtures/docuctl/
-cases.json: record 0 (id 'deploy-build'): field 'version': 'v9' is not one of ['v1', 'v2']"),
-so nothing downstream of a loader guards against a missing key or a value Python cannot hold."""
+"""JSON files from the disk or the room are untrusted data, parsed strictly and validated by schema: a
+violation is one FixtureError naming the file, the record and the field (so nothing downstream of a
+loader guards against a missing key or a value Python cannot hold)."""
 
 from __future__ import annotations
 

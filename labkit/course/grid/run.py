@@ -1,8 +1,6 @@
-"""Running a grid into one recording, each episode exactly once, resumably, here or on Dask.
-
-Only this process writes the file, a whole episode at a time: a run killed at any moment loses at
-most the episodes in flight. `plan` cuts the unfinished tail of a file of only this grid's records
-and refuses any other file in one line, leaving it as it is."""
+"""Running a grid into one recording, each episode exactly once, resumably, here or on Dask. Only this
+process writes the file, a whole episode at a time (a killed run loses at most those in flight); `plan`
+cuts the unfinished tail of a file of only this grid's records and refuses any other, leaving it as is."""
 
 from __future__ import annotations
 
