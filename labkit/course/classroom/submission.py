@@ -256,8 +256,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def _hand_in(text: str, folder: Path, stem: str) -> Path:
-    """Write `text` into `folder` as `stem.json`, or the first free `stem-N.json`: never replacing a
-    file, even with 30 laptops writing at once (O_EXCL), and leaving no partial file."""
+    """Write `text` to `folder` as `stem.json` or the first free `stem-N.json`: no file replaced (O_EXCL)."""
     for copy in range(1, _MAX_COPIES + 1):
         target = folder / (f"{stem}.json" if copy == 1 else f"{stem}-{copy}.json")
         try:
