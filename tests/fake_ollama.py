@@ -1,16 +1,14 @@
 """A loopback server speaking Ollama's wire format (`GET /api/version`, `/api/tags`, non-streaming
 `POST /api/chat`, errors as `{"error": ...}`, in docs/api.md's shapes), for the real `ollama` client.
 
-`fault` fails every chat one way: "500", "slow" (after `delay` s), "not_json", "wrong_shape";
-`docuctl_oracle` answers as the scripted docuctl policy would, so whole trials run over the wire.
+Its own fault: "500"; `docuctl_oracle` answers as the scripted docuctl policy would, so whole trials
+run over the wire.
 The backend tests drive one docuctl episode (`TASK`, answered `SEARCH`, `READ`, `FINAL`) with
-`docuctl_policy` and `episode`.
-"""
+`docuctl_policy` and `episode`."""
 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from fake_server import FakeServer
@@ -25,29 +23,19 @@ DIGEST = "a8b0c51577010a279d933d14c2a8ab4b268079d44c5c8830c0a93900f1827c67"
 class FakeOllama(FakeServer):
     """Start with `with FakeOllama(model) as server:`; `server.host` is its http://127.0.0.1:PORT."""
 
-    def get(self, path: str) -> tuple[int, Any]:
-        tags = {"models": [{"name": self.model, "model": self.model, "digest": DIGEST, "size": 1}]}
-        found = {"/api/version": {"version": "0.5.1"}, "/api/tags": tags}.get(path)
-        return (200, found) if found else (404, {"error": "not found"})
+    chat_path = "/api/chat"
+    faults = {"500": (500, "llama runner process has terminated: signal: killed", "")}
+    missing = 'model "{}" not found, try pulling it first'
 
-    def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-        if path != "/api/chat":
-            return 404, {"error": "not found"}
-        self.requests.append(body)
-        if self.fault == "slow":
-            time.sleep(self.delay)
-        if self.fault == "500":
-            return 500, {"error": "llama runner process has terminated: signal: killed"}
-        if body.get("model") != self.model:
-            return 404, {"error": f'model "{body.get("model")}" not found, try pulling it first'}
-        if self.fault == "not_json":
-            return 200, b"<html><body>502 Bad Gateway</body></html>"
-        if self.fault == "wrong_shape":
-            return 200, {"status": "success"}
-        content = self.next_reply(body["messages"])
-        if content is None:
-            return 500, {"error": "fake ollama: no reply queued"}
-        reply = {
+    def routes(self) -> dict[str, Any]:
+        tags = {"models": [{"name": self.model, "model": self.model, "digest": DIGEST, "size": 1}]}
+        return {"/api/version": {"version": "0.5.1"}, "/api/tags": tags}
+
+    def error(self, message: str, kind: str = "") -> Any:
+        return {"error": message}
+
+    def completion(self, content: str) -> dict[str, Any]:
+        return {
             "model": self.model,
             "created_at": "2024-12-06T10:21:07.427498Z",
             "message": {"role": "assistant", "content": content},
@@ -57,7 +45,6 @@ class FakeOllama(FakeServer):
             "prompt_eval_count": 210,
             "eval_count": 18,
         }
-        return 200, reply | self.fields
 
 
 def docuctl_oracle(messages: list[dict[str, str]]) -> str:

@@ -1,9 +1,9 @@
 """A loopback HTTP server speaking JSON, for the model backends' real clients (nothing of theirs is
-mocked): `FakeOllama` and `FakeOpenAI` say how each route answers.
+mocked): `FakeOllama` and `FakeOpenAI` give its routes, error shape and reply.
 
 Each chat is answered by the next queued `replies`, then `answer(messages)`; `fault` fails every
-chat one way (each server lists its own; "trickle": a chat reply one byte each `delay` s); `fields`
-overrides fields of every reply; `requests` keeps every chat body.
+chat one way: "slow" (after `delay` s), "not_json", "wrong_shape", "trickle" (one byte each `delay` s)
+or one of the server's `faults`; `fields` overrides fields of every reply; `requests` keeps every chat body.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class FakeServer:
-    """Start with `with Fake(model) as server:`; `server.host` is its http://127.0.0.1:PORT."""
+    """Start with `with Fake(model) as server:`; `server.host` is its http://127.0.0.1:PORT. A server
+    gives `chat_path`, `faults`, `routes()` (each GET path's answer), `error(message, kind)`,
+    `missing` (a chat naming another model: its format) and `completion(content)`."""
+
+    chat_path = missing = ""
+    faults: dict[str, tuple[int, str, str]] = {}  # fault -> (status, message, kind), before the model check
 
     def __init__(
         self,
@@ -71,10 +76,28 @@ class FakeServer:
         return None if self.answer is None else self.answer(messages)
 
     def get(self, path: str) -> tuple[int, Any]:
-        raise NotImplementedError
+        found = self.routes().get(path)
+        return (200, found) if found else (404, self.error("not found"))
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-        raise NotImplementedError
+        if path != self.chat_path:
+            return 404, self.error("not found")
+        self.requests.append(body)
+        if self.fault == "slow":
+            time.sleep(self.delay)
+        if self.fault in self.faults:
+            status, message, kind = self.faults[self.fault]
+            return status, self.error(message, kind)
+        if body.get("model") != self.model:
+            return 404, self.error(self.missing.format(body.get("model")))
+        if self.fault == "not_json":
+            return 200, b"<html><body>502 Bad Gateway</body></html>"
+        if self.fault == "wrong_shape":
+            return 200, {"status": "success"}
+        content = self.next_reply(body["messages"])
+        if content is None:
+            return 500, self.error(f"fake {type(self).__name__}: no reply queued", "server_error")
+        return 200, self.completion(content) | self.fields
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self

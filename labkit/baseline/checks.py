@@ -41,8 +41,7 @@ _FIXED = "the workflow searches the question as asked, reads the first hit and a
 
 
 def _tasks(corpus: Corpus, *, adaptive: bool = False) -> list[tuple[str, Task]]:
-    """(how a verdict names it, task): the base cases, the unseen questions, then if `adaptive`
-    §7's cases (three whose search finds nothing)."""
+    """(how a verdict names it, task): the base cases, the unseen questions, then if `adaptive` §7's."""
     tasks = [(f"case {case['id']!r}", task_from(case)) for case in corpus.cases]
     for number, unseen in enumerate(_exercise_data()["unseen"], 1):
         task = Task(f"unseen-{number}", "unseen", unseen["question"], unseen["version"])
@@ -256,9 +255,8 @@ def _mislabelled(case: dict[str, Any], corpus: Corpus, shipped: list[dict[str, A
 
 @exercise("01", "adaptive_case", payload=lambda case: case)
 def check_adaptive_case(case: dict[str, Any] | None) -> Check:
-    """Exercise 2: a valid case the fixed workflow fails and the adaptive loop passes; the table is
-    every controller's row on it (three tools each), and a pass says whether the two-rule
-    workflow passes it too."""
+    """Exercise 2: a valid case the fixed workflow fails and the adaptive loop passes; the table is every
+    controller's row on it (three tools each); a pass says whether the two-rule workflow passes it too."""
     if not isinstance(case, dict):
         return fail(f"a case is a dict with the fields of adaptive_cases.json, not {type(case).__name__}.")
     try:

@@ -1,6 +1,5 @@
 """Lab 01's controllers: fixed workflows call the tools themselves, decision loops (`scripted`,
-`adaptive_policy`) decide one step at a time for `run`; `controllers()` gives all one search and budget.
-"""
+`adaptive_policy`) decide one step at a time for `run`; `controllers()` gives all one search and budget."""
 
 from __future__ import annotations
 
@@ -96,9 +95,8 @@ def _fixed(steps: _Steps, task: Task, docs: Documents | None, *, top_k: int, max
 
 
 def revise_query(question: str, vocabulary: set[str]) -> str | None:
-    """The question with each unknown word replaced by its closest vocabulary word, or None if
-    none changes. Close: difflib's ratio >= 0.8, one dropped, doubled or swapped letter in a word
-    of five or more ("rolback" → "rollback") and little else."""
+    """The question with each unknown word replaced by its closest vocabulary word (difflib's ratio >= 0.8:
+    "rolback" → "rollback"), or None if none changes."""
     ordered = sorted(vocabulary)
     revised, changed = [], False
     for word in re.findall(r"[a-z0-9]+", question.casefold()):
@@ -134,8 +132,7 @@ def _search_or_correct(task: Task, tools: dict[str, Tool], docs: Documents) -> l
 # The fixed workflows' steps: each calls the tools as a learner's `my_workflow(task, tools)` does
 # and returns the page to answer from, or a sentence saying why there is none (stop: needs_review).
 def _keyword_route(task: Task, tools: dict[str, Tool], docs: Documents) -> Page | str:
-    """Read `<topic>-<version>` if the question names exactly one single-word topic of the corpus
-    (a page id `<topic>-<version>`); else no tool call, never a guess."""
+    """Read `<topic>-<version>` if the question names exactly one single-word topic; else no guess."""
     topics = {p["id"].rpartition("-")[0] for p in docs.pages if p["id"].endswith("-" + p["version"])}
     named = sorted({topic for topic in topics if words(topic) == {topic}} & words(task.question))
     if len(named) != 1:
@@ -148,8 +145,7 @@ def _search_read(task: Task, tools: dict[str, Tool], docs: Documents) -> Page | 
 
 
 def _spell_correct_first(task: Task, tools: dict[str, Tool], docs: Documents) -> Page | str:
-    """Correct the question's spelling before its search: no wasted first search, but it also
-    rewrites words only unknown, not wrong ("key" → "keys")."""
+    """Correct the spelling before the one search; it also rewrites words only unknown ("key" → "keys")."""
     query = revise_query(task.question, docs.vocabulary(task.version)) or task.question
     return _read_first(tools, tools["search"].call(query=query))
 
@@ -178,8 +174,7 @@ def workflow(
 def two_rule_workflow(
     task: Task, docs: Documents | None = None, *, top_k: int = TOP_K, max_tools: int = ADAPTIVE_TOOL_BUDGET
 ) -> Result:
-    """The workflow with both of the adaptive loop's rules written in advance (a revised search on
-    no hits, the next hit for a conflicting page): on lab 01's cases, the loop's steps."""
+    """The workflow with the adaptive loop's two rules written in advance: on lab 01's cases, its steps."""
     return _fixed(_two_rules, task, docs, top_k=top_k, max_tools=max_tools)
 
 
@@ -199,8 +194,7 @@ def scripted(task: Task, observations: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def adaptive_policy(docs: Documents | None = None) -> _Policy:
-    """A policy taking the two rules as decisions: an empty first search → a revised query; a
-    page that conflicts with the task → read the next unread hit."""
+    """The two rules as decisions: an empty first search → a revised query; a conflict → the next hit."""
     docs = _docs(docs)
 
     def adaptive(task: Task, observations: list[dict[str, Any]]) -> dict[str, str]:
@@ -231,9 +225,8 @@ def adaptive_policy(docs: Documents | None = None) -> _Policy:
 def controllers(
     docs: Documents | None = None, *, adaptive: bool = True, top_k: int = TOP_K, max_tools: int | None = None
 ) -> dict[str, Callable[[Task], Result]]:
-    """The compared controllers by name, on `docs` (default: docuctl), one `top_k` and one tool
-    budget (a loop gets one turn more, for its final answer), by default two tools for the
-    baseline's three (adaptive=False) and three for all seven; `labkit compare` checks the ranges."""
+    """The compared controllers by name on `docs` (default docuctl), one `top_k` and one tool budget (a loop
+    gets a turn more, for its final): by default two for the baseline's three (adaptive=False), else three."""
     docs = _docs(docs)
     budget = (ADAPTIVE_TOOL_BUDGET if adaptive else BASE_TOOL_BUDGET) if max_tools is None else max_tools
 

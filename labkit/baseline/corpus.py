@@ -1,6 +1,5 @@
 """A lab-01 fixture folder (documents, glossary, cases; adaptive and rewrite cases optional) as untrusted
-data: schemas, unique ids, each case's page and command checked; the first problem is one FixtureError.
-"""
+data: schemas, unique ids, each case's page and command checked; the first problem is one FixtureError."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ DOCUCTL = FIXTURES / "docuctl"
 
 @cache
 def fixture_schema(name: str) -> dict[str, Any]:
-    """The JSON schema of a lab 01/02 fixture file or record (`name`: a key of `$defs` in
-    fixtures/docuctl/schemas.json, such as "cases.json", "adaptive_case" or "lab01_exercises")."""
+    """The JSON schema of a lab 01/02 fixture (`name`: a `$defs` key of fixtures/docuctl/schemas.json)."""
     defs = read_json(DOCUCTL / "schemas.json", "schema file")["$defs"]
     return {"$defs": defs, "$ref": f"#/$defs/{name}"}
 

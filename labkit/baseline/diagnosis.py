@@ -1,6 +1,5 @@
 """Exercise 1's judge, patterns over a sentence: `contradiction` finds a claim the workflow's trace refutes;
-`ranking_named` and `step_named` the facts a retrieval or a control reason names, by what it says of them.
-"""
+`ranking_named` and `step_named` the facts a retrieval or a control reason names, by what it says of them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The docuctl tools' corpus: `search` ranks one version's pages by how many query terms (glossary aliases
-added if asked) title and text hold, 0 dropped, ties to the smaller id; `read` returns a copy of one page.
-"""
+added if asked) title and text hold, 0 dropped, ties to the smaller id; `read` returns a copy of one page."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ def shared_terms(terms: set[str], page: Page) -> int:
 
 
 class Documents:
-    """A versioned corpus of pages `{id, version, title, text, command}` (unique ids), with
-    `aliases` mapping a word to the glossary term it stands for."""
+    """Pages `{id, version, title, text, command}` (unique ids); `aliases`: a word -> its glossary term."""
 
     def __init__(self, pages: Iterable[Page], aliases: Mapping[str, str] | None = None):
         self.pages: list[Page] = [dict(page) for page in pages]
@@ -35,8 +33,7 @@ class Documents:
         self._by_id = {page["id"]: page for page in self.pages}
 
     def search(self, query: str, version: str, *, expand: bool = False, top_k: int = 1) -> list[Page]:
-        """Up to `top_k` `{id, title}` hits of this version, best first; ValueError for an
-        unknown version or a top_k outside 1..3."""
+        """Up to `top_k` (1..3) `{id, title}` hits of this version, best first; ValueError otherwise."""
         if version not in VERSIONS:
             raise ValueError(f"unknown documentation version {version!r}")
         if type(top_k) is not int or top_k not in (1, 2, 3):

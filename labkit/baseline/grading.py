@@ -1,6 +1,5 @@
 """Grading outside every controller: `outcome` passes only a final stop with the case's exact command
-citing its expected page (not a paraphrase, not the other version's page); `compare` tabulates it.
-"""
+citing its expected page (not a paraphrase, not the other version's page); `compare` tabulates it."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ def outcome(case: _Case, result: Mapping[str, Any]) -> bool:
 
 
 class Graded(Result):
-    """The result's own dict, graded: `case` and `correct` are attributes, so what counts stops
-    sees what the runtime returned; `labkit.core.display` shows `expected` beside a wrong answer."""
+    """The result's own dict, graded: `case`, `correct` and `expected` are attributes (for display)."""
 
     case: Mapping[str, Any]
     correct: bool

@@ -20,8 +20,7 @@ _SIDES = ((12, 0.0), (-12, 0.0), (12, 0.6), (12, -0.6), (-12, 0.6), (-12, -0.6),
 
 
 def _label(ax: Axes, point: tuple[int, int], names: list[str], taken: list[Bbox], renderer: Renderer) -> None:
-    """The names of the controllers at `point`, one line each in its colour, on the first side where
-    the label stays inside the axes and overlaps no marker or earlier label."""
+    """Name the controllers at `point`, a line each in its colour, on the first side that overlaps nothing."""
     frame, style = ax.get_window_extent(renderer), dict(textcoords="offset points", va="center", fontsize=8)
     for dx, rise in _SIDES:
         middle, ha = rise * (_LINE * len(names) + 8), "left" if dx > 0 else "right"
@@ -39,9 +38,8 @@ def _label(ax: Axes, point: tuple[int, int], names: list[str], taken: list[Bbox]
 
 
 def outcomes_vs_tool_calls(tables: Mapping[str, pd.DataFrame]) -> Figure:
-    """One panel per case set: cases passed (y) against tool calls spent (x), one marker per point,
-    in the controller's `labkit.core.colours` colour (dark grey where several tie), named beside
-    it one name a line, on a side where no label covers another or a marker."""
+    """One panel per case set: cases passed (y) against tool calls spent (x), one marker per point in
+    the controller's colour (dark grey where several tie), named beside it where no label covers another."""
     fig, axes = plt.subplots(1, len(tables), figsize=(5.5 * len(tables), 4), squeeze=False)
     groups = []
     for ax, (title, table) in zip(axes[0], tables.items(), strict=True):

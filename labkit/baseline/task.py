@@ -1,6 +1,5 @@
 """The task contract, checked at the boundary: a `Task` asks one question about one documentation version,
-for staging; anything else is refused here, so no policy is asked (an application rule, not a prompt).
-"""
+for staging; anything else is refused here, so no policy is asked (an application rule, not a prompt)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""A learner's answer as labkit's machinery handles it: quoted short (`shown`), its errors kept.
-
-`shown(value)` is labkit's one short, safe repr of a value it did not make (a 5,000-digit int, a
-10**6-element array, a raising `__repr__`): what a verdict, a prediction or a trace quotes.
-"""
+"""A learner's answer as labkit's machinery handles it: quoted short and safe (`shown`: a 5,000-digit
+int, a 10**6-element array, a raising `__repr__`), its errors kept (`Recorded`)."""
 
 from __future__ import annotations
 
@@ -33,9 +30,8 @@ def limit_s() -> float:
 
 
 class Recorded:
-    """A learner's function as labkit's machinery calls it (a scheduler, a runtime): the first
-    exception it raises is kept in `error` and a plain RuntimeError goes on in its place, so the
-    caller's own handling applies while the checker can still name the learner's line."""
+    """A learner's function as labkit's machinery (a runtime) calls it: its first exception is kept in `error`
+    and a plain RuntimeError raised instead, so the caller's handling applies, the checker names the line."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn: Callable[..., Any] = fn

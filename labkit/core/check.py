@@ -1,9 +1,6 @@
-"""The verdict every checker returns, and running a learner's code, which is buggy, not hostile.
-
-`call` runs the learner's function on copies of its arguments within a time limit and wraps what
-goes wrong in `Raised`; `crashed` turns that into a sentence naming the exception and the
-learner's line; `captured` keeps what their code prints out of the verdict's way.
-"""
+"""The verdict every checker returns, and running a learner's code, which is buggy, not hostile: `call`
+(on copies, within a time limit, what goes wrong in `Raised`), `crashed` (a sentence naming the exception
+and the learner's line), `captured` (what their code prints, out of the verdict's way)."""
 
 from __future__ import annotations
 
@@ -43,8 +40,7 @@ LIMIT_S = 3.0
 
 @dataclass(frozen=True)
 class Check:
-    """A checker's verdict: `passed`, what to fix or what holds, an optional table, and what the
-    learner's code printed meanwhile (see `captured`)."""
+    """A checker's verdict: `passed`, what to fix or holds, a table, what the learner's code printed."""
 
     passed: bool
     message: str
@@ -86,8 +82,7 @@ class Raised(Exception):
 
 
 class TimedOut(BaseException):
-    """A learner's function ran past its time limit: a BaseException, so that the learner's own
-    `except Exception:` (or the runtime's) does not swallow it."""
+    """Past its time limit: a BaseException, which no `except Exception:` (learner's, runtime's) swallows."""
 
     def __init__(self, seconds: float):
         super().__init__(f"did not return within {seconds:g} s")
@@ -100,9 +95,8 @@ def _signals_usable() -> bool:
 
 @contextlib.contextmanager
 def time_limit(seconds: float | None = None) -> Iterator[None]:
-    """Raise TimedOut if the block runs longer than `seconds` (LIMIT_S by default), again every
-    50 ms until it ends (a loop that catches it still stops). Only in the main thread (SIGALRM);
-    elsewhere the block is not limited. Inside another limit, only the outer one applies."""
+    """Raise TimedOut if the block runs past `seconds` (LIMIT_S by default), again every 50 ms until it ends;
+    only in the main thread (SIGALRM), else not limited; inside another limit, only the outer one applies."""
     seconds = LIMIT_S if seconds is None else seconds  # read now: tests lower LIMIT_S
     if not _signals_usable() or signal.getitimer(signal.ITIMER_REAL)[0]:
         yield  # not limited here, or an enclosing limit is armed and will fire
@@ -150,8 +144,7 @@ _STDLIB = str(Path(contextlib.__file__).resolve().parent)
 
 
 def learner_line(error: BaseException) -> str:
-    """Where in the learner's code (the innermost frame neither labkit's nor a library's) `error`
-    was raised: "line 3: `return hits + [x]`", or ""."""
+    """The innermost frame of `error` in the learner's code: "line 3: `return hits + [x]`", or ""."""
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         where = str(Path(frame.filename).resolve()) if not frame.filename.startswith("<") else ""
         if where.startswith((_LABKIT, _STDLIB)) or "site-packages" in where:
@@ -185,8 +178,7 @@ class _Kept(io.StringIO):
 
 @contextlib.contextmanager
 def captured(limit: int = 2000) -> Iterator[_Kept]:
-    """What is printed (stdout and stderr) inside the block, its first `limit` characters kept: a
-    checker calls a learner's guard thousands of times, and one debug print() would flood the cell."""
+    """What the block prints (stdout, stderr), its first `limit` characters kept: no print() floods a cell."""
     kept = _Kept(limit)
     with contextlib.redirect_stdout(kept), contextlib.redirect_stderr(kept):
         yield kept
@@ -198,8 +190,7 @@ def unanswered(answer: Any) -> bool:
 
 
 def _placeholder_line(answer: Any) -> int | None:
-    """The line of a bare `...` statement left in a learner's function (the cell's starting
-    point, not an attempt), or None, also for a function without readable source."""
+    """The line of a bare `...` left in a learner's function (the cell's starting point), else None."""
     if not callable(answer) or getattr(answer, "__code__", None) is None:
         return None
     try:
@@ -214,8 +205,7 @@ def _placeholder_line(answer: Any) -> int | None:
 
 
 def not_attempted(answers: list[Any]) -> Check | None:
-    """The verdict for answers not written yet (None or `...`) or still holding the cell's `...`
-    starting point, or None: neither is an attempt."""
+    """The verdict for answers not written yet (None, `...`, the cell's `...` starting point), or None."""
     if all(unanswered(answer) for answer in answers):
         return fail(NOT_YET)
     for answer in answers:

@@ -1,10 +1,8 @@
 """What a policy may propose: the tools it can call, and the check every decision passes.
 
-A decision is one plain dict: ``{"action": "final", "answer": str, "citation": str}`` or
-``{"action": <tool name>, <each argument the tool declares>}``. A policy's decision is
-adversarial (a prompt-injected model), so it enters the runtime as plain JSON data
-(`plain_decision`: one JSON round trip), and `validate_decision` accepts exactly the shapes
-above, raising ValueError for anything else; the runtime stops with `invalid_decision`.
+A decision is one plain dict, ``{"action": "final", "answer": str, "citation": str}`` or ``{"action":
+<tool name>, <each argument the tool declares>}``; adversarial (a prompt-injected model), it enters the
+runtime as plain JSON data (`plain_decision`), and `validate_decision` refuses any other shape (ValueError).
 """
 
 from __future__ import annotations

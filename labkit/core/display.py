@@ -1,9 +1,6 @@
-"""Episode results for notebooks: plain text (`trace_text`) and an HTML table (`result_html`).
-
-The text is what nbval compares, so it leaves timings out. `final` means the runtime accepted a
-well-formed answer, not that it is right: a result carrying a grade (attributes `correct` and
-`expected`, as `labkit.baseline.grading.graded` sets them) shows as *final, correct* or *wrong*.
-"""
+"""Episode results for notebooks: plain text without timings (`trace_text`: nbval compares it) and an
+HTML table (`result_html`). A result carrying a grade (attributes `correct` and `expected`, as
+`labkit.baseline.grading.graded` sets them) shows as *final, correct* or *wrong*, not just `final`."""
 
 from __future__ import annotations
 

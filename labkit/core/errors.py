@@ -1,7 +1,5 @@
-"""Errors that mean "the lab is set up wrong", as opposed to a policy's counted outcomes.
-
-Each carries one sentence naming what was wrong; the CLI prints it and exits 2.
-"""
+"""Errors that mean "the lab is set up wrong" (one sentence; the CLI prints it and exits 2), not a
+policy's counted outcomes."""
 
 from __future__ import annotations
 
@@ -15,5 +13,5 @@ class FixtureError(LabError, ValueError):
 
 
 class ProviderError(OSError):
-    """A model backend failed (server down, timeout, HTTP error, unparseable reply): not a
-    LabError, the runtime counts it as `provider_error`, like the ConnectionError of ollama's client."""
+    """A backend failed (server down, timeout, HTTP error, bad reply): an OSError, not a LabError, the
+    runtime counts it as `provider_error`."""

@@ -1,9 +1,6 @@
-"""JSON files from the disk or the room are untrusted data: parsed strictly, validated by schema.
-
-A violation is one FixtureError naming the file, the record and the field ("fixtures/docuctl/
-cases.json: record 0 (id 'deploy-build'): field 'version': 'v9' is not one of ['v1', 'v2']"),
-so nothing downstream of a loader guards against a missing key or a value Python cannot hold.
-"""
+"""JSON files from the disk or the room are untrusted data, parsed strictly and validated by schema: a
+violation is one FixtureError naming the file, the record and the field (so nothing downstream of a
+loader guards against a missing key or a value Python cannot hold)."""
 
 from __future__ import annotations
 
@@ -18,15 +15,6 @@ if TYPE_CHECKING:
     import jsonschema
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-
-
-def record_list(
-    fields: dict[str, Any], *, required: list[str] | None = None, min_items: int = 0
-) -> dict[str, Any]:
-    """Schema of a JSON list of objects with exactly `fields` (all required unless stated)."""
-    item = {"type": "object", "properties": fields, "additionalProperties": False}
-    item["required"] = list(fields) if required is None else required
-    return {"type": "array", "minItems": min_items, "items": item}
 
 
 def _where(data: Any, error: jsonschema.ValidationError) -> str:
@@ -91,8 +79,7 @@ def read_json(path: str | Path, what: str = "file") -> Any:
 
 
 def schema_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
-    """The error jsonschema's `best_match` picks in `data` against `schema`, or None if valid, for the
-    caller to word (`error.absolute_path`, `error.message`); too deep a nesting raises RecursionError."""
+    """jsonschema's `best_match` error in `data` for `schema` (None if valid); RecursionError if too deep."""
     import jsonschema  # here: paid at the first validation, not by every import of a loader
 
     return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))

@@ -10,8 +10,7 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def runs_dir() -> Path:
-    """`$LABKIT_RUNS` when set, else `runs/` at the root of a source checkout, else `./runs`
-    (not created here)."""
+    """`$LABKIT_RUNS` when set, else a source checkout's `runs/`, else `./runs` (not created here)."""
     if chosen := os.environ.get("LABKIT_RUNS"):
         return Path(chosen)
     if (CHECKOUT / "fixtures").is_dir() and (CHECKOUT / "notebooks").is_dir():
@@ -20,9 +19,8 @@ def runs_dir() -> Path:
 
 
 def write_whole(path: Path, text: str, *, mode: int | None = None) -> Path:
-    """Write `text` to `path` through a temporary file renamed over it, so a reader finds the old
-    file or the new one, never half of it; creates the folder, sets permissions `mode`, leaves no
-    temporary file behind, and lets an OSError pass on."""
+    """Write `text` to `path` through a temporary file renamed over it (a reader finds the old file or the
+    new, never half), folder created, permissions `mode`, no temporary file left; an OSError passes on."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -1,10 +1,6 @@
-"""A learner's written prediction, compared with the computed result in one sentence.
-
-A lab asks for a prediction before a "Try it" cell or a headline table; the next cell calls
-``predict("01", "workflow_passes", my_prediction, actual)``, which answers in one sentence ("you
-predicted 15; the result is 17: 2 more than that."). Never graded, never kept, never raising;
-None or `...` is no prediction.
-"""
+"""A learner's written prediction, compared with the computed result in one sentence: ``predict("01",
+"workflow_passes", my_prediction, actual)`` -> "you predicted 15; the result is 17: 2 more than that.".
+Never graded, never kept, never raising; None or `...` is no prediction."""
 
 from __future__ import annotations
 
@@ -36,8 +32,7 @@ def _quoted(value: Any) -> str:
 
 
 def _number(value: Any) -> float | None:
-    """`value` as a finite number (an int, a float, a numpy number; not a bool), or None; an int
-    too large for a float raises OverflowError (predict's fallback sentence)."""
+    """`value` as a finite number (int, float, numpy; not a bool), or None; a huge int: OverflowError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     number = float(value)

@@ -10,8 +10,8 @@ STOP_REASONS = tuple(
 
 
 class Result(dict):
-    """One episode's outcome, a plain dict (stop, answer, citation, detail, trace, turns,
-    tool_calls, elapsed, usage) shown as `labkit.core.display` renders it."""
+    """One episode's outcome, a plain dict (stop, answer, citation, detail, trace, turns, tool_calls,
+    elapsed, usage), shown by `labkit.core.display`."""
 
     def _repr_html_(self) -> str:
         from labkit.core.display import result_html

@@ -15,8 +15,7 @@ turn, and ends with a `Result` whose `stop` is one of STOP_REASONS, checked each
 
 A tool that raises is an observation (`{"error": ...}`); a LabError (the lab's configuration, not
 the policy) is re-raised. A policy reports each decision's usage in its `last_usage`
-(`prompt_tokens`, `completion_tokens`, `cost`); values not numbers from 0 to MAX_NUMBER are ignored.
-"""
+(`prompt_tokens`, `completion_tokens`, `cost`); values not numbers from 0 to MAX_NUMBER are ignored."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ MAX_SECONDS = 86_400.0  # the longest step_timeout or deadline: a day
 
 @dataclass(frozen=True)
 class Budget:
-    """An episode's cap on the usage the policy reports: `tokens` (an int) and `cost` from 0 to
-    MAX_NUMBER, or None."""
+    """An episode's cap on the usage the policy reports: `tokens` (an int), `cost`; 0..MAX_NUMBER or None."""
 
     tokens: int | None = None
     cost: float | None = None

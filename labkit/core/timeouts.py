@@ -1,9 +1,6 @@
-"""A call that the caller stops waiting for: what enforces a step timeout.
-
-A Python thread cannot be killed: a call that overruns keeps running on its daemon thread (not a
-ThreadPoolExecutor's, which is joined at exit: one hung call would hang the kernel's exit), but
-its value is thrown away, and the runtime runs no tool for a decision that came back TIMED_OUT.
-"""
+"""A call that the caller stops waiting for: what enforces a step timeout. A call that overruns keeps
+running on its daemon thread (a ThreadPoolExecutor's is joined at exit: one hung call would hang the
+kernel's exit), its value thrown away: the runtime runs no tool for a decision that came back TIMED_OUT."""
 
 from __future__ import annotations
 

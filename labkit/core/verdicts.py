@@ -1,10 +1,7 @@
-"""A learner's checker verdicts, kept as data in `runs/progress/labNN.json` for `labkit submit`.
-
-Every public checker is wrapped with `@exercise(lab, name)`: after it answers, the verdict is
-recorded, written whole: {"lab": "03", "exercises": {name: {"passed", "message", "attempts",
-"first_passed_attempt", "updated", "payload"}}}. Recording never changes the verdict and never
-raises: a file that cannot be written costs one warning line.
-"""
+"""A learner's checker verdicts (`@exercise(lab, name)` wraps every public checker), kept as data for
+`labkit submit` in `runs/progress/labNN.json`, written whole: {"lab": "03", "exercises": {name: {"passed",
+"message", "attempts", "first_passed_attempt", "updated", "payload"}}}. Recording never changes the
+verdict and never raises: a file that cannot be written costs one warning line."""
 
 from __future__ import annotations
 

@@ -52,9 +52,8 @@ def _can_create_in(folder: Path) -> None:
 
 
 def output_path(text: str | Path, *, suffix: str | None = None, folder_ok: bool = False) -> Path:
-    """`text` as a path a file can be written at (missing folders on the way are created by the caller),
-    checked before any work; ValueError (one phrase) if not: another suffix than `suffix`, a folder
-    (unless `folder_ok`: the caller writes inside it), not a regular file, under a file, not creatable."""
+    """`text` as a path a file can be written at (the caller creates missing folders), checked before any
+    work; ValueError (one phrase) if not: not `suffix`, a folder (unless `folder_ok`), under a file, ..."""
     path = Path(text)
     if str(text) == "" or path.name in ("", ".", ".."):
         raise ValueError(f"{str(text)!r} is not a file name")

@@ -20,8 +20,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser(command: str | None = None, *, eager: bool = False) -> argparse.ArgumentParser:
-    """The `labkit` parser, with the full subparser of `command` (or of every command if `eager`);
-    every other command gets a placeholder with its one-line help, enough for `--help` and errors."""
+    """The `labkit` parser: the full subparser of `command` (every one if `eager`), the rest one-line help."""
     parser = _OneLineParser(prog="labkit", description="The Agent Engineering Labs' experiments, headless.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True

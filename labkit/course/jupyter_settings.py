@@ -1,8 +1,5 @@
-"""Turn off JupyterLab's news popup for this environment: `python -m labkit.course.jupyter_settings`.
-
-Copies `jupyter_overrides.json` to `<sys.prefix>/share/jupyter/lab/settings/overrides.d/labkit.json`
-(`make lab` runs it: pip skips data files of an editable install).
-"""
+"""`python -m labkit.course.jupyter_settings` (`make lab`: pip skips an editable install's data files):
+JupyterLab's news popup off, `jupyter_overrides.json` copied to the environment's overrides.d/labkit.json."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The setup check of `00_start_here.ipynb`: one row per thing a lab needs, with a one-line fix.
-
-`report()`: per row of _CHECKS, its status ("ok"; "FIX" for something a lab needs; "optional" for
-a model backend not usable now), what was found, what to do. It downloads nothing, waits at most
-_TIMEOUT_S, and names no folder of the machine; an optional backend is checked only once the learner
-chooses it, so the committed notebook shows what a fresh install shows.
-"""
+"""The setup check of `00_start_here.ipynb` (`report()`): per row of _CHECKS, its status ("ok"; "FIX":
+a lab needs it; "optional": a model backend not usable now), what was found, a one-line fix. It downloads
+nothing, waits at most _TIMEOUT_S and names no folder of the machine; an optional backend is checked only
+once chosen, so the committed notebook shows what a fresh install shows."""
 
 from __future__ import annotations
 
@@ -49,12 +46,9 @@ def environment() -> _Row:
             have = "absent"
         if name in pins and have != pins[name].strip():
             wrong.append(f"{name} {have} (course: {pins[name].strip()})")
-    ours = Path(sys.prefix).resolve() == (CHECKOUT / ".venv").resolve()
-    found = (
-        "kernel: this checkout's .venv"
-        if ours
-        else f"kernel: {Path(sys.prefix).name!r}, not this checkout's .venv"
-    )
+    found = "kernel: this checkout's .venv"
+    if Path(sys.prefix).resolve() != (CHECKOUT / ".venv").resolve():
+        found = f"kernel: {Path(sys.prefix).name!r}, not this checkout's .venv"
     if wrong:
         return ("FIX", f"{found}; {', '.join(wrong)}", _INSTALL)
     return ("ok", found + "; pandas, numpy, matplotlib as pinned", "")
@@ -152,26 +146,17 @@ def room_server(base_url: str | None = None, model: str | None = None, timeout: 
     return ("ok", f"{base} answers{by}, serving {served}{chosen}"[:200], "")
 
 
-def _chosen(backend: str, variable: str = "") -> bool:
-    """Has the learner chosen `backend`, by LABKIT_MODEL (`local`, `ollama:<tag>`) or by `variable`?"""
-    model = os.environ.get("LABKIT_MODEL", "").strip()
-    return model.partition(":")[0] == backend or bool(variable and os.environ.get(variable, "").strip())
+def _if_chosen(
+    check: Callable[[], _Row], backend: str, variable: str, setting: str, fix: str
+) -> Callable[[], _Row]:
+    """`check` once the learner chose `backend` (in LABKIT_MODEL) or set `variable`; else a row saying how."""
+    unchecked = ("optional", f"not checked: no lab needs it; set {setting} to check it", f"to use it: {fix}")
 
+    def row() -> _Row:
+        chosen = os.environ.get("LABKIT_MODEL", "").strip().partition(":")[0] == backend
+        return check() if chosen or (variable and os.environ.get(variable, "").strip()) else unchecked
 
-def _unchecked(setting: str, fix: str) -> _Row:
-    return ("optional", f"not checked: no lab needs it; set {setting} to check it", f"to use it: {fix}")
-
-
-def _local_if_chosen() -> _Row:
-    if _chosen("local"):
-        return local_backend()
-    return _unchecked("LABKIT_MODEL=local", "`make model` once (16-17 minutes on 2 cores)")
-
-
-def _ollama_if_chosen() -> _Row:
-    if _chosen("ollama", "OLLAMA_HOST"):
-        return ollama_backend()
-    return _unchecked("LABKIT_MODEL=ollama:<tag>", "`ollama serve`, `ollama pull qwen2.5:0.5b`")
+    return row
 
 
 def jupyter_news_off() -> _Row:
@@ -190,8 +175,16 @@ _CHECKS: dict[str, Callable[[], _Row]] = {  # the rows of the table, in order
     "fixtures load": fixtures,
     "recorded model runs load": recordings,
     "model: replay (default)": lambda: ("ok", "answers from the recorded runs, offline", ""),
-    "model: local (SmolLM2 in-process)": _local_if_chosen,
-    "model: ollama:<tag>": _ollama_if_chosen,
+    "model: local (SmolLM2 in-process)": _if_chosen(
+        local_backend, "local", "", "LABKIT_MODEL=local", "`make model` once (16-17 minutes on 2 cores)"
+    ),
+    "model: ollama:<tag>": _if_chosen(
+        ollama_backend,
+        "ollama",
+        "OLLAMA_HOST",
+        "LABKIT_MODEL=ollama:<tag>",
+        "`ollama serve`, `ollama pull qwen2.5:0.5b`",
+    ),
     "room model server (openai:)": room_server,
     "JupyterLab news popup off": jupyter_news_off,
 }

@@ -95,11 +95,10 @@ def decision_timeout() -> float:
 
 
 class ServerBackend:
-    """A backend behind an HTTP server. `_call(what, fn)` runs one client call and turns each way it
-    fails into one ProviderError naming the server (`where`): no whole answer within `timeout` (`_SLOW`,
-    caught first), nothing listening (`_DOWN`), an HTTP error (`_STATUS`), a body that is not a reply
-    (`_BAD`). A subclass sets these and says what to check when nothing answers (`_unreachable`), what
-    the server said (`_status_text`) and which statuses are the user's to fix (`_fix`: a LabError)."""
+    """A backend behind an HTTP server: `_call(what, fn)` runs one client call, each way it fails one
+    ProviderError naming the server (`where`): no whole answer within `timeout` (`_SLOW`, caught first),
+    nothing listening (`_DOWN`), an HTTP error (`_STATUS`), not a reply (`_BAD`). A subclass sets these, what
+    to check when nothing answers (`_unreachable`), the server's words (`_status_text`), `_fix` (LabError)."""
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         limit = min(self.timeout, decision_timeout()) if getattr(self, "_answered", False) else self.timeout

@@ -1,12 +1,9 @@
-"""The constraint ladder: which decisions a model may emit at each turn, as a JSON schema.
-
-A rung is a convenience for the decoder, never the check: the runtime validates every decision.
-``L0`` prompt only (no schema); ``L1`` the static schema: one object per tool call
-``{"action": <tool>, <each param>}`` or the final ``{"action": "final", "answer", "citation"}``;
-``L2`` L1 with every id-like argument limited to values this episode observed (a tool with none yet
-is left out); ``L3`` L2 plus an extractive final (the exact command of a page read).
-`admissible_schema` is a pure function of its arguments, so backends can cache what they build from it.
-"""
+"""The constraint ladder: which decisions a model may emit at each turn, as a JSON schema; a convenience
+for the decoder, never the check (the runtime validates every decision). ``L0`` prompt only (no schema);
+``L1`` the static schema: one object per tool call ``{"action": <tool>, <each param>}`` or the final
+``{"action": "final", "answer", "citation"}``; ``L2`` L1 with every id-like argument limited to values
+this episode observed (a tool with none yet is left out); ``L3`` L2 plus an extractive final (the exact
+command of a page read). `admissible_schema` is pure, so backends can cache what they build from it."""
 
 from __future__ import annotations
 
@@ -37,9 +34,8 @@ _Values = Callable[[Any, Sequence[_Observation]], Sequence[str]]  # (task, obser
 
 @dataclass(frozen=True)
 class StateRules:
-    """How one lab's episode state limits decisions: `slots` maps (tool or "final", param) to its
-    admissible values in this state (L2); `finals(observations)` gives L3's exact finals as
-    [{"answer": ..., "citation": ...}] (None: L3 refused)."""
+    """How a lab's episode state limits decisions: `slots` maps (tool or "final", param) to its admissible
+    values (L2); `finals(observations)` gives L3's exact [{"answer", "citation"}] (None: L3 refused)."""
 
     slots: Mapping[tuple[str, str], _Values] = field(default_factory=dict)
     finals: Callable[[Sequence[_Observation]], Sequence[Mapping[str, str]]] | None = None
@@ -82,9 +78,8 @@ def admissible_schema(
     *,
     max_chars: int | None = MAX_CHARS,
 ) -> dict[str, Any] | None:
-    """The schema of the decisions admissible at `rung` after `observations` (None at L0). At L2/L3
-    each slot is ``{"enum": [values observed]}`` (a shape with an empty slot is dropped); at L3 the
-    final is one ``{"const": ...}`` shape per extractive final."""
+    """The schema of the decisions admissible at `rung` after `observations` (None at L0): at L2/L3 a slot is
+    ``{"enum": [values observed]}`` (none: shape dropped), at L3 a ``{"const"}`` final per extractive one."""
     check_rung(rung, rules)
     if rung == "L0":
         return None

@@ -66,8 +66,7 @@ def backend_from_env(environ: Mapping[str, str] | None = None) -> Backend:
 
 
 def backend_for(parameter: str, environ: Mapping[str, str] | None = None) -> Backend:
-    """The backend a lab's `LABKIT_MODEL` parameter (papermill) names; left at ``replay``, the
-    environment's `LABKIT_MODEL` decides (a learner who set it before starting Jupyter gets it)."""
+    """The backend a lab's `LABKIT_MODEL` parameter (papermill) names; at ``replay``, the environment's."""
     env = os.environ if environ is None else environ
     return backend_from_env(
         env if parameter.strip() in ("", "replay") else {**env, "LABKIT_MODEL": parameter}

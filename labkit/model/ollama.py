@@ -1,7 +1,6 @@
-"""The `ollama:<tag>` backend: the official `ollama` client against `OLLAMA_HOST`, one non-streaming
-`chat` per decision with the rung's schema as `format` (none at L0). A tag the server lacks (HTTP 404)
-is the user's LabError: `ollama pull` it. Ollama does not promise identical replies at temperature 0
-(its issues #586, #5274)."""
+"""The `ollama:<tag>` backend: the `ollama` client against `OLLAMA_HOST`, one non-streaming `chat` per
+decision, the rung's schema as `format` (none at L0); a tag the server lacks (HTTP 404) is a LabError
+(`ollama pull` it). Ollama does not promise identical replies at temperature 0 (its issues #586, #5274)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """`ModelPolicy`: a decision-loop policy that asks a language model for one JSON decision per turn.
 
-The conversation: system `instructions`; user `describe(task)`; then per earlier turn the model's own
-reply verbatim (assistant: each prompt extends the last, so a backend can reuse its cached tokens) and
-`observe(observation)` (user). A reply with no decision raises ValueError (a counted invalid_decision).
-"""
+The conversation: system `instructions`; user `describe(task)`; per earlier turn the model's own reply
+verbatim (each prompt extends the last: a backend can reuse its cached tokens) and user `observe(...)`.
+A reply with no decision raises ValueError (a counted invalid_decision)."""
 
 from __future__ import annotations
 
@@ -25,9 +24,8 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 def decision_in(text: str, rung: str) -> Any:
-    """The JSON value that is the whole reply; at L0 (no grammar: a model may wrap its object in
-    prose) the first JSON object in it, inside a code fence if there is one. ValueError (a counted
-    invalid_decision) if none."""
+    """The JSON value that is the whole reply; at L0 (no grammar: prose may wrap it) the first JSON object
+    in it, in a code fence if there is one. ValueError (a counted invalid_decision) if none."""
     if rung != "L0":
         try:
             return json.loads(text)
@@ -52,9 +50,8 @@ def _observe_json(observation: Mapping[str, Any]) -> str:
 
 @dataclass(eq=False, repr=False)
 class ModelPolicy:
-    """Decisions from `backend` (default `backend_from_env()`) for the runtime to validate; `lab` and
-    `trial` are part of the replay key, `rules` (the lab's `StateRules`) serve rungs L2 and L3. It
-    sets `last_usage` (the runtime charges it) and `last_reply` after every reply."""
+    """Decisions from `backend` (default `backend_from_env()`) for the runtime to validate; `lab`, `trial`:
+    the replay key; `rules` (`StateRules`): rungs L2, L3. Each reply sets `last_usage` and `last_reply`."""
 
     lab: str
     tools: Mapping[str, Tool]

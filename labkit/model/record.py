@@ -1,10 +1,7 @@
-"""Recorded trials: the JSONL format, an append-only writer, and the recording backend.
-
-One JSON object per line: ``{"kind": "call", ...}`` (one model call, its reply or error and
-provenance), written by `Recorder`; ``{"kind": "episode", ...}`` (one run of the runtime and its
-outcome), written by `labkit.decision_loop.trials`. A record without `rung` was made at L1. Each
-record is one `os.write` in append mode: a crash leaves every finished line readable.
-"""
+"""Recorded trials, one JSON object per line: ``{"kind": "call", ...}`` (one model call, its reply or
+error and provenance: `Recorder`), ``{"kind": "episode", ...}`` (one run and its outcome:
+`labkit.decision_loop.trials`); without `rung`, made at L1. Each record is one `os.write` in append
+mode: a crash leaves every finished line readable."""
 
 from __future__ import annotations
 
@@ -29,9 +26,8 @@ _READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
 
 
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, record) for every line of a trials file, each validated first: else one
-    FixtureError naming the file, line and field. Lines end at "\\n" only (a reply may hold U+2028).
-    Records of an unchanged file are parsed once and shared: readers must not modify them."""
+    """Yield (line number, record) of a trials file, each validated (else one FixtureError naming file, line,
+    field); lines end at "\\n" only. An unchanged file's records are parsed once, shared: never modified."""
     path = Path(path)
     if not path.is_file():
         raise FixtureError(f"{path}: trials file not found")

@@ -1,9 +1,7 @@
-"""The replay backend: answers from recorded trials (`trial_files`, or the files given:
-``LABKIT_MODEL=replay:<file>``), and only to the questions recorded. A call is keyed by (lab, case,
-trial, turn); its recorded rung and request fingerprint must be the new request's, or a `ReplayMiss`
-says what differs: never a fallback. A recorded provider failure replays as the same ProviderError.
-`run=label` answers only from that run's calls (a grid's file holds several models' answers).
-"""
+"""The replay backend: answers from recorded trials (`trial_files`, or ``LABKIT_MODEL=replay:<file>``),
+only to the questions recorded, keyed by (lab, case, trial, turn): a different rung or request fingerprint
+is a `ReplayMiss` saying what differs, never a fallback; a recorded provider failure replays as the same
+ProviderError. `run=label` answers only from that run's calls (a grid's file holds several models')."""
 
 from __future__ import annotations
 

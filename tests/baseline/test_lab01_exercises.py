@@ -16,15 +16,8 @@ from labkit.baseline import checks as lab01
 from labkit.baseline.controllers import docuctl_tools, scripted, workflow
 from labkit.baseline.corpus import docuctl
 from labkit.baseline.task import task_from
-from labkit.core import check as core_check
 from labkit.core.errors import LabError
 from labkit.core.runtime import run
-
-
-@pytest.fixture
-def short_limit(monkeypatch):
-    monkeypatch.setattr(core_check, "LIMIT_S", 0.3)  # the checkers' 3 s, shortened for the suite
-
 
 # -- build it: the workflow and the loop's decide ----------------------------------------------------
 
@@ -116,7 +109,7 @@ def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base ca
             ],
         ),
         (lambda task, tools: None, ["answered None", "the first hit was 'deploy-v2'"]),
-        (lambda task, tools: time.sleep(60), ["did not return within 0.3 s"]),
+        (lambda task, tools: time.sleep(60), ["did not return within 0.2 s"]),
         ("my_workflow", ["must be a function", "not str"]),
         (None, ["not attempted yet"]),
     ],
@@ -140,7 +133,7 @@ def raises_lab_error(task, observations):
         (lambda task, obs: my_decide(task, obs[:1]), ["stopped your policy with tool_limit"]),
         (lambda task, obs: my_decide(task, obs) if len(obs) < 2 else None, ["must be an object"]),
         (lambda task, obs: my_decide(task, obs) | ({"citation": "x"} if obs else {}), ["invalid_decision"]),
-        (hangs, ["did not return within 0.3 s", "case 'deploy-build'"]),
+        (hangs, ["did not return within 0.2 s", "case 'deploy-build'"]),
         (raises_lab_error, ["raised LabError", "at line"]),
         (lambda task, obs: obs[0]["result"][5] if obs else my_decide(task, obs), ["IndexError", "at line"]),
         (None, ["not attempted yet"]),

@@ -79,10 +79,8 @@ def test_a_refused_decision_stops_the_episode_and_runs_no_tool(decision, detail)
 
 
 def test_the_bound_is_exact_and_the_tool_gets_the_number_it_was_checked_with():
-    log = []
-    result = run(
-        TASK, after_a_search({"action": "count", "n": MAX_NUMBER}), tools=make_tools(log), max_turns=2
-    )
+    log, decide = [], after_a_search({"action": "count", "n": MAX_NUMBER})
+    result = run(TASK, decide, tools=make_tools(log), max_turns=2)
     assert log[-1] == ("count", int, MAX_NUMBER) and result["stop"] == "turn_limit"
 
 
@@ -99,9 +97,8 @@ def test_the_tool_and_the_trace_get_plain_json_data_not_the_policys_objects():
     mine = Shown(action=Agreeable("read"), id=Agreeable("other-page"))
     log = []
     result = run(TASK, after_a_search(mine), tools=make_tools(log), max_turns=2)
-    assert log[-1] == ("read", str, "other-page") and result["trace"][1]["result"] == {
-        "error": "no such page"
-    }
+    assert log[-1] == ("read", str, "other-page")
+    assert result["trace"][1]["result"] == {"error": "no such page"}
     decision = result["trace"][1]["decision"]
     assert type(decision) is dict and all(type(value) is str for value in decision.values())
     mine["id"] = "rewritten"

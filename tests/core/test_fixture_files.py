@@ -17,16 +17,15 @@ def test_read_text_returns_the_files_text(tmp_path):
     assert read_text(path) == "é\n"
 
 
-def test_read_text_names_what_was_not_found(tmp_path):
-    path = tmp_path / "nowhere.jsonl"
-    with pytest.raises(FixtureError) as default:
-        read_text(path)
-    with pytest.raises(FixtureError) as named:
-        read_text(path, "trials file")
-    assert (str(default.value), str(named.value)) == (
-        f"{path}: file not found",
-        f"{path}: trials file not found",
-    )
+@pytest.mark.parametrize(
+    ("read", "what", "message"),
+    [(read_text, (), "file not found"), (read_text, ("trials file",), "trials file not found")]
+    + [(read_json, ("grid spec",), "grid spec not found")],
+)
+def test_what_was_not_found_is_named(tmp_path, read, what, message):
+    with pytest.raises(FixtureError) as caught:
+        read(tmp_path / "nowhere.jsonl", *what)
+    assert str(caught.value) == f"{tmp_path / 'nowhere.jsonl'}: {message}"
 
 
 def test_read_text_refuses_a_file_that_is_not_utf8_in_one_line(tmp_path):
@@ -53,21 +52,13 @@ def test_read_json_parses_and_refuses_what_parse_json_refuses(tmp_path):
     assert str(caught.value) == f"{bad}: not valid JSON (NaN is not a number JSON allows)"
 
 
-def test_read_json_names_what_was_not_found(tmp_path):
-    with pytest.raises(FixtureError, match=r"spec.json: grid spec not found$"):
-        read_json(tmp_path / "spec.json", "grid spec")
-
-
 # -- schema_error -----------------------------------------------------------------------------------
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
-def test_schema_error_is_none_for_valid_data():
+def test_schema_error_is_none_for_valid_data_else_the_best_match_with_its_path():
     assert schema_error(SCHEMA, {"n": 3}) is None
-
-
-def test_schema_error_is_the_best_match_with_its_path():
     error = schema_error(SCHEMA, {"n": "three"})
     assert (list(error.absolute_path), error.message) == (["n"], "'three' is not of type 'integer'")
     assert schema_error(SCHEMA, {}).message == "'n' is a required property"
@@ -83,16 +74,9 @@ def test_schema_error_lets_recursion_error_through():
 
 def test_an_attack_records_schema_problem_names_the_field():
     assert schema_problem("not a record") == "field 'record': 'not a record' is not of type 'object'"
-    problem = schema_problem(
-        {
-            "id": "a",
-            "template": "t",
-            "goal": "g",
-            "check": {"kind": "nope"},
-            "gold": [{"order": "o", "amount": "1", "destination": "d"}],
-            "places": ["message"],
-        }
-    )
+    gold = [{"order": "o", "amount": "1", "destination": "d"}]
+    record = {"id": "a", "template": "t", "goal": "g", "check": {"kind": "nope"}, "gold": gold}
+    problem = schema_problem(record | {"places": ["message"]})
     assert problem.startswith("field 'check.kind': 'nope' is not one of [")
 
 

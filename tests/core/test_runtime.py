@@ -56,9 +56,11 @@ READ = {"action": "read", "id": "deploy-v2"}
 FINAL = {"action": "final", "answer": "docuctl ship --env staging", "citation": "deploy-v2"}
 
 
-def test_final_after_search_and_read():
+@pytest.mark.parametrize("step_timeout", [None, 5.0])
+def test_final_after_search_and_read(step_timeout):
     log = []
-    result = run(TASK, script(SEARCH, READ, FINAL), tools=tools(log), max_turns=3, max_tools=2)
+    limits = {"max_turns": 3, "max_tools": 2, "step_timeout": step_timeout}
+    result = run(TASK, script(SEARCH, READ, FINAL), tools=tools(log), **limits)
     assert (result["stop"], result["answer"], result["citation"]) == ("final", FINAL["answer"], "deploy-v2")
     assert (result["turns"], result["tool_calls"]) == (3, 2)
     assert log == [("search", "deploy"), ("read", "deploy-v2")]
@@ -84,17 +86,12 @@ def test_lab_error_is_reraised_not_counted():
         run(TASK, script(LabError("no recorded reply for case t1")), tools=tools())
 
 
-def test_tool_limit_stops_before_the_extra_tool():
+@pytest.mark.parametrize("max_tools", [0, 2])
+def test_tool_limit_stops_before_the_extra_tool(max_tools):
     log = []
-    result = run(TASK, script(SEARCH, SEARCH, SEARCH), tools=tools(log), max_turns=4, max_tools=2)
-    assert (result["stop"], result["tool_calls"], len(log)) == ("tool_limit", 2, 2)
-    assert result["detail"] == "search proposed after 2 tool calls"
-
-
-def test_zero_tools_allowed_means_none_runs():
-    log = []
-    result = run(TASK, script(SEARCH), tools=tools(log), max_turns=1, max_tools=0)
-    assert (result["stop"], log) == ("tool_limit", [])
+    result = run(TASK, script(SEARCH), tools=tools(log), max_turns=max_tools + 1, max_tools=max_tools)
+    assert (result["stop"], result["tool_calls"], len(log)) == ("tool_limit", max_tools, max_tools)
+    assert result["detail"] == f"search proposed after {max_tools} tool calls"
 
 
 def test_turn_limit():
@@ -109,9 +106,8 @@ def test_unread_citation_even_if_the_page_exists():
 
 
 def test_empty_citation_is_allowed_for_a_no_answer():
-    result = run(
-        TASK, script({"action": "final", "answer": "No matching page.", "citation": ""}), tools=tools()
-    )
+    no_answer = {"action": "final", "answer": "No matching page.", "citation": ""}
+    result = run(TASK, script(no_answer), tools=tools())
     assert (result["stop"], result["citation"]) == ("final", "")
 
 
@@ -169,11 +165,6 @@ def test_a_late_decision_is_late_even_if_the_runtime_wakes_up_late(monkeypatch):
     assert (result["stop"], result["detail"], log) == ("step_timeout", "no decision within 0.05 s", [])
     [entry] = result["trace"]
     assert entry == {"turn": 1, "elapsed": entry["elapsed"], "error": "no decision in time"}
-
-
-def test_a_quick_decision_under_a_step_timeout_runs():
-    result = run(TASK, script(SEARCH, READ, FINAL), tools=tools(), step_timeout=5.0)
-    assert result["stop"] == "final"
 
 
 def test_deadline_while_waiting_for_a_decision():
@@ -268,23 +259,12 @@ def test_trace_records_decision_result_elapsed_and_tokens():
     assert second["result"]["command"] == "docuctl ship --env staging"
     assert last["decision"] == FINAL and "result" not in last
     assert all(entry["elapsed"] >= 0 and entry["tokens"] == 12 for entry in result["trace"])
-    assert set(result) == {
-        "stop",
-        "answer",
-        "citation",
-        "detail",
-        "trace",
-        "turns",
-        "tool_calls",
-        "elapsed",
-        "usage",
-    }
+    assert set(result) == set("stop answer citation detail trace turns tool_calls elapsed usage".split())
 
 
 def test_trace_renders_as_text_without_timings_and_as_html():
-    result = run(
-        TASK, script(SEARCH, READ, FINAL, usage={"prompt_tokens": 5, "completion_tokens": 1}), tools=tools()
-    )
+    usage = {"prompt_tokens": 5, "completion_tokens": 1}
+    result = run(TASK, script(SEARCH, READ, FINAL, usage=usage), tools=tools())
     assert trace_text(result) == (
         " 1  search(query='deploy')  ->  1 hit(s): deploy-v2\n"
         " 2  read(id='deploy-v2')  ->  page deploy-v2: docuctl ship --env staging\n"
@@ -349,9 +329,8 @@ def test_any_graded_result_renders_its_grade_without_knowing_the_lab():
         expected = ("docuctl ship --env prod", "deploy-v2")
 
     result = Marked(run(TASK, script(SEARCH, READ, FINAL), tools=tools()))
-    assert trace_text(result).endswith(
-        "outcome: wrong answer, expected 'docuctl ship --env prod' citing 'deploy-v2'"
-    )
+    wrong = "outcome: wrong answer, expected 'docuctl ship --env prod' citing 'deploy-v2'"
+    assert trace_text(result).endswith(wrong)
     assert ">stop: final, wrong</b>" in result_html(result)
     assert "expected <code>docuctl ship --env prod</code>" in result_html(result)
     Marked.correct = True

@@ -39,10 +39,8 @@ def test_a_checker_that_breaks_answers_with_a_sentence_and_output_is_kept_out_of
     assert "could not be checked (RuntimeError: the checker itself broke)" in broken.message
     assert not _checker("not a check").passed
     noisy = _checker("noisy")
-    assert (
-        noisy.printed.startswith("(your code printed 69,000 characters")
-        and len(repr(noisy).splitlines()) <= 8
-    )
+    assert noisy.printed.startswith("(your code printed 69,000 characters")
+    assert len(repr(noisy).splitlines()) <= 8
 
 
 def test_an_untouched_answer_or_the_shipped_starting_point_is_not_an_attempt():

@@ -5,8 +5,7 @@ override installed, over output-free copies of the notebooks (`labkit.course.stu
 every output checked is the run's. For 00 and lab 01 it clicks Run ▸ Run All Cells and reads
 JupyterLab's own notebook model: every code cell ran, no error, no news popup, lab 01 shows a chart;
 and every lab's mermaid diagrams render. Chromium is Debian's (`.ci/run` installs it), driven by
-`playwright` with `executable_path`; without either the test is skipped, under CI=true it fails.
-"""
+`playwright` with `executable_path`; without either the test is skipped, under CI=true it fails."""
 
 from __future__ import annotations
 

@@ -150,12 +150,8 @@ def test_learners_who_hand_in_the_same_table_are_scored_once_and_alike(tmp_path,
     # each learner's row is the better of their two passing guards: the three alike, dora's not hers
     # that allows all, which scores as no guard at all
     rows = board.drop(columns=["by", "shown"])
-    assert [d for d in board.index if ":" in d] == [
-        "learner0:mediation",
-        "learner1:mediation",
-        "learner2:mediation",
-        "dora:guard",
-    ]
+    learners = [f"learner{i}:mediation" for i in range(3)]
+    assert [d for d in board.index if ":" in d] == [*learners, "dora:guard"]
     assert set(board.loc[board["by"] != "course", "shown"]) == {"passed, best of 2"}
     assert rows.loc["learner2:mediation"].equals(rows.loc["learner0:mediation"])
     assert not rows.loc["dora:guard"].equals(rows.loc["none"])
@@ -217,24 +213,23 @@ def test_a_later_file_under_a_name_supersedes_the_earlier_and_says_so(tmp_path):
 def _hostile(folder, base):
     """Files a class folder may hold: each must be skipped with one line, none may run anything."""
     deep = "[" * 100_000 + "]" * 100_000
+
+    def changed(**fields):
+        return json.dumps({**base, **fields}).encode()
+
+    mediation = base["guards"]["mediation"]
     files = {
         "bad.json": b"{not json",
         "list.json": b"[]",
         "huge-int.json": json.dumps(base).replace('"attempts": 1', '"attempts": ' + "9" * 5000, 1).encode(),
         "nan.json": json.dumps(base).replace('"attempts": 1', '"attempts": NaN', 1).encode(),
         "deep.json": deep.encode(),
-        "path-name.json": json.dumps({**base, "name": "../../etc/passwd"}).encode(),
-        "other-lab.json": json.dumps({**base, "lab": "01"}).encode(),
-        "bad-table.json": json.dumps(
-            {**base, "guards": {"mediation": {**base["guards"]["mediation"], "verdicts": "a" * 10}}}
-        ).encode(),
-        "bad-attack.json": json.dumps(
-            {**base, "attacks": [{**INTENT, "template": "__import__('os')"}]}
-        ).encode(),
-        "extra-key.json": json.dumps({**base, "code": "import os; os.system('touch PWNED')"}).encode(),
-        "format-spec.json": json.dumps(
-            {**base, "attacks": [{**INTENT, "goal": "to {destination} {user:>10000000}"}]}
-        ).encode(),
+        "path-name.json": changed(name="../../etc/passwd"),
+        "other-lab.json": changed(lab="01"),
+        "bad-table.json": changed(guards={"mediation": {**mediation, "verdicts": "a" * 10}}),
+        "bad-attack.json": changed(attacks=[{**INTENT, "template": "__import__('os')"}]),
+        "extra-key.json": changed(code="import os; os.system('touch PWNED')"),
+        "format-spec.json": changed(attacks=[{**INTENT, "goal": "to {destination} {user:>10000000}"}]),
         "pickle.json": b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00.",
         "line\nbreak.json": b"{}",
     }

@@ -1,8 +1,7 @@
 """Files the commands read are untrusted data: every malformed one is one line naming the file, exit 2.
 
 A number with thousands of digits, arrays nested past the recursion limit, NaN, an empty case list,
-numbers the runtime cannot run, a trials file given twice.
-"""
+numbers the runtime cannot run, a trials file given twice."""
 
 import shutil
 

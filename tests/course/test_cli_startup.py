@@ -14,11 +14,7 @@ import labkit
 from labkit.course import commands
 from labkit.course.cli import build_parser
 
-HEAVY = {
-    "pandas",
-    "numpy",
-    "matplotlib",
-    "jsonschema",
+HEAVY = {"pandas", "numpy", "matplotlib", "jsonschema"} | {
     "labkit.baseline.controllers",
     "labkit.baseline.corpus",
 }

@@ -77,8 +77,7 @@ def ollama_grid(tmp_path, ollama):
 
 
 def run(grid, record, client=None, **options):
-    work = plan(grid, record)
-    return execute(work, client=client, **options)
+    return execute(plan(grid, record), client=client, **options)
 
 
 def test_the_command_on_an_existing_cluster_records_what_it_records_in_process(

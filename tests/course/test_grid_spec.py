@@ -98,9 +98,7 @@ def test_resuming_another_grids_recording_is_refused_and_cuts_nothing(tmp_path):
         plan(local_example_l2(tmp_path, 'rungs = ["L3"]\nk = 5'), record)
     assert record.read_bytes() == before
     record = recording(tmp_path)
-    with pytest.raises(
-        FixtureError, match=r"line 1: a call of run 'SmolLM2-135M example L2 T=0.7', which is not"
-    ):
+    with pytest.raises(FixtureError, match=r"line 1: a call of run 'SmolLM2-135M example L2 T=0.7', which"):
         plan(local_example_l2(tmp_path, 'rungs = ["L3"]\nk = 5'), record)
     with pytest.raises(FixtureError, match=r"out.jsonl: line \d+: case '\S+' trial 3 of .* is not in grid"):
         plan(local_example_l2(tmp_path, 'rungs = ["L2"]\nk = 3'), record)  # trials 3 and 4 are not
@@ -171,9 +169,8 @@ def test_bad_arguments_are_one_line_and_exit_2(cli, tmp_path, argv, message):
 
 @pytest.mark.parametrize("content", ["my notes, no newline at the end", "", "line one\nline two"])
 def test_grid_record_refuses_a_file_that_is_not_its_recording_and_leaves_it_whole(cli, tmp_path, content):
-    path = spec(
-        tmp_path, f'models = ["replay:{TRIALS / "docuctl-smollm2-base-t0.jsonl"}"]\ncases = "adaptive"'
-    )
+    replay = TRIALS / "docuctl-smollm2-base-t0.jsonl"
+    path = spec(tmp_path, f'models = ["replay:{replay}"]\ncases = "adaptive"')
     notes = tmp_path / "notes.txt"
     notes.write_text(content)
     code, out, err = cli("grid", str(path), "--record", str(notes))
@@ -195,7 +192,6 @@ def test_a_spec_of_billions_of_episodes_is_refused_before_anything_is_built(tmp_
     text = f"models = {models}\ntemperatures = {temperatures}\nseeds = {json.dumps(list(range(100)))}\n"
     path = spec(tmp_path, text + 'k = 20\ncases = "all"\nrungs = ["L1", "L2", "L3"]', "huge.toml")
     monkeypatch.setattr(grid_spec, "_episode", lambda *a: pytest.fail("an episode was built"))
-    with pytest.raises(
-        FixtureError, match=re.escape(f"{path}: 1,440,000,000 episodes; a grid holds at most 100,000")
-    ):
+    message = f"{path}: 1,440,000,000 episodes; a grid holds at most 100,000"
+    with pytest.raises(FixtureError, match=re.escape(message)):
         load_spec(path)

@@ -96,22 +96,13 @@ MODEL_LABS = [lab for lab in LABS if lab not in WITHOUT_MODEL]
 
 @pytest.mark.parametrize("number", MODEL_LABS)
 def test_every_lab_with_a_model_declares_the_four_parameters(number):
-    declared = inspect_notebook(str(notebook_of(number)))
-    assert {name: p["default"] for name, p in declared.items()} == {
-        "LABKIT_MODEL": '"replay"',
-        "K": "1",
-        "TEMPERATURE": "0.0",
-        "SEED": "0",
-    }
+    defaults = {name: p["default"] for name, p in inspect_notebook(str(notebook_of(number))).items()}
+    assert defaults == {"LABKIT_MODEL": '"replay"', "K": "1", "TEMPERATURE": "0.0", "SEED": "0"}
 
 
 def test_lab_01_has_no_parameters_cell_and_rerun_says_it_has_no_model_in_one_line(cli, tmp_path):
     assert list(WITHOUT_MODEL) == ["01"] and inspect_notebook(str(notebook_of("01"))) == {}
     code, out, err = cli("rerun", "1", "--model", "local", "-o", str(tmp_path / "o.ipynb"))
-    assert (
-        code == 2
-        and out == ""
-        and err.startswith("labkit rerun: error: lab 01 has no model to vary")
-        and err.count("\n") == 1
-    )
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith("labkit rerun: error: lab 01 has no model to vary")
     assert not (tmp_path / "o.ipynb").exists()

@@ -14,10 +14,8 @@ def test_each_spec_makes_its_backend_with_its_servers_variables(tmp_path):
     assert isinstance(backend_from_env({}), ReplayBackend)
     assert isinstance(backend_from_env({"LABKIT_MODEL": "local"}), LocalBackend)
     ollama = backend_from_env({"LABKIT_MODEL": "ollama:qwen2.5:0.5b", "OLLAMA_HOST": "http://10.0.0.1:1"})
-    assert isinstance(ollama, OllamaBackend) and (ollama.tag, ollama.host) == (
-        "qwen2.5:0.5b",
-        "http://10.0.0.1:1",
-    )
+    assert isinstance(ollama, OllamaBackend)
+    assert (ollama.tag, ollama.host) == ("qwen2.5:0.5b", "http://10.0.0.1:1")
     openai = backend_from_env({"LABKIT_MODEL": "openai:smollm2", "OPENAI_BASE_URL": "10.0.0.5:8000/v1"})
     assert isinstance(openai, OpenAIBackend) and openai.base_url == "http://10.0.0.5:8000/v1"
     assert openai.api_key == PLACEHOLDER_KEY  # a local server needs none

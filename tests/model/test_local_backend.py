@@ -67,10 +67,8 @@ def check_recording(path, episodes, cases, prompt, max_tokens):
 
     for case, record in zip(cases, episodes, strict=True):
         policy = docuctl_policy(prompt, backend=Tap([path]), rung="L3", max_tokens=max_tokens)
-        limits = limits_for(case, corpus)
-        assert (
-            run_case(case, policy, limits=limits, budget_tokens=4000, corpus=corpus)["stop"] == record["stop"]
-        )
+        replayed = run_case(case, policy, limits=limits_for(case, corpus), budget_tokens=4000, corpus=corpus)
+        assert replayed["stop"] == record["stop"]
     for request, reply in asked:
         if reply.finish_reason == "stop":
             jsonschema.validate(json.loads(reply.text), request.schema)

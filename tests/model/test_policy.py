@@ -31,11 +31,8 @@ class Scripted:
 
 def test_a_model_episode_through_the_runtime_is_charged_what_the_backend_reports():
     result = episode(Scripted(SEARCH, READ, FINAL))
-    assert (result["stop"], result["answer"], result["citation"]) == (
-        "final",
-        "docuctl ship --env staging",
-        "deploy-v2",
-    )
+    assert (result["stop"], result["citation"]) == ("final", "deploy-v2")
+    assert result["answer"] == "docuctl ship --env staging"
     assert [entry["tokens"] for entry in result["trace"]] == [115, 215, 315]
     assert result["usage"]["prompt_tokens"] == 600
 

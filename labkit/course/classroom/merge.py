@@ -155,8 +155,7 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
 
 
 def chart(counts: pd.DataFrame, round_: RedTeam | None):
-    """One bounded figure: pass counts, and the strongest attacks' success against each course defense
-    and, on average, the learners' guards."""
+    """One bounded figure: pass counts; the strongest attacks' success per course defense and learner mean."""
     from matplotlib.figure import Figure
 
     from labkit.core.colours import OUTCOMES

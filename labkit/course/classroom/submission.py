@@ -208,9 +208,8 @@ def _progress(lab: str) -> dict[str, Any]:
 
 
 def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
-    """The submission for `lab` from the recorded verdicts, and notes on what was left out; LabError
-    (one line) if nothing usable is recorded. `passed`: any attempt passed (a later failure keeps it,
-    and so does its payload: the attack or guard that passed, not the last one tried)."""
+    """The submission for `lab` from the recorded verdicts, and notes on what was left out; LabError if
+    nothing usable is recorded. `passed`: any attempt passed (its payload is handed in, not the last)."""
     from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     lab = lab_number(lab)
@@ -257,8 +256,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def _hand_in(text: str, folder: Path, stem: str) -> Path:
-    """Write `text` into `folder` as `stem.json`, or the first free `stem-N.json`: never replacing a
-    file, even with 30 laptops writing at once (O_EXCL), and leaving no partial file."""
+    """Write `text` to `folder` as `stem.json` or the first free `stem-N.json`: no file replaced (O_EXCL)."""
     for copy in range(1, _MAX_COPIES + 1):
         target = folder / (f"{stem}.json" if copy == 1 else f"{stem}-{copy}.json")
         try:
@@ -276,9 +274,8 @@ def _hand_in(text: str, folder: Path, stem: str) -> Path:
 def submit(
     lab: str | int, name: str, output: str | Path | None = None, *, to: str | Path | None = None
 ) -> Path:
-    """`labkit submit` from a notebook cell: write the submission, print where, return the path; LabError
-    (one line) if it cannot. `output`: a file (replaced) or a folder (default runs/submissions/); `to`: a
-    shared folder (a USB stick), where the file never replaces another (see `_hand_in`)."""
+    """`labkit submit` from a notebook cell: write the submission, print where, return the path (LabError if
+    not): `output`, a file or folder (runs/submissions/); `to`, a shared folder (see `_hand_in`)."""
     from labkit.course.argtypes import output_path
 
     if output is not None and to is not None:

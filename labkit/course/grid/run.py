@@ -1,9 +1,6 @@
-"""Running a grid into one recording, each episode exactly once, resumably, here or on Dask.
-
-Only this process writes the file, a whole episode at a time: a run killed at any moment loses at
-most the episodes in flight. `plan` cuts the unfinished tail of a file of only this grid's records
-and refuses any other file in one line, leaving it as it is.
-"""
+"""Running a grid into one recording, each episode exactly once, resumably, here or on Dask. Only this
+process writes the file, a whole episode at a time (a killed run loses at most those in flight); `plan`
+cuts the unfinished tail of a file of only this grid's records and refuses any other, leaving it as is."""
 
 from __future__ import annotations
 
@@ -142,9 +139,8 @@ def _on_dask(todo: list[GridEpisode], client: Any) -> Iterator[list[dict[str, An
 
 
 def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], None] | None = None) -> int:
-    """Run `work.todo` (here, or on `client`'s cluster), appending each episode as it finishes; how
-    many this call recorded. MAX_PROVIDER_FAILURES provider errors in a row of one backend stop the
-    run, those episodes unrecorded. `on_episode(record)` follows each episode written."""
+    """Run `work.todo` (here, or on `client`'s cluster), appending each episode as it finishes (then
+    `on_episode(record)`); how many were recorded. MAX_PROVIDER_FAILURES in a row of a backend stop it."""
     writer = JsonlWriter(work.record)
     recorded: set[tuple[Any, ...]] = set()
     failing: dict[str, list[list[dict]]] = {}  # per backend, its current run of provider errors
@@ -183,8 +179,7 @@ def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], 
 
 
 def local_cluster(workers: int) -> Any:
-    """A `distributed.LocalCluster` of `workers` processes, one thread each, logs quiet (a failed
-    episode is one line, not a worker's traceback), the dashboard on any free port."""
+    """A `distributed.LocalCluster` of `workers` one-thread processes, logs quiet, dashboard anywhere."""
     from logging import CRITICAL
 
     from distributed import LocalCluster

@@ -1,7 +1,6 @@
 """A trial grid as data: the axes of a model study, from a TOML or JSON file (fixtures/grids/) that
 spec.schema.json describes. Every combination of the cell axes is a cell (one run label), which runs
-k trials of every case (routing: every variant); `load_spec` refuses a bad file in one line.
-"""
+k trials of every case (routing: every variant); `load_spec` refuses a bad file in one line."""
 
 from __future__ import annotations
 
@@ -36,9 +35,8 @@ _INNER = {"docuctl": "cases", "refunds": "cases", "routing": "variants"}
 
 @dataclass(frozen=True)
 class GridEpisode:
-    """One episode: `seed` is its cell's, it runs and is recorded with `seed + trial`; `case` is the
-    id its records carry; `options` holds a lab's own settings (refunds: case, defense; routing:
-    control, variant)."""
+    """One episode: it runs with `seed + trial` (`seed`: its cell's); `case`: its records' id; `options`: a
+    lab's own settings (refunds: case, defense; routing: control, variant)."""
 
     lab: str
     model: str
