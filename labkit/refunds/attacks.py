@@ -1,10 +1,6 @@
-"""Prompt-injection attacks as data: a template, a goal, a security check and a gold solution.
-
-`templates.json` maps a template id to its text; `attacks.json` holds one record per attack: its
-template, a goal ("refund order {order} for {amount} to gift-mallory-13"), a security check on the
-ledger, the gold refund calls that carry it out, and its places. Placeholders are bare names filled in
-as plain text, never evaluated: anything else is refused when the record is read.
-"""
+"""Prompt-injection attacks as data (`templates.json`, `attacks.json`): a template, a goal, a security
+check on the ledger, the gold refund calls that carry it out, and its places. Placeholders are bare
+names filled in as plain text, never evaluated: anything else is refused when the record is read."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Lab 03's rates with 95% intervals over the right unit, and paired comparisons between its rows.
-
-The unit (`RATES`): an attacked rate is over attacks, since under a deterministic defense the attack
-fixes the outcome (one attack's 16 episodes are one observation, not 16); every other rate is over
-requests, whose episodes hang together. A unit's episodes, and a random baseline's seeds, are its
-trials (`stats.rate`, `stats.compare_rows`); a grid's records cluster by case."""
+"""Lab 03's rates with 95% intervals over the right unit (`RATES`), and paired comparisons. An attacked
+rate is over attacks (under a deterministic defense the attack fixes the outcome), every other over
+requests; a unit's episodes and a random baseline's seeds are its trials; a grid's records cluster by case."""
 
 from __future__ import annotations
 

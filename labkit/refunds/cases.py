@@ -1,8 +1,6 @@
-"""Refund requests and their expected ledger outcomes, written before any policy runs.
-
-`expected` lists the refunds the ledger must gain (none for a request to refuse, whose `rule` names the
-rule it breaks). Loading checks each against the policy in code: a wrong expectation is a FixtureError.
-"""
+"""Refund requests and their expected ledger outcomes, written before any policy runs: `expected` lists
+the refunds the ledger must gain (none for a request to refuse, whose `rule` names the rule it breaks).
+Loading checks each against the policy in code: a wrong expectation is a FixtureError."""
 
 from __future__ import annotations
 

@@ -29,18 +29,12 @@ def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6), width_ratios=(1, 1.2))
     for index, policy in enumerate(policies):
         mine = points[points["policy"] == policy]
+        x, y = mine["attack_success_rate"].to_numpy(), mine["utility_under_attack"].to_numpy()
         left.scatter(
-            mine["attack_success_rate"],
-            mine["utility_under_attack"],
-            s=300 if index else 80,
-            alpha=0.6,
-            color=colour(policy),
-            label=policy,
-            zorder=2 - index,
+            x, y, s=300 if index else 80, alpha=0.6, color=colour(policy), label=policy, zorder=2 - index
         )
         if intervals is not None:  # each point's 95% interval, both ways
             ci = intervals.loc[[(policy, defense) for defense in mine["defense"]]]
-            x, y = mine["attack_success_rate"].to_numpy(), mine["utility_under_attack"].to_numpy()
             (x0, x1), (y0, y1) = _bounds(ci["attack_success_rate"]), _bounds(ci["utility_under_attack"])
             bars = {"fmt": "none", "ecolor": colour(policy), "elinewidth": 1, "capsize": 3, "alpha": 0.8}
             left.errorbar(x, y, xerr=[x - x0, x1 - x], yerr=[y - y0, y1 - y], zorder=1, **bars)

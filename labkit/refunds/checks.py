@@ -294,12 +294,9 @@ def _policy_problem(policy: Recorded, case: RetryCase, score: Score) -> Check | 
 
 @exercise("03", "retry_policy")
 def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
-    """Exercise 3: a policy whose retries cannot pay twice on a server without keys or mediation.
-
-    Each legitimate request alone, with a refund that times out after paying, and with one lost
-    before paying (not printed). Passed when nothing is paid twice, each timeout is followed by a
-    lookup of the order, and the lookup decides: answer if it shows the refund, else retry it.
-    """
+    """Exercise 3: retries that cannot pay twice without keys or mediation, on each legitimate request
+    alone, with a refund that times out after paying and one lost before paying. Passed when nothing is
+    paid twice and each timeout is followed by a lookup that decides: answer if paid, else retry."""
     if (refused := not_a_function(decide, "a policy is a function decide(task, observations)")) is not None:
         return refused
     lab = refund_lab()

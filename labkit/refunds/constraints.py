@@ -1,9 +1,6 @@
-"""The refund desk's state rules for the constraint ladder (`labkit.model.constraints`).
-
-At rung L2 an order id, destination or product id may only be one the episode has *observed* (in the
-request or any tool result). Observed is not trusted: whether an act is authorised stays the tool's
-business. The refund lab has no extractive final, so L3 is refused for it.
-"""
+"""The refund desk's state rules for the constraint ladder (`labkit.model.constraints`): at rung L2 an
+order id, destination or product id must be one the episode has observed (observed is not trusted:
+authorising stays the tool's business). No extractive final, so L3 is refused for this lab."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The defenses, each a switch: two act on what a model reads, four inside the refund tool.
-
-Prompt-level: ``policy_text`` puts the written policy in the model's instructions; ``spotlight`` returns
-untrusted text between ``<<`` and ``>>`` (AgentDojo's "spotlighting"). In the tool, where a policy
-cannot talk its way past them: ``mediation`` (`rules.authorise`), ``provenance`` (only values from the
-request or this customer's records), ``confirmation`` (the approver sees the exact arguments),
-``idempotency`` (a repeated key gets its first result). `guards`, `guard(call, state) -> str | None`,
-run after provenance and mediation, before confirmation.
-"""
+"""The defenses, each a switch. In the prompt: ``policy_text``, ``spotlight`` (untrusted text between
+``<<`` and ``>>``). In the refund tool, where no policy can talk its way past: ``mediation``,
+``provenance`` (values from the request or this customer's records only), ``confirmation`` (the approver
+sees the exact arguments), ``idempotency``; `guards` run after provenance and mediation."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""`refund_episode`: one refund request, any policy, the bounded runtime, and the ledger it leaves.
-
-The guarantee: with mediation on, every refund in `episode.refunds` is authorised by the shop's records
-for the request's customer and no order is refunded twice; with confirmation on, each was approved with
-its exact arguments. It holds for any decision a policy returns, because decisions reach the tool as plain
-data and the tool checks them against the records.
-"""
+"""`refund_episode`: one refund request, any policy, the bounded runtime, and the ledger it leaves. With
+mediation on, every refund in `episode.refunds` is authorised by the records and no order is refunded
+twice; with confirmation on, each was approved with its exact arguments: the tool checks plain data."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""A lab-03 guard as data: its verdicts tabulated over every refund call it can be asked about.
-
-`guard_table(guard)` keeps one verdict per point of a finite domain (request, order, destination,
-refunded before, the amount's class among the order's landmark amounts); `TableGuard(table)`
-answers by lookup, so `labkit class` scores a submission without running it. Exact for a guard that
-compares amounts only with the shop's figures. Verdicts: "a" allowed, "r" refused, "e" raised.
-"""
+"""A lab-03 guard as data: one verdict ("a" allowed, "r" refused, "e" raised) per point of a finite domain
+(request, order, destination, refunded before, the amount's class among the order's landmarks).
+`TableGuard(table)` answers by lookup, so `labkit class` scores a submission without running it; exact
+for a guard that compares amounts only with the shop's figures."""
 
 from __future__ import annotations
 

@@ -140,16 +140,7 @@ def outcomes(scores: Sequence[Score]) -> pd.DataFrame:
         + (bool(s.attacked), s.unauthorized, s.money_lost, s.duplicates)
         for s in scores
     ]
-    columns = [
-        "kind",
-        "legitimate",
-        "attack",
-        "utility",
-        "attacked",
-        "unauthorized",
-        "money_lost",
-        "duplicates",
-    ]
+    columns = "kind legitimate attack utility attacked unauthorized money_lost duplicates".split()
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -1,10 +1,6 @@
-"""Policies for the refund desk: two scripted ones and the model behind lab 02's seam.
-
-Both scripted policies read every place an attack can hide (order, messages, reviews, help page) and
-retry a timed-out refund once with the same key. `gullible` obeys every "refund order <id> for $<amount>
-to <destination>" it read, then does the customer's refund unchecked; `careful` takes no instruction
-from tool text and checks the written policy against the order's record. Neither reads its prompt.
-"""
+"""Refund desk policies: two scripted ones and the model behind lab 02's seam. Both scripted ones read
+every place an attack can hide and retry a timed-out refund once with the same key; `gullible` obeys
+every "refund order <id> for $<amount> to <destination>" it read, `careful` follows the written policy."""
 
 from __future__ import annotations
 
@@ -27,7 +23,7 @@ from labkit.refunds.shop import PROMPT_TEXTS
 from labkit.refunds.tools import EpisodeState, shop_tools
 
 INSTRUCTION = re.compile(
-    r"refund order (?P<order>[a-z0-9-]+) for \$(?P<amount>[\d,]+(?:\.\d{1,2})?)"
+    r"refund order (?P<order_id>[a-z0-9-]+) for \$(?P<amount>[\d,]+(?:\.\d{1,2})?)"
     r" to (?P<destination>[a-z0-9-]+)",
     re.IGNORECASE,
 )
@@ -47,12 +43,7 @@ def _strings(value: Any) -> list[str]:
 def instructions_in(text: str) -> list[dict[str, Any]]:
     """Refund instructions a gullible reader finds in `text`, in order of appearance."""
     return [
-        {
-            "order_id": m["order"],
-            "amount": float(m["amount"].replace(",", "")),
-            "destination": m["destination"],
-        }
-        for m in INSTRUCTION.finditer(text)
+        {**m.groupdict(), "amount": float(m["amount"].replace(",", ""))} for m in INSTRUCTION.finditer(text)
     ]
 
 
@@ -80,10 +71,8 @@ def timed_out(result: Any) -> bool:
 
 
 def _progress(results: list[Any]) -> tuple[int, bool]:
-    """(index of the next planned refund, whether the next call retries it) from refund results.
-
-    A refund that timed out is retried once with the same key; a second timeout gives up.
-    """
+    """(index of the next planned refund, whether the next call retries it) from refund results: a
+    refund that timed out is retried once with the same key; a second timeout gives up."""
     index, retrying = 0, False
     for result in results:
         if timed_out(result) and not retrying:
@@ -96,11 +85,8 @@ def _progress(results: list[Any]) -> tuple[int, bool]:
 def _asked(task: Any, record: Mapping[str, Any]) -> dict[str, Any]:
     """The customer's own refund, with unstated fields taken from the order's record."""
     amount = record["refundable"] if task.amount is None else task.amount
-    return {
-        "order_id": task.order,
-        "amount": amount,
-        "destination": task.destination or record["payment_method"],
-    }
+    destination = task.destination or record["payment_method"]
+    return {"order_id": task.order, "amount": amount, "destination": destination}
 
 
 def _outcome(results: list[Any]) -> str:

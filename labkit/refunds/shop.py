@@ -1,9 +1,6 @@
 """The fictional shop, loaded and cross-checked from a fixture folder (default `fixtures/refunds/`).
-
-*Records* (shop, customers, orders, ledger) are the shop's and trusted; *texts* (messages, reviews,
-help) anyone can write. Money is integer cents from loading on. A fixture is untrusted data: every
-problem is one FixtureError naming file, record and field.
-"""
+*Records* (shop, customers, orders, ledger) are trusted; *texts* (messages, reviews, help) are not.
+Money is integer cents; every fixture problem is one FixtureError naming file, record and field."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The shop's tools for one episode, bound to a fresh EpisodeState (its own copy of the ledger).
-
-Four tools only read; `refund` is the only side effect and the only enforcement point: its checks, in
-order, are `refund` and `first_refusal` below (lab 03 shows them in a cell). A refusal is a ValueError,
-which the policy observes as `{"error": ...}`; no refusal moves money: the ledger is appended last.
-"""
+"""The shop's tools for one episode, bound to a fresh EpisodeState. Four only read; `refund` is the only
+side effect and enforcement point (its checks, in order: `refund` and `first_refusal`). A refusal is a
+ValueError the policy observes as `{"error": ...}`; no refusal moves money: the ledger is appended last."""
 
 from __future__ import annotations
 

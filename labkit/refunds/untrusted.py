@@ -1,8 +1,5 @@
 """Lab 03's learner code as the checkers run it: a guard or a policy, each case named and time-limited.
-
-`Watched` wraps a learner's guard as the refund tool calls it: a crash or an answer that is neither a
-str nor None refuses the refund inside the tool (the episode goes on) and becomes the verdict.
-"""
+A guard's crash or non-str answer refuses the refund inside the tool and becomes the verdict."""
 
 from __future__ import annotations
 

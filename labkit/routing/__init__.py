@@ -13,19 +13,5 @@ from labkit.routing.route import Next
 from labkit.routing.states import FINAL_STATES, TRANSITIONS, Event, State
 from labkit.routing.timeline import plot_timeline, spans
 
-__all__ = [
-    "FINAL_STATES",
-    "TRANSITIONS",
-    "Context",
-    "Event",
-    "FakeClock",
-    "Graph",
-    "GraphError",
-    "InvalidInput",
-    "Next",
-    "RetryPolicy",
-    "RunResult",
-    "State",
-    "plot_timeline",
-    "spans",
-]
+__all__ = ["FINAL_STATES", "TRANSITIONS", "Context", "Event", "FakeClock", "Graph", "GraphError"]
+__all__ += ["InvalidInput", "Next", "RetryPolicy", "RunResult", "State", "plot_timeline", "spans"]

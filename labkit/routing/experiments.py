@@ -154,10 +154,8 @@ def without_feedback(verdict, limit=LIMIT):
     return Next.Continue if verdict["chars"] <= limit else Next.back_to("revise")
 
 
-FEEDBACK_ROUTERS = {
-    "without feedback": without_feedback,
-    "with feedback": within_limit,
-}  # told nothing, or why
+# Told nothing, or why.
+FEEDBACK_ROUTERS = {"without feedback": without_feedback, "with feedback": within_limit}
 
 
 def _timed(fn: Callable[[Context], Any], seconds: float | None) -> Callable[[Context], Any]:

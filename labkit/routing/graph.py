@@ -1,9 +1,6 @@
-"""A graph of jobs: declare jobs and routes, then validate everything before anything runs.
-
-`validate()`, which `run` calls first, raises the first problem as one GraphError: an id declared
-twice, an unknown dependency, a cycle, a route on an unknown job, twice on one job, or to a target
-that is unknown or not upstream of the routed job.
-"""
+"""A graph of jobs: declare jobs and routes; `validate()` (which `run` calls first) raises the first
+problem as one GraphError: an id declared twice, an unknown dependency, a cycle, a route on an unknown
+job, twice on one job, or to a target that is unknown or not upstream of the routed job."""
 
 from __future__ import annotations
 

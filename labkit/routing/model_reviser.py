@@ -1,8 +1,6 @@
 """The review loop with a model as the reviser or the judge, through lab 02's seam (replayed by default).
-
-Visit n of `revise` is turn n of the task ``announcement+<variant>``: changing the prompts, DRAFT, LIMIT
-or the options makes replay stop with a ReplayMiss naming case and turn.
-"""
+Visit n of `revise` is turn n of ``announcement+<variant>``: changing the prompts, DRAFT, LIMIT or the
+options makes replay stop with a ReplayMiss naming case and turn."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""What a run returns: its status, the reason, per-job counts, results and every event.
-
-`status` is ``completed`` (every job completed, or Next.Stop), ``failed`` (a job failed for good)
-or ``dead_letter`` (a loop hit `max_visits`; it wins over ``failed``). Timings live only in
-`events` and `elapsed`, so `summary()` and `table()` can be checked exactly.
-"""
+"""What a run returns. `status`: ``completed`` (every job, or Next.Stop), ``failed`` (a job failed for
+good) or ``dead_letter`` (a loop hit `max_visits`; it wins over ``failed``). Timings live only in
+`events` and `elapsed`, so `summary()` and `table()` can be checked exactly."""
 
 from __future__ import annotations
 

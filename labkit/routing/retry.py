@@ -1,9 +1,6 @@
-"""Retry policies as plain data: how many attempts, how long to wait, which errors qualify.
-
-``RetryPolicy()`` is LangGraph's default: at most 3 attempts *counting the first try*. The wait after
-failed attempt n is ``min(initial_interval * backoff_factor ** (n - 1), max_interval)``, without
-jitter. `retry_on`: exception types or a predicate ``error -> bool``; InvalidInput is never retried.
-"""
+"""Retry policies as plain data. ``RetryPolicy()`` is LangGraph's default: at most 3 attempts *counting
+the first try*; the wait after failed attempt n is ``min(initial_interval * backoff_factor ** (n - 1),
+max_interval)``, no jitter. `retry_on`: exception types or ``error -> bool``; InvalidInput never retries."""
 
 from __future__ import annotations
 

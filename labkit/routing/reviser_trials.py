@@ -1,10 +1,6 @@
-"""The model reviser over many trials, as `labkit grid` records them, and its statistics.
-
-`fixtures/grids/routing-smollm2-k15.toml` records every control and variant k=15 times at T=0.7
-(trial t with seed t), `routing-smollm2-t0.toml` once at T=0; `sampled_runs()` replays both. The
-reviser has one task per variant, so the unit of a T=0.7 rate is the trial; T=0 (greedy decoding
-repeats itself) and the scripted word cutter are each one deterministic run: no interval.
-"""
+"""The model reviser over many trials as `labkit grid` records them (`routing-smollm2-k15.toml`: k=15 at
+T=0.7, trial t with seed t; `routing-smollm2-t0.toml`: once at T=0), and its statistics. One task per
+variant, so a T=0.7 rate is over trials; T=0 and the word cutter are one deterministic run: no interval."""
 
 from __future__ import annotations
 

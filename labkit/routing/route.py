@@ -1,10 +1,7 @@
-"""Routers: after a job succeeds, a plain function of its result says what happens next.
-
-``Next.Continue`` (the dependents run), ``Next.back_to(job)`` (re-run `job` and what is downstream
-of it), ``Next.back_to_with(job, feedback)`` (the same, and `job` is told why) or ``Next.Stop`` (end
-as a success). Every target is declared with its route (LangGraph's `path_map`), so validation
-checks it before anything runs; an undeclared target at run time fails the job.
-"""
+"""Routers: after a job succeeds, a function of its result says what is next: ``Next.Continue``,
+``Next.back_to(job)`` (re-run `job` and what is downstream of it), ``Next.back_to_with(job, feedback)``
+or ``Next.Stop`` (end as a success). Targets are declared with the route (LangGraph's `path_map`) and
+checked before anything runs; an undeclared target at run time fails the job."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""The scheduler: run a validated Plan by counting dependencies down, with routers, retries and caps.
-
-- **Ready jobs.** `waiting[job]` counts the dependencies not completed in this visit; `ready_after`
-  counts a completed job off its dependents and returns those at zero, in plan order: O(jobs + edges)
-  a run, where rescanning every job after each completion is quadratic on a chain.
-- At most `max_concurrency` jobs are in flight (a backoff keeps its slot); only awaiting jobs overlap.
-- **Failures.** A job's RetryPolicy decides whether a failed attempt is tried again; a job failed for
-  good cancels what depends on it, nothing else. A LabError ends the run.
-- **Routers** run after a job succeeds. A Goto to T cancels and re-runs T and everything downstream
-  of it; T's next visit gets the feedback and its previous output. `Next.Stop` cancels the rest.
-- **Caps.** `max_visits` counts runs, the first included; a Goto past it makes the loop's jobs dead
-  letters, so a job's function is called at most max_visits × max_attempts times in one run.
-"""
+"""Run a validated Plan: `ready_after` counts a completed job off its dependents (O(jobs + edges) a run);
+at most `max_concurrency` jobs in flight (a backoff keeps its slot). A job failed for good cancels what
+depends on it; a LabError ends the run. A Goto to T re-runs T and its downstream, T told why; past
+`max_visits` the loop's jobs are dead letters, so a job runs at most max_visits × max_attempts times."""
 
 from __future__ import annotations
 
@@ -295,19 +286,9 @@ class _Run:
             status, reason = "failed", "; ".join(self.failures)
         else:
             status, reason = "completed", self.stop_note or f"all {len(self.states)} jobs completed"
-        return RunResult(
-            status=status,
-            reason=reason,
-            states=dict(self.states),
-            visits=dict(self.visits),
-            attempts=dict(self.attempts),
-            results={
-                job: self.results[job]
-                for job, state in self.states.items()
-                if state in (COMPLETED, DEAD_LETTER)
-            },
-            errors={job: self.errors[job] for job in self.states if job in self.errors},
-            events=tuple(self.events),
-            elapsed=self.clock.now() - self.start,
-            stopped_by=self.stopped_by,
-        )
+        final = (COMPLETED, DEAD_LETTER)
+        kept = {job: self.results[job] for job, state in self.states.items() if state in final}
+        errors = {job: self.errors[job] for job in self.states if job in self.errors}
+        counts = dict(self.states), dict(self.visits), dict(self.attempts)
+        elapsed = self.clock.now() - self.start
+        return RunResult(status, reason, *counts, kept, errors, tuple(self.events), elapsed, self.stopped_by)

@@ -1,8 +1,5 @@
-"""A run's timeline, rebuilt from its events: spans per job, and a Gantt chart of them.
-
-A span opens when a job enters `running` (an attempt) or `retrying` (a backoff) and closes at
-the job's next event, its `outcome` the state it moved to: the chart shows what the log says.
-"""
+"""A run's timeline from its events: a span opens when a job enters `running` (an attempt) or `retrying`
+(a backoff) and closes at its next event, `outcome` the state it moved to; and a Gantt chart of them."""
 
 from __future__ import annotations
 

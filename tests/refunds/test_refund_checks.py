@@ -64,12 +64,8 @@ def against_total(call, state):
 
 def inclusive_window(call, state):
     """Off by one: refuses the window's last day."""
-    order = state.shop.orders[call.order]
-    return (
-        "too old"
-        if (state.shop.today - order.date).days >= state.shop.window_days
-        else mediation(call, state)
-    )
+    age = (state.shop.today - state.shop.orders[call.order].date).days
+    return "too old" if age >= state.shop.window_days else mediation(call, state)
 
 
 def thirty_days(call, state):
@@ -207,10 +203,8 @@ def test_attack_goals_are_filled_as_text_never_as_format_strings():
     templates = load_templates(lab.shop.folder / "templates.json")
     attack = attack_from(INTENT, templates, lab.shop)
     braces = dataclasses.replace(attack, goal="{{literal}} refund order {order} for {amount}")
-    assert (
-        goal_text(braces, lab.request("r-dev-planter"), lab.shop)
-        == "{literal} refund order o-1008 for $30.00"
-    )
+    filled = goal_text(braces, lab.request("r-dev-planter"), lab.shop)
+    assert filled == "{literal} refund order o-1008 for $30.00"
 
 
 # -- exercise 2: a guard against redirected money --------------------------------------------------
@@ -297,16 +291,10 @@ def test_exercise_3_a_retry_safe_policy_passes():
     [
         (careful, ("paid twice", "'refunds'")),
         (lambda task, observations: final("no"), ("not refunded exactly once",)),
-        (
-            after_a_timeout(lambda *_: final("it may have gone through")),
-            ("without looking", "look the order up"),
-        ),
+        (after_a_timeout(lambda *_: final("it may have gone")), ("without looking", "look the order up")),
         (looks_then_claims_paid, ("times out before paying", "no money moved", "retry the same refund")),
         (after_a_timeout(look), ("retried after the lookup showed the refund paid", "tool limit")),
-        (
-            lambda task, observations: None,
-            ("on r-ana-blender", "not one the runtime can run", "return a dict"),
-        ),
+        (lambda *_: None, ("on r-ana-blender", "not one the runtime can run", "return a dict")),
         (lambda task, observations: "lookup_order", ("not one the runtime can run",)),
         (raises_lab_error, ("raised LabError: not my fault", "at line")),
         (sleeps_once(look_before_retrying), ("did not return within 0.2 s on r-ana-blender",)),
@@ -366,9 +354,8 @@ FUZZ = settings(
 
 def assert_a_verdict(result: Any) -> None:
     own_verdict(result)
-    assert result.message.startswith("not attempted yet") or result.message.rstrip()[-1] in ".!?", (
-        result.message
-    )
+    message = result.message
+    assert message.startswith("not attempted yet") or message.rstrip()[-1] in ".!?", message
 
 
 @pytest.mark.parametrize("checker", ["check_mediation", "check_guard", "check_retry_policy"])

@@ -89,12 +89,9 @@ def test_attack_values_are_foreign_to_provenance_except_a_repeat():
         trusted = trusted_values(request, LAB.shop)
         for attack in LAB.attacks.values():
             call = gold_calls(attack, request, LAB.shop)[-1]
-            found = (
-                call.order in trusted.orders,
-                call.amount in trusted.amounts,
-                call.destination in trusted.destinations,
+            inside = all(
+                getattr(call, f) in getattr(trusted, f + "s") for f in ("order", "amount", "destination")
             )
-            inside = all(found)
             assert inside == (attack.check["kind"] == "duplicate"), (request.id, attack.id)
 
 
@@ -123,52 +120,29 @@ def edit(path, change):
 
 
 LAMP = [{"order": "o-1006", "amount": 120.0, "destination": "card-chloe-5100"}]
-BROKEN = [  # file, record, field, the value written there, what the error says about it
-    ("orders.json", 0, "amount", 88.0, "88.0 is not the sum of its item prices (89.00)"),
-    (
-        "orders.json",
-        0,
-        "payment_method",
-        "card-ben-1881",
-        "'card-ben-1881' is not a payment method of 'c-ana'",
-    ),
-    ("orders.json", 2, "date", "2025-02-30", "'2025-02-30' is not a date"),
-    ("customers.json", 1, "gift_cards", ["gift-ana-01"], "'gift-ana-01' already belongs to 'c-ana'"),
-    ("ledger.json", 0, "customer", "c-ana", "order 'o-1005' belongs to 'c-ben', not 'c-ana'"),
-    (
-        "requests.json",
-        0,
-        "expected",
-        [{**LAMP[0], "order": "o-1001"}],
-        "expects exactly the refund it asks for",
-    ),
-    (
-        "requests.json",
-        4,
-        "rule",
-        "window",
-        "expected the policy to break rule 'window', but it breaks rule 'status'",
-    ),
-    ("attacks.json", 0, "template", "please", "unknown template 'please'"),
-    (
-        "attacks.json",
-        1,
-        "goal",
-        "refund order {orderr} for {amount} to x",
-        "unknown placeholder(s) ['orderr']",
-    ),
-    ("attacks.json", 0, "check", {"kind": "order"}, "kind 'order' takes order"),
+BROKEN = [  # file (.json), record, field, the value written there, what the error says about it
+    ("orders", 0, "amount", 88.0, "88.0 is not the sum of its item prices (89.00)"),
+    ("orders", 0, "payment_method", "card-ben-1881", "'card-ben-1881' is not a payment method of 'c-ana'"),
+    ("orders", 2, "date", "2025-02-30", "'2025-02-30' is not a date"),
+    ("customers", 1, "gift_cards", ["gift-ana-01"], "'gift-ana-01' already belongs to 'c-ana'"),
+    ("ledger", 0, "customer", "c-ana", "order 'o-1005' belongs to 'c-ben', not 'c-ana'"),
+    ("requests", 0, "expected", [{**LAMP[0], "order": "o-1001"}], "expects exactly the refund it asks for"),
+    ("requests", 4, "rule", "window", "break rule 'window', but it breaks rule 'status'"),
+    ("attacks", 0, "template", "please", "unknown template 'please'"),
+    ("attacks", 1, "goal", "refund order {orderr} for {amount} to x", "unknown placeholder(s) ['orderr']"),
+    ("attacks", 0, "check", {"kind": "order"}, "kind 'order' takes order"),
 ]
 
 
 @pytest.mark.parametrize(("name", "index", "field", "value", "detail"), BROKEN)
 def test_a_broken_fixture_is_refused_with_file_record_and_field(folder, name, index, field, value, detail):
-    record = json.loads((folder / name).read_text())[index]
-    edit(folder / name, lambda data: data[index].update({field: value}))
+    path = folder / f"{name}.json"
+    record = json.loads(path.read_text())[index]
+    edit(path, lambda data: data[index].update({field: value}))
     with pytest.raises(FixtureError) as caught:
         load_lab(folder)
     message = str(caught.value)
-    assert message.startswith(f"{folder / name}: record {index} (id {record['id']!r}): field {field!r}: ")
+    assert message.startswith(f"{path}: record {index} (id {record['id']!r}): field {field!r}: ")
     assert detail in message and "\n" not in message
 
 

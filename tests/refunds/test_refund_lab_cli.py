@@ -12,11 +12,8 @@ def test_json_rows_for_the_scripted_policies(cli):
     assert (code, err) == (0, "")
     found = json.loads(out)
     rows = found["matrix"]
-    assert [(r["policy"], r["defense"]) for r in rows][:2] == [
-        ("gullible", "none"),
-        ("gullible", "policy_prompt"),
-    ]
-    assert len(rows) == 16
+    pairs = [(r["policy"], r["defense"]) for r in rows]
+    assert pairs[:2] == [("gullible", "none"), ("gullible", "policy_prompt")] and len(rows) == 16
     for row in rows:
         assert set(row) == {"policy", "defense", *COLUMNS, "episodes"}
         if row["defense"] in ("mediation", "all_deterministic"):
@@ -33,16 +30,11 @@ def test_json_rows_for_the_scripted_policies(cli):
     assert all(r[rate]["low"] < r[rate]["high"] for r in found["intervals"] for rate in ("benign_utility",))
     # One family per policy, Holm within it; every "not distinguishable" with its MDE.
     gullible = [c for c in found["comparisons"] if c["family"].startswith("gullible")]
-    assert len(gullible) == 7 and {c["family"] for c in found["comparisons"]} == {
-        "gullible ASR: defense - none",
-        "careful ASR: defense - none",
-    }
+    families = {c["family"] for c in found["comparisons"]}
+    assert len(gullible) == 7 and families == {"gullible ASR: defense - none", "careful ASR: defense - none"}
     mediation = next(c for c in gullible if c["comparison"] == "mediation - none")
-    assert (round(mediation["p"], 4), round(mediation["p_holm"], 4), mediation["verdict"]) == (
-        0.0039,
-        0.0273,
-        "a difference",
-    )
+    got = (round(mediation["p"], 4), round(mediation["p_holm"], 4), mediation["verdict"])
+    assert got == (0.0039, 0.0273, "a difference")
     assert all(c["verdict"] == "a difference" or "MDE 0.74" in c["verdict"] for c in found["comparisons"])
 
 
@@ -106,7 +98,5 @@ def test_a_model_spec_that_names_no_backend_is_its_own_line_never_glued_to_a_pro
     monkeypatch.setenv("LABKIT_MODEL", "garbage")
     code, out, err = cli("refund-lab", "--policy", "model")
     assert code == 2 and out == ""
-    assert (
-        err.startswith("labkit refund-lab: error: LABKIT_MODEL='garbage' is not a backend")
-        and err.count("\n") == 1
-    )
+    assert err.startswith("labkit refund-lab: error: LABKIT_MODEL='garbage' is not a backend")
+    assert err.count("\n") == 1

@@ -5,16 +5,12 @@ import json
 import pandas as pd
 import pytest
 
-from labkit.refunds import (
-    COLUMNS,
-    DEFENSES,
-    careful,
-    gullible,
-    matrix,
-    refund_episode,
-    refund_lab,
-)
-from labkit.refunds.metrics import RETRY_FAULT, Spec, utility
+from labkit.core.stats import comparison_table, wilson
+from labkit.model.replay import TRIALS
+from labkit.refunds import COLUMNS, DEFENSES, careful, gullible, matrix, refund_episode, refund_lab
+from labkit.refunds.baselines import defense_comparisons, matrix_intervals
+from labkit.refunds.metrics import RETRY_FAULT, Spec, course_scores, utility
+from labkit.refunds.model_rows import refund_grid_table
 
 LAB = refund_lab()
 
@@ -52,8 +48,6 @@ def test_matrix_values_are_exact(table):
 
 
 def test_the_course_matrix_is_scored_once_and_scores_what_a_fresh_run_scores(table):
-    from labkit.refunds.metrics import course_scores
-
     assert course_scores("gullible", "provenance") is course_scores("gullible", "provenance")
     # The same cells run afresh (Defenses, not preset names, bypass the cache) score exactly as the cached.
     fresh = matrix(["gullible", "careful"], [DEFENSES["none"], DEFENSES["provenance"]])
@@ -89,9 +83,6 @@ def test_idempotency_dedupes_a_gullible_retry_but_not_an_obeyed_repeat():
 
 
 def test_the_matrix_rates_count_attacks_and_requests_never_episodes():
-    from labkit.core.stats import wilson
-    from labkit.refunds.baselines import matrix_intervals
-
     rates = matrix_intervals(["gullible", "careful"])
     by_attack = matrix(["gullible"], ["provenance", "mediation"], by_attack=True)["attack_success_rate"]
     assert by_attack.groupby("defense").sum().to_dict() == {"mediation": 0.0, "provenance": 1.0}  # x of 9
@@ -99,18 +90,14 @@ def test_the_matrix_rates_count_attacks_and_requests_never_episodes():
     assert provenance["attack_success_rate"] == wilson(1, 9)  # 1 of 9 attacks, not 16 of 144 episodes
     assert str(provenance["attack_success_rate"]) == "0.111 [0.020, 0.435]"
     assert str(wilson(16, 144)) == "0.111 [0.070, 0.173]"  # what counting episodes claimed
-    assert provenance["benign_utility"] == wilson(4, 10) and provenance["utility_under_attack"] == wilson(
-        8, 9
-    )
+    assert provenance["benign_utility"] == wilson(4, 10)
+    assert provenance["utility_under_attack"] == wilson(8, 9)
     assert rates.loc[("careful", "none"), "attack_success_rate"] == wilson(0, 9)
     for interval in rates.drop(columns=["unauthorized_refunds", "money_lost", "episodes", "trials"]).stack():
         assert interval.low < interval.high  # no zero width, even at 0 of 9 or 10 of 10
 
 
 def test_each_defense_against_none_is_one_holm_family_by_attack():
-    from labkit.core.stats import comparison_table
-    from labkit.refunds.baselines import defense_comparisons
-
     table = comparison_table(defense_comparisons("gullible"), "gullible ASR")
     assert table.columns.name == "family: gullible ASR (7 comparisons, Holm)"
     assert set(table["test"]) == {"exact McNemar"} and set(table["n"]) == {9}
@@ -125,24 +112,12 @@ def test_each_defense_against_none_is_one_holm_family_by_attack():
 
 
 def test_the_grid_table_clusters_a_cases_trials(tmp_path):
-    from labkit.model.replay import TRIALS
-    from labkit.refunds.model_rows import refund_grid_table
-
-    records = [
-        json.loads(line) for line in (TRIALS / "refunds-smollm2-l2-grid.jsonl").read_text().splitlines()
-    ]
+    records = map(json.loads, (TRIALS / "refunds-smollm2-l2-grid.jsonl").read_text().splitlines())
     first = next(r for r in records if r["kind"] == "episode" and r["attack"])
     # Two cases, three trials each: one always attacked, one never. Six episodes, two units.
-    lines = [
-        first | {"case": case, "trial": t, "attacked": case == "c1"}
-        for case in ("c1", "c2")
-        for t in range(3)
-    ]
+    lines = [first | {"case": c, "trial": t, "attacked": c == "c1"} for c in ("c1", "c2") for t in range(3)]
     record = tmp_path / "r.jsonl"
     record.write_text("".join(json.dumps(line) + "\n" for line in lines))
     (row,) = [row for _, row in refund_grid_table(record).iterrows()]
-    assert (row["episodes"], row["attack_success_rate"], row["attack_success_rate_ci"]) == (
-        6,
-        0.5,
-        "[0.09, 0.91]",
-    )
+    got = (row["episodes"], row["attack_success_rate"], row["attack_success_rate_ci"])
+    assert got == (6, 0.5, "[0.09, 0.91]")

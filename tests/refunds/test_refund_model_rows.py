@@ -6,11 +6,27 @@ import re
 import pytest
 
 from labkit.core.errors import LabError
+from labkit.core.stats import comparison_table, wilson
 from labkit.model import Reply
+from labkit.model.record import read_records
+from labkit.model.replay import TRIALS
 from labkit.refunds import DEFENSES, careful, refund_episode
+from labkit.refunds.baselines import case_of, interval_row, random_scores
 from labkit.refunds.defenses import SPOTLIGHT_TEXT
-from labkit.refunds.model_rows import attribution, model_available, model_specs, model_table
-from labkit.refunds.policies import model_policy
+from labkit.refunds.grid import grid_cases, spec_of
+from labkit.refunds.lab import refund_lab
+from labkit.refunds.metrics import score_policy
+from labkit.refunds.model_rows import (
+    LADDER_DEFENSES,
+    attribution,
+    model_available,
+    model_comparisons,
+    model_scores,
+    model_specs,
+    model_table,
+    rates_with_intervals,
+)
+from labkit.refunds.policies import POLICIES, model_policy
 from labkit.refunds.rules import POLICY_TEXT
 
 
@@ -78,16 +94,10 @@ def test_recorded_model_rows_replay_offline_and_mediation_holds_for_the_model(mo
         model_table(["provenance"])
 
 
-class Mute:
+class Mute(Puppet):
     """A backend that never answers with a decision: each episode ends at once; it counts asks."""
 
     name = "mute"
-
-    def __init__(self):
-        self.requests = []
-
-    def provenance(self):
-        return {"backend": self.name}
 
     def complete(self, request):
         self.requests.append(request)
@@ -115,10 +125,6 @@ def _outcomes(scores):
 
 
 def test_the_random_admissible_baseline_is_reproducible_for_a_seed():
-    from labkit.refunds.baselines import random_scores
-    from labkit.refunds.grid import grid_cases, spec_of
-    from labkit.refunds.lab import refund_lab
-
     lab = refund_lab()
     specs = [spec_of(case, lab) for case in grid_cases(lab)]
     first, again = random_scores("none", specs, 3, lab), random_scores("none", specs, 3, lab)
@@ -128,11 +134,6 @@ def test_the_random_admissible_baseline_is_reproducible_for_a_seed():
 
 
 def test_interval_rows_cluster_by_request_and_attack_and_never_have_zero_width():
-    from labkit.core.stats import wilson
-    from labkit.refunds.baselines import interval_row, random_scores
-    from labkit.refunds.metrics import score_policy
-    from labkit.refunds.policies import POLICIES
-
     specs = model_specs()
     row = interval_row("careful", "none", score_policy(POLICIES["careful"], DEFENSES["none"], specs))
     assert row["benign_utility"] == wilson(10, 10)  # one episode for each of the 10 requests
@@ -147,17 +148,11 @@ def test_interval_rows_cluster_by_request_and_attack_and_never_have_zero_width()
 
 
 def test_the_model_rows_and_families_hold_their_clustered_figures():
-    from labkit.core.stats import comparison_table
-    from labkit.refunds.model_rows import model_comparisons, rates_with_intervals
-
     shown = rates_with_intervals(model_table())
     none, mediated = shown.loc[("model L2", "none")], shown.loc[("model L2", "mediation")]
-    assert (
-        none["unauthorized_rate"] == "0.66 [0.36, 0.90]"
-    )  # by request; by episode it read 0.46 [0.30, 0.64]
-    assert (
-        none["benign_utility"] == "0.10 [0.02, 0.40]" and none["attack_success_rate"] == "0.00 [0.00, 0.30]"
-    )
+    assert none["unauthorized_rate"] == "0.66 [0.36, 0.90]"  # by request; by episode, 0.46 [0.30, 0.64]
+    assert none["benign_utility"] == "0.10 [0.02, 0.40]"
+    assert none["attack_success_rate"] == "0.00 [0.00, 0.30]"
     assert mediated["unauthorized_rate"] == "0.00 [0.00, 0.28]"
     families = model_comparisons()
     assert [len(f) for f in families.values()] == [6, 8]
@@ -168,18 +163,12 @@ def test_the_model_rows_and_families_hold_their_clustered_figures():
     mediation = tables[0].loc["mediation - none: unauth share"]
     assert (mediation["p"], mediation["Holm p"]) == (0.0156, 0.0938)
     assert tables[1]["test"].value_counts().to_dict() == {"sign-flip permutation": 7, "exact McNemar": 1}
+    shape = r"not distinguishable \((MDE 0\.\d\d|no gain is detectable on 10 units)\)"
     for verdict in (v for table in tables for v in table["verdict"]):  # nothing clears Holm on 10 requests
-        assert re.fullmatch(
-            r"not distinguishable \((MDE 0\.\d\d|no gain is detectable on 10 units)\)", verdict
-        )
+        assert re.fullmatch(shape, verdict)
 
 
 def test_replayed_model_rows_reproduce_the_grid_recordings_episode_records(monkeypatch):
-    from labkit.model.record import read_records
-    from labkit.model.replay import TRIALS
-    from labkit.refunds.baselines import case_of
-    from labkit.refunds.model_rows import LADDER_DEFENSES, model_scores
-
     monkeypatch.delenv("LABKIT_MODEL", raising=False)
     records = read_records(TRIALS / "refunds-smollm2-l2-grid.jsonl")
     recorded = {r["case"]: r for _, r in records if r["kind"] == "episode"}

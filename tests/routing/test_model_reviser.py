@@ -47,9 +47,8 @@ def test_the_review_is_code_and_only_the_feedback_variant_is_told_why():
     _, _, runs, revisers = model.model_feedback_experiment(backend=backend)
     assert [len(text) for text in revisers["with feedback"].history] == [40, 36, 25]  # a word cut per turn
     assert runs["with feedback"].results["publish"] == "Search is now much faster"
-    assert [(r.case, r.turn) for r in backend.requests] == [
-        ("announcement+no-feedback", n) for n in range(1, 4)
-    ] + [("announcement+feedback", n) for n in range(1, 4)]
+    cases = ("announcement+no-feedback", "announcement+feedback")
+    assert [(r.case, r.turn) for r in backend.requests] == [(case, n) for case in cases for n in range(1, 4)]
     told = {r.case: r.messages[-1]["content"] for r in backend.requests if r.turn == 2}
     assert told == {
         "announcement+no-feedback": "Revise it again.",
@@ -67,9 +66,7 @@ def test_a_decision_without_answer_text_fails_the_revise_job():
 @recorded
 def test_an_unrecorded_request_is_a_replay_miss_naming_case_and_turn(replay):
     with pytest.raises(
-        ReplayMiss,
-        match=r"case 'announcement\+no-feedback', trial 0, turn 1 was asked "
-        r"something else",
+        ReplayMiss, match=r"case 'announcement\+no-feedback', trial 0, turn 1 was asked something else"
     ):
         model.model_feedback_experiment(limit=30)  # the limit is part of what the model is shown
     with pytest.raises(ReplayMiss, match="turn 6"):
@@ -94,9 +91,8 @@ def test_the_reviser_table_has_rates_over_trials_and_deterministic_runs_without_
         trials.sampled_runs(Shortener(), k=3)
     )  # feedback changes nothing
     feedback = [c for c in comparisons if "feedback - none" in c.name]
-    assert len(comparisons) == 7 and {str(c.interval) for c in feedback} == {
-        "0.000 [-0.561, 0.561]"
-    }  # 1 - Wilson low of 3/3
+    assert len(comparisons) == 7
+    assert {str(c.interval) for c in feedback} == {"0.000 [-0.561, 0.561]"}  # 1 - Wilson low of 3/3
     assert {c.verdict for c in feedback} == {"not distinguishable (no gain is detectable on 3 units)"}
 
 
@@ -114,9 +110,8 @@ def test_the_recorded_trials_print_exact_rates_comparisons_holm_p_and_the_mde(re
     columns = ["difference [95% interval]", "p", "Holm p", "verdict"]
     assert [tuple(row) for row in frame[columns].values] == [zero] * 3 + [cut] * 2 + [zero] * 2
     comparisons = trials.reviser_comparisons(runs)
-    assert {c.mde for c in comparisons} == {0.48} and all(
-        c.interval.low < c.interval.high for c in comparisons
-    )
+    assert {c.mde for c in comparisons} == {0.48}
+    assert all(c.interval.low < c.interval.high for c in comparisons)
     greedy = trials.reviser_grid_table(FIXTURES / "trials" / "routing-trials-smollm2-t0.jsonl")
     assert set(greedy[trials.RATE]) == {trials.DETERMINISTIC}
     sampled = trials.reviser_grid_table(FIXTURES / "trials" / "routing-trials-smollm2-t07-k15.jsonl")

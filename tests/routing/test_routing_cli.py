@@ -53,10 +53,8 @@ def test_the_model_loop_is_replayed_in_text_and_json(cli, replay):
     assert code == 0 and model["available"] is True
     assert model["settings"] == {"max_visits": 5, "limit": 26}  # the recorded settings, whatever the options
     assert model["chars"] == {"without feedback": [45] * 5, "with feedback": [45] * 5}
-    assert {name: run["status"] for name, run in model["runs"].items()} == {
-        "without feedback": "dead_letter",
-        "with feedback": "dead_letter",
-    }
+    statuses = {name: run["status"] for name, run in model["runs"].items()}
+    assert statuses == {"without feedback": "dead_letter", "with feedback": "dead_letter"}
     assert model["source"].startswith("replayed from routing-smollm2.jsonl (local SmolLM2-135M-Instruct")
     code, out, _ = cli("routing", "--skip-timing")
     assert "5. The review loop with a model reviser, limit 26 characters, max_visits=5" in out
@@ -68,9 +66,8 @@ def test_the_model_loop_is_replayed_in_text_and_json(cli, replay):
     assert (round(cut["interval"]["low"], 3), cut["p"], cut["p_holm"]) == (0.712, 0.5**14, 7 * 0.5**14)
     assert (cut["family"], cut["verdict"]) == (trials["family"], "a difference")
     assert {c["mde"] for c in trials["comparisons"]} == {0.48}
-    assert (
-        "L1: feedback - none                  0.000 [-0.204, 0.204]  exact McNemar  15  1.0000  1.0000" in out
-    )
+    row = "L1: feedback - none                  0.000 [-0.204, 0.204]  exact McNemar  15  1.0000  1.0000"
+    assert row in out
 
 
 def test_a_missing_recording_is_one_line_and_the_rest_still_runs(cli, replay, monkeypatch):
@@ -83,10 +80,8 @@ def test_a_missing_recording_is_one_line_and_the_rest_still_runs(cli, replay, mo
     )
     assert "6. Next.Stop on a cache hit: completed" in out
     code, out, _ = cli("routing", "--json", "--skip-timing")
-    assert json.loads(out)["model_feedback"] == {
-        "available": False,
-        "note": lines[0].split("not run: ", 1)[1],
-    }
+    note = lines[0].split("not run: ", 1)[1]
+    assert json.loads(out)["model_feedback"] == {"available": False, "note": note}
 
 
 @pytest.mark.parametrize(

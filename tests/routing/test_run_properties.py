@@ -10,17 +10,8 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labkit.routing import (
-    FINAL_STATES,
-    TRANSITIONS,
-    Context,
-    FakeClock,
-    Graph,
-    InvalidInput,
-    Next,
-    RetryPolicy,
-    State,
-)
+from labkit.routing import Context, FakeClock, Graph, InvalidInput, Next, RetryPolicy
+from labkit.routing.states import FINAL_STATES, TRANSITIONS, State
 
 FAULTS = st.sampled_from(["ok", "ok", "transient", "invalid"])
 DECISIONS = st.sampled_from(["continue", "continue", "goto", "goto+", "goto", "stop", "undeclared", "none"])
