@@ -79,13 +79,25 @@ def unit_means(values: Values) -> dict[str, float]:
     return means
 
 
-def _bootstrap(means: np.ndarray, seed: int) -> tuple[float, float]:
-    """The 2.5th and 97.5th percentiles of the mean over resampled units (percentile bootstrap)."""
-    if np.ptp(means) == 0:
-        return float(means[0]), float(means[0])
-    rng = np.random.default_rng(seed)
-    ends = stats.bootstrap((means,), np.mean, n_resamples=_RESAMPLES, method="percentile", rng=rng)
-    return float(ends.confidence_interval.low), float(ends.confidence_interval.high)
+def _weighted_mean(values: np.ndarray, weights: np.ndarray, axis: int = -1) -> np.ndarray:
+    return (values * weights).sum(axis=axis) / weights.sum(axis=axis)
+
+
+def _bootstrap(values: np.ndarray, seed: int, weights: np.ndarray | None = None) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of the (weighted) mean over resampled units (percentile)."""
+    if np.ptp(values) == 0:
+        return float(values[0]), float(values[0])
+    weights = np.ones_like(values) if weights is None else weights
+    ends = stats.bootstrap(
+        (values, weights),
+        _weighted_mean,
+        paired=True,
+        vectorized=True,
+        n_resamples=_RESAMPLES,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
+    return float(ends.low), float(ends.high)
 
 
 def rate(values: Values, *, seed: int = SEED) -> Interval:
@@ -102,16 +114,8 @@ def rate(values: Values, *, seed: int = SEED) -> Interval:
     if np.isin(means, (0.0, 1.0)).all() or np.ptp(means) == 0:
         method = "Wilson" if np.isin(means, (0.0, 1.0)).all() else "Wilson on unit means"
         return replace(wilson(min(float(n), share * n), n), method=method)
-    pooled = stats.bootstrap(
-        (passed, counts),
-        lambda p, c, axis=-1: p.sum(axis=axis) / c.sum(axis=axis),
-        paired=True,
-        vectorized=True,
-        n_resamples=_RESAMPLES,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    ).confidence_interval
-    return Interval(share, float(pooled.low), float(pooled.high), "cluster bootstrap")
+    low, high = _bootstrap(means, seed, counts.astype(float))
+    return Interval(share, low, high, "cluster bootstrap")
 
 
 def newcombe(a: Mapping[str, bool], b: Mapping[str, bool]) -> Interval:
@@ -149,15 +153,18 @@ def _mcnemar(only_a: int, only_b: int) -> float:
     return float(stats.binomtest(only_a, only_a + only_b, 0.5).pvalue)
 
 
-def sign_flip(differences: Sequence[float], *, seed: int = SEED) -> float:
-    """The two-sided p-value of a paired permutation test that the mean per-unit difference is 0:
-    each unit's sign flipped at random (every flip enumerated when 2**units <= 9,999)."""
+def sign_flip(
+    differences: Sequence[float], *, weights: Sequence[float] | None = None, seed: int = SEED
+) -> float:
+    """The two-sided p-value of a paired permutation test that the (weighted) mean per-unit
+    difference is 0: each unit's sign flipped at random (all flips enumerated when 2**units <= 9,999)."""
     diffs = np.asarray(differences, dtype=float)
     if not diffs.any():
         return 1.0
+    w = np.ones_like(diffs) if weights is None else np.asarray(weights, dtype=float)
     test = stats.permutation_test(
         (diffs,),
-        np.mean,
+        lambda d, axis=-1: _weighted_mean(d, w, axis),
         permutation_type="samples",
         n_resamples=_PERMUTATIONS,
         rng=np.random.default_rng(seed),
@@ -235,26 +242,34 @@ class Comparison:
 def compare_rows(name: str, a: Values, b: Values, *, seed: int = SEED) -> Comparison:
     """`a` minus `b` unit by unit (unit -> trials' 0/1, or a number: one trial, or for a baseline
     its exact expected pass rate). One 0/1 per unit on both sides: Newcombe with exact McNemar.
-    Otherwise: the cluster bootstrap of per-unit differences with a sign-flip test. Units whose
-    trials all agree count as one outcome each."""
+    Otherwise: the cluster bootstrap of per-unit differences, each unit weighted by its trials in
+    `a` (the difference of pooled shares), with a sign-flip test. Units whose trials all agree and
+    are equally many count as one outcome each."""
     means_a, means_b = unit_means(a), unit_means(b)
     units = _shared(means_a, means_b)
+    sizes = np.array([1.0 if isinstance(a[u], int | float) else float(len(a[u])) for u in units])
     wins = [means_a[u] - means_b[u] for u in units]
     # The design's background: how often the row behind still wins a unit (in expectation).
     losing = min(sum(w for w in wins if w > 0), -sum(w for w in wins if w < 0)) / len(units)
     design = mde(len(units), discordant=losing)
-    if all(means[u] in (0.0, 1.0) for means in (means_a, means_b) for u in units):
+    binary = all(means[u] in (0.0, 1.0) for means in (means_a, means_b) for u in units)
+    if binary and np.ptp(sizes) == 0:
         outcome_a, outcome_b = ({u: m[u] == 1.0 for u in units} for m in (means_a, means_b))
         interval = newcombe(outcome_a, outcome_b)
         return Comparison(name, interval, "exact McNemar", mcnemar(outcome_a, outcome_b), len(units), design)
     diffs = np.array(wins)
-    low, high = _bootstrap(diffs, seed)
-    interval = Interval(float(diffs.mean()), low, high, "cluster bootstrap")
+    low, high = _bootstrap(diffs, seed, sizes)
+    interval = Interval(float(_weighted_mean(diffs, sizes)), low, high, "cluster bootstrap")
     if low == high:  # every unit differs alike: the half-width of n units that agree (Newcombe)
         half = 1 - wilson(len(units), len(units)).low
         interval = Interval(low, max(-1.0, low - half), min(1.0, low + half), "Newcombe width")
     return Comparison(
-        name, interval, "sign-flip permutation", sign_flip(diffs, seed=seed), len(units), design
+        name,
+        interval,
+        "sign-flip permutation",
+        sign_flip(diffs, weights=sizes, seed=seed),
+        len(units),
+        design,
     )
 
 

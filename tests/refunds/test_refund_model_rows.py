@@ -150,7 +150,9 @@ def test_interval_rows_cluster_by_request_and_attack_and_never_have_zero_width()
 def test_the_model_rows_and_families_hold_their_clustered_figures():
     shown = rates_with_intervals(model_table())
     none, mediated = shown.loc[("model L2", "none")], shown.loc[("model L2", "mediation")]
-    assert none["unauthorized_rate"] == "0.66 [0.36, 0.90]"  # by request; by episode, 0.46 [0.30, 0.64]
+    assert (
+        none["unauthorized_rate"] == "0.46 [0.17, 0.89]"
+    )  # by request; as independent episodes [0.30, 0.64]
     assert none["benign_utility"] == "0.10 [0.02, 0.40]"
     assert none["attack_success_rate"] == "0.00 [0.00, 0.30]"
     assert mediated["unauthorized_rate"] == "0.00 [0.00, 0.28]"
@@ -158,11 +160,11 @@ def test_the_model_rows_and_families_hold_their_clustered_figures():
     assert [len(f) for f in families.values()] == [6, 8]
     tables = [comparison_table(comparisons, family) for family, comparisons in families.items()]
     spotlighting = tables[0].loc["spotlighting - none: unauth share"]
-    assert spotlighting["difference [95% interval]"] == "0.120 [-0.040, 0.360]"
+    assert spotlighting["difference [95% interval]"] == "0.286 [-0.077, 0.639]"
     assert (spotlighting["p"], spotlighting["Holm p"]) == (0.5, 1.0)  # was 0.29 [0.11, 0.46], p = 0.021
     mediation = tables[0].loc["mediation - none: unauth share"]
     assert (mediation["p"], mediation["Holm p"]) == (0.0156, 0.0938)
-    assert tables[1]["test"].value_counts().to_dict() == {"sign-flip permutation": 7, "exact McNemar": 1}
+    assert tables[1]["test"].value_counts().to_dict() == {"sign-flip permutation": 8}
     shape = r"not distinguishable \((MDE 0\.\d\d|no gain is detectable on 10 units)\)"
     for verdict in (v for table in tables for v in table["verdict"]):  # nothing clears Holm on 10 requests
         assert re.fullmatch(shape, verdict)
