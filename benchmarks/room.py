@@ -1,21 +1,20 @@
-"""One model server for the room: how many learners it carries, measured on loopback.
+"""One model server for the room: how many learners it carries, serial against batching, in one run.
 
-    python benchmarks/room.py [--learners 1,4,8,16,30] [--window 20] [--deadline 10]
+    python benchmarks/room.py [--learners 1,8,16,30] [--window 20] [--deadline 10] [--parallel N]
 
-Starts llama-cpp-python's real OpenAI-compatible server (`labkit serve`'s command line:
-SmolLM2-135M, `--model_alias smollm2`, the local backend's n_ctx) on a free 127.0.0.1 port and,
-for each N, simulates N learners as N threads, each running lab 02's L3 docuctl episodes
-(`example` prompt, T=0, cases in turn, lab 01's limits) through `openai:smollm2` with a
-per-decision deadline of `--deadline` seconds — what a room would set, far below the default 120
-s. A learner starts episodes for `--window` seconds and at most MAX_EPISODES; an episode under
-way then finishes, each decision within the deadline, so every N ends within window + 8 turns
-x deadline, never hangs. Reported per N: decisions answered per second, p50/p95 decision
-latency (answered ones), episodes and how many ended `provider_error` (the deadline), and
-what that means for a 10-minute live segment: episodes each learner completes in it.
-
-llama-cpp-python's server answers one request at a time (a global lock), so N learners queue:
-latency grows with N and, past the deadline, decisions become counted `provider_error` stops.
-Everything runs on this machine: client threads and server share its cores. Loopback only.
+Starts each server `labkit serve` can run, in turn, on a free 127.0.0.1 port with SmolLM2-135M as
+`smollm2` and the local backend's context per slot: llama-cpp-python's (`python -m llama_cpp.server`,
+one request at a time behind a global lock) and llama.cpp's `llama-server` (`make room-server`;
+`--parallel` slots, continuous batching). Against each, for each N, it simulates N learners as N
+threads, each running lab 02's L3 docuctl episodes (`example` prompt, T=0, cases in turn, lab 01's
+limits) through `openai:smollm2` with a per-decision deadline of `--deadline` seconds — what a room
+would set, far below the default 120 s. A learner starts episodes for `--window` seconds and at
+most MAX_EPISODES; an episode under way then finishes, each decision within the deadline, so every
+N ends within window + 8 turns x deadline, never hangs. Reported per server and N: decisions
+answered per second, p50/p95 decision latency (answered ones), episodes and how many ended
+`provider_error` (the deadline), and what that means for a 10-minute live segment: episodes each
+learner completes in it; then batching's decisions/s over serial's at each N.
+Everything runs on this machine: client threads and servers share its cores. Loopback only.
 """
 
 from __future__ import annotations
@@ -31,7 +30,9 @@ from labkit import docuctl
 from labkit.core.errors import ProviderError
 from labkit.course.commands.serve import (
     ALIAS,
+    default_parallel,
     free_port,
+    llama_server,
     require_server,
     server_command,
     wait_until_ready,
@@ -115,50 +116,92 @@ def measure(base_url: str, n: int, window: float, deadline: float) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--learners", default="1,4,8,16,30", help="comma-separated N (each at most 30)")
-    parser.add_argument("--window", type=float, default=20.0, help="seconds each N starts episodes (<= 120)")
-    parser.add_argument("--deadline", type=float, default=10.0, help="per-decision deadline, seconds (<= 60)")
-    parser.add_argument("--threads", type=int, default=None, help="the server's CPU threads")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    counts = [int(x) for x in args.learners.split(",") if x.strip()]
-    if (
-        not counts
-        or not all(1 <= n <= 30 for n in counts)
-        or not 0 < args.window <= 120
-        or not 0 < args.deadline <= 60
-    ):
-        parser.error("--learners 1..30 each, --window 0-120 s, --deadline 0-60 s")
-    require_server()
+def serve(port: int, threads: int | None, parallel: int) -> subprocess.Popen:
+    command = server_command("127.0.0.1", port, threads=threads, parallel=parallel)
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_server(name: str, parallel: int, counts: list[int], args: argparse.Namespace) -> list[dict]:
+    """Every N against one server (`parallel` slots of llama-server, or 0: llama_cpp.server)."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
-    server = subprocess.Popen(
-        server_command("127.0.0.1", port, threads=args.threads),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = serve(port, args.threads, parallel)
+    rows = []
     try:
         wait_until_ready(server, f"{base_url}/models")
         warm_up(base_url)
-        rows = []
         for n in counts:
-            row = measure(base_url, n, args.window, args.deadline)
+            row = {"server": name} | measure(base_url, n, args.window, args.deadline)
             rows.append(row)
             print(json.dumps(row) if args.json else "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
             time.sleep(args.deadline)  # abandoned requests still queued at the server drain first
-        if not args.json:
-            heads = list(rows[0])
-            print("\n| " + " | ".join(heads) + " |\n|" + "---|" * len(heads))
-            for row in rows:
-                print("| " + " | ".join("-" if row[h] is None else str(row[h]) for h in heads) + " |")
     finally:
         server.terminate()
         try:
             server.wait(10)
         except subprocess.TimeoutExpired:
             server.kill()
+            server.wait()
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    heads = list(rows[0])
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    lines += ["| " + " | ".join("-" if row[h] is None else str(row[h]) for h in heads) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--learners", default="1,8,16,30", help="comma-separated N (each at most 30)")
+    parser.add_argument("--window", type=float, default=20.0, help="seconds each N starts episodes (<= 120)")
+    parser.add_argument("--deadline", type=float, default=10.0, help="per-decision deadline, seconds (<= 60)")
+    parser.add_argument("--threads", type=int, default=None, help="the servers' CPU threads")
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=default_parallel(),
+        help="llama-server's slots (default: labkit serve's)",
+    )
+    parser.add_argument(
+        "--servers", default="serial,batching", help="which servers: serial, batching or both"
+    )
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    counts = [int(x) for x in args.learners.split(",") if x.strip()]
+    chosen = [x.strip() for x in args.servers.split(",") if x.strip()]
+    if (
+        not counts
+        or not all(1 <= n <= 30 for n in counts)
+        or not 0 < args.window <= 120
+        or not 0 < args.deadline <= 60
+        or not 1 <= args.parallel <= 64
+        or not chosen
+        or not set(chosen) <= {"serial", "batching"}
+    ):
+        parser.error("--learners 1..30 each, --window 0-120 s, --deadline 0-60 s, --parallel 1-64, --servers")
+    if "serial" in chosen:
+        require_server()
+    if "batching" in chosen and llama_server() is None:
+        parser.error("llama-server is not built: run `make room-server` (or --servers serial)")
+    results = {}
+    for name in chosen:
+        slots = args.parallel if name == "batching" else 0
+        label = f"llama-server -np {slots}" if slots else "llama_cpp.server"
+        results[name] = run_server(label, slots, counts, args)
+    if args.json:
+        return
+    for rows in results.values():
+        print("\n" + table(rows))
+    if len(results) == 2:
+        ratios = [
+            {"learners": s["learners"], "decisions/s ratio": round(b["decisions/s"] / s["decisions/s"], 1)}
+            if s["decisions/s"]
+            else {"learners": s["learners"], "decisions/s ratio": None}
+            for s, b in zip(results["serial"], results["batching"], strict=True)
+        ]
+        print("\nbatching / serial\n" + table(ratios))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""`labkit serve`: the course's SmolLM2 for the room, behind llama-cpp-python's OpenAI-compatible server
-(`python -m llama_cpp.server`, the local backend's model and context size), until Ctrl-C."""
+"""`labkit serve`: the course's SmolLM2 for the room behind an OpenAI-compatible server, until Ctrl-C:
+llama.cpp's `llama-server` (`make room-server`: N slots, continuous batching, N x the local backend's
+context) or, where it is not built or with `--parallel 0`, llama-cpp-python's (one request at a time)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,6 +23,8 @@ from labkit.course.commands import add_command
 
 ALIAS = "smollm2"
 PORT = 8000
+SLOTS_PER_CORE = 8  # benchmarks/room.py: more slots than cores keeps the batch full
+_BUILT = Path(__file__).resolve().parents[3] / "build" / "llama-server"  # `make room-server`
 _READY_S = 60.0  # the server loads the 98 MB model in about a second; give a slow disk a minute
 _SERVER_MODULES = "llama_cpp fastapi uvicorn sse_starlette starlette_context pydantic_settings".split()
 
@@ -30,10 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub,
         "serve",
         handle,
-        "Start llama-cpp-python's OpenAI-compatible server with the course's SmolLM2 model "
-        "(needs `make model`), wait until it answers, and print what each learner sets: "
-        "OPENAI_BASE_URL and LABKIT_MODEL=openai:smollm2. It answers one request at a time; "
-        "for a room of 30 see the README's 'One model for the room'.",
+        "Start an OpenAI-compatible server with the course's SmolLM2 model (needs `make model`): "
+        "llama.cpp's llama-server with --parallel slots if `make room-server` built it, else "
+        "llama-cpp-python's (one request at a time); wait until it answers, and print what each "
+        "learner sets: OPENAI_BASE_URL and LABKIT_MODEL=openai:smollm2. See the README's 'One model "
+        "for the room'.",
     )
     add = parser.add_argument
     add("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0, the room's network)")
@@ -42,6 +47,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("--threads", type=int_in(1, 256), metavar="N", help=threads)
     gguf = "a GGUF file (default: the course's SmolLM2, as `local` finds it)"
     add("--model-path", metavar="FILE", help=gguf)
+    slots = f"llama-server's slots, decoded together (default {default_parallel()}); 0: llama-cpp-python's"
+    add("--parallel", type=int_in(0, 64), default=default_parallel(), metavar="N", help=slots)
+
+
+def llama_server() -> str | None:
+    """`make room-server`'s build/llama-server, else a `llama-server` on PATH, else None."""
+    return str(_BUILT) if _BUILT.is_file() else shutil.which("llama-server")
+
+
+def default_parallel() -> int:
+    """Slots for this machine: SLOTS_PER_CORE per core, at most 32 (benchmarks/room.py)."""
+    return min(32, SLOTS_PER_CORE * (os.cpu_count() or 1))
 
 
 def require_server() -> None:
@@ -61,13 +78,23 @@ def server_command(
     threads: int | None = None,
     model_path: str | Path | None = None,
     alias: str = ALIAS,
+    parallel: int = 0,
 ) -> list[str]:
-    """The `python -m llama_cpp.server` command line `labkit serve` runs (the live test runs it too)."""
+    """The command line `labkit serve` runs (the live tests too): `llama-server` with `parallel` slots,
+    each the local backend's context, or for 0 `python -m llama_cpp.server`."""
     from labkit.model.local import N_CTX, find_model_file
 
     path = Path(model_path) if model_path else find_model_file()
     if not path.is_file():
         raise LabError(f"--model-path {path}: no such file")
+    if parallel:
+        if (binary := llama_server()) is None:
+            raise LabError("llama-server is not built: run `make room-server`")
+        options = {"--model": str(path), "--alias": alias, "--ctx-size": str(N_CTX * parallel)}
+        options |= {"--parallel": str(parallel), "--host": host, "--port": str(port)}
+        if threads is not None:
+            options |= {"--threads": str(threads), "--threads-batch": str(threads)}
+        return [binary, *(part for item in options.items() for part in item), "--cont-batching"]
     options = {"--model": str(path), "--model_alias": alias, "--n_ctx": str(N_CTX), "--host": host}
     options |= {"--port": str(port), "--verbose": "False"}
     if threads is not None:
@@ -96,7 +123,7 @@ def wait_until_ready(process: subprocess.Popen, url: str, limit: float = _READY_
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            status = f"llama_cpp.server exited with status {process.returncode}"
+            status = f"the server exited with status {process.returncode}"
             raise LabError(f"{status} before answering (is the port taken? try --port)")
         try:
             with urllib.request.urlopen(url, timeout=1) as reply:
@@ -104,7 +131,7 @@ def wait_until_ready(process: subprocess.Popen, url: str, limit: float = _READY_
             return ", ".join(str(m.get("id")) for m in listed.get("data", []))
         except (OSError, ValueError):
             time.sleep(0.2)
-    raise LabError(f"llama_cpp.server did not answer {url} within {limit:g} s")
+    raise LabError(f"the server did not answer {url} within {limit:g} s")
 
 
 def warm_up(base_url: str, alias: str = ALIAS, timeout: float = 120.0) -> None:
@@ -133,17 +160,25 @@ def _stop_on(signum: int, frame: object) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    require_server()
+    parallel = args.parallel if llama_server() else 0
+    if not parallel:
+        require_server()
     for name in ("SIGTERM", "SIGHUP"):  # Windows has no SIGHUP
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _stop_on)
-    command = server_command(args.host, args.port, threads=args.threads, model_path=args.model_path)
+    command = server_command(
+        args.host, args.port, threads=args.threads, model_path=args.model_path, parallel=parallel
+    )
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     process = subprocess.Popen(command, env={**os.environ, "PYTHONWARNINGS": "ignore"}, **quiet)
     try:
         local = "127.0.0.1" if args.host in ("0.0.0.0", "", "::") else args.host
         served = wait_until_ready(process, f"http://{local}:{args.port}/v1/models")
-        print(f"serving {served} with llama_cpp.server on {args.host}:{args.port} (one request at a time)")
+        how = f"llama-server on {args.host}:{args.port} ({parallel} slots, continuous batching)"
+        if not parallel:
+            why = "" if args.parallel == 0 else "; `make room-server` builds llama-server, which batches"
+            how = f"llama_cpp.server on {args.host}:{args.port} (one request at a time{why})"
+        print(f"serving {served} with {how}")
         print("each learner sets, in the notebook's parameters cell or before starting Jupyter:")
         for address in _addresses(args.host):
             print(f"    OPENAI_BASE_URL=http://{address}:{args.port}/v1   LABKIT_MODEL=openai:{ALIAS}")
