@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 from labkit import docuctl
 from labkit.core.errors import ProviderError
@@ -39,11 +40,12 @@ from labkit.course.commands.serve import (
     warm_up,
 )
 from labkit.decision_loop.model_policy import docuctl_policy
-from labkit.decision_loop.trials import limits_for, run_case
+from labkit.decision_loop.trials import cases_of, limits_for, run_case
 from labkit.model.openai_chat import OpenAIBackend
 
 MAX_EPISODES = 40  # per learner and N: the loop is bounded in count as well as in time
 SEGMENT_S = 600  # a 10-minute live segment
+RECORDING = Path(__file__).parents[1] / "fixtures" / "trials" / "docuctl-smollm2-example-l3-t0.jsonl"
 
 
 class Timed:
@@ -152,6 +154,87 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def trial(parallel: int, threads: int | None, concurrent: bool, save: str | None = None) -> None:
+    """Lab 02's L3 trial (`example` prompt, T=0, every case once, max_tokens 160) through llama-server,
+    one learner per case all at once (`concurrent`) or the cases in turn, compared call by call with
+    the committed recording: the same reply text, finish reason and prompt tokens, the same stops."""
+    recorded = [json.loads(line) for line in RECORDING.read_text().splitlines()]
+    calls = {(r["case"], r["turn"]): r for r in recorded if r["kind"] == "call"}
+    episodes = {r["case"]: r for r in recorded if r["kind"] == "episode"}
+    corpus, cases = docuctl(), cases_of("all")
+    port = free_port()
+    base_url, server = f"http://127.0.0.1:{port}/v1", serve(port, threads, parallel)
+    got: dict = {}
+    stops: dict = {}
+    lock = threading.Lock()
+
+    class Tap(OpenAIBackend):
+        def complete(self, request):
+            reply = super().complete(request)
+            with lock:
+                got[(request.case, request.turn)] = reply
+            return reply
+
+    def one(case) -> None:
+        backend = Tap(ALIAS, base_url=base_url, environ={})
+        policy = docuctl_policy(
+            "example", backend=backend, rung="L3", max_tokens=160, temperature=0.0, seed=0
+        )
+        stops[case["id"]] = run_case(case, policy, limits=limits_for(case, corpus), corpus=corpus)
+
+    try:
+        wait_until_ready(server, f"{base_url}/models")
+        warm_up(base_url)
+        if concurrent:
+            workers = [threading.Thread(target=one, args=(case,)) for case in cases]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        else:
+            for case in cases:
+                one(case)
+    finally:
+        server.terminate()
+        server.wait(10)
+    tally = {"the same text": 0, "the same decision, other spacing": 0, "another decision": 0}
+    for key, call in sorted(calls.items()):
+        reply = got.get(key)
+        if reply is None:
+            print(f"{key}: recorded, not asked")
+            continue
+        if (reply.text, reply.finish_reason) == (call["reply"], call["finish_reason"]):
+            tally["the same text"] += 1
+        elif reply.finish_reason == call["finish_reason"] == "stop" and parsed(reply.text) == parsed(
+            call["reply"]
+        ):
+            tally["the same decision, other spacing"] += 1
+        else:
+            tally["another decision"] += 1
+            print(f"{key}: recorded {call['reply']!r}, served {reply.text!r}")
+    matched = sum(
+        [stops[c][k] for k in ("stop", "answer", "citation")]
+        == [e[k] for k in ("stop", "answer", "citation")]
+        for c, e in episodes.items()
+    )
+    how = f"{len(cases)} learners at once" if concurrent else "cases in turn"
+    name = f"llama-server -np {parallel}" if parallel else "llama_cpp.server"
+    counts = ", ".join(f"{v} {k}" for k, v in tally.items())
+    print(
+        f"{name}, {how}: of {len(calls)} recorded calls {counts}; {len(set(got) - set(calls))} not recorded"
+    )
+    print(f"episodes with the recorded stop, answer and citation: {matched} of {len(episodes)}")
+    if save:
+        Path(save).write_text(json.dumps({f"{c} {t}": r.text for (c, t), r in sorted(got.items())}, indent=1))
+
+
+def parsed(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--learners", default="1,8,16,30", help="comma-separated N (each at most 30)")
@@ -168,7 +251,15 @@ def main() -> None:
         "--servers", default="serial,batching", help="which servers: serial, batching or both"
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--trial", choices=["serial", "concurrent"], help="lab 02's L3 trial against the recording"
+    )
+    parser.add_argument("--save", metavar="FILE", help="--trial: write the served replies to FILE (JSON)")
     args = parser.parse_args()
+    if args.trial:
+        if args.parallel and llama_server() is None:
+            parser.error("llama-server is not built: run `make room-server` (or --parallel 0)")
+        return trial(args.parallel, args.threads, args.trial == "concurrent", args.save)
     counts = [int(x) for x in args.learners.split(",") if x.strip()]
     chosen = [x.strip() for x in args.servers.split(",") if x.strip()]
     if (
