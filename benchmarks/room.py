@@ -31,7 +31,7 @@ from labkit import docuctl
 from labkit.core.errors import ProviderError
 from labkit.course.commands.serve import (
     ALIAS,
-    default_parallel,
+    PARALLEL,
     free_port,
     llama_server,
     require_server,
@@ -131,7 +131,7 @@ def run_server(name: str, parallel: int, counts: list[int], args: argparse.Names
     rows = []
     try:
         wait_until_ready(server, f"{base_url}/models")
-        warm_up(base_url)
+        warm_up(base_url, slots=parallel)
         for n in counts:
             row = {"server": name} | measure(base_url, n, args.window, args.deadline)
             rows.append(row)
@@ -184,7 +184,7 @@ def trial(parallel: int, threads: int | None, concurrent: bool, save: str | None
 
     try:
         wait_until_ready(server, f"{base_url}/models")
-        warm_up(base_url)
+        warm_up(base_url, slots=parallel)
         if concurrent:
             workers = [threading.Thread(target=one, args=(case,)) for case in cases]
             for worker in workers:
@@ -244,7 +244,7 @@ def main() -> None:
     parser.add_argument(
         "--parallel",
         type=int,
-        default=default_parallel(),
+        default=PARALLEL,
         help="llama-server's slots (default: labkit serve's)",
     )
     parser.add_argument(

@@ -47,7 +47,7 @@ def room(tmp_path_factory):
             wait_until_ready(process, f"{base_url}/models", limit=30)
         except LabError as error:
             pytest.fail(f"{error} {log.read_text(errors='replace')[-500:]}")
-        warm_up(base_url, MODEL, timeout=60)
+        warm_up(base_url, MODEL, timeout=60, slots=LEARNERS)
         yield base_url
     finally:
         process.terminate()

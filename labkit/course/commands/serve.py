@@ -13,9 +13,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from labkit.core.errors import LabError
 from labkit.course.argtypes import int_in
@@ -24,7 +26,9 @@ from labkit.course.commands import add_command
 ALIAS = "smollm2"
 PORT = 8000
 SLOTS_PER_CORE = 8  # benchmarks/room.py: more slots than cores keeps the batch full
+PARALLEL = min(32, SLOTS_PER_CORE * (os.cpu_count() or 1))  # `--parallel`'s default
 _BUILT = Path(__file__).resolve().parents[3] / "build" / "llama-server"  # `make room-server`
+_SLOTS = Path(tempfile.gettempdir()) / "labkit-serve-slots"  # llama-server's saved slot states
 _READY_S = 60.0  # the server loads the 98 MB model in about a second; give a slow disk a minute
 _SERVER_MODULES = "llama_cpp fastapi uvicorn sse_starlette starlette_context pydantic_settings".split()
 
@@ -34,11 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub,
         "serve",
         handle,
-        "Start an OpenAI-compatible server with the course's SmolLM2 model (needs `make model`): "
-        "llama.cpp's llama-server with --parallel slots if `make room-server` built it, else "
-        "llama-cpp-python's (one request at a time); wait until it answers, and print what each "
-        "learner sets: OPENAI_BASE_URL and LABKIT_MODEL=openai:smollm2. See the README's 'One model "
-        "for the room'.",
+        "Serve the course's SmolLM2 (needs `make model`) with llama.cpp's llama-server, --parallel slots, "
+        "if `make room-server` built it, else llama-cpp-python's server (one request at a time); wait "
+        "until it answers; print what each learner sets: OPENAI_BASE_URL and LABKIT_MODEL=openai:smollm2.",
     )
     add = parser.add_argument
     add("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0, the room's network)")
@@ -47,18 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("--threads", type=int_in(1, 256), metavar="N", help=threads)
     gguf = "a GGUF file (default: the course's SmolLM2, as `local` finds it)"
     add("--model-path", metavar="FILE", help=gguf)
-    slots = f"llama-server's slots, decoded together (default {default_parallel()}); 0: llama-cpp-python's"
-    add("--parallel", type=int_in(0, 64), default=default_parallel(), metavar="N", help=slots)
+    slots = f"llama-server's slots, decoded together (default {PARALLEL}); 0: llama-cpp-python's server"
+    add("--parallel", type=int_in(0, 64), default=PARALLEL, metavar="N", help=slots)
 
 
 def llama_server() -> str | None:
     """`make room-server`'s build/llama-server, else a `llama-server` on PATH, else None."""
     return str(_BUILT) if _BUILT.is_file() else shutil.which("llama-server")
-
-
-def default_parallel() -> int:
-    """Slots for this machine: SLOTS_PER_CORE per core, at most 32 (benchmarks/room.py)."""
-    return min(32, SLOTS_PER_CORE * (os.cpu_count() or 1))
 
 
 def require_server() -> None:
@@ -87,19 +84,17 @@ def server_command(
     path = Path(model_path) if model_path else find_model_file()
     if not path.is_file():
         raise LabError(f"--model-path {path}: no such file")
-    if parallel:
-        if (binary := llama_server()) is None:
-            raise LabError("llama-server is not built: run `make room-server`")
-        options = {"--model": str(path), "--alias": alias, "--ctx-size": str(N_CTX * parallel)}
-        options |= {"--parallel": str(parallel), "--host": host, "--port": str(port)}
-        if threads is not None:
-            options |= {"--threads": str(threads), "--threads-batch": str(threads)}
-        return [binary, *(part for item in options.items() for part in item), "--cont-batching"]
-    options = {"--model": str(path), "--model_alias": alias, "--n_ctx": str(N_CTX), "--host": host}
-    options |= {"--port": str(port), "--verbose": "False"}
-    if threads is not None:
-        options |= {"--n_threads": str(threads), "--n_threads_batch": str(threads)}
-    return [sys.executable, "-m", "llama_cpp.server", *(part for item in options.items() for part in item)]
+    if parallel and (binary := llama_server()) is None:
+        raise LabError("llama-server is not built: run `make room-server`")
+    if parallel:  # --threads-batch defaults to --threads
+        _SLOTS.mkdir(exist_ok=True)
+        head, options = [binary, "--cont-batching"], {"--ctx-size": N_CTX * parallel, "--parallel": parallel}
+        options |= {"--alias": alias, "--slot-save-path": _SLOTS, "--threads": threads}
+    else:
+        head, options = [sys.executable, "-m", "llama_cpp.server"], {"--model_alias": alias, "--n_ctx": N_CTX}
+        options |= {"--verbose": False, "--n_threads": threads, "--n_threads_batch": threads}
+    options |= {"--model": path, "--host": host, "--port": port}
+    return head + [part for key, value in options.items() if value is not None for part in (key, str(value))]
 
 
 def _addresses(host: str) -> list[str]:
@@ -134,16 +129,23 @@ def wait_until_ready(process: subprocess.Popen, url: str, limit: float = _READY_
     raise LabError(f"the server did not answer {url} within {limit:g} s")
 
 
-def warm_up(base_url: str, alias: str = ALIAS, timeout: float = 120.0) -> None:
-    """Ask the server for one token, so that a measured or tested request does not pay its
-    first-request warm-up (seconds on a busy machine)."""
-    body = {"model": alias, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
-    headers = {"Content-Type": "application/json"}
-    request = urllib.request.Request(
-        f"{base_url}/chat/completions", headers=headers, data=json.dumps(body).encode()
-    )
-    with urllib.request.urlopen(request, timeout=timeout) as reply:
-        reply.read()
+def warm_up(base_url: str, alias: str = ALIAS, timeout: float = 120.0, slots: int = 0) -> None:
+    """Ask the server for one token after lab 02's system prompt, so that a measured or tested request
+    does not pay the first request's warm-up; for llama-server's `slots`, copy that prompt's state into
+    each: a room's first decisions then start from it rather than all compute it at once."""
+    from labkit.decision_loop.model_policy import docuctl_policy
+
+    system = {"role": "system", "content": docuctl_policy("example").instructions}
+    body = {"model": alias, "max_tokens": 1, "messages": [system, {"role": "user", "content": "Question:"}]}
+    calls = [("/v1/chat/completions", body | ({"id_slot": 0} if slots else {}))]
+    name = {"filename": f"primed-{urlsplit(base_url).port}.bin"}  # in _SLOTS, one per server
+    calls += [(f"/slots/{slot}?action={'restore' if slot else 'save'}", name) for slot in range(slots)]
+    root, headers = base_url.removesuffix("/v1"), {"Content-Type": "application/json"}
+    for path, data in calls:
+        request = urllib.request.Request(root + path, json.dumps(data).encode(), headers)
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            reply.read()
+    (_SLOTS / name["filename"]).unlink(missing_ok=True)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -174,6 +176,7 @@ def handle(args: argparse.Namespace) -> int:
     try:
         local = "127.0.0.1" if args.host in ("0.0.0.0", "", "::") else args.host
         served = wait_until_ready(process, f"http://{local}:{args.port}/v1/models")
+        warm_up(f"http://{local}:{args.port}/v1", slots=parallel)
         how = f"llama-server on {args.host}:{args.port} ({parallel} slots, continuous batching)"
         if not parallel:
             why = "" if args.parallel == 0 else "; `make room-server` builds llama-server, which batches"
