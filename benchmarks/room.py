@@ -45,6 +45,9 @@ from labkit.model.openai_chat import OpenAIBackend
 
 MAX_EPISODES = 40  # per learner and N: the loop is bounded in count as well as in time
 SEGMENT_S = 600  # a 10-minute live segment
+# What `auto` detects (the live tests check it), given: in one process, Python 3.11's cached_property
+# would make every learner thread's first decision wait for the others' /v1/models calls.
+MODES = ("json_object", "json_schema")  # llama_cpp.server's, llama-server's
 RECORDING = Path(__file__).parents[1] / "fixtures" / "trials" / "docuctl-smollm2-example-l3-t0.jsonl"
 
 
@@ -71,11 +74,19 @@ class Timed:
 
 
 def learner(
-    base_url: str, deadline: float, until: float, notes: list, stops: list, lock: threading.Lock, offset: int
+    base_url: str,
+    deadline: float,
+    until: float,
+    notes: list,
+    stops: list,
+    lock: threading.Lock,
+    offset: int,
+    mode: str,
 ) -> None:
     corpus = docuctl()
     cases = corpus.cases + corpus.adaptive_cases
-    backend = Timed(OpenAIBackend(ALIAS, base_url=base_url, timeout=deadline, environ={}), notes, lock)
+    inner = OpenAIBackend(ALIAS, base_url=base_url, timeout=deadline, schema_mode=mode, environ={})
+    backend = Timed(inner, notes, lock)
     policy = docuctl_policy("example", backend=backend, rung="L3", max_tokens=48)
     for i in range(MAX_EPISODES):
         if time.monotonic() >= until:
@@ -86,14 +97,16 @@ def learner(
             stops.append(result["stop"])
 
 
-def measure(base_url: str, n: int, window: float, deadline: float) -> dict:
+def measure(base_url: str, n: int, window: float, deadline: float, mode: str) -> dict:
     notes: list[tuple[float, bool]] = []
     stops: list[str] = []
     lock = threading.Lock()
     start = time.monotonic()
     threads = [
         threading.Thread(
-            target=learner, args=(base_url, deadline, start + window, notes, stops, lock, i), daemon=True
+            target=learner,
+            args=(base_url, deadline, start + window, notes, stops, lock, i, mode),
+            daemon=True,
         )
         for i in range(n)
     ]
@@ -133,7 +146,7 @@ def run_server(name: str, parallel: int, counts: list[int], args: argparse.Names
         wait_until_ready(server, f"{base_url}/models")
         warm_up(base_url, slots=parallel)
         for n in counts:
-            row = {"server": name} | measure(base_url, n, args.window, args.deadline)
+            row = {"server": name} | measure(base_url, n, args.window, args.deadline, MODES[bool(parallel)])
             rows.append(row)
             print(json.dumps(row) if args.json else "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
             time.sleep(args.deadline)  # abandoned requests still queued at the server drain first
@@ -176,7 +189,7 @@ def trial(parallel: int, threads: int | None, concurrent: bool, save: str | None
             return reply
 
     def one(case) -> None:
-        backend = Tap(ALIAS, base_url=base_url, environ={})
+        backend = Tap(ALIAS, base_url=base_url, schema_mode=MODES[bool(parallel)], environ={})
         policy = docuctl_policy(
             "example", backend=backend, rung="L3", max_tokens=160, temperature=0.0, seed=0
         )
