@@ -13,7 +13,7 @@ LAB_STAMP  := $(VENV)/.installed-lab
 TEST_STAMP := $(VENV)/.installed-test
 STUDENT    := student
 
-.PHONY: lab notebooks test install lint benchmarks clean lock student model
+.PHONY: lab notebooks test install lint benchmarks clean lock student model room-server
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -94,3 +94,21 @@ model: $(LAB_STAMP)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" $(BIN)/python -m pip install --quiet -c requirements.txt \
 		"llama-cpp-python[server]==0.3.36" $(SERVER_PINS)
 	$(BIN)/python -m labkit.model.install
+
+# The room's batching server (`labkit serve --parallel N`): llama.cpp's own `llama-server`, built
+# from the llama.cpp that llama-cpp-python 0.3.36 vendors (its sdist, from PyPI as `make model`
+# takes it) with the same portable flags, statically linked, without the web UI (nothing is
+# downloaded while it builds). About 15 minutes on 2 cores the first time; build/llama-server.
+ROOM := build/room-server
+LLAMA_CPP := $(ROOM)/llama_cpp_python-0.3.36/vendor/llama.cpp
+room-server: build/llama-server
+build/llama-server: | $(BIN)/python
+	@echo "make room-server: compiling llama.cpp's llama-server (about 15 minutes on 2 cores, once)"
+	mkdir -p $(ROOM)
+	$(BIN)/python -m pip download --quiet --no-deps --no-binary :all: -d $(ROOM) llama-cpp-python==0.3.36
+	tar -xzf $(ROOM)/llama_cpp_python-0.3.36.tar.gz -C $(ROOM) llama_cpp_python-0.3.36/vendor
+	cmake -S $(LLAMA_CPP) -B $(ROOM)/cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+		-DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
+		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF > $(ROOM)/configure.log
+	nice -n 10 cmake --build $(ROOM)/cmake --target llama-server -j 2 > $(ROOM)/build.log
+	cp $(ROOM)/cmake/bin/llama-server $@

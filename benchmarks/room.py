@@ -1,21 +1,20 @@
-"""One model server for the room: how many learners it carries, measured on loopback.
+"""One model server for the room: how many learners it carries, serial against batching, in one run.
 
-    python benchmarks/room.py [--learners 1,4,8,16,30] [--window 20] [--deadline 10]
+    python benchmarks/room.py [--learners 1,8,16,30] [--window 20] [--deadline 10] [--parallel N]
 
-Starts llama-cpp-python's real OpenAI-compatible server (`labkit serve`'s command line:
-SmolLM2-135M, `--model_alias smollm2`, the local backend's n_ctx) on a free 127.0.0.1 port and,
-for each N, simulates N learners as N threads, each running lab 02's L3 docuctl episodes
-(`example` prompt, T=0, cases in turn, lab 01's limits) through `openai:smollm2` with a
-per-decision deadline of `--deadline` seconds — what a room would set, far below the default 120
-s. A learner starts episodes for `--window` seconds and at most MAX_EPISODES; an episode under
-way then finishes, each decision within the deadline, so every N ends within window + 8 turns
-x deadline, never hangs. Reported per N: decisions answered per second, p50/p95 decision
-latency (answered ones), episodes and how many ended `provider_error` (the deadline), and
-what that means for a 10-minute live segment: episodes each learner completes in it.
-
-llama-cpp-python's server answers one request at a time (a global lock), so N learners queue:
-latency grows with N and, past the deadline, decisions become counted `provider_error` stops.
-Everything runs on this machine: client threads and server share its cores. Loopback only.
+Starts each server `labkit serve` can run, in turn, on a free 127.0.0.1 port with SmolLM2-135M as
+`smollm2` and the local backend's context per slot: llama-cpp-python's (`python -m llama_cpp.server`,
+one request at a time behind a global lock) and llama.cpp's `llama-server` (`make room-server`;
+`--parallel` slots, continuous batching). Against each, for each N, it simulates N learners as N
+threads, each running lab 02's L3 docuctl episodes (`example` prompt, T=0, cases in turn, lab 01's
+limits) through `openai:smollm2` with a per-decision deadline of `--deadline` seconds — what a room
+would set, far below the default 120 s. A learner starts episodes for `--window` seconds and at
+most MAX_EPISODES; an episode under way then finishes, each decision within the deadline, so every
+N ends within window + 8 turns x deadline, never hangs. Reported per server and N: decisions
+answered per second, p50/p95 decision latency (answered ones), episodes and how many ended
+`provider_error` (the deadline), and what that means for a 10-minute live segment: episodes each
+learner completes in it; then batching's decisions/s over serial's at each N.
+Everything runs on this machine: client threads and servers share its cores. Loopback only.
 """
 
 from __future__ import annotations
@@ -26,23 +25,30 @@ import statistics
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 from labkit import docuctl
 from labkit.core.errors import ProviderError
 from labkit.course.commands.serve import (
     ALIAS,
+    PARALLEL,
     free_port,
+    llama_server,
     require_server,
     server_command,
     wait_until_ready,
     warm_up,
 )
 from labkit.decision_loop.model_policy import docuctl_policy
-from labkit.decision_loop.trials import limits_for, run_case
+from labkit.decision_loop.trials import cases_of, limits_for, run_case
 from labkit.model.openai_chat import OpenAIBackend
 
 MAX_EPISODES = 40  # per learner and N: the loop is bounded in count as well as in time
 SEGMENT_S = 600  # a 10-minute live segment
+# What `auto` detects (the live tests check it), given: in one process, Python 3.11's cached_property
+# would make every learner thread's first decision wait for the others' /v1/models calls.
+MODES = ("json_object", "json_schema")  # llama_cpp.server's, llama-server's
+RECORDING = Path(__file__).parents[1] / "fixtures" / "trials" / "docuctl-smollm2-example-l3-t0.jsonl"
 
 
 class Timed:
@@ -68,11 +74,19 @@ class Timed:
 
 
 def learner(
-    base_url: str, deadline: float, until: float, notes: list, stops: list, lock: threading.Lock, offset: int
+    base_url: str,
+    deadline: float,
+    until: float,
+    notes: list,
+    stops: list,
+    lock: threading.Lock,
+    offset: int,
+    mode: str,
 ) -> None:
     corpus = docuctl()
     cases = corpus.cases + corpus.adaptive_cases
-    backend = Timed(OpenAIBackend(ALIAS, base_url=base_url, timeout=deadline, environ={}), notes, lock)
+    inner = OpenAIBackend(ALIAS, base_url=base_url, timeout=deadline, schema_mode=mode, environ={})
+    backend = Timed(inner, notes, lock)
     policy = docuctl_policy("example", backend=backend, rung="L3", max_tokens=48)
     for i in range(MAX_EPISODES):
         if time.monotonic() >= until:
@@ -83,14 +97,16 @@ def learner(
             stops.append(result["stop"])
 
 
-def measure(base_url: str, n: int, window: float, deadline: float) -> dict:
+def measure(base_url: str, n: int, window: float, deadline: float, mode: str) -> dict:
     notes: list[tuple[float, bool]] = []
     stops: list[str] = []
     lock = threading.Lock()
     start = time.monotonic()
     threads = [
         threading.Thread(
-            target=learner, args=(base_url, deadline, start + window, notes, stops, lock, i), daemon=True
+            target=learner,
+            args=(base_url, deadline, start + window, notes, stops, lock, i, mode),
+            daemon=True,
         )
         for i in range(n)
     ]
@@ -115,50 +131,181 @@ def measure(base_url: str, n: int, window: float, deadline: float) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--learners", default="1,4,8,16,30", help="comma-separated N (each at most 30)")
-    parser.add_argument("--window", type=float, default=20.0, help="seconds each N starts episodes (<= 120)")
-    parser.add_argument("--deadline", type=float, default=10.0, help="per-decision deadline, seconds (<= 60)")
-    parser.add_argument("--threads", type=int, default=None, help="the server's CPU threads")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    counts = [int(x) for x in args.learners.split(",") if x.strip()]
-    if (
-        not counts
-        or not all(1 <= n <= 30 for n in counts)
-        or not 0 < args.window <= 120
-        or not 0 < args.deadline <= 60
-    ):
-        parser.error("--learners 1..30 each, --window 0-120 s, --deadline 0-60 s")
-    require_server()
+def serve(port: int, threads: int | None, parallel: int) -> subprocess.Popen:
+    command = server_command("127.0.0.1", port, threads=threads, parallel=parallel)
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_server(name: str, parallel: int, counts: list[int], args: argparse.Namespace) -> list[dict]:
+    """Every N against one server (`parallel` slots of llama-server, or 0: llama_cpp.server)."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
-    server = subprocess.Popen(
-        server_command("127.0.0.1", port, threads=args.threads),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = serve(port, args.threads, parallel)
+    rows = []
     try:
         wait_until_ready(server, f"{base_url}/models")
-        warm_up(base_url)
-        rows = []
+        warm_up(base_url, slots=parallel)
         for n in counts:
-            row = measure(base_url, n, args.window, args.deadline)
+            row = {"server": name} | measure(base_url, n, args.window, args.deadline, MODES[bool(parallel)])
             rows.append(row)
             print(json.dumps(row) if args.json else "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
             time.sleep(args.deadline)  # abandoned requests still queued at the server drain first
-        if not args.json:
-            heads = list(rows[0])
-            print("\n| " + " | ".join(heads) + " |\n|" + "---|" * len(heads))
-            for row in rows:
-                print("| " + " | ".join("-" if row[h] is None else str(row[h]) for h in heads) + " |")
     finally:
         server.terminate()
         try:
             server.wait(10)
         except subprocess.TimeoutExpired:
             server.kill()
+            server.wait()
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    heads = list(rows[0])
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    lines += ["| " + " | ".join("-" if row[h] is None else str(row[h]) for h in heads) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def trial(parallel: int, threads: int | None, concurrent: bool, save: str | None = None) -> None:
+    """Lab 02's L3 trial (`example` prompt, T=0, every case once, max_tokens 160) through llama-server,
+    one learner per case all at once (`concurrent`) or the cases in turn, compared call by call with
+    the committed recording: the same reply text, finish reason and prompt tokens, the same stops."""
+    recorded = [json.loads(line) for line in RECORDING.read_text().splitlines()]
+    calls = {(r["case"], r["turn"]): r for r in recorded if r["kind"] == "call"}
+    episodes = {r["case"]: r for r in recorded if r["kind"] == "episode"}
+    corpus, cases = docuctl(), cases_of("all")
+    port = free_port()
+    base_url, server = f"http://127.0.0.1:{port}/v1", serve(port, threads, parallel)
+    got: dict = {}
+    stops: dict = {}
+    lock = threading.Lock()
+
+    class Tap(OpenAIBackend):
+        def complete(self, request):
+            reply = super().complete(request)
+            with lock:
+                got[(request.case, request.turn)] = reply
+            return reply
+
+    def one(case) -> None:
+        backend = Tap(ALIAS, base_url=base_url, schema_mode=MODES[bool(parallel)], environ={})
+        policy = docuctl_policy(
+            "example", backend=backend, rung="L3", max_tokens=160, temperature=0.0, seed=0
+        )
+        stops[case["id"]] = run_case(case, policy, limits=limits_for(case, corpus), corpus=corpus)
+
+    try:
+        wait_until_ready(server, f"{base_url}/models")
+        warm_up(base_url, slots=parallel)
+        if concurrent:
+            workers = [threading.Thread(target=one, args=(case,)) for case in cases]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        else:
+            for case in cases:
+                one(case)
+    finally:
+        server.terminate()
+        server.wait(10)
+    tally = {"the same text": 0, "the same decision, other spacing": 0, "another decision": 0}
+    for key, call in sorted(calls.items()):
+        reply = got.get(key)
+        if reply is None:
+            print(f"{key}: recorded, not asked")
+            continue
+        if (reply.text, reply.finish_reason) == (call["reply"], call["finish_reason"]):
+            tally["the same text"] += 1
+        elif reply.finish_reason == call["finish_reason"] == "stop" and parsed(reply.text) == parsed(
+            call["reply"]
+        ):
+            tally["the same decision, other spacing"] += 1
+        else:
+            tally["another decision"] += 1
+            print(f"{key}: recorded {call['reply']!r}, served {reply.text!r}")
+    matched = sum(
+        [stops[c][k] for k in ("stop", "answer", "citation")]
+        == [e[k] for k in ("stop", "answer", "citation")]
+        for c, e in episodes.items()
+    )
+    how = f"{len(cases)} learners at once" if concurrent else "cases in turn"
+    name = f"llama-server -np {parallel}" if parallel else "llama_cpp.server"
+    counts = ", ".join(f"{v} {k}" for k, v in tally.items())
+    print(
+        f"{name}, {how}: of {len(calls)} recorded calls {counts}; {len(set(got) - set(calls))} not recorded"
+    )
+    print(f"episodes with the recorded stop, answer and citation: {matched} of {len(episodes)}")
+    if save:
+        Path(save).write_text(json.dumps({f"{c} {t}": r.text for (c, t), r in sorted(got.items())}, indent=1))
+
+
+def parsed(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--learners", default="1,8,16,30", help="comma-separated N (each at most 30)")
+    parser.add_argument("--window", type=float, default=20.0, help="seconds each N starts episodes (<= 120)")
+    parser.add_argument("--deadline", type=float, default=10.0, help="per-decision deadline, seconds (<= 60)")
+    parser.add_argument("--threads", type=int, default=None, help="the servers' CPU threads")
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=PARALLEL,
+        help="llama-server's slots (default: labkit serve's)",
+    )
+    parser.add_argument(
+        "--servers", default="serial,batching", help="which servers: serial, batching or both"
+    )
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--trial", choices=["serial", "concurrent"], help="lab 02's L3 trial against the recording"
+    )
+    parser.add_argument("--save", metavar="FILE", help="--trial: write the served replies to FILE (JSON)")
+    args = parser.parse_args()
+    if args.trial:
+        if args.parallel and llama_server() is None:
+            parser.error("llama-server is not built: run `make room-server` (or --parallel 0)")
+        return trial(args.parallel, args.threads, args.trial == "concurrent", args.save)
+    counts = [int(x) for x in args.learners.split(",") if x.strip()]
+    chosen = [x.strip() for x in args.servers.split(",") if x.strip()]
+    if (
+        not counts
+        or not all(1 <= n <= 30 for n in counts)
+        or not 0 < args.window <= 120
+        or not 0 < args.deadline <= 60
+        or not 1 <= args.parallel <= 64
+        or not chosen
+        or not set(chosen) <= {"serial", "batching"}
+    ):
+        parser.error("--learners 1..30 each, --window 0-120 s, --deadline 0-60 s, --parallel 1-64, --servers")
+    if "serial" in chosen:
+        require_server()
+    if "batching" in chosen and llama_server() is None:
+        parser.error("llama-server is not built: run `make room-server` (or --servers serial)")
+    results = {}
+    for name in chosen:
+        slots = args.parallel if name == "batching" else 0
+        label = f"llama-server -np {slots}" if slots else "llama_cpp.server"
+        results[name] = run_server(label, slots, counts, args)
+    if args.json:
+        return
+    for rows in results.values():
+        print("\n" + table(rows))
+    if len(results) == 2:
+        ratios = [
+            {"learners": s["learners"], "decisions/s ratio": round(b["decisions/s"] / s["decisions/s"], 1)}
+            if s["decisions/s"]
+            else {"learners": s["learners"], "decisions/s ratio": None}
+            for s, b in zip(results["serial"], results["batching"], strict=True)
+        ]
+        print("\nbatching / serial\n" + table(ratios))
 
 
 if __name__ == "__main__":

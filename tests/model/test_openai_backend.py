@@ -13,6 +13,7 @@ import pytest
 from fake_ollama import FINAL, READ, SEARCH, TASK, docuctl_policy, episode
 from fake_openai import FINGERPRINT, FakeOpenAI
 from test_local_backend import check_recording, skip_or_fail
+from test_room_server import missing
 
 from labkit import LabError, docuctl, docuctl_tools
 from labkit.model import ChatRequest, Recorder, backend_from_env, read_records
@@ -144,16 +145,19 @@ def test_live_llama_cpp_server_constrains_and_records(llama_server, tmp_path, mo
 
 
 @pytest.mark.live
+@pytest.mark.parametrize(("parallel", "server"), [(0, "llama_cpp.server"), (2, "llama-server")])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum):
-    from labkit.course.commands.serve import free_port, require_server
+def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum, parallel, server):
+    from labkit.course.commands.serve import free_port, llama_server, require_server
     from labkit.model.local import find_model_file
 
     try:
-        require_server()
         find_model_file()
+        require_server() if server == "llama_cpp.server" else None
     except LabError as error:
         skip_or_fail(error)
+    if server == "llama-server" and llama_server() is None:
+        missing("llama-server is not built")
     port = free_port()
     command = [
         sys.executable,
@@ -166,10 +170,12 @@ def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum):
         str(port),
         "--threads",
         "1",
+        "--parallel",
+        str(parallel),
     ]
     serve = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        assert serve.stdout.readline().startswith("serving"), "labkit serve did not come up"
+        assert serve.stdout.readline().startswith(f"serving {MODEL} with {server} "), "it did not come up"
         serve.send_signal(signum)
         serve.wait(15)
         with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):

@@ -1,5 +1,6 @@
-"""`labkit serve`: the course's SmolLM2 for the room, behind llama-cpp-python's OpenAI-compatible server
-(`python -m llama_cpp.server`, the local backend's model and context size), until Ctrl-C."""
+"""`labkit serve`: the course's SmolLM2 for the room behind an OpenAI-compatible server, until Ctrl-C:
+llama.cpp's `llama-server` (`make room-server`: N slots, continuous batching, N x the local backend's
+context) or, where it is not built or with `--parallel 0`, llama-cpp-python's (one request at a time)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from labkit.core.errors import LabError
 from labkit.course.argtypes import int_in
@@ -22,6 +26,10 @@ from labkit.course.commands import add_command
 
 ALIAS = "smollm2"
 PORT = 8000
+SLOTS_PER_CORE = 4  # benchmarks/room.py: 2 cores decode no faster with more than 8 slots
+PARALLEL = min(32, SLOTS_PER_CORE * (os.cpu_count() or 1))  # `--parallel`'s default
+_BUILT = Path(__file__).resolve().parents[3] / "build" / "llama-server"  # `make room-server`
+_SLOTS = Path(tempfile.gettempdir()) / "labkit-serve-slots"  # llama-server's saved slot states
 _READY_S = 60.0  # the server loads the 98 MB model in about a second; give a slow disk a minute
 _SERVER_MODULES = "llama_cpp fastapi uvicorn sse_starlette starlette_context pydantic_settings".split()
 
@@ -31,10 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub,
         "serve",
         handle,
-        "Start llama-cpp-python's OpenAI-compatible server with the course's SmolLM2 model "
-        "(needs `make model`), wait until it answers, and print what each learner sets: "
-        "OPENAI_BASE_URL and LABKIT_MODEL=openai:smollm2. It answers one request at a time; "
-        "for a room of 30 see the README's 'One model for the room'.",
+        "Serve the course's SmolLM2 (needs `make model`) with llama.cpp's llama-server, --parallel slots, "
+        "if `make room-server` built it, else llama-cpp-python's server (one request at a time); wait "
+        "until it answers; print what each learner sets: OPENAI_BASE_URL and LABKIT_MODEL=openai:smollm2.",
     )
     add = parser.add_argument
     add("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0, the room's network)")
@@ -43,6 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("--threads", type=int_in(1, 256), metavar="N", help=threads)
     gguf = "a GGUF file (default: the course's SmolLM2, as `local` finds it)"
     add("--model-path", metavar="FILE", help=gguf)
+    slots = f"llama-server's slots, decoded together (default {PARALLEL}); 0: llama-cpp-python's server"
+    add("--parallel", type=int_in(0, 64), default=PARALLEL, metavar="N", help=slots)
+
+
+def llama_server() -> str | None:
+    """`make room-server`'s build/llama-server, else a `llama-server` on PATH, else None."""
+    return str(_BUILT) if _BUILT.is_file() else shutil.which("llama-server")
 
 
 def require_server() -> None:
@@ -55,19 +69,32 @@ def require_server() -> None:
 
 
 def server_command(
-    host: str, port: int, *, threads: int | None = None, model_path: str | Path | None = None
+    host: str,
+    port: int,
+    *,
+    threads: int | None = None,
+    model_path: str | Path | None = None,
+    alias: str = ALIAS,
+    parallel: int = 0,
 ) -> list[str]:
-    """The `python -m llama_cpp.server` command line `labkit serve` runs (the live test runs it too)."""
+    """The command line `labkit serve` runs (the live tests too): `llama-server` with `parallel` slots,
+    each the local backend's context, or for 0 `python -m llama_cpp.server`."""
     from labkit.model.local import N_CTX, find_model_file
 
     path = Path(model_path) if model_path else find_model_file()
     if not path.is_file():
         raise LabError(f"--model-path {path}: no such file")
-    options = {"--model": str(path), "--model_alias": ALIAS, "--n_ctx": str(N_CTX), "--host": host}
-    options |= {"--port": str(port), "--verbose": "False"}
-    if threads is not None:
-        options |= {"--n_threads": str(threads), "--n_threads_batch": str(threads)}
-    return [sys.executable, "-m", "llama_cpp.server", *(part for item in options.items() for part in item)]
+    if parallel and (binary := llama_server()) is None:
+        raise LabError("llama-server is not built: run `make room-server`")
+    if parallel:  # --threads-batch defaults to --threads
+        _SLOTS.mkdir(exist_ok=True)
+        head, options = [binary, "--cont-batching"], {"--ctx-size": N_CTX * parallel, "--parallel": parallel}
+        options |= {"--alias": alias, "--slot-save-path": _SLOTS, "--threads": threads}
+    else:
+        head, options = [sys.executable, "-m", "llama_cpp.server"], {"--model_alias": alias, "--n_ctx": N_CTX}
+        options |= {"--verbose": False, "--n_threads": threads, "--n_threads_batch": threads}
+    options |= {"--model": path, "--host": host, "--port": port}
+    return head + [part for key, value in options.items() if value is not None for part in (key, str(value))]
 
 
 def _addresses(host: str) -> list[str]:
@@ -88,7 +115,7 @@ def wait_until_ready(process: subprocess.Popen, url: str, limit: float = _READY_
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            status = f"llama_cpp.server exited with status {process.returncode}"
+            status = f"the server exited with status {process.returncode}"
             raise LabError(f"{status} before answering (is the port taken? try --port)")
         try:
             with urllib.request.urlopen(url, timeout=1) as reply:
@@ -96,17 +123,26 @@ def wait_until_ready(process: subprocess.Popen, url: str, limit: float = _READY_
             return ", ".join(str(m.get("id")) for m in listed.get("data", []))
         except (OSError, ValueError):
             time.sleep(0.2)
-    raise LabError(f"llama_cpp.server did not answer {url} within {limit:g} s")
+    raise LabError(f"the server did not answer {url} within {limit:g} s")
 
 
-def warm_up(base_url: str, alias: str = ALIAS, timeout: float = 120.0) -> None:
-    """Ask the server for one token, so that a measured or tested request does not pay its
-    first-request warm-up (seconds on a busy machine)."""
-    body = {"model": alias, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
-    request = urllib.request.Request(f"{base_url}/chat/completions", json.dumps(body).encode())
-    request.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(request, timeout=timeout) as reply:
-        reply.read()
+def warm_up(base_url: str, alias: str = ALIAS, timeout: float = 120.0, slots: int = 0) -> None:
+    """Ask the server for one token after lab 02's system prompt, so that a measured or tested request
+    does not pay the first request's warm-up; for llama-server's `slots`, copy that prompt's state into
+    each: a room's first decisions then start from it rather than all compute it at once."""
+    from labkit.decision_loop.model_policy import docuctl_policy
+
+    system = {"role": "system", "content": docuctl_policy("example").instructions}
+    body = {"model": alias, "max_tokens": 1, "messages": [system, {"role": "user", "content": "Question:"}]}
+    calls = [("/v1/chat/completions", body | ({"id_slot": 0} if slots else {}))]
+    name = {"filename": f"primed-{urlsplit(base_url).port}.bin"}  # in _SLOTS, one per server
+    calls += [(f"/slots/{slot}?action={'restore' if slot else 'save'}", name) for slot in range(slots)]
+    root, headers = base_url.removesuffix("/v1"), {"Content-Type": "application/json"}
+    for path, data in calls:
+        request = urllib.request.Request(root + path, json.dumps(data).encode(), headers)
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            reply.read()
+    (_SLOTS / name["filename"]).unlink(missing_ok=True)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -123,17 +159,26 @@ def _stop_on(signum: int, frame: object) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    require_server()
+    parallel = args.parallel if llama_server() else 0
+    if not parallel:
+        require_server()
     for name in ("SIGTERM", "SIGHUP"):  # Windows has no SIGHUP
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _stop_on)
-    command = server_command(args.host, args.port, threads=args.threads, model_path=args.model_path)
+    command = server_command(
+        args.host, args.port, threads=args.threads, model_path=args.model_path, parallel=parallel
+    )
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     process = subprocess.Popen(command, env={**os.environ, "PYTHONWARNINGS": "ignore"}, **quiet)
     try:
         local = "127.0.0.1" if args.host in ("0.0.0.0", "", "::") else args.host
         served = wait_until_ready(process, f"http://{local}:{args.port}/v1/models")
-        print(f"serving {served} with llama_cpp.server on {args.host}:{args.port} (one request at a time)")
+        warm_up(f"http://{local}:{args.port}/v1", slots=parallel)
+        how = f"llama-server on {args.host}:{args.port} ({parallel} slots, continuous batching)"
+        if not parallel:
+            why = "" if args.parallel == 0 else "; `make room-server` builds llama-server, which batches"
+            how = f"llama_cpp.server on {args.host}:{args.port} (one request at a time{why})"
+        print(f"serving {served} with {how}")
         print("each learner sets, in the notebook's parameters cell or before starting Jupyter:")
         for address in _addresses(args.host):
             print(f"    OPENAI_BASE_URL=http://{address}:{args.port}/v1   LABKIT_MODEL=openai:{ALIAS}")
