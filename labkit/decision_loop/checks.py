@@ -304,7 +304,7 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
             why = " That is (c/n)**k: the k trials are drawn without replacement." if replaced else rounded
             return fail(f"{said}.{why or ''}")
     return Check(
-        True, f"all {len(checked)} checks match C(c,k)/C(n,k), {_RANDOM_CASES} of them drawn at random."
+        True, f"all {len(checked)} checks match C(c,k)/C(n,k), {_RANDOM_CASES} of them seeded draws."
     )
 
 
