@@ -145,8 +145,11 @@ def test_live_llama_cpp_server_constrains_and_records(llama_server, tmp_path, mo
 
 
 @pytest.mark.live
-@pytest.mark.parametrize(("parallel", "server"), [(0, "llama_cpp.server"), (2, "llama-server")])
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+# A supervisor's SIGTERM and a closed terminal's SIGHUP take the same path: one signal per server.
+@pytest.mark.parametrize(
+    ("signum", "parallel", "server"),
+    [(signal.SIGHUP, 0, "llama_cpp.server"), (signal.SIGTERM, 2, "llama-server")],
+)
 def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum, parallel, server):
     from labkit.course.commands.serve import free_port, llama_server, require_server
     from labkit.model.local import find_model_file
