@@ -168,11 +168,8 @@ def _run_reference(case: RunCase) -> dict[str, Any]:
 
 
 def _table(runs: list[tuple[RunCase, dict[str, Any]]]) -> pd.DataFrame:
-    rows = [
-        {"case": c.name, "stop": r["stop"], "turns": r["turns"], "tool calls": r["tool_calls"]}
-        for c, r in runs
-    ]
-    return pd.DataFrame(rows).set_index("case")
+    rows = {c.name: {"stop": r["stop"], "turns": r["turns"], "tool calls": r["tool_calls"]} for c, r in runs}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("case")
 
 
 def reference_table() -> pd.DataFrame:
@@ -328,9 +325,8 @@ def check_budget(tokens: int | None) -> Check:
 
 @exercise("02", "missing_rule", payload=lambda stop, finals=None: _payload(stop=stop, finals=finals))
 def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
-    """Exercise 4: the stop reason whose rule keeps a stop-only grader from counting failures,
-    and `finals`: how many of `RULE_RUN`'s episodes would end `final` without that rule (a
-    figure no table in the notebook shows)."""
+    """Exercise 4: the stop reason whose rule keeps a stop-only grader from counting failures, and
+    `finals`: how many of `RULE_RUN`'s episodes would end `final` without it (no table shows it)."""
     if not isinstance(stop, str) or stop not in STOP_REASONS:
         return fail(f"{shown(stop, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
     rows = replay_trials(RULE_RUN)
