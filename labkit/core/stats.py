@@ -96,9 +96,7 @@ def rate(values: Values, *, seed: int = SEED) -> Interval:
     """The share of all trials that passed, with its 95% interval over units: Wilson on the number of
     units when each ran once, or every unit's trials agree, or all units share one rate; else a
     cluster bootstrap of the pooled share, resampling whole units (percentile)."""
-    trials = [
-        np.asarray([t] if isinstance(t, int | float) else list(t), dtype=float) for t in values.values()
-    ]
+    trials = [np.atleast_1d(np.asarray(t, dtype=float)) for t in values.values()]
     unit_means(values)  # refuses no units, or a unit with no trials
     passed, counts = np.array([t.sum() for t in trials]), np.array([len(t) for t in trials])
     share, n = float(passed.sum() / counts.sum()), len(trials)
