@@ -300,9 +300,8 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
             rounded = abs(got - want) < 0.01 and " Return it unrounded: it is compared to 1e-9."
             why = " That is (c/n)**k: the k trials are drawn without replacement." if replaced else rounded
             return fail(f"{said}.{why or ''}")
-    return Check(
-        True, f"all {len(checked)} checks match C(c,k)/C(n,k), {_RANDOM_CASES} of them drawn at random."
-    )
+    drawn = f"{_RANDOM_CASES} of them drawn at random"
+    return Check(True, f"all {len(checked)} checks match C(c,k)/C(n,k), {drawn}.")
 
 
 @exercise("02", "budget", payload=lambda tokens: _payload(tokens=tokens))
@@ -318,9 +317,8 @@ def check_budget(tokens: int | None) -> Check:
     capped = replay_case(_BUDGET_CASE, budget_tokens=tokens)
     if capped["stop"] == "budget":
         return fail(f"too small: the episode ended stop=budget at turn {capped['turns']} of {free['turns']}.")
-    return Check(
-        True, f"{needed} tokens is exactly what the {free['turns']} decisions of this episode spent."
-    )
+    spent = f"the {free['turns']} decisions of this episode spent"
+    return Check(True, f"{needed} tokens is exactly what {spent}.")
 
 
 @exercise("02", "missing_rule", payload=lambda stop, finals=None: _payload(stop=stop, finals=finals))
