@@ -1,17 +1,9 @@
-"""The course's statistics, one method per design, on scipy.stats: how sure a table of a few dozen
-episodes can be, and when two rows differ.
-
-- A rate: `wilson(successes, n)` when each unit (a case, a request, an attack) ran once; `rate` when
-  units ran several trials (a cluster bootstrap over units, since trials of one unit are not
-  independent: E. Miller, "Adding Error Bars to Evals", 2024, arXiv:2411.00640).
-- A paired difference: `compare_rows` picks Newcombe's interval with exact McNemar for one pass/fail per
-  unit, or the cluster bootstrap with a sign-flip permutation test for several trials per unit or a
-  baseline given as each unit's expected pass probability.
-- Several comparisons printed together are one family: `holm` adjusts their p-values.
-- `mde` is the smallest gain the design detects with 80% power: what "not distinguishable" means.
-
-No interval here has zero width: where every unit agrees with itself the bootstrap has nothing to
-resample, and the interval falls back to the score interval on the units. Every draw is seeded.
+"""The course's statistics, one method per design, on scipy.stats. A rate: `wilson` when each unit (a
+case, a request, an attack) ran once, `rate` when units ran several trials (a cluster bootstrap over
+units: E. Miller, "Adding Error Bars to Evals", 2024, arXiv:2411.00640). A paired difference:
+`compare_rows` (Newcombe with exact McNemar, or the cluster bootstrap with a sign-flip test). One
+printed family: `holm`. `mde`: the smallest gain detected with 80% power. No interval has zero width
+(where every unit agrees with itself the score interval is used); every draw is seeded.
 """
 
 from __future__ import annotations
@@ -104,9 +96,7 @@ def rate(values: Values, *, seed: int = SEED) -> Interval:
     """The share of all trials that passed, with its 95% interval over units: Wilson on the number of
     units when each ran once, or every unit's trials agree, or all units share one rate; else a
     cluster bootstrap of the pooled share, resampling whole units (percentile)."""
-    trials = [
-        np.asarray([t] if isinstance(t, int | float) else list(t), dtype=float) for t in values.values()
-    ]
+    trials = [np.atleast_1d(np.asarray(t, dtype=float)) for t in values.values()]
     unit_means(values)  # refuses no units, or a unit with no trials
     passed, counts = np.array([t.sum() for t in trials]), np.array([len(t) for t in trials])
     share, n = float(passed.sum() / counts.sum()), len(trials)
@@ -240,11 +230,10 @@ class Comparison:
 
 
 def compare_rows(name: str, a: Values, b: Values, *, seed: int = SEED) -> Comparison:
-    """`a` minus `b` unit by unit (unit -> trials' 0/1, or a number: one trial, or for a baseline
-    its exact expected pass rate). One 0/1 per unit on both sides: Newcombe with exact McNemar.
-    Otherwise: the cluster bootstrap of per-unit differences, each unit weighted by its trials in
-    `a` (the difference of pooled shares), with a sign-flip test. Units whose trials all agree and
-    are equally many count as one outcome each."""
+    """`a` minus `b` by unit (unit -> trials' 0/1; a number is one trial, or a baseline's exact expected
+    pass rate). One 0/1 per unit on both sides (or equally many agreeing trials): Newcombe with exact
+    McNemar; else the cluster bootstrap of per-unit differences weighted by `a`'s trials (the
+    difference of pooled shares), with a sign-flip test."""
     means_a, means_b = unit_means(a), unit_means(b)
     units = _shared(means_a, means_b)
     sizes = np.array([1.0 if isinstance(a[u], int | float) else float(len(a[u])) for u in units])
@@ -263,14 +252,8 @@ def compare_rows(name: str, a: Values, b: Values, *, seed: int = SEED) -> Compar
     if low == high:  # every unit differs alike: the half-width of n units that agree (Newcombe)
         half = 1 - wilson(len(units), len(units)).low
         interval = Interval(low, max(-1.0, low - half), min(1.0, low + half), "Newcombe width")
-    return Comparison(
-        name,
-        interval,
-        "sign-flip permutation",
-        sign_flip(diffs, weights=sizes, seed=seed),
-        len(units),
-        design,
-    )
+    p = sign_flip(diffs, weights=sizes, seed=seed)
+    return Comparison(name, interval, "sign-flip permutation", p, len(units), design)
 
 
 def adjust(comparisons: Sequence[Comparison], family: str) -> list[Comparison]:

@@ -168,11 +168,8 @@ def _run_reference(case: RunCase) -> dict[str, Any]:
 
 
 def _table(runs: list[tuple[RunCase, dict[str, Any]]]) -> pd.DataFrame:
-    rows = [
-        {"case": c.name, "stop": r["stop"], "turns": r["turns"], "tool calls": r["tool_calls"]}
-        for c, r in runs
-    ]
-    return pd.DataFrame(rows).set_index("case")
+    rows = {c.name: {"stop": r["stop"], "turns": r["turns"], "tool calls": r["tool_calls"]} for c, r in runs}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("case")
 
 
 def reference_table() -> pd.DataFrame:
@@ -303,9 +300,8 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
             rounded = abs(got - want) < 0.01 and " Return it unrounded: it is compared to 1e-9."
             why = " That is (c/n)**k: the k trials are drawn without replacement." if replaced else rounded
             return fail(f"{said}.{why or ''}")
-    return Check(
-        True, f"all {len(checked)} checks match C(c,k)/C(n,k), {_RANDOM_CASES} of them seeded draws."
-    )
+    drawn = f"{_RANDOM_CASES} of them seeded draws"
+    return Check(True, f"all {len(checked)} checks match C(c,k)/C(n,k), {drawn}.")
 
 
 @exercise("02", "budget", payload=lambda tokens: _payload(tokens=tokens))
@@ -321,16 +317,14 @@ def check_budget(tokens: int | None) -> Check:
     capped = replay_case(_BUDGET_CASE, budget_tokens=tokens)
     if capped["stop"] == "budget":
         return fail(f"too small: the episode ended stop=budget at turn {capped['turns']} of {free['turns']}.")
-    return Check(
-        True, f"{needed} tokens is exactly what the {free['turns']} decisions of this episode spent."
-    )
+    spent = f"the {free['turns']} decisions of this episode spent"
+    return Check(True, f"{needed} tokens is exactly what {spent}.")
 
 
 @exercise("02", "missing_rule", payload=lambda stop, finals=None: _payload(stop=stop, finals=finals))
 def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
-    """Exercise 4: the stop reason whose rule keeps a stop-only grader from counting failures,
-    and `finals`: how many of `RULE_RUN`'s episodes would end `final` without that rule (a
-    figure no table in the notebook shows)."""
+    """Exercise 4: the stop reason whose rule keeps a stop-only grader from counting failures, and
+    `finals`: how many of `RULE_RUN`'s episodes would end `final` without it (no table shows it)."""
     if not isinstance(stop, str) or stop not in STOP_REASONS:
         return fail(f"{shown(stop, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
     rows = replay_trials(RULE_RUN)

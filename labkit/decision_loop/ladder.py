@@ -128,21 +128,16 @@ def baseline_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def ladder_with_baselines(rows: Sequence[Row], baselines: Baselines) -> pd.DataFrame:
-    """One row per policy, the model's runs then the baselines: kind, cases, trials ("exact" for an
-    exact expectation), passes (cases passed, in expectation), pass@1 and (models only) pass^K_MAX
-    with their 95% intervals over cases; the best baseline by pass@1 in `attrs["best baseline"]`.
-    `baselines`: episode rows, or {name: {case: expected pass rate}}. LabError for no model rows."""
+    """One row per policy, the model's runs then the `baselines`: kind, cases, trials ("exact" for an
+    exact expectation), passes (in expectation), pass@1 and (models only) pass^K_MAX with their 95%
+    intervals over cases; the best baseline by pass@1 in `attrs["best baseline"]`. LabError for no
+    model rows."""
     table = {}
     for policy, group in _model_groups(rows).items():
         found = tables.rate_intervals(group)
         trials = tables.per_case(group)
-        passes = round(math.fsum(unit_means(trials).values()), 3)
-        line = {
-            "kind": "model",
-            "cases": len(trials),
-            "trials": max(map(len, trials.values())),
-            "passes": passes,
-        }
+        line = {"kind": "model", "cases": len(trials), "trials": max(map(len, trials.values()))}
+        line["passes"] = round(math.fsum(unit_means(trials).values()), 3)
         for name in ("pass@1", f"pass^{K_MAX}"):
             line = interval_columns(line, name, found[name])
         table[policy] = line

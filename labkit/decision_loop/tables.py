@@ -26,9 +26,7 @@ def pass_hat_k(c: int, n: int, k: int) -> float:
     """C(c, k) / C(n, k): the chance that k of n trials, c of which passed, all pass."""
     if not (type(n) is int and type(c) is int and type(k) is int) or not 0 <= c <= n or not 1 <= k:
         raise ValueError(f"need ints 0 <= c <= n and k >= 1, got c={c}, n={n}, k={k}")
-    if k > n:
-        return math.nan
-    return math.comb(c, k) / math.comb(n, k)
+    return math.nan if k > n else math.comb(c, k) / math.comb(n, k)
 
 
 def episodes_frame(rows: Rows) -> pd.DataFrame:
@@ -48,9 +46,8 @@ def per_case(rows: Rows) -> dict[str, list[float]]:
 
 
 def rate_intervals(rows: Rows, k_max: int = K_MAX) -> dict[str, Interval]:
-    """pass@1 and pass^1..pass^k_max over `rows`, each with its 95% interval over cases (`stats.rate`:
-    Wilson where every case's trials agree, else a cluster bootstrap); NaN where a case ran fewer
-    than k trials. Raises ValueError for no rows."""
+    """pass@1 and pass^1..pass^k_max over `rows`, each with its 95% interval over cases (`stats.rate`);
+    NaN where a case ran fewer than k trials. ValueError for no rows."""
     trials = per_case(rows)
     found = {"pass@1": stats.rate(trials)}
     for k in range(1, k_max + 1):

@@ -22,8 +22,7 @@ from labkit.model.record import JsonlWriter, Recorder
 CASE_SETS = ("base", "adaptive", "all", "rewrite")
 MAX_TRIALS = 20  # trials per case, the most `labkit trials --k` and a grid's `k` allow
 MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
-# A backend that fails this many episodes in a row is down, not unlucky: stop rather than
-# wait out a timeout on each remaining episode.
+# A backend failing this many episodes in a row is down: stop, not wait out a timeout on each.
 MAX_PROVIDER_FAILURES = 3
 _Case = dict[str, Any]
 ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # how an episode ended, as recorded
