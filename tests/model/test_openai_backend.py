@@ -2,21 +2,19 @@
 failures: test_server_failures.py), and one live test against llama-cpp-python's real OpenAI-compatible
 server (marked `live`; skipped without `make model`, failed with CI=true)."""
 
-import json
 import signal
 import socket
 import subprocess
 import sys
 
-import jsonschema
 import pytest
 from fake_ollama import FINAL, READ, SEARCH, TASK, docuctl_policy, episode
 from fake_openai import FINGERPRINT, FakeOpenAI
 from test_local_backend import check_recording, skip_or_fail
-from test_room_server import missing
+from test_room_server import enum_probe, missing
 
 from labkit import LabError, docuctl, docuctl_tools
-from labkit.model import ChatRequest, Recorder, backend_from_env, read_records
+from labkit.model import Recorder, backend_from_env, read_records
 from labkit.model.constraints import decision_schema
 from labkit.model.openai_chat import OpenAIBackend
 
@@ -119,16 +117,7 @@ def test_live_llama_cpp_server_constrains_and_records(llama_server, tmp_path, mo
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("LABKIT_OPENAI_SCHEMA", raising=False)
     live = backend_from_env()
-    schema = {
-        "type": "object",
-        "properties": {"color": {"enum": ["zebra-42", "quux-7"]}},
-        "required": ["color"],
-    }
-    messages = ({"role": "user", "content": "What is your favourite colour? One word."},)
-    free = live.complete(ChatRequest("probe", "colour", 0, 1, messages, None, max_tokens=12))
-    assert "zebra-42" not in free.text and "quux-7" not in free.text
-    held = live.complete(ChatRequest("probe", "colour", 0, 1, messages, schema, max_tokens=24))
-    jsonschema.validate(json.loads(held.text), schema)
+    enum_probe(live)
     assert live.mode == "json_object"  # detected from owned_by "me"
 
     cases = [docuctl().cases[0]]

@@ -54,10 +54,8 @@ def room(tmp_path_factory):
         process.wait(10)
 
 
-@pytest.mark.live
-def test_llama_server_enforces_the_schema_the_openai_backend_sends(room):
-    """An enum of made-up words SmolLM2 never writes unconstrained, sent as the backend sends a rung's."""
-    live = OpenAIBackend(MODEL, base_url=room, environ={})
+def enum_probe(live):
+    """The server really constrains: an enum of made-up words SmolLM2 never writes unconstrained."""
     schema = {
         "type": "object",
         "properties": {"color": {"enum": ["zebra-42", "quux-7"]}},
@@ -68,6 +66,14 @@ def test_llama_server_enforces_the_schema_the_openai_backend_sends(room):
     assert "zebra-42" not in free.text and "quux-7" not in free.text
     held = live.complete(ChatRequest("probe", "colour", 0, 1, messages, schema, max_tokens=24))
     jsonschema.validate(json.loads(held.text), schema)
+    return held
+
+
+@pytest.mark.live
+def test_llama_server_enforces_the_schema_the_openai_backend_sends(room):
+    """An enum of made-up words SmolLM2 never writes unconstrained, sent as the backend sends a rung's."""
+    live = OpenAIBackend(MODEL, base_url=room, environ={})
+    held = enum_probe(live)
     assert live.schema_mode() == "json_schema" and live.owned_by != "me"  # llama-server's own form
     assert held.extra["call_provenance"]["schema_mode"] == "json_schema"
 
