@@ -13,7 +13,7 @@ SUMMARIES: dict[str, str] = {
     "refund-lab": "lab 03: refund attacks × defenses, from the shop's ledger",
     "rerun": "re-execute a lab headless against another model (papermill) and record its calls",
     "routing": "lab 04: task graph validation, parallel runs, retries, review loops",
-    "serve": "serve the course's SmolLM2 to the room over the OpenAI API (llama_cpp.server)",
+    "serve": "serve the course's SmolLM2 to the room over the OpenAI API (llama-server or llama_cpp.server)",
     "submit": "write one JSON of your work on a lab (checker outcomes; lab 03: your attacks and guard)",
     "trials": "lab 02: run the model policy live over the docuctl cases and record every call",
 }

@@ -27,6 +27,7 @@ from labkit.course.commands import add_command
 ALIAS = "smollm2"
 PORT = 8000
 SLOTS_PER_CORE = 4  # benchmarks/room.py: 2 cores decode no faster with more than 8 slots
+THREADS = max(1, (os.cpu_count() or 2) // 2)  # llama-cpp-python's default; all cores stall when any is busy
 PARALLEL = min(32, SLOTS_PER_CORE * (os.cpu_count() or 1))  # `--parallel`'s default
 _BUILT = Path(__file__).resolve().parents[3] / "build" / "llama-server"  # `make room-server`
 _SLOTS = Path(tempfile.gettempdir()) / "labkit-serve-slots"  # llama-server's saved slot states
@@ -46,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add = parser.add_argument
     add("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0, the room's network)")
     add("--port", type=int_in(1, 65535), default=PORT, metavar="N", help=f"port (default {PORT})")
-    threads = "CPU threads for the model (default: llama.cpp's)"
+    threads = f"CPU threads for the model (default {THREADS}, half this machine's cores)"
     add("--threads", type=int_in(1, 256), metavar="N", help=threads)
     gguf = "a GGUF file (default: the course's SmolLM2, as `local` finds it)"
     add("--model-path", metavar="FILE", help=gguf)
@@ -89,7 +90,7 @@ def server_command(
     if parallel:  # --threads-batch defaults to --threads
         _SLOTS.mkdir(exist_ok=True)
         head, options = [binary, "--cont-batching"], {"--ctx-size": N_CTX * parallel, "--parallel": parallel}
-        options |= {"--alias": alias, "--slot-save-path": _SLOTS, "--threads": threads}
+        options |= {"--alias": alias, "--slot-save-path": _SLOTS, "--threads": threads or THREADS}
     else:
         head, options = [sys.executable, "-m", "llama_cpp.server"], {"--model_alias": alias, "--n_ctx": N_CTX}
         options |= {"--verbose": False, "--n_threads": threads, "--n_threads_batch": threads}
