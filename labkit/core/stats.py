@@ -57,18 +57,20 @@ def wilson(successes: float, n: int) -> Interval:
     return Interval(p, low, 1.0 if successes == n else min(1.0, centre + half))
 
 
-def unit_means(values: Values) -> dict[str, float]:
-    """Each unit's mean over its trials (a bare number is one trial). ValueError for no units or a
+def _units(values: Values) -> dict[str, np.ndarray]:
+    """Each unit's trials as an array (a bare number is one trial). ValueError for no units or a
     unit with no trials."""
-    means = {}
-    for unit, trials in values.items():
-        trials = [trials] if isinstance(trials, int | float) else list(trials)
-        if not trials:
-            raise ValueError(f"unit {unit!r} has no trials")
-        means[unit] = float(np.mean(np.asarray(trials, dtype=float)))
-    if not means:
+    units = {unit: np.atleast_1d(np.asarray(trials, dtype=float)) for unit, trials in values.items()}
+    if not units:
         raise ValueError("no units to estimate over")
-    return means
+    if empty := [unit for unit, trials in units.items() if not trials.size]:
+        raise ValueError(f"unit {empty[0]!r} has no trials")
+    return units
+
+
+def unit_means(values: Values) -> dict[str, float]:
+    """Each unit's mean over its trials (`_units` says what is refused)."""
+    return {unit: float(trials.mean()) for unit, trials in _units(values).items()}
 
 
 def _weighted_mean(values: np.ndarray, weights: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -96,8 +98,7 @@ def rate(values: Values, *, seed: int = SEED) -> Interval:
     """The share of all trials that passed, with its 95% interval over units: Wilson on the number of
     units when each ran once, or every unit's trials agree, or all units share one rate; else a
     cluster bootstrap of the pooled share, resampling whole units (percentile)."""
-    trials = [np.atleast_1d(np.asarray(t, dtype=float)) for t in values.values()]
-    unit_means(values)  # refuses no units, or a unit with no trials
+    trials = list(_units(values).values())
     passed, counts = np.array([t.sum() for t in trials]), np.array([len(t) for t in trials])
     share, n = float(passed.sum() / counts.sum()), len(trials)
     means = passed / counts
@@ -234,9 +235,10 @@ def compare_rows(name: str, a: Values, b: Values, *, seed: int = SEED) -> Compar
     pass rate). One 0/1 per unit on both sides (or equally many agreeing trials): Newcombe with exact
     McNemar; else the cluster bootstrap of per-unit differences weighted by `a`'s trials (the
     difference of pooled shares), with a sign-flip test."""
-    means_a, means_b = unit_means(a), unit_means(b)
+    trials_a = _units(a)
+    means_a, means_b = {u: float(t.mean()) for u, t in trials_a.items()}, unit_means(b)
     units = _shared(means_a, means_b)
-    sizes = np.array([1.0 if isinstance(a[u], int | float) else float(len(a[u])) for u in units])
+    sizes = np.array([float(trials_a[u].size) for u in units])
     wins = [means_a[u] - means_b[u] for u in units]
     # The design's background: how often the row behind still wins a unit (in expectation).
     losing = min(sum(w for w in wins if w > 0), -sum(w for w in wins if w < 0)) / len(units)
