@@ -1,19 +1,23 @@
 """One model server for the room: how many learners it carries, serial against batching, in one run.
 
-    python benchmarks/room.py [--learners 1,8,16,30] [--window 20] [--deadline 10] [--parallel N]
+    python benchmarks/room.py [--learners 1,8,16,30] [--window 20] [--deadline 15] [--parallel N]
 
 Starts each server `labkit serve` can run, in turn, on a free 127.0.0.1 port with SmolLM2-135M as
 `smollm2` and the local backend's context per slot: llama-cpp-python's (`python -m llama_cpp.server`,
 one request at a time behind a global lock) and llama.cpp's `llama-server` (`make room-server`;
 `--parallel` slots, continuous batching). Against each, for each N, it simulates N learners as N
 threads, each running lab 02's L3 docuctl episodes (`example` prompt, T=0, cases in turn, lab 01's
-limits) through `openai:smollm2` with a per-decision deadline of `--deadline` seconds — what a room
-would set, far below the default 120 s. A learner starts episodes for `--window` seconds and at
+limits) through `openai:smollm2` with a per-decision deadline of `--deadline` seconds (labkit holds
+every decision after a server's first to 15 s). A learner starts episodes for `--window` seconds and at
 most MAX_EPISODES; an episode under way then finishes, each decision within the deadline, so every
 N ends within window + 8 turns x deadline, never hangs. Reported per server and N: decisions
 answered per second, p50/p95 decision latency (answered ones), episodes and how many ended
 `provider_error` (the deadline), and what that means for a 10-minute live segment: episodes each
-learner completes in it; then batching's decisions/s over serial's at each N.
+learner completes in it; then batching's decisions/s over serial's at each N. For llama-server it
+first measures the machine's ceiling (prompt tokens a second in one batch; generated tokens a second
+for one sequence and for every slot at once), then reads its /metrics per N: the prompt tokens it
+evaluated (not found in a cache) and the tokens it generated per answered decision, tokens a second,
+tokens per decode step (the batch), and the decisions a second those tokens allow at the ceiling.
 Everything runs on this machine: client threads and servers share its cores. Loopback only.
 """
 
@@ -25,6 +29,7 @@ import statistics
 import subprocess
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 from labkit import docuctl
@@ -41,6 +46,7 @@ from labkit.course.commands.serve import (
 )
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.trials import cases_of, limits_for, run_case
+from labkit.model.backend import DECISION_TIMEOUT
 from labkit.model.openai_chat import OpenAIBackend
 
 MAX_EPISODES = 40  # per learner and N: the loop is bounded in count as well as in time
@@ -97,7 +103,62 @@ def learner(
             stops.append(result["stop"])
 
 
-def measure(base_url: str, n: int, window: float, deadline: float, mode: str) -> dict:
+def evaluated(base_url: str) -> tuple[float, float, float] | None:
+    """llama-server's (prompt tokens evaluated, tokens generated, decode steps) so far, from its /metrics
+    (`--metrics`; prompt tokens found in a cache are not evaluated); None without that endpoint."""
+    try:
+        with urllib.request.urlopen(base_url.removesuffix("/v1") + "/metrics", timeout=5) as reply:
+            lines = reply.read().decode().splitlines()
+    except OSError:
+        return None
+    values = dict(line.split()[:2] for line in lines if line.startswith("llamacpp:"))
+    names = ("prompt_tokens_total", "tokens_predicted_total", "n_decode_total")
+    prompt, generated, steps = (float(values[f"llamacpp:{name}"]) for name in names)
+    return prompt, generated, steps
+
+
+def post(base_url: str, body: dict) -> dict:
+    request = urllib.request.Request(
+        base_url + "/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        return json.loads(reply.read())
+
+
+def ceiling(base_url: str, slots: int) -> dict:
+    """What this machine's llama-server evaluates at most: prompt tokens a second (lab 02's system
+    prompt, uncached: many tokens in one batch, the fastest case), and generated tokens a second for
+    one sequence and for `slots` sequences decoding together (48 tokens each, past end of text)."""
+    system = docuctl_policy("example").instructions
+    prompt = {"model": ALIAS, "max_tokens": 1, "cache_prompt": False}
+    prompt["messages"] = [{"role": "user", "content": system}]
+    rate = max(post(base_url, prompt)["timings"]["prompt_per_second"] for _ in range(3))
+    made: list[int] = []
+
+    def generate(i: int) -> None:
+        text = f"Count from {i} upwards in words."
+        body = {"model": ALIAS, "max_tokens": 48, "ignore_eos": True, "temperature": 0.0}
+        made.append(
+            post(base_url, body | {"messages": [{"role": "user", "content": text}]})["usage"][
+                "completion_tokens"
+            ]
+        )
+
+    speeds = []
+    for n in (1, slots):
+        made.clear()
+        workers = [threading.Thread(target=generate, args=(i,)) for i in range(n)]
+        start = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        speeds.append(sum(made) / (time.perf_counter() - start))
+    return {"prompt": rate, "one": speeds[0], "all": speeds[1], "slots": slots}
+
+
+def measure(base_url: str, n: int, window: float, deadline: float, mode: str, limit: dict | None) -> dict:
+    before = evaluated(base_url)
     notes: list[tuple[float, bool]] = []
     stops: list[str] = []
     lock = threading.Lock()
@@ -115,11 +176,17 @@ def measure(base_url: str, n: int, window: float, deadline: float, mode: str) ->
     for thread in threads:
         thread.join()
     elapsed = time.monotonic() - start
+    after = evaluated(base_url)  # tokens of abandoned requests still queued are not counted
     answered = sorted(t for t, ok in notes if ok)
     p = (lambda q: answered[min(len(answered) - 1, int(q * len(answered)))]) if answered else (lambda q: None)
     errors = stops.count("provider_error")
     finished = len(stops) - errors
-    return {
+    spent = (
+        None
+        if None in (before, after) or not answered
+        else [b - a for a, b in zip(before, after, strict=True)]
+    )
+    row = {
         "learners": n,
         "seconds": round(elapsed, 1),
         "decisions/s": round(len(answered) / elapsed, 2),
@@ -128,25 +195,46 @@ def measure(base_url: str, n: int, window: float, deadline: float, mode: str) ->
         "episodes": len(stops),
         "provider_error": errors,
         "episodes per learner in 10 min": round(finished / n / elapsed * SEGMENT_S, 1),
+        "prompt + generated tokens a decision": None,
+        "tokens/s": None,
+        "tokens a step": None,
+        "ceiling decisions/s": None,
     }
+    if spent and limit:
+        prompt, generated = spent[0] / len(answered), spent[1] / len(answered)
+        row["prompt + generated tokens a decision"] = f"{prompt:.0f} + {generated:.0f}"
+        row["tokens/s"] = round((spent[0] + spent[1]) / elapsed)
+        row["tokens a step"] = round((spent[0] + spent[1]) / max(spent[2], 1), 1)
+        # Each decision's tokens at the machine's best rates: its prompt tokens at the uncached batch's,
+        # its generated ones at the rate of every slot decoding at once.
+        row["ceiling decisions/s"] = round(1 / (prompt / limit["prompt"] + generated / limit["all"]), 2)
+    return row
 
 
 def serve(port: int, threads: int | None, parallel: int) -> subprocess.Popen:
     command = server_command("127.0.0.1", port, threads=threads, parallel=parallel)
+    command += ["--metrics"] if parallel else []
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def run_server(name: str, parallel: int, counts: list[int], args: argparse.Namespace) -> list[dict]:
-    """Every N against one server (`parallel` slots of llama-server, or 0: llama_cpp.server)."""
+def run_server(
+    name: str, parallel: int, counts: list[int], args: argparse.Namespace
+) -> tuple[list[dict], dict]:
+    """Every N against one server (`parallel` slots of llama-server, or 0: llama_cpp.server), and
+    for llama-server its ceiling, measured first."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
     server = serve(port, args.threads, parallel)
-    rows = []
+    rows, limit = [], None
     try:
         wait_until_ready(server, f"{base_url}/models")
+        if parallel:
+            limit = ceiling(base_url, parallel)
+            print(said(limit), flush=True)
         warm_up(base_url, slots=parallel)
         for n in counts:
-            row = {"server": name} | measure(base_url, n, args.window, args.deadline, MODES[bool(parallel)])
+            mode = MODES[bool(parallel)]
+            row = {"server": name} | measure(base_url, n, args.window, args.deadline, mode, limit)
             rows.append(row)
             print(json.dumps(row) if args.json else "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
             time.sleep(args.deadline)  # abandoned requests still queued at the server drain first
@@ -157,7 +245,14 @@ def run_server(name: str, parallel: int, counts: list[int], args: argparse.Names
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    return rows
+    return rows, limit
+
+
+def said(limit: dict) -> str:
+    return (
+        f"ceiling: {limit['prompt']:.0f} prompt tokens/s in one batch; {limit['one']:.0f} generated tokens/s "
+        f"for one sequence, {limit['all']:.0f} for {limit['slots']} decoding together"
+    )
 
 
 def table(rows: list[dict]) -> str:
@@ -252,7 +347,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--learners", default="1,8,16,30", help="comma-separated N (each at most 30)")
     parser.add_argument("--window", type=float, default=20.0, help="seconds each N starts episodes (<= 120)")
-    parser.add_argument("--deadline", type=float, default=10.0, help="per-decision deadline, seconds (<= 60)")
+    deadline = f"per-decision deadline, seconds (<= 60; default {DECISION_TIMEOUT:g}, labkit's own)"
+    parser.add_argument("--deadline", type=float, default=DECISION_TIMEOUT, help=deadline)
     parser.add_argument("--threads", type=int, default=None, help="the servers' CPU threads")
     parser.add_argument(
         "--parallel",
@@ -293,11 +389,13 @@ def main() -> None:
     for name in chosen:
         slots = args.parallel if name == "batching" else 0
         label = f"llama-server -np {slots}" if slots else "llama_cpp.server"
-        results[name] = run_server(label, slots, counts, args)
+        results[name], limit = run_server(label, slots, counts, args)
     if args.json:
         return
     for rows in results.values():
         print("\n" + table(rows))
+    if limit:
+        print(f"\nllama-server's {said(limit)}")
     if len(results) == 2:
         ratios = [
             {"learners": s["learners"], "decisions/s ratio": round(b["decisions/s"] / s["decisions/s"], 1)}

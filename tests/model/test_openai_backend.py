@@ -70,6 +70,15 @@ def test_the_schema_goes_in_the_form_the_server_takes(owned_by, environ, sent):
         assert body["response_format"]["schema"] == policy.schema
 
 
+def test_labkit_serve_gives_each_learner_of_a_room_of_30_a_slot_unless_told_otherwise():
+    """With fewer slots than learners, llama-server hands a learner's slot to another and the first
+    re-reads their whole conversation (benchmarks/room.py: 113 prompt tokens a decision on 8 slots)."""
+    from labkit.course.cli import build_parser
+
+    assert build_parser("serve").parse_args(["serve"]).parallel >= 30
+    assert build_parser("serve").parse_args(["serve", "--parallel", "4"]).parallel == 4
+
+
 @pytest.fixture(scope="module")
 def llama_server():
     """llama_cpp.server with SmolLM2 on a free loopback port, as `labkit serve` starts it."""

@@ -26,9 +26,11 @@ from labkit.course.commands import add_command
 
 ALIAS = "smollm2"
 PORT = 8000
-SLOTS_PER_CORE = 4  # benchmarks/room.py: 2 cores decode no faster with more than 8 slots
 THREADS = max(1, (os.cpu_count() or 2) // 2)  # llama-cpp-python's default; all cores stall when any is busy
-PARALLEL = min(32, SLOTS_PER_CORE * (os.cpu_count() or 1))  # `--parallel`'s default
+# `--parallel`'s default: a slot per learner of a room of 30, whatever the cores. benchmarks/room.py: with
+# fewer slots, learners take each other's and re-read their conversations (30 on 8 slots: 113 prompt
+# tokens a decision, 1.3 decisions/s; on 32: 54, 2.0). 32 slots of 2,048 tokens hold 1.6 GB.
+PARALLEL = 32
 _BUILT = Path(__file__).resolve().parents[3] / "build" / "llama-server"  # `make room-server`
 _SLOTS = Path(tempfile.gettempdir()) / "labkit-serve-slots"  # llama-server's saved slot states
 _READY_S = 60.0  # the server loads the 98 MB model in about a second; give a slow disk a minute
@@ -51,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("--threads", type=int_in(1, 256), metavar="N", help=threads)
     gguf = "a GGUF file (default: the course's SmolLM2, as `local` finds it)"
     add("--model-path", metavar="FILE", help=gguf)
-    slots = f"llama-server's slots, decoded together (default {PARALLEL}); 0: llama-cpp-python's server"
+    slots = f"llama-server's slots, one per learner (default {PARALLEL}); 0: llama-cpp-python's server"
     add("--parallel", type=int_in(0, 64), default=PARALLEL, metavar="N", help=slots)
 
 
