@@ -103,6 +103,14 @@ def learner(
             stops.append(result["stop"])
 
 
+def together(threads: list[threading.Thread]) -> None:
+    """Start every thread, then wait for all of them."""
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def evaluated(base_url: str) -> tuple[float, float, float] | None:
     """llama-server's (prompt tokens evaluated, tokens generated, decode steps) so far, from its /metrics
     (`--metrics`; prompt tokens found in a cache are not evaluated); None without that endpoint."""
@@ -147,12 +155,8 @@ def ceiling(base_url: str, slots: int) -> dict:
     speeds = []
     for n in (1, slots):
         made.clear()
-        workers = [threading.Thread(target=generate, args=(i,)) for i in range(n)]
         start = time.perf_counter()
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        together([threading.Thread(target=generate, args=(i,)) for i in range(n)])
         speeds.append(sum(made) / (time.perf_counter() - start))
     return {"prompt": rate, "one": speeds[0], "all": speeds[1], "slots": slots}
 
@@ -163,18 +167,8 @@ def measure(base_url: str, n: int, window: float, deadline: float, mode: str, li
     stops: list[str] = []
     lock = threading.Lock()
     start = time.monotonic()
-    threads = [
-        threading.Thread(
-            target=learner,
-            args=(base_url, deadline, start + window, notes, stops, lock, i, mode),
-            daemon=True,
-        )
-        for i in range(n)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    args = (base_url, deadline, start + window, notes, stops, lock)
+    together([threading.Thread(target=learner, args=(*args, i, mode), daemon=True) for i in range(n)])
     elapsed = time.monotonic() - start
     after = evaluated(base_url)  # tokens of abandoned requests still queued are not counted
     answered = sorted(t for t, ok in notes if ok)
@@ -232,8 +226,8 @@ def run_server(
             limit = ceiling(base_url, parallel)
             print(said(limit), flush=True)
         warm_up(base_url, slots=parallel)
+        mode = MODES[bool(parallel)]
         for n in counts:
-            mode = MODES[bool(parallel)]
             row = {"server": name} | measure(base_url, n, args.window, args.deadline, mode, limit)
             rows.append(row)
             print(json.dumps(row) if args.json else "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
@@ -294,11 +288,7 @@ def trial(parallel: int, threads: int | None, concurrent: bool, save: str | None
         wait_until_ready(server, f"{base_url}/models")
         warm_up(base_url, slots=parallel)
         if concurrent:
-            workers = [threading.Thread(target=one, args=(case,)) for case in cases]
-            for worker in workers:
-                worker.start()
-            for worker in workers:
-                worker.join()
+            together([threading.Thread(target=one, args=(case,)) for case in cases])
         else:
             for case in cases:
                 one(case)
@@ -385,11 +375,12 @@ def main() -> None:
         require_server()
     if "batching" in chosen and llama_server() is None:
         parser.error("llama-server is not built: run `make room-server` (or --servers serial)")
-    results = {}
+    results, limit = {}, None
     for name in chosen:
         slots = args.parallel if name == "batching" else 0
         label = f"llama-server -np {slots}" if slots else "llama_cpp.server"
-        results[name], limit = run_server(label, slots, counts, args)
+        results[name], found = run_server(label, slots, counts, args)
+        limit = found or limit  # only llama-server measures one, whichever order the servers ran in
     if args.json:
         return
     for rows in results.values():
