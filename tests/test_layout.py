@@ -1,5 +1,5 @@
 """Package-wide rules of labkit: one meaning per public name, imports down the layers and no circle,
-the line budget, no profiling hook, and comments a reader without the repository's history can follow.
+the statement budget, no profiling hook, and comments a reader without the repository's history can follow.
 
 The import graph is read with `ast`: every import anywhere in a module (a lazy one is still a
 dependency), `import_module` with a literal name and the top package's lazy exports, but not the
@@ -22,9 +22,10 @@ import labkit
 
 ROOT = Path(labkit.__file__).resolve().parent
 REPO = ROOT.parent
-# Lines of .py files, as `wc -l` counts them. `make lint` (and CI) runs `ruff format --check`, so
-# this is the count after `ruff format`: lines are cut by removing code, never by cramming it.
-BUDGET = {"labkit": 13_000, "tests": 10_000}
+# Growth is counted in statements (`ast.stmt` nodes), never in lines: docstrings and comments are free,
+# and packing code onto fewer lines saves nothing. labkit had 7,609 and tests 5,516 when this budget
+# replaced a line budget; tests may grow 5% beyond that.
+BUDGET = {"labkit": 8_000, "tests": 5_800}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",
@@ -161,10 +162,31 @@ def test_labkit_installs_no_profiling_hook():
     assert [m for m, path in modules().items() if "setprofile" in path.read_text(encoding="utf-8")] == []
 
 
+def statements(path: Path) -> int:
+    """The statements of a module, its docstrings (a string standing alone as a statement) not counted."""
+
+    def docstring(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        )
+
+    return sum(isinstance(n, ast.stmt) and not docstring(n) for n in ast.walk(parsed(path)))
+
+
+def test_statements_are_counted_without_docstrings_or_comments(tmp_path):
+    source = tmp_path / "counted.py"
+    source.write_text('"""A module."""\n\n# a comment\ndef f(x):\n    """Twice x."""\n    return 2 * x\n')
+    assert statements(source) == 2  # the def and its return
+
+
 @pytest.mark.parametrize("folder", sorted(BUDGET))
-def test_the_line_budget(folder):
-    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in (REPO / folder).rglob("*.py"))
-    assert lines <= BUDGET[folder], f"{folder}/ has {lines} lines of Python; the budget is {BUDGET[folder]}"
+def test_the_statement_budget(folder):
+    count = sum(statements(p) for p in (REPO / folder).rglob("*.py"))
+    assert count <= BUDGET[folder], (
+        f"{folder}/ has {count} statements of Python; the budget is {BUDGET[folder]}"
+    )
 
 
 def comments(path: Path) -> list[str]:  # and docstrings
