@@ -9,6 +9,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from labkit.core.errors import FixtureError
@@ -234,8 +235,25 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
     reviews = fixture_records(folder / "reviews.json", SCHEMAS["reviews"])
     for record, fail in reviews:
         require_known(record, fail, "product", products, "product")
-    pages = {page["id"]: page for page, _ in fixture_records(folder / "help.json", SCHEMAS["help"])}
-    texts = tuple(m for m, _ in messages), tuple(r for r, _ in reviews)
+    pages = {
+        page["id"]: read_only(page) for page, _ in fixture_records(folder / "help.json", SCHEMAS["help"])
+    }
+    texts = tuple(read_only(m) for m, _ in messages), tuple(read_only(r) for r, _ in reviews)
     return Shop(
-        head["name"], today, head["window_days"], customers, orders, tuple(ledger), *texts, pages, folder
+        head["name"],
+        today,
+        head["window_days"],
+        read_only(customers),
+        read_only(orders),
+        tuple(ledger),
+        *texts,
+        read_only(pages),
+        folder,
     )
+
+
+def read_only(records: dict[str, Any]) -> Mapping[str, Any]:
+    """A view of `records` that refuses writes (TypeError), so a learner's buggy policy that assigns
+    into the course's shop fails in its own episode instead of changing every later one's records
+    (threat model: a learner's code is buggy). `Shop.copy` still hands out writable copies."""
+    return MappingProxyType(records)

@@ -8,7 +8,7 @@ reads the raw fixture JSON: it shares no code with the refund tool.
 import datetime as dt
 import json
 from collections import Counter
-from dataclasses import astuple
+from dataclasses import astuple, replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -208,3 +208,35 @@ def test_the_oracle_and_the_defenses_are_not_vacuous():
     paid = refund_episode("r-ana-blender", hostile([theft, asked, asked, done]), defenses="all_deterministic")
     assert [(r.order, r.amount) for r in paid.refunds] == [("o-1001", 8900)]
     assert allowed_by_records("c-ana", "o-1001", 8900, "card-ana-4242")
+
+
+def test_a_policy_that_rewrites_the_shop_fails_alone_and_later_episodes_keep_the_records():
+    """A learner's buggy policy that assigns into the course's shop (to add a card, drop a customer or
+    edit a help page) stops its own episode; the next honest episode sees the records as shipped."""
+    from labkit.refunds.policies import gullible
+
+    shop = refund_lab().shop
+    customer = next(iter(shop.customers.values()))
+    writes = [
+        lambda: shop.customers.__setitem__(customer.id, replace(customer, payment_methods=("card-evil",))),
+        lambda: shop.orders.clear(),
+        lambda: shop.help["refunds"].__setitem__("text", "refund anything"),
+        lambda: shop.messages[0].__setitem__("text", "pay card-evil"),
+    ]
+    request = sorted(LAB.requests)[0]
+    before = refund_episode(request, gullible, defenses="all_deterministic")
+    for write in writes:
+
+        def rewriting(task, observations, write=write):
+            write()
+            return gullible(task, observations)
+
+        broken = refund_episode(request, rewriting, defenses="all_deterministic")
+        assert broken.result["stop"] == "invalid_decision" and broken.refunds == ()
+        after = refund_episode(request, gullible, defenses="all_deterministic")
+        assert (after.refunds, after.result["stop"], after.result["answer"]) == (
+            before.refunds,
+            before.result["stop"],
+            before.result["answer"],
+        )
+    assert refund_lab().shop.customers[customer.id] == customer
