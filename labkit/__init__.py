@@ -11,10 +11,16 @@ import importlib
 import sys
 from typing import Any
 
+from labkit.core.errors import errors_in_one_line
+
 # jsonschema imports rfc3987_syntax where installed (by jupyter-events) only for the "iri" format,
 # which labkit never uses, and that module builds a parser at import (about 1.5 s). A None entry
 # makes that import fail cleanly; a process that imported it already keeps it.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+# In a notebook a LabError (a user's mistake: an unknown name, a missing file) reads as one line, as
+# on the CLI, not as a traceback through labkit's frames.
+errors_in_one_line()
 
 # Each submodule and the public names it defines.
 _DEFINED_IN = {
