@@ -159,6 +159,29 @@ def _if_chosen(
     return row
 
 
+def chosen_model() -> _Row:
+    """Is `LABKIT_MODEL` a backend, and is the one it names usable now? Labs 02-04 use it, so a misspelt
+    value, a server that does not answer or an embedded model not installed is a FIX row, not optional."""
+    from labkit.core.errors import LabError
+    from labkit.model.factory import backend_name
+
+    spec = os.environ.get("LABKIT_MODEL", "").strip() or "replay"
+    try:
+        kind = backend_name(spec).partition(":")[0]
+    except LabError as error:
+        return ("FIX", str(error)[:200], "correct its spelling, or unset LABKIT_MODEL (the recorded runs)")
+    if kind == "replay":
+        return ("ok", f"LABKIT_MODEL={spec}: the recorded runs", "")
+    status, found, fix = {"local": local_backend, "ollama": ollama_backend, "openai": room_server}[kind]()
+    if status != "ok":
+        return (
+            "FIX",
+            f"LABKIT_MODEL={spec}, but {found}"[:200],
+            f"{fix}; or unset LABKIT_MODEL (the recorded runs)",
+        )
+    return ("ok", f"LABKIT_MODEL={spec}: {found}"[:200], "")
+
+
 def jupyter_news_off() -> _Row:
     from labkit.course.jupyter_settings import installed
 
@@ -186,6 +209,7 @@ _CHECKS: dict[str, Callable[[], _Row]] = {  # the rows of the table, in order
         "`ollama serve`, `ollama pull qwen2.5:0.5b`",
     ),
     "room model server (openai:)": room_server,
+    "the model the labs use (LABKIT_MODEL)": chosen_model,
     "JupyterLab news popup off": jupyter_news_off,
 }
 
