@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.errors import LabError
+from labkit.core.errors import LabError, ProviderError
 from labkit.core.fixtures import FIXTURES, read_text
 from labkit.model import Backend, ModelPolicy, backend_from_env, trial_files
 from labkit.model.constraints import StateRules
@@ -111,6 +111,7 @@ class ModelReviser:
         self.task = _Announcement(case, DRAFT, self.limit)
         self.policy = _policy(self, _INSTRUCTIONS, _task_text, self.deletions, self.rung, _told)
         self.observations: list[dict[str, Any]] = []
+        self.error: str | None = None  # the server's failure, when a call got no reply
 
     def deletions(self, task: _Announcement, observations: Any = ()) -> list[str]:
         """L2's admissible answers: deletions of the last text this reviser wrote (the draft first)."""
@@ -121,7 +122,11 @@ class ModelReviser:
             self.observations = []
         else:
             self.observations.append({"action": "final", "result": ctx.feedback})
-        text = _answer_text(self.policy(self.task, list(self.observations)))
+        try:
+            text = _answer_text(self.policy(self.task, list(self.observations)))
+        except ProviderError as error:  # the run fails this job; `source` and `status` say why
+            self.error = str(error)
+            raise
         self.history.append(text)
         return text
 
@@ -149,6 +154,10 @@ def live() -> bool:
 def source(reviser: ModelReviser) -> str:
     """Where the reviser's last reply came from: the recording and its model, or the live backend."""
     reply, temperature = reviser.policy.last_reply, reviser.policy.temperature
+    if reviser.error is not None:
+        return (
+            f"no reply: the model server did not answer, so these runs are provider_error ({reviser.error})"
+        )
     if reply is None:
         return "no reply yet"
     extra = reply.extra or {}
@@ -202,10 +211,16 @@ def trial_runs(backend: Backend | None, trials: Mapping[float, int], *, seed: in
                     reviser, result = run_variant(variant, backend, control, **settings)
                     published = result.results.get("publish")
                     published = published if isinstance(published, str) else None
-                    run = {"reviser": reviser, "texts": reviser.history, "status": result.status}
+                    run = {"reviser": reviser, "texts": reviser.history, "status": status(reviser, result)}
                     key = {"control": control, "variant": variant, "T": temperature, "trial": trial}
                     rows.append(key | run | {"published": published})
     return pd.DataFrame(rows)
+
+
+def status(reviser: ModelReviser, result: RunResult) -> str:
+    """The run's status, or ``provider_error`` when it failed because the model server did not answer:
+    a counted outcome of the server, not a choice of the model."""
+    return "provider_error" if reviser.error is not None else result.status
 
 
 def control_table(
@@ -282,8 +297,16 @@ def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, see
     graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
     backend = backend_from_env() if backend is None else backend
     judge = ModelJudge("texts", backend=backend, temperature=temperature, seed=seed)
-    for text in [DRAFT, *reviser.history]:
-        judge.judge(text)
+    texts = [DRAFT, *reviser.history]
+    for n, text in enumerate(texts):
+        try:
+            judge.judge(text)
+        except ProviderError as error:  # one line, then the rest unasked: the server is not answering
+            print(f"no reply: the model server did not answer ({error}); the judge's rows are provider_error")
+            within = f"len(text) <= {judge.limit}"
+            rows = [{"text": t, "characters": len(t), within: len(t) <= judge.limit} for t in texts[n:]]
+            judge.calls += [row | {"the model says": "provider_error"} for row in rows]
+            break
     return pd.DataFrame(judge.calls).set_index("text")
 
 

@@ -52,8 +52,16 @@ def variant_record(
 
 def sampled_runs(backend: Backend | None = None, *, k: int = _SAMPLED_K) -> pd.DataFrame:
     """`model_reviser.trial_runs` as the grid recorded them: one trial at T=0 (greedy decoding repeats
-    itself) and `k` at T=0.7 (trial t with seed t), a row per run."""
-    return trial_runs(backend, {0.0: 1, _SAMPLED_T: k})
+    itself) and `k` at T=0.7 (trial t with seed t), a row per run. When the model server did not answer,
+    one line says so: those runs are `provider_error` and count as not published."""
+    runs = trial_runs(backend, {0.0: 1, _SAMPLED_T: k})
+    failed = int((runs["status"] == "provider_error").sum())
+    if failed:
+        print(
+            f"no reply: the model server did not answer in {failed} of {len(runs)} runs (provider_error); "
+            "they count as not published, so these rates measure the server, not the model"
+        )
+    return runs
 
 
 def _by_trial(runs: pd.DataFrame) -> dict[str, int]:
@@ -90,6 +98,8 @@ def reviser_table(runs: pd.DataFrame) -> pd.DataFrame:
         at_t0 = outcome[bool(once["published"].notna().all())] if len(once) else "-"
         rows.append({"control": control, "variant": variant, **_rate(_by_trial(group))})
         rows[-1] |= {"T=0, one run": at_t0, "word cutter, one run": outcome[cutter[variant]]}
+        if (runs["status"] == "provider_error").any():  # only when the server failed: the column says where
+            rows[-1]["provider_error"] = int((group["status"] == "provider_error").sum())
     return pd.DataFrame(rows).set_index(["control", "variant"])
 
 
