@@ -35,9 +35,10 @@ def load_folder(folder: Path) -> tuple[list[Submission], list[str]]:
         except SubmissionError as error:
             skipped.append(f"skipped {printable(path.name)}: {error}")
             continue
-        found.setdefault((submission.lab, submission.name), []).append(submission)
+        key = (submission.lab, submission.name, submission.data.get("author", ""))
+        found.setdefault(key, []).append(submission)
     usable = []
-    for (lab, name), group in found.items():
+    for (lab, name, _), group in found.items():
         usable.append(latest := max(group, key=_when))
         for s in (s for s in group if s is not latest):
             if s.data == latest.data:
@@ -47,7 +48,24 @@ def load_folder(folder: Path) -> tuple[list[Submission], list[str]]:
             skipped.append(
                 f"superseded {s.file}: lab {lab} by {name} submitted {s.data['submitted']}, {later}"
             )
-    return sorted(usable, key=lambda s: (s.lab, s.name)), skipped
+    return sorted(_told_apart(usable, skipped), key=lambda s: (s.lab, s.name)), skipped
+
+
+def _told_apart(usable: list[Submission], notes: list[str]) -> list[Submission]:
+    """Two learners who typed the same name (files from different checkouts: another author token)
+    are both kept, the later ones as "NAME (2)", "NAME (3)" by first submission, with a line saying so."""
+    by_name: dict[tuple[str, str], list[Submission]] = {}
+    for s in sorted(usable, key=_when):
+        by_name.setdefault((s.lab, s.name), []).append(s)
+    kept = []
+    for (lab, name), same in by_name.items():
+        renamed = [same[0]] + [replace(s, name=f"{name} ({n})") for n, s in enumerate(same[1:], start=2)]
+        if len(same) > 1:
+            shown = ", ".join(f"{s.name!r} ({s.file})" for s in renamed)
+            told = f"lab {lab} by {name!r} came from {len(same)} checkouts"
+            notes.append(f"same name, different learners: {told}; kept as {shown}")
+        kept += renamed
+    return kept
 
 
 def pass_counts(submissions: Sequence[Submission]) -> pd.DataFrame:

@@ -9,8 +9,10 @@ import importlib
 import json
 import os
 import re
+import secrets
 import stat
 import sys
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -27,7 +29,15 @@ _FORMAT = "labkit-submission/1"
 MAX_BYTES = 1_000_000  # a lab-03 submission with two guard tables is about 25 kB
 _MAX_PROGRESS_BYTES = 10_000_000  # a progress file: the payloads of a few guard tables
 _MAX_COPIES = 99  # labNN-NAME.json .. labNN-NAME-99.json in a shared folder
-_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$"
+# A name as people write it: letters of any script, digits, spaces, '.', '-', '_' and apostrophes, up to
+# 32, starting with a letter or digit ("José", "Ana Maria", "O'Neil", "李雷"); no slash: it names a file.
+_NAME_PATTERN = r"^[^\W_][\w .'’-]{0,31}$"
+_NAME_RULE = (
+    "1-32 letters (any script), digits, spaces, '.', '-', '_' or apostrophes, starting with a letter or digit"
+)
+# A random token made once per checkout (runs/progress/author): two learners who type the same name
+# hand in files with different tokens, and the class round keeps both instead of merging them.
+_AUTHOR_PATTERN = r"^[0-9a-f]{16}$"
 
 
 class SubmissionError(ValueError):
@@ -84,6 +94,7 @@ def _schema() -> dict[str, Any]:
     schema = json.loads(Path(__file__).with_name("submission.schema.json").read_text(encoding="utf-8"))
     name = {"type": "string", "pattern": _NAME_PATTERN}
     schema["properties"] |= {"format": {"const": _FORMAT}, "lab": {"enum": list(LABS)}, "name": name}
+    schema["properties"]["author"] = {"type": "string", "pattern": _AUTHOR_PATTERN}
     schema["properties"]["attacks"] = {**ATTACKS, "maxItems": 10}
     schema["$defs"]["table"]["properties"]["format"] = {"const": TABLE}
     return schema
@@ -213,9 +224,9 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     lab = lab_number(lab)
+    name = unicodedata.normalize("NFC", " ".join(str(name).split()))  # "José" typed either way is one name
     if not re.fullmatch(_NAME_PATTERN, name):
-        rule = "1-32 letters, digits, '.', '_' or '-', starting with a letter or digit (it names the file)"
-        raise LabError(f"name {shorten(name, 40)!r} must be {rule}")
+        raise LabError(f"name {shorten(name, 40)!r} must be {_NAME_RULE} (it names the file)")
     recorded = _progress(lab)
     if not recorded:
         raise LabError(f"no checker of lab {lab} has run yet: run the lab's exercise cells, then submit")
@@ -248,11 +259,31 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
             "run the lab's exercise cells, then submit"
         )
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    submission = dict(format=_FORMAT, lab=lab, name=name, submitted=now, exercises=exercises)
+    submission = dict(format=_FORMAT, lab=lab, name=name, author=author(), submitted=now, exercises=exercises)
     submission |= {"attacks": attacks, "guards": guards}
     if (why := _problem(submission)) is not None:  # never hand over a file the class round would refuse
         raise LabError(f"this submission would be refused by `labkit class` ({why}); nothing was written")
     return submission, notes
+
+
+def author() -> str:
+    """This checkout's author token (`runs/progress/author`), made on first use: who made a file, told
+    apart from what they typed as their name. Not a secret and not a login: names stay self-reported."""
+    path = runs_dir() / "progress" / "author"
+    try:
+        token = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        token = ""
+    if not re.fullmatch(_AUTHOR_PATTERN, token):
+        token = secrets.token_hex(8)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(token + "\n", encoding="ascii")
+    return token
+
+
+def file_stem(lab: str, name: str) -> str:
+    """`labNN-NAME` with spaces as "-" and apostrophes left out: a file name any shell and USB stick takes."""
+    return f"lab{lab}-" + re.sub(r"['’]", "", name).replace(" ", "-")
 
 
 def _hand_in(text: str, folder: Path, stem: str) -> Path:
@@ -288,7 +319,8 @@ def submit(
     if folder is not None and not folder.is_dir():
         raise LabError(f"--to {folder}: not a folder (the USB stick or shared folder to hand the file in)")
     submission, notes = build(lab, name)
-    stem, text = f"lab{submission['lab']}-{name}", json.dumps(submission, indent=1, sort_keys=True)
+    stem = file_stem(submission["lab"], submission["name"])
+    text = json.dumps(submission, indent=1, sort_keys=True, ensure_ascii=False)
     try:
         if folder is not None:
             path = _hand_in(text, folder, stem)
