@@ -19,7 +19,7 @@ from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
 from labkit.baseline.task import Task, TaskError, task_from
 from labkit.core import check as core
-from labkit.core.answers import Recorded, shown
+from labkit.core.answers import Recorded, name_in, shown
 from labkit.core.check import NOT_ATTEMPTED, NOT_YET, Check, Raised, call, crashed, fail, unanswered
 from labkit.core.fixtures import load_json, schema_error
 from labkit.core.runtime import run
@@ -184,7 +184,7 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
         return fail(
             f"case_id is a base case's id, a str such as 'rollback-restore', not {type(case_id).__name__}."
         )
-    if not isinstance(stage, str) or stage not in diagnosis.STAGES:
+    if (stage := name_in(stage, diagnosis.STAGES)) is None:  # "Retrieval", "the control": a stage
         return fail(f"choose one of {', '.join(diagnosis.STAGES)} (a str).")
     corpus = docuctl()
     if (case := next((c for c in corpus.cases if c["id"] == case_id), None)) is None:
@@ -314,8 +314,7 @@ def check_two_tool_winner(name: str | None) -> Check:
             f"answer with one controller's name, a str such as {table.index[0]!r}, not "
             f"{type(name).__name__}: one of {', '.join(table.index)}."
         )
-    name = {row.casefold(): row for row in table.index}.get(" ".join(name.casefold().split()), "")
-    if not name:
+    if (name := name_in(name, table.index)) is None:  # "The Spell-correct-first workflow" names it too
         return fail(f"name one of the controllers: {', '.join(table.index)}.")
     best, got, total = int(table["passed"].max()), int(table.loc[name, "passed"]), len(corpus.adaptive_cases)
     if got < best:

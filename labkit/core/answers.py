@@ -1,10 +1,12 @@
 """A learner's answer as labkit's machinery handles it: quoted short and safe (`shown`: a 5,000-digit
-int, a 10**6-element array, a raising `__repr__`), its errors kept (`Recorded`)."""
+int, a 10**6-element array, a raising `__repr__`), its errors kept (`Recorded`), taken in any honest
+form: `whole` and `real` numbers (numpy's, a Fraction; never a bool), names as `named` reads them."""
 
 from __future__ import annotations
 
+import numbers
 import reprlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from labkit.core import check as _check
@@ -22,6 +24,29 @@ def shown(value: Any, limit: int = 80) -> str:
         return shorten(" ".join(_SHOWN.repr(value).split()), limit)
     except Exception:  # noqa: BLE001 - a repr that raises is shown by its type
         return f"a {type(value).__name__}"
+
+
+def whole(value: Any) -> bool:
+    """Whether `value` is an integer: any `numbers.Integral`, numpy's int64 too, but not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def real(value: Any) -> bool:
+    """Whether `value` is a real number: an int, a float, a Fraction, numpy's, but not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _name_key(text: str) -> str:
+    words = text.casefold().split()
+    return " ".join(words[1:] if words[:1] == ["the"] else words)
+
+
+def name_in(answer: Any, names: Iterable[str]) -> str | None:
+    """Which of `names` the learner's `answer` names, whatever its case and spacing, with or without a
+    leading "the" ("The spell-correct-first workflow "); None if it names none (or is not a str)."""
+    if not isinstance(answer, str):
+        return None
+    return {_name_key(name): name for name in names}.get(_name_key(answer))
 
 
 def limit_s() -> float:

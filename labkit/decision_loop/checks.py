@@ -16,7 +16,7 @@ from labkit.baseline.controllers import docuctl_tools, scripted
 from labkit.baseline.corpus import DOCUCTL, fixture_schema
 from labkit.baseline.grading import outcome
 from labkit.baseline.task import Task
-from labkit.core.answers import shown
+from labkit.core.answers import name_in, real, shown, whole
 from labkit.core.check import Check, Raised, TimedOut, call, copied, crashed, fail, not_a_function, unanswered
 from labkit.core.fixtures import load_json
 from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Tool, run
@@ -244,7 +244,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
 def _payload(**answers: Any) -> dict[str, Any]:
     """What a progress file keeps of answers: strings cut to 100 characters, ints to MAX_NUMBER, else None."""
     kept = {name: shorten(value, 100) if isinstance(value, str) else None for name, value in answers.items()}
-    ints = {name: value for name, value in answers.items() if type(value) is int and 0 <= value <= MAX_NUMBER}
+    ints = {name: int(value) for name, value in answers.items() if whole(value) and 0 <= value <= MAX_NUMBER}
     return kept | ints
 
 
@@ -252,8 +252,9 @@ def _payload(**answers: Any) -> dict[str, Any]:
 def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]], Any] | None) -> Check:
     """Exercise 1: a policy that makes `run` stop with `reason`, on the rollback question under
     _LIMITS (_TURN_LIMITS for turn_limit), within the checkers' time limit."""
-    if not isinstance(reason, str) or reason not in STOP_REASONS:
+    if (stop_reason := name_in(reason, STOP_REASONS)) is None:  # " Final ", "the final": final
         return fail(f"{shown(reason, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
+    reason = stop_reason
     if reason not in CONTRACTS:
         return fail(
             f"{reason!r} needs a timer, a budget or a signal from the caller, which a policy alone "
@@ -291,8 +292,8 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
             return crashed(raised.error, f"on ({c}, {n}, {k})")
         want = pass_hat_k(c, n, k)
         said = f"fn({c}, {n}, {k}) = {shown(got, 40)}, expected {want:.4f}"
-        if isinstance(got, bool) or not isinstance(got, int | float):
-            return fail(f"{said}, got a {type(got).__name__}: return a plain float.")
+        if not real(got):
+            return fail(f"{said}, got a {type(got).__name__}: return a number, such as a float.")
         if not 0 <= got <= 1:  # also keeps a huge int away from float conversion
             return fail(f"{said}: a chance is between 0 and 1.")
         if not math.isclose(got, want, abs_tol=1e-9):
@@ -308,8 +309,9 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
 def check_budget(tokens: int | None) -> Check:
     """Exercise 3: the smallest token budget under which SmolLM2's replayed episode on
     `_BUDGET_CASE` (base prompt, T=0) is not cut short."""
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+    if not whole(tokens) or tokens < 1:
         return fail(f"give the budget as a positive int of tokens, not {shown(tokens, 40)}.")
+    tokens = int(tokens)  # numpy's int64 (a pandas sum) is an int too
     free = replay_case(_BUDGET_CASE)
     needed = int(free["usage"]["prompt_tokens"] + free["usage"]["completion_tokens"])
     if tokens > needed:
@@ -325,15 +327,15 @@ def check_budget(tokens: int | None) -> Check:
 def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
     """Exercise 4: the stop reason whose rule keeps a stop-only grader from counting failures, and
     `finals`: how many of `RULE_RUN`'s episodes would end `final` without it (no table shows it)."""
-    if not isinstance(stop, str) or stop not in STOP_REASONS:
+    if (rule := name_in(stop, STOP_REASONS)) is None:
         return fail(f"{shown(stop, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
+    stop = rule
     rows = replay_trials(RULE_RUN)
     by_stop = pd.Series([row["stop"] for row in rows]).value_counts()
-    if stop != "unread_citation":
-        ended = ", ".join(f"{name} {count}" for name, count in by_stop.items())
+    if stop != "unread_citation":  # neither the other stops nor their counts: they would give it away
         return fail(
-            f"with the example prompt at L1 the episodes ended {ended}: removing the {stop} rule changes "
-            "few of them, if any. Which rule refused the answers the model did give?"
+            f"removing the {stop} rule changes few of these episodes, if any: look at how the episodes "
+            "with the example prompt at L1 ended. Which rule refused the answers the model did give?"
         )
     refused = [row for row in rows if row["stop"] == "unread_citation"]
     expected = len(refused) + int(by_stop.get("final", 0))
@@ -342,8 +344,9 @@ def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
             f"unread_citation is the rule. Now the figure: how many of the {len(rows)} episodes would "
             "end `final` without it? Pass it as the second argument."
         )
-    if isinstance(finals, bool) or not isinstance(finals, int):
-        return fail(f"give the number of episodes as a plain int, not {shown(finals, 40)}.")
+    if not whole(finals):
+        return fail(f"give the number of episodes as a whole number (an int), not {shown(finals, 40)}.")
+    finals = int(finals)  # numpy's int64 (a pandas sum) is an int too
     if finals != expected:
         return fail(
             f"not {shown(finals, 20)}: replay the recording (replay_trials(lab02.RULE_RUN)) and count the "

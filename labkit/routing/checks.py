@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.answers import Recorded, shown
+from labkit.core.answers import Recorded, shown, whole
 from labkit.core.check import (
     Check,
     Raised,
@@ -318,8 +318,8 @@ def _why(job: str, said: Any, runs: int, loop: set[str]) -> str:
 
 
 def _count_problem(value: Any, what: str) -> str | None:
-    """Why `value` is not a count to compare (an exact int from 0 to _MAX_COUNT), or None."""
-    if type(value) is not int:
+    """Why `value` is not a count to compare (an integer from 0 to _MAX_COUNT, numpy's too), or None."""
+    if not whole(value):
         return f"{what} must be a whole number (an int), not {shown(value)} ({type(value).__name__})."
     if not 0 <= value <= _MAX_COUNT:
         return f"{what} must be a count from 0 to {_MAX_COUNT}, not {shown(value)}."
@@ -336,7 +336,7 @@ def _runs_problem(runs: Any, jobs: list[str]) -> str | None:
 def _goto_payload(runs: Any) -> dict[str, int] | None:
     """The learner's counts as JSON data for `labkit submit`, or None if they are not counts per job."""
     jobs = [job.id for job in goto_graph().jobs]
-    return None if _runs_problem(runs, jobs) else {job: runs[job] for job in jobs}
+    return None if _runs_problem(runs, jobs) else {job: int(runs[job]) for job in jobs}
 
 
 @exercise("04", "goto_runs", payload=_goto_payload)
@@ -348,6 +348,7 @@ def check_goto_runs(runs: Any) -> Check:
         return fail("not attempted yet: replace each None with a number of runs and run the cell again")
     if (problem := _runs_problem(runs, list(deps))) is not None:
         return fail(problem)
+    runs = {job: int(runs[job]) for job in deps}  # numpy's int64 as the int it is
     result, loop = graph.run(clock=FakeClock()), set(reach(_GOTO_TARGET, graph.validate().dependents))
     for job in deps:
         if runs[job] != result.visits[job]:
@@ -396,6 +397,7 @@ def check_worst_case(calls: Any) -> Check:
         return fail("not attempted yet: replace the None with a number and run the cell again")
     if (problem := _count_problem(calls, "your answer")) is not None:
         return fail(problem)
+    calls = int(calls)  # numpy's int64 as the int it is
     result = worst_case_run(4, 3)
     most = result.attempts["revise"]
     if calls != most:

@@ -8,6 +8,7 @@ from functools import partial
 
 import numpy
 import pytest
+from hangs import hangs, limited
 from verdicts import own_verdict, verdict
 
 from labkit.core.errors import FixtureError, LabError
@@ -95,13 +96,13 @@ def alphabetical(finished, dependents, waiting, states):
         (lambda f, d, w, s: {"b"}, ["returned {'b'}", "list of job ids"]),
         (lambda f, d, w, s: s["missing"], ["raised KeyError", "at line"]),
         (lambda *args: (_ for _ in ()).throw(LabError("a lab mistake")), ["raised LabError: a lab mistake"]),
-        (lambda f, d, w, s: time.sleep(1.5), ["did not return within 0.2 s", "when a completed"]),
+        (hangs, ["did not return within 0.2 s", "when a completed"]),
         ("a, c", ["must be a function"]),
         (None, ["not attempted"]),
     ],
 )
-def test_wrong_ready_steps_say_what_to_fix(short_limit, answer, phrases):
-    verdict(lab04.check_ready(answer), False, *phrases)
+def test_wrong_ready_steps_say_what_to_fix(answer, phrases, request):
+    verdict(lab04.check_ready(limited(answer, request)), False, *phrases)
 
 
 def test_a_step_right_on_the_cases_but_wrong_in_a_run_is_caught_by_the_scheduler():
@@ -145,12 +146,12 @@ def routes_back(feedback, limit=26):
         (remembered, ["over the limit"]),
         (lambda v: numpy.array([1]), ["not a Next"]),
         (lambda v: v["words"], ["raised KeyError"]),
-        (lambda v: time.sleep(1.5), ["did not return within 0.2 s", "12 characters"]),
+        (hangs, ["did not return within 0.2 s", "12 characters"]),
         (None, ["not attempted"]),
     ],
 )
-def test_wrong_routers_say_what_to_fix(short_limit, answer, phrases):
-    verdict(lab04.check_router(answer), False, *phrases)
+def test_wrong_routers_say_what_to_fix(answer, phrases, request):
+    verdict(lab04.check_router(limited(answer, request)), False, *phrases)
 
 
 def test_the_intended_retry_policy_passes():
@@ -182,12 +183,13 @@ near = partial(RetryPolicy, max_attempts=4, initial_interval=0.2)  # right but f
             ["ConnectionResetError('reset by peer') was retried 0 time(s), not 3", "whatever its message"],
         ),
         (near(retry_on=raises_lab_error), ["raised LabError"]),
-        (near(retry_on=lambda e: time.sleep(1.5)), ["within 0.2 s"]),
+        (near(retry_on=hangs), ["within 0.2 s"]),
         ("four", ["expected a RetryPolicy"]),
         (None, ["not attempted"]),
     ],
 )
-def test_wrong_retry_policies_say_what_to_fix(short_limit, policy, phrases):
+def test_wrong_retry_policies_say_what_to_fix(policy, phrases, request):
+    limited(getattr(policy, "retry_on", None), request)  # a hanging retry_on: short_limit, else 3 s
     verdict(lab04.check_retry_policy(policy), False, *phrases)
 
 
@@ -202,9 +204,9 @@ def test_the_goto_runs_answer_passes_and_is_what_the_scheduler_does():
 @pytest.mark.parametrize(
     "answer, phrases",
     [
-        ({**RUNS, "index": 1}, ["index ran 2 time(s), not 1: it depends on parse"]),
-        ({**RUNS, "fetch": 2}, ["fetch ran 1 time(s), not 2: it is not parse and does not depend on it"]),
-        ({**RUNS, "publish": 2}, ["publish ran 1 time(s), not 2: it waits for check"]),
+        ({**RUNS, "index": 1}, ["1 is not how often index runs: it depends on parse"]),
+        ({**RUNS, "fetch": 2}, ["2 is not how often fetch runs: it is not parse and does not depend on it"]),
+        ({**RUNS, "publish": 2}, ["2 is not how often publish runs: it waits for check"]),
         ({**RUNS, "parse": 1}, ["it is the Goto's target"]),
         ({**RUNS, "fetch": "1"}, ["whole number (an int), not '1' (str)"]),
         ({**RUNS, "fetch": 10**400}, ["count from 0 to 1000"]),

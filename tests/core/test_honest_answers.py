@@ -1,0 +1,170 @@
+"""Issue 36: a right answer passes in any honest form (numpy's integers from a pandas sum, an exact
+Fraction, a name with "the" in front or in another case), a wrong one is still refused, and a
+refusal says what to reconsider without the figure it asks for."""
+
+import math
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from verdicts import verdict
+
+from labkit.baseline.controllers import scripted
+from labkit.core.answers import name_in, real, whole
+from labkit.core.verdicts import load_progress
+from labkit.exercises import lab01, lab02, lab04
+from labkit.routing import Next, RetryPolicy
+
+RUNS = {"fetch": 1, "parse": 2, "audit": 1, "summarize": 2, "index": 2, "check": 2, "publish": 1}
+
+
+def says(message: str, number: int) -> bool:
+    """Whether `message` states `number` as digits of its own (2 in "2 runs", not in "24")."""
+    return re.search(rf"(?<!\d){number}(?!\d)", message) is not None
+
+
+# -- what counts as an integer, a number, a name -------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [3, np.int64(992), np.int32(-1), np.uint8(7), 10**40])
+def test_every_integral_number_is_whole(value):
+    assert whole(value) and real(value)
+
+
+@pytest.mark.parametrize("value", [True, False, np.bool_(True), 2.0, "3", None, Fraction(1, 2)])
+def test_bools_floats_and_strings_are_not_whole(value):
+    assert not whole(value)
+
+
+@pytest.mark.parametrize("value", [0.5, Fraction(1, 3), np.float64(0.25), np.int64(1), 1])
+def test_every_real_number_is_real(value):
+    assert real(value)
+
+
+@pytest.mark.parametrize("value", [True, np.bool_(False), "0.5", 1j, None])
+def test_bools_strings_and_complex_numbers_are_not_real(value):
+    assert not real(value)
+
+
+@pytest.mark.parametrize(
+    "answer", ["adaptive loop", "the adaptive loop", "  The Adaptive   LOOP ", "THE adaptive loop\n"]
+)
+def test_a_name_matches_with_or_without_the(answer):
+    assert name_in(answer, ["search/read workflow", "adaptive loop"]) == "adaptive loop"
+
+
+@pytest.mark.parametrize("answer", ["the", "a adaptive loop", "adaptive", "theadaptive loop", 3, None])
+def test_anything_else_names_nothing(answer):
+    assert name_in(answer, ["search/read workflow", "adaptive loop"]) is None
+
+
+# -- lab 01 --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "the spell-correct-first workflow",
+        " The Spell-Correct-First Workflow ",
+        "spell-correct-first workflow",
+    ],
+)
+def test_the_two_tool_winner_passes_with_the(name):
+    verdict(lab01.check_two_tool_winner(name), True, "the spell-correct-first workflow passes 3 of 6")
+
+
+def test_a_wrong_two_tool_winner_with_the_is_still_refused():
+    verdict(lab01.check_two_tool_winner("the adaptive loop"), False, "the adaptive loop passes 0 of 6")
+    verdict(lab01.check_two_tool_winner("the best one"), False, "name one of the controllers")
+
+
+# -- lab 02 --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def replayed(monkeypatch):
+    monkeypatch.setenv("LABKIT_MODEL", "ollama:nothing-here")  # replayed, whatever the live backend
+
+
+def test_a_budget_summed_by_pandas_passes(replayed):
+    verdict(lab02.check_budget(np.int64(992)), True, "992 tokens")
+    assert load_progress("02")["exercises"]["budget"]["payload"] == {"tokens": 992}
+    verdict(lab02.check_budget(np.int64(991)), False, "too small")
+    verdict(lab02.check_budget(np.int64(993)), False, "not the smallest")
+    verdict(lab02.check_budget(np.bool_(True)), False, "positive int")
+
+
+def test_the_missing_rule_passes_with_numpy_figures_and_any_spelling_of_its_name():
+    verdict(lab02.check_missing_rule("unread_citation", np.int64(23)), True, "23 of these 24 episodes")
+    verdict(lab02.check_missing_rule(" The Unread_Citation ", 23), True, "23 of these 24 episodes")
+    verdict(lab02.check_missing_rule("unread_citation", np.int64(22)), False, "not 22", "replay_trials")
+    verdict(lab02.check_missing_rule("unread_citation", 23.0), False, "whole number")
+
+
+@pytest.mark.parametrize("stop", ["tool_limit", "final", "invalid_decision", "the turn_limit"])
+def test_a_wrong_rule_is_refused_without_the_rule_or_its_figure(stop):
+    check = lab02.check_missing_rule(stop, 23)
+    verdict(check, False, "Which rule refused the answers the model did give?")
+    assert "unread_citation" not in check.message
+    message = check.message.replace("at L1", "")  # the prompt's rung is no figure
+    assert not any(says(message, n) for n in (1, 22, 23, 24)), check.message
+
+
+def exact_pass_hat_k(c, n, k):
+    return Fraction(math.comb(c, k), math.comb(n, k))
+
+
+def test_an_exact_fraction_is_a_number_for_pass_hat_k():
+    verdict(lab02.check_pass_hat_k(exact_pass_hat_k), True, "C(c,k)/C(n,k)")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: np.float64(exact_pass_hat_k(c, n, k))), True)
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: Fraction(c, n) ** k), False, "without replacement")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: Fraction(3, 2)), False, "between 0 and 1")
+    verdict(lab02.check_pass_hat_k(lambda c, n, k: np.bool_(True)), False, "return a number")
+
+
+def test_a_stop_reason_is_named_in_any_case():
+    verdict(lab02.check_stop_policy(" The FINAL ", scripted), True, "stop=final")
+
+
+# -- lab 04 --------------------------------------------------------------------------------------
+
+
+def test_goto_runs_counted_with_numpy_pass_and_are_recorded_as_ints():
+    verdict(lab04.check_goto_runs({job: np.int64(n) for job, n in RUNS.items()}), True, "re-ran it")
+    payload = load_progress("04")["exercises"]["goto_runs"]["payload"]
+    assert payload == RUNS and all(type(n) is int for n in payload.values())
+
+
+@pytest.mark.parametrize("job", list(RUNS))
+@pytest.mark.parametrize("off", [-1, 1])
+def test_a_wrong_goto_count_is_refused_without_the_true_count(job, off):
+    said = RUNS[job] + off
+    if said < 0:
+        return
+    check = lab04.check_goto_runs(RUNS | {job: np.int64(said)})
+    verdict(check, False, f"{said} is not how often {job} runs")
+    assert not says(check.message, RUNS[job]), check.message
+
+
+def test_the_worst_case_passes_as_a_numpy_int():
+    verdict(lab04.check_worst_case(np.int64(12)), True, "12 = max_visits × max_attempts")
+    verdict(lab04.check_worst_case(np.int64(7)), False, "the tries are not added to the visits")
+    verdict(lab04.check_worst_case(np.int64(13)), False, "13 is not it")
+    verdict(lab04.check_worst_case(True), False, "whole number")
+
+
+@pytest.mark.parametrize("attempts", [1, 2, 3, 5, 6])
+def test_a_wrong_number_of_attempts_is_refused_without_the_right_one(attempts):
+    check = lab04.check_retry_policy(RetryPolicy(max_attempts=attempts, initial_interval=0.2))
+    verdict(check, False, f"max_attempts={attempts} allows {attempts - 1} retries", "counts the first try")
+    rest = check.message.replace(f"max_attempts={attempts} allows {attempts - 1} retries", "")
+    assert "need" not in rest and not says(rest, 4), check.message
+
+
+def test_the_router_hint_states_the_count_then_the_limit():
+    def vague(verdict):
+        return Next.Continue if verdict["chars"] <= 26 else Next.back_to_with("revise", "too long")
+
+    check = lab04.check_router(vague)
+    verdict(check, False, "should state the count (27) and the limit (26)", "'27 characters, limit 26'")
