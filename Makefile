@@ -13,18 +13,30 @@ LAB_STAMP  := $(VENV)/.installed-lab
 TEST_STAMP := $(VENV)/.installed-test
 STUDENT    := student
 
-.PHONY: lab notebooks test install lint benchmarks clean lock student model room-server
+.PHONY: lab notebooks test install lint benchmarks clean lock student model room-server FORCE
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+# Checked at every make that uses .venv: $(PYTHON) must be 3.11+ (else one line saying how to point make
+# at another), and .venv must run the same interpreter (major.minor and real path, asked of .venv's own
+# python): a venv of another Python (an old 3.10 one, one whose interpreter is gone) is replaced, never
+# reused. PY_STAMP holds what made .venv; its time is the venv's, so installs rerun only on a new venv.
+PY_STAMP := $(VENV)/.python
+PY_ID := import os, sys; v = sys.version_info; print("%s %d.%d %s" % ("ok" if v >= (3, 11) else "old", v[0], v[1], os.path.realpath(sys.executable)))
+PY_VERSION := import sys; print(sys.version.split()[0])
+$(PY_STAMP): FORCE
+	@found=$$($(PYTHON) -c '$(PY_ID)' 2>/dev/null) || { echo "make: cannot run PYTHON=$(PYTHON): labkit needs Python 3.11+; install one and point make at it, e.g. make lab PYTHON=python3.11" >&2; exit 1; }; \
+	case "$$found" in ok\ *) ;; *) echo "make: PYTHON=$(PYTHON) is Python $$($(PYTHON) -c '$(PY_VERSION)' 2>/dev/null) ($${found#* * }); labkit needs Python 3.11+: point make at one, e.g. make lab PYTHON=python3.11" >&2; exit 1;; esac; \
+	if [ "$$($(BIN)/python -c '$(PY_ID)' 2>/dev/null)" != "$$found" ]; then \
+		if [ -e $(VENV) ]; then echo "make: $(VENV) is not a venv of $(PYTHON) ($${found#* }): replacing it"; fi; \
+		rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && echo "$$found" > $@ && \
+		$(BIN)/python -m pip install --quiet --upgrade pip; \
+	elif [ ! -f $@ ]; then echo "$$found" > $@ && touch -r $(VENV)/pyvenv.cfg $@; fi
 
-$(LAB_STAMP): requirements.txt pyproject.toml | $(BIN)/python
+$(LAB_STAMP): requirements.txt pyproject.toml $(PY_STAMP)
 	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[lab]"
 	$(BIN)/python -m labkit.course.jupyter_settings
 	@touch $@
 
-$(TEST_STAMP): requirements.txt pyproject.toml | $(BIN)/python
+$(TEST_STAMP): requirements.txt pyproject.toml $(PY_STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
 	$(BIN)/python -m labkit.course.jupyter_settings
 	@touch $@ $(LAB_STAMP)
@@ -102,7 +114,7 @@ model: $(LAB_STAMP)
 ROOM := build/room-server
 LLAMA_CPP := $(ROOM)/llama_cpp_python-0.3.36/vendor/llama.cpp
 room-server: build/llama-server
-build/llama-server: | $(BIN)/python
+build/llama-server: | $(PY_STAMP)
 	@echo "make room-server: compiling llama.cpp's llama-server (about 7 minutes on 2 cores, once)"
 	mkdir -p $(ROOM)
 	$(BIN)/python -m pip download --quiet --no-deps --no-binary :all: -d $(ROOM) llama-cpp-python==0.3.36

@@ -1,7 +1,8 @@
 """The course's statistics, one method per design, on scipy.stats. A rate: `wilson` when each unit (a
 case, a request, an attack) ran once, `rate` when units ran several trials (a cluster bootstrap over
 units: E. Miller, "Adding Error Bars to Evals", 2024, arXiv:2411.00640). A paired difference:
-`compare_rows` (Newcombe with exact McNemar, or the cluster bootstrap with a sign-flip test). One
+`compare_rows` (Newcombe with exact McNemar, or the cluster bootstrap with a sign-flip test, exact
+up to 24 non-zero units, else Monte-Carlo with its standard error). One
 printed family: `holm`. `mde`: the smallest gain detected with 80% power. No interval has zero width
 (where every unit agrees with itself the score interval is used); every draw is seeded.
 """
@@ -22,7 +23,9 @@ POWER = 0.80  # the power an MDE is quoted at
 SEED = 0
 _Z = float(stats.norm.ppf(1 - ALPHA / 2))
 _RESAMPLES = 2000  # bootstrap resamples: the interval's ends move by < 0.01 past this
-_PERMUTATIONS = 9999  # sign flips drawn when 2**units is more (else every flip is enumerated)
+_EXACT_UNITS = 24  # sign_flip enumerates all 2**m sign patterns of m <= 24 non-zero units (16.8 M sums)
+_DRAWS = 99_999  # else it draws this many: a Monte-Carlo s.e. of p below 0.0016
+_CHUNK = 2**16  # sums sign_flip holds at once when it enumerates: 0.5 MB
 
 Values = Mapping[str, "float | Sequence[float]"]  # unit id -> its trials' 0/1 (or one value)
 
@@ -144,23 +147,79 @@ def _mcnemar(only_a: int, only_b: int) -> float:
     return float(stats.binomtest(only_a, only_a + only_b, 0.5).pvalue)
 
 
+@dataclass(frozen=True)
+class SignFlip:
+    """A sign-flip test's two-sided p-value: exact over all `flips` sign patterns (`se` 0), or
+    Monte-Carlo over `flips` random ones, `se` the p-value's Monte-Carlo standard error."""
+
+    p: float
+    se: float
+    flips: int
+    exact: bool
+
+    def __float__(self) -> float:
+        return self.p
+
+    def __str__(self) -> str:
+        return f"{self.p:.4f} (exact)" if self.exact else f"{_supported(self.p, self.se)} (Monte-Carlo)"
+
+
+def _supported(p: float, se: float) -> str:
+    """`p` to the digits its Monte-Carlo standard error supports (4 when exact), with the error."""
+    if se == 0:
+        return f"{p:.4f}"
+    places = min(4, max(1, math.floor(-math.log10(se))))
+    return f"{p:.{places}f} ± {se:.1g}"
+
+
+def _signed_sums(values: np.ndarray) -> np.ndarray:
+    """sum(s_i * values_i) for every sign pattern s in {+1, -1}^len(values) (2**len(values) sums)."""
+    sums = np.zeros(1)
+    for value in values:
+        sums = np.concatenate((sums + value, sums - value))
+    return sums
+
+
 def sign_flip(
     differences: Sequence[float], *, weights: Sequence[float] | None = None, seed: int = SEED
-) -> float:
-    """The two-sided p-value of a paired permutation test that the (weighted) mean per-unit
-    difference is 0: each unit's sign flipped at random (all flips enumerated when 2**units <= 9,999)."""
+) -> SignFlip:
+    """The two-sided paired permutation (sign-flip) test that the weighted mean per-unit difference,
+    sum(w * d) / sum(w), is 0: under no difference each unit's sign is +/- with equal chance, and p is
+    the share of sign patterns whose |weighted mean| reaches the observed one (ties within 1e-9 of
+    sum |w * d|, float rounding, count as reaching it). A unit with w * d == 0 is the same under
+    either sign, so those are dropped first. With m <= 24 units left (2**24
+    sign patterns) every one is enumerated (exact, `se` 0, `seed` unused; vectorised in chunks of
+    2**16 sums); above that `_DRAWS` random patterns are drawn (seeded by `seed`), p = (1 + reaching)
+    / (1 + draws), which counts the observed pattern (B. Phipson and G. K. Smyth, SAGAP 9:39, 2010),
+    with its Monte-Carlo standard error sqrt(p (1 - p) / draws). No unit with w * d != 0: p = 1.
+    `weights` default to 1 each. ValueError unless `differences` is 1-D and finite and `weights`,
+    when given, is as long, finite, >= 0 and sums to more than 0. Returns a `SignFlip`."""
     diffs = np.asarray(differences, dtype=float)
-    if not diffs.any():
-        return 1.0
     w = np.ones_like(diffs) if weights is None else np.asarray(weights, dtype=float)
-    test = stats.permutation_test(
-        (diffs,),
-        lambda d, axis=-1: _weighted_mean(d, w, axis),
-        permutation_type="samples",
-        n_resamples=_PERMUTATIONS,
-        rng=np.random.default_rng(seed),
-    )
-    return float(test.pvalue)
+    if diffs.ndim != 1 or not np.isfinite(diffs).all():
+        raise ValueError("sign_flip needs a 1-D sequence of finite differences")
+    if w.shape != diffs.shape or not np.isfinite(w).all() or (w < 0).any() or (diffs.size and w.sum() <= 0):
+        raise ValueError("sign_flip needs one finite weight >= 0 per difference, summing to more than 0")
+    terms = (w * diffs)[w * diffs != 0]
+    if not terms.size:
+        return SignFlip(1.0, 0.0, 1, True)
+    bar = abs(terms.sum()) - 1e-9 * np.abs(terms).sum()
+    if terms.size <= _EXACT_UNITS:
+        half = terms.size // 2  # every sum is one of `low` plus one of `high`: 2**half by 2**rest
+        low, high = _signed_sums(terms[:half]), _signed_sums(terms[half:])
+        rows = max(1, _CHUNK // low.size)
+        reaching = sum(
+            np.count_nonzero(np.abs(high[start : start + rows, None] + low) >= bar)
+            for start in range(0, high.size, rows)
+        )
+        return SignFlip(reaching / 2**terms.size, 0.0, 2**terms.size, True)
+    rng, reaching = np.random.default_rng(seed), 0
+    rows = max(1, 16 * _CHUNK // terms.size)  # 2**20 signs a chunk: 9 MB with their float copy
+    for start in range(0, _DRAWS, rows):
+        signs = 1 - 2 * rng.integers(0, 2, size=(min(rows, _DRAWS - start), terms.size), dtype=np.int8)
+        reaching += np.count_nonzero(np.abs(signs @ terms) >= bar)
+    p = (1 + reaching) / (1 + _DRAWS)
+    return SignFlip(p, math.sqrt(p * (1 - p) / _DRAWS), _DRAWS, False)
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -206,8 +265,9 @@ def mde(n: int, *, discordant: float = 0.0, alpha: float = ALPHA) -> float:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Row a minus row b over `n` shared units: the difference's interval, its test's p-value,
-    Holm's p within `family` (once adjusted), and the MDE of the design."""
+    """Row a minus row b over `n` shared units: the difference's interval, its test's p-value (with
+    its Monte-Carlo standard error `p_se`, 0 when p is exact), Holm's p within `family` (once
+    adjusted), and the MDE of the design."""
 
     name: str
     interval: Interval
@@ -217,6 +277,7 @@ class Comparison:
     mde: float
     family: str = ""
     p_holm: float | None = None
+    p_se: float = 0.0
 
     @property
     def verdict(self) -> str:
@@ -254,8 +315,9 @@ def compare_rows(name: str, a: Values, b: Values, *, seed: int = SEED) -> Compar
     if low == high:  # every unit differs alike: the half-width of n units that agree (Newcombe)
         half = 1 - wilson(len(units), len(units)).low
         interval = Interval(low, max(-1.0, low - half), min(1.0, low + half), "Newcombe width")
-    p = sign_flip(diffs, weights=sizes, seed=seed)
-    return Comparison(name, interval, "sign-flip permutation", p, len(units), design)
+    test = sign_flip(diffs, weights=sizes, seed=seed)
+    method = "sign-flip permutation" if test.exact else "sign-flip permutation (Monte-Carlo)"
+    return Comparison(name, interval, method, test.p, len(units), design, p_se=test.se)
 
 
 def adjust(comparisons: Sequence[Comparison], family: str) -> list[Comparison]:
@@ -266,7 +328,10 @@ def adjust(comparisons: Sequence[Comparison], family: str) -> list[Comparison]:
 
 def comparison_table(comparisons: Sequence[Comparison], family: str) -> pd.DataFrame:
     """A table of one family: difference with its interval, test, p, Holm's p and the verdict; the
-    family and its size name the columns."""
+    family and its size name the columns. p and Holm's p are rounded to 4 places; where one of the
+    family's p-values is Monte-Carlo both columns are text, each to the digits its standard error
+    supports, with that error (Holm's scaled by Holm's multiplier)."""
+    adjusted = adjust(comparisons, family)
     rows = [
         {
             "comparison": c.name,
@@ -278,8 +343,12 @@ def comparison_table(comparisons: Sequence[Comparison], family: str) -> pd.DataF
             "Holm p": round(c.p_holm, 4),
             "verdict": c.verdict,
         }
-        for c in adjust(comparisons, family)
+        for c in adjusted
     ]
+    if any(c.p_se for c in adjusted):
+        for row, c in zip(rows, adjusted, strict=True):
+            scale = c.p_holm / c.p if c.p else 1.0
+            row["p"], row["Holm p"] = _supported(c.p, c.p_se), _supported(c.p_holm, min(1.0, scale * c.p_se))
     frame = pd.DataFrame(rows).set_index("comparison")
     frame.columns.name = f"family: {family} ({len(rows)} comparisons, Holm)"
     return frame

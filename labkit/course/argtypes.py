@@ -85,6 +85,14 @@ def output_type(*, suffix: str | None = None, folder_ok: bool = False) -> Callab
     return parse
 
 
+def trials_file(text: str) -> str:
+    """An argparse type: a trials file's path, refused if it names a folder (a missing file is the reader's
+    one line, naming it)."""
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a trials file: give a .jsonl file in it")
+    return text
+
+
 def folder_type(text: str) -> Path:
     """An argparse type: an existing folder a file can be created in (a USB stick, a shared folder)."""
     path = output_type(folder_ok=True)(text)

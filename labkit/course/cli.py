@@ -12,6 +12,25 @@ from labkit.core.errors import LabError
 from labkit.course import commands
 
 
+class _Version(argparse.Action):
+    """`labkit --version`: labkit's version from its package metadata, read only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print labkit's version"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("labkit")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            found = "(not installed: pip install -e .)"
+        print(f"labkit {found}")  # on stdout, as argparse's own version action
+        parser.exit(0)
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line: `labkit compare: error: ...`."""
 
@@ -22,6 +41,7 @@ class _OneLineParser(argparse.ArgumentParser):
 def build_parser(command: str | None = None, *, eager: bool = False) -> argparse.ArgumentParser:
     """The `labkit` parser: the full subparser of `command` (every one if `eager`), the rest one-line help."""
     parser = _OneLineParser(prog="labkit", description="The Agent Engineering Labs' experiments, headless.")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
     for name, summary in commands.SUMMARIES.items():

@@ -37,9 +37,15 @@ def main(argv: list[str]) -> int:
         print(f"labkit.course.student: error: {source}: not a folder", file=sys.stderr)
         return 2
     written = student_copies(source, destination)
-    kept = ", ".join(sorted(p.name for p in destination.glob("*.ipynb") if p not in written)) or "none"
-    print(f"{len(written)} output-free notebooks in {destination}/: {', '.join(p.name for p in written)}")
-    print(f"kept as they are (your work: delete one to start it afresh): {kept}")
+    kept = ", ".join(sorted(p.name for p in destination.glob("*.ipynb") if p not in written))
+    if written:
+        print(f"{len(written)} output-free notebooks in {destination}/: {', '.join(p.name for p in written)}")
+    elif kept:
+        print(f"the copies are already in {destination}/ (nothing new to copy from {source}/)")
+    else:
+        print(f"no lab notebooks (NN_name.ipynb) in {source}/: nothing copied to {destination}/")
+    if kept:
+        print(f"kept as they are (your work: delete one to start it afresh): {kept}")
     return 0
 
 

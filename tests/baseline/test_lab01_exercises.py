@@ -3,11 +3,11 @@ wrong answers (each boundary of the rule, a crash, a hang, None) are refused wit
 that says what to fix."""
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hangs import hangs, limited
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verdicts import own_verdict, verdict
@@ -109,18 +109,13 @@ def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base ca
             ],
         ),
         (lambda task, tools: None, ["answered None", "the first hit was 'deploy-v2'"]),
-        (lambda task, tools: time.sleep(60), ["did not return within 0.2 s"]),
+        (hangs, ["did not return within 0.2 s"]),
         ("my_workflow", ["must be a function", "not str"]),
         (None, ["not attempted yet"]),
     ],
 )
-def test_a_wrong_workflow_is_told_what_to_fix(short_limit, answer, phrases):
-    verdict(lab01.check_workflow(answer), False, *phrases)
-
-
-def hangs(task, observations):
-    while True:
-        pass
+def test_a_wrong_workflow_is_told_what_to_fix(answer, phrases, request):
+    verdict(lab01.check_workflow(limited(answer, request)), False, *phrases)
 
 
 def raises_lab_error(task, observations):
@@ -139,8 +134,8 @@ def raises_lab_error(task, observations):
         (None, ["not attempted yet"]),
     ],
 )
-def test_a_wrong_decide_is_told_what_to_fix(short_limit, answer, phrases):
-    verdict(lab01.check_decide(answer), False, *phrases)
+def test_a_wrong_decide_is_told_what_to_fix(answer, phrases, request):
+    verdict(lab01.check_decide(limited(answer, request)), False, *phrases)
 
 
 def test_labkits_version_in_the_notebook_takes_labkits_steps():

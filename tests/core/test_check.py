@@ -73,7 +73,7 @@ def test_the_timer_is_off_after_the_block_and_an_inner_limit_keeps_the_outer_dea
             time.sleep(0.5)  # the outer deadline keeps running meanwhile
         with pytest.raises(TimedOut):
             time.sleep(2)  # the outer limit is still armed
-    assert time.perf_counter() - start < 1.3  # at its own deadline, not 0.5 s later
+    assert time.perf_counter() - start < 1.45  # at its own deadline (1 s), not 0.5 s later (1.5 s)
     time.sleep(0.4)  # nothing fires after the block
 
 

@@ -140,14 +140,29 @@ def slow(seconds, then=SEARCH):
     return decide
 
 
+def held(then=SEARCH):
+    """A decision that comes only once `release` is set (never in time, however busy the machine), and
+    `done`, set once it has come."""
+    release, done = threading.Event(), threading.Event()
+
+    def decide(task, observations):
+        release.wait(60)
+        done.set()
+        return then
+
+    return decide, release, done
+
+
 def test_step_timeout_stops_waiting_and_runs_no_tool():
     log = []
-    start = time.perf_counter()
-    result = run(TASK, slow(0.5), tools=tools(log), step_timeout=0.05)
-    assert time.perf_counter() - start < 0.4  # it did not wait for the slow decision
+    decide, release, done = held()
+    result = run(TASK, decide, tools=tools(log), step_timeout=0.05)
+    assert not done.is_set()  # it did not wait for the slow decision
     assert (result["stop"], result["turns"], result["tool_calls"]) == ("step_timeout", 1, 0)
     assert result["detail"] == "no decision within 0.05 s"
-    time.sleep(0.5)  # the abandoned decision finishes on its thread...
+    release.set()
+    assert done.wait(10)  # the abandoned decision finishes on its thread...
+    time.sleep(0.05)  # (a tool it led to would run now)
     assert log == []  # ...and still runs nothing
 
 
@@ -168,16 +183,21 @@ def test_a_late_decision_is_late_even_if_the_runtime_wakes_up_late(monkeypatch):
 
 
 def test_deadline_while_waiting_for_a_decision():
-    result = run(TASK, slow(0.5), tools=tools(), deadline=0.05, step_timeout=1.0)
+    decide, release, _ = held()
+    result = run(TASK, decide, tools=tools(), deadline=0.05, step_timeout=1.0)
+    release.set()
     assert (result["stop"], result["turns"]) == ("deadline", 1)
 
 
 def test_deadline_between_turns():
-    def decide(task, observations):
-        time.sleep(0.3 if observations else 0)  # the first decision is instant, the second too late
-        return SEARCH
+    late, release, _ = held()
 
-    result = run(TASK, decide, tools=tools(), max_turns=8, max_tools=6, deadline=0.2)
+    def decide(task, observations):  # the first decision is instant, the second never in time
+        return late(task, observations) if observations else SEARCH
+
+    # 1 s: the first turn's instant decision and search fit in it on a busy machine too
+    result = run(TASK, decide, tools=tools(), max_turns=8, max_tools=6, deadline=1.0)
+    release.set()
     assert (result["stop"], result["tool_calls"]) == ("deadline", 1)
 
 

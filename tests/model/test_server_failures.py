@@ -58,12 +58,13 @@ def test_a_server_that_is_down_is_one_attempt_one_line_and_recorded(served, tmp_
 )
 def test_a_failing_server_is_a_counted_provider_error_naming_it(served, fault, message):
     kind, server = served
-    server.fault, server.delay = fault, 0.1 if fault == "trickle" else 1.0
+    server.fault, server.delay = fault, 0.1 if fault == "trickle" else 5.0
     server.replies.append(SEARCH)
     start = time.perf_counter()
     result = episode(backend(kind, server, timeout=0.2))
     assert result["stop"] == "provider_error" and message in result["detail"]
-    assert time.perf_counter() - start < 1.5 and "\n" not in result["detail"]
+    # within 3 s: the 0.2 s limit with room for a busy machine; waiting for the server takes 5 s or forever
+    assert time.perf_counter() - start < 3.0 and "\n" not in result["detail"]
     assert server.host in result["detail"] and len(server.requests) == 1  # not retried
 
 
@@ -111,7 +112,7 @@ def test_after_the_first_call_each_decision_is_held_to_the_rooms_deadline(served
     start = time.perf_counter()
     with pytest.raises(ProviderError, match=r"0.3 s \(a slower model: set LABKIT_DECISION_TIMEOUT=60\)"):
         live.complete(ChatRequest("docuctl", "deploy-build", 0, 2, HI, None))
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 4.0  # the room's 0.3 s, busy machine or not, not the backend's 5 s
 
 
 def test_a_decision_timeout_that_is_not_seconds_is_the_users_one_line(served, monkeypatch):

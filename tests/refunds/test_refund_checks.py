@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy
 import pytest
+from hangs import hangs, limited
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lab03_answers import INTENT, mediation
@@ -23,18 +24,6 @@ from labkit.refunds import checks as lab03
 from labkit.refunds.attacks import attack_from, goal_text, load_templates
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.policies import timed_out
-
-
-def sleeps_once(answer):
-    """`answer`, except that its first call sleeps past the (short) time limit."""
-
-    def slow(*args, slept=[]):  # noqa: B006 - the state of one learner's function
-        if not slept:
-            slept.append(True)
-            time.sleep(1.5)
-        return answer(*args)
-
-    return slow
 
 
 def raises_lab_error(*args):
@@ -124,14 +113,14 @@ def written(refused=lambda status: status != "delivered", twice=lambda paid, cal
             ("raised AttributeError", "a reason instead"),
         ),
         (raises_lab_error, ("your guard raised LabError: not my fault", "on r-ana-blender", "at line")),
-        (sleeps_once(mediation), ("did not return within 0.2 s", "on r-ana-blender")),
+        (hangs, ("did not return within 0.2 s", "on r-ana-blender")),
         (lambda call, state: numpy.array([1, 2]), ("returned array([1, 2]) (ndarray)", "a str")),
         (lambda call, state: 10**400, ("a number of about 401 digits",)),
         (42, ("a guard is a function",)),
     ],
 )
-def test_wrong_guards_say_what_got_through_or_what_was_refused(guard, phrases, short_limit):
-    verdict(lab03.check_mediation(guard), False, *phrases)
+def test_wrong_guards_say_what_got_through_or_what_was_refused(guard, phrases, request):
+    verdict(lab03.check_mediation(limited(guard, request)), False, *phrases)
 
 
 def test_not_attempted_yet():
@@ -237,14 +226,17 @@ def test_exercise_2_refuses_a_guard_that_asks_the_wrong_owner_or_reads_names():
     verdict(lab03.check_guard(mediation), True, "no redirect gets through")  # more rules refuse no more
 
 
-def test_exercise_2_a_guard(short_limit):
+def test_exercise_2_a_guard():
     verdict(lab03.check_guard(own_destinations_only), True, "no redirect gets through")
     verdict(lab03.check_guard(lambda call, state: "no"), False, "refuses a legitimate refund")
     verdict(lab03.check_guard(lambda call, state: None), False, "still reaches", "owner_of")
     verdict(lab03.check_guard(lambda call, state: call.currency), False, "your guard raised AttributeError")
     verdict(lab03.check_guard(raises_lab_error), False, "your guard raised LabError")
-    verdict(lab03.check_guard(lambda call, state: time.sleep(1.5)), False, "did not return within 0.2 s")
     verdict(lab03.check_guard("mediation"), False, "a guard is a function")
+
+
+def test_exercise_2_a_guard_that_hangs(short_limit):
+    verdict(lab03.check_guard(hangs), False, "did not return within 0.2 s")
 
 
 # -- exercise 3: a retry that cannot pay twice -----------------------------------------------------
@@ -297,12 +289,12 @@ def test_exercise_3_a_retry_safe_policy_passes():
         (lambda *_: None, ("on r-ana-blender", "not one the runtime can run", "return a dict")),
         (lambda task, observations: "lookup_order", ("not one the runtime can run",)),
         (raises_lab_error, ("raised LabError: not my fault", "at line")),
-        (sleeps_once(look_before_retrying), ("did not return within 0.2 s on r-ana-blender",)),
+        (hangs, ("did not return within 0.2 s on r-ana-blender",)),
         (3, ("a policy is a function",)),
     ],
 )
-def test_exercise_3_refuses_a_retry_that_pays_twice_or_guesses(policy, phrases, short_limit):
-    verdict(lab03.check_retry_policy(policy), False, *phrases)
+def test_exercise_3_refuses_a_retry_that_pays_twice_or_guesses(policy, phrases, request):
+    verdict(lab03.check_retry_policy(limited(policy, request)), False, *phrases)
 
 
 def test_every_verdict_is_recorded_under_its_exercise():

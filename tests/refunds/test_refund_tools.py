@@ -245,8 +245,10 @@ def test_a_guard_that_changes_its_state_changes_nothing_the_tool_decides():
     assert LAB.shop.orders == orders and episode.ledger[: len(LAB.shop.ledger)] == LAB.shop.ledger
 
 
+# 1 s: the stuck decision never comes in it, and the first (instant) one and its refund fit in it on a busy
+# machine too
 @pytest.mark.parametrize(
-    ("limits", "stop"), [({"step_timeout": 0.3}, "step_timeout"), ({"deadline": 0.3}, "deadline")]
+    ("limits", "stop"), [({"step_timeout": 1.0}, "step_timeout"), ({"deadline": 1.0}, "deadline")]
 )
 def test_a_policy_that_never_returns_is_a_counted_stop(limits, stop):
     release = threading.Event()

@@ -20,12 +20,20 @@ SUMMARIES: dict[str, str] = {
 
 
 def add_command(
-    sub: argparse._SubParsersAction, name: str, handler: Callable[[argparse.Namespace], int], description: str
+    sub: argparse._SubParsersAction,
+    name: str,
+    handler: Callable[[argparse.Namespace], int],
+    description: str,
+    *,
+    model: bool = False,
 ) -> argparse.ArgumentParser:
-    """The subparser of command `name`, its help from SUMMARIES and ending with the model backends."""
-    from labkit.model.factory import BACKENDS
+    """The subparser of command `name`, its help from SUMMARIES; ending with the model backends where it
+    takes a model (`model`: --model SPEC, a grid's models, or LABKIT_MODEL)."""
+    epilog = None
+    if model:
+        from labkit.model.factory import BACKENDS
 
-    epilog = f"Model backends (LABKIT_MODEL, or --model SPEC where one is taken): {BACKENDS}."
+        epilog = f"Model backends (LABKIT_MODEL, or --model SPEC where one is taken): {BACKENDS}."
     parser = sub.add_parser(name, help=SUMMARIES[name], description=description, epilog=epilog)
     parser.set_defaults(handler=handler)
     return parser

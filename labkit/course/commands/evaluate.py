@@ -10,6 +10,7 @@ from dataclasses import asdict
 import pandas as pd
 
 from labkit.core import stats
+from labkit.course.argtypes import trials_file
 from labkit.course.commands import add_command, plain
 from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
 from labkit.decision_loop.ladder import exact_baselines, ladder_with_baselines, run_comparisons
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the recording but the model's replies.",
     )
     add = parser.add_argument
-    add("--trials", required=True, nargs="+", metavar="FILE", help="trials file(s) (JSONL)")
+    add("--trials", required=True, nargs="+", type=trials_file, metavar="FILE", help="trials file(s) (JSONL)")
     add("--json", action="store_true", help="print {summary, stops} (or {ladder, comparisons}) as JSON")
     baselines = (
         "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3 at "

@@ -8,10 +8,11 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import LabError
-from labkit.course.argtypes import int_in
+from labkit.course.argtypes import int_in, output_path
 from labkit.course.commands import add_command
 
 
@@ -27,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         'evaluation of FILE (as `labkit evaluate`). A SPEC with lab = "refunds" (lab 03\'s model '
         "policy) or lab = \"routing\" (lab 04's model reviser) runs that lab's episodes and prints "
         "its table, with 95% intervals.",
+        model=True,
     )
     parser.add_argument("spec", metavar="SPEC", help="grid file (.toml or .json)")
     parser.add_argument("--record", required=True, metavar="FILE", help="JSONL file to append to (resumed)")
@@ -63,6 +65,29 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
         yield client
 
 
+@contextmanager
+def _record_folder(record: str) -> Iterator[None]:
+    """Within: the folders `record` is to be written in (runs/ on a fresh clone), created; removed again,
+    if still empty, when what runs within fails (a bad record, a model that is down). LabError, before
+    anything is created, for a record path no file can be written at."""
+    try:
+        output_path(record)
+    except ValueError as error:
+        raise LabError(f"--record {error}") from None
+    created = [folder for folder in Path(record).parents if not folder.exists()]  # deepest first
+    if created:
+        created[0].mkdir(parents=True)
+    try:
+        yield
+    except BaseException:
+        for folder in created:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty: something was written there
+                break
+        raise
+
+
 def _lab_table(lab: str, record: str, as_json: bool) -> int:
     if lab == "refunds":
         from labkit.refunds.model_rows import refund_grid_table as grid_table
@@ -74,13 +99,19 @@ def _lab_table(lab: str, record: str, as_json: bool) -> int:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from labkit.course.grid.spec import load_spec
+
+    grid = load_spec(args.spec)
+    with _record_folder(args.record):
+        return _run(grid, args)
+
+
+def _run(grid: Any, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from labkit.course.commands import evaluate
     from labkit.course.grid.run import check_models, execute, plan
-    from labkit.course.grid.spec import load_spec
 
-    grid = load_spec(args.spec)
     work = plan(grid, args.record)
     say = functools.partial(print, file=sys.stderr)
     if work.cut:

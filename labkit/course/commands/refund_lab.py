@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "policy and defense, each rate with its 95% interval, each defense's attack success against "
         "none's (Holm within the policy), and the recorded model beside its baselines. Every number "
         "is read from the ledger of refunds actually executed.",
+        model=True,
     )
     add = parser.add_argument
     policy = f"a policy ({', '.join(POLICIES)}); repeat for several (default: all scripted ones, plus the "

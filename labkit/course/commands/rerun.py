@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Run lab LAB top to bottom in a fresh kernel with LABKIT_MODEL=SPEC and the given k, "
         "temperature and seed injected after its parameters cell; record every live model call "
         "under runs/rerun/; write the executed notebook to OUT only if every cell ran.",
+        model=True,
     )
     add = parser.add_argument
     add("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4")

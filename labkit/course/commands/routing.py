@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set), and its "
         "15 recorded trials per variant: rates with intervals, paired comparisons with MDE and Holm p; "
         "Next.Stop on a cache hit. Every other job is scripted: control-flow results.",
+        model=True,
     )
     add = parser.add_argument
     add("--json", action="store_true", help="print the results as one JSON object")

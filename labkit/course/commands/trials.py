@@ -26,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Run the docuctl model policy k times per case on a live backend, under lab 01's tool "
         "and turn limits, and write every model call (with provenance) and every episode to "
         "FILE as JSON lines. FILE must not exist; it appears only when the run completes.",
+        model=True,
     )
     add = parser.add_argument
     add(
