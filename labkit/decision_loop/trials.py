@@ -109,8 +109,9 @@ def run_trials(
     progress: Callable[[Iterable], Iterable] | None = None,
 ) -> list[dict[str, Any]]:
     """k trials of every case in `cases` (a case set's name, or cases), trial t with seed `seed + t`, written
-    to `record` (never overwritten) and returned; `progress` wraps the pairs. LabError for k past
-    MAX_TRIALS, an unknown prompt or rung, and after MAX_PROVIDER_FAILURES provider errors in a row."""
+    to `record` (never overwritten; its folder made if missing) and returned; `progress` wraps the pairs.
+    LabError for k past MAX_TRIALS, an unknown prompt or rung, a model that does not answer (nothing is
+    written), and after MAX_PROVIDER_FAILURES provider errors in a row."""
     if type(k) is not int or not 1 <= k <= MAX_TRIALS:
         raise LabError(f"k must be an int in 1..{MAX_TRIALS}, got {k!r}")
     docuctl_policy(prompt, rung=rung, backend=backend)  # LabError for an unknown prompt or rung
@@ -118,12 +119,16 @@ def run_trials(
     if record.exists():
         raise LabError(f"{record} exists: recordings are never overwritten; choose another file")
     partial = record.with_name(record.name + ".partial")
-    if not partial.parent.is_dir():
-        raise LabError(f"{record}: folder {record.parent} does not exist")
     try:  # a server that is down or a model that is missing: one message, not a file of failures
         backend.provenance()
     except ProviderError as error:
         raise LabError(f"{backend.name}: {error}; nothing was recorded") from None
+    # `runs/` is not in a fresh clone: the folder is made, as `labkit grid --record` makes it, once the
+    # model has answered (a server that is down leaves nothing behind).
+    try:
+        partial.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise LabError(f"{record}: cannot make folder {record.parent} ({error.strerror})") from None
     partial.unlink(missing_ok=True)  # an abandoned run
     chosen = cases_of(cases) if isinstance(cases, str) else list(cases)
     run_label = label or default_label(backend, prompt, temperature, rung)

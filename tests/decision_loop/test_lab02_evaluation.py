@@ -252,6 +252,18 @@ def test_run_trials_refuses_more_trials_than_the_commands_allow_before_recording
     assert not path.exists() and not path.with_name(path.name + ".partial").exists()
 
 
+def test_run_trials_makes_a_missing_folder_once_the_model_answers(tmp_path):
+    # `runs/` is not in a fresh clone: `labkit trials --record runs/x.jsonl` must work there.
+    down = tmp_path / "down" / "x.jsonl"
+    with pytest.raises(LabError, match="nothing was recorded"):
+        run_trials(OllamaBackend(MODEL, host="http://127.0.0.1:9"), down, cases="adaptive")
+    assert not down.parent.exists()
+    made = tmp_path / "runs" / "new" / "x.jsonl"
+    with FakeOllama(MODEL, answer=docuctl_oracle) as server:
+        run_trials(OllamaBackend(MODEL, host=server.host), made, cases="adaptive")
+    assert made.is_file() and not made.with_name(made.name + ".partial").exists()
+
+
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
     """Two trials of the adaptive cases, recorded over the wire from an oracle 'model'."""
