@@ -157,9 +157,6 @@ class SignFlip:
     flips: int
     exact: bool
 
-    def __float__(self) -> float:
-        return self.p
-
     def __str__(self) -> str:
         return f"{self.p:.4f} (exact)" if self.exact else f"{_supported(self.p, self.se)} (Monte-Carlo)"
 
