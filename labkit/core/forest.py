@@ -24,7 +24,7 @@ def forest_plot(
 ) -> Figure:
     """Each (label, interval) as a point with its 95% interval, top to bottom in the given order;
     each baseline in `bands` a shaded band over its interval; `mde` = (start, size) a bracket from
-    start to start + size; `zero` a line at 0 (for differences)."""
+    start to start + size, cut at 1 (said in its label); `zero` a line at 0 (for differences)."""
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.32 * len(rows)))
     for colour, (name, band) in zip(_BAND_COLOURS * 4, (bands or {}).items(), strict=False):
         ax.axvspan(band.low, band.high, color=colour, alpha=0.6, label=f"{name}: {band}")
@@ -35,11 +35,19 @@ def forest_plot(
     if zero:
         ax.axvline(0, color="black", linewidth=0.8, linestyle=":")
     if mde is not None:
+        # The bracket stays inside what a rate or a difference of rates can reach (at most 1): an
+        # MDE larger than the room left is said in words at the edge.
         start, size = mde
-        ax.set_xlim(min(ax.get_xlim()[0], start), max(ax.get_xlim()[1], start + size + 0.02))
+        end = min(start + size, 1.0)
+        ax.set_xlim(min(ax.get_xlim()[0], start), max(ax.get_xlim()[1], end + 0.02))
         top = -0.75
-        ax.annotate("", xy=(start, top), xytext=(start + size, top), arrowprops={"arrowstyle": "|-|"})
-        ax.text(start + size / 2, top - 0.1, f"MDE {size:.2f}", ha="center", va="bottom", fontsize=8)
+        label = (
+            f"MDE {size:.2f}"
+            if end == start + size
+            else f"MDE {size:.2f}: more than the {end - start:.2f} left"
+        )
+        ax.annotate("", xy=(start, top), xytext=(end, top), arrowprops={"arrowstyle": "|-|"})
+        ax.text((start + end) / 2, top - 0.1, label, ha="center", va="bottom", fontsize=8)
     ax.set_yticks(range(len(rows)), [label for label, _ in rows], fontsize=8)
     ax.set_ylim(len(rows) - 0.5, -1.3 if mde else -0.6)
     ax.set_xlabel(xlabel)

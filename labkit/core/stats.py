@@ -1,28 +1,33 @@
-"""The course's statistics, one method per design, on scipy.stats. A rate: `wilson` when each unit (a
-case, a request, an attack) ran once, `rate` when units ran several trials (a cluster bootstrap over
-units: E. Miller, "Adding Error Bars to Evals", 2024, arXiv:2411.00640). A paired difference:
-`compare_rows` (Newcombe with exact McNemar, or the cluster bootstrap with a sign-flip test, exact
-up to 24 non-zero units, else Monte-Carlo with its standard error). One
-printed family: `holm`. `mde`: the smallest gain detected with 80% power. No interval has zero width
-(where every unit agrees with itself the score interval is used); every draw is seeded.
+"""The course's statistics, one method per design, on scipy.stats. A rate (`rate`): Clopper-Pearson's exact
+interval (`exact`) when each unit (a case, a request, an attack) ran once; when units ran several
+trials, Wilson over the units' mean rates (a unit's trials are not independent of each other, so
+the units are what is counted; see E. Miller, "Adding Error Bars to Evals", 2024, arXiv:2411.00640,
+on clustering). A paired difference: `compare_rows`, `mover_bounds` with exact McNemar when each unit
+ran once, else with the sign-flip test, exact up to 24 non-zero units, else Monte-Carlo with its
+standard error. Which comparisons form a family, and its adjustment, labkit.core.questions declares.
+`mde`: the smallest gain exact McNemar detects with 80% power; `mde_mean` the sign-flip test's.
+
+Every interval method was picked by measured coverage, not by name: `labkit.core.coverage` simulates
+the designs the labs print (9 to 82 units, 1 to 250 trials a unit, rates 0.1/0.3/0.5, intra-unit
+correlation 0.2/0.6) and tests/core/test_coverage.py fails below 0.93; `python -m benchmarks.coverage`
+prints the table, beside the percentile cluster bootstrap this replaced (0.77-0.93 at 9-15 units).
+No interval has zero width (where every unit agrees with itself the score interval is used).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
 ALPHA = 0.05  # the series' level: a two-sided 95% interval, a test at 0.05
 POWER = 0.80  # the power an MDE is quoted at
 SEED = 0
 _Z = float(stats.norm.ppf(1 - ALPHA / 2))
-_RESAMPLES = 2000  # bootstrap resamples: the interval's ends move by < 0.01 past this
 _EXACT_UNITS = 24  # sign_flip enumerates all 2**m sign patterns of m <= 24 non-zero units (16.8 M sums)
 _DRAWS = 99_999  # else it draws this many: a Monte-Carlo s.e. of p below 0.0016
 _CHUNK = 2**16  # sums sign_flip holds at once when it enumerates: 0.5 MB
@@ -60,6 +65,29 @@ def wilson(successes: float, n: int) -> Interval:
     return Interval(p, low, 1.0 if successes == n else min(1.0, centre + half))
 
 
+def exact_bounds(successes: np.ndarray, n: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson's exact 95% bounds for `successes` of `n` (arrays allowed): the rates at which
+    seeing that many or more (fewer) has chance 2.5%; exactly 0 (1) at 0 (n) of n."""
+    k, n = np.asarray(successes, dtype=float), np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore"):  # beta's parameters are 0 at the ends, handled by `where`
+        low = np.where(k <= 0, 0.0, stats.beta.ppf(ALPHA / 2, k, n - k + 1))
+        high = np.where(k >= n, 1.0, stats.beta.ppf(1 - ALPHA / 2, k + 1, n - k))
+    return low, high
+
+
+def exact(successes: int, n: int) -> Interval:
+    """The Clopper-Pearson interval (C. J. Clopper and E. S. Pearson, Biometrika 26:404, 1934) for
+    `successes` of `n` units, each run once: it covers at least 95% at every rate and size, where
+    Wilson's dips to 0.90 at some (15 units at a rate of 0.3: `labkit.core.coverage`). ValueError
+    unless both are ints (not bools) with 0 <= successes <= n and n > 0."""
+    if any(isinstance(x, bool) or not isinstance(x, int | np.integer) for x in (successes, n)) or not (
+        0 <= successes <= n and n > 0
+    ):
+        raise ValueError(f"exact needs whole counts 0 <= successes <= n and n > 0, got {successes}/{n}")
+    low, high = (float(x) for x in exact_bounds(np.array(successes), n))
+    return Interval(successes / n, low, high, "Clopper-Pearson")
+
+
 def _units(values: Values) -> dict[str, np.ndarray]:
     """Each unit's trials as an array (a bare number is one trial). ValueError for no units or a
     unit with no trials."""
@@ -76,61 +104,73 @@ def unit_means(values: Values) -> dict[str, float]:
     return {unit: float(trials.mean()) for unit, trials in _units(values).items()}
 
 
-def _weighted_mean(values: np.ndarray, weights: np.ndarray, axis: int = -1) -> np.ndarray:
-    return (values * weights).sum(axis=axis) / weights.sum(axis=axis)
+def _wilson_bounds(
+    p: np.ndarray, n: np.ndarray, crit: np.ndarray | float = _Z
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score bounds for a share `p` of `n` units (both may be arrays, `n` fractional) at the
+    critical value `crit`; exactly 0 (1) where p is 0 (1)."""
+    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
+    z2 = np.square(crit)
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = crit / (1 + z2 / n) * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return np.where(p <= 0, 0.0, np.maximum(0.0, centre - half)), np.where(
+        p >= 1, 1.0, np.minimum(1.0, centre + half)
+    )
 
 
-def _bootstrap(values: np.ndarray, seed: int, weights: np.ndarray | None = None) -> tuple[float, float]:
-    """The 2.5th and 97.5th percentiles of the (weighted) mean over resampled units (percentile)."""
-    if np.ptp(values) == 0:
-        return float(values[0]), float(values[0])
-    weights = np.ones_like(values) if weights is None else weights
-    ends = stats.bootstrap(
-        (values, weights),
-        _weighted_mean,
-        paired=True,
-        vectorized=True,
-        n_resamples=_RESAMPLES,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    ).confidence_interval
-    return float(ends.low), float(ends.high)
+def effective_units(weights: np.ndarray) -> np.ndarray:
+    """Kish's effective number of units, sum(w)**2 / sum(w**2), along the last axis: the number of
+    units when every unit weighs the same, fewer when some weigh more."""
+    weights = np.asarray(weights, dtype=float)
+    return np.square(weights.sum(axis=-1)) / np.square(weights).sum(axis=-1)
 
 
-def rate(values: Values, *, seed: int = SEED) -> Interval:
-    """The share of all trials that passed, with its 95% interval over units: Wilson on the number of
-    units when each ran once, or every unit's trials agree, or all units share one rate; else a
-    cluster bootstrap of the pooled share, resampling whole units (percentile)."""
+def unit_rate_bounds(means: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pooled share (the weighted mean of the units' mean rates, weights = trials) and `rate`'s
+    Wilson bounds over the effective number of units, along the last axis (one row per sample when
+    `coverage` simulates). Wilson's variance p(1 - p) / n bounds the variance of a mean of n
+    independent rates in [0, 1] whatever the correlation inside a unit, so this is conservative at
+    a low intra-unit correlation and right at a high one, where it matters."""
+    share = (means * weights).sum(axis=-1) / weights.sum(axis=-1)
+    return (share, *_wilson_bounds(share, effective_units(weights)))
+
+
+def rate(values: Values) -> Interval:
+    """The share of all trials that passed, with its 95% interval over units: `exact` on the units
+    when each ran once, 0 or 1 ("Clopper-Pearson"), else Wilson over the units' mean rates with the
+    effective number of units (`unit_rate_bounds`, "Wilson over units"). Refused as `_units` says."""
     trials = list(_units(values).values())
-    passed, counts = np.array([t.sum() for t in trials]), np.array([len(t) for t in trials])
-    share, n = float(passed.sum() / counts.sum()), len(trials)
-    means = passed / counts
-    if np.isin(means, (0.0, 1.0)).all() or np.ptp(means) == 0:
-        method = "Wilson" if np.isin(means, (0.0, 1.0)).all() else "Wilson on unit means"
-        return replace(wilson(min(float(n), share * n), n), method=method)
-    low, high = _bootstrap(means, seed, counts.astype(float))
-    return Interval(share, low, high, "cluster bootstrap")
+    if all(t.size == 1 and t[0] in (0.0, 1.0) for t in trials):
+        return exact(int(sum(t[0] for t in trials)), len(trials))
+    means, counts = np.array([t.mean() for t in trials]), np.array([float(t.size) for t in trials])
+    share, low, high = (float(x) for x in unit_rate_bounds(means, counts))
+    return Interval(share, low, high, "Wilson over units")
 
 
-def newcombe(a: Mapping[str, bool], b: Mapping[str, bool]) -> Interval:
-    """The paired difference of pass rates a - b over their shared units, one outcome each, with
-    Newcombe's hybrid score interval (R. G. Newcombe, Stat. Med. 17:2635, 1998, method 10)."""
-    units = _shared(a, b)
-    both = sum(bool(a[u]) and bool(b[u]) for u in units)
-    only_a = sum(bool(a[u]) and not b[u] for u in units)
-    only_b = sum(bool(b[u]) and not a[u] for u in units)
-    neither, n = len(units) - both - only_a - only_b, len(units)
-    p1, p2 = (both + only_a) / n, (both + only_b) / n
-    first, second = wilson(both + only_a, n), wilson(both + only_b, n)
-    margins = (both + only_a) * (neither + only_b) * (both + only_b) * (neither + only_a)
-    cross = both * neither - only_a * only_b
-    # Newcombe's correlation term, with his continuity adjustment of the cross product.
-    adjusted = cross - n / 2 if cross > n / 2 else min(cross, 0)
-    phi = adjusted / math.sqrt(margins) if margins else 0.0
-    below = (p1 - first.low) ** 2 - 2 * phi * (p1 - first.low) * (second.high - p2) + (second.high - p2) ** 2
-    above = (second.low - p2) ** 2 - 2 * phi * (p2 - second.low) * (first.high - p1) + (first.high - p1) ** 2
-    diff = p1 - p2
-    return Interval(diff, max(-1.0, diff - math.sqrt(below)), min(1.0, diff + math.sqrt(above)), "Newcombe")
+def mover_bounds(
+    means_a: np.ndarray, means_b: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The weighted mean difference of the units' rates, a - b, and its 95% bounds by the method of
+    variance estimates recovery (G. Y. Zou and A. Donner, Stat. Med. 27:1693, 2008; Newcombe's
+    square-and-add): each side's Wilson bounds over the effective units at t on n - 1 degrees of
+    freedom, joined through the correlation of the units' rates, shrunk by (n - 2) / n. The t value
+    and the shrinkage are what measured coverage asked for at 9-15 units (a sample correlation of
+    few units overstates how much the sides move together, which narrows the interval). Along the
+    last axis, as `unit_rate_bounds`."""
+    n = effective_units(weights)
+    crit = stats.t.ppf(1 - ALPHA / 2, np.maximum(n - 1, 1))
+    share_a, share_b = ((m * weights).sum(axis=-1) / weights.sum(axis=-1) for m in (means_a, means_b))
+    low_a, high_a = _wilson_bounds(share_a, n, crit)
+    low_b, high_b = _wilson_bounds(share_b, n, crit)
+    centred_a, centred_b = means_a - share_a[..., None], means_b - share_b[..., None]
+    spread = np.sqrt((weights * centred_a**2).sum(axis=-1) * (weights * centred_b**2).sum(axis=-1))
+    cross = (weights * centred_a * centred_b).sum(axis=-1)
+    r = np.divide(cross, spread, out=np.zeros_like(spread), where=spread > 0) * np.maximum(n - 2, 0) / n
+    diff = share_a - share_b
+    below = (share_a - low_a) ** 2 + (high_b - share_b) ** 2 - 2 * r * (share_a - low_a) * (high_b - share_b)
+    above = (high_a - share_a) ** 2 + (share_b - low_b) ** 2 - 2 * r * (high_a - share_a) * (share_b - low_b)
+    low = np.maximum(-1.0, diff - np.sqrt(np.maximum(below, 0.0)))
+    return diff, low, np.minimum(1.0, diff + np.sqrt(np.maximum(above, 0.0)))
 
 
 def mcnemar(a: Mapping[str, bool], b: Mapping[str, bool]) -> float:
@@ -158,10 +198,10 @@ class SignFlip:
     exact: bool
 
     def __str__(self) -> str:
-        return f"{self.p:.4f} (exact)" if self.exact else f"{_supported(self.p, self.se)} (Monte-Carlo)"
+        return f"{self.p:.4f} (exact)" if self.exact else f"{p_text(self.p, self.se)} (Monte-Carlo)"
 
 
-def _supported(p: float, se: float) -> str:
+def p_text(p: float, se: float) -> str:
     """`p` to the digits its Monte-Carlo standard error supports (4 when exact), with the error."""
     if se == 0:
         return f"{p:.4f}"
@@ -219,17 +259,6 @@ def sign_flip(
     return SignFlip(p, math.sqrt(p * (1 - p) / _DRAWS), _DRAWS, False)
 
 
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (S. Holm, Scand. J. Stat. 6:65, 1979), in the given order:
-    the i-th smallest is multiplied by (m - i + 1), made non-decreasing, capped at 1."""
-    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
-    adjusted, running = [1.0] * len(pvalues), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
-
-
 @cache
 def _rejected(n: int, alpha: float) -> np.ndarray:
     """Every pair of counts (x wins for a, y for b, x + y <= n) exact McNemar rejects at `alpha`."""
@@ -260,11 +289,24 @@ def mde(n: int, *, discordant: float = 0.0, alpha: float = ALPHA) -> float:
     return math.nan
 
 
+def mde_mean(n: int, sd: float, alpha: float = ALPHA) -> float:
+    """The sign-flip test's minimum detectable difference over `n` units whose per-unit differences
+    have standard deviation `sd`: the mean shift the paired t-test, which the sign-flip test matches
+    in power at these sizes, detects with 80% power at `alpha`, (t(1 - alpha/2) + t(0.80)) * sd /
+    sqrt(n) on n - 1 degrees of freedom, to 0.01 (rounded up). nan when n < 2."""
+    if n < 2:
+        return math.nan
+    crit = stats.t.ppf(1 - alpha / 2, n - 1) + stats.t.ppf(POWER, n - 1)
+    return math.ceil(100 * crit * sd / math.sqrt(n) - 1e-9) / 100
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Row a minus row b over `n` shared units: the difference's interval, its test's p-value (with
-    its Monte-Carlo standard error `p_se`, 0 when p is exact), Holm's p within `family` (once
-    adjusted), and the MDE of the design."""
+    its Monte-Carlo standard error `p_se`, 0 when p is exact), the adjusted p `p_adjusted` within
+    `family` (a declared question's, once answered: `questions.answer`), and the MDE of the design;
+    `b_share`: b's pooled share, `room` the largest change it leaves in either direction (a declared
+    question narrows it to the direction it asks about)."""
 
     name: str
     interval: Interval
@@ -273,82 +315,63 @@ class Comparison:
     n: int
     mde: float
     family: str = ""
-    p_holm: float | None = None
+    p_adjusted: float | None = None
     p_se: float = 0.0
+    exploratory: bool = False
+    room: float = 1.0
+    b_share: float = math.nan
 
     @property
     def verdict(self) -> str:
         """The series' one rule: "a difference" only when the (Holm-adjusted) test rejects at 0.05
-        and the interval excludes 0; else "not distinguishable", with the MDE."""
-        p = self.p if self.p_holm is None else self.p_holm
+        and the interval excludes 0; else "not distinguishable", with the MDE, or, when b is so near
+        the ceiling that no detectable gain is possible (`room`, the largest gain b leaves), that.
+        A comparison no question declared (`exploratory`) has no verdict."""
+        if self.exploratory:
+            return "exploratory: no verdict"
+        p = self.p if self.p_adjusted is None else self.p_adjusted
         if p < ALPHA and self.interval.excludes(0):
             return "a difference"
-        if math.isnan(self.mde):
-            return f"not distinguishable (no gain is detectable on {self.n} units)"
+        if math.isnan(self.mde) or self.mde > self.room:
+            return f"not distinguishable (no detectable gain fits: b leaves {self.room:.2f})"
         return f"not distinguishable (MDE {self.mde:.2f})"
 
 
-def compare_rows(name: str, a: Values, b: Values, *, seed: int = SEED) -> Comparison:
-    """`a` minus `b` by unit (unit -> trials' 0/1; a number is one trial, or a baseline's exact expected
-    pass rate). One 0/1 per unit on both sides (or equally many agreeing trials): Newcombe with exact
-    McNemar; else the cluster bootstrap of per-unit differences weighted by `a`'s trials (the
-    difference of pooled shares), with a sign-flip test."""
+def compare_rows(name: str, a: Values, b: Values, *, known: bool = False, seed: int = SEED) -> Comparison:
+    """`a` minus `b` by unit (unit -> trials' 0/1; a number is one trial, or with `known` a baseline's
+    exact expected pass rate on that unit). The interval: `mover_bounds` over the shared units, the
+    units weighted by `a`'s trials (the difference of pooled shares); with `known`, `a`'s own interval
+    (`rate`) shifted by `b`'s share, since a known expectation has no variance. The test: exact
+    McNemar when both sides are one 0/1 a unit (or equally many agreeing trials), else the sign-flip
+    test of the per-unit differences. `mde` here is exact McNemar's at 0.05 with the observed
+    discordance; a declared question (`questions.answer`) replaces it with its own design's."""
     trials_a = _units(a)
     means_a, means_b = {u: float(t.mean()) for u, t in trials_a.items()}, unit_means(b)
     units = _shared(means_a, means_b)
     sizes = np.array([float(trials_a[u].size) for u in units])
-    wins = [means_a[u] - means_b[u] for u in units]
+    first, second = (np.array([means[u] for u in units]) for means in (means_a, means_b))
+    wins = first - second
     # The design's background: how often the row behind still wins a unit (in expectation).
-    losing = min(sum(w for w in wins if w > 0), -sum(w for w in wins if w < 0)) / len(units)
-    design = mde(len(units), discordant=losing)
-    binary = all(means[u] in (0.0, 1.0) for means in (means_a, means_b) for u in units)
+    losing = min(wins[wins > 0].sum(), -wins[wins < 0].sum()) / len(units)
+    design = mde(len(units), discordant=float(losing))
+    b_share = float((second * sizes).sum() / sizes.sum())
+    found = {"b_share": b_share, "room": max(b_share, 1 - b_share)}
+    if known:
+        own = rate({u: trials_a[u] for u in units})
+        low, high = max(-1.0, own.low - b_share), min(1.0, own.high - b_share)
+        interval = Interval(own.estimate - b_share, low, high, f"{own.method}, b exact")
+    else:
+        interval = Interval(*(float(x) for x in mover_bounds(first, second, sizes)), "MOVER over units")
+    binary = all(m in (0.0, 1.0) for m in (*first, *second))
     if binary and np.ptp(sizes) == 0:
-        outcome_a, outcome_b = ({u: m[u] == 1.0 for u in units} for m in (means_a, means_b))
-        interval = newcombe(outcome_a, outcome_b)
-        return Comparison(name, interval, "exact McNemar", mcnemar(outcome_a, outcome_b), len(units), design)
-    diffs = np.array(wins)
-    low, high = _bootstrap(diffs, seed, sizes)
-    interval = Interval(float(_weighted_mean(diffs, sizes)), low, high, "cluster bootstrap")
-    if low == high:  # every unit differs alike: the half-width of n units that agree (Newcombe)
-        half = 1 - wilson(len(units), len(units)).low
-        interval = Interval(low, max(-1.0, low - half), min(1.0, low + half), "Newcombe width")
-    test = sign_flip(diffs, weights=sizes, seed=seed)
+        outcome_a, outcome_b = (
+            {u: m == 1.0 for u, m in zip(units, side, strict=True)} for side in (first, second)
+        )
+        p = mcnemar(outcome_a, outcome_b)
+        return Comparison(name, interval, "exact McNemar", p, len(units), design, **found)
+    test = sign_flip(wins, weights=sizes, seed=seed)
     method = "sign-flip permutation" if test.exact else "sign-flip permutation (Monte-Carlo)"
-    return Comparison(name, interval, method, test.p, len(units), design, p_se=test.se)
-
-
-def adjust(comparisons: Sequence[Comparison], family: str) -> list[Comparison]:
-    """The comparisons printed together, as one family: each with its Holm-adjusted p."""
-    adjusted = holm([c.p for c in comparisons])
-    return [replace(c, family=family, p_holm=p) for c, p in zip(comparisons, adjusted, strict=True)]
-
-
-def comparison_table(comparisons: Sequence[Comparison], family: str) -> pd.DataFrame:
-    """A table of one family: difference with its interval, test, p, Holm's p and the verdict; the
-    family and its size name the columns. p and Holm's p are rounded to 4 places; where one of the
-    family's p-values is Monte-Carlo both columns are text, each to the digits its standard error
-    supports, with that error (Holm's scaled by Holm's multiplier)."""
-    adjusted = adjust(comparisons, family)
-    rows = [
-        {
-            "comparison": c.name,
-            "difference [95% interval]": str(c.interval),
-            "interval": c.interval.method,
-            "test": c.test,
-            "n": c.n,
-            "p": round(c.p, 4),
-            "Holm p": round(c.p_holm, 4),
-            "verdict": c.verdict,
-        }
-        for c in adjusted
-    ]
-    if any(c.p_se for c in adjusted):
-        for row, c in zip(rows, adjusted, strict=True):
-            scale = c.p_holm / c.p if c.p else 1.0
-            row["p"], row["Holm p"] = _supported(c.p, c.p_se), _supported(c.p_holm, min(1.0, scale * c.p_se))
-    frame = pd.DataFrame(rows).set_index("comparison")
-    frame.columns.name = f"family: {family} ({len(rows)} comparisons, Holm)"
-    return frame
+    return Comparison(name, interval, method, test.p, len(units), design, p_se=test.se, **found)
 
 
 def _shared(a: Mapping[str, object], b: Mapping[str, object]) -> list[str]:

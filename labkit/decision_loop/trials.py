@@ -20,7 +20,7 @@ from labkit.model.record import JsonlWriter, Recorder
 # "all" is lab 01's 24 cases; "rewrite" are lab 02's 40 cases whose question's search (revised or not, as
 # lab 01's rules do) misses its page: only a rewritten query finds it.
 CASE_SETS = ("base", "adaptive", "all", "rewrite")
-MAX_TRIALS = 20  # trials per case, the most `labkit trials --k` and a grid's `k` allow
+MAX_TRIALS = 100  # trials per case, the most `labkit trials --k` and a grid's `k` allow (lab 04 records 50)
 MAX_TOKENS_MAX = 8192  # SmolLM2's context window; no decision needs more
 # A backend failing this many episodes in a row is down: stop, not wait out a timeout on each.
 MAX_PROVIDER_FAILURES = 3

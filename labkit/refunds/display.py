@@ -141,9 +141,10 @@ def success_by_attack(by_attack: pd.DataFrame, attacks: Sequence[str]) -> pd.Dat
     return rates
 
 
-def family_table(comparisons: Sequence[Any], family: str) -> pd.DataFrame:
-    """`stats.comparison_table` of one family, without the interval's method (the test implies it),
-    so that each row stays on one line."""
-    from labkit.core.stats import comparison_table
+def family_table(comparisons: Sequence[Any], question: str = "03") -> pd.DataFrame:
+    """`questions.answer_table` of `comparisons` (lab 03's questions by default: the declared rows get
+    verdicts, the rest are exploratory), without the interval's method, so that each row stays on
+    one line."""
+    from labkit.core.questions import answer_table
 
-    return comparison_table(comparisons, family).drop(columns="interval")
+    return answer_table(question, comparisons).drop(columns="interval")

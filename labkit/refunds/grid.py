@@ -20,16 +20,17 @@ _LAB = "refunds"
 
 
 def grid_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
-    """The model suite: every request alone, then each attack at two places two apart, on the legitimate
-    requests in turn."""
+    """The model suite: every request alone, then every attack at each of its places on every
+    legitimate request (10 + 9 x 4 x 4 = 154 cases). Sized for its declared question (lab 03's
+    `model_rows.QUESTION`): mediation - none and policy_prompt - none on the unauthorised share, each
+    at 0.025, have power 0.82 for a difference of 0.20 when the other side still wins 0.2 of the
+    cases (what the first 28 cases showed for policy_prompt)."""
     lab = lab or refund_lab()
     legitimate = [r.id for r in lab.requests.values() if r.legitimate]
     cases = list(lab.requests)
-    for i, attack in enumerate(lab.attacks.values()):
-        request = legitimate[i % len(legitimate)]
-        for place in (PLACES[i % len(PLACES)], PLACES[(i + 2) % len(PLACES)]):
-            if place in attack.places:
-                cases.append(f"{request}+{attack.id}@{place}")
+    for attack in lab.attacks.values():
+        for request in legitimate:
+            cases += [f"{request}+{attack.id}@{place}" for place in PLACES if place in attack.places]
     return tuple(cases)
 
 

@@ -16,7 +16,8 @@ from labkit.core.errors import LabError
 from labkit.core.stats import Comparison, Interval
 from labkit.model import read_records, trial_files
 from labkit.model.constraints import DEFAULT_RUNG
-from labkit.refunds.baselines import RANDOM_SEEDS, compare_scores, interval_rates, interval_row, random_scores
+from labkit.refunds import random_baseline
+from labkit.refunds.baselines import compare_scores, interval_rates, interval_row, random_scores
 from labkit.refunds.defenses import defenses_named
 from labkit.refunds.grid import grid_cases, is_episode, spec_of
 from labkit.refunds.lab import RefundLab, refund_lab
@@ -31,6 +32,10 @@ GRID_RUNG = "L2"
 BASELINES = ("random-admissible", "careful", "gullible")
 # What the model's comparisons test: what the shop loses and what the customer gets.
 COMPARED = ("unauthorized_rate", "benign_utility")
+# The model's rates are over cases (request, attack, place), each run once at T=0: the suite crosses
+# 9 attacks with 4 requests, so its verdicts are about these 82 cases, not about unseen attacks.
+UNIT = "case"
+QUESTION = "lab03-model"
 
 
 def model_specs(lab: RefundLab | None = None) -> list[Spec]:
@@ -122,10 +127,13 @@ def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list
 
 def baseline_scores(
     policy: str, defense: str, *, rung: str = GRID_RUNG, seeds: int | None = None
-) -> list[Score]:
-    """A baseline's scores on the model's suite: ``random-admissible`` (`seeds` seeds, default
-    baselines.RANDOM_SEEDS), ``careful`` or ``gullible``."""
-    seeds = (RANDOM_SEEDS if seeds is None else seeds) if policy == "random-admissible" else 1
+) -> list[Score] | DataFrame:
+    """A baseline's scores on the model's suite: ``careful`` or ``gullible``, or ``random-admissible``:
+    its recorded draw over `random_baseline.SEEDS` seeds (an `episodes_of` frame of per-case means)
+    unless `seeds` asks for another number, which is drawn here (about 0.1 s a seed and defense)."""
+    if policy == "random-admissible" and seeds in (None, random_baseline.SEEDS):
+        return random_baseline.episodes(defense)
+    seeds = seeds if policy == "random-admissible" else 1
     key = (policy, defense, rung, seeds)
     if key not in _SCORES:  # deterministic for a seed
         lab = refund_lab()
@@ -149,12 +157,13 @@ def model_table(
     same episodes, every rate an `Interval` (`baselines.interval_row`)."""
     _check_recorded(defenses, rung, options.get("backend"))
     table = [
-        interval_row(f"model {rung}", name, model_scores(name, rung=rung, **options)) for name in defenses
+        interval_row(f"model {rung}", name, model_scores(name, rung=rung, **options), UNIT)
+        for name in defenses
     ]
     for policy in BASELINES:
         label = f"{policy} {rung}" if policy == "random-admissible" else policy
         table += [
-            interval_row(label, name, baseline_scores(policy, name, rung=rung, seeds=seeds))
+            interval_row(label, name, baseline_scores(policy, name, rung=rung, seeds=seeds), UNIT)
             for name in defenses
         ]
     return DataFrame(table).set_index(["policy", "defense"])
@@ -172,18 +181,22 @@ def model_comparisons(
     the same defense."""
     _check_recorded(defenses, rung, options.get("backend"))
     model = {name: model_scores(name, rung=rung, **options) for name in defenses}
-    seeds = RANDOM_SEEDS if seeds is None else seeds
+    seeds = random_baseline.SEEDS if seeds is None else seeds
     against_none = [
         c
         for name in defenses
         if name != "none"
-        for c in compare_scores(f"{name} - none", model[name], model["none"], COMPARED)
+        for c in compare_scores(f"{name} - none", model[name], model["none"], COMPARED, UNIT)
     ]
     against_random = [
         c
         for name in defenses
         for c in compare_scores(
-            name, model[name], baseline_scores("random-admissible", name, rung=rung, seeds=seeds), COMPARED
+            name,
+            model[name],
+            baseline_scores("random-admissible", name, rung=rung, seeds=seeds),
+            COMPARED,
+            UNIT,
         )
     ]
     return {

@@ -11,13 +11,12 @@ from scipy import stats as sp
 from labkit.core.stats import (
     Comparison,
     Interval,
-    adjust,
     compare_rows,
-    comparison_table,
-    holm,
+    exact,
     mcnemar,
     mde,
-    newcombe,
+    mde_mean,
+    mover_bounds,
     power,
     rate,
     sign_flip,
@@ -49,56 +48,66 @@ def test_wilson_refuses_what_is_not_a_count(bad):
         wilson(*bad)
 
 
+@pytest.mark.parametrize(("successes", "n"), [(0, 9), (1, 9), (7, 10), (10, 10), (13, 154)])
+def test_exact_is_clopper_pearson_as_scipy_computes_it(successes, n):
+    interval = exact(successes, n)
+    ci = sp.binomtest(successes, n).proportion_ci(method="exact")
+    assert (interval.low, interval.high) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    assert interval.method == "Clopper-Pearson" and interval.low < interval.high
+
+
+@pytest.mark.parametrize("bad", [(1, 0), (3, 2), (-1, 5), (True, 2), (1, 2.0), (0.5, 2)])
+def test_exact_refuses_what_is_not_a_count(bad):
+    with pytest.raises(ValueError, match="exact needs"):
+        exact(*bad)
+
+
 def test_no_rate_has_zero_width_at_the_edges_or_where_trials_agree():
     assert (wilson(0, 24).low, round(wilson(0, 24).high, 3)) == (0.0, 0.138)
     assert str(wilson(23, 24)) == "0.958 [0.798, 0.993]"
+    assert rate({f"c{i}": i < 7 for i in range(10)}) == exact(7, 10)  # one trial a case: exact
     # Five trials of each case, every case all-pass or all-fail: the unit is the case (Wilson on 10).
-    agreeing = {f"c{i}": [i < 7] * 5 for i in range(10)}
-    assert rate(agreeing) == wilson(7, 10)
-    # Every case passes 3 of 5: nothing for the bootstrap to resample; Wilson on the summed means.
-    same = rate({f"c{i}": [1, 1, 1, 0, 0] for i in range(10)})
-    assert same.low < 0.6 < same.high and same.method == "Wilson on unit means"
+    agreeing = rate({f"c{i}": [i < 7] * 5 for i in range(10)})
+    assert (agreeing.estimate, agreeing.low, agreeing.high) == (0.7, wilson(7, 10).low, wilson(7, 10).high)
+    same = rate({f"c{i}": [1, 1, 1, 0, 0] for i in range(10)})  # every case passes 3 of 5
+    assert same.low < 0.6 < same.high and same.method == "Wilson over units"
 
 
-def test_a_rate_over_several_trials_resamples_units_not_trials():
-    # 3 cases of 10 trials: clustered by case, the interval is far wider than Wilson over 30 trials.
+def test_a_rate_over_several_trials_counts_units_not_trials():
+    # 3 cases of 10 trials: the interval is Wilson over the 3 cases, far wider than over 30 trials.
     clustered = rate({"a": [1] * 10, "b": [0] * 10, "c": [1] * 5 + [0] * 5})
-    assert clustered.method == "cluster bootstrap" and clustered.estimate == pytest.approx(0.5)
+    assert clustered.method == "Wilson over units" and clustered.estimate == pytest.approx(0.5)
+    assert (clustered.low, clustered.high) == (wilson(1.5, 3).low, wilson(1.5, 3).high)
     assert clustered.high - clustered.low > (wilson(15, 30).high - wilson(15, 30).low) * 1.5
-    assert rate({"a": [1, 0], "b": [0, 0], "c": [1, 1]}) == rate({"a": [1, 0], "b": [0, 0], "c": [1, 1]})
 
 
-def test_newcombe_is_symmetric_wide_where_rows_agree_and_narrows_with_units():
-    a = {f"c{i}": i < 16 for i in range(24)}
-    b = {f"c{i}": i < 17 for i in range(24)}
-    ab, ba = newcombe(a, b), newcombe(b, a)
-    assert (ab.estimate, ab.low, ab.high) == pytest.approx((-ba.estimate, -ba.high, -ba.low))
-    everything = dict.fromkeys(range(24), True)
-    same = newcombe(everything, everything)
-    assert same.estimate == 0 and same.low == pytest.approx(-0.138, abs=1e-3) and same.high == -same.low
-    assert newcombe(a, a).low < 0 < newcombe(a, a).high  # agreement narrows it, never to zero
-    assert newcombe(dict.fromkeys(range(96), True), dict.fromkeys(range(96), True)).high < 0.05
+def _mover(a, b, weights=None):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return mover_bounds(a, b, np.ones_like(a) if weights is None else np.asarray(weights, dtype=float))
 
 
-def _coverage(n, p_a, p_b, both):
-    """The exact coverage of Newcombe's interval over every 2x2 table of n pairs."""
-    probs = [both, p_a - both, p_b - both, 1 - p_a - p_b + both]
-    covered = 0.0
-    for cells in itertools.product(range(n + 1), repeat=3):
-        if sum(cells) > n:
-            continue
-        table = [*cells, n - sum(cells)]
-        a = {i: i < table[0] + table[1] for i in range(n)}
-        b = {i: i < table[0] or table[0] + table[1] <= i < table[0] + table[1] + table[2] for i in range(n)}
-        if newcombe(a, b).low <= p_a - p_b <= newcombe(a, b).high:
-            covered += sp.multinomial.pmf(table, n, probs)
-    return covered
+def test_mover_is_symmetric_wide_where_rows_agree_and_narrows_with_units():
+    a = [float(i < 16) for i in range(24)]
+    b = [float(i < 17) for i in range(24)]
+    ab, ba = _mover(a, b), _mover(b, a)
+    assert (ab[0], ab[1], ab[2]) == pytest.approx((-ba[0], -ba[2], -ba[1]))
+    same = _mover([1.0] * 24, [1.0] * 24)
+    assert same[0] == 0 and same[1] < 0 < same[2]  # agreement narrows it, never to zero
+    assert _mover([1.0] * 96, [1.0] * 96)[2] < _mover([1.0] * 24, [1.0] * 24)[2]
 
 
-@pytest.mark.parametrize(("p_a", "p_b", "both"), [(0.7, 0.6, 0.5), (0.3, 0.1, 0.05), (0.9, 0.9, 0.85)])
-def test_newcombe_covers_the_true_difference_about_95_percent_of_the_time(p_a, p_b, both):
-    # Newcombe (1998) reports method 10's mean coverage near 0.95; exact here over n = 12 pairs.
-    assert 0.92 <= _coverage(12, p_a, p_b, both) <= 1.0
+def test_mover_joins_the_two_sides_intervals_by_hand():
+    # Uncorrelated sides (b constant): the square root of the two sides' squared half-widths, at t(n-1).
+    from labkit.core.stats import _wilson_bounds
+
+    a, b = [1.0, 0.0, 1.0, 0.5, 0.5, 1.0, 0.0, 1.0, 0.5, 0.5], [0.5] * 10
+    crit = sp.t.ppf(0.975, 9)
+    low_a, high_a = _wilson_bounds(np.array(0.6), np.array(10.0), crit)
+    low_b, high_b = _wilson_bounds(np.array(0.5), np.array(10.0), crit)
+    diff, low, high = _mover(a, b)
+    assert diff == pytest.approx(0.1)
+    assert low == pytest.approx(0.1 - math.hypot(0.6 - low_a, high_b - 0.5))
+    assert high == pytest.approx(0.1 + math.hypot(high_a - 0.6, 0.5 - low_b))
 
 
 def test_mcnemar_is_scipys_exact_binomial_test_on_the_discordant_units():
@@ -122,10 +131,9 @@ def test_sign_flip_enumerates_every_flip_when_it_can():
     assert sign_flip([0.0, 0.0]).p == 1.0
 
 
-def test_holm_matches_the_step_down_by_hand():
-    # Sorted 0.005, 0.01, 0.03, 0.04 -> x4, x3, x2, x1 -> 0.02, 0.03, 0.06, 0.04 -> monotone 0.06.
-    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert holm([0.5]) == [0.5] and holm([0.6, 0.7]) == [1.0, 1.0]
+def test_mde_of_the_sign_flip_test_is_the_paired_t_tests():
+    # (t(0.975, 39) + t(0.80, 39)) * 0.3 / sqrt(40) = 0.1363 -> 0.14, and smaller at a stricter sd.
+    assert mde_mean(40, 0.3) == 0.14 and mde_mean(40, 0.3, alpha=0.01) > 0.14 and math.isnan(mde_mean(1, 0.3))
 
 
 def test_power_and_mde_of_exact_mcnemar():
@@ -139,11 +147,16 @@ def test_compare_rows_picks_the_method_by_design():
     one = compare_rows(
         "x", {f"c{i}": float(i < 12) for i in range(24)}, {f"c{i}": float(i < 5) for i in range(24)}
     )
-    assert (one.test, one.interval.method, one.n) == ("exact McNemar", "Newcombe", 24)
+    assert (one.test, one.interval.method, one.n) == ("exact McNemar", "MOVER over units", 24)
     several = {f"c{i}": [1, 0, 1, 1, i % 2] for i in range(12)}
     baseline = {f"c{i}": 0.1 for i in range(12)}
     multi = compare_rows("y", several, baseline)
-    assert (multi.test, multi.interval.method) == ("sign-flip permutation", "cluster bootstrap")
+    assert (multi.test, multi.interval.method) == ("sign-flip permutation", "MOVER over units")
+    known = compare_rows("y", several, baseline, known=True)  # b exact: a's own interval, shifted
+    own = rate(several)
+    assert (known.interval.low, known.interval.high) == pytest.approx((own.low - 0.1, own.high - 0.1))
+    assert known.interval.high - known.interval.low < multi.interval.high - multi.interval.low
+    assert (known.b_share, known.room) == pytest.approx((0.1, 0.9))
     alike = compare_rows("z", {f"c{i}": [1, 0] for i in range(8)}, {f"c{i}": [1, 0] for i in range(8)})
     assert alike.interval.low < 0 < alike.interval.high  # every unit differs by 0: still not zero width
 
@@ -151,16 +164,13 @@ def test_compare_rows_picks_the_method_by_design():
 def test_one_rule_needs_the_adjusted_test_and_the_interval():
     wide = Interval(0.3, 0.1, 0.5)
     assert Comparison("a", wide, "t", 0.01, 24, 0.31).verdict == "a difference"
-    assert Comparison("a", wide, "t", 0.01, 24, 0.31, p_holm=0.2).verdict == "not distinguishable (MDE 0.31)"
-    assert Comparison("a", Interval(0.3, -0.1, 0.5), "t", 0.001, 24, 0.31).verdict.startswith("not")
-    assert "no gain is detectable on 5 units" in Comparison("a", wide, "t", 0.06, 5, math.nan).verdict
-    family = adjust(
-        [Comparison("a", wide, "t", 0.01, 24, 0.31), Comparison("b", wide, "t", 0.04, 24, 0.31)], "f"
+    assert (
+        Comparison("a", wide, "t", 0.01, 24, 0.31, p_adjusted=0.2).verdict == "not distinguishable (MDE 0.31)"
     )
-    assert [c.p_holm for c in family] == pytest.approx([0.02, 0.04]) and {c.family for c in family} == {"f"}
-    table = comparison_table(family, "lab 02 rungs")
-    assert table.columns.name == "family: lab 02 rungs (2 comparisons, Holm)"
-    assert list(table["verdict"]) == ["a difference", "a difference"]
+    assert Comparison("a", Interval(0.3, -0.1, 0.5), "t", 0.001, 24, 0.31).verdict.startswith("not")
+    assert "no detectable gain fits" in Comparison("a", wide, "t", 0.06, 5, math.nan).verdict
+    assert "b leaves 0.10" in Comparison("a", wide, "t", 0.06, 40, 0.2, room=0.1).verdict  # a ceiling
+    assert Comparison("a", wide, "t", 0.001, 24, 0.31, exploratory=True).verdict == "exploratory: no verdict"
 
 
 def test_a_forest_plot_draws_a_row_per_estimate_and_a_band_per_baseline():
@@ -170,12 +180,18 @@ def test_a_forest_plot_draws_a_row_per_estimate_and_a_band_per_baseline():
     fig = forest_plot(rows, bands={"random": wilson(2, 24)}, mde=(0.7, 0.31))
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
-    assert len(ax.patches) == 1 and ax.get_xlim()[1] >= 1.01  # the band, and room for the bracket
-    assert any("MDE 0.31" == t.get_text() for t in ax.texts)
+    assert len(ax.patches) == 1 and 1.01 <= ax.get_xlim()[1] <= 1.03  # the band; the bracket stops at 1
+    assert any("MDE 0.31: more than the 0.30 left" == t.get_text() for t in ax.texts)
+    inside = forest_plot(rows, mde=(0.2, 0.31))
+    assert any("MDE 0.31" == t.get_text() for t in inside.axes[0].texts)
 
 
 def test_a_rate_over_units_of_unequal_size_is_the_pooled_share():
     # 6 trials of one request, 2 of another: the share of the 8 episodes, its interval over 2 units.
     pooled = rate({"a": [1, 1, 0, 0, 1, 1], "b": [0, 1]})
-    assert pooled.estimate == 5 / 8 and pooled.method == "cluster bootstrap"
-    assert rate({"a": [1, 1, 1], "b": [0]}) == wilson(1.5, 2)  # each unit agrees with itself
+    assert pooled.estimate == 5 / 8 and pooled.method == "Wilson over units"
+    # Kish's effective units, (6 + 2)**2 / (36 + 4) = 1.6: fewer than 2, as one unit weighs more.
+    from labkit.core.stats import _wilson_bounds
+
+    low, high = _wilson_bounds(np.array(5 / 8), np.array(1.6))
+    assert (pooled.low, pooled.high) == pytest.approx((float(low), float(high)))

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from labkit.core.stats import compare_rows, comparison_table, sign_flip
+from labkit.core.questions import answer_table
+from labkit.core.stats import compare_rows, p_text, sign_flip
 
 
 def _brute_force(diffs, weights=None):
@@ -107,7 +108,9 @@ def test_compare_rows_prints_exact_p_and_monte_carlo_p_to_its_digits():
     many = {f"c{i}": [1, 1] if i < 20 else [1, 0] if i < 24 else [0, 0] for i in range(30)}
     drawn = compare_rows("drawn", many, {f"c{i}": [1, 0] for i in range(30)})
     assert drawn.test == "sign-flip permutation (Monte-Carlo)" and drawn.p_se > 0
-    table = comparison_table([exact, drawn], "f")
-    assert table.loc["exact", "p"] == "0.0005"
-    assert table.loc["drawn", "p"] == f"{drawn.p:.{math.floor(-math.log10(drawn.p_se))}f} ± {drawn.p_se:.1g}"
-    assert comparison_table([exact], "f").loc["exact", "p"] == round(2 / 2**12, 4)
+    assert p_text(exact.p, exact.p_se) == "0.0005"
+    assert (
+        p_text(drawn.p, drawn.p_se) == f"{drawn.p:.{math.floor(-math.log10(drawn.p_se))}f} ± {drawn.p_se:.1g}"
+    )
+    table = answer_table("02", [exact, drawn])  # exploratory rows: no p at all
+    assert list(table["p"]) == ["-", "-"] and set(table["verdict"]) == {"exploratory: no verdict"}

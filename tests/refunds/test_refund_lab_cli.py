@@ -33,7 +33,7 @@ def test_json_rows_for_the_scripted_policies(cli):
     families = {c["family"] for c in found["comparisons"]}
     assert len(gullible) == 7 and families == {"gullible ASR: defense - none", "careful ASR: defense - none"}
     mediation = next(c for c in gullible if c["comparison"] == "mediation - none")
-    got = (round(mediation["p"], 4), round(mediation["p_holm"], 4), mediation["verdict"])
+    got = (round(mediation["p"], 4), round(mediation["p_adjusted"], 4), mediation["verdict"])
     assert got == (0.0039, 0.0273, "a difference")
     assert all(c["verdict"] == "a difference" or "MDE 0.74" in c["verdict"] for c in found["comparisons"])
 
@@ -48,7 +48,7 @@ def test_the_model_block_is_the_notebooks_l2_rows_beside_random_admissible(cli):
     assert {r["episodes"] for r in found["model"]} == {28}
     families = {c["family"] for c in found["model_comparisons"]}
     assert len(found["model_comparisons"]) == 14 and len(families) == 2
-    assert all(c["p_holm"] >= c["p"] and c["low"] < c["high"] for c in found["model_comparisons"])
+    assert all(c["p_adjusted"] >= c["p"] and c["low"] < c["high"] for c in found["model_comparisons"])
     assert "NaN" not in out  # strict JSON: an MDE no gain reaches is null
 
 

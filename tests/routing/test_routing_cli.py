@@ -63,7 +63,7 @@ def test_the_model_loop_is_replayed_in_text_and_json(cli, replay):
     assert (trials["unit"], trials["family"]) == ("trial", "lab 04 reviser at T=0.7, paired by trial")
     assert [row["published"] for row in trials["rates"]] == ["0 of 15"] * 4 + ["15 of 15"] * 2
     cut = {c["name"]: c for c in trials["comparisons"]}["feedback: L2+cut1 - L2"]
-    assert (round(cut["interval"]["low"], 3), cut["p"], cut["p_holm"]) == (0.712, 0.5**14, 7 * 0.5**14)
+    assert (round(cut["interval"]["low"], 3), cut["p"], cut["p_adjusted"]) == (0.712, 0.5**14, 7 * 0.5**14)
     assert (cut["family"], cut["verdict"]) == (trials["family"], "a difference")
     assert {c["mde"] for c in trials["comparisons"]} == {0.48}
     row = "L1: feedback - none                  0.000 [-0.204, 0.204]  exact McNemar  15  1.0000  1.0000"

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-from dataclasses import asdict
 
 import pandas as pd
 
-from labkit.core import stats
+from labkit.core import questions
 from labkit.course.argtypes import trials_file
 from labkit.course.commands import add_command, plain
 from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
@@ -17,7 +15,7 @@ from labkit.decision_loop.ladder import exact_baselines, ladder_with_baselines, 
 from labkit.decision_loop.tables import K_MAX, stop_counts, summary, with_intervals
 from labkit.decision_loop.trials import known_cases
 
-EVALUATE_FAMILY = "each run vs the scripted loop and the best baseline"
+LAB = "02"  # the questions the comparisons answer: lab 02's ladder and rewrite set (fixtures/questions)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,36 +39,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("--baselines", action="store_true", help=baselines)
 
 
-def _comparison(c: stats.Comparison) -> dict[str, object]:
-    """One comparison as JSON: its fields (interval, test, p, p_holm, mde: null if none) and verdict."""
-    return asdict(c) | {"mde": None if math.isnan(c.mde) else c.mde, "verdict": c.verdict}
-
-
 def _baselines(args: argparse.Namespace) -> int:
     rows = [row for row in evaluate_trials(args.trials, scripted_k=1) if row["policy"] not in SCRIPTED]
     cases = [known_cases()[case] for case in dict.fromkeys(row["case"] for row in rows)]
     baselines = exact_baselines(cases)
     table = ladder_with_baselines(rows, baselines)
-    comparisons = stats.adjust(run_comparisons(rows, baselines), EVALUATE_FAMILY)
+    records = questions.answer_records(LAB, run_comparisons(rows, baselines))
     if args.json:
-        report = {
-            "ladder": plain(table, "index"),
-            "best baseline": table.attrs["best baseline"],
-            "family": EVALUATE_FAMILY,
-        }
-        print(json.dumps(report | {"comparisons": {c.name: _comparison(c) for c in comparisons}}, indent=2))
+        report = {"ladder": plain(table, "index"), "best baseline": table.attrs["best baseline"]}
+        print(json.dumps(report | {"comparisons": {r.pop("comparison"): r for r in records}}, indent=2))
         return 0
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60):
-        print(
-            with_intervals(table).to_string(),
-            stats.comparison_table(comparisons, EVALUATE_FAMILY).to_string(),
-            sep="\n\n",
-        )
+        print(with_intervals(table).to_string(), questions.records_table(records).to_string(), sep="\n\n")
+    for name in dict.fromkeys(r["question"] for r in records if r["question"]):
+        print(f"\n{name}: {questions.question(name).asks}")
     print(
-        f"\n{len(cases)} cases. Each rate: estimate [95% interval] over cases (Wilson where every case's "
-        "trials agree, else a cluster bootstrap by case). A difference is claimed only when Holm's p < 0.05 "
-        "and its interval excludes 0; else it is not distinguishable, and the MDE (80% power) says how "
-        "large a gain these cases could detect."
+        f"\n{len(cases)} cases. Each rate: estimate [95% interval] over cases (exact where each case ran "
+        "once, else Wilson over the cases' mean rates). A comparison a question declared gets a verdict: a "
+        "difference only when its Bonferroni-adjusted p < 0.05 and its interval excludes 0; else it is not "
+        "distinguishable, with the MDE (80% power) of the declared design. Every other row is exploratory."
     )
     return 0
 

@@ -1,17 +1,18 @@
 """`labkit refund-lab`: lab 03's attack × defense matrix, measured from the shop's ledger, with the
-notebook's intervals, comparison families (Holm p, MDE, verdict) and the model's rows."""
+notebook's intervals, comparisons (answered as lab 03's declared questions: Bonferroni p, MDE,
+verdict; the rest exploratory) and the model's rows."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 from typing import Any
 
 import pandas as pd
 
 from labkit.core.errors import LabError
-from labkit.core.stats import Interval, adjust
+from labkit.core.questions import answer_records
+from labkit.core.stats import Interval
 from labkit.course.commands import add_command, plain
 from labkit.refunds.baselines import defense_comparisons, matrix_intervals
 from labkit.refunds.defenses import DEFENSES, defenses_named
@@ -40,8 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Run each policy on every refund request, alone, under every injected attack at each "
         "of its places, and with a refund that commits then times out; print one row per "
         "policy and defense, each rate with its 95% interval, each defense's attack success against "
-        "none's (Holm within the policy), and the recorded model beside its baselines. Every number "
-        "is read from the ledger of refunds actually executed.",
+        "none's (answered as lab 03's declared questions), and the recorded model beside its "
+        "baselines. Every number is read from the ledger of refunds actually executed.",
         model=True,
     )
     add = parser.add_argument
@@ -68,17 +69,8 @@ def _intervals(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _families(families: dict[str, list]) -> list[dict[str, Any]]:
-    out = []
-    for family, comparisons in families.items():
-        for c in adjust(comparisons, family):
-            out.append({"family": family, "comparison": c.name, **vars(c.interval), "test": c.test, "n": c.n})
-            out[-1] |= {
-                "p": c.p,
-                "p_holm": c.p_holm,
-                "mde": None if math.isnan(c.mde) else c.mde,
-                "verdict": c.verdict,
-            }
-    return out
+    """Every table's comparisons as lab 03's questions answer them (`questions.answer_records`)."""
+    return [r | {"table": name} for name, found in families.items() for r in answer_records("03", found)]
 
 
 def _model_defenses(args: argparse.Namespace, defenses: list[str]) -> list[str]:
@@ -142,10 +134,10 @@ def handle(args: argparse.Namespace) -> int:
             print(f"\nRates with {UNIT}:")
             print(rates_with_intervals(intervals).to_string())
         for family, comparisons in families.items():
-            print(f"\n{family_table(comparisons, family).to_string()}")
+            print(f"\n{family}\n{family_table(comparisons).to_string()}")
         if model is not None:
             print(f"\nThe model beside its baselines on the same episodes, {UNIT}:")
             print(rates_with_intervals(model).to_string())
         for family, comparisons in model_families.items():
-            print(f"\n{family_table(comparisons, family).to_string()}")
+            print(f"\n{family}\n{family_table(comparisons).to_string()}")
     return 0

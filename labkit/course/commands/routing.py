@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
 
 from labkit.core.errors import LabError
-from labkit.core.stats import Interval
 from labkit.course.commands import add_command, plain
 from labkit.routing import FakeClock, Graph, GraphError, Next, RetryPolicy
 from labkit.routing import experiments as lab
@@ -108,9 +106,9 @@ def _model_feedback() -> dict[str, Any]:
 
 
 def _model_trials() -> dict[str, Any]:
-    """The reviser's recorded trials (always replayed): notebook 04's rates over trials and its one
-    family of paired comparisons (interval, test, p, Holm p, MDE, verdict)."""
-    from labkit.core import stats
+    """The reviser's recorded trials (always replayed): notebook 04's rates over trials and its
+    paired comparisons answered as its declared question (`trials.QUESTION`) answers them."""
+    from labkit.core import questions
     from labkit.model import ReplayBackend
     from labkit.routing import model_reviser
     from labkit.routing import reviser_trials as trials
@@ -118,10 +116,10 @@ def _model_trials() -> dict[str, Any]:
     if not model_reviser.recorded():
         return {"available": False, "note": "no recorded trials"}
     runs = trials.sampled_runs(ReplayBackend())
-    family = stats.adjust(trials.reviser_comparisons(runs), trials.FAMILY)
-    rows = [asdict(comparison) | {"verdict": comparison.verdict} for comparison in family]
+    rows = questions.answer_records(trials.QUESTION, trials.reviser_comparisons(runs))
     rates = plain(trials.reviser_table(runs).reset_index())
-    return {"available": True, "unit": "trial", "family": trials.FAMILY, "rates": rates, "comparisons": rows}
+    found = {"available": True, "unit": "trial", "question": trials.QUESTION, "rates": rates}
+    return found | {"comparisons": rows}
 
 
 def _print_trials(model: dict[str, Any]) -> None:
@@ -130,10 +128,10 @@ def _print_trials(model: dict[str, Any]) -> None:
     print("\n   The recorded trials, replayed (the unit is the trial; T=0 and the word cutter:")
     print("   one deterministic run each, no interval):")
     print(pd.DataFrame(model["rates"]).set_index(["control", "variant"]).to_string())
-    rows = pd.DataFrame(model["comparisons"]).set_index("name")
-    rows["interval"] = [str(Interval(**interval)) for interval in rows["interval"]]
-    print(f"   family: {model['family']} ({len(rows)} comparisons, Holm)")
-    print(rows[["interval", "test", "n", "p", "p_holm", "mde", "verdict"]].round(4).to_string())
+    from labkit.core import questions
+
+    print(f"   {model['question']}: {questions.question(model['question']).asks}")
+    print(questions.records_table(model["comparisons"]).to_string())
 
 
 def _print_model(model: dict[str, Any]) -> None:

@@ -1,0 +1,103 @@
+"""How often the course's 95% intervals hold the truth, by simulation at the sizes the labs print:
+what picked `stats.rate` and `stats.mover_bounds`, and what tests/core/test_coverage.py and
+`python -m benchmarks.coverage` measure.
+
+A design is `units` units of `trials` trials each. A unit's own rate is drawn from a beta
+distribution with mean `rate` and intra-unit correlation `icc` (its parameters sum to 1/icc - 1),
+and its trials are Bernoulli draws at that rate: at icc 0.6 most units nearly always pass or nearly
+always fail, as a case does for a model at a low temperature. A paired design draws the two sides'
+unit rates through one uniform quantile, shared with chance `corr`, so a unit that is hard for one
+side is often hard for the other. Every draw comes from a seeded generator: a result is the same
+on every machine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+from scipy import stats as sps
+
+from labkit.core import stats
+
+LEVEL = 0.93  # the coverage a 95% interval must reach at our sizes to be printed
+# The designs the labs print: units (lab 03's 9 attacks and 10 requests, lab 04's 15 trials, lab 02's
+# 24 cases, 40, lab 03's 82 model cases) and trials a unit (lab 02's 5, 15, lab 03's 250 random seeds).
+UNITS = (9, 10, 15, 24, 40, 82)
+TRIALS = (1, 5, 15, 50, 250)
+RATES = (0.1, 0.3, 0.5)
+ICCS = (0.2, 0.6)
+PAIRS = ((0.1, 0.1), (0.3, 0.1), (0.5, 0.3), (0.5, 0.5))  # (a's rate, b's rate) of a paired design
+CORRS = (0.0, 0.9)
+_QUANTILES = 4096  # a beta's inverse CDF tabulated on this grid: drawing is one lookup
+
+
+@dataclass(frozen=True)
+class Design:
+    """A design to simulate: `units` units of `trials` trials; `rate` (a paired design: `rate_b`,
+    `corr`) and `icc` as the module docstring says."""
+
+    units: int
+    trials: int
+    rate: float
+    icc: float
+    rate_b: float | None = None
+    corr: float = 0.0
+
+
+@cache
+def _inverse_cdf(rate: float, icc: float) -> np.ndarray:
+    """The beta(mean `rate`, correlation `icc`) quantiles at the midpoints of `_QUANTILES` cells."""
+    total = 1 / icc - 1
+    grid = (np.arange(_QUANTILES) + 0.5) / _QUANTILES
+    return sps.beta.ppf(grid, rate * total, (1 - rate) * total)
+
+
+def _unit_means(rng: np.random.Generator, quantiles: np.ndarray, design: Design, rate: float) -> np.ndarray:
+    """The units' observed mean rates (samples x units) at the drawn quantile cells."""
+    unit_rates = _inverse_cdf(rate, design.icc)[quantiles]
+    return rng.binomial(design.trials, unit_rates) / design.trials
+
+
+def rate_coverage(design: Design, samples: int = 2000, seed: int = 0) -> float:
+    """The share of `samples` simulated experiments whose `stats.rate` interval holds the true rate
+    (`stats.exact_bounds` when each unit ran once, else `stats.unit_rate_bounds`)."""
+    rng = np.random.default_rng(seed)
+    cells = rng.integers(0, _QUANTILES, size=(samples, design.units))
+    means = _unit_means(rng, cells, design, design.rate)
+    if design.trials == 1:
+        low, high = stats.exact_bounds(means.sum(axis=-1), design.units)
+    else:
+        _, low, high = stats.unit_rate_bounds(means, np.full(design.units, float(design.trials)))
+    return float(np.mean((low <= design.rate) & (design.rate <= high)))
+
+
+def difference_coverage(design: Design, samples: int = 2000, seed: int = 0) -> float:
+    """The share of simulated paired experiments whose `stats.mover_bounds` interval for a - b holds
+    the true difference."""
+    rng = np.random.default_rng(seed)
+    cells_a = rng.integers(0, _QUANTILES, size=(samples, design.units))
+    fresh = rng.integers(0, _QUANTILES, size=cells_a.shape)
+    cells_b = np.where(rng.random(cells_a.shape) < design.corr, cells_a, fresh)
+    means_a = _unit_means(rng, cells_a, design, design.rate)
+    means_b = _unit_means(rng, cells_b, design, design.rate_b)
+    truth = design.rate - design.rate_b
+    _, low, high = stats.mover_bounds(means_a, means_b, np.full(design.units, float(design.trials)))
+    return float(np.mean((low <= truth) & (truth <= high)))
+
+
+def rate_designs() -> list[Design]:
+    """Every rate design the labs print, crossed with the rates and correlations above."""
+    return [Design(n, k, p, icc) for n in UNITS for k in TRIALS for p in RATES for icc in ICCS]
+
+
+def difference_designs() -> list[Design]:
+    """Every paired design the labs print, crossed with the rate pairs and correlations above."""
+    return [
+        Design(n, k, a, icc, rate_b=b, corr=corr)
+        for n in UNITS
+        for k in TRIALS
+        for a, b in PAIRS
+        for icc in ICCS
+        for corr in CORRS
+    ]

@@ -1,0 +1,220 @@
+"""Each experiment's declared question (fixtures/questions/questions.json), and the answer to it: the
+one place a verdict is given, for the notebooks and for every CLI command alike.
+
+A question names its family of comparisons before anything is recorded. `answer` takes whatever
+comparisons a cell or a command computed: a declared one (same name, a leading model name aside,
+on the declared number of units) gets Bonferroni's p over the declared family, the MDE of the
+declared test at that level, and lab 02's verdict; every other one is exploratory, with its
+estimate and interval and no verdict. Bonferroni, not Holm: Holm's p for one comparison depends
+on the others' p, so a command given fewer files would decide differently; m * p does not."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any
+
+import pandas as pd
+
+from labkit.core import stats
+from labkit.core.errors import FixtureError
+from labkit.core.fixtures import FIXTURES, read_json, schema_error
+
+QUESTIONS = FIXTURES / "questions" / "questions.json"
+GAIN = 0.20  # the difference every design is sized for (power 0.80)
+_SCHEMA = {
+    "type": "object",
+    "properties": {"$comment": {"type": "string"}},
+    "additionalProperties": {
+        "type": "object",
+        "required": ["lab", "asks", "unit", "test", "level", "comparisons", "units", "trials", "direction"],
+        "additionalProperties": False,
+        "properties": {
+            "lab": {"enum": ["01", "02", "03", "04"]},
+            "asks": {"type": "string", "minLength": 1},
+            "unit": {"type": "string", "minLength": 1},
+            "test": {"enum": ["exact McNemar", "sign-flip permutation"]},
+            "level": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.2},
+            "comparisons": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True},
+            "units": {"type": "integer", "minimum": 2},
+            "trials": {"type": "integer", "minimum": 1},
+            "direction": {"enum": ["higher", "lower"]},
+            "discordant": {"type": "number", "minimum": 0, "maximum": 0.5},
+            "sd": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        },
+        "oneOf": [{"required": ["discordant"]}, {"required": ["sd"]}],
+    },
+}
+
+
+@dataclass(frozen=True)
+class Question:
+    """One declared question: what it `asks`, its `unit`, `test` and `level`, the `comparisons` it
+    tests (one family), the design (`units` units of `trials` trials), the `direction` a gain goes,
+    and the background its power assumes (`discordant` for McNemar, `sd` for the sign-flip test)."""
+
+    id: str
+    lab: str
+    asks: str
+    unit: str
+    test: str
+    level: float
+    comparisons: tuple[str, ...]
+    units: int
+    trials: int
+    direction: str
+    discordant: float = 0.0
+    sd: float = 0.0
+
+    @property
+    def alpha(self) -> float:
+        """The level each comparison is tested at: Bonferroni's, level / family size."""
+        return self.level / len(self.comparisons)
+
+    def mde(self, n: int | None = None) -> float:
+        """The smallest gain the declared test detects with 80% power at `alpha` on `n` units (the
+        declared number by default), by `stats.mde` (McNemar) or `stats.mde_mean` (sign-flip)."""
+        n = self.units if n is None else n
+        if self.test == "exact McNemar":
+            return stats.mde(n, discordant=self.discordant, alpha=self.alpha)
+        return stats.mde_mean(n, self.sd, self.alpha)
+
+    def power(self, gain: float = GAIN) -> float:
+        """The chance the declared test rejects a true gain of `gain` on the declared design (McNemar
+        exactly; the sign-flip test by its t-test match)."""
+        if self.test == "exact McNemar":
+            return stats.power(self.units, gain, self.discordant, self.alpha)
+        from scipy import stats as sps
+
+        shift = gain * math.sqrt(self.units) / self.sd
+        crit = sps.t.ppf(1 - self.alpha / 2, self.units - 1)
+        return float(sps.nct.sf(crit, self.units - 1, shift))
+
+
+@cache
+def questions() -> dict[str, Question]:
+    """Every declared question by id; FixtureError (one line naming the field) if the file is wrong."""
+    data = read_json(QUESTIONS, "questions file")
+    if (error := schema_error(_SCHEMA, data)) is not None:
+        where = ".".join(map(str, error.absolute_path))
+        raise FixtureError(f"{QUESTIONS}: {where + ': ' if where else ''}{error.message[:200]}")
+    return {
+        key: Question(key, **{**value, "comparisons": tuple(value["comparisons"])})
+        for key, value in data.items()
+        if key != "$comment"
+    }
+
+
+def question(name: str) -> Question:
+    """The question called `name`; FixtureError listing the known ones otherwise."""
+    if name not in (known := questions()):
+        raise FixtureError(f"no declared question {name!r} (known: {', '.join(known)})")
+    return known[name]
+
+
+def _declared(question: Question, comparison: stats.Comparison) -> bool:
+    """True when `comparison` is one `question` declares: its name, or its name after a model's
+    ("SmolLM2-135M example L3 T=0 − ..." for "example L3 T=0 − ..."), on the declared units."""
+    name = comparison.name
+    names = {name, name.split(" ", 1)[-1]}
+    return bool(names & set(question.comparisons)) and comparison.n == question.units
+
+
+def _answer_one(chosen: Question, comparisons: Sequence[stats.Comparison]) -> list[stats.Comparison]:
+    """The comparisons `chosen` declares, answered (see `answer`), in the declared order."""
+    declared = [c for c in comparisons if _declared(chosen, c)]
+    if len({c.name for c in declared}) < len(declared):
+        raise ValueError(f"question {chosen.id!r}: a declared comparison was given twice")
+    order = {label: i for i, label in enumerate(chosen.comparisons)}
+    declared.sort(key=lambda c: order.get(c.name, order.get(c.name.split(" ", 1)[-1])))
+    m = len(chosen.comparisons)
+    return [
+        replace(
+            c,
+            family=chosen.id,
+            p_adjusted=min(1.0, m * c.p),
+            mde=chosen.mde(c.n),
+            room=(1 - c.b_share) if chosen.direction == "higher" else c.b_share,
+        )
+        for c in declared
+    ]
+
+
+def answer(name: str, comparisons: Sequence[stats.Comparison]) -> list[stats.Comparison]:
+    """`comparisons` answered as question `name` declares (or, for a lab's number such as "02", as
+    each of that lab's questions declares): the declared ones first, in the declared order, each
+    with Bonferroni's p (`p_adjusted`, m * p capped at 1), the declared test's MDE at that level on its
+    units and the room b leaves in the declared direction; then the rest, exploratory. A comparison
+    a question declares twice (two rows of one name) is refused: ValueError."""
+    chosen = [q for q in questions().values() if q.lab == name] or [question(name)]
+    answered = [c for q in chosen for c in _answer_one(q, comparisons)]
+    names = {c.name for c in answered}
+    return answered + [replace(c, exploratory=True) for c in comparisons if c.name not in names]
+
+
+def answer_records(name: str, comparisons: Sequence[stats.Comparison]) -> list[dict[str, Any]]:
+    """`answer` as JSON records (what `--json` prints): name, question, interval, test, n, p,
+    Bonferroni's p, MDE (null when exploratory or none) and verdict."""
+    rows = []
+    for c in answer(name, comparisons):
+        row: dict[str, Any] = {"comparison": c.name, "question": None if c.exploratory else c.family}
+        row |= {**vars(c.interval), "test": c.test, "n": c.n, "p": c.p, "p_se": c.p_se}
+        row |= {"p_adjusted": None if c.exploratory else c.p_adjusted}
+        row["mde"] = None if c.exploratory or math.isnan(c.mde) else c.mde
+        rows.append(row | {"verdict": c.verdict})
+    return rows
+
+
+def records_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """`answer_records` as the table `answer_table` prints: estimate [interval], test, n, p, the
+    adjusted p ("-" for exploratory rows) and the verdict."""
+    rows = []
+    for r in records:
+        shown = "-" if r["question"] is None else None
+        row = {
+            "comparison": r["comparison"],
+            "difference [95% interval]": f"{r['estimate']:.3f} [{r['low']:.3f}, {r['high']:.3f}]",
+        }
+        row |= {
+            "interval": r["method"],
+            "test": r["test"],
+            "n": r["n"],
+            "p": shown or stats.p_text(r["p"], r["p_se"]),
+        }
+        m = 1 if shown else len(question(r["question"]).comparisons)
+        row["p x m (Bonferroni)"] = shown or stats.p_text(r["p_adjusted"], min(1.0, r["p_se"] * m))
+        rows.append(row | {"verdict": r["verdict"]})
+    frame = pd.DataFrame(rows).set_index("comparison")
+    declared = dict.fromkeys(r["question"] for r in records if r["question"])
+    frame.columns.name = "declared: " + (", ".join(declared) or "none")
+    return frame
+
+
+def answer_table(name: str, comparisons: Sequence[stats.Comparison]) -> pd.DataFrame:
+    """`answer` as a table (`records_table`): a row per comparison with its difference and interval,
+    test, units, p and Bonferroni's p (declared rows only; "-" for exploratory ones) and the verdict.
+    The columns are named by the declared question ids (`question(id).asks` says what each asks)."""
+    return records_table(answer_records(name, comparisons))
+
+
+def design_table() -> pd.DataFrame:
+    """One row per declared question: the lab, unit, test, design, family size, each comparison's
+    level, the power for a gain of 0.20 and the MDE at 80% power."""
+    rows = [
+        {
+            "question": q.id,
+            "lab": q.lab,
+            "unit": q.unit,
+            "test": q.test,
+            "units": q.units,
+            "trials": q.trials,
+            "comparisons": len(q.comparisons),
+            "level each": round(q.alpha, 4),
+            f"power for {GAIN:.2f}": round(q.power(), 2),
+            "MDE": q.mde(),
+        }
+        for q in questions().values()
+    ]
+    return pd.DataFrame(rows).set_index("question")

@@ -1,0 +1,110 @@
+"""The random-admissible baseline on the model suite, drawn once over `SEEDS` seeds and kept as a
+fixture (fixtures/refunds/random-admissible-l2.json) with its provenance, so notebook 03 reads it in
+milliseconds instead of running 154 cases x 4 defenses x 250 seeds (about two minutes) on every Run All.
+
+Per defense and case the file holds each outcome's mean over the seeds (and `sd`, its spread over
+seeds: a case's Monte-Carlo error is sd / sqrt(seeds), at most 0.032). Regenerate it after changing
+the suite, the shop or the policy with
+
+    python -m labkit.refunds.random_baseline
+
+`episodes` refuses (FixtureError, one line) a file recorded on another suite or with another seed
+count than `SEEDS`, rather than comparing the model with the wrong cases."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from labkit.core.errors import FixtureError
+from labkit.core.fixtures import FIXTURES, read_json
+from labkit.refunds.baselines import episodes_of, random_scores
+from labkit.refunds.grid import grid_cases
+from labkit.refunds.lab import refund_lab
+
+FILE = FIXTURES / "refunds" / "random-admissible-l2.json"
+SEEDS = 250  # Monte-Carlo error of a rate over the 154 cases below 0.003: it vanishes in the intervals
+OUTCOMES = ("utility", "attacked", "unauthorized_any", "unauthorized", "money_lost")
+
+
+def draw(defenses: Sequence[str], seeds: int = SEEDS) -> dict[str, Any]:
+    """random-admissible on every case of the model suite under each of `defenses`, seeds 0..seeds-1:
+    per defense and case, each outcome's mean and standard deviation over the seeds."""
+    from labkit.refunds.model_rows import model_specs
+
+    lab = refund_lab()
+    specs = model_specs(lab)
+    found: dict[str, Any] = {}
+    for defense in defenses:
+        episodes = episodes_of(random_scores(defense, specs, seeds, lab))
+        episodes["unauthorized_any"] = (episodes["unauthorized"] > 0).astype(float)
+        episodes["attacked"] = episodes["attacked"].astype(float).where(episodes["kind"] == "attack")
+        grouped = episodes.groupby("case", sort=False)
+        means, spread = grouped[list(OUTCOMES)].mean(), grouped[list(OUTCOMES)].std(ddof=1)
+        found[defense] = {
+            case: {"kind": grouped["kind"].first()[case], "request": grouped["request"].first()[case]}
+            | {name: _number(means.loc[case, name]) for name in OUTCOMES}
+            | {f"{name}_sd": _number(spread.loc[case, name]) for name in OUTCOMES}
+            for case in means.index
+        }
+    return found
+
+
+def _number(value: float) -> float | None:
+    return None if pd.isna(value) else round(float(value), 6)
+
+
+def record(seeds: int = SEEDS) -> dict[str, Any]:
+    """Draw the baseline under the model's defenses and write it to `FILE` with its provenance."""
+    from importlib.metadata import version
+
+    from labkit.refunds.model_rows import MODEL_DEFENSES
+
+    provenance = {
+        "command": "python -m labkit.refunds.random_baseline",
+        "seeds": seeds,
+        "cases": list(grid_cases()),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "versions": {"python": platform.python_version(), "labkit": version("labkit")},
+    }
+    data = {"provenance": provenance, "defenses": draw(MODEL_DEFENSES, seeds)}
+    text = json.dumps(data, indent=1, sort_keys=False) + "\n"
+    FILE.write_text(text, encoding="utf-8")  # whole, in one write: a failed draw leaves the old file
+    return data
+
+
+def _load() -> dict[str, Any]:
+    data = read_json(FILE, "random-admissible baseline")
+    provenance = data.get("provenance", {}) if isinstance(data, dict) else {}
+    if provenance.get("cases") != list(grid_cases()) or provenance.get("seeds") != SEEDS:
+        raise FixtureError(
+            f"{FILE}: recorded on another suite or seed count than the model suite's {len(grid_cases())} "
+            f"cases and {SEEDS} seeds; regenerate it with `python -m labkit.refunds.random_baseline`"
+        )
+    return data
+
+
+def episodes(defense: str) -> pd.DataFrame:
+    """The baseline under `defense` as `baselines.episodes_of` frames episodes, one row per case
+    whose outcomes are the means over the seeds (`unauthorized` the share of seeds with an
+    unauthorised refund), with `trials` the seed count. FixtureError for a stale file or a
+    defense it does not hold."""
+    found = _load()["defenses"]
+    if defense not in found:
+        raise FixtureError(f"{FILE}: no draw under defense {defense!r} (drawn: {', '.join(found)})")
+    frame = pd.DataFrame.from_dict(found[defense], orient="index").rename_axis("case").reset_index()
+    counts = frame[["unauthorized", "money_lost"]].rename(
+        columns={"unauthorized": "unauthorized_refunds", "money_lost": "money_lost_cents"}
+    )
+    frame = frame.assign(unauthorized=frame["unauthorized_any"]).drop(columns="unauthorized_any")
+    return pd.concat([frame, counts], axis=1).assign(trials=SEEDS)
+
+
+if __name__ == "__main__":
+    drawn = record()
+    print(f"wrote {FILE}: {len(drawn['defenses'])} defenses x {len(drawn['provenance']['cases'])} cases")

@@ -1,0 +1,95 @@
+"""Declared questions: a verdict only for what a question declares, the same whatever else a cell or
+a command computed beside it, and a malformed questions file refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labkit.core import questions
+from labkit.core.errors import FixtureError
+from labkit.core.stats import compare_rows
+
+
+def _pair(name, wins, n=50, losses=0):
+    """A paired comparison of `n` trials where a alone passes `wins` and b alone `losses`."""
+    a = {f"t{i}": float(i < wins) for i in range(n)}
+    b = {f"t{i}": float(wins <= i < wins + losses) for i in range(n)}
+    return compare_rows(name, a, b)
+
+
+def test_a_declared_verdict_does_not_depend_on_what_else_is_printed():
+    l1, l2 = _pair("L1: feedback - none", 9), _pair("L2: feedback - none", 2)
+    extra = [_pair("L2+cut1: feedback - none", 0), _pair("feedback: L2+cut1 - L2", 40)]
+    alone = questions.answer("lab04-feedback", [l1])
+    together = questions.answer("lab04-feedback", [l2, *extra, l1])
+    assert alone[0].name == together[0].name == "L1: feedback - none"  # declared first, in order
+    assert alone[0].verdict == together[0].verdict == "a difference"
+    assert alone[0].p_adjusted == together[0].p_adjusted == pytest.approx(2 * l1.p)  # Bonferroni over 2
+    assert together[1].verdict.startswith("not distinguishable (MDE")
+    assert [c.verdict for c in together[2:]] == ["exploratory: no verdict"] * 2
+
+
+def test_a_comparison_on_other_units_than_declared_is_exploratory():
+    shorter = questions.answer("lab04-feedback", [_pair("L1: feedback - none", 9, n=20)])
+    assert shorter[0].exploratory and shorter[0].verdict == "exploratory: no verdict"
+
+
+def test_a_model_name_before_a_declared_name_still_matches():
+    ladder = questions.question("lab02-ladder")
+    named = _pair("SmolLM2-135M example L3 T=0 − scripted loop", 10, n=ladder.units)
+    assert not questions.answer("lab02-ladder", [named])[0].exploratory
+    assert questions.answer("lab02-ladder", [_pair("example L3 T=0.7 − scripted loop", 10, n=24)])[
+        0
+    ].exploratory
+
+
+def test_a_ceiling_leaves_no_room_for_the_declared_gain():
+    a = {f"t{i}": 1.0 for i in range(50)}
+    top = questions.answer("lab04-feedback", [compare_rows("L2: feedback - none", a, a)])[0]
+    assert top.room == 0.0 and "no detectable gain fits: b leaves 0.00" in top.verdict
+
+
+def test_the_declared_mde_is_the_declared_tests_at_its_level():
+    feedback = questions.question("lab04-feedback")
+    answered = questions.answer("lab04-feedback", [_pair("L1: feedback - none", 1)])[0]
+    assert answered.mde == feedback.mde() == pytest.approx(0.18)  # 50 trials, 0.025 each, nothing behind
+    rewrite = questions.question("lab02-rewrite")
+    assert rewrite.test == "sign-flip permutation" and rewrite.mde() == pytest.approx(
+        0.14
+    )  # 40 cases, sd 0.3, one comparison
+    assert questions.design_table().loc["lab03-model", "power for 0.20"] >= 0.8
+
+
+def test_two_rows_of_one_declared_name_are_refused():
+    with pytest.raises(ValueError, match="given twice"):
+        questions.answer("lab04-feedback", [_pair("L1: feedback - none", 3), _pair("L1: feedback - none", 4)])
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda q: q["lab04-feedback"].pop("unit"), "'unit' is a required property"),
+        (lambda q: q["lab04-feedback"].update(level=2), "lab04-feedback.level"),
+        (lambda q: q["lab04-feedback"].update(test="t-test"), "lab04-feedback.test"),
+    ],
+)
+def test_a_malformed_questions_file_is_one_line(tmp_path, monkeypatch, change, named):
+    data = json.loads(questions.QUESTIONS.read_text(encoding="utf-8"))
+    change(data)
+    broken = tmp_path / "questions.json"
+    broken.write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setattr(questions, "QUESTIONS", broken)
+    questions.questions.cache_clear()
+    try:
+        with pytest.raises(FixtureError, match=named) as raised:
+            questions.questions()
+        assert "\n" not in str(raised.value)
+    finally:
+        questions.questions.cache_clear()
+
+
+def test_an_unknown_question_names_the_known_ones():
+    with pytest.raises(FixtureError, match="no declared question 'nope' \\(known: lab02-ladder, "):
+        questions.question("nope")
