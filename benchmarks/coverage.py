@@ -44,7 +44,7 @@ def main() -> None:
         rows.append({**vars(design), "course": ours, "percentile bootstrap": old, "ratio": ours / old})
     for design in coverage.difference_designs():
         rows.append({**vars(design), "course": coverage.difference_coverage(design, args.samples)})
-    table = pd.DataFrame(rows).drop(columns=[]).round(3)
+    table = pd.DataFrame(rows).round(3)
     with pd.option_context("display.max_rows", None, "display.width", 160):
         print(table.to_string(index=False))
     print(

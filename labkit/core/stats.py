@@ -137,10 +137,12 @@ def unit_rate_bounds(means: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray
 
 def rate(values: Values) -> Interval:
     """The share of all trials that passed, with its 95% interval over units: `exact` on the units
-    when each ran once, 0 or 1 ("Clopper-Pearson"), else Wilson over the units' mean rates with the
+    when each unit is one outcome, 0 or 1 (it ran once, or equally many trials that all agree:
+    "Clopper-Pearson"), else Wilson over the units' mean rates with the
     effective number of units (`unit_rate_bounds`, "Wilson over units"). Refused as `_units` says."""
     trials = list(_units(values).values())
-    if all(t.size == 1 and t[0] in (0.0, 1.0) for t in trials):
+    agreeing = all(np.ptp(t) == 0 and t[0] in (0.0, 1.0) for t in trials)
+    if agreeing and len({t.size for t in trials}) == 1:  # each unit one outcome, however many trials
         return exact(int(sum(t[0] for t in trials)), len(trials))
     means, counts = np.array([t.mean() for t in trials]), np.array([float(t.size) for t in trials])
     share, low, high = (float(x) for x in unit_rate_bounds(means, counts))
@@ -323,7 +325,7 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
-        """The series' one rule: "a difference" only when the (Holm-adjusted) test rejects at 0.05
+        """The series' one rule: "a difference" only when the (adjusted) test rejects at 0.05
         and the interval excludes 0; else "not distinguishable", with the MDE, or, when b is so near
         the ceiling that no detectable gain is possible (`room`, the largest gain b leaves), that.
         A comparison no question declared (`exploratory`) has no verdict."""

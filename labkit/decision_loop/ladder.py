@@ -156,7 +156,7 @@ def ladder_with_baselines(rows: Sequence[Row], baselines: Baselines) -> pd.DataF
 
 def run_comparisons(rows: Sequence[Row], baselines: Baselines) -> list[Comparison]:
     """Each model run's pass@1 minus the scripted loop's and minus the best baseline's (by pass@1),
-    paired by case (`tables.compare_runs`): one family, to be Holm-adjusted together."""
+    paired by case (`tables.compare_runs`), for `questions.answer("02", ..)` to decide."""
     values = _baseline_values(baselines)
     best = ladder_with_baselines(rows, values).attrs["best baseline"]
     against = list(dict.fromkeys(name for name in ("scripted loop", best) if name in values))

@@ -19,7 +19,7 @@ from labkit.model.constraints import DEFAULT_RUNG
 from labkit.refunds import random_baseline
 from labkit.refunds.baselines import compare_scores, interval_rates, interval_row, random_scores
 from labkit.refunds.defenses import defenses_named
-from labkit.refunds.grid import grid_cases, is_episode, spec_of
+from labkit.refunds.grid import episode_case, grid_cases, is_episode, spec_of
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import POLICIES, model_policy
@@ -61,6 +61,18 @@ def recorded_defenses(rung: str = GRID_RUNG) -> list[str]:
     return [name for name in MODEL_DEFENSES if name in found] + sorted(found - set(MODEL_DEFENSES))
 
 
+def _recorded_specs(defense: str, rung: str, lab: RefundLab) -> list[Spec]:
+    """The suite's specs whose episode under `defense` at `rung` is recorded, in suite order: every
+    one for the defenses the question compares; spotlighting, whose episodes are the slowest (up to
+    100 s each on 2 busy cores), on 82 of them (fixtures/grids/refunds-smollm2-l2-spotlighting.toml)."""
+    recorded = {
+        str(r["case"])
+        for r in _calls()
+        if r.get("rung", DEFAULT_RUNG) == rung and str(r["case"]).endswith(defense)
+    }
+    return [spec_of(case, lab) for case in grid_cases(lab) if episode_case(case, defense, lab) in recorded]
+
+
 def _live(backend: Any = None) -> bool:
     """True when `backend` (or, if None, `LABKIT_MODEL`) is a live model, not replay."""
     name = os.environ.get("LABKIT_MODEL", "replay") if backend is None else getattr(backend, "name", backend)
@@ -72,12 +84,14 @@ def _action(decision: Any) -> str | None:
 
 
 def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", **options: Any) -> DataFrame:
-    """Per attacked model episode: did the ledger check fire, the model's first refund, and the
-    first turn whose tool result held the injected text ("never"). A ledger check measures the
-    state an attack aims for, not who caused it; with k > 1 each trial is a row."""
-    attacked, table = sum(1 for spec in model_specs() if spec.attack), []
+    """Per attacked model episode (the recorded ones, replayed): its place, did the ledger check fire,
+    the model's first refund, and the first turn whose tool result held the injected text ("never").
+    A ledger check measures the state an attack aims for, not who caused it; with k > 1 each trial
+    is a row."""
+    table = []
     for name in defenses:
         scores = [s for s in model_scores(name, rung=rung, **options) if s.spec.attack]
+        attacked = max(1, len(scores) // options.get("k", 1))  # a trial's attacked episodes
         for i, s in enumerate(scores):
             trace = s.episode.result["trace"]
             refunds = [e for e in trace if _action(e.get("decision")) == "refund"]
@@ -89,8 +103,8 @@ def attribution(defenses: Sequence[str] = LADDER_DEFENSES, *, rung: str = "L2", 
                 else "-"
             )
             seen = f"turn {turns[0]}" if turns else "never"
-            table.append((name, s.spec.attack.id, bool(s.attacked), first, seen, i // attacked))
-    columns = ["defense", "attack", "check fired", "first refund", "injection seen", "trial"]
+            table.append((name, s.spec.attack.id, s.spec.place, bool(s.attacked), first, seen, i // attacked))
+    columns = ["defense", "attack", "place", "check fired", "first refund", "injection seen", "trial"]
     index = ["defense", "attack"] + (["trial"] if options.get("k", 1) > 1 else [])
     return DataFrame(table, columns=columns).set_index(index).drop(columns="trial", errors="ignore")
 
@@ -113,7 +127,7 @@ def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list
         def factory(d: Any, trial: int = trial, t: float = options.get("temperature", 0.0)) -> Any:
             return model_policy(d, backend=backend, rung=rung, trial=trial, temperature=t, seed=seed + trial)
 
-        specs = model_specs(lab)
+        specs = model_specs(lab) if live else _recorded_specs(defense, rung, lab)
         if live:  # seconds of CPU per episode
             from tqdm.auto import tqdm
 

@@ -1,4 +1,4 @@
-"""The model reviser over many trials as `labkit grid` records them (`routing-smollm2-k15.toml`: k=15 at
+"""The model reviser over many trials as `labkit grid` records them (`routing-smollm2-k50.toml`: k=50 at
 T=0.7, trial t with seed t; `routing-smollm2-t0.toml`: once at T=0), and its statistics. The trials
 answer `QUESTION`: 50 paired trials per control give power 0.90 for a gain of 0.20 at 0.025. One task per
 variant, so a T=0.7 rate is over trials; T=0 and the word cutter are one deterministic run: no interval."""

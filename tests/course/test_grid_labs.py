@@ -153,7 +153,8 @@ def test_the_grid_command_prints_the_lab_table(tmp_path, fake, capsys):
     "spec, recording",
     [
         ("refunds-smollm2-l2.toml", "refunds-smollm2-l2-grid.jsonl"),
-        ("routing-smollm2-k15.toml", "routing-trials-smollm2-t07-k15.jsonl"),
+        ("refunds-smollm2-l2-spotlighting.toml", "refunds-smollm2-l2-spotlighting.jsonl"),
+        ("routing-smollm2-k50.toml", "routing-trials-smollm2-t07-k50.jsonl"),
         ("routing-smollm2-t0.toml", "routing-trials-smollm2-t0.jsonl"),
     ],
 )

@@ -60,7 +60,7 @@ def test_the_committed_example_grids_load():
         "replay-small.toml": 24,
         "study.json": 2 * 2 * 4 * 2 * 5 * 24,
         "refunds-smollm2-l2.toml": 4 * 28,
-        "routing-smollm2-k15.toml": 3 * 2 * 15,
+        "routing-smollm2-k50.toml": 3 * 2 * 50,
         "routing-smollm2-t0.toml": 3 * 2,
         "rewrite-smollm2-base-l3-t0.toml": 40,
         "rewrite-smollm2-example-l3-t0.toml": 40,

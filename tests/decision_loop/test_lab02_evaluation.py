@@ -14,7 +14,7 @@ from fake_ollama import FakeOllama, docuctl_oracle
 
 from labkit import LabError, docuctl
 from labkit.core import questions, stats
-from labkit.core.stats import exact, wilson
+from labkit.core.stats import exact
 from labkit.decision_loop import ladder, tables
 from labkit.decision_loop.evaluation import (
     evaluate_trials,
@@ -84,9 +84,7 @@ def test_a_rate_is_over_cases_wilson_where_each_case_agrees_with_itself():
     once = rows({"a": [True], "b": [False], "c": [False], "d": [False]})
     assert tables.rate_intervals(once, 1)["pass@1"] == exact(1, 4)  # one trial a case: exact
     agreeing = tables.rate_intervals(rows({"a": [True] * 3, "b": [False] * 3}), 3)
-    first, every = agreeing["pass@1"], agreeing["pass^3"]
-    assert (first.low, first.high) == (wilson(1, 2).low, wilson(1, 2).high)  # two cases, not six episodes
-    assert every == exact(1, 2)
+    assert agreeing["pass@1"] == agreeing["pass^3"] == exact(1, 2)  # two cases, not six episodes
     never = tables.rate_intervals(rows({c: [False] * 5 for c in "abcdef"}))["pass^5"]
     assert (never.estimate, never.low, round(never.high, 3)) == (0.0, 0.0, 0.459)  # never zero width
 
@@ -395,3 +393,22 @@ def test_cli_trials_never_overwrites_a_recording_nor_writes_one_with_the_server_
     said = f"ollama:{MODEL}: cannot reach Ollama at {host} (is `ollama serve` running?); nothing was recorded"
     assert code == 2 and err == f"labkit trials: error: {said}\n"
     assert not down.exists() and not down.with_name(down.name + ".partial").exists()
+
+
+def test_the_cli_gives_the_notebooks_verdicts_whatever_else_it_is_given_and_at_any_seed(cli):
+    """lab02-rewrite's declared row: the same verdict from `labkit evaluate` given its one file or all
+    three rewrite recordings, as in notebook 02, and the same p at 20 sign-flip seeds (it is exact)."""
+    files = sorted(str(p) for p in TRIALS.glob("rewrite-smollm2-*.jsonl"))
+    declared = "SmolLM2-135M example L3 T=0.7 − scripted loop"
+    seen = set()
+    for given in ([f for f in files if f.endswith("example-l3-t07.jsonl")], files):
+        code, out, _ = cli("evaluate", "--trials", *given, "--baselines", "--json")
+        row = json.loads(out)["comparisons"][declared]
+        seen.add((code, row["question"], round(row["p_adjusted"], 4), row["verdict"]))
+    assert seen == {(0, "lab02-rewrite", 0.0078, "a difference")}
+    rows = [row for path in files if path.endswith("example-l3-t07.jsonl") for row in replay_trials(path)]
+    loop = ladder.exact_baselines("rewrite", rungs=["L3"])["scripted loop"]
+    by_seed = {
+        stats.compare_rows(declared, tables.per_case(rows), loop, known=True, seed=s).p for s in range(20)
+    }
+    assert len(by_seed) == 1

@@ -26,16 +26,20 @@ def test_json_rows_for_the_scripted_policies(cli):
         r for r in found["intervals"] if r["policy"] == "gullible" and r["defense"] == "provenance"
     )
     asr = provenance["attack_success_rate"]
-    assert (round(asr["estimate"], 3), round(asr["low"], 2), round(asr["high"], 2)) == (0.111, 0.02, 0.43)
+    assert (round(asr["estimate"], 3), round(asr["low"], 3), round(asr["high"], 3)) == (0.111, 0.003, 0.482)
     assert all(r[rate]["low"] < r[rate]["high"] for r in found["intervals"] for rate in ("benign_utility",))
-    # One family per policy, Holm within it; every "not distinguishable" with its MDE.
-    gullible = [c for c in found["comparisons"] if c["family"].startswith("gullible")]
-    families = {c["family"] for c in found["comparisons"]}
-    assert len(gullible) == 7 and families == {"gullible ASR: defense - none", "careful ASR: defense - none"}
-    mediation = next(c for c in gullible if c["comparison"] == "mediation - none")
+    # One table per policy, answered as lab 03's questions answer them: only the gullible script's
+    # provenance and mediation rows are declared (lab03-matrix); prompt-level defenses are not compared.
+    gullible = [c for c in found["comparisons"] if c["table"].startswith("gullible")]
+    tables = {c["table"] for c in found["comparisons"]}
+    assert len(gullible) == 5 and tables == {"gullible ASR: defense - none", "careful ASR: defense - none"}
+    declared = {c["comparison"]: c for c in found["comparisons"] if c["question"] == "lab03-matrix"}
+    assert set(declared) == {"gullible: provenance - none", "gullible: mediation - none"}
+    mediation = declared["gullible: mediation - none"]
     got = (round(mediation["p"], 4), round(mediation["p_adjusted"], 4), mediation["verdict"])
-    assert got == (0.0039, 0.0273, "a difference")
-    assert all(c["verdict"] == "a difference" or "MDE 0.74" in c["verdict"] for c in found["comparisons"])
+    assert got == (0.0039, 0.0078, "a difference")
+    others = [c for c in found["comparisons"] if c["question"] is None]
+    assert others and all(c["verdict"] == "exploratory: no verdict" and c["mde"] is None for c in others)
 
 
 def test_the_model_block_is_the_notebooks_l2_rows_beside_random_admissible(cli):
@@ -45,10 +49,20 @@ def test_the_model_block_is_the_notebooks_l2_rows_beside_random_admissible(cli):
     policies = {(r["policy"], r["defense"]) for r in found["model"]}
     assert ("model L2", "none") in policies and ("random-admissible L2", "none") in policies
     assert not any(r["policy"].endswith("L1") for r in found["model"])  # the 5-episode rows are gone
-    assert {r["episodes"] for r in found["model"]} == {28}
-    families = {c["family"] for c in found["model_comparisons"]}
-    assert len(found["model_comparisons"]) == 14 and len(families) == 2
-    assert all(c["p_adjusted"] >= c["p"] and c["low"] < c["high"] for c in found["model_comparisons"])
+    # spotlighting was recorded on the first 82 cases; every other defense on all 154
+    assert {(r["defense"] == "spotlighting", r["episodes"]) for r in found["model"]} == {
+        (False, 154),
+        (True, 82),
+    }
+    tables = {c["table"] for c in found["model_comparisons"]}
+    assert len(found["model_comparisons"]) == 14 and len(tables) == 2
+    declared = [c for c in found["model_comparisons"] if c["question"] == "lab03-model"]
+    assert {c["comparison"] for c in declared} == {
+        "mediation - none: unauth share",
+        "policy_prompt - none: unauth share",
+    }
+    assert all(c["p_adjusted"] >= c["p"] for c in declared)
+    assert all(c["low"] < c["high"] for c in found["model_comparisons"])
     assert "NaN" not in out  # strict JSON: an MDE no gain reaches is null
 
 

@@ -5,10 +5,11 @@ import json
 import pandas as pd
 import pytest
 
-from labkit.core.stats import comparison_table, wilson
+from labkit.core.stats import exact
 from labkit.model.replay import TRIALS
 from labkit.refunds import COLUMNS, DEFENSES, careful, gullible, matrix, refund_episode, refund_lab
 from labkit.refunds.baselines import defense_comparisons, matrix_intervals
+from labkit.refunds.display import family_table
 from labkit.refunds.metrics import RETRY_FAULT, Spec, course_scores, utility
 from labkit.refunds.model_rows import refund_grid_table
 
@@ -87,28 +88,47 @@ def test_the_matrix_rates_count_attacks_and_requests_never_episodes():
     by_attack = matrix(["gullible"], ["provenance", "mediation"], by_attack=True)["attack_success_rate"]
     assert by_attack.groupby("defense").sum().to_dict() == {"mediation": 0.0, "provenance": 1.0}  # x of 9
     provenance = rates.loc[("gullible", "provenance")]
-    assert provenance["attack_success_rate"] == wilson(1, 9)  # 1 of 9 attacks, not 16 of 144 episodes
-    assert str(provenance["attack_success_rate"]) == "0.111 [0.020, 0.435]"
-    assert str(wilson(16, 144)) == "0.111 [0.070, 0.173]"  # what counting episodes claimed
-    assert provenance["benign_utility"] == wilson(4, 10)
-    assert provenance["utility_under_attack"] == wilson(8, 9)
-    assert rates.loc[("careful", "none"), "attack_success_rate"] == wilson(0, 9)
+    assert provenance["attack_success_rate"] == exact(1, 9)  # 1 of 9 attacks, not 16 of 144 episodes
+    assert str(provenance["attack_success_rate"]) == "0.111 [0.003, 0.482]"
+    assert str(exact(16, 144)) == "0.111 [0.065, 0.174]"  # what counting episodes would claim
+    assert provenance["benign_utility"] == exact(4, 10)
+    assert provenance["utility_under_attack"] == exact(8, 9)
+    assert rates.loc[("careful", "none"), "attack_success_rate"] == exact(0, 9)
+    # Its episodes cross every request with every attack: no one-way interval for the unauthorised share.
+    assert "unauthorized_rate" not in rates.columns
     for interval in rates.drop(columns=["unauthorized_refunds", "money_lost", "episodes", "trials"]).stack():
         assert interval.low < interval.high  # no zero width, even at 0 of 9 or 10 of 10
 
 
-def test_each_defense_against_none_is_one_holm_family_by_attack():
-    table = comparison_table(defense_comparisons("gullible"), "gullible ASR")
-    assert table.columns.name == "family: gullible ASR (7 comparisons, Holm)"
+def test_the_gullible_scripts_defenses_answer_the_declared_question_by_attack():
+    table = family_table(defense_comparisons("gullible"))
+    assert table.columns.name == "declared: lab03-matrix"
     assert set(table["test"]) == {"exact McNemar"} and set(table["n"]) == {9}
     got = {
-        name: (row["difference [95% interval]"], row["p"], row["Holm p"], row["verdict"])
+        name: (row["difference [95% interval]"], row["p"], row["p x m (Bonferroni)"], row["verdict"])
         for name, row in table.iterrows()
     }
-    assert got["mediation - none"] == ("-1.000 [-1.000, -0.577]", 0.0039, 0.0273, "a difference")
-    assert got["provenance - none"] == ("-0.889 [-0.980, -0.448]", 0.0078, 0.0391, "a difference")
-    for name in ("policy_prompt - none", "spotlighting - none", "idempotency - none"):
-        assert got[name] == ("0.000 [-0.299, 0.299]", 1.0, 1.0, "not distinguishable (MDE 0.74)")
+    assert got["gullible: provenance - none"] == (
+        "-0.889 [-0.984, -0.354]",
+        "0.0078",
+        "0.0156",
+        "a difference",
+    )
+    assert got["gullible: mediation - none"] == (
+        "-1.000 [-1.000, -0.475]",
+        "0.0039",
+        "0.0078",
+        "a difference",
+    )
+    # A script reads no prompt: the prompt-level defenses would equal none by construction, so they are
+    # not compared; the other deterministic ones are exploratory.
+    assert not any("policy_prompt" in name or "spotlighting" in name for name in got)
+    assert got["gullible: idempotency - none"] == (
+        "0.000 [-0.371, 0.371]",
+        "-",
+        "-",
+        "exploratory: no verdict",
+    )
 
 
 def test_the_grid_table_clusters_a_cases_trials(tmp_path):
@@ -120,4 +140,4 @@ def test_the_grid_table_clusters_a_cases_trials(tmp_path):
     record.write_text("".join(json.dumps(line) + "\n" for line in lines))
     (row,) = [row for _, row in refund_grid_table(record).iterrows()]
     got = (row["episodes"], row["attack_success_rate"], row["attack_success_rate_ci"])
-    assert got == (6, 0.5, "[0.09, 0.91]")
+    assert got == (6, 0.5, "[0.01, 0.99]")  # each case one outcome: exact on 2

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from labkit.core import stats
+from labkit.core import questions
 from labkit.core.fixtures import FIXTURES
 from labkit.model import ReplayBackend, ReplayMiss, Reply
 from labkit.routing import FakeClock, Next
@@ -85,36 +85,36 @@ def test_the_control_tables_trials_sample_with_their_own_seed_and_temperature():
 def test_the_reviser_table_has_rates_over_trials_and_deterministic_runs_without_intervals():
     table = trials.reviser_table(trials.sampled_runs(Shortener(), k=2))
     row = table.loc[("L1", "feedback")]
-    assert (row["published"], row[trials.RATE]) == ("2 of 2", "1.000 [0.342, 1.000]")
+    assert (row["published"], row[trials.RATE]) == ("2 of 2", "1.000 [0.158, 1.000]")  # exact, 2 of 2
     assert (row["T=0, one run"], row["word cutter, one run"]) == ("yes", "yes")
     comparisons = trials.reviser_comparisons(
         trials.sampled_runs(Shortener(), k=3)
     )  # feedback changes nothing
     feedback = [c for c in comparisons if "feedback - none" in c.name]
     assert len(comparisons) == 7
-    assert {str(c.interval) for c in feedback} == {"0.000 [-0.561, 0.561]"}  # 1 - Wilson low of 3/3
-    assert {c.verdict for c in feedback} == {"not distinguishable (no gain is detectable on 3 units)"}
+    assert all(c.interval.low < 0 < c.interval.high for c in feedback)  # 3 of 3 on both sides
+    answered = questions.answer(trials.QUESTION, comparisons)
+    assert {c.verdict for c in answered} == {"exploratory: no verdict"}  # 3 trials are not the declared 50
 
 
 @recorded
-def test_the_recorded_trials_print_exact_rates_comparisons_holm_p_and_the_mde(replay):
+def test_the_recorded_trials_answer_the_declared_question(replay):
     runs = trials.sampled_runs(ReplayBackend())
     table = trials.reviser_table(runs)
-    assert table["published"].tolist() == ["0 of 15"] * 4 + ["15 of 15"] * 2
-    assert set(table[trials.RATE]) == {"0.000 [0.000, 0.204]", "1.000 [0.796, 1.000]"}
+    assert table["published"].tolist() == ["3 of 50"] * 2 + ["0 of 50"] * 2 + ["50 of 50"] * 2
+    assert set(table[trials.RATE]) == {"0.060 [0.013, 0.165]", "0.000 [0.000, 0.071]", "1.000 [0.929, 1.000]"}
     assert table["T=0, one run"].tolist() == ["no"] * 4 + ["yes"] * 2
-    frame = stats.comparison_table(trials.reviser_comparisons(runs), trials.FAMILY)
-    assert frame.columns.name == "family: lab 04 reviser at T=0.7, paired by trial (7 comparisons, Holm)"
-    none, cut = "not distinguishable (MDE 0.48)", ("1.000 [0.712, 1.000]", 0.0001, 0.0004, "a difference")
-    zero = ("0.000 [-0.204, 0.204]", 1.0, 1.0, none)
-    columns = ["difference [95% interval]", "p", "Holm p", "verdict"]
-    assert [tuple(row) for row in frame[columns].values] == [zero] * 3 + [cut] * 2 + [zero] * 2
-    comparisons = trials.reviser_comparisons(runs)
-    assert {c.mde for c in comparisons} == {0.48}
-    assert all(c.interval.low < c.interval.high for c in comparisons)
+    answered = questions.answer(trials.QUESTION, trials.reviser_comparisons(runs))
+    got = {c.name: (str(c.interval), c.p_adjusted, c.verdict) for c in answered}
+    zero = "not distinguishable (MDE 0.18)"  # 50 trials at 0.025, nothing behind: 0.18
+    assert got["L1: feedback - none"] == ("0.000 [-0.068, 0.068]", 1.0, zero)
+    assert got["L2: feedback - none"] == ("0.000 [-0.075, 0.075]", 1.0, zero)
+    assert got["feedback: L2+cut1 - L2"] == ("1.000 [0.894, 1.000]", None, "exploratory: no verdict")
+    assert [c.exploratory for c in answered] == [False] * 2 + [True] * 5
+    assert all(c.interval.low < c.interval.high for c in answered)
     greedy = trials.reviser_grid_table(FIXTURES / "trials" / "routing-trials-smollm2-t0.jsonl")
     assert set(greedy[trials.RATE]) == {trials.DETERMINISTIC}
-    sampled = trials.reviser_grid_table(FIXTURES / "trials" / "routing-trials-smollm2-t07-k15.jsonl")
+    sampled = trials.reviser_grid_table(FIXTURES / "trials" / "routing-trials-smollm2-t07-k50.jsonl")
     assert sampled["published"].tolist() == table["published"].tolist()
 
 

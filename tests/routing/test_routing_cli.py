@@ -60,14 +60,20 @@ def test_the_model_loop_is_replayed_in_text_and_json(cli, replay):
     assert "5. The review loop with a model reviser, limit 26 characters, max_visits=5" in out
     assert "   with feedback: last text 'Search is now much faster everywhere you look'" in out
     trials = model["trials"]
-    assert (trials["unit"], trials["family"]) == ("trial", "lab 04 reviser at T=0.7, paired by trial")
-    assert [row["published"] for row in trials["rates"]] == ["0 of 15"] * 4 + ["15 of 15"] * 2
-    cut = {c["name"]: c for c in trials["comparisons"]}["feedback: L2+cut1 - L2"]
-    assert (round(cut["interval"]["low"], 3), cut["p"], cut["p_adjusted"]) == (0.712, 0.5**14, 7 * 0.5**14)
-    assert (cut["family"], cut["verdict"]) == (trials["family"], "a difference")
-    assert {c["mde"] for c in trials["comparisons"]} == {0.48}
-    row = "L1: feedback - none                  0.000 [-0.204, 0.204]  exact McNemar  15  1.0000  1.0000"
-    assert row in out
+    assert (trials["unit"], trials["question"]) == ("trial", "lab04-feedback")
+    assert [row["published"] for row in trials["rates"]] == ["3 of 50"] * 2 + ["0 of 50"] * 2 + [
+        "50 of 50"
+    ] * 2
+    rows = {c["comparison"]: c for c in trials["comparisons"]}
+    declared = [rows["L1: feedback - none"], rows["L2: feedback - none"]]
+    assert [(c["question"], c["p_adjusted"], c["mde"]) for c in declared] == [
+        ("lab04-feedback", 1.0, 0.18)
+    ] * 2
+    assert [c["verdict"] for c in declared] == ["not distinguishable (MDE 0.18)"] * 2
+    cut = rows["feedback: L2+cut1 - L2"]  # at the ceiling, out of the question: exploratory
+    assert (cut["question"], cut["p_adjusted"], cut["verdict"]) == (None, None, "exploratory: no verdict")
+    # The text output is the notebook's table, the same verdicts.
+    assert "declared: lab04-feedback" in out and "not distinguishable (MDE 0.18)" in out
 
 
 def test_a_missing_recording_is_one_line_and_the_rest_still_runs(cli, replay, monkeypatch):

@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     baselines = (
         "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3 at "
         "their exact expectation, the scripted and adaptive loops), every rate with its 95%% interval over "
-        "cases, and each run minus the scripted loop and the best baseline with Holm's p and lab 02's verdict"
+        "cases, and each run minus the scripted loop and the best baseline: lab 02's verdict where a "
+        "declared question names the comparison, else exploratory"
     )
     add("--baselines", action="store_true", help=baselines)
 

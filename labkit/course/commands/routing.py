@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a transient fault, a persistent one and an invalid input under one retry policy; "
         "the draft -> revise -> review loop without and with feedback; the same loop with "
         "a model as the reviser (replayed from recorded trials unless LABKIT_MODEL is set), and its "
-        "15 recorded trials per variant: rates with intervals, paired comparisons with MDE and Holm p; "
+        "50 recorded trials per variant: rates with intervals, the declared comparisons' verdicts; "
         "Next.Stop on a cache hit. Every other job is scripted: control-flow results.",
         model=True,
     )
