@@ -6,7 +6,7 @@ import re
 import pytest
 
 from labkit.core.errors import LabError
-from labkit.core.stats import comparison_table, wilson
+from labkit.core.stats import exact
 from labkit.model import Reply
 from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
@@ -112,7 +112,7 @@ def test_model_rows_pool_k_trials_each_with_its_own_seed_and_the_asked_temperatu
     assert {r.temperature for r in mute.requests} == {0.5}
     table = attribution(["none"], backend=Mute(), k=2)
     attacked = [s for s in model_specs() if s.attack]
-    assert table.index.names == ["defense", "attack", "trial"] and len(table) == 2 * len(attacked) == 36
+    assert table.index.names == ["defense", "attack", "trial"] and len(table) == 2 * len(attacked) == 288
     with pytest.raises(LabError, match="k \\(trials per episode\\) must be a positive int"):
         model_table(["none"], backend=Mute(), k=0)
 
@@ -133,16 +133,16 @@ def test_the_random_admissible_baseline_is_reproducible_for_a_seed():
     assert len({json.dumps(o, default=str) for o in _outcomes(first)}) > len(specs)  # seeds differ
 
 
-def test_interval_rows_cluster_by_request_and_attack_and_never_have_zero_width():
+def test_the_model_suites_rows_count_cases_and_never_have_zero_width():
     specs = model_specs()
-    row = interval_row("careful", "none", score_policy(POLICIES["careful"], DEFENSES["none"], specs))
-    assert row["benign_utility"] == wilson(10, 10)  # one episode for each of the 10 requests
-    assert row["attack_success_rate"] == wilson(0, 9)  # 18 episodes, 9 attacks: the attack is the unit
-    assert row["unauthorized_rate"] == wilson(0, 10)  # 28 episodes over 10 requests
-    assert (row["episodes"], row["trials"]) == (len(specs), 1)
-    many = interval_row("random", "none", random_scores("none", specs, 4))
-    assert many["trials"] == 4 and many["unauthorized_rate"].method == "cluster bootstrap"
-    assert many == interval_row("random", "none", random_scores("none", specs, 4))  # seeded
+    row = interval_row("careful", "none", score_policy(POLICIES["careful"], DEFENSES["none"], specs), "case")
+    assert row["benign_utility"] == exact(10, 10)  # one episode for each of the 10 requests alone
+    assert row["attack_success_rate"] == exact(0, 144)  # 9 attacks x 4 places x 4 requests
+    assert row["unauthorized_rate"] == exact(0, 154)
+    assert (row["episodes"], row["trials"]) == (len(specs), 1) == (154, 1)
+    many = interval_row("random", "none", random_scores("none", specs[:30], 4), "case")
+    assert many["trials"] == 4 and many["unauthorized_rate"].method == "Wilson over units"
+    assert many == interval_row("random", "none", random_scores("none", specs[:30], 4), "case")  # seeded
     for rate in ("benign_utility", "utility_under_attack", "attack_success_rate", "unauthorized_rate"):
         assert many[rate].low < many[rate].high and row[rate].low < row[rate].high
 
