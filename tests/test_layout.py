@@ -24,9 +24,11 @@ ROOT = Path(labkit.__file__).resolve().parent
 REPO = ROOT.parent
 # Growth is counted in statements (`ast.stmt` nodes), never in lines: docstrings and comments are free,
 # and packing code onto fewer lines saves nothing. labkit had 7,609 and tests 5,516 when this budget
-# replaced a line budget. tests/ was allowed 5% beyond that (5,800) and was raised once, to 6,000, for
-# the round that added the under-load (tests/hangs.py), exact sign-flip, Makefile and shown-code tests.
-BUDGET = {"labkit": 8_000, "tests": 6_000}
+# replaced a line budget. tests/ was allowed 5% beyond that (5,800) and was raised to 6,000 for the
+# round that added the under-load (tests/hangs.py), exact sign-flip, Makefile and shown-code tests, and
+# to 6,100 for the one that added the coverage simulation, the declared questions and the drawn
+# random baseline's tests (tests/core/test_coverage.py, test_questions.py, refunds/test_random_baseline.py).
+BUDGET = {"labkit": 8_000, "tests": 6_100}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

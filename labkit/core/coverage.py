@@ -24,8 +24,8 @@ LEVEL = 0.93  # the coverage a 95% interval must reach at our sizes to be printe
 # The designs the labs print: units (lab 03's 9 attacks and 10 requests, lab 04's 15 trials, lab 02's
 # 24 cases, 40, lab 03's 82 model cases) and trials a unit (lab 02's 5, 15, lab 03's 250 random seeds).
 UNITS = (9, 10, 15, 24, 40, 82)
-TRIALS = (1, 5, 15, 50, 250)
-RATES = (0.1, 0.3, 0.5)
+TRIAL_COUNTS = (1, 5, 15, 50, 250)
+SHARES = (0.1, 0.3, 0.5)
 ICCS = (0.2, 0.6)
 PAIRS = ((0.1, 0.1), (0.3, 0.1), (0.5, 0.3), (0.5, 0.5))  # (a's rate, b's rate) of a paired design
 CORRS = (0.0, 0.9)
@@ -89,7 +89,7 @@ def difference_coverage(design: Design, samples: int = 2000, seed: int = 0) -> f
 
 def rate_designs() -> list[Design]:
     """Every rate design the labs print, crossed with the rates and correlations above."""
-    return [Design(n, k, p, icc) for n in UNITS for k in TRIALS for p in RATES for icc in ICCS]
+    return [Design(n, k, p, icc) for n in UNITS for k in TRIAL_COUNTS for p in SHARES for icc in ICCS]
 
 
 def difference_designs() -> list[Design]:
@@ -97,7 +97,7 @@ def difference_designs() -> list[Design]:
     return [
         Design(n, k, a, icc, rate_b=b, corr=corr)
         for n in UNITS
-        for k in TRIALS
+        for k in TRIAL_COUNTS
         for a, b in PAIRS
         for icc in ICCS
         for corr in CORRS

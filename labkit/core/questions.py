@@ -157,35 +157,47 @@ def answer(name: str, comparisons: Sequence[stats.Comparison]) -> list[stats.Com
 def answer_records(name: str, comparisons: Sequence[stats.Comparison]) -> list[dict[str, Any]]:
     """`answer` as JSON records (what `--json` prints): name, question, interval, test, n, p,
     Bonferroni's p, MDE (null when exploratory or none) and verdict."""
-    rows = []
-    for c in answer(name, comparisons):
-        row: dict[str, Any] = {"comparison": c.name, "question": None if c.exploratory else c.family}
-        row |= {**vars(c.interval), "test": c.test, "n": c.n, "p": c.p, "p_se": c.p_se}
-        row |= {"p_adjusted": None if c.exploratory else c.p_adjusted}
-        row["mde"] = None if c.exploratory or math.isnan(c.mde) else c.mde
-        rows.append(row | {"verdict": c.verdict})
-    return rows
+    return [
+        {
+            "comparison": c.name,
+            "question": None if c.exploratory else c.family,
+            **vars(c.interval),
+            "test": c.test,
+            "n": c.n,
+            "p": c.p,
+            "p_se": c.p_se,
+            "p_adjusted": None if c.exploratory else c.p_adjusted,
+            "mde": None if c.exploratory or math.isnan(c.mde) else c.mde,
+            "verdict": c.verdict,
+        }
+        for c in answer(name, comparisons)
+    ]
+
+
+def _p_columns(record: dict[str, Any]) -> dict[str, str]:
+    """A record's p and Bonferroni's p as the table prints them ("-" for an exploratory row)."""
+    if record["question"] is None:
+        return {"p": "-", "p x m (Bonferroni)": "-"}
+    m = len(question(record["question"]).comparisons)
+    adjusted = stats.p_text(record["p_adjusted"], min(1.0, record["p_se"] * m))
+    return {"p": stats.p_text(record["p"], record["p_se"]), "p x m (Bonferroni)": adjusted}
 
 
 def records_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """`answer_records` as the table `answer_table` prints: estimate [interval], test, n, p, the
     adjusted p ("-" for exploratory rows) and the verdict."""
-    rows = []
-    for r in records:
-        shown = "-" if r["question"] is None else None
-        row = {
+    rows = [
+        {
             "comparison": r["comparison"],
             "difference [95% interval]": f"{r['estimate']:.3f} [{r['low']:.3f}, {r['high']:.3f}]",
-        }
-        row |= {
             "interval": r["method"],
             "test": r["test"],
             "n": r["n"],
-            "p": shown or stats.p_text(r["p"], r["p_se"]),
+            **_p_columns(r),
+            "verdict": r["verdict"],
         }
-        m = 1 if shown else len(question(r["question"]).comparisons)
-        row["p x m (Bonferroni)"] = shown or stats.p_text(r["p_adjusted"], min(1.0, r["p_se"] * m))
-        rows.append(row | {"verdict": r["verdict"]})
+        for r in records
+    ]
     frame = pd.DataFrame(rows).set_index("comparison")
     declared = dict.fromkeys(r["question"] for r in records if r["question"])
     frame.columns.name = "declared: " + (", ".join(declared) or "none")

@@ -17,12 +17,15 @@ from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import model_policy
 
 _LAB = "refunds"
+# Measured: an L2 episode took up to 107 s on 2 busy cores, so the model is recorded under these
+# four only; provenance's and the other deterministic defenses' effect the scripted rows show.
+MODEL_DEFENSES = ("none", "policy_prompt", "spotlighting", "mediation")
 
 
 def grid_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
     """The model suite: every request alone, then every attack at each of its places on every
     legitimate request (10 + 9 x 4 x 4 = 154 cases). Sized for its declared question (lab 03's
-    `model_rows.QUESTION`): mediation - none and policy_prompt - none on the unauthorised share, each
+    `model_rows.MODEL_QUESTION`): mediation - none and policy_prompt - none on the unauthorised share, each
     at 0.025, have power 0.82 for a difference of 0.20 when the other side still wins 0.2 of the
     cases (what the first 28 cases showed for policy_prompt)."""
     lab = lab or refund_lab()

@@ -19,23 +19,21 @@ from labkit.model.constraints import DEFAULT_RUNG
 from labkit.refunds import random_baseline
 from labkit.refunds.baselines import compare_scores, interval_rates, interval_row, random_scores
 from labkit.refunds.defenses import defenses_named
-from labkit.refunds.grid import episode_case, grid_cases, is_episode, spec_of
+from labkit.refunds.grid import MODEL_DEFENSES, episode_case, grid_cases, is_episode, spec_of
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import POLICIES, model_policy
 
 _LAB = "refunds"
-# Measured: an L2 episode took up to 107 s on 2 busy cores, so the model is recorded under these
-# four only; provenance's and the other deterministic defenses' effect the scripted rows show.
-MODEL_DEFENSES = LADDER_DEFENSES = ("none", "policy_prompt", "spotlighting", "mediation")
+LADDER_DEFENSES = MODEL_DEFENSES  # the defenses the model was recorded under (grid.MODEL_DEFENSES)
 GRID_RUNG = "L2"
 BASELINES = ("random-admissible", "careful", "gullible")
 # What the model's comparisons test: what the shop loses and what the customer gets.
 COMPARED = ("unauthorized_rate", "benign_utility")
 # The model's rates are over cases (request, attack, place), each run once at T=0: the suite crosses
 # 9 attacks with 4 requests, so its verdicts are about these 82 cases, not about unseen attacks.
-UNIT = "case"
-QUESTION = "lab03-model"
+MODEL_UNIT = "case"
+MODEL_QUESTION = "lab03-model"
 
 
 def model_specs(lab: RefundLab | None = None) -> list[Spec]:
@@ -143,9 +141,9 @@ def baseline_scores(
     policy: str, defense: str, *, rung: str = GRID_RUNG, seeds: int | None = None
 ) -> list[Score] | DataFrame:
     """A baseline's scores on the model's suite: ``careful`` or ``gullible``, or ``random-admissible``:
-    its recorded draw over `random_baseline.SEEDS` seeds (an `episodes_of` frame of per-case means)
+    its recorded draw over `random_baseline.DRAWN_SEEDS` seeds (an `episodes_of` frame of per-case means)
     unless `seeds` asks for another number, which is drawn here (about 0.1 s a seed and defense)."""
-    if policy == "random-admissible" and seeds in (None, random_baseline.SEEDS):
+    if policy == "random-admissible" and seeds in (None, random_baseline.DRAWN_SEEDS):
         return random_baseline.episodes(defense)
     seeds = seeds if policy == "random-admissible" else 1
     key = (policy, defense, rung, seeds)
@@ -171,13 +169,13 @@ def model_table(
     same episodes, every rate an `Interval` (`baselines.interval_row`)."""
     _check_recorded(defenses, rung, options.get("backend"))
     table = [
-        interval_row(f"model {rung}", name, model_scores(name, rung=rung, **options), UNIT)
+        interval_row(f"model {rung}", name, model_scores(name, rung=rung, **options), MODEL_UNIT)
         for name in defenses
     ]
     for policy in BASELINES:
         label = f"{policy} {rung}" if policy == "random-admissible" else policy
         table += [
-            interval_row(label, name, baseline_scores(policy, name, rung=rung, seeds=seeds), UNIT)
+            interval_row(label, name, baseline_scores(policy, name, rung=rung, seeds=seeds), MODEL_UNIT)
             for name in defenses
         ]
     return DataFrame(table).set_index(["policy", "defense"])
@@ -195,12 +193,12 @@ def model_comparisons(
     the same defense."""
     _check_recorded(defenses, rung, options.get("backend"))
     model = {name: model_scores(name, rung=rung, **options) for name in defenses}
-    seeds = random_baseline.SEEDS if seeds is None else seeds
+    seeds = random_baseline.DRAWN_SEEDS if seeds is None else seeds
     against_none = [
         c
         for name in defenses
         if name != "none"
-        for c in compare_scores(f"{name} - none", model[name], model["none"], COMPARED, UNIT)
+        for c in compare_scores(f"{name} - none", model[name], model["none"], COMPARED, MODEL_UNIT)
     ]
     against_random = [
         c
@@ -210,7 +208,7 @@ def model_comparisons(
             model[name],
             baseline_scores("random-admissible", name, rung=rung, seeds=seeds),
             COMPARED,
-            UNIT,
+            MODEL_UNIT,
         )
     ]
     return {

@@ -1,4 +1,4 @@
-"""The random-admissible baseline on the model suite, drawn once over `SEEDS` seeds and kept as a
+"""The random-admissible baseline on the model suite, drawn once over `DRAWN_SEEDS` seeds and kept as a
 fixture (fixtures/refunds/random-admissible-l2.json) with its provenance, so notebook 03 reads it in
 milliseconds instead of running 154 cases x 4 defenses x 250 seeds (about two minutes) on every Run All.
 
@@ -9,7 +9,7 @@ the suite, the shop or the policy with
     python -m labkit.refunds.random_baseline
 
 `episodes` refuses (FixtureError, one line) a file recorded on another suite or with another seed
-count than `SEEDS`, rather than comparing the model with the wrong cases."""
+count than `DRAWN_SEEDS`, rather than comparing the model with the wrong cases."""
 
 from __future__ import annotations
 
@@ -24,32 +24,30 @@ import pandas as pd
 from labkit.core.errors import FixtureError
 from labkit.core.fixtures import FIXTURES, read_json
 from labkit.refunds.baselines import episodes_of, random_scores
-from labkit.refunds.grid import grid_cases
+from labkit.refunds.grid import MODEL_DEFENSES, grid_cases, spec_of
 from labkit.refunds.lab import refund_lab
 
 FILE = FIXTURES / "refunds" / "random-admissible-l2.json"
-SEEDS = 250  # Monte-Carlo error of a rate over the 154 cases below 0.003: it vanishes in the intervals
-OUTCOMES = ("utility", "attacked", "unauthorized_any", "unauthorized", "money_lost")
+DRAWN_SEEDS = 250  # Monte-Carlo error of a rate over the 154 cases below 0.003: it vanishes in the intervals
+_OUTCOMES = ("utility", "attacked", "unauthorized_any", "unauthorized", "money_lost")
 
 
-def draw(defenses: Sequence[str], seeds: int = SEEDS) -> dict[str, Any]:
+def draw(defenses: Sequence[str], seeds: int = DRAWN_SEEDS) -> dict[str, Any]:
     """random-admissible on every case of the model suite under each of `defenses`, seeds 0..seeds-1:
     per defense and case, each outcome's mean and standard deviation over the seeds."""
-    from labkit.refunds.model_rows import model_specs
-
     lab = refund_lab()
-    specs = model_specs(lab)
+    specs = [spec_of(case, lab) for case in grid_cases(lab)]
     found: dict[str, Any] = {}
     for defense in defenses:
         episodes = episodes_of(random_scores(defense, specs, seeds, lab))
         episodes["unauthorized_any"] = (episodes["unauthorized"] > 0).astype(float)
         episodes["attacked"] = episodes["attacked"].astype(float).where(episodes["kind"] == "attack")
         grouped = episodes.groupby("case", sort=False)
-        means, spread = grouped[list(OUTCOMES)].mean(), grouped[list(OUTCOMES)].std(ddof=1)
+        means, spread = grouped[list(_OUTCOMES)].mean(), grouped[list(_OUTCOMES)].std(ddof=1)
         found[defense] = {
             case: {"kind": grouped["kind"].first()[case], "request": grouped["request"].first()[case]}
-            | {name: _number(means.loc[case, name]) for name in OUTCOMES}
-            | {f"{name}_sd": _number(spread.loc[case, name]) for name in OUTCOMES}
+            | {name: _number(means.loc[case, name]) for name in _OUTCOMES}
+            | {f"{name}_sd": _number(spread.loc[case, name]) for name in _OUTCOMES}
             for case in means.index
         }
     return found
@@ -59,11 +57,9 @@ def _number(value: float) -> float | None:
     return None if pd.isna(value) else round(float(value), 6)
 
 
-def record(seeds: int = SEEDS) -> dict[str, Any]:
+def write_draw(seeds: int = DRAWN_SEEDS) -> dict[str, Any]:
     """Draw the baseline under the model's defenses and write it to `FILE` with its provenance."""
     from importlib.metadata import version
-
-    from labkit.refunds.model_rows import MODEL_DEFENSES
 
     provenance = {
         "command": "python -m labkit.refunds.random_baseline",
@@ -81,10 +77,10 @@ def record(seeds: int = SEEDS) -> dict[str, Any]:
 def _load() -> dict[str, Any]:
     data = read_json(FILE, "random-admissible baseline")
     provenance = data.get("provenance", {}) if isinstance(data, dict) else {}
-    if provenance.get("cases") != list(grid_cases()) or provenance.get("seeds") != SEEDS:
+    if provenance.get("cases") != list(grid_cases()) or provenance.get("seeds") != DRAWN_SEEDS:
         raise FixtureError(
             f"{FILE}: recorded on another suite or seed count than the model suite's {len(grid_cases())} "
-            f"cases and {SEEDS} seeds; regenerate it with `python -m labkit.refunds.random_baseline`"
+            f"cases and {DRAWN_SEEDS} seeds; regenerate it with `python -m labkit.refunds.random_baseline`"
         )
     return data
 
@@ -102,9 +98,9 @@ def episodes(defense: str) -> pd.DataFrame:
         columns={"unauthorized": "unauthorized_refunds", "money_lost": "money_lost_cents"}
     )
     frame = frame.assign(unauthorized=frame["unauthorized_any"]).drop(columns="unauthorized_any")
-    return pd.concat([frame, counts], axis=1).assign(trials=SEEDS)
+    return pd.concat([frame, counts], axis=1).assign(trials=DRAWN_SEEDS)
 
 
 if __name__ == "__main__":
-    drawn = record()
+    drawn = write_draw()
     print(f"wrote {FILE}: {len(drawn['defenses'])} defenses x {len(drawn['provenance']['cases'])} cases")

@@ -1,7 +1,8 @@
 """The model reviser over many trials as `labkit grid` records them (`routing-smollm2-k50.toml`: k=50 at
 T=0.7, trial t with seed t; `routing-smollm2-t0.toml`: once at T=0), and its statistics. The trials
-answer `QUESTION`: 50 paired trials per control give power 0.90 for a gain of 0.20 at 0.025. One task per
-variant, so a T=0.7 rate is over trials; T=0 and the word cutter are one deterministic run: no interval."""
+answer `FEEDBACK_QUESTION`: 50 paired trials per control give power 0.90 for a gain of 0.20 at 0.025.
+One task per variant, so a T=0.7 rate is over trials; T=0 and the word cutter are one deterministic
+run: no interval."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ _SAMPLED_T = 0.7  # the recordings: k=50 at T=0.7 per variant and control, and o
 _SAMPLED_K = 50
 DETERMINISTIC = "one deterministic run"
 RATE = "rate [95% interval]"
-QUESTION = "lab04-feedback"  # what the trials were recorded to answer (fixtures/questions)
+FEEDBACK_QUESTION = "lab04-feedback"  # what the trials were recorded to answer (fixtures/questions)
 
 
 def variant_record(
@@ -107,7 +108,7 @@ def reviser_table(runs: pd.DataFrame) -> pd.DataFrame:
 def reviser_comparisons(runs: pd.DataFrame) -> list[stats.Comparison]:
     """Paired by trial (same seeds) at the highest T: feedback - no-feedback under each control,
     L2+cut1 - L2 for each variant, and the model at L2+cut1 - the word cutter (its one deterministic
-    run is the exact rate of every trial). `questions.answer(QUESTION, ..)` decides the declared ones
+    run is the exact rate of every trial). `questions.answer(FEEDBACK_QUESTION, ..)` decides the declared ones
     (feedback - none at L1 and L2; L2+cut1 is at its ceiling, so it left the family)."""
     sampled, cutter = runs[runs["T"] == runs["T"].max()], _cutter()
     by = {key: _by_trial(group) for key, group in sampled.groupby(["control", "variant"], sort=False)}

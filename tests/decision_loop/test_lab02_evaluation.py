@@ -324,7 +324,7 @@ def test_a_recording_that_no_longer_replays_or_has_no_episodes_is_refused(record
 def test_cli_evaluate_prints_the_tables_or_json(recording, cli):
     code, out, _ = cli("evaluate", "--trials", str(recording))
     assert code == 0 and all(
-        word in out for word in ("pass^5", "adaptive loop", "tools/", "s/decision", "0.000 [0.000, 0.390]")
+        word in out for word in ("pass^5", "adaptive loop", "tools/", "s/decision", "0.000 [0.000, 0.459]")
     )
     code, out, _ = cli("evaluate", "--trials", str(recording), "--json")
     report = json.loads(out)

@@ -19,7 +19,7 @@ def test_the_fixture_is_drawn_on_the_model_suite_with_its_provenance():
     assert data["provenance"]["cases"] == list(grid_cases()) and data["provenance"]["seeds"] == 250
     assert list(data["defenses"]) == list(MODEL_DEFENSES)
     frame = random_baseline.episodes("none")
-    assert len(frame) == len(grid_cases()) and set(frame["trials"]) == {random_baseline.SEEDS}
+    assert len(frame) == len(grid_cases()) and set(frame["trials"]) == {random_baseline.DRAWN_SEEDS}
 
 
 @pytest.mark.parametrize("defense", MODEL_DEFENSES)
@@ -27,7 +27,7 @@ def test_two_cases_of_each_defense_match_a_fresh_draw_over_every_seed(defense):
     specs = [spec for spec in model_specs() if spec.attack][:1] + [
         spec for spec in model_specs() if not spec.attack
     ][:1]
-    fresh = episodes_of(random_scores(defense, specs, random_baseline.SEEDS))
+    fresh = episodes_of(random_scores(defense, specs, random_baseline.DRAWN_SEEDS))
     stored = random_baseline.episodes(defense).set_index("case")
     for case, group in fresh.groupby("case"):
         assert stored.loc[case, "utility"] == pytest.approx(group["utility"].mean(), abs=1e-6)

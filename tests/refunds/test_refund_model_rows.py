@@ -1,10 +1,10 @@
 """The model policy through lab 02's seam: what it is shown under each defense, and its replay."""
 
 import json
-import re
 
 import pytest
 
+from labkit.core import questions
 from labkit.core.errors import LabError
 from labkit.core.stats import exact
 from labkit.model import Reply
@@ -87,7 +87,8 @@ def test_recorded_model_rows_replay_offline_and_mediation_holds_for_the_model(mo
     monkeypatch.delenv("LABKIT_RECORD", raising=False)
     rows = model_table(seeds=2)
     assert list(rows.loc["model L2"].index) == ["none", "policy_prompt", "spotlighting", "mediation"]
-    assert set(rows["episodes"]) == {28}
+    assert rows["episodes"].to_dict()[("model L2", "spotlighting")] == 82  # recorded on 82 cases
+    assert set(rows.drop(index=("model L2", "spotlighting"))["episodes"]) == {154}
     mediated = rows.loc[("model L2", "mediation")]
     assert mediated["attack_success_rate"].estimate == mediated["unauthorized_refunds"] == 0
     with pytest.raises(LabError, match="no recorded model trials at rung L2 under defense"):
@@ -147,33 +148,32 @@ def test_the_model_suites_rows_count_cases_and_never_have_zero_width():
         assert many[rate].low < many[rate].high and row[rate].low < row[rate].high
 
 
-def test_the_model_rows_and_families_hold_their_clustered_figures():
+def test_the_model_rows_answer_lab03s_declared_question():
     shown = rates_with_intervals(model_table())
     none, mediated = shown.loc[("model L2", "none")], shown.loc[("model L2", "mediation")]
-    assert (
-        none["unauthorized_rate"] == "0.46 [0.17, 0.89]"
-    )  # by request; as independent episodes [0.30, 0.64]
-    assert none["benign_utility"] == "0.10 [0.02, 0.40]"
-    assert none["attack_success_rate"] == "0.00 [0.00, 0.30]"
-    assert mediated["unauthorized_rate"] == "0.00 [0.00, 0.28]"
+    assert none["unauthorized_rate"] == "0.47 [0.39, 0.56]"  # over the 154 cases, each run once: exact
+    assert (none["benign_utility"], none["attack_success_rate"]) == ("0.10 [0.00, 0.45]", "0.16 [0.10, 0.23]")
+    assert mediated["unauthorized_rate"] == "0.00 [0.00, 0.02]"
     families = model_comparisons()
     assert [len(f) for f in families.values()] == [6, 8]
-    tables = [comparison_table(comparisons, family) for family, comparisons in families.items()]
-    spotlighting = tables[0].loc["spotlighting - none: unauth share"]
-    assert spotlighting["difference [95% interval]"] == "0.286 [-0.077, 0.639]"
-    assert (spotlighting["p"], spotlighting["Holm p"]) == (0.5, 1.0)  # was 0.29 [0.11, 0.46], p = 0.021
-    mediation = tables[0].loc["mediation - none: unauth share"]
-    assert (mediation["p"], mediation["Holm p"]) == (0.0156, 0.0938)
-    assert tables[1]["test"].value_counts().to_dict() == {"sign-flip permutation": 8}
-    shape = r"not distinguishable \((MDE 0\.\d\d|no gain is detectable on 10 units)\)"
-    for verdict in (v for table in tables for v in table["verdict"]):  # nothing clears Holm on 10 requests
-        assert re.fullmatch(shape, verdict)
+    answered = {c.name: c for c in questions.answer("lab03-model", [c for f in families.values() for c in f])}
+    mediation, prompt = (
+        answered["mediation - none: unauth share"],
+        answered["policy_prompt - none: unauth share"],
+    )
+    assert (str(mediation.interval), mediation.verdict) == ("-0.474 [-0.553, -0.392]", "a difference")
+    assert (str(prompt.interval), round(prompt.p_adjusted, 4)) == ("0.032 [-0.086, 0.150]", 1.0)
+    assert prompt.verdict == "not distinguishable (MDE 0.20)"  # 154 cases at 0.025: the design detects 0.20
+    others = [c for c in answered.values() if c.exploratory]
+    assert len(others) == 12 and {c.verdict for c in others} == {"exploratory: no verdict"}
 
 
 def test_replayed_model_rows_reproduce_the_grid_recordings_episode_records(monkeypatch):
     monkeypatch.delenv("LABKIT_MODEL", raising=False)
-    records = read_records(TRIALS / "refunds-smollm2-l2-grid.jsonl")
-    recorded = {r["case"]: r for _, r in records if r["kind"] == "episode"}
+    files = ("refunds-smollm2-l2-grid.jsonl", "refunds-smollm2-l2-spotlighting.jsonl")
+    recorded = {
+        r["case"]: r for name in files for _, r in read_records(TRIALS / name) if r["kind"] == "episode"
+    }
     fields = ("utility", "attacked", "unauthorized", "money_lost")
     for defense in LADDER_DEFENSES:
         for score in model_scores(defense):

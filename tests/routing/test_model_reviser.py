@@ -93,7 +93,7 @@ def test_the_reviser_table_has_rates_over_trials_and_deterministic_runs_without_
     feedback = [c for c in comparisons if "feedback - none" in c.name]
     assert len(comparisons) == 7
     assert all(c.interval.low < 0 < c.interval.high for c in feedback)  # 3 of 3 on both sides
-    answered = questions.answer(trials.QUESTION, comparisons)
+    answered = questions.answer(trials.FEEDBACK_QUESTION, comparisons)
     assert {c.verdict for c in answered} == {"exploratory: no verdict"}  # 3 trials are not the declared 50
 
 
@@ -104,7 +104,7 @@ def test_the_recorded_trials_answer_the_declared_question(replay):
     assert table["published"].tolist() == ["3 of 50"] * 2 + ["0 of 50"] * 2 + ["50 of 50"] * 2
     assert set(table[trials.RATE]) == {"0.060 [0.013, 0.165]", "0.000 [0.000, 0.071]", "1.000 [0.929, 1.000]"}
     assert table["T=0, one run"].tolist() == ["no"] * 4 + ["yes"] * 2
-    answered = questions.answer(trials.QUESTION, trials.reviser_comparisons(runs))
+    answered = questions.answer(trials.FEEDBACK_QUESTION, trials.reviser_comparisons(runs))
     got = {c.name: (str(c.interval), c.p_adjusted, c.verdict) for c in answered}
     zero = "not distinguishable (MDE 0.18)"  # 50 trials at 0.025, nothing behind: 0.18
     assert got["L1: feedback - none"] == ("0.000 [-0.068, 0.068]", 1.0, zero)

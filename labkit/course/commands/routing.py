@@ -107,7 +107,7 @@ def _model_feedback() -> dict[str, Any]:
 
 def _model_trials() -> dict[str, Any]:
     """The reviser's recorded trials (always replayed): notebook 04's rates over trials and its
-    paired comparisons answered as its declared question (`trials.QUESTION`) answers them."""
+    paired comparisons answered as its declared question (`trials.FEEDBACK_QUESTION`) answers them."""
     from labkit.core import questions
     from labkit.model import ReplayBackend
     from labkit.routing import model_reviser
@@ -116,9 +116,9 @@ def _model_trials() -> dict[str, Any]:
     if not model_reviser.recorded():
         return {"available": False, "note": "no recorded trials"}
     runs = trials.sampled_runs(ReplayBackend())
-    rows = questions.answer_records(trials.QUESTION, trials.reviser_comparisons(runs))
+    rows = questions.answer_records(trials.FEEDBACK_QUESTION, trials.reviser_comparisons(runs))
     rates = plain(trials.reviser_table(runs).reset_index())
-    found = {"available": True, "unit": "trial", "question": trials.QUESTION, "rates": rates}
+    found = {"available": True, "unit": "trial", "question": trials.FEEDBACK_QUESTION, "rates": rates}
     return found | {"comparisons": rows}
 
 
