@@ -21,9 +21,9 @@ from scipy import stats as sps
 from labkit.core import stats
 
 LEVEL = 0.93  # the coverage a 95% interval must reach at our sizes to be printed
-# The designs the labs print: units (lab 03's 9 attacks and 10 requests, lab 04's 15 trials, lab 02's
-# 24 cases, 40, lab 03's 82 model cases) and trials a unit (lab 02's 5, 15, lab 03's 250 random seeds).
-UNITS = (9, 10, 15, 24, 40, 82)
+# The designs the labs print: units (lab 03's 9 attacks and 10 requests, lab 04's 15 and 50 trials, lab
+# 02's 24 and 40 cases, lab 03's 82 and 154 model cases) and trials a unit (lab 02's 5, lab 03's 250 seeds).
+UNITS = (9, 10, 15, 24, 40, 50, 82, 154)
 TRIAL_COUNTS = (1, 5, 15, 50, 250)
 SHARES = (0.1, 0.3, 0.5)
 ICCS = (0.2, 0.6)
@@ -35,7 +35,7 @@ _QUANTILES = 4096  # a beta's inverse CDF tabulated on this grid: drawing is one
 @dataclass(frozen=True)
 class Design:
     """A design to simulate: `units` units of `trials` trials; `rate` (a paired design: `rate_b`,
-    `corr`) and `icc` as the module docstring says."""
+    `corr`, and b's own `trials_b` if it ran more) and `icc` as the module docstring says."""
 
     units: int
     trials: int
@@ -43,6 +43,7 @@ class Design:
     icc: float
     rate_b: float | None = None
     corr: float = 0.0
+    trials_b: int | None = None  # b's trials a unit when they differ from a's (a model against 250 seeds)
 
 
 @cache
@@ -53,10 +54,12 @@ def _inverse_cdf(rate: float, icc: float) -> np.ndarray:
     return sps.beta.ppf(grid, rate * total, (1 - rate) * total)
 
 
-def _unit_means(rng: np.random.Generator, quantiles: np.ndarray, design: Design, rate: float) -> np.ndarray:
-    """The units' observed mean rates (samples x units) at the drawn quantile cells."""
+def _unit_means(
+    rng: np.random.Generator, quantiles: np.ndarray, design: Design, rate: float, trials: int
+) -> np.ndarray:
+    """The units' observed mean rates (samples x units) over `trials` trials at the drawn quantile cells."""
     unit_rates = _inverse_cdf(rate, design.icc)[quantiles]
-    return rng.binomial(design.trials, unit_rates) / design.trials
+    return rng.binomial(trials, unit_rates) / trials
 
 
 def rate_coverage(design: Design, samples: int = 2000, seed: int = 0) -> float:
@@ -64,7 +67,7 @@ def rate_coverage(design: Design, samples: int = 2000, seed: int = 0) -> float:
     (`stats.exact_bounds` where every unit's trials agree, else `stats.unit_rate_bounds`)."""
     rng = np.random.default_rng(seed)
     cells = rng.integers(0, _QUANTILES, size=(samples, design.units))
-    means = _unit_means(rng, cells, design, design.rate)
+    means = _unit_means(rng, cells, design, design.rate, design.trials)
     # As `stats.rate` picks: exact where every unit is one outcome (all its trials agree), else Wilson.
     _, low, high = stats.unit_rate_bounds(means, np.full(design.units, float(design.trials)))
     agreeing = np.isin(means, (0.0, 1.0)).all(axis=-1)
@@ -80,8 +83,8 @@ def difference_coverage(design: Design, samples: int = 2000, seed: int = 0) -> f
     cells_a = rng.integers(0, _QUANTILES, size=(samples, design.units))
     fresh = rng.integers(0, _QUANTILES, size=cells_a.shape)
     cells_b = np.where(rng.random(cells_a.shape) < design.corr, cells_a, fresh)
-    means_a = _unit_means(rng, cells_a, design, design.rate)
-    means_b = _unit_means(rng, cells_b, design, design.rate_b)
+    means_a = _unit_means(rng, cells_a, design, design.rate, design.trials)
+    means_b = _unit_means(rng, cells_b, design, design.rate_b, design.trials_b or design.trials)
     truth = design.rate - design.rate_b
     _, low, high = stats.mover_bounds(means_a, means_b, np.full(design.units, float(design.trials)))
     return float(np.mean((low <= truth) & (truth <= high)))
@@ -93,8 +96,10 @@ def rate_designs() -> list[Design]:
 
 
 def difference_designs() -> list[Design]:
-    """Every paired design the labs print, crossed with the rate pairs and correlations above."""
-    return [
+    """Every paired design the labs print, crossed with the rate pairs and correlations above: both
+    sides with the same trials, and one trial a unit against a 250-seed baseline (lab 03's model
+    against random-admissible, over its 10 requests, 82 and 154 cases)."""
+    same = [
         Design(n, k, a, icc, rate_b=b, corr=corr)
         for n in UNITS
         for k in TRIAL_COUNTS
@@ -102,3 +107,11 @@ def difference_designs() -> list[Design]:
         for icc in ICCS
         for corr in CORRS
     ]
+    mixed = [
+        Design(n, 1, a, icc, rate_b=b, corr=corr, trials_b=250)
+        for n in (10, 82, 154)
+        for a, b in PAIRS
+        for icc in ICCS
+        for corr in CORRS
+    ]
+    return same + mixed

@@ -8,7 +8,7 @@ standard error. Which comparisons form a family, and its adjustment, labkit.core
 `mde`: the smallest gain exact McNemar detects with 80% power; `mde_mean` the sign-flip test's.
 
 Every interval method was picked by measured coverage, not by name: `labkit.core.coverage` simulates
-the designs the labs print (9 to 82 units, 1 to 250 trials a unit, rates 0.1/0.3/0.5, intra-unit
+the designs the labs print (9 to 154 units, 1 to 250 trials a unit, rates 0.1/0.3/0.5, intra-unit
 correlation 0.2/0.6) and tests/core/test_coverage.py fails below 0.93; `python -m benchmarks.coverage`
 prints the table, beside the percentile cluster bootstrap this replaced (0.77-0.93 at 9-15 units).
 No interval has zero width (where every unit agrees with itself the score interval is used).
