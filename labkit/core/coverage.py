@@ -99,19 +99,17 @@ def difference_designs() -> list[Design]:
     """Every paired design the labs print, crossed with the rate pairs and correlations above: both
     sides with the same trials, and one trial a unit against a 250-seed baseline (lab 03's model
     against random-admissible, over its 10 requests, 82 and 154 cases)."""
-    same = [
+    return [  # both sides with the same trials
         Design(n, k, a, icc, rate_b=b, corr=corr)
         for n in UNITS
         for k in TRIAL_COUNTS
         for a, b in PAIRS
         for icc in ICCS
         for corr in CORRS
-    ]
-    mixed = [
+    ] + [  # one trial a unit against 250 seeds
         Design(n, 1, a, icc, rate_b=b, corr=corr, trials_b=250)
         for n in (10, 82, 154)
         for a, b in PAIRS
         for icc in ICCS
         for corr in CORRS
     ]
-    return same + mixed
