@@ -13,11 +13,11 @@ from typing import Any
 
 from labkit.baseline.grading import outcome
 from labkit.baseline.task import Task
-from labkit.decision_loop.evaluation import SCRIPTED, episode_row, scripted_trials
+from labkit.decision_loop.evaluation import episode_row
 from labkit.decision_loop.model_policy import DOCUCTL_RULES, pages_read, schema_tools, search_hits
-from labkit.decision_loop.tables import K_MAX, Row
-from labkit.decision_loop.trials import cases_of, limits_for, run_case
-from labkit.model.constraints import RUNGS, admissible_schema
+from labkit.decision_loop.tables import Row
+from labkit.decision_loop.trials import limits_for, run_case
+from labkit.model.constraints import admissible_schema
 
 SEEDS = 200  # episodes per case and rung for each random baseline
 RANDOM, SEARCH_FIRST = "random", "search, then answer"
@@ -101,16 +101,4 @@ def random_rows(
         policy = random_baseline(rung, f"{seed + trial}:{case['id']}", kind)
         result = run_case(case, policy, limits=limits_for(case))
         rows.append(episode_row(f"{kind} {rung}", case, trial, result, baseline=kind, rung=rung))
-    return rows
-
-
-def baseline_rows(
-    cases: Sequence[_Case] | str = "all", *, rungs: Sequence[str] = RUNGS, seeds: int = SEEDS
-) -> list[Row]:
-    """Every baseline on `cases` (a case set's name, or cases): both random ones at each of
-    `rungs`, then the scripted and adaptive loops; each row's `baseline` names its kind."""
-    chosen = cases_of(cases) if isinstance(cases, str) else list(cases)
-    rows = [row for kind in KINDS for rung in rungs for row in random_rows(kind, rung, chosen, seeds=seeds)]
-    for name in SCRIPTED:  # deterministic, but run K_MAX times: shown, not assumed
-        rows += [row | {"baseline": name} for row in scripted_trials(name, chosen, K_MAX)]
     return rows

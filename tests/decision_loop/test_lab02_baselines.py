@@ -13,13 +13,13 @@ from labkit.decision_loop.baselines import (
     RANDOM,
     SEARCH_FIRST,
     admissible_decisions,
-    baseline_rows,
     expected_pass,
     random_baseline,
     random_rows,
 )
-from labkit.decision_loop.evaluation import replay_trials
+from labkit.decision_loop.evaluation import SCRIPTED, replay_trials, scripted_trials
 from labkit.decision_loop.ladder import ladder_with_baselines
+from labkit.decision_loop.tables import K_MAX
 from labkit.decision_loop.trials import cases_of
 from labkit.model.constraints import RUNGS
 from labkit.model.replay import TRIALS
@@ -123,6 +123,16 @@ def test_l0_to_l2_admit_the_same_draws_and_l3_only_the_extractive_final():
     assert traces["L0"] == traces["L1"] == traces["L2"] != traces["L3"]
     l3 = random_rows(RANDOM, "L3", cases, seeds=10)
     assert not any(row["stop"] == "unread_citation" for row in l3)
+
+
+def baseline_rows(cases="all", *, rungs=RUNGS, seeds=2):
+    """Every baseline's rows on `cases`: both random ones at each of `rungs` (`seeds` draws a case), then
+    the scripted and adaptive loops, run K_MAX times (deterministic: shown, not assumed)."""
+    chosen = cases_of(cases)
+    rows = [row for kind in KINDS for rung in rungs for row in random_rows(kind, rung, chosen, seeds=seeds)]
+    for name in SCRIPTED:
+        rows += [row | {"baseline": name} for row in scripted_trials(name, chosen, K_MAX)]
+    return rows
 
 
 def test_baseline_rows_put_the_scripted_loops_beside_the_random_ones():

@@ -87,9 +87,13 @@ def test_plain_output_is_a_table(cli):
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "Refund attack lab: metrics read from the ledger of refunds executed."
-    assert lines[1].split() == ["benign_utility", *COLUMNS[1:], "episodes"]
-    assert lines[3].split() == ["careful", "none", "1.0", "1.0", "0.0", "4", "298.0", "4", "0", "158"]
-    assert lines[4].split() == ["idempotency", "1.0", "1.0", "0.0", "0", "0.0", "0", "0", "158"]
+    # a 120-column terminal: the columns wrap into two blocks, each with its own header and rows
+    assert lines[1].split() == ["benign_utility", *COLUMNS[1:5], "\\"]
+    assert lines[3].split() == ["careful", "none", "1.0", "1.0", "0.0", "4", "298.0"]
+    assert lines[4].split() == ["idempotency", "1.0", "1.0", "0.0", "0", "0.0"]
+    assert lines[6].split() == [*COLUMNS[5:], "episodes"]
+    assert lines[8].split() == ["careful", "none", "4", "0", "158"]
+    assert lines[9].split() == ["idempotency", "0", "0", "158"]
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,24 @@
 help, so that `labkit --help` lists the commands without importing their modules."""
 
 import argparse
+import textwrap
 from collections.abc import Callable
 from typing import Any
+
+WIDTH = 120  # a terminal line: tables wrap their columns into blocks and prose wraps its words at this
+
+
+def say(text: str, indent: str = "") -> None:
+    """Print `text` (one or more lines) with every line wrapped at WIDTH, a wrapped line's rest indented
+    by `indent` beyond the line's own leading spaces."""
+    for line in text.split("\n"):
+        lead = line[: len(line) - len(line.lstrip())]
+        print(
+            textwrap.fill(line, WIDTH, subsequent_indent=lead + indent, break_on_hyphens=False)
+            if line
+            else ""
+        )
+
 
 SUMMARIES: dict[str, str] = {
     "class": "class round: merge a folder of submissions into pass counts and lab 03's red-team leaderboard",

@@ -9,7 +9,7 @@ import pandas as pd
 
 from labkit.core import questions
 from labkit.course.argtypes import trials_file
-from labkit.course.commands import add_command, plain
+from labkit.course.commands import WIDTH, add_command, plain, say
 from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
 from labkit.decision_loop.ladder import exact_baselines, ladder_with_baselines, run_comparisons
 from labkit.decision_loop.tables import K_MAX, stop_counts, summary, with_intervals
@@ -50,11 +50,15 @@ def _baselines(args: argparse.Namespace) -> int:
         report = {"ladder": plain(table, "index"), "best baseline": table.attrs["best baseline"]}
         print(json.dumps(report | {"comparisons": {r.pop("comparison"): r for r in records}}, indent=2))
         return 0
-    with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60):
-        print(with_intervals(table).to_string(), questions.records_table(records).to_string(), sep="\n\n")
+    with pd.option_context("display.width", WIDTH, "display.max_columns", 30, "display.max_colwidth", 60):
+        print(
+            with_intervals(table).to_string(line_width=WIDTH),
+            questions.records_table(records).to_string(line_width=WIDTH),
+            sep="\n\n",
+        )
     for name in dict.fromkeys(r["question"] for r in records if r["question"]):
-        print(f"\n{name}: {questions.question(name).asks}")
-    print(
+        say(f"\n{name}: {questions.question(name).asks}", "  ")
+    say(
         f"\n{len(cases)} cases. Each rate: estimate [95% interval] over cases (exact where each case ran "
         "once, else Wilson over the cases' mean rates). A comparison a question declared gets a verdict: a "
         "difference only when its Bonferroni-adjusted p < 0.05 and its interval excludes 0; else it is not "
@@ -72,7 +76,7 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps({name: plain(table, "index") for name, table in tables.items()}, indent=2))
         return 0
     tables["summary"] = with_intervals(tables["summary"])
-    with pd.option_context("display.width", 250, "display.max_columns", 30):
-        print("\n\n".join(table.to_string() for table in tables.values()))
+    with pd.option_context("display.width", WIDTH, "display.max_columns", 30):
+        print("\n\n".join(table.to_string(line_width=WIDTH) for table in tables.values()))
     print("pass^k = mean over cases of C(c,k)/C(n,k); n/a where a case has fewer than k trials.")
     return 0

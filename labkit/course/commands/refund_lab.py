@@ -13,7 +13,7 @@ import pandas as pd
 from labkit.core.errors import LabError
 from labkit.core.questions import answer_records
 from labkit.core.stats import Interval
-from labkit.course.commands import add_command, plain
+from labkit.course.commands import WIDTH, add_command, plain, say
 from labkit.refunds.baselines import defense_comparisons, matrix_intervals
 from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.display import family_table
@@ -123,21 +123,21 @@ def handle(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, indent=2))
         return 0
-    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 90):
+    with pd.option_context("display.width", WIDTH, "display.max_columns", 20, "display.max_colwidth", 90):
         print("Refund attack lab: metrics read from the ledger of refunds executed.")
-        print(table.to_string())
-        print(
+        print(table.to_string(line_width=WIDTH))
+        say(
             "Scripted policies ignore their prompt, so policy_prompt and spotlighting equal none for them. "
             "Model rows (if any) cover only their recorded episodes (column 'episodes')."
         )
         if intervals is not None:
             print(f"\nRates with {UNIT}:")
-            print(rates_with_intervals(intervals).to_string())
+            print(rates_with_intervals(intervals).to_string(line_width=WIDTH))
         for family, comparisons in families.items():
-            print(f"\n{family}\n{family_table(comparisons).to_string()}")
+            print(f"\n{family}\n{family_table(comparisons).to_string(line_width=WIDTH)}")
         if model is not None:
-            print(f"\nThe model beside its baselines on the same episodes, {UNIT}:")
-            print(rates_with_intervals(model).to_string())
+            say("\nThe model beside its baselines on the same cases, 95% intervals over the cases:")
+            print(rates_with_intervals(model).to_string(line_width=WIDTH))
         for family, comparisons in model_families.items():
-            print(f"\n{family}\n{family_table(comparisons).to_string()}")
+            print(f"\n{family}\n{family_table(comparisons).to_string(line_width=WIDTH)}")
     return 0

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.errors import LabError
-from labkit.course.commands import add_command, plain
+from labkit.course.commands import WIDTH, add_command, plain, say
 from labkit.routing import FakeClock, Graph, GraphError, Next, RetryPolicy
 from labkit.routing import experiments as lab
 
@@ -127,11 +127,11 @@ def _print_trials(model: dict[str, Any]) -> None:
         return
     print("\n   The recorded trials, replayed (the unit is the trial; T=0 and the word cutter:")
     print("   one deterministic run each, no interval):")
-    print(pd.DataFrame(model["rates"]).set_index(["control", "variant"]).to_string())
+    print(pd.DataFrame(model["rates"]).set_index(["control", "variant"]).to_string(line_width=WIDTH))
     from labkit.core import questions
 
-    print(f"   {model['question']}: {questions.question(model['question']).asks}")
-    print(questions.records_table(model["comparisons"]).to_string())
+    say(f"   {model['question']}: {questions.question(model['question']).asks}", "  ")
+    print(questions.records_table(model["comparisons"]).to_string(line_width=WIDTH))
 
 
 def _print_model(model: dict[str, Any]) -> None:
@@ -144,12 +144,16 @@ def _print_model(model: dict[str, Any]) -> None:
         f"max_visits={settings['max_visits']}: characters per revision"
     )
     print(f"   {model['source']}")
-    print(lab.visit_table(model["chars"]).to_string())
-    print(pd.DataFrame.from_dict(model["runs"], orient="index").rename_axis("variant").to_string())
+    print(lab.visit_table(model["chars"]).to_string(line_width=WIDTH))
+    print(
+        pd.DataFrame.from_dict(model["runs"], orient="index")
+        .rename_axis("variant")
+        .to_string(line_width=WIDTH)
+    )
     for name, texts in model["texts"].items():
-        print(f"   {name}: last text {texts[-1]!r}" if texts else f"   {name}: no text")
+        say(f"   {name}: last text {texts[-1]!r}" if texts else f"   {name}: no text", "  ")
     for name, reason in model["reasons"].items():  # why a run failed: a model error shows here
-        print(f"   {name}: {reason}")
+        say(f"   {name}: {reason}", "  ")
     print("   One model, temperature 0, one trial: a measurement of this model and prompt, not of models.")
     _print_trials(model["trials"])
 
@@ -181,20 +185,20 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     print("1. Validation: each broken graph is refused before anything runs.")
     for mistake, error in errors.items():
-        print(f"   {mistake:<28} {error}")
+        say(f"   {mistake:<28} {error}", " " * 29)
     if parallel is not None:
         print("\n2. Sequential against parallel (real time; expected = sum of waits, or the critical path):")
-        print(parallel.to_string())
+        print(parallel.to_string(line_width=WIDTH))
     print("\n3. Retries: 3 attempts, waits 0.5 s doubling, every Exception retryable (fake clock):")
-    print(retries.to_string())
+    print(retries.to_string(line_width=WIDTH))
     print(
         f"\n4. The review loop, limit {args.limit} characters, max_visits={args.max_visits}: "
         "characters per revision"
     )
-    print(chars.to_string())
-    print(loops.to_string())
+    print(chars.to_string(line_width=WIDTH))
+    print(loops.to_string(line_width=WIDTH))
     for name, run in runs.items():
-        print(f"   {name}: {run.reason}")
+        say(f"   {name}: {run.reason}", "  ")
     _print_model(model)
     print(f"\n6. Next.Stop on a cache hit: {stop.status}; {stop.reason}")
     print("\nParts 1-4 and 6 use scripted jobs: control-flow results, not model-quality results.")
