@@ -13,7 +13,7 @@ from typing import Any
 
 from labkit.core.errors import LabError
 from labkit.course.argtypes import int_in, output_path
-from labkit.course.commands import add_command
+from labkit.course.commands import WIDTH, add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -94,7 +94,7 @@ def _lab_table(lab: str, record: str, as_json: bool) -> int:
     else:
         from labkit.routing.reviser_trials import reviser_grid_table as grid_table
     table = grid_table(record)
-    print(table.reset_index().to_json(orient="records") if as_json else table.to_string())
+    print(table.reset_index().to_json(orient="records") if as_json else table.to_string(line_width=WIDTH))
     return 0
 
 
