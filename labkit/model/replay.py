@@ -46,6 +46,12 @@ def _calls(files: Sequence[Path]) -> dict[_Key, list[dict[str, Any]]]:
     return _CACHE[state]
 
 
+def recorded_calls(lab: str) -> list[dict[str, Any]]:
+    """Every recorded call of `lab` in its trial files, from the index replay itself reads (parsed once
+    per state of the files)."""
+    return [record for records in _calls(trial_files(lab)).values() for record in records]
+
+
 def _difference(request: ChatRequest, record: dict[str, Any]) -> str:
     """What differs between a request and a recorded call with the same key (for ReplayMiss)."""
     for name, value in request.options().items():

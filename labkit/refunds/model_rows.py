@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,9 @@ from pandas import DataFrame
 
 from labkit.core.errors import LabError
 from labkit.core.stats import Comparison, Interval
-from labkit.model import read_records, trial_files
+from labkit.model import read_records
 from labkit.model.constraints import DEFAULT_RUNG
+from labkit.model.replay import recorded_calls
 from labkit.refunds import random_baseline
 from labkit.refunds.baselines import compare_scores, interval_rates, interval_row, random_scores
 from labkit.refunds.defenses import defenses_named
@@ -44,21 +44,8 @@ def model_specs(lab: RefundLab | None = None) -> list[Spec]:
 
 
 def _calls() -> list[dict[str, Any]]:
-    """Every recorded model call of this lab: its lab, case and rung (what the callers ask of it)."""
-    files = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in trial_files(_LAB))
-    return _calls_in(files)
-
-
-@cache
-def _calls_in(files: tuple[tuple[str, int, int], ...]) -> list[dict[str, Any]]:
-    """`_calls` of these files, read once per process while they are unchanged (Run All asks six
-    times, 1.4 s each on 2 cores); a file rewritten or added is a new key, read again."""
-    return [
-        {key: r[key] for key in ("lab", "case", "rung") if key in r}
-        for path, _, _ in files
-        for _, r in read_records(path)
-        if r.get("kind") == "call"
-    ]
+    """Every recorded model call of this lab (replay's own index of the files: parsed once)."""
+    return recorded_calls(_LAB)
 
 
 def model_available() -> bool:
