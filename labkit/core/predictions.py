@@ -80,7 +80,7 @@ def _compare(value: Any, actual: Any) -> tuple[bool | None, str]:
     parts = [f"you had {', '.join(sorted(hit))}" if hit else "none of yours is in it"]
     parts += [f"you missed {', '.join(sorted(missed))}"] if missed else []
     parts += [f"not {', '.join(sorted(extra))}"] if extra else []
-    return False, shorten(f"{said}: {'; '.join(parts)}.", 380)
+    return False, shorten(f"{said}: {'; '.join(parts)}", 379) + "."  # a sentence even when cut
 
 
 def predict(lab: str, name: str, value: Any, actual: Any) -> Prediction:
