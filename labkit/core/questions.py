@@ -83,14 +83,10 @@ class Question:
 
     def power(self, gain: float = GAIN) -> float:
         """The chance the declared test rejects a true gain of `gain` on the declared design (McNemar
-        exactly; the sign-flip test by its t-test match)."""
+        exactly, `stats.power`; the sign-flip test by its t-test match, `stats.power_mean`)."""
         if self.test == "exact McNemar":
             return stats.power(self.units, gain, self.discordant, self.alpha)
-        from scipy import stats as sps
-
-        shift = gain * math.sqrt(self.units) / self.sd
-        crit = sps.t.ppf(1 - self.alpha / 2, self.units - 1)
-        return float(sps.nct.sf(crit, self.units - 1, shift))
+        return stats.power_mean(self.units, gain, self.sd, self.alpha)
 
 
 @cache
@@ -114,21 +110,24 @@ def question(name: str) -> Question:
     return known[name]
 
 
-def _declared(question: Question, comparison: stats.Comparison) -> bool:
-    """True when `comparison` is one `question` declares: its name, or its name after a model's
-    ("SmolLM2-135M example L3 T=0 − ..." for "example L3 T=0 − ..."), on the declared units."""
-    name = comparison.name
-    names = {name, name.split(" ", 1)[-1]}
-    return bool(names & set(question.comparisons)) and comparison.n == question.units
+def _declared_as(question: Question, comparison: stats.Comparison) -> int | None:
+    """Where in `question`'s family `comparison` stands (None: not declared there): its name, or its
+    name after a model's ("SmolLM2-135M example L3 T=0 − ..." for "example L3 T=0 − ..."), on the
+    declared number of units."""
+    if comparison.n != question.units:
+        return None
+    for name in (comparison.name, comparison.name.split(" ", 1)[-1]):
+        if name in question.comparisons:
+            return question.comparisons.index(name)
+    return None
 
 
 def _answer_one(chosen: Question, comparisons: Sequence[stats.Comparison]) -> list[stats.Comparison]:
     """The comparisons `chosen` declares, answered (see `answer`), in the declared order."""
-    declared = [c for c in comparisons if _declared(chosen, c)]
-    if len({c.name for c in declared}) < len(declared):
+    found = [(place, c) for c in comparisons if (place := _declared_as(chosen, c)) is not None]
+    declared = sorted(found, key=lambda pair: pair[0])
+    if len({place for place, _ in declared}) < len(declared):
         raise ValueError(f"question {chosen.id!r}: a declared comparison was given twice")
-    order = {label: i for i, label in enumerate(chosen.comparisons)}
-    declared.sort(key=lambda c: order.get(c.name, order.get(c.name.split(" ", 1)[-1])))
     m = len(chosen.comparisons)
     return [
         replace(
@@ -138,7 +137,7 @@ def _answer_one(chosen: Question, comparisons: Sequence[stats.Comparison]) -> li
             mde=chosen.mde(c.n),
             room=(1 - c.b_share) if chosen.direction == "higher" else c.b_share,
         )
-        for c in declared
+        for _, c in declared
     ]
 
 
@@ -150,8 +149,8 @@ def answer(name: str, comparisons: Sequence[stats.Comparison]) -> list[stats.Com
     a question declares twice (two rows of one name) is refused: ValueError."""
     chosen = [q for q in questions().values() if q.lab == name] or [question(name)]
     answered = [c for q in chosen for c in _answer_one(q, comparisons)]
-    names = {c.name for c in answered}
-    return answered + [replace(c, exploratory=True) for c in comparisons if c.name not in names]
+    rest = [c for c in comparisons if all(_declared_as(q, c) is None for q in chosen)]
+    return answered + [replace(c, exploratory=True) for c in rest]
 
 
 def answer_records(name: str, comparisons: Sequence[stats.Comparison]) -> list[dict[str, Any]]:
@@ -189,7 +188,7 @@ def records_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
     rows = [
         {
             "comparison": r["comparison"],
-            "difference [95% interval]": f"{r['estimate']:.3f} [{r['low']:.3f}, {r['high']:.3f}]",
+            "difference [95% interval]": str(stats.Interval(r["estimate"], r["low"], r["high"])),
             "interval": r["method"],
             "test": r["test"],
             "n": r["n"],

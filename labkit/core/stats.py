@@ -57,12 +57,7 @@ def wilson(successes: float, n: int) -> Interval:
     count may be fractional (a sum of per-unit means). ValueError unless 0 <= successes <= n, n > 0."""
     if isinstance(successes, bool) or not isinstance(n, int) or n <= 0 or not 0 <= successes <= n:
         raise ValueError(f"wilson needs 0 <= successes <= n and n > 0, got {successes}/{n}")
-    p, z2 = successes / n, _Z * _Z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = _Z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    # At 0 (or n) of n the bound is exactly 0 (or 1); the formula leaves float dust there.
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    return Interval(p, low, 1.0 if successes == n else min(1.0, centre + half))
+    return Interval(successes / n, *(float(bound) for bound in _wilson_bounds(successes / n, n)))
 
 
 def exact_bounds(successes: np.ndarray, n: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
@@ -125,28 +120,45 @@ def effective_units(weights: np.ndarray) -> np.ndarray:
     return np.square(weights.sum(axis=-1)) / np.square(weights).sum(axis=-1)
 
 
+def _pooled(means: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The weighted mean of the units' mean rates along the last axis: the share of all trials."""
+    return (means * weights).sum(axis=-1) / weights.sum(axis=-1)
+
+
+def _one_outcome(means: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Along the last axis: is every unit one outcome (its mean 0 or 1), the units weighing alike?"""
+    return np.isin(means, (0.0, 1.0)).all(axis=-1) & (np.ptp(weights, axis=-1) == 0)
+
+
 def unit_rate_bounds(means: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The pooled share (the weighted mean of the units' mean rates, weights = trials) and `rate`'s
     Wilson bounds over the effective number of units, along the last axis (one row per sample when
     `coverage` simulates). Wilson's variance p(1 - p) / n bounds the variance of a mean of n
     independent rates in [0, 1] whatever the correlation inside a unit, so this is conservative at
     a low intra-unit correlation and right at a high one, where it matters."""
-    share = (means * weights).sum(axis=-1) / weights.sum(axis=-1)
+    share = _pooled(means, weights)
     return (share, *_wilson_bounds(share, effective_units(weights)))
 
 
+def rate_bounds(means: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`rate`'s estimate and bounds along the last axis: `exact_bounds` where every unit is one
+    outcome (`_one_outcome`), else `unit_rate_bounds`. What `coverage` simulates, row by row."""
+    share, low, high = unit_rate_bounds(means, weights)
+    exact_low, exact_high = exact_bounds(np.rint(means.sum(axis=-1)), means.shape[-1])
+    one = _one_outcome(means, weights)
+    return share, np.where(one, exact_low, low), np.where(one, exact_high, high)
+
+
 def rate(values: Values) -> Interval:
-    """The share of all trials that passed, with its 95% interval over units: `exact` on the units
-    when each unit is one outcome, 0 or 1 (it ran once, or equally many trials that all agree:
-    "Clopper-Pearson"), else Wilson over the units' mean rates with the
-    effective number of units (`unit_rate_bounds`, "Wilson over units"). Refused as `_units` says."""
+    """The share of all trials that passed, with its 95% interval over units (`rate_bounds`):
+    Clopper-Pearson's on the units when each unit is one outcome, 0 or 1 (it ran once, or equally
+    many trials that all agree), else Wilson over the units' mean rates with the effective number of
+    units ("Wilson over units"). Refused as `_units` says."""
     trials = list(_units(values).values())
-    agreeing = all(np.ptp(t) == 0 and t[0] in (0.0, 1.0) for t in trials)
-    if agreeing and len({t.size for t in trials}) == 1:  # each unit one outcome, however many trials
-        return exact(int(sum(t[0] for t in trials)), len(trials))
     means, counts = np.array([t.mean() for t in trials]), np.array([float(t.size) for t in trials])
-    share, low, high = (float(x) for x in unit_rate_bounds(means, counts))
-    return Interval(share, low, high, "Wilson over units")
+    share, low, high = (float(x) for x in rate_bounds(means, counts))
+    method = "Clopper-Pearson" if _one_outcome(means, counts) else "Wilson over units"
+    return Interval(share, low, high, method)
 
 
 def mover_bounds(
@@ -161,7 +173,7 @@ def mover_bounds(
     last axis, as `unit_rate_bounds`."""
     n = effective_units(weights)
     crit = stats.t.ppf(1 - ALPHA / 2, np.maximum(n - 1, 1))
-    share_a, share_b = ((m * weights).sum(axis=-1) / weights.sum(axis=-1) for m in (means_a, means_b))
+    share_a, share_b = _pooled(means_a, weights), _pooled(means_b, weights)
     low_a, high_a = _wilson_bounds(share_a, n, crit)
     low_b, high_b = _wilson_bounds(share_b, n, crit)
     centred_a, centred_b = means_a - share_a[..., None], means_b - share_b[..., None]
@@ -302,6 +314,13 @@ def mde_mean(n: int, sd: float, alpha: float = ALPHA) -> float:
     return math.ceil(100 * crit * sd / math.sqrt(n) - 1e-9) / 100
 
 
+def power_mean(n: int, gain: float, sd: float, alpha: float = ALPHA) -> float:
+    """The sign-flip test's power for a mean shift `gain` over `n` units whose per-unit differences
+    have standard deviation `sd`, by the paired t-test's (noncentral t on n - 1 degrees of freedom),
+    as `mde_mean` inverts it."""
+    return float(stats.nct.sf(stats.t.ppf(1 - alpha / 2, n - 1), n - 1, gain * math.sqrt(n) / sd))
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Row a minus row b over `n` shared units: the difference's interval, its test's p-value (with
@@ -356,7 +375,7 @@ def compare_rows(name: str, a: Values, b: Values, *, known: bool = False, seed: 
     # The design's background: how often the row behind still wins a unit (in expectation).
     losing = min(wins[wins > 0].sum(), -wins[wins < 0].sum()) / len(units)
     design = mde(len(units), discordant=float(losing))
-    b_share = float((second * sizes).sum() / sizes.sum())
+    b_share = float(_pooled(second, sizes))
     found = {"b_share": b_share, "room": max(b_share, 1 - b_share)}
     if known:
         own = rate({u: trials_a[u] for u in units})

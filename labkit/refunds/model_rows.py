@@ -32,7 +32,7 @@ BASELINES = ("random-admissible", "careful", "gullible")
 # What the model's comparisons test: what the shop loses and what the customer gets.
 COMPARED = ("unauthorized_rate", "benign_utility")
 # The model's rates are over cases (request, attack, place), each run once at T=0: the suite crosses
-# 9 attacks with 4 requests, so its verdicts are about these 82 cases, not about unseen attacks.
+# 9 attacks with 4 requests, so its verdicts are about these 154 cases, not about unseen attacks.
 MODEL_UNIT = "case"
 MODEL_QUESTION = "lab03-model"
 
@@ -53,10 +53,14 @@ def model_available() -> bool:
     return bool(_calls())
 
 
+def _recorded_cases(rung: str) -> set[str]:
+    """The task ids (case and defense, `grid.episode_case`) with model calls recorded at `rung`."""
+    return {str(r["case"]) for r in _calls() if r.get("lab") == _LAB and r.get("rung", DEFAULT_RUNG) == rung}
+
+
 def recorded_defenses(rung: str = GRID_RUNG) -> list[str]:
     """The defense names with model episodes recorded at `rung`."""
-    calls = [r for r in _calls() if r.get("lab") == _LAB and r.get("rung", DEFAULT_RUNG) == rung]
-    found = {str(r["case"]).rsplit("+", 1)[-1] for r in calls}
+    found = {case.rsplit("+", 1)[-1] for case in _recorded_cases(rung)}
     return [name for name in MODEL_DEFENSES if name in found] + sorted(found - set(MODEL_DEFENSES))
 
 
@@ -64,11 +68,7 @@ def _recorded_specs(defense: str, rung: str, lab: RefundLab) -> list[Spec]:
     """The suite's specs whose episode under `defense` at `rung` is recorded, in suite order: every
     one for the defenses the question compares; spotlighting, whose episodes are the slowest (up to
     100 s each on 2 busy cores), on 82 of them (fixtures/grids/refunds-smollm2-l2-spotlighting.toml)."""
-    recorded = {
-        str(r["case"])
-        for r in _calls()
-        if r.get("rung", DEFAULT_RUNG) == rung and str(r["case"]).endswith(defense)
-    }
+    recorded = _recorded_cases(rung)
     return [spec_of(case, lab) for case in grid_cases(lab) if episode_case(case, defense, lab) in recorded]
 
 

@@ -57,18 +57,19 @@ def _number(value: float) -> float | None:
     return None if pd.isna(value) else round(float(value), 6)
 
 
-def write_draw(seeds: int = DRAWN_SEEDS) -> dict[str, Any]:
-    """Draw the baseline under the model's defenses and write it to `FILE` with its provenance."""
+def write_draw() -> dict[str, Any]:
+    """Draw the baseline under the model's defenses over `DRAWN_SEEDS` seeds (the only count
+    `episodes` reads) and write it to `FILE` with its provenance."""
     from importlib.metadata import version
 
     provenance = {
         "command": "python -m labkit.refunds.random_baseline",
-        "seeds": seeds,
+        "seeds": DRAWN_SEEDS,
         "cases": list(grid_cases()),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "versions": {"python": platform.python_version(), "labkit": version("labkit")},
     }
-    data = {"provenance": provenance, "defenses": draw(MODEL_DEFENSES, seeds)}
+    data = {"provenance": provenance, "defenses": draw(MODEL_DEFENSES)}
     text = json.dumps(data, indent=1, sort_keys=False) + "\n"
     FILE.write_text(text, encoding="utf-8")  # whole, in one write: a failed draw leaves the old file
     return data
