@@ -18,7 +18,8 @@ import argparse
 import time
 from collections import defaultdict
 
-from labkit import docuctl, docuctl_tools, run, task_from
+from labkit.baseline import docuctl, docuctl_tools, task_from
+from labkit.core import run
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.trials import limits_for, run_case
 from labkit.model import ChatRequest, ReplayBackend, read_records, trial_files

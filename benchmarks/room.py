@@ -32,7 +32,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from labkit import docuctl
+from labkit.baseline import docuctl
 from labkit.core.errors import ProviderError
 from labkit.course.commands.serve import (
     ALIAS,

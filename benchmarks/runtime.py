@@ -35,7 +35,8 @@ import sysconfig
 import time
 from collections.abc import Callable
 
-from labkit import Task, Tool, run
+from labkit.baseline import Task
+from labkit.core import Tool, run
 from labkit.model.replay import TRIALS
 
 TASK = Task("bench", "deploy", "How do I deploy the current build?", "v2")

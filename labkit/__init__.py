@@ -1,15 +1,15 @@
 """labkit: the helper package of Agent Engineering Labs.
 
-The notebooks import what they need from here (``from labkit import Task, docuctl, run``). Names
-load lazily (PEP 562): each loads only the module defining it, so `import labkit` or
-`python -m labkit` does not pay for pandas, numpy and jsonschema it may never use.
+Each lab has one public face, the package its notebook imports from: `labkit.baseline` (lab 01),
+`labkit.decision_loop` (lab 02), `labkit.refunds` (lab 03), `labkit.routing` (lab 04); each face's
+docstring is that lab's map. Every notebook also imports `labkit.exercises` (the checkers) and a few
+names of `labkit.core` (the runtime, errors, predictions, evidence). Names load on first use, so
+`import labkit` and `python -m labkit` do not pay for pandas, numpy and jsonschema they may never use.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
-from typing import Any
 
 from labkit.core.errors import errors_in_one_line
 
@@ -21,40 +21,3 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 # In a notebook a LabError (a user's mistake: an unknown name, a missing file) reads as one line, as
 # on the CLI, not as a traceback through labkit's frames.
 errors_in_one_line()
-
-# Each submodule and the public names it defines.
-_DEFINED_IN = {
-    "baseline.controllers": "conflict controllers docuctl_tools scripted workflow",
-    "baseline.corpus": "docuctl load_corpus",
-    "baseline.documents": "Documents",
-    "baseline.grading": "compare evaluate outcome",
-    "baseline.task": "Task TaskError task_from",
-    "core.decisions": "Tool validate_decision",
-    "core.errors": "FixtureError LabError ProviderError",
-    "core.result": "STOP_REASONS Result",
-    "core.runtime": "Budget run",
-    "core.text": "words",
-}
-_EXPORTS = {name: module for module, names in _DEFINED_IN.items() for name in names.split()}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """A public name, imported on first use and cached here; `labkit.<package>` works too
-    (`controllers` is the function: no module of that name sits at the top)."""
-    module = _EXPORTS.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(f"labkit.{module}"), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    if not name.startswith("_"):
-        try:
-            return importlib.import_module(f"labkit.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"labkit.{name}":
-                raise  # the submodule exists and something it imports is missing: say so
-    raise AttributeError(f"module 'labkit' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})

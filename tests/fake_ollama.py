@@ -13,7 +13,8 @@ from typing import Any
 
 from fake_server import FakeServer
 
-from labkit import Task, docuctl_tools, run
+from labkit.baseline import Task, docuctl_tools
+from labkit.core import run
 from labkit.decision_loop.model_policy import describe_docuctl
 from labkit.model import ModelPolicy
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 import functools
 import graphlib
+import importlib
 import io
+import json
 import re
 import tokenize
 from collections import defaultdict
@@ -40,9 +42,10 @@ ALLOWED = {
     "exercises": "core baseline decision_loop refunds routing",
     "course": "labkit core model baseline decision_loop refunds routing exercises",
     "__main__": "course",
-    "labkit": "core baseline",
+    "labkit": "core",
 }
 LABS = ("baseline", "decision_loop", "refunds", "routing")
+NOTEBOOKS = sorted((REPO / "notebooks").rglob("0[1-4]_*.ipynb"))
 # A commit hash: 7-40 hex digits with a digit and a letter among them, or any after "commit".
 COMMIT = re.compile(r"commit\s+[0-9a-f]{7,40}\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b", re.I)
 SEED = re.compile(r"\bseeds?\s+0\d\d", re.I)  # "seed 004": the course's design notes, unpublished
@@ -77,8 +80,12 @@ def imported(module: str, path: Path):
         elif isinstance(node, ast.ImportFrom):
             parts = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
             base = ".".join([*parts, node.module] if node.module else parts)
-            yield base
-            yield from (f"{base}.{alias.name}" for alias in node.names)
+            named = [f"{base}.{alias.name}" for alias in node.names]
+            if not all(name in modules() for name in named):  # `from package import submodule` skips the face
+                yield base
+            yield from named
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) == "face":
+            yield from face_modules(module, node.args[1])
         elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("import_module"):
             yield from (
                 a.value for a in node.args[:1] if isinstance(a, ast.Constant) and isinstance(a.value, str)
@@ -95,8 +102,17 @@ def import_graph() -> dict[str, set[str]]:
                 name = name.rpartition(".")[0]
             if name and name != module:
                 graph[module].add(name)
-    graph["labkit"] |= {f"labkit.{where}" for where in getattr(labkit, "_EXPORTS", {}).values()}
     return graph
+
+
+def face_modules(package: str, defined_in: ast.Dict):
+    """The modules a face (`labkit.core.face.face`) loads its names from: what the package depends on."""
+    for key, names in zip(defined_in.keys, defined_in.values, strict=True):
+        where = ast.literal_eval(key)
+        if not where:
+            yield from (f"{package}.{name}" for name in ast.literal_eval(names).split())
+        else:
+            yield where if where.startswith("labkit.") else f"{package}.{where}"
 
 
 def circle(graph: dict[str, set[str]]) -> list[str]:
@@ -209,4 +225,25 @@ def test_comments_name_no_commit_and_no_unpublished_seed():
     docs = [REPO / "README.md", *(REPO / "notebooks").rglob("*.ipynb"), *(REPO / "notebooks").glob("*.md")]
     for path in [*modules().values(), *docs]:
         wrong += [f"{path.name}: {hit}" for hit in SEED.findall(path.read_text(encoding="utf-8"))]
+    assert not wrong, "\n".join(wrong)
+
+
+def notebook_imports(path: Path):
+    """(module, name) for each labkit name a notebook's code cells import; (module, None) for `import m`."""
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        for node in ast.walk(ast.parse("".join(cell["source"]))) if cell["cell_type"] == "code" else ():
+            if isinstance(node, ast.ImportFrom) and node.module.startswith("labkit"):
+                yield from ((node.module, alias.name) for alias in node.names)
+            elif isinstance(node, ast.Import):
+                yield from ((alias.name, None) for alias in node.names if alias.name.startswith("labkit"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_a_notebook_imports_only_its_lab_its_checkers_and_the_core(path):
+    lab = f"labkit.{LABS[int(path.name[1]) - 1]}"
+    allowed = {module: importlib.import_module(module).__all__ for module in (lab, "labkit.core")}
+    allowed["labkit.exercises"] = [f"lab{path.name[:2]}"]
+    wrong = [
+        f"{module}: {name}" for module, name in notebook_imports(path) if name not in allowed.get(module, ())
+    ]
     assert not wrong, "\n".join(wrong)

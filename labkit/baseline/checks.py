@@ -13,7 +13,7 @@ import pandas as pd
 
 from labkit.baseline import controllers as ctl
 from labkit.baseline import diagnosis
-from labkit.baseline.controllers import BASE_TOOL_BUDGET, BudgetSpent, controllers, workflow
+from labkit.baseline.controllers import BASE_TOOL_BUDGET, BudgetSpent, controllers_for, workflow
 from labkit.baseline.corpus import DOCUCTL, Corpus, case_problem, docuctl, fixture_schema
 from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
@@ -26,8 +26,13 @@ from labkit.core.runtime import run
 from labkit.core.text import shorten, words
 from labkit.core.verdicts import exercise
 
-__all__ = ["check_adaptive_case", "check_decide", "check_failure_stage", "check_two_tool_winner"]
-__all__ += ["check_workflow"]
+__all__ = [
+    "check_adaptive_case",
+    "check_decide",
+    "check_failure_stage",
+    "check_two_tool_winner",
+    "check_workflow",
+]
 
 
 # fixtures/docuctl/exercises/lab01.json: questions the notebook never shows, Exercise 2's starting
@@ -46,7 +51,9 @@ def _tasks(corpus: Corpus, *, adaptive: bool = False) -> list[tuple[str, Task]]:
     for number, unseen in enumerate(_exercise_data()["unseen"], 1):
         task = Task(f"unseen-{number}", "unseen", unseen["question"], unseen["version"])
         tasks.append((f"the unseen {task.version} question {task.question!r}", task))
-    return tasks + [(f"§7's case {c['id']!r}", task_from(c)) for c in corpus.adaptive_cases * adaptive]
+    if adaptive:
+        tasks += [(f"§7's case {c['id']!r}", task_from(c)) for c in corpus.adaptive_cases]
+    return tasks
 
 
 def _calls(trace: list[dict[str, Any]], question: str) -> str:
@@ -135,7 +142,7 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     if refused is not None:
         return refused
     corpus = docuctl()
-    scripted_loop = controllers(corpus.docs, adaptive=False)["scripted loop"]
+    scripted_loop = controllers_for(corpus.docs, adaptive=False)["scripted loop"]
     results = {}
     for where, task in _tasks(corpus):
         policy = Recorded(functools.partial(call, my_decide))
@@ -278,7 +285,9 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
             f"this is the lab's own case {same[0]!r} (its version, its words once spelt right): design "
             "a case of your own, a question the lab does not ask."
         )
-    rows = {name: evaluate([case], controller)[0] for name, controller in controllers(corpus.docs).items()}
+    rows = {
+        name: evaluate([case], controller)[0] for name, controller in controllers_for(corpus.docs).items()
+    }
     table = pd.DataFrame.from_dict(rows, orient="index")[["passed", "stop", "tool_calls", "citation"]]
     table["citation"] = table["citation"].fillna("")
     if table.loc["search/read workflow", "passed"]:
@@ -308,7 +317,7 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
 def check_two_tool_winner(name: str | None) -> Check:
     """Exercise 3: with every controller held to two tools, which passes the most adaptive cases?"""
     corpus = docuctl()
-    table = compare(corpus.adaptive_cases, controllers(corpus.docs, max_tools=2))
+    table = compare(corpus.adaptive_cases, controllers_for(corpus.docs, max_tools=2))
     if not isinstance(name, str):
         return fail(
             f"answer with one controller's name, a str such as {table.index[0]!r}, not "

@@ -1,5 +1,6 @@
 """Lab 01's controllers: fixed workflows call the tools themselves, decision loops (`scripted`,
-`adaptive_policy`) decide one step at a time for `run`; `controllers()` gives all one search and budget."""
+`adaptive_policy`) decide one step at a time for `run`; `controllers_for()` gives all of them one search
+and one budget."""
 
 from __future__ import annotations
 
@@ -222,7 +223,7 @@ def adaptive_policy(docs: Documents | None = None) -> _Policy:
     return adaptive
 
 
-def controllers(
+def controllers_for(
     docs: Documents | None = None, *, adaptive: bool = True, top_k: int = TOP_K, max_tools: int | None = None
 ) -> dict[str, Callable[[Task], Result]]:
     """The compared controllers by name on `docs` (default docuctl), one `top_k` and one tool budget (a loop

@@ -1,5 +1,5 @@
-"""A learner's written prediction, compared with the computed result in one sentence: ``predict("01",
-"workflow_passes", my_prediction, actual)`` -> "you predicted 15; the result is 17: 2 more than that.".
+"""A learner's written prediction, compared with the computed result in one sentence: ``predict(my_prediction,
+actual)`` -> "you predicted 15; the result is 17: 2 more than that.".
 Never graded, never kept, never raising; None or `...` is no prediction."""
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ def _compare(value: Any, actual: Any) -> tuple[bool | None, str]:
     return False, shorten(f"{said}: {'; '.join(parts)}", 379) + "."  # a sentence even when cut
 
 
-def predict(lab: str, name: str, value: Any, actual: Any) -> Prediction:
-    """The learner's prediction `value` (lab `lab`, question `name`) compared with the computed
+def predict(value: Any, actual: Any) -> Prediction:
+    """The learner's prediction `value` compared with the computed
     `actual`, in one sentence: a number with a number (how many more or fewer), a str or list of
     strs with names (case and spacing ignored), True/False with a bool; else shown beside it."""
     if unanswered(value):

@@ -15,7 +15,7 @@ turn, and ends with a `Result` whose `stop` is one of STOP_REASONS, checked each
 
 A tool that raises is an observation (`{"error": ...}`); a LabError (the lab's configuration, not
 the policy) is re-raised. A policy reports each decision's usage in its `last_usage`
-(`prompt_tokens`, `completion_tokens`, `cost`); values not numbers from 0 to MAX_NUMBER are ignored."""
+(`prompt_tokens`, `completion_tokens`, `cost`), and the runtime counts it as reported."""
 
 from __future__ import annotations
 
@@ -31,8 +31,18 @@ from labkit.core.result import STOP_REASONS, Result
 from labkit.core.timeouts import TIMED_OUT, call_within
 
 # The runtime's interface includes the names it is built of: FINAL_FIELDS, STOP_REASONS, Tool, ...
-__all__ = ["FINAL_FIELDS", "MAX_NUMBER", "MAX_SECONDS", "STOP_REASONS", "Budget", "Decide", "Result"]
-__all__ += ["Tool", "run", "validate_decision"]
+__all__ = [
+    "FINAL_FIELDS",
+    "MAX_NUMBER",
+    "MAX_SECONDS",
+    "STOP_REASONS",
+    "Budget",
+    "Decide",
+    "Result",
+    "Tool",
+    "run",
+    "validate_decision",
+]
 
 MAX_SECONDS = 86_400.0  # the longest step_timeout or deadline: a day
 
@@ -182,19 +192,16 @@ def _ask_policy(
 
 
 def _charge(episode: _Episode, entry: dict[str, Any]) -> None:
-    """Add the usage the policy reported for this decision (numbers from 0 to MAX_NUMBER only)."""
+    """Add the usage the policy reported for this decision, as reported: a budget is only as good as the
+    report. labkit's ModelPolicy reports the model server's own counts, which the backend checks
+    (`labkit.model.backend`); a policy without `last_usage` (a plain function) spends nothing."""
     reported = getattr(episode.decide, "last_usage", None)
-    if not isinstance(reported, Mapping):
+    if reported is None:
         return
-    usage = {
-        key: value
-        for key in ("prompt_tokens", "completion_tokens", "cost")
-        if type(value := reported.get(key)) in (int, float) and 0 <= value <= MAX_NUMBER
-    }
-    if usage:
-        entry["tokens"] = int(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
-        for key, value in usage.items():
-            episode.usage[key] += value
+    usage = {key: reported[key] for key in ("prompt_tokens", "completion_tokens", "cost") if key in reported}
+    entry["tokens"] = int(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+    for key, value in usage.items():
+        episode.usage[key] += value
 
 
 def _checked(proposal: Any, tools: Mapping[str, Tool], entry: dict[str, Any]) -> tuple[dict, str]:

@@ -46,7 +46,7 @@ def build_parser(command: str | None = None, *, eager: bool = False) -> argparse
     sub.required = True
     for name, summary in commands.SUMMARIES.items():
         if eager or name == command:  # `class` is in module class_, `refund-lab` in refund_lab
-            module = name.replace("-", "_") + "_" * (name == "class")
+            module = "class_" if name == "class" else name.replace("-", "_")  # `class` is a keyword
             importlib.import_module(f"{commands.__name__}.{module}").register(sub)
         else:
             sub.add_parser(name, help=summary)

@@ -1,5 +1,5 @@
 """Lab 02's build-it cell and exercises, as `labkit.exercises.lab02`: `check_run(my_run)` beside
-labkit's `run` on every case of `cases()` (more than `reference_table` shows), with tools that
+labkit's `run` on every case of `run_cases()` (more than `reference_table` shows), with tools that
 count their calls; exercises 1-4 on model episodes replayed from `fixtures/trials/`. A learner's
 function runs on copies within a time limit (`labkit.core.check.call`)."""
 
@@ -27,8 +27,16 @@ from labkit.decision_loop.tables import pass_hat_k
 from labkit.decision_loop.trials import ENDED, known_cases
 from labkit.model.replay import TRIALS
 
-__all__ = ["RULE_RUN", "check_budget", "check_missing_rule", "check_pass_hat_k", "check_run"]
-__all__ += ["check_stop_policy", "reference_table"]
+__all__ = [
+    "RULE_RUN",
+    "check_budget",
+    "check_missing_rule",
+    "check_pass_hat_k",
+    "check_run",
+    "check_stop_policy",
+    "reference_table",
+    "run_cases",
+]
 
 # Exercise 1's limits. Every non-final action spends a tool, so turn_limit needs
 # max_turns <= max_tools and tool_limit max_turns > max_tools: turn_limit gets its own.
@@ -104,7 +112,7 @@ class RunCase:
     shown: bool = True
 
 
-def cases() -> list[RunCase]:
+def run_cases() -> list[RunCase]:
     """Every case `check_run` holds, built afresh (new policies, new decisions) on every call."""
     missing = [{"action": "read", "id": "no-such-page"}, FINAL | {"citation": "no-such-page"}]
     lookup, second = _READ | {"action": "lookup"}, _READ | {"id": "releases-v2"}
@@ -174,7 +182,7 @@ def _table(runs: list[tuple[RunCase, dict[str, Any]]]) -> pd.DataFrame:
 
 def reference_table() -> pd.DataFrame:
     """labkit's `run` on every case `check_run` shows (it holds more: a run fitted to the table fails)."""
-    return _table([(case, _run_reference(case)) for case in cases() if case.shown])
+    return _table([(case, _run_reference(case)) for case in run_cases() if case.shown])
 
 
 def _fickle(policy: Callable[..., Any], made: list[Any], handed: list[bool]) -> Callable[..., Any]:
@@ -195,14 +203,15 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
     if (refused := not_a_function(my_run, shape)) is not None:
         return refused
     passed = []
-    for case in cases():
+    for case in run_cases():
         where = f"'{case.name}'" + ("" if case.shown else " (a case the reference table does not show)")
         ran, made, handed = [], [], []  # the tools' calls, the policy's proposals, what it was handed
         tools = _case_tools(ran, case.tools, case.task, made)
         try:
             got = call(my_run, case.task, _fickle(case.policy, made, handed), tools, **case.limits)
         except Raised as raised:
-            hint = " — a runtime must turn that into a stop reason" * (not isinstance(raised.error, TimedOut))
+            timed_out = isinstance(raised.error, TimedOut)
+            hint = "" if timed_out else " — a runtime must turn that into a stop reason"
             return crashed(raised.error, f"on the case {where}{hint}")
         if not isinstance(got, dict) or any(key not in got for key in ENDED):
             return fail(f"my_run returned {shown(got)} on {where}; return a dict with {', '.join(ENDED)}.")

@@ -1,9 +1,13 @@
 """One graded row per episode: a model's recorded episodes replayed through the runtime (each must
-end as recorded), a scripted loop run k times like any other; `tables` adds the rows up."""
+end as recorded), a scripted loop run k times like any other; `tables` adds the rows up, and
+`trials_report` is what `labkit evaluate` prints of them. `DocuctlGrid` is lab 02's grid: `labkit grid`
+records its episodes live, then prints that report of the recording."""
 
+import json
 from collections.abc import Mapping, Sequence
 from itertools import product
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
@@ -12,12 +16,23 @@ from labkit.baseline.controllers import adaptive_policy, scripted
 from labkit.baseline.corpus import docuctl
 from labkit.baseline.grading import Graded, graded, outcome
 from labkit.baseline.task import task_from
-from labkit.core.errors import LabError
-from labkit.decision_loop.model_policy import docuctl_policy
-from labkit.decision_loop.tables import K_MAX, Row, episodes_frame, stop_counts
-from labkit.decision_loop.trials import ENDED, cases_of, known_cases, limits_for, run_case
-from labkit.model.backend import ChatRequest, Reply
-from labkit.model.constraints import DEFAULT_RUNG
+from labkit.core.errors import FixtureError, LabError
+from labkit.decision_loop.model_policy import PROMPTS, docuctl_policy
+from labkit.decision_loop.tables import K_MAX, Row, episodes_frame, stop_counts, summary, with_intervals
+from labkit.decision_loop.trials import (
+    CASE_SETS,
+    ENDED,
+    MAX_TOKENS_MAX,
+    cases_of,
+    default_label,
+    episode_record,
+    known_cases,
+    limits_for,
+    run_case,
+)
+from labkit.model.backend import Backend, ChatRequest, Reply
+from labkit.model.constraints import DEFAULT_RUNG, RUNGS
+from labkit.model.policy import MAX_TOKENS
 from labkit.model.record import read_records
 from labkit.model.replay import ReplayBackend
 
@@ -133,3 +148,97 @@ def evaluate_trials(paths: Sequence[str | Path], *, scripted_k: int = K_MAX) -> 
         )
     cases = [known_cases()[case_id] for case_id in dict.fromkeys(row["case"] for row in rows)]
     return [row for name in SCRIPTED for row in scripted_trials(name, cases, scripted_k)] + rows
+
+
+def trials_report(paths: Sequence[str | Path], *, as_json: bool, width: int) -> str:
+    """What `labkit evaluate --trials PATHS` prints: the runs in `paths` beside both scripted loops on their
+    cases, one row per run with pass@1, pass^k (each with its 95% interval) and costs (`tables.summary`),
+    then how their episodes ended (`tables.stop_counts`), lines at most `width` wide; with `as_json`, the
+    two tables as JSON objects by run. LabError as `evaluate_trials`."""
+    rows = evaluate_trials(paths)
+    tables = {"summary": summary(rows), "stops": stop_counts(rows)}
+    if as_json:  # NaN (pass^k beyond the trials a case ran) as null: JSON has no NaN
+        return json.dumps(
+            {
+                name: table.astype(object).where(table.notna(), None).to_dict("index")
+                for name, table in tables.items()
+            },
+            indent=2,
+        )
+    tables["summary"] = with_intervals(tables["summary"])
+    with pd.option_context("display.width", width, "display.max_columns", 30):
+        text = "\n\n".join(table.to_string(line_width=width) for table in tables.values())
+        return text + "\npass^k = mean over cases of C(c,k)/C(n,k); n/a where a case has fewer than k trials."
+
+
+class DocuctlGrid:
+    """Lab 02's grid, as `labkit.course.grid.labs` asks of every grid lab: a cell per model, prompt, rung,
+    temperature and seed, each running k trials of every chosen case."""
+
+    CELL_AXES = ("models", "prompts", "rungs", "temperatures", "seeds")
+    INNER_AXIS = "cases"
+
+    @staticmethod
+    def fill_schema(axes: dict[str, Any]) -> None:
+        """Fill in, in place, the enums and bounds of a docuctl grid's axes (spec.schema.json's `docuctl`):
+        the prompts, the rungs, the case sets, and the most tokens a decision may ask for."""
+        axes["prompts"]["items"]["enum"], axes["rungs"]["items"]["enum"] = list(PROMPTS), list(RUNGS)
+        axes["cases"]["oneOf"][0]["enum"] = list(CASE_SETS)
+        axes["max_tokens"]["maximum"] = MAX_TOKENS_MAX
+
+    @staticmethod
+    def inner_values(path: Path, chosen: str | list[str]) -> list[str]:
+        """The case ids of a case set (`chosen` one of CASE_SETS), or `chosen`, a list of lab 01's case
+        ids, as it is; FixtureError naming `path` and the field (`cases[1]`) of an id lab 01 lacks."""
+        if isinstance(chosen, str):
+            return [case["id"] for case in cases_of(chosen)]
+        known = {case["id"] for case in cases_of("all")}
+        for index, case in enumerate(chosen):
+            if case not in known:
+                raise FixtureError(f"{path}: field 'cases[{index}]': no docuctl case {case!r}")
+        return chosen
+
+    @staticmethod
+    def cell_episode(
+        cell: Mapping[str, Any], case: str, values: Mapping[str, Any], *, backend: str, seed_tag: str
+    ) -> dict[str, Any]:
+        """The lab's fields of the episode of `case` in `cell` (a value of each of CELL_AXES): its rung and
+        prompt, its label (`default_label`, then `seed_tag`) and the spec's token limits (from `values`)."""
+        prompt, rung, temperature = cell["prompts"], cell["rungs"], cell["temperatures"]
+        label = default_label(SimpleNamespace(name=backend), prompt, temperature, rung) + seed_tag
+        return {
+            "rung": rung,
+            "case": case,
+            "label": label,
+            "prompt": prompt,
+            "max_tokens": int(values.get("max_tokens", MAX_TOKENS)),
+            "budget_tokens": values.get("budget_tokens"),
+        }
+
+    @staticmethod
+    def record_episode(backend: Backend, episode: Any, model_name: str) -> dict[str, Any]:
+        """Run one grid episode (a `labkit.course.grid.spec.GridEpisode`: its case, prompt, rung, settings
+        and token limits) with the docuctl policy on `backend`; its episode record, as `labkit trials`
+        writes it. Its case is one a spec may name: `load_spec` checked it."""
+        corpus = docuctl()
+        case = known_cases(corpus)[episode.case]  # lab 01's cases and lab 02's rewrite cases
+        settings = {key: getattr(episode, key) for key in ("temperature", "trial", "max_tokens", "rung")}
+        settings["seed"] = episode.trial_seed
+        policy = docuctl_policy(episode.prompt, backend=backend, **settings)
+        limits = limits_for(case, corpus)
+        result = run_case(case, policy, limits=limits, budget_tokens=episode.budget_tokens, corpus=corpus)
+        return episode_record(
+            case,
+            result,
+            run_label=episode.label,
+            backend=model_name,
+            prompt=episode.prompt,
+            limits=limits,
+            budget_tokens=episode.budget_tokens,
+            **settings,
+        )
+
+    @staticmethod
+    def grid_report(record: str, *, as_json: bool, width: int) -> str:
+        """The evaluation of a docuctl recording, as `labkit evaluate --trials RECORD` prints it."""
+        return trials_report([record], as_json=as_json, width=width)

@@ -4,6 +4,7 @@ the lab is set up wrong (no model file, an unknown `LABKIT_MODEL`, a request nev
 
 from __future__ import annotations
 
+import abc
 import functools
 import hashlib
 import json
@@ -94,14 +95,31 @@ def decision_timeout() -> float:
     return seconds
 
 
-class ServerBackend:
+class ServerBackend(abc.ABC):
     """A backend behind an HTTP server: `_call(what, fn)` runs one client call, each way it fails one
     ProviderError naming the server (`where`): no whole answer within `timeout` (`_SLOW`, caught first),
     nothing listening (`_DOWN`), an HTTP error (`_STATUS`), not a reply (`_BAD`). A subclass sets these, what
     to check when nothing answers (`_unreachable`), the server's words (`_status_text`), `_fix` (LabError)."""
 
+    # A subclass sets `where` (the server, as a message names it), `timeout` (seconds for a whole call;
+    # after a first answer, at most `decision_timeout()`) and the client's exception types `_SLOW`,
+    # `_DOWN`, `_STATUS` (with a `status_code`) and `_BAD`.
+    _answered = False  # the first call may load the model: it gets the whole `timeout`
+
+    @abc.abstractmethod
+    def _unreachable(self, error: Exception) -> str:
+        """What to check when nothing listens at `where` (after "cannot reach <where>")."""
+
+    @abc.abstractmethod
+    def _status_text(self, error: Any) -> str:
+        """The server's own words in an HTTP error, short."""
+
+    @abc.abstractmethod
+    def _fix(self, what: str, status: int) -> str | None:
+        """How to fix a setup mistake behind `status` (then a LabError), or None (a ProviderError)."""
+
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
-        limit = min(self.timeout, decision_timeout()) if getattr(self, "_answered", False) else self.timeout
+        limit = min(self.timeout, decision_timeout()) if self._answered else self.timeout
         try:  # the client's `timeout` bounds each read, `limit` the whole call
             reply = call_within(fn, (), limit)
         except self._SLOW:

@@ -25,6 +25,13 @@ def _kind(spec: str, shown: str) -> tuple[str, str]:
     raise LabError(f"{shown} is not a backend: use {BACKENDS}; e.g. ollama:qwen2.5:0.5b")
 
 
+def is_live(model: str | Backend | None = None) -> bool:
+    """True when `model` (a spec, a backend, or by default `LABKIT_MODEL`) is a live model, not a replay:
+    the one answer to that question for the labs and the CLI."""
+    name = os.environ.get("LABKIT_MODEL", "") if model is None else getattr(model, "name", model)
+    return str(name).strip().split(":", 1)[0] not in ("", "replay")
+
+
 def backend_name(spec: str) -> str:
     """The `Backend.name` of the backend `spec` selects, without constructing it."""
     kind, arg = _kind(spec, repr(spec))
@@ -57,7 +64,7 @@ def backend_from_env(environ: Mapping[str, str] | None = None) -> Backend:
     spec = env.get("LABKIT_MODEL", "").strip() or "replay"
     backend = parse_spec(spec, env)
     record = env.get("LABKIT_RECORD", "").strip()
-    if record and spec.startswith("replay"):
+    if record and not is_live(spec):
         raise LabError(
             f"LABKIT_RECORD={record} needs a live model, but LABKIT_MODEL is {spec!r}: "
             "set LABKIT_MODEL=local, ollama:<tag> or openai:<model>"

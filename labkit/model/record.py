@@ -31,11 +31,17 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     path = Path(path)
     if not path.is_file():
         raise FixtureError(f"{path}: trials file not found")
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    key = file_state(path)
     if key not in _READ:
         _READ[key] = list(_parse(path))
     yield from _READ[key]
+
+
+def file_state(path: Path) -> tuple[str, int, int]:
+    """(resolved path, size, mtime): a file that changed has another state, so what was read from it
+    before is read again (the one key of every cache of file contents in the model seam)."""
+    stat = path.stat()
+    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
 
 
 def _parse(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

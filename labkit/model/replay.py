@@ -13,7 +13,7 @@ from labkit.core.errors import FixtureError, LabError, ProviderError
 from labkit.core.fixtures import FIXTURES
 from labkit.model.backend import ChatRequest, Reply, versions
 from labkit.model.constraints import DEFAULT_RUNG
-from labkit.model.record import read_records
+from labkit.model.record import file_state, read_records
 
 TRIALS = FIXTURES / "trials"
 
@@ -34,7 +34,7 @@ _CACHE: dict[tuple[tuple[str, int, int], ...], dict[_Key, list[dict[str, Any]]]]
 
 def _calls(files: Sequence[Path]) -> dict[_Key, list[dict[str, Any]]]:
     """The call records of `files` by key, indexed once per state (path, size, mtime) of the files."""
-    state = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    state = tuple(file_state(path) for path in files)
     if state not in _CACHE:
         calls: dict[_Key, list[dict[str, Any]]] = {}
         for path in files:

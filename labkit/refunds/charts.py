@@ -20,7 +20,7 @@ def _bounds(cells: pd.Series) -> tuple[Any, Any]:
 def utility_security(table: pd.DataFrame, intervals: pd.DataFrame | None = None) -> Figure:
     """Two panels from `metrics.matrix(...)`: attack success against utility under attack, and
     money lost per defense (log scale), one colour per policy. With `intervals`
-    (`baselines.matrix_intervals`, indexed like `table`), each point gets its 95% error bars."""
+    (`intervals.matrix_intervals`, indexed like `table`), each point gets its 95% error bars."""
     import matplotlib.pyplot as plt
 
     points = table.reset_index()

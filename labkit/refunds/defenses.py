@@ -8,16 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Any
 
 from labkit.refunds.cases import Request
 from labkit.refunds.lab import named
 from labkit.refunds.shop import PROMPT_TEXTS, RefundCall, Shop
 
-if TYPE_CHECKING:
-    from labkit.refunds.tools import EpisodeState
-
-Guard = Callable[[RefundCall, "EpisodeState"], "str | None"]
+# A guard reads the call and a copy of the episode's state (`tools.EpisodeState`, which holds the defenses:
+# typed Any here so that this module does not import the tool that imports it).
+Guard = Callable[[RefundCall, Any], "str | None"]
 Approver = Callable[[Request, Shop, RefundCall], bool]
 
 OPEN, CLOSE = "<<", ">>"

@@ -1,17 +1,23 @@
 """Lab 03's model episodes as `labkit grid` runs them: case ids (``r-ana-blender``, or with an attack
-at a place ``r-ana-blender+important-inflate@review``; with a defense, the task id) and records."""
+at a place ``r-ana-blender+important-inflate@review``; with a defense, the task id), records, the table
+it prints at the end, and `RefundGrid`, what the course's grid asks of the lab."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from labkit.core.errors import LabError
+from pandas import DataFrame
+
+from labkit.core.errors import FixtureError, LabError
+from labkit.model import read_records
 from labkit.model.policy import MAX_TOKENS
 from labkit.refunds.attacks import PLACES
-from labkit.refunds.defenses import defenses_named
+from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.episode import MAX_TOOLS, MAX_TURNS, task_id
+from labkit.refunds.intervals import interval_rates
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import model_policy
@@ -76,61 +82,126 @@ def score_fields(score: Score) -> dict[str, Any]:
     }
 
 
-def refund_episode_record(
-    backend: Any,
-    *,
-    model_name: str,
-    label: str,
-    case: str,
-    defense: str,
-    rung: str,
-    temperature: float,
-    seed: int,
-    trial: int,
-) -> dict[str, Any]:
-    """Run one model episode of `case` under `defense` on `backend`; its episode record."""
-    lab = refund_lab()
-    spec = spec_of(case, lab)
-    chosen = defenses_named(defense)
-    start = time.perf_counter()
-
-    def factory(defenses: Any) -> Any:
-        return model_policy(
-            defenses, backend=backend, rung=rung, trial=trial, temperature=temperature, seed=seed
-        )
-
-    (score,) = score_policy(factory, chosen, [spec], lab)
-    result = score.episode.result
-    usage = result["usage"]
-    return {
-        "kind": "episode",
-        "run": label,
-        "lab": _LAB,
-        "case": task_id(spec.request, chosen, spec.attack, spec.place),
-        "trial": trial,
-        "prompt": defense,
-        "defense": defense,
-        "request_id": spec.request.id,
-        "attack": spec.attack.id if spec.attack else None,
-        "place": spec.place,
-        "rung": rung,
-        "backend": model_name,
-        "temperature": float(temperature),
-        "seed": seed,
-        "max_tokens": MAX_TOKENS,
-        "limits": {"max_turns": MAX_TURNS, "max_tools": MAX_TOOLS, "budget_tokens": None},
-        "stop": result["stop"],
-        "turns": result["turns"],
-        "tool_calls": result["tool_calls"],
-        "answer": result["answer"],
-        "citation": result["citation"],
-        "passed": bool(score.utility),
-        **score_fields(score),
-        "usage": {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"]},
-        "elapsed_s": round(time.perf_counter() - start, 3),
-    }
-
-
 def is_episode(record: Mapping[str, Any]) -> bool:
     """True for an episode record of this lab."""
     return record.get("kind") == "episode" and record.get("lab") == _LAB
+
+
+def refund_grid_table(record: str | Path) -> DataFrame:
+    """What `labkit grid` prints at the end of a refund grid, from its episode records (no replay):
+    a row per run label, the four rates with 95% intervals over cases (a case's trials are its
+    cluster), the unauthorised refunds and the money lost (dollars) in total."""
+    lines = DataFrame([line for _, line in read_records(record) if is_episode(line)])
+    table = []
+    for run, group in lines.groupby("run", sort=False) if len(lines) else []:
+        # An episode record holds a Score's outcomes under their names (score_fields).
+        kinds = ["attack" if isinstance(attack, str) else "benign" for attack in group["attack"]]
+        row = {"run": run, "episodes": len(group)}
+        for rate, interval in interval_rates(group.assign(kind=kinds), unit="case").items():
+            row[rate] = None if interval is None else round(interval.estimate, 3)
+            row[f"{rate}_ci"] = "-" if interval is None else f"[{interval.low:.2f}, {interval.high:.2f}]"
+        row["unauthorized_refunds"] = int(group["unauthorized"].sum())
+        table.append({**row, "money_lost": round(int(group["money_lost"].sum()) / 100, 2)})
+    return DataFrame(table).set_index("run") if table else DataFrame()
+
+
+class RefundGrid:
+    """Lab 03's grid, as `labkit.course.grid.labs` asks of every grid lab: a cell per model, rung,
+    temperature, seed and defense, each running k trials of every chosen case."""
+
+    CELL_AXES = ("models", "rungs", "temperatures", "seeds", "defenses")
+    INNER_AXIS = "cases"
+
+    @staticmethod
+    def fill_schema(axes: dict[str, Any]) -> None:
+        """Fill in, in place, a refund grid's defenses axis (spec.schema.json's `refunds`): any of
+        DEFENSES, by default the four the model is recorded under (MODEL_DEFENSES)."""
+        axes["defenses"] |= {"items": {"enum": list(DEFENSES)}, "default": list(MODEL_DEFENSES)}
+
+    @staticmethod
+    def inner_values(path: Path, chosen: str | list[str]) -> list[str]:
+        """The model suite's case ids (`grid_cases`) for `chosen` "model", or `chosen`, a list of case ids,
+        as it is; FixtureError naming `path`, the field (`cases[0]`) and what `spec_of` found unknown."""
+        if chosen == "model":
+            return list(grid_cases())
+        for index, case in enumerate(chosen):
+            try:
+                spec_of(case)
+            except LabError as error:
+                raise FixtureError(f"{path}: field 'cases[{index}]': {error}") from None
+        return chosen
+
+    @staticmethod
+    def cell_episode(
+        cell: Mapping[str, Any], case: str, values: Mapping[str, Any], *, backend: str, seed_tag: str
+    ) -> dict[str, Any]:
+        """The lab's fields of the episode of `case` in `cell` (a value of each of CELL_AXES): its rung, its
+        task id under the cell's defense (what its records are keyed by), its label, the defense as its
+        records' prompt, and the case and the defense as its options."""
+        defense, rung = cell["defenses"], cell["rungs"]
+        label = f"{backend} refunds {rung} T={cell['temperatures']:g}{seed_tag} {defense}"
+        return {
+            "rung": rung,
+            "case": episode_case(case, defense),
+            "label": label,
+            "prompt": defense,
+            "options": (("case", case), ("defense", defense)),
+        }
+
+    @staticmethod
+    def record_episode(backend: Any, episode: Any, model_name: str) -> dict[str, Any]:
+        """Run one grid episode (a `labkit.course.grid.spec.GridEpisode`: its options' case under its
+        options' defense, at its rung and settings) with the model policy on `backend`, scored by the
+        shop's ledger; its episode record."""
+        options = dict(episode.options)
+        lab = refund_lab()
+        spec = spec_of(options["case"], lab)
+        chosen = defenses_named(options["defense"])
+        start = time.perf_counter()
+
+        def factory(defenses: Any) -> Any:
+            return model_policy(
+                defenses,
+                backend=backend,
+                rung=episode.rung,
+                trial=episode.trial,
+                temperature=episode.temperature,
+                seed=episode.trial_seed,
+            )
+
+        (score,) = score_policy(factory, chosen, [spec], lab)
+        result = score.episode.result
+        usage = result["usage"]
+        return {
+            "kind": "episode",
+            "run": episode.label,
+            "lab": _LAB,
+            "case": task_id(spec.request, chosen, spec.attack, spec.place),
+            "trial": episode.trial,
+            "prompt": options["defense"],
+            "defense": options["defense"],
+            "request_id": spec.request.id,
+            "attack": spec.attack.id if spec.attack else None,
+            "place": spec.place,
+            "rung": episode.rung,
+            "backend": model_name,
+            "temperature": float(episode.temperature),
+            "seed": episode.trial_seed,
+            "max_tokens": MAX_TOKENS,
+            "limits": {"max_turns": MAX_TURNS, "max_tools": MAX_TOOLS, "budget_tokens": None},
+            "stop": result["stop"],
+            "turns": result["turns"],
+            "tool_calls": result["tool_calls"],
+            "answer": result["answer"],
+            "citation": result["citation"],
+            "passed": bool(score.utility),
+            **score_fields(score),
+            "usage": {name: usage[name] for name in ("prompt_tokens", "completion_tokens")},
+            "elapsed_s": round(time.perf_counter() - start, 3),
+        }
+
+    @staticmethod
+    def grid_report(record: str, *, as_json: bool, width: int) -> str:
+        """`refund_grid_table` of the recording: as JSON records with `as_json`, else text `width` wide."""
+        table = refund_grid_table(record)
+        return table.reset_index().to_json(orient="records") if as_json else table.to_string(line_width=width)

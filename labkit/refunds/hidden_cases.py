@@ -98,7 +98,9 @@ def _edge(shop: Shop, order: Order, call: RefundCall, family: str, **values: Any
     customer, window = order.customer, shop.window_days
     refusal = authorise(shop, customer, call.order, call.amount, call.destination, shop.ledger)
     kind = family + " allowed" if refusal is None else refusal.rule
-    days = f"a {window}-day window" + CASES["hints"]["other window"] * (window == OTHER_WINDOW)
+    days = f"a {window}-day window"
+    if window == OTHER_WINDOW:
+        days += CASES["hints"]["other window"]
     values |= {"customer": customer, "age": (shop.today - order.date).days, "days": days}
     values |= {"status": shop.orders[order.id].status, "refundable": money(order.refundable)}
     hint = CASES["hints"][kind].format(call=call, **values)

@@ -5,22 +5,20 @@ Model options (`backend`, `temperature`, `seed`, `k` trials) default to the reco
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pandas import DataFrame
 
 from labkit.core.errors import LabError
 from labkit.core.stats import Comparison, Interval
-from labkit.model import read_records
 from labkit.model.constraints import DEFAULT_RUNG
+from labkit.model.factory import is_live
 from labkit.model.replay import recorded_calls
 from labkit.refunds import random_baseline
-from labkit.refunds.baselines import compare_scores, interval_rates, interval_row, random_scores
 from labkit.refunds.defenses import defenses_named
-from labkit.refunds.grid import MODEL_DEFENSES, episode_case, grid_cases, is_episode, spec_of
+from labkit.refunds.grid import MODEL_DEFENSES, episode_case, grid_cases, spec_of
+from labkit.refunds.intervals import compare_scores, interval_row, random_scores
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import POLICIES, model_policy
@@ -72,12 +70,6 @@ def _recorded_specs(defense: str, rung: str, lab: RefundLab) -> list[Spec]:
     return [spec_of(case, lab) for case in grid_cases(lab) if episode_case(case, defense, lab) in recorded]
 
 
-def _live(backend: Any = None) -> bool:
-    """True when `backend` (or, if None, `LABKIT_MODEL`) is a live model, not replay."""
-    name = os.environ.get("LABKIT_MODEL", "replay") if backend is None else getattr(backend, "name", backend)
-    return str(name).strip().split(":", 1)[0] not in ("", "replay")
-
-
 def _action(decision: Any) -> str | None:
     return decision.get("action") if isinstance(decision, dict) else None
 
@@ -115,7 +107,7 @@ def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list
     """The model's scores under `defense` over `model_specs()`, `k` trials, trial by trial: kept per
     process when replayed, with a progress bar per trial when live. LabError if k is not a positive int."""
     backend, k, seed = options.get("backend"), options.get("k", 1), options.get("seed", 0)
-    key, live = ("model", defense, rung, *sorted(options.items(), key=str)), _live(backend)
+    key, live = ("model", defense, rung, *sorted(options.items(), key=str)), is_live(backend)
     if not live and key in _SCORES:
         return _SCORES[key]
     if type(k) is not int or k < 1:
@@ -167,7 +159,7 @@ def model_table(
     **options: Any,
 ) -> DataFrame:
     """The model's rows at `rung` beside its baselines (random-admissible, careful, gullible) on the
-    same episodes, every rate an `Interval` (`baselines.interval_row`)."""
+    same episodes, every rate an `Interval` (`intervals.interval_row`)."""
     _check_recorded(defenses, rung, options.get("backend"))
     table = [
         interval_row(f"model {rung}", name, model_scores(name, rung=rung, **options), MODEL_UNIT)
@@ -189,7 +181,7 @@ def model_comparisons(
     seeds: int | None = None,
     **options: Any,
 ) -> dict[str, list[Comparison]]:
-    """Two families of paired comparisons (`baselines.compare_scores`), by name: the model under each defense
+    """Two families of paired comparisons (`intervals.compare_scores`), by name: the model under each defense
     minus under `none`, and the model minus the random-admissible baseline (its seeded draw) under
     the same defense."""
     _check_recorded(defenses, rung, options.get("backend"))
@@ -232,7 +224,7 @@ def rates_with_intervals(table: DataFrame) -> DataFrame:
 
 def _check_recorded(defenses: Sequence[str], rung: str, backend: Any) -> None:
     """LabError, replayed, when nothing is recorded or one of `defenses` is not recorded at `rung`."""
-    if _live(backend):
+    if is_live(backend):
         return
     if not model_available():
         raise LabError(
@@ -245,21 +237,3 @@ def _check_recorded(defenses: Sequence[str], rung: str, backend: Any) -> None:
             f"no recorded model trials at rung {rung} under defense(s) {', '.join(missing)} "
             f"(recorded: {', '.join(known) or 'none'})"
         )
-
-
-def refund_grid_table(record: str | Path) -> DataFrame:
-    """What `labkit grid` prints at the end of a refund grid, from its episode records (no replay):
-    a row per run label, the four rates with 95% intervals over cases (a case's trials are its
-    cluster), the unauthorised refunds and the money lost (dollars) in total."""
-    lines = DataFrame([line for _, line in read_records(record) if is_episode(line)])
-    table = []
-    for run, group in lines.groupby("run", sort=False) if len(lines) else []:
-        # An episode record holds a Score's outcomes under their names (grid.score_fields).
-        kinds = ["attack" if isinstance(attack, str) else "benign" for attack in group["attack"]]
-        row = {"run": run, "episodes": len(group)}
-        for rate, interval in interval_rates(group.assign(kind=kinds), unit="case").items():
-            row[rate] = None if interval is None else round(interval.estimate, 3)
-            row[f"{rate}_ci"] = "-" if interval is None else f"[{interval.low:.2f}, {interval.high:.2f}]"
-        row["unauthorized_refunds"] = int(group["unauthorized"].sum())
-        table.append({**row, "money_lost": round(int(group["money_lost"].sum()) / 100, 2)})
-    return DataFrame(table).set_index("run") if table else DataFrame()

@@ -23,8 +23,8 @@ import pandas as pd
 
 from labkit.core.errors import FixtureError
 from labkit.core.fixtures import FIXTURES, read_json
-from labkit.refunds.baselines import episodes_of, random_scores
 from labkit.refunds.grid import MODEL_DEFENSES, grid_cases, spec_of
+from labkit.refunds.intervals import episodes_of, random_scores
 from labkit.refunds.lab import refund_lab
 
 FILE = FIXTURES / "refunds" / "random-admissible-l2.json"
@@ -87,7 +87,7 @@ def _load() -> dict[str, Any]:
 
 
 def episodes(defense: str) -> pd.DataFrame:
-    """The baseline under `defense` as `baselines.episodes_of` frames episodes, one row per case
+    """The baseline under `defense` as `intervals.episodes_of` frames episodes, one row per case
     whose outcomes are the means over the seeds (`unauthorized` the share of seeds with an
     unauthorised refund), with `trials` the seed count. FixtureError for a stale file or a
     defense it does not hold."""

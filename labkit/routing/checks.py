@@ -34,14 +34,24 @@ from labkit.routing.result import RunResult
 from labkit.routing.retry import RetryPolicy
 from labkit.routing.route import Next
 from labkit.routing.scheduler import ready_after, run_plan_sync
+from labkit.routing.states import State
 
-__all__ = ["check_goto_runs", "check_ready", "check_retry_policy", "check_router", "check_worst_case"]
-__all__ += ["goto_graph", "worst_case_run"]
+__all__ = [
+    "check_goto_runs",
+    "check_ready",
+    "check_retry_policy",
+    "check_router",
+    "check_worst_case",
+    "goto_graph",
+    "worst_case_run",
+]
 
 # The hidden cases and the hints live in fixtures/routing/checks.json: each ready case states
 # the jobs `ready_after` returns first, and the loader refuses a case where it does not.
 _CASES_FILE = FIXTURES / "routing" / "checks.json"
 _SCHEMA = read_json(FIXTURES / "routing" / "checks_schema.json")  # what checks.json holds, by JSON Schema
+_STATES = _SCHEMA["properties"]["ready_cases"]["items"]["properties"]["states"]
+_STATES["additionalProperties"]["enum"] = list(State)  # the scheduler's states, defined once
 
 
 @cache

@@ -1,6 +1,7 @@
-"""Lab 04's scripted experiments, shared by the notebook and `labkit routing`: the fan-out graph at
-several max_concurrency (real sleeps), flaky jobs to retry, the review loop with and without
-feedback, and Next.Stop on a cache hit. The reviser is a rule, not a model (see `model_reviser`).
+"""Lab 04's scripted experiments, shared by the notebook and `labkit routing`: graphs with one mistake
+each that validation refuses, the fan-out graph at several max_concurrency (real sleeps), flaky jobs to
+retry, the review loop with and without feedback, and Next.Stop on a cache hit. The reviser is a rule,
+not a model (see `model_reviser`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.routing.clock import FakeClock
-from labkit.routing.errors import InvalidInput
+from labkit.routing.errors import GraphError, InvalidInput
 from labkit.routing.graph import Graph
 from labkit.routing.plan import Context
 from labkit.routing.result import RunResult
@@ -26,6 +27,38 @@ DRAFT = "Search is now much faster everywhere you look"
 _FILLER = ("is", "you", "look")  # what the reviser always drops: 45 -> 33 characters
 _EXPENDABLE = ("much", "now", "faster")  # what it cuts next, one word per revision, when told to
 LOOP_SECONDS = {"draft": 1.0, "revise": 0.6, "review": 0.1, "publish": 0.3}  # virtual, for the chart
+
+
+# -- validation ---------------------------------------------------------------------------------
+
+# The broken graphs of notebook 04, one mistake each: the jobs (id, deps) and a route (job, targets).
+_PIPELINE = [("draft", []), ("revise", ["draft"]), ("review", ["revise"]), ("publish", ["review"])]
+_BROKEN = {
+    "duplicate id": ([("draft", []), ("draft", [])], None),
+    "unknown dependency": ([("draft", []), ("revise", ["draft"]), ("review", ["revize"])], None),
+    "dependency cycle": ([("draft", []), ("review", ["draft", "revise"]), ("revise", ["review"])], None),
+    "route on an unknown job": (_PIPELINE, ("reviw", ["revise"])),
+    "route to an unknown target": (_PIPELINE, ("review", ["revize"])),
+    "route forward, not back": (_PIPELINE, ("review", ["publish"])),
+}
+
+
+def validation_experiment() -> dict[str, str]:
+    """Each of notebook 04's broken graphs (its mistake: the message `validate()` raises), built from
+    jobs that do nothing and a router that always continues: the refusal is the graph's, not a job's.
+    A graph `validate()` accepts would have no entry."""
+    errors = {}
+    for mistake, (jobs, route) in _BROKEN.items():
+        graph = Graph()
+        for job, deps in jobs:
+            graph.job(job, lambda ctx: None, deps=deps)
+        if route is not None:
+            graph.route(route[0], lambda verdict: Next.Continue, targets=route[1])
+        try:
+            graph.validate()
+        except GraphError as error:
+            errors[mistake] = str(error)
+    return errors
 
 
 # -- sequential against parallel ------------------------------------------------------------
@@ -99,6 +132,25 @@ def retry_graph(job: Callable[[Context], Any], policy: RetryPolicy) -> Graph:
         .job("summarize", lambda ctx: f"summary of {ctx.input}", deps=["fetch"])
         .job("audit", lambda ctx: "logged")
     )
+
+
+def retry_experiment() -> pd.DataFrame:
+    """Each of RETRY_CASES in `retry_graph` under 3 attempts, 0.5 s doubling, every Exception retryable
+    (so the invalid input shows the rule, not the filter), on a FakeClock, as notebook 04 runs them: a row
+    per case with the run's status, fetch's attempts, the waits slept and the other jobs' states."""
+    policy, rows = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,)), {}
+    for case, (failures, error) in RETRY_CASES.items():
+        clock = FakeClock()
+        run = retry_graph(flaky(failures, error), policy).run(clock=clock)
+        waits = ", ".join(f"{s:g}" for s in clock.sleeps) or "-"
+        rows[case] = [
+            run.status,
+            run.attempts["fetch"],
+            waits,
+            *(str(run.states[j]) for j in ("summarize", "audit")),
+        ]
+    columns = ["status", "fetch attempts", "waits (s)", "summarize", "audit"]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("case")
 
 
 # -- the review loop --------------------------------------------------------------------------

@@ -4,7 +4,6 @@ options makes replay stop with a ReplayMiss naming case and turn."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -146,12 +145,7 @@ def recorded() -> bool:
     return bool(trial_files(REVISER_LAB))
 
 
-def live() -> bool:
-    """True when `LABKIT_MODEL` names a live backend (local, ollama:…), not replay."""
-    return os.environ.get("LABKIT_MODEL", "replay").strip().split(":", 1)[0] not in ("", "replay")
-
-
-def source(reviser: ModelReviser) -> str:
+def reply_source(reviser: ModelReviser) -> str:
     """Where the reviser's last reply came from: the recording and its model, or the live backend."""
     reply, temperature = reviser.policy.last_reply, reviser.policy.temperature
     if reviser.error is not None:

@@ -2,12 +2,14 @@
 T=0.7, trial t with seed t; `routing-smollm2-t0.toml`: once at T=0), and its statistics. The trials
 answer `FEEDBACK_QUESTION`: 50 paired trials per control give power 0.90 for a gain of 0.20 at 0.025.
 One task per variant, so a T=0.7 rate is over trials; T=0 and the word cutter are one deterministic
-run: no interval."""
+run: no interval. `RoutingGrid` is how `labkit grid` runs the reviser's episodes and what it prints."""
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -29,27 +31,7 @@ _SAMPLED_K = 50
 DETERMINISTIC = "one deterministic run"
 RATE = "rate [95% interval]"
 FEEDBACK_QUESTION = "lab04-feedback"  # what the trials were recorded to answer (fixtures/questions)
-
-
-def variant_record(
-    backend: Backend, *, model_name: str, label: str, variant: str, control: str, **settings: float
-) -> dict[str, Any]:
-    """Run one variant on `backend` (the grid's Recorder keeps the calls) at `settings` (temperature,
-    seed, trial); its episode record (`stop`: the run's status, `passed`: something was published)."""
-    start = time.perf_counter()
-    temperature, seed, trial = (settings[key] for key in ("temperature", "seed", "trial"))
-    reviser, result = run_variant(variant, backend, control, **settings)
-    published = result.results.get("publish")
-    answer = published if isinstance(published, str) else None
-    record = {"kind": "episode", "run": label, "lab": REVISER_LAB, "case": reviser.task.id, "trial": trial}
-    record |= {"prompt": "reviser", "variant": variant, "control": control, "rung": reviser.rung}
-    record |= {"backend": model_name, "temperature": float(temperature), "seed": seed}
-    limits = {"max_turns": RECORDED["max_visits"], "max_tools": 0, "budget_tokens": None}
-    record |= {"max_tokens": reviser.policy.max_tokens, "limits": limits, "stop": result.status}
-    record |= {"turns": len(reviser.history), "tool_calls": 0, "answer": answer, "citation": None}
-    record |= {"passed": answer is not None, "texts": list(reviser.history)}
-    lengths = [len(text) for text in reviser.history]
-    return record | {"lengths": lengths, "elapsed_s": round(time.perf_counter() - start, 3)}
+_PROMPT = "reviser"  # an episode record's `prompt`: the reviser has one prompt, the same in every episode
 
 
 def sampled_runs(backend: Backend | None = None, *, k: int = _SAMPLED_K) -> pd.DataFrame:
@@ -138,3 +120,85 @@ def reviser_grid_table(record: str | os.PathLike[str]) -> pd.DataFrame:
         chars = _span(group["lengths"].str[-1])
         rows.append({"run": run, "variant": variant, **_rate(passed, greedy), "final chars": chars})
     return pd.DataFrame(rows).set_index(["run", "variant"])
+
+
+class RoutingGrid:
+    """Lab 04's grid, as `labkit.course.grid.labs` asks of every grid lab: a cell per model, control,
+    temperature and seed, each running k trials of every chosen variant."""
+
+    CELL_AXES = ("models", "controls", "temperatures", "seeds")
+    INNER_AXIS = "variants"
+
+    @staticmethod
+    def fill_schema(axes: dict[str, Any]) -> None:
+        """Fill in, in place, a routing grid's axes (spec.schema.json's `routing`): the controls, any of
+        GRID_CONTROLS, and the variants, any of VARIANTS' task suffixes; each by default all of them."""
+        for name, values in (("controls", list(GRID_CONTROLS)), ("variants", list(VARIANTS.values()))):
+            axes[name] |= {"items": {"enum": values}, "default": values}
+
+    @staticmethod
+    def inner_values(path: Path, chosen: list[str]) -> list[str]:
+        """The variants as chosen: the schema's enum has already refused any other (`path` is unused)."""
+        return chosen
+
+    @staticmethod
+    def cell_episode(
+        cell: Mapping[str, Any], variant: str, values: Mapping[str, Any], *, backend: str, seed_tag: str
+    ) -> dict[str, Any]:
+        """The lab's fields of the episode of `variant` in `cell` (a value of each of CELL_AXES): the rung of
+        the cell's control, its task id (the variant, and the fewest words cut where the control sets it:
+        what its calls and record are keyed by), its label, and the control and the variant as options."""
+        control = cell["controls"]
+        rung, cut = GRID_CONTROLS[control]
+        case = f"announcement+{variant}" + (f"+cut{cut}" if cut else "")
+        label = f"{backend} routing {control} T={cell['temperatures']:g}{seed_tag}"
+        return {
+            "rung": rung,
+            "case": case,
+            "label": label,
+            "prompt": _PROMPT,
+            "options": (("control", control), ("variant", variant)),
+        }
+
+    @staticmethod
+    def record_episode(backend: Backend, episode: Any, model_name: str) -> dict[str, Any]:
+        """Run one grid episode (a `labkit.course.grid.spec.GridEpisode`: its options' variant under its
+        options' control, at its settings) on `backend`; its episode record (`stop`: the run's status,
+        `passed`: something was published, `texts` and `lengths`: each revision)."""
+        start = time.perf_counter()
+        options = dict(episode.options)
+        settings = {"temperature": episode.temperature, "seed": episode.trial_seed, "trial": episode.trial}
+        reviser, result = run_variant(options["variant"], backend, options["control"], **settings)
+        published = result.results.get("publish")
+        answer = published if isinstance(published, str) else None
+        return {
+            "kind": "episode",
+            "run": episode.label,
+            "lab": REVISER_LAB,
+            "case": reviser.task.id,
+            "trial": episode.trial,
+            "prompt": _PROMPT,
+            "variant": options["variant"],
+            "control": options["control"],
+            "rung": reviser.rung,
+            "backend": model_name,
+            "temperature": float(episode.temperature),
+            "seed": episode.trial_seed,
+            "max_tokens": reviser.policy.max_tokens,
+            "limits": {"max_turns": RECORDED["max_visits"], "max_tools": 0, "budget_tokens": None},
+            "stop": result.status,
+            "turns": len(reviser.history),
+            "tool_calls": 0,
+            "answer": answer,
+            "citation": None,
+            "passed": answer is not None,
+            "texts": list(reviser.history),
+            "lengths": [len(text) for text in reviser.history],
+            "elapsed_s": round(time.perf_counter() - start, 3),
+        }
+
+    @staticmethod
+    def grid_report(record: str, *, as_json: bool, width: int) -> str:
+        """`reviser_grid_table` of the recording: as JSON records with `as_json`, else text `width` wide."""
+        table = reviser_grid_table(record)
+        return table.reset_index().to_json(orient="records") if as_json else table.to_string(line_width=width)

@@ -3,7 +3,7 @@
 import matplotlib
 import pytest
 
-from labkit import Task, compare, controllers, docuctl, evaluate, outcome, task_from, workflow
+from labkit.baseline import Task, compare, controllers_for, docuctl, evaluate, outcome, task_from, workflow
 from labkit.baseline.controllers import two_rule_workflow
 from labkit.core.colours import colour
 
@@ -38,26 +38,26 @@ def actions(result):
 
 
 def test_the_baseline_table_is_9_17_17_of_18(corpus):
-    table = compare(corpus.cases, controllers(corpus.docs, adaptive=False))
+    table = compare(corpus.cases, controllers_for(corpus.docs, adaptive=False))
     assert list(table.columns) == ["passed", "total", "tool_calls"]
     assert rows(table) == {"keyword route": (9, 18, 9)} | dict.fromkeys(SEVEN[1:3], (17, 18, 36))
     # not only the sums: the same case passes, with the same citation and calls, in both
-    flow, loop = (evaluate(corpus.cases, controllers(corpus.docs)[name]) for name in SEVEN[1:3])
+    flow, loop = (evaluate(corpus.cases, controllers_for(corpus.docs)[name]) for name in SEVEN[1:3])
     assert [(r["passed"], r["citation"], r["tool_calls"]) for r in flow] == [
         (r["passed"], r["citation"], r["tool_calls"]) for r in loop
     ]
 
 
 def test_the_adaptive_cases_at_three_tools_each(corpus):
-    table = compare(corpus.adaptive_cases, controllers(corpus.docs))
+    table = compare(corpus.adaptive_cases, controllers_for(corpus.docs))
     assert list(table.index) == SEVEN and rows(table) == ADAPTIVE
     # the adaptive controllers change nothing on the base cases
-    base = rows(compare(corpus.cases, controllers(corpus.docs)))
+    base = rows(compare(corpus.cases, controllers_for(corpus.docs)))
     assert base == {"keyword route": (9, 18, 9)} | dict.fromkeys(SEVEN[1:], (17, 18, 36))
 
 
 def test_the_adaptive_loop_acts_on_the_observation_and_the_two_rule_workflow_takes_its_steps(corpus):
-    loop = controllers(corpus.docs)["adaptive loop"]
+    loop = controllers_for(corpus.docs)["adaptive loop"]
     revised, next_hit = ["search", "search", "read", "final"], ["search", "read", "read", "final"]
     for case in corpus.cases + corpus.adaptive_cases:
         fixed, adaptive = two_rule_workflow(task_from(case), corpus.docs), loop(task_from(case))
@@ -70,7 +70,7 @@ def test_the_adaptive_loop_acts_on_the_observation_and_the_two_rule_workflow_tak
 
 
 def test_spell_correct_first_searches_once_with_the_corrected_question(corpus):
-    spell_correct_first_workflow = controllers(corpus.docs)["spell-correct-first workflow"]
+    spell_correct_first_workflow = controllers_for(corpus.docs)["spell-correct-first workflow"]
     case = adaptive_case(corpus, "typo-health")
     result = spell_correct_first_workflow(task_from(case))
     assert [e["decision"] for e in result["trace"]] == [
@@ -86,7 +86,7 @@ def test_spell_correct_first_searches_once_with_the_corrected_question(corpus):
 
 
 def test_fallback_searches_again_only_when_the_first_search_is_empty(corpus):
-    fallback_workflow = controllers(corpus.docs)["fallback workflow"]
+    fallback_workflow = controllers_for(corpus.docs)["fallback workflow"]
     case = adaptive_case(corpus, "typo-rollback")
     result = fallback_workflow(task_from(case))
     assert actions(result) == ["search", "search", "read"] and outcome(case, result)
@@ -96,7 +96,7 @@ def test_fallback_searches_again_only_when_the_first_search_is_empty(corpus):
 
 @pytest.mark.parametrize("top_k, rules", [(1, (3, 6, 15)), (2, (6, 6, 18)), (3, (6, 6, 18))])
 def test_top_k_decides_whether_a_conflicting_page_has_a_next_hit(corpus, top_k, rules):
-    table = rows(compare(corpus.adaptive_cases, controllers(corpus.docs, top_k=top_k)))
+    table = rows(compare(corpus.adaptive_cases, controllers_for(corpus.docs, top_k=top_k)))
     assert table["two-rule workflow"] == table["adaptive loop"] == rules
     assert table["spell-correct-first workflow"] == (3, 6, 12)
     case = adaptive_case(corpus, "purge-cache")
@@ -105,21 +105,21 @@ def test_top_k_decides_whether_a_conflicting_page_has_a_next_hit(corpus, top_k, 
 
 @pytest.mark.parametrize("max_tools", [1, 2, 3])
 def test_every_controller_keeps_the_shared_budget(corpus, max_tools):
-    for name, controller in controllers(corpus.docs, max_tools=max_tools).items():
+    for name, controller in controllers_for(corpus.docs, max_tools=max_tools).items():
         for row in evaluate(corpus.cases + corpus.adaptive_cases, controller):
             assert row["tool_calls"] <= max_tools, (name, row["case"])
             assert row["stop"] in ("final", "needs_review", "tool_limit"), (name, row["case"])
 
 
 def test_a_fixed_workflow_past_its_budget_stops_with_tool_limit(corpus):
-    fallback_workflow = controllers(corpus.docs, max_tools=2)["fallback workflow"]
+    fallback_workflow = controllers_for(corpus.docs, max_tools=2)["fallback workflow"]
     result = fallback_workflow(task_from(adaptive_case(corpus, "typo-rollback")))
     assert (result["stop"], result["tool_calls"], result["detail"]) == ("tool_limit", 2, "2 tool calls spent")
     assert actions(result) == ["search", "search"]
 
 
 def test_an_ambiguous_keyword_question_stops_with_zero_tool_calls():
-    result = controllers()["keyword route"](Task("amb", "deploy", "deploy and rollback staging"))
+    result = controllers_for()["keyword route"](Task("amb", "deploy", "deploy and rollback staging"))
     assert (result["stop"], result["tool_calls"]) == ("needs_review", 0)
     assert result["detail"] == "2 topic words in the question: deploy, rollback"
 
@@ -138,7 +138,7 @@ def test_the_chart_gives_each_controller_its_readable_colour_in_every_panel(corp
     from labkit.baseline.plots import outcomes_vs_tool_calls
 
     tables = {
-        name: compare(cases, controllers(corpus.docs))
+        name: compare(cases, controllers_for(corpus.docs))
         for name, cases in (("base", corpus.cases), ("adaptive", corpus.adaptive_cases))
     }
     fig = outcomes_vs_tool_calls(tables)

@@ -5,8 +5,9 @@ import shutil
 
 import pytest
 
-from labkit import FixtureError, load_corpus
+from labkit.baseline import load_corpus
 from labkit.baseline.corpus import DOCUCTL
+from labkit.core import FixtureError
 
 
 @pytest.fixture

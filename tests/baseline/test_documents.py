@@ -2,7 +2,7 @@
 
 import pytest
 
-from labkit import Documents
+from labkit.baseline import Documents
 
 PAGES = [
     {"id": "b-v2", "version": "v2", "title": "Beta", "text": "alpha gamma", "command": "cb"},

@@ -2,7 +2,7 @@
 
 import pytest
 
-from labkit import Task, TaskError, task_from
+from labkit.baseline import Task, TaskError, task_from
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from labkit.core.predictions import predict
 
 def test_nothing_written_says_so():
     for untouched in (None, ...):
-        said = predict("01", "workflow_passes", untouched, 17)
+        said = predict(untouched, 17)
         assert said.matched is None and repr(said) == "no prediction written; the result is 17."
 
 
@@ -34,7 +34,7 @@ def test_nothing_written_says_so():
     ],
 )
 def test_a_prediction_is_compared_in_one_sentence(value, actual, matched, phrase):
-    said = predict("01", "p", value, actual)
+    said = predict(value, actual)
     assert said.matched is matched and phrase in said.message and "\n" not in said.message
 
 
@@ -67,5 +67,5 @@ ANSWERS = st.one_of(
 @settings(max_examples=150, deadline=None)
 @given(value=ANSWERS, actual=st.sampled_from([17, "adaptive loop", ["a", "b"], True, 0.5]))
 def test_any_prediction_gets_a_sentence(value, actual):
-    said = predict("03", "p", value, actual)
+    said = predict(value, actual)
     assert said.message.endswith(".") and len(said.message) < 400

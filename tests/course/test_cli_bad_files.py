@@ -7,8 +7,9 @@ import shutil
 
 import pytest
 
-from labkit import LabError, Task, docuctl_tools, run
+from labkit.baseline import Task, docuctl_tools
 from labkit.baseline.corpus import DOCUCTL
+from labkit.core import LabError, run
 from labkit.decision_loop.model_policy import describe_docuctl
 from labkit.model import ModelPolicy, ReplayBackend
 from labkit.model.replay import TRIALS

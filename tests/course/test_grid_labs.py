@@ -4,6 +4,7 @@ Live episodes run on a tiny fake backend (never the model): it answers each requ
 the first decision its schema admits on turn 1 and a final answer after, so episodes are
 short and deterministic. Replay runs on what the grid itself wrote (`replay:<file>`)."""
 
+import ast
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from labkit.course import cli
 from labkit.course.grid import episode as grid_episode
+from labkit.course.grid.labs import GRID_LABS, GRID_NAMES, grid_lab
 from labkit.course.grid.run import execute, plan
 from labkit.course.grid.spec import load_spec, record_key
 from labkit.model.backend import Reply
@@ -168,3 +170,16 @@ def test_the_committed_lab_recordings_hold_every_episode_of_their_grid_once(tmp_
     calls = [r for _, r in read_records(copy) if r["kind"] == "call"]
     models = {(c["provenance"]["backend"], c["provenance"]["model"]) for c in calls}
     assert models == {("local", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+
+
+def test_every_grid_lab_defines_the_same_names_and_the_course_compares_no_lab_name():
+    for lab in GRID_LABS:
+        missing = [name for name in GRID_NAMES if not hasattr(grid_lab(lab), name)]
+        assert not missing, f"{lab}: {missing}"
+    compared = []  # `lab == "refunds"` and the like: the course reaches a lab through GRID_LABS only
+    for path in sorted((ROOT / "labkit" / "course").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else []
+            if any(isinstance(side, ast.Constant) and side.value in GRID_LABS for side in sides):
+                compared.append(f"{path.name}: {ast.unparse(node)}")
+    assert not compared, "\n".join(compared)

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
 
-from labkit import LabError, docuctl
-from labkit.core import questions, stats
+from labkit.baseline import docuctl
+from labkit.core import LabError, questions, stats
 from labkit.core.stats import exact
 from labkit.decision_loop import ladder, tables
 from labkit.decision_loop.evaluation import (

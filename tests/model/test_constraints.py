@@ -6,7 +6,8 @@ import pytest
 from fake_ollama import TASK
 from test_policy import Scripted
 
-from labkit import LabError, docuctl, docuctl_tools, run, task_from
+from labkit.baseline import docuctl, docuctl_tools, task_from
+from labkit.core import LabError, run
 from labkit.core.runtime import Tool
 from labkit.decision_loop.model_policy import DOCUCTL_RULES as RULES
 from labkit.decision_loop.model_policy import docuctl_policy

@@ -2,7 +2,7 @@
 
 import pytest
 
-from labkit import LabError
+from labkit.core import LabError
 from labkit.model import Recorder, ReplayBackend, backend_for, backend_from_env, parse_spec
 from labkit.model.factory import backend_name
 from labkit.model.local import LocalBackend

@@ -9,7 +9,8 @@ import zipfile
 import jsonschema
 import pytest
 
-from labkit import STOP_REASONS, LabError, docuctl
+from labkit.baseline import docuctl
+from labkit.core import STOP_REASONS, LabError
 from labkit.decision_loop.evaluation import replay_trials
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.trials import limits_for, run_case, run_trials

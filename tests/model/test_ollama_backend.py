@@ -6,7 +6,7 @@ import json
 import pytest
 from fake_ollama import DIGEST, FINAL, READ, SEARCH, TASK, FakeOllama, docuctl_policy, episode
 
-from labkit import docuctl_tools
+from labkit.baseline import docuctl_tools
 from labkit.decision_loop.trials import MAX_PROVIDER_FAILURES
 from labkit.model import Recorder, read_records
 from labkit.model.constraints import decision_schema

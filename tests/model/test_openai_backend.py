@@ -13,7 +13,8 @@ from fake_openai import FINGERPRINT, FakeOpenAI
 from test_local_backend import check_recording, skip_or_fail
 from test_room_server import enum_probe, missing
 
-from labkit import LabError, docuctl, docuctl_tools
+from labkit.baseline import docuctl, docuctl_tools
+from labkit.core import LabError
 from labkit.model import Recorder, backend_from_env, read_records
 from labkit.model.constraints import decision_schema
 from labkit.model.openai_chat import OpenAIBackend

@@ -5,7 +5,8 @@ import time
 
 from fake_ollama import FINAL, READ, SEARCH, TASK, docuctl_policy, episode
 
-from labkit import ProviderError, Task, docuctl_tools, run
+from labkit.baseline import Task, docuctl_tools
+from labkit.core import ProviderError, run
 from labkit.model import Reply
 
 

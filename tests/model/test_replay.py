@@ -6,7 +6,8 @@ import pytest
 from fake_ollama import FINAL, READ, SEARCH, TASK, episode
 from test_policy import Scripted
 
-from labkit import FixtureError, ProviderError, docuctl, docuctl_tools, run, task_from
+from labkit.baseline import docuctl, docuctl_tools, task_from
+from labkit.core import FixtureError, ProviderError, run
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.model import ChatRequest, Recorder, ReplayBackend, ReplayMiss, read_records, trial_files
 from labkit.model.local import MODEL_SHA256

@@ -3,7 +3,7 @@ committed docuctl ladder and reviser recordings show it held the model to."""
 
 import pytest
 
-from labkit import LabError
+from labkit.core import LabError
 from labkit.model import ReplayBackend
 
 

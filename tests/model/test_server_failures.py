@@ -8,7 +8,7 @@ import pytest
 from fake_ollama import SEARCH, FakeOllama, episode
 from fake_openai import FakeOpenAI
 
-from labkit import LabError, ProviderError
+from labkit.core import LabError, ProviderError
 from labkit.model import ChatRequest, Recorder, read_records
 from labkit.model.ollama import OllamaBackend
 from labkit.model.openai_chat import OpenAIBackend

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-import labkit  # noqa: F401 - this and the names below are the cells' names
-from labkit import refunds as R  # noqa: F401
-from labkit.core.predictions import predict  # noqa: F401
+from labkit.baseline import scripted  # noqa: F401 - this and the names below are the cells' names
+from labkit.core import predict  # noqa: F401
 from labkit.course.cli import build_parser
 from labkit.exercises import lab01, lab02, lab03, lab04  # noqa: F401
+from labkit.refunds import careful  # noqa: F401
 from labkit.routing import Next, RetryPolicy  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,15 +75,15 @@ lab01.check_adaptive_case(dict(id="my-case", family="tokens", version="v2", obse
 # lab01 two-tool winner: the adaptive loop
 lab01.check_two_tool_winner("adaptive loop")
 # lab01 prediction
-predict("01", "workflow_passes", 15, 17)
+predict(15, 17)
 # lab01 no prediction
-predict("01", "workflow_passes", ..., 17)
+predict(..., 17)
 # lab02 run that never ends final
 def my_run(task, decide, tools, max_turns, max_tools):
     return {"stop": "turn_limit", "turns": max_turns, "tool_calls": 0, "answer": None, "citation": None}
 lab02.check_run(my_run)
 # lab02 stop policy: deadline
-lab02.check_stop_policy("deadline", labkit.scripted)
+lab02.check_stop_policy("deadline", scripted)
 # lab02 pass^k as (c/n)**k
 lab02.check_pass_hat_k(lambda c, n, k: (c / n) ** k)
 # lab02 budget too small
@@ -108,7 +108,7 @@ def my_redirect_guard(call, state):
         return "not the customer's order"
 lab03.check_guard(my_redirect_guard)
 # lab03 retry: the careful policy
-lab03.check_retry_policy(R.careful)
+lab03.check_retry_policy(careful)
 # lab04 router: vague feedback
 def my_router(verdict):
     return Next.Continue if verdict["chars"] <= 26 else Next.back_to_with("revise", "too long")

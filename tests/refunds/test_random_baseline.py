@@ -9,8 +9,8 @@ import pytest
 
 from labkit.core.errors import FixtureError
 from labkit.refunds import random_baseline
-from labkit.refunds.baselines import episodes_of, random_scores
 from labkit.refunds.grid import grid_cases
+from labkit.refunds.intervals import episodes_of, random_scores
 from labkit.refunds.model_rows import MODEL_DEFENSES, model_specs
 
 

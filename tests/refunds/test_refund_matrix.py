@@ -8,10 +8,10 @@ import pytest
 from labkit.core.stats import exact
 from labkit.model.replay import TRIALS
 from labkit.refunds import COLUMNS, DEFENSES, careful, gullible, matrix, refund_episode, refund_lab
-from labkit.refunds.baselines import defense_comparisons, matrix_intervals
 from labkit.refunds.display import family_table
+from labkit.refunds.grid import refund_grid_table
+from labkit.refunds.intervals import defense_comparisons, matrix_intervals
 from labkit.refunds.metrics import RETRY_FAULT, Spec, course_scores, utility
-from labkit.refunds.model_rows import refund_grid_table
 
 LAB = refund_lab()
 

@@ -11,9 +11,9 @@ from labkit.model import Reply
 from labkit.model.record import read_records
 from labkit.model.replay import TRIALS
 from labkit.refunds import DEFENSES, careful, refund_episode
-from labkit.refunds.baselines import case_of, interval_row, random_scores
 from labkit.refunds.defenses import SPOTLIGHT_TEXT
 from labkit.refunds.grid import grid_cases, spec_of
+from labkit.refunds.intervals import case_of, interval_row, random_scores
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.metrics import score_policy
 from labkit.refunds.model_rows import (

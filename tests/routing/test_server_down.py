@@ -29,7 +29,7 @@ def test_reviser_runs_are_provider_error_and_say_so(down, capsys):
     backend, port = down
     table, revisers = model_reviser.control_table(backend)
     assert set(table["status"]) == {"provider_error"}
-    said = model_reviser.source(revisers["any text (L1)"]["with feedback"])
+    said = model_reviser.reply_source(revisers["any text (L1)"]["with feedback"])
     assert said.startswith("no reply: the model server did not answer") and f"127.0.0.1:{port}" in said
     runs = reviser_trials.sampled_runs(backend, k=2)
     assert capsys.readouterr().out.startswith(f"no reply: the model server did not answer in {len(runs)} of")

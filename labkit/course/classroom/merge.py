@@ -121,7 +121,8 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
         passed = [g for g in guards if s.data["exercises"][g]["passed"]]
         guards, why = (passed, "passed") if passed else (guards, "none passed")
         if guards:
-            why += f", best of {len(guards)}" * (len(guards) > 1)
+            if len(guards) > 1:
+                why += f", best of {len(guards)}"
             choices[s.name] = ([f"{s.name}:{g}" for g in guards], why)
         for exercise in guards:
             table, label = s.data["guards"][exercise], f"{s.name}:{exercise}"

@@ -4,14 +4,15 @@ runs/rerun/. OUT is written only if every cell ran; else OUT.failed.ipynb and on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from labkit.core.errors import LabError
 from labkit.core.paths import CHECKOUT, runs_dir
@@ -48,7 +49,7 @@ def rerun(
     from papermill.inspection import inspect_notebook
 
     from labkit.course.argtypes import output_path
-    from labkit.model.factory import backend_name
+    from labkit.model.factory import backend_name, is_live
 
     if lab in WITHOUT_MODEL:
         why = f"lab {lab} has no model to vary ({WITHOUT_MODEL[lab]})"
@@ -67,7 +68,7 @@ def rerun(
         has = f"(it declares: {', '.join(declared)})"
         raise LabError(f"{notebook.name}'s parameters cell has no {missing[0]} parameter {has}")
     record, env = None, {"LABKIT_MODEL": model}
-    if not model.startswith("replay"):
+    if is_live(model):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         record = runs_dir() / "rerun" / f"lab{lab}-{re.sub(r'[^A-Za-z0-9.-]+', '_', model)}-{stamp}.jsonl"
         record.parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +79,7 @@ def rerun(
         recorded = f" in a fresh kernel; model calls recorded in {record}" if record else " in a fresh kernel"
         print(f"lab {lab}: running {notebook.name} against {model}{recorded}", file=sys.stderr)
     try:
-        with mock.patch.dict(os.environ, env):  # papermill's kernel inherits this process's environment
+        with _environment(env):  # papermill's kernel inherits this process's environment
             papermill.execute_notebook(
                 str(notebook),
                 str(partial),
@@ -99,3 +100,18 @@ def rerun(
         raise LabError(f"{stopped} (the notebook up to there: {failed})") from None
     os.replace(partial, output)
     return Rerun(output, record, chosen)
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """This process's environment with `values` set while the block runs, as it was afterwards."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

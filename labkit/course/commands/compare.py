@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from labkit.baseline.controllers import TOP_K, controllers
+from labkit.baseline.controllers import TOP_K, controllers_for
 from labkit.baseline.corpus import DOCUCTL, load_corpus
 from labkit.baseline.grading import compare
 from labkit.core.errors import LabError
@@ -43,7 +43,7 @@ def handle(args: argparse.Namespace) -> int:
     )
     adaptive = bool(corpus.adaptive_cases)
     table = compare(
-        cases, controllers(corpus.docs, adaptive=adaptive, top_k=args.top_k, max_tools=args.max_tools)
+        cases, controllers_for(corpus.docs, adaptive=adaptive, top_k=args.top_k, max_tools=args.max_tools)
     )
     if args.json:
         rows = {name: {key: int(value) for key, value in row.items()} for name, row in table.iterrows()}

@@ -10,9 +10,9 @@ import pandas as pd
 from labkit.core import questions
 from labkit.course.argtypes import trials_file
 from labkit.course.commands import WIDTH, add_command, plain, say
-from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials
+from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials, trials_report
 from labkit.decision_loop.ladder import exact_baselines, ladder_with_baselines, run_comparisons
-from labkit.decision_loop.tables import K_MAX, stop_counts, summary, with_intervals
+from labkit.decision_loop.tables import K_MAX, with_intervals
 from labkit.decision_loop.trials import known_cases
 
 LAB = "02"  # the questions the comparisons answer: lab 02's ladder and rewrite set (fixtures/questions)
@@ -70,13 +70,5 @@ def _baselines(args: argparse.Namespace) -> int:
 def handle(args: argparse.Namespace) -> int:
     if args.baselines:
         return _baselines(args)
-    rows = evaluate_trials(args.trials)
-    tables = {"summary": summary(rows), "stops": stop_counts(rows)}
-    if args.json:
-        print(json.dumps({name: plain(table, "index") for name, table in tables.items()}, indent=2))
-        return 0
-    tables["summary"] = with_intervals(tables["summary"])
-    with pd.option_context("display.width", WIDTH, "display.max_columns", 30):
-        print("\n\n".join(table.to_string(line_width=WIDTH) for table in tables.values()))
-    print("pass^k = mean over cases of C(c,k)/C(n,k); n/a where a case has fewer than k trials.")
+    print(trials_report(args.trials, as_json=args.json, width=WIDTH))
     return 0

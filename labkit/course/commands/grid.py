@@ -88,16 +88,6 @@ def _record_folder(record: str) -> Iterator[None]:
         raise
 
 
-def _lab_table(lab: str, record: str, as_json: bool) -> int:
-    if lab == "refunds":
-        from labkit.refunds.model_rows import refund_grid_table as grid_table
-    else:
-        from labkit.routing.reviser_trials import reviser_grid_table as grid_table
-    table = grid_table(record)
-    print(table.reset_index().to_json(orient="records") if as_json else table.to_string(line_width=WIDTH))
-    return 0
-
-
 def handle(args: argparse.Namespace) -> int:
     from labkit.course.grid.spec import load_spec
 
@@ -109,7 +99,7 @@ def handle(args: argparse.Namespace) -> int:
 def _run(grid: Any, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from labkit.course.commands import evaluate
+    from labkit.course.grid.labs import grid_lab
     from labkit.course.grid.run import check_models, execute, plan
 
     work = plan(grid, args.record)
@@ -132,6 +122,5 @@ def _run(grid: Any, args: argparse.Namespace) -> int:
                 bar.close()
         took = time.perf_counter() - start
         say(f"{ran} episodes recorded in {took:.0f} s; {args.record} holds all {work.total}")
-    if grid.lab != "docuctl":
-        return _lab_table(grid.lab, args.record, args.json)
-    return evaluate.handle(argparse.Namespace(trials=[args.record], json=args.json, baselines=False))
+    print(grid_lab(grid.lab).grid_report(args.record, as_json=args.json, width=WIDTH))
+    return 0

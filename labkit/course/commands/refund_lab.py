@@ -14,9 +14,9 @@ from labkit.core.errors import LabError
 from labkit.core.questions import answer_records
 from labkit.core.stats import Interval
 from labkit.course.commands import WIDTH, add_command, plain, say
-from labkit.refunds.baselines import defense_comparisons, matrix_intervals
 from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.display import family_table
+from labkit.refunds.intervals import defense_comparisons, matrix_intervals
 from labkit.refunds.metrics import COLUMNS, frame_of, matrix, rows
 from labkit.refunds.model_rows import (
     GRID_RUNG,

@@ -10,19 +10,7 @@ import pandas as pd
 
 from labkit.core.errors import LabError
 from labkit.course.commands import WIDTH, add_command, plain, say
-from labkit.routing import FakeClock, Graph, GraphError, Next, RetryPolicy
 from labkit.routing import experiments as lab
-
-# The broken graphs of notebook 04, one mistake each: the jobs (id, deps) and a route (job, targets).
-_PIPELINE = [("draft", []), ("revise", ["draft"]), ("review", ["revise"]), ("publish", ["review"])]
-_BROKEN = {
-    "duplicate id": ([("draft", []), ("draft", [])], None),
-    "unknown dependency": ([("draft", []), ("revise", ["draft"]), ("review", ["revize"])], None),
-    "dependency cycle": ([("draft", []), ("review", ["draft", "revise"]), ("revise", ["review"])], None),
-    "route on an unknown job": (_PIPELINE, ("reviw", ["revise"])),
-    "route to an unknown target": (_PIPELINE, ("review", ["revize"])),
-    "route forward, not back": (_PIPELINE, ("review", ["publish"])),
-}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,46 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("--skip-timing", action="store_true", help=timing)
 
 
-def _refusals() -> dict[str, str]:
-    """The GraphError message `validate()` raises for each graph of _BROKEN."""
-    errors = {}
-    for mistake, (jobs, route) in _BROKEN.items():
-        graph = Graph()
-        for job, deps in jobs:
-            graph.job(job, lambda ctx: None, deps=deps)
-        if route is not None:
-            graph.route(route[0], lambda verdict: Next.Continue, targets=route[1])
-        try:
-            graph.validate()
-        except GraphError as error:
-            errors[mistake] = str(error)
-    return errors
-
-
-def _retries() -> pd.DataFrame:
-    """Each of lab.RETRY_CASES under 3 attempts, 0.5 s doubling, every Exception retryable (so the
-    invalid input shows the rule, not the filter), as notebook 04 runs them."""
-    policy, rows = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=(Exception,)), {}
-    for case, (failures, error) in lab.RETRY_CASES.items():
-        clock = FakeClock()
-        run = lab.retry_graph(lab.flaky(failures, error), policy).run(clock=clock)
-        waits = ", ".join(f"{s:g}" for s in clock.sleeps) or "-"
-        rows[case] = [
-            run.status,
-            run.attempts["fetch"],
-            waits,
-            *(str(run.states[j]) for j in ("summarize", "audit")),
-        ]
-    columns = ["status", "fetch attempts", "waits (s)", "summarize", "audit"]
-    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("case")
-
-
 def _model_feedback() -> dict[str, Any]:
     """The loop with a model reviser at its recorded settings, as plain data for the report;
     `{"available": False, "note": ...}` when replay is asked for and nothing is recorded."""
+    from labkit.model.factory import is_live
     from labkit.routing import model_reviser as model
 
-    if not model.live() and not model.recorded():
+    if not is_live() and not model.recorded():
         trials = f"fixtures/trials/{model.REVISER_LAB}*.jsonl"
         note = f"no recorded trials for lab {model.REVISER_LAB!r} ({trials}); record them with "
         return {"available": False, "note": note + "LABKIT_MODEL=local LABKIT_RECORD=<file>"}
@@ -96,7 +51,7 @@ def _model_feedback() -> dict[str, Any]:
     return {
         "trials": _model_trials(),
         "available": True,
-        "source": model.source(revisers["with feedback"]),
+        "source": model.reply_source(revisers["with feedback"]),
         "settings": dict(model.RECORDED),
         "chars": {name: [len(text) for text in reviser.history] for name, reviser in revisers.items()},
         "texts": {name: list(reviser.history) for name, reviser in revisers.items()},
@@ -163,9 +118,9 @@ def handle(args: argparse.Namespace) -> int:
         raise LabError(f"--max-visits must be between 1 and 20, got {args.max_visits}")
     if not 1 <= args.limit <= 200:
         raise LabError(f"--limit must be between 1 and 200 characters, got {args.limit}")
-    errors = _refusals()
+    errors = lab.validation_experiment()
     parallel = None if args.skip_timing else lab.parallel_experiment()[0]
-    retries = _retries()
+    retries = lab.retry_experiment()
     revisers = {name: lab.Reviser() for name in lab.FEEDBACK_ROUTERS}
     chars, loops, runs = lab.compare_revisers(revisers, max_visits=args.max_visits, limit=args.limit)
     stop = lab.cache_stop_experiment()
