@@ -7,8 +7,6 @@ names of `labkit.core` (the runtime, errors, predictions, evidence). Names load 
 `import labkit` and `python -m labkit` do not pay for pandas, numpy and jsonschema they may never use.
 """
 
-from __future__ import annotations
-
 import sys
 
 from labkit.core.errors import errors_in_one_line

@@ -9,6 +9,7 @@ or one of the server's `faults`; `fields` overrides fields of every reply; `requ
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -129,3 +130,10 @@ class FakeServer:
                 self._send(*fake.post(self.path, body), trickle=fake.fault == "trickle")
 
         return Handler
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (released just before a server takes it)."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]

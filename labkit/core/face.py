@@ -7,8 +7,6 @@ also the name of one of the package's modules: importing that module would set t
 to the module and shadow the name (tests/test_layout.py checks this for every face).
 """
 
-from __future__ import annotations
-
 import importlib
 import sys
 from collections.abc import Callable

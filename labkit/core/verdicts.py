@@ -50,9 +50,8 @@ def _plain(payload: Any) -> Any:
 def record(lab: str, name: str, verdict: Check, payload: Any = None) -> None:
     """Add one attempt at `name` to the lab's progress file; warn in one line on failure."""
     data = load_progress(lab)
-    entry = data["exercises"].get(name)
-    entry = entry if isinstance(entry, dict) else {}
-    attempts = (entry["attempts"] if type(entry.get("attempts")) is int else 0) + 1
+    entry = data["exercises"].get(name, {})  # labkit wrote the file: its entries are as `record` left them
+    attempts = entry.get("attempts", 0) + 1
     first = entry.get("first_passed_attempt")
     data["exercises"][name] = {
         "passed": verdict.passed,

@@ -50,8 +50,7 @@ __all__ = [
 # the jobs `ready_after` returns first, and the loader refuses a case where it does not.
 _CASES_FILE = FIXTURES / "routing" / "checks.json"
 _SCHEMA = read_json(FIXTURES / "routing" / "checks_schema.json")  # what checks.json holds, by JSON Schema
-_STATES = _SCHEMA["properties"]["ready_cases"]["items"]["properties"]["states"]
-_STATES["additionalProperties"]["enum"] = list(State)  # the scheduler's states, defined once
+_SCHEMA["$defs"]["state"]["enum"] = [state.value for state in State]  # the scheduler's states, defined once
 
 
 @cache

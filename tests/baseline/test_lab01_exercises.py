@@ -226,10 +226,16 @@ def test_a_diagnosis_without_the_traces_evidence_is_refused(stage, reason, phras
     verdict(lab01.check_failure_stage("rollback-restore", stage, reason), False, *phrases)
 
 
-def test_a_diagnosis_of_a_case_the_workflow_passes_or_does_not_have_is_refused():
-    verdict(lab01.check_failure_stage("deploy-build", "retrieval", "rank"), False, "the workflow passes")
-    verdict(lab01.check_failure_stage("no-such-case", "retrieval", "rank"), False, "no base case")
-    verdict(lab01.check_failure_stage(np.array([1]), "retrieval", "x"), False, "case_id is a base case's id")
+@pytest.mark.parametrize(
+    ("case_id", "reason", "phrase"),
+    [
+        ("deploy-build", "rank", "the workflow passes"),
+        ("no-such-case", "rank", "no base case"),
+        (np.array([1]), "x", "case_id is a base case's id"),
+    ],
+)
+def test_a_diagnosis_of_a_case_the_workflow_passes_or_does_not_have_is_refused(case_id, reason, phrase):
+    verdict(lab01.check_failure_stage(case_id, "retrieval", reason), False, phrase)
 
 
 # -- exercise 2: a case that needs adaptive control ------------------------------------------------------

@@ -27,56 +27,73 @@ def says(message: str, number: int) -> bool:
 # -- what counts as an integer, a number, a name -------------------------------------------------
 
 
-@pytest.mark.parametrize("value", [3, np.int64(992), np.int32(-1), np.uint8(7), 10**40])
-def test_every_integral_number_is_whole(value):
-    assert whole(value) and real(value)
-
-
-@pytest.mark.parametrize("value", [True, False, np.bool_(True), 2.0, "3", None, Fraction(1, 2)])
-def test_bools_floats_and_strings_are_not_whole(value):
-    assert not whole(value)
-
-
-@pytest.mark.parametrize("value", [0.5, Fraction(1, 3), np.float64(0.25), np.int64(1), 1])
-def test_every_real_number_is_real(value):
-    assert real(value)
-
-
-@pytest.mark.parametrize("value", [True, np.bool_(False), "0.5", 1j, None])
-def test_bools_strings_and_complex_numbers_are_not_real(value):
-    assert not real(value)
+@pytest.mark.parametrize(
+    ("value", "is_whole", "is_real"),
+    [
+        (3, True, True),
+        (1, True, True),
+        (np.int64(992), True, True),
+        (np.int64(1), True, True),
+        (np.int32(-1), True, True),
+        (np.uint8(7), True, True),
+        (10**40, True, True),
+        (2.0, False, True),
+        (0.5, False, True),
+        (np.float64(0.25), False, True),
+        (Fraction(1, 2), False, True),
+        (Fraction(1, 3), False, True),
+        (True, False, False),
+        (False, False, False),
+        (np.bool_(True), False, False),
+        (np.bool_(False), False, False),
+        ("3", False, False),
+        ("0.5", False, False),
+        (1j, False, False),
+        (None, False, False),
+    ],
+    ids=repr,
+)
+def test_integers_are_whole_and_real_other_reals_only_real_bools_strings_and_complex_neither(
+    value, is_whole, is_real
+):
+    assert (whole(value), real(value)) == (is_whole, is_real)
 
 
 @pytest.mark.parametrize(
-    "answer", ["adaptive loop", "the adaptive loop", "  The Adaptive   LOOP ", "THE adaptive loop\n"]
+    ("answer", "named"),
+    [
+        ("adaptive loop", "adaptive loop"),
+        ("the adaptive loop", "adaptive loop"),
+        ("  The Adaptive   LOOP ", "adaptive loop"),
+        ("THE adaptive loop\n", "adaptive loop"),
+        ("the", None),
+        ("a adaptive loop", None),
+        ("adaptive", None),
+        ("theadaptive loop", None),
+        (3, None),
+        (None, None),
+    ],
+    ids=repr,
 )
-def test_a_name_matches_with_or_without_the(answer):
-    assert name_in(answer, ["search/read workflow", "adaptive loop"]) == "adaptive loop"
-
-
-@pytest.mark.parametrize("answer", ["the", "a adaptive loop", "adaptive", "theadaptive loop", 3, None])
-def test_anything_else_names_nothing(answer):
-    assert name_in(answer, ["search/read workflow", "adaptive loop"]) is None
+def test_a_name_matches_with_or_without_the_and_anything_else_names_nothing(answer, named):
+    assert name_in(answer, ["search/read workflow", "adaptive loop"]) == named
 
 
 # -- lab 01 --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "name",
+    ("name", "passed", "phrase"),
     [
-        "the spell-correct-first workflow",
-        " The Spell-Correct-First Workflow ",
-        "spell-correct-first workflow",
+        ("the spell-correct-first workflow", True, "the spell-correct-first workflow passes 3 of 6"),
+        (" The Spell-Correct-First Workflow ", True, "the spell-correct-first workflow passes 3 of 6"),
+        ("spell-correct-first workflow", True, "the spell-correct-first workflow passes 3 of 6"),
+        ("the adaptive loop", False, "the adaptive loop passes 0 of 6"),  # a wrong one is still refused
+        ("the best one", False, "name one of the controllers"),
     ],
 )
-def test_the_two_tool_winner_passes_with_the(name):
-    verdict(lab01.check_two_tool_winner(name), True, "the spell-correct-first workflow passes 3 of 6")
-
-
-def test_a_wrong_two_tool_winner_with_the_is_still_refused():
-    verdict(lab01.check_two_tool_winner("the adaptive loop"), False, "the adaptive loop passes 0 of 6")
-    verdict(lab01.check_two_tool_winner("the best one"), False, "name one of the controllers")
+def test_the_two_tool_winner_passes_with_the_and_a_wrong_one_is_still_refused(name, passed, phrase):
+    verdict(lab01.check_two_tool_winner(name), passed, phrase)
 
 
 # -- lab 02 --------------------------------------------------------------------------------------
@@ -95,13 +112,6 @@ def test_a_budget_summed_by_pandas_passes(replayed):
     verdict(lab02.check_budget(np.bool_(True)), False, "positive int")
 
 
-def test_the_missing_rule_passes_with_numpy_figures_and_any_spelling_of_its_name():
-    verdict(lab02.check_missing_rule("unread_citation", np.int64(23)), True, "23 of these 24 episodes")
-    verdict(lab02.check_missing_rule(" The Unread_Citation ", 23), True, "23 of these 24 episodes")
-    verdict(lab02.check_missing_rule("unread_citation", np.int64(22)), False, "not 22", "replay_trials")
-    verdict(lab02.check_missing_rule("unread_citation", 23.0), False, "whole number")
-
-
 @pytest.mark.parametrize("stop", ["tool_limit", "final", "invalid_decision", "the turn_limit"])
 def test_a_wrong_rule_is_refused_without_the_rule_or_its_figure(stop):
     check = lab02.check_missing_rule(stop, 23)
@@ -115,16 +125,83 @@ def exact_pass_hat_k(c, n, k):
     return Fraction(math.comb(c, k), math.comb(n, k))
 
 
-def test_an_exact_fraction_is_a_number_for_pass_hat_k():
-    verdict(lab02.check_pass_hat_k(exact_pass_hat_k), True, "C(c,k)/C(n,k)")
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: np.float64(exact_pass_hat_k(c, n, k))), True)
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: Fraction(c, n) ** k), False, "without replacement")
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: Fraction(3, 2)), False, "between 0 and 1")
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: np.bool_(True)), False, "return a number")
-
-
-def test_a_stop_reason_is_named_in_any_case():
-    verdict(lab02.check_stop_policy(" The FINAL ", scripted), True, "stop=final")
+@pytest.mark.parametrize(
+    ("checker", "args", "passed", "phrases"),
+    [
+        pytest.param(
+            lab02.check_missing_rule,
+            ("unread_citation", np.int64(23)),
+            True,
+            ["23 of these 24 episodes"],
+            id="missing rule, a numpy figure",
+        ),
+        pytest.param(
+            lab02.check_missing_rule,
+            (" The Unread_Citation ", 23),
+            True,
+            ["23 of these 24 episodes"],
+            id="missing rule, any spelling of its name",
+        ),
+        pytest.param(
+            lab02.check_missing_rule,
+            ("unread_citation", np.int64(22)),
+            False,
+            ["not 22", "replay_trials"],
+            id="missing rule, a wrong numpy figure",
+        ),
+        pytest.param(
+            lab02.check_missing_rule,
+            ("unread_citation", 23.0),
+            False,
+            ["whole number"],
+            id="missing rule, a float figure",
+        ),
+        pytest.param(
+            lab02.check_pass_hat_k,
+            (exact_pass_hat_k,),
+            True,
+            ["C(c,k)/C(n,k)"],
+            id="pass^k, an exact Fraction",
+        ),
+        pytest.param(
+            lab02.check_pass_hat_k,
+            (lambda c, n, k: np.float64(exact_pass_hat_k(c, n, k)),),
+            True,
+            [],
+            id="pass^k, a numpy float",
+        ),
+        pytest.param(
+            lab02.check_pass_hat_k,
+            (lambda c, n, k: Fraction(c, n) ** k,),
+            False,
+            ["without replacement"],
+            id="pass^k, a Fraction drawn with replacement",
+        ),
+        pytest.param(
+            lab02.check_pass_hat_k,
+            (lambda c, n, k: Fraction(3, 2),),
+            False,
+            ["between 0 and 1"],
+            id="pass^k, a Fraction above 1",
+        ),
+        pytest.param(
+            lab02.check_pass_hat_k,
+            (lambda c, n, k: np.bool_(True),),
+            False,
+            ["return a number"],
+            id="pass^k, a numpy bool",
+        ),
+        pytest.param(
+            lab02.check_stop_policy,
+            (" The FINAL ", scripted),
+            True,
+            ["stop=final"],
+            id="a stop reason named in any case",
+        ),
+    ],
+)
+def test_lab02s_checkers_take_an_honest_form_and_still_refuse_a_wrong_answer(checker, args, passed, phrases):
+    verdict(checker(*args), passed, *phrases)
 
 
 # -- lab 04 --------------------------------------------------------------------------------------
@@ -139,19 +216,23 @@ def test_goto_runs_counted_with_numpy_pass_and_are_recorded_as_ints():
 @pytest.mark.parametrize("job", list(RUNS))
 @pytest.mark.parametrize("off", [-1, 1])
 def test_a_wrong_goto_count_is_refused_without_the_true_count(job, off):
-    said = RUNS[job] + off
-    if said < 0:
-        return
+    said = RUNS[job] + off  # every job runs at least once: 0 at the least
     check = lab04.check_goto_runs(RUNS | {job: np.int64(said)})
     verdict(check, False, f"{said} is not how often {job} runs")
     assert not says(check.message, RUNS[job]), check.message
 
 
-def test_the_worst_case_passes_as_a_numpy_int():
-    verdict(lab04.check_worst_case(np.int64(12)), True, "12 = max_visits × max_attempts")
-    verdict(lab04.check_worst_case(np.int64(7)), False, "the tries are not added to the visits")
-    verdict(lab04.check_worst_case(np.int64(13)), False, "13 is not it")
-    verdict(lab04.check_worst_case(True), False, "whole number")
+@pytest.mark.parametrize(
+    ("answer", "passed", "phrase"),
+    [
+        (np.int64(12), True, "12 = max_visits × max_attempts"),
+        (np.int64(7), False, "the tries are not added to the visits"),
+        (np.int64(13), False, "13 is not it"),
+        (True, False, "whole number"),
+    ],
+)
+def test_the_worst_case_passes_as_a_numpy_int(answer, passed, phrase):
+    verdict(lab04.check_worst_case(answer), passed, phrase)
 
 
 @pytest.mark.parametrize("attempts", [1, 2, 3, 5, 6])

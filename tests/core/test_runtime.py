@@ -67,49 +67,69 @@ def test_final_after_search_and_read(step_timeout):
     assert log == [("search", "deploy"), ("read", "deploy-v2")]
 
 
-def test_a_policy_that_raises_is_an_invalid_decision_not_a_crash():
-    result = run(TASK, script(ZeroDivisionError("division by zero")), tools=tools())
-    assert result["stop"] == "invalid_decision"
-    assert result["detail"] == "policy raised ZeroDivisionError: division by zero"
+STOPS = {  # what ends an episode: (the policy, run's limits, what the result says)
+    "a policy that raises is an invalid decision, not a crash": (
+        script(ZeroDivisionError("division by zero")),
+        {},
+        {"stop": "invalid_decision", "detail": "policy raised ZeroDivisionError: division by zero"},
+    ),
+    "provider error ConnectionError": (
+        script(SEARCH, ConnectionError("refused")),
+        {},
+        {"stop": "provider_error", "turns": 2, "tool_calls": 1, "detail": "ConnectionError: refused"},
+    ),
+    "provider error TimeoutError": (
+        script(SEARCH, TimeoutError("slow")),
+        {},
+        {"stop": "provider_error", "turns": 2, "tool_calls": 1, "detail": "TimeoutError: slow"},
+    ),
+    "provider error ProviderError": (
+        script(SEARCH, ProviderError("HTTP 500")),
+        {},
+        {"stop": "provider_error", "turns": 2, "tool_calls": 1, "detail": "ProviderError: HTTP 500"},
+    ),
+    "tool limit before the extra tool, max_tools=0": (
+        script(SEARCH),
+        {"max_turns": 1, "max_tools": 0},
+        {"stop": "tool_limit", "tool_calls": 0, "detail": "search proposed after 0 tool calls"},
+    ),
+    "tool limit before the extra tool, max_tools=2": (
+        script(SEARCH),
+        {"max_turns": 3, "max_tools": 2},
+        {"stop": "tool_limit", "tool_calls": 2, "detail": "search proposed after 2 tool calls"},
+    ),
+    "turn limit": (
+        script(SEARCH),
+        {"max_turns": 3, "max_tools": 6},
+        {"stop": "turn_limit", "turns": 3, "tool_calls": 3},
+    ),
+    # the page exists but was never read: the answer is not released
+    "unread citation": (script(SEARCH, FINAL), {}, {"stop": "unread_citation", "answer": None}),
+    "an empty citation for a no-answer": (
+        script({"action": "final", "answer": "No matching page.", "citation": ""}),
+        {},
+        {"stop": "final", "citation": ""},
+    ),
+    "cost budget": (
+        script(SEARCH, READ, FINAL, usage={"prompt_tokens": 1, "completion_tokens": 1, "cost": 0.004}),
+        {"budget": Budget(cost=0.01)},
+        {"stop": "budget", "turns": 3},
+    ),
+}
 
 
-@pytest.mark.parametrize(
-    "error", [ConnectionError("refused"), TimeoutError("slow"), ProviderError("HTTP 500")]
-)
-def test_provider_error_is_counted(error):
-    result = run(TASK, script(SEARCH, error), tools=tools())
-    assert (result["stop"], result["turns"], result["tool_calls"]) == ("provider_error", 2, 1)
-    assert result["detail"] == f"{type(error).__name__}: {error}"
+@pytest.mark.parametrize("case", STOPS)
+def test_each_stop_reason_says_what_ended_the_episode(case):
+    policy, limits, expected = STOPS[case]
+    log = []
+    result = run(TASK, policy, tools=tools(log), **limits)
+    assert {key: result[key] for key in expected} == expected
+    assert len(log) == result["tool_calls"]  # every tool call counted ran, and no other
 
 
 def test_lab_error_is_reraised_not_counted():
     with pytest.raises(LabError, match="no recorded reply"):
         run(TASK, script(LabError("no recorded reply for case t1")), tools=tools())
-
-
-@pytest.mark.parametrize("max_tools", [0, 2])
-def test_tool_limit_stops_before_the_extra_tool(max_tools):
-    log = []
-    result = run(TASK, script(SEARCH), tools=tools(log), max_turns=max_tools + 1, max_tools=max_tools)
-    assert (result["stop"], result["tool_calls"], len(log)) == ("tool_limit", max_tools, max_tools)
-    assert result["detail"] == f"search proposed after {max_tools} tool calls"
-
-
-def test_turn_limit():
-    result = run(TASK, script(SEARCH), tools=tools(), max_turns=3, max_tools=6)
-    assert (result["stop"], result["turns"], result["tool_calls"]) == ("turn_limit", 3, 3)
-
-
-def test_unread_citation_even_if_the_page_exists():
-    result = run(TASK, script(SEARCH, FINAL), tools=tools())
-    assert result["stop"] == "unread_citation"
-    assert result["answer"] is None  # the answer is not released
-
-
-def test_empty_citation_is_allowed_for_a_no_answer():
-    no_answer = {"action": "final", "answer": "No matching page.", "citation": ""}
-    result = run(TASK, script(no_answer), tools=tools())
-    assert (result["stop"], result["citation"]) == ("final", "")
 
 
 def test_a_tool_that_raises_is_an_observation():
@@ -209,12 +229,6 @@ def test_budget_counted_from_reported_usage():
     assert result["detail"] == "640 tokens used, budget 500"
     assert result["usage"]["prompt_tokens"] == 600
     assert [entry.get("tokens") for entry in result["trace"]] == [320, 320]
-
-
-def test_cost_budget():
-    usage = {"prompt_tokens": 1, "completion_tokens": 1, "cost": 0.004}
-    result = run(TASK, script(SEARCH, READ, FINAL, usage=usage), tools=tools(), budget=Budget(cost=0.01))
-    assert (result["stop"], result["turns"]) == ("budget", 3)
 
 
 def test_tokens_spent_on_an_unparseable_reply_are_counted():

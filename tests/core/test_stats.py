@@ -42,12 +42,6 @@ def test_wilson_matches_the_published_table_and_scipy(successes, n, low, high):
     assert (interval.low, interval.high) == pytest.approx((ci.low, ci.high), abs=1e-12)
 
 
-@pytest.mark.parametrize("bad", [(1, 0), (3, 2), (-1, 5), (True, 2), (1, 2.0)])
-def test_wilson_refuses_what_is_not_a_count(bad):
-    with pytest.raises(ValueError, match="wilson needs"):
-        wilson(*bad)
-
-
 @pytest.mark.parametrize(("successes", "n"), [(0, 9), (1, 9), (7, 10), (10, 10), (13, 154)])
 def test_exact_is_clopper_pearson_as_scipy_computes_it(successes, n):
     interval = exact(successes, n)
@@ -56,10 +50,25 @@ def test_exact_is_clopper_pearson_as_scipy_computes_it(successes, n):
     assert interval.method == "Clopper-Pearson" and interval.low < interval.high
 
 
-@pytest.mark.parametrize("bad", [(1, 0), (3, 2), (-1, 5), (True, 2), (1, 2.0), (0.5, 2)])
-def test_exact_refuses_what_is_not_a_count(bad):
-    with pytest.raises(ValueError, match="exact needs"):
-        exact(*bad)
+@pytest.mark.parametrize(
+    ("interval", "bad"),
+    [
+        (wilson, (1, 0)),
+        (wilson, (3, 2)),
+        (wilson, (-1, 5)),
+        (wilson, (True, 2)),
+        (wilson, (1, 2.0)),
+        (exact, (1, 0)),
+        (exact, (3, 2)),
+        (exact, (-1, 5)),
+        (exact, (True, 2)),
+        (exact, (1, 2.0)),
+        (exact, (0.5, 2)),  # a Wilson count may be fractional (a sum of per-unit means), an exact one not
+    ],
+)
+def test_wilson_and_exact_refuse_what_is_not_a_count(interval, bad):
+    with pytest.raises(ValueError, match=f"{interval.__name__} needs"):
+        interval(*bad)
 
 
 def test_no_rate_has_zero_width_at_the_edges_or_where_trials_agree():

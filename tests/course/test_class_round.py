@@ -79,9 +79,12 @@ def test_submit_from_a_notebook_cell_keeps_a_pass_after_experimenting(tmp_path, 
     assert (router["passed"], router["attempts"], router["first_passed_attempt"]) == (True, 2, 1)
 
 
-def _submissions(folder, count=8):
-    """`count` lab-03 submissions made the way `labkit submit` makes them, varied per learner."""
-    folder.mkdir(exist_ok=True)
+def _submissions(tmp_path, count=8):
+    """A class folder of `count` lab-03 submissions made the way `labkit submit` makes them from
+    `lab03_progress`, varied per learner; the folder, and the submission they vary."""
+    lab03_progress()
+    folder = tmp_path / "class"
+    folder.mkdir()
     base, _ = build("03", "x")
     for i in range(count):
         data = json.loads(json.dumps(base))
@@ -94,13 +97,11 @@ def _submissions(folder, count=8):
         if i % 4 == 3:
             data["attacks"], data["guards"] = [], {}
         (folder / f"lab03-learner{i}.json").write_text(json.dumps(data))
-    return base
+    return folder, base
 
 
 def test_class_merges_ten_submissions_two_malformed_and_scores_the_red_team_from_the_ledger(cli, tmp_path):
-    lab03_progress()
-    folder = tmp_path / "class"
-    base = _submissions(folder)
+    folder, base = _submissions(tmp_path)
     (folder / "broken.json").write_text('{"format": ')
     (folder / "wrong-types.json").write_text(json.dumps({**base, "exercises": ["mediation"]}))
     code, out, err = cli("class", str(folder), "--chart", str(tmp_path / "chart.png"))
@@ -131,18 +132,17 @@ def test_class_merges_ten_submissions_two_malformed_and_scores_the_red_team_from
 def test_learners_who_hand_in_the_same_table_are_scored_once_and_alike(tmp_path, monkeypatch):
     from labkit.refunds import metrics
 
-    lab03_progress()
-    base = _submissions(tmp_path / "class", count=3)  # three learners, the same two tables each
+    folder, base = _submissions(tmp_path, count=3)  # three learners, the same two tables each
     allow_all = json.loads(json.dumps(base))
     table = allow_all["guards"]["mediation"]
     table["verdicts"] = "a" * len(table["verdicts"])  # a table that lets every refund through
     allow_all["name"] = "dora"
-    (tmp_path / "class" / "lab03-dora.json").write_text(json.dumps(allow_all))
+    (folder / "lab03-dora.json").write_text(json.dumps(allow_all))
     evaluated, score = [], metrics.score_policy
     monkeypatch.setattr(
         metrics, "score_policy", lambda *a, **k: evaluated.append(a[1].name) or score(*a, **k)
     )
-    usable, _ = load_folder(tmp_path / "class")
+    usable, _ = load_folder(folder)
     board = red_team(usable).defenses
     # the five presets, then each distinct table once, under the first learner who handed it in:
     # dora's two (her guard is everyone's), then the mediation table the three learners share
@@ -189,9 +189,7 @@ def test_a_learner_is_shown_with_the_guard_that_passed_else_their_best(cli, tmp_
 
 def test_a_later_file_under_a_name_supersedes_the_earlier_and_says_so(tmp_path):
     # Names are self-reported: the latest `submitted` under a name counts, every earlier one is listed.
-    lab03_progress()
-    folder = tmp_path / "class"
-    base = _submissions(folder, count=2)
+    folder, base = _submissions(tmp_path, count=2)
     later = {**base, "name": "learner0", "submitted": "2999-01-01T00:00:00+00:00"}
     (folder / "again.json").write_text(json.dumps(later))
     (folder / "copy.json").write_text((folder / "lab03-learner1.json").read_text())
@@ -245,9 +243,7 @@ def _hostile(folder, base):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and symlinks")
 def test_hostile_files_are_each_skipped_in_one_line_and_never_run(cli, tmp_path, monkeypatch):
-    lab03_progress()
-    folder = tmp_path / "class"
-    base = _submissions(folder, count=2)
+    folder, base = _submissions(tmp_path, count=2)
     hostile = _hostile(folder, base)
     monkeypatch.chdir(tmp_path)
     code, out, err = cli("class", str(folder), "--chart", str(tmp_path / "c.png"))
@@ -309,9 +305,7 @@ def test_a_learner_named_like_a_course_row_never_replaces_it(cli, tmp_path):
     # One round with a learner named after each kind of course row (a defense preset, the
     # deterministic bundle, no defense, an attack): every course row stays the course's.
     names = ["mediation", "all_deterministic", "none", "direct-other-order"]
-    lab03_progress()
-    folder = tmp_path / "class"
-    base = _submissions(folder, count=1)
+    folder, base = _submissions(tmp_path, count=1)
     for name in names:
         (folder / f"{name}.json").write_text(json.dumps({**base, "name": name}))
     code, out, err = cli("class", str(folder), "--json", "--chart", str(tmp_path / "c.png"))
@@ -451,10 +445,7 @@ def test_sixty_learners_read_in_tables_120_wide_and_a_bounded_chart(cli, tmp_pat
 
     from labkit.course.commands import class_
 
-    lab03_progress()
-    base, _ = build("03", "x")
-    folder = tmp_path / "class"
-    folder.mkdir()
+    folder, base = _submissions(tmp_path, count=0)  # the class folder and base; the learners are below
     for i in range(60):  # the longest names a submission may have; the same tables, scored once
         name = f"learner-{i:02d}".ljust(32, "x")
         (folder / f"{name}.json").write_text(json.dumps({**base, "name": name}))

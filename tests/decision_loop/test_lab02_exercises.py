@@ -95,85 +95,103 @@ def test_a_run_that_changes_what_it_is_handed_is_judged_on_its_own_merits():
     verdict(lab02.check_run(my_run), True)
 
 
-def test_wrong_runs_are_answered_with_the_rule_they_break():
-    def no_validation(task, decide, tools, max_turns, max_tools):
-        decision = decide(task, [])
-        return {"stop": "final", "turns": 1, "tool_calls": 0, "answer": decision["answer"], "citation": None}
+# Wrong runs, each answered with the rule it breaks:
+def no_validation(task, decide, tools, max_turns, max_tools):
+    decision = decide(task, [])
+    return {"stop": "final", "turns": 1, "tool_calls": 0, "answer": decision["answer"], "citation": None}
 
-    def limit_after_running(task, decide, tools, max_turns, max_tools):
-        result = my_run(task, decide, tools, max_turns, max_tools + 1)  # one call too many
-        over = result["tool_calls"] > max_tools
-        return result | {"stop": "tool_limit", "tool_calls": max_tools} if over else result
 
-    def trusts_citations(*args, **limits):
-        result = my_run(*args, **limits)
-        return result | {"stop": "final"} if result["stop"] == "unread_citation" else result
+def limit_after_running(task, decide, tools, max_turns, max_tools):
+    result = my_run(task, decide, tools, max_turns, max_tools + 1)  # one call too many
+    over = result["tool_calls"] > max_tools
+    return result | {"stop": "tool_limit", "tool_calls": max_tools} if over else result
 
-    def every_id_returned(tool, result):  # search hits count as read too
-        items = result if isinstance(result, list) else [result]
-        return {item["id"] for item in items if isinstance(item, dict) and isinstance(item.get("id"), str)}
 
-    def skeleton(task, decide, tools, max_turns, max_tools):  # asks, and does nothing with the answer
-        for _ in range(max_turns):
-            decide(task, [])
-        return {"stop": "turn_limit", "turns": max_turns, "tool_calls": 0, "answer": None, "citation": None}
+def trusts_citations(*args, **limits):
+    result = my_run(*args, **limits)
+    return result | {"stop": "final"} if result["stop"] == "unread_citation" else result
 
-    verdict(lab02.check_run(no_validation), False, "raised KeyError", "stop reason", "line")
-    verdict(lab02.check_run(limit_after_running), False, "tools ran")
-    verdict(lab02.check_run(trusts_citations), False, "unread_citation")
-    verdict(lab02.check_run(varied(ids_read=every_id_returned)), False, "searches, then cites a hit unread")
-    verdict(lab02.check_run(skeleton), False, "'scripted search, read, answer'", "expected 'final'")
-    verdict(lab02.check_run(lambda *a, **k: "done"), False, "return a dict")
-    verdict(lab02.check_run(lambda *a, **k: dict.fromkeys(ENDED, {1, 2})), False, "plain str, int")
-    verdict(lab02.check_run(None), False, "not attempted yet")
+
+def every_id_returned(tool, result):  # search hits count as read too
+    items = result if isinstance(result, list) else [result]
+    return {item["id"] for item in items if isinstance(item, dict) and isinstance(item.get("id"), str)}
+
+
+def skeleton(task, decide, tools, max_turns, max_tools):  # asks, and does nothing with the answer
+    for _ in range(max_turns):
+        decide(task, [])
+    return {"stop": "turn_limit", "turns": max_turns, "tool_calls": 0, "answer": None, "citation": None}
+
+
+def positional(task, decide, tools, max_turns, max_tools, named=None):
+    class Positional:  # the tool as a learner calls it: tool.call(value, ...)
+        def __init__(self, tool):
+            self.tool, self.params, self.source = tool, tool.params, tool.source
+
+        def call(self, **args):
+            return self.tool.call(*args.values()) if named is None else self.tool.call(**{named: "x"})
+
+    return my_run(task, decide, {name: Positional(t) for name, t in tools.items()}, max_turns, max_tools)
+
+
+# Runs fitted to the shown cases, which fail on the others:
+def any_id(tool, result):  # forgets tool.source: a non-source tool's id counts as read
+    return {result["id"]} if isinstance(result, dict) and isinstance(result.get("id"), str) else set()
+
+
+def limit_from_turn_2(task, decide, tools, max_turns, max_tools):  # max_tools=0 lets one through
+    return my_run(task, decide, tools, max_turns, max_tools or 1)
+
+
+def connection_errors_only(task, decide, tools, max_turns, max_tools):
+    def wrapped(t, o):
+        try:
+            return decide(t, o)
+        except OSError as error:
+            if isinstance(error, ConnectionError):
+                raise
+            raise RuntimeError(str(error)) from None
+
+    return my_run(task, wrapped, tools, max_turns, max_tools)
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrases"),
+    [
+        pytest.param(no_validation, ["raised KeyError", "stop reason", "line"], id="no validation"),
+        pytest.param(limit_after_running, ["tools ran"], id="limit after running"),
+        pytest.param(trusts_citations, ["unread_citation"], id="trusts citations"),
+        pytest.param(
+            varied(ids_read=every_id_returned), ["searches, then cites a hit unread"], id="every id returned"
+        ),
+        pytest.param(skeleton, ["'scripted search, read, answer'", "expected 'final'"], id="skeleton"),
+        pytest.param(lambda *a, **k: "done", ["return a dict"], id="a str"),
+        pytest.param(lambda *a, **k: dict.fromkeys(ENDED, {1, 2}), ["plain str, int"], id="sets as values"),
+        pytest.param(None, ["not attempted yet"], id="None"),
+        # it must go on with the validated decision and call tools by keyword
+        pytest.param(
+            varied(validated=False),
+            ["went on with the proposal", "validate_decision returns"],
+            id="goes on with the proposal",
+        ),
+        pytest.param(
+            positional, ["call tools with keywords", "tools['search'].call(query=...)"], id="positional"
+        ),
+        pytest.param(partial(positional, named="q"), ["call tools with keywords"], id="a wrong keyword"),
+        # fitted to the shown cases
+        pytest.param(varied(ids_read=any_id), ["not a source", "does not show"], id="fitted: any id"),
+        pytest.param(limit_from_turn_2, ["no tool allowed", "does not show"], id="fitted: limit from turn 2"),
+        pytest.param(
+            connection_errors_only, ["TimeoutError", "provider_error"], id="fitted: connection errors only"
+        ),
+    ],
+)
+def test_a_wrong_run_is_answered_with_the_rule_it_breaks(answer, phrases):
+    verdict(lab02.check_run(answer), False, *phrases)
 
 
 def test_an_empty_citation_may_be_taken_for_none_or_for_an_unread_one():
     verdict(lab02.check_run(varied(empty_cites=True)), True, "all 15 cases")
-
-
-def test_a_run_must_go_on_with_the_validated_decision_and_call_tools_by_keyword():
-    def positional(task, decide, tools, max_turns, max_tools, named=None):
-        class Positional:  # the tool as a learner calls it: tool.call(value, ...)
-            def __init__(self, tool):
-                self.tool, self.params, self.source = tool, tool.params, tool.source
-
-            def call(self, **args):
-                return self.tool.call(*args.values()) if named is None else self.tool.call(**{named: "x"})
-
-        return my_run(task, decide, {name: Positional(t) for name, t in tools.items()}, max_turns, max_tools)
-
-    verdict(
-        lab02.check_run(varied(validated=False)),
-        False,
-        "went on with the proposal",
-        "validate_decision returns",
-    )
-    verdict(lab02.check_run(positional), False, "call tools with keywords", "tools['search'].call(query=...)")
-    verdict(lab02.check_run(partial(positional, named="q")), False, "call tools with keywords")
-
-
-def test_runs_fitted_to_the_shown_cases_fail_on_the_others():
-    def any_id(tool, result):  # forgets tool.source: a non-source tool's id counts as read
-        return {result["id"]} if isinstance(result, dict) and isinstance(result.get("id"), str) else set()
-
-    def limit_from_turn_2(task, decide, tools, max_turns, max_tools):  # max_tools=0 lets one through
-        return my_run(task, decide, tools, max_turns, max_tools or 1)
-
-    def connection_errors_only(task, decide, tools, max_turns, max_tools):
-        def wrapped(t, o):
-            try:
-                return decide(t, o)
-            except OSError as error:
-                if isinstance(error, ConnectionError):
-                    raise
-                raise RuntimeError(str(error)) from None
-
-        return my_run(task, wrapped, tools, max_turns, max_tools)
-
-    verdict(lab02.check_run(varied(ids_read=any_id)), False, "not a source", "does not show")
-    verdict(lab02.check_run(limit_from_turn_2), False, "no tool allowed", "does not show")
-    verdict(lab02.check_run(connection_errors_only), False, "TimeoutError", "provider_error")
 
 
 def test_a_hanging_run_or_policy_gets_a_verdict_naming_the_case(short_limit):
@@ -201,40 +219,57 @@ def citer(task, observations):
     return {"action": "final", "answer": "docuctl release revert --env staging", "citation": "rollback-v2"}
 
 
-def test_a_policy_reaches_every_reason_a_policy_alone_can():
-    verdict(lab02.check_stop_policy("tool_limit", searcher), True, "stop=tool_limit after 3 turn(s)")
-    # turn_limit runs under its own limits: every non-final action spends a tool
-    verdict(lab02.check_stop_policy("turn_limit", searcher), True, "after 2 turn(s)", "max_turns=2")
-    verdict(lab02.check_stop_policy("unread_citation", citer), True, "stop=unread_citation")
-    verdict(lab02.check_stop_policy("invalid_decision", lambda t, o: {"action": "delete"}), True)
-
-    def down(task, observations):
-        raise ConnectionError("refused")
-
-    verdict(lab02.check_stop_policy("provider_error", down), True)
+def down(task, observations):
+    raise ConnectionError("refused")
 
 
-def test_a_wrong_policy_or_reason_says_what_happened():
-    verdict(lab02.check_stop_policy("turn_limit", citer), False, "ended with stop=unread_citation")
-    verdict(lab02.check_stop_policy("turn_limit", lambda t, o: {"action": "nope"}), False, "invalid_decision")
-    verdict(lab02.check_stop_policy("crash", searcher), False, "not a stop reason")
-    verdict(lab02.check_stop_policy("deadline", searcher), False, "needs a timer")
-    verdict(lab02.check_stop_policy("tool_limit", None), False, "not attempted yet")
-    verdict(lab02.check_stop_policy("tool_limit", "search"), False, "a policy is a function")
+@pytest.mark.parametrize(
+    ("reason", "policy", "passed", "phrases"),
+    [
+        # a policy reaches every reason a policy alone can
+        ("tool_limit", searcher, True, ["stop=tool_limit after 3 turn(s)"]),
+        # turn_limit runs under its own limits: every non-final action spends a tool
+        ("turn_limit", searcher, True, ["after 2 turn(s)", "max_turns=2"]),
+        ("unread_citation", citer, True, ["stop=unread_citation"]),
+        pytest.param(
+            "invalid_decision", lambda t, o: {"action": "delete"}, True, [], id="invalid_decision-delete"
+        ),
+        ("provider_error", down, True, []),
+        # a wrong policy or reason says what happened
+        ("turn_limit", citer, False, ["ended with stop=unread_citation"]),
+        pytest.param(
+            "turn_limit", lambda t, o: {"action": "nope"}, False, ["invalid_decision"], id="turn_limit-nope"
+        ),
+        ("crash", searcher, False, ["not a stop reason"]),
+        ("deadline", searcher, False, ["needs a timer"]),
+        ("tool_limit", None, False, ["not attempted yet"]),
+        ("tool_limit", "search", False, ["a policy is a function"]),
+    ],
+)
+def test_a_stop_policy_reaches_its_reason_or_is_told_what_happened(reason, policy, passed, phrases):
+    verdict(lab02.check_stop_policy(reason, policy), passed, *phrases)
 
 
 # -- exercise 2: pass^k by hand --------------------------------------------------------------
 
 
-def test_pass_hat_k_by_hand():
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: math.comb(c, k) / math.comb(n, k)), True, "C(c,k)/C(n,k)")
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: (c / n) ** k), False, "drawn without replacement")
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: 1 / 0), False, "raised ZeroDivisionError")
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: "0.3"), False, "return a number")
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: True), False, "a bool")
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: 10**400), False, "between 0 and 1")
-    verdict(lab02.check_pass_hat_k(lambda c, n, k: math.nan), False, "expected")
-    verdict(lab02.check_pass_hat_k(None), False, "not attempted yet")
+@pytest.mark.parametrize(
+    ("answer", "passed", "phrases"),
+    [
+        pytest.param(lambda c, n, k: math.comb(c, k) / math.comb(n, k), True, ["C(c,k)/C(n,k)"], id="exact"),
+        pytest.param(
+            lambda c, n, k: (c / n) ** k, False, ["drawn without replacement"], id="with replacement"
+        ),
+        pytest.param(lambda c, n, k: 1 / 0, False, ["raised ZeroDivisionError"], id="raises"),
+        pytest.param(lambda c, n, k: "0.3", False, ["return a number"], id="a str"),
+        pytest.param(lambda c, n, k: True, False, ["a bool"], id="a bool"),
+        pytest.param(lambda c, n, k: 10**400, False, ["between 0 and 1"], id="too big"),
+        pytest.param(lambda c, n, k: math.nan, False, ["expected"], id="nan"),
+        pytest.param(None, False, ["not attempted yet"], id="None"),
+    ],
+)
+def test_pass_hat_k_by_hand(answer, passed, phrases):
+    verdict(lab02.check_pass_hat_k(answer), passed, *phrases)
 
 
 def test_pass_hat_k_is_the_same_check_every_time_and_refuses_a_rounded_answer():
@@ -280,16 +315,22 @@ def test_a_budget_that_is_not_a_positive_int_is_refused(answer):
 # -- exercise 4: the rule a stop-only grader relies on ---------------------------------------
 
 
-def test_the_missing_rule_and_its_figure():
-    # The example prompt at L1, T=0: 22 unread_citation, 1 invalid_decision, 1 final (passed).
-    verdict(lab02.check_missing_rule("unread_citation", 23), True, "23 of these 24 episodes", "passes 1")
-    verdict(lab02.check_missing_rule("unread_citation"), False, "unread_citation is the rule", "how many")
-    verdict(lab02.check_missing_rule("unread_citation", 22), False, "not 22", "replay_trials")
-    verdict(lab02.check_missing_rule("unread_citation", "23"), False, "whole number (an int)")
-    verdict(lab02.check_missing_rule("tool_limit"), False, "removing the tool_limit rule", "Which rule")
-    verdict(lab02.check_missing_rule("final"), False, "Which rule")
-    verdict(lab02.check_missing_rule("citations"), False, "not a stop reason")
-    verdict(lab02.check_missing_rule(None), False, "not attempted yet")
+@pytest.mark.parametrize(
+    ("rule", "figure", "passed", "phrases"),
+    [
+        # The example prompt at L1, T=0: 22 unread_citation, 1 invalid_decision, 1 final (passed).
+        ("unread_citation", 23, True, ["23 of these 24 episodes", "passes 1"]),
+        ("unread_citation", None, False, ["unread_citation is the rule", "how many"]),
+        ("unread_citation", 22, False, ["not 22", "replay_trials"]),
+        pytest.param("unread_citation", "23", False, ["whole number (an int)"], id="unread_citation-a str"),
+        ("tool_limit", None, False, ["removing the tool_limit rule", "Which rule"]),
+        ("final", None, False, ["Which rule"]),
+        ("citations", None, False, ["not a stop reason"]),
+        (None, None, False, ["not attempted yet"]),
+    ],
+)
+def test_the_missing_rule_and_its_figure(rule, figure, passed, phrases):
+    verdict(lab02.check_missing_rule(rule, figure), passed, *phrases)
 
 
 # -- whatever a learner hands in ends in a verdict ----------------------------------------------

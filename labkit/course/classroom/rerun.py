@@ -105,13 +105,10 @@ def rerun(
 @contextlib.contextmanager
 def _environment(values: dict[str, str]) -> Iterator[None]:
     """This process's environment with `values` set while the block runs, as it was afterwards."""
-    before = {key: os.environ.get(key) for key in values}
+    before = os.environ.copy()
     os.environ.update(values)
     try:
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        os.environ.clear()
+        os.environ.update(before)
