@@ -12,6 +12,9 @@ BIN    := $(VENV)/bin
 LAB_STAMP  := $(VENV)/.installed-lab
 TEST_STAMP := $(VENV)/.installed-test
 STUDENT    := student
+# A room without network: with a wheelhouse/ folder beside this Makefile (README, "A room without
+# network"), every pip install of .venv reads that folder only, never an index.
+PIP_FROM   := $(if $(wildcard wheelhouse/.),--no-index --find-links wheelhouse)
 
 .PHONY: lab notebooks test install lint benchmarks clean lock student model room-server FORCE
 
@@ -28,16 +31,16 @@ $(PY_STAMP): FORCE
 	if [ "$$($(BIN)/python -c '$(PY_ID)' 2>/dev/null)" != "$$found" ]; then \
 		if [ -e $(VENV) ]; then echo "make: $(VENV) is not a venv of $(PYTHON) ($${found#* }): replacing it"; fi; \
 		rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && echo "$$found" > $@ && \
-		$(BIN)/python -m pip install --quiet --upgrade pip; \
+		$(BIN)/python -m pip install --quiet $(PIP_FROM) --upgrade pip; \
 	elif [ ! -f $@ ]; then echo "$$found" > $@ && touch -r $(VENV)/pyvenv.cfg $@; fi
 
 $(LAB_STAMP): requirements.txt pyproject.toml $(PY_STAMP)
-	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[lab]"
+	$(BIN)/python -m pip install --quiet $(PIP_FROM) -c requirements.txt -e ".[lab]"
 	$(BIN)/python -m labkit.course.jupyter_settings
 	@touch $@
 
 $(TEST_STAMP): requirements.txt pyproject.toml $(PY_STAMP)
-	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
+	$(BIN)/python -m pip install --quiet $(PIP_FROM) -r requirements.txt -e .
 	$(BIN)/python -m labkit.course.jupyter_settings
 	@touch $@ $(LAB_STAMP)
 

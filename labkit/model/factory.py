@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 from labkit.core.errors import LabError
@@ -20,7 +21,13 @@ def _kind(spec: str, shown: str) -> tuple[str, str]:
     kind, _, arg = spec.partition(":")
     if kind == "openai" and not arg.strip():
         raise LabError(f"{shown}: openai:<model> needs a model name, e.g. openai:smollm2")
-    if kind in ("replay", "openai") or (kind == "local" and not arg) or (kind == "ollama" and arg):
+    # An Ollama name is letters, digits and ._:/- ("qwen2.5:0.5b"); a space or a ";" is a typo, refused here,
+    # before a grid starts, rather than as a 404 from the server after the first cell.
+    if (
+        kind in ("replay", "openai")
+        or (kind == "local" and not arg)
+        or (kind == "ollama" and re.fullmatch(r"[\w.:/-]+", arg))
+    ):
         return kind, arg.strip() if kind == "openai" else arg
     raise LabError(f"{shown} is not a backend: use {BACKENDS}; e.g. ollama:qwen2.5:0.5b")
 

@@ -84,3 +84,10 @@ def test_a_venv_of_another_python_is_replaced_and_a_venv_of_this_one_kept(make, 
         assert (out, calls) == ("", [])
     (venv / "mine").touch()
     assert make("install", "PYTHON=./py3.11") == (0, "", "", calls) and (venv / "mine").exists()
+
+
+def test_with_a_wheelhouse_every_install_reads_it_and_no_index(make, tmp_path):
+    (tmp_path / "wheelhouse").mkdir()
+    code, _, _, calls = make("install", "PYTHON=./py3.11")
+    pip = [call for call in calls if call.split()[1] == "pip"]
+    assert code == 0 and len(pip) == 2 and all("--no-index --find-links wheelhouse" in call for call in pip)

@@ -38,7 +38,7 @@ def test_a_labs_model_parameter_wins_unless_left_at_replay():
     [
         *[
             ({"LABKIT_MODEL": spec}, "is not a backend: use replay")
-            for spec in ("gpt-4", "ollama:", "local:big")
+            for spec in ("gpt-4", "ollama:", "local:big", "ollama:qwen 2.5", "ollama:q;rm")
         ],
         ({"LABKIT_MODEL": "openai: "}, "needs a model name"),
         ({"LABKIT_MODEL": "openai:x", "LABKIT_OPENAI_SCHEMA": "grammar"}, "'grammar' is not a schema mode"),

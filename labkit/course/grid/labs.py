@@ -2,7 +2,7 @@
 call the same names of every lab's class and know no lab themselves.
 
 A grid lab's class defines, as class attributes and static methods (each one's docstring says what it
-checks and returns):
+checks and returns; tests/course/test_grid_labs.py checks that every class has them):
 
 - `CELL_AXES`: the spec's axes whose every combination is a cell (one run label), in order;
   `INNER_AXIS`: the axis each cell runs k times over (its values are the episodes' cases or variants)
@@ -29,16 +29,6 @@ GRID_LABS = {
     "refunds": "labkit.refunds.grid:RefundGrid",
     "routing": "labkit.routing.reviser_trials:RoutingGrid",
 }
-# What every class of GRID_LABS defines (see above); tests/course/test_grid_labs.py checks it.
-GRID_NAMES = (
-    "CELL_AXES",
-    "INNER_AXIS",
-    "fill_schema",
-    "inner_values",
-    "cell_episode",
-    "record_episode",
-    "grid_report",
-)
 
 
 def grid_lab(lab: str) -> type:
