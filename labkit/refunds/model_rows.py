@@ -41,19 +41,14 @@ def model_specs(lab: RefundLab | None = None) -> list[Spec]:
     return [spec_of(case, lab) for case in grid_cases(lab)]
 
 
-def _calls() -> list[dict[str, Any]]:
-    """Every recorded model call of this lab (replay's own index of the files: parsed once)."""
-    return recorded_calls(_LAB)
-
-
 def model_available() -> bool:
-    """True when refund trials are recorded."""
-    return bool(_calls())
+    """True when refund trials are recorded (replay's own index of the files: parsed once)."""
+    return bool(recorded_calls(_LAB))
 
 
 def _recorded_cases(rung: str) -> set[str]:
     """The task ids (case and defense, `grid.episode_case`) with model calls recorded at `rung`."""
-    return {str(r["case"]) for r in _calls() if r.get("lab") == _LAB and r.get("rung", DEFAULT_RUNG) == rung}
+    return {str(r["case"]) for r in recorded_calls(_LAB) if r.get("rung", DEFAULT_RUNG) == rung}
 
 
 def recorded_defenses(rung: str = GRID_RUNG) -> list[str]:

@@ -167,9 +167,13 @@ def check_ready(my_ready: Callable[..., Any] | None) -> Check:
 # -- Build it, part 2: the router ----------------------------------------------------------------
 
 
-def _says(feedback: str, number: int) -> bool:
-    """Whether `feedback` states `number` as digits of its own (27 in "27 chars", not in "127")."""
-    return re.search(rf"(?<!\d){number}(?!\d)", feedback) is not None
+def _states(feedback: str, chars: int) -> bool:
+    """Whether `feedback` states the count and LIMIT as numbers of their own (27 in "27 chars", not in
+    "127"), and the limit where it names one: the number just after "limit", "max…" or "at most" is LIMIT
+    ("26 characters, limit is 45" swaps them)."""
+    numbers = {int(number) for number in re.findall(r"(?<!\d)\d+(?!\d)", feedback)}
+    named = re.findall(r"(?:limit|max\w*|at most)\D{0,15}?(\d+)", feedback, re.IGNORECASE)
+    return {chars, LIMIT} <= numbers and all(int(number) == LIMIT for number in named)
 
 
 def _router_problem(decision: Any, chars: int) -> str | None:
@@ -183,7 +187,7 @@ def _router_problem(decision: Any, chars: int) -> str | None:
         return hint("over")
     if decision.feedback is None:
         return hint("no feedback")
-    if not (_says(decision.feedback, chars) and _says(decision.feedback, LIMIT)):
+    if not _states(decision.feedback, chars):
         return hint("no digits", got=shown(decision.feedback))
     return None
 

@@ -1,6 +1,8 @@
 """The constraint ladder: the schema admissible in each episode state (asserted exactly on hand-built
 states), how a reply becomes a decision, and the runtime still validating every decision."""
 
+from functools import partial
+
 import jsonschema
 import pytest
 from fake_ollama import TASK
@@ -77,27 +79,54 @@ def test_l3_final_is_only_the_exact_command_of_a_page_read():
     assert admissible_schema(TOOLS, "L3", RULES, TASK, READ)["anyOf"][-1] == final
 
 
-def test_rungs_a_lab_cannot_serve_are_refused_by_name():
-    with pytest.raises(LabError, match="unknown constraint rung 'L4'"):
-        admissible_schema(TOOLS, "L4", RULES)
-    with pytest.raises(LabError, match="needs the lab's state rules"):
-        admissible_schema(TOOLS, "L2", None)
-    with pytest.raises(LabError, match="extractive final"):
-        admissible_schema(TOOLS, "L3", StateRules(slots={}))
-    with pytest.raises(LabError, match="ModelPolicy: unknown constraint rung"):
-        docuctl_policy("base", backend=ReplayBackend(), rung="L9")
+@pytest.mark.parametrize(
+    ("refused", "message"),
+    [
+        pytest.param(partial(admissible_schema, TOOLS, "L4", RULES), "unknown constraint rung 'L4'", id="L4"),
+        pytest.param(
+            partial(admissible_schema, TOOLS, "L2", None), "needs the lab's state rules", id="L2 no rules"
+        ),
+        pytest.param(
+            partial(admissible_schema, TOOLS, "L3", StateRules(slots={})),
+            "extractive final",
+            id="L3 no final",
+        ),
+        pytest.param(
+            partial(docuctl_policy, "base", backend=ReplayBackend(), rung="L9"),
+            "ModelPolicy: unknown constraint rung",
+            id="a policy at L9",
+        ),
+    ],
+)
+def test_rungs_a_lab_cannot_serve_are_refused_by_name(refused, message):
+    with pytest.raises(LabError, match=message):
+        refused()
 
 
-def test_a_decision_is_the_whole_reply_or_at_l0_the_first_json_object_in_it():
-    assert decision_in('Sure! {"action": "search"} done', "L0") == {"action": "search"}
-    assert decision_in('```json\n{"a": 1}\n```', "L0") == {"a": 1}
-    assert decision_in('{broken {"b": 2}', "L0") == {"b": 2}
-    assert decision_in('{"a":' * 2000 + '{"c": 3}', "L0") == {"c": 3}  # nesting past the recursion limit
-    with pytest.raises(ValueError, match="no JSON object"):
-        decision_in("I would search the docs.", "L0")
-    for text in ('Sure! {"a": 1}', "[" * 100_000):
-        with pytest.raises(ValueError, match="model reply is not JSON"):
-            decision_in(text, "L1")
+@pytest.mark.parametrize(
+    ("reply", "decision"),
+    [
+        ('Sure! {"action": "search"} done', {"action": "search"}),
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('{broken {"b": 2}', {"b": 2}),
+        pytest.param('{"a":' * 2000 + '{"c": 3}', {"c": 3}, id="nesting past the recursion limit"),
+    ],
+)
+def test_a_decision_at_l0_is_the_first_json_object_in_the_reply(reply, decision):
+    assert decision_in(reply, "L0") == decision
+
+
+@pytest.mark.parametrize(
+    ("reply", "rung", "message"),
+    [
+        ("I would search the docs.", "L0", "no JSON object"),
+        ('Sure! {"a": 1}', "L1", "model reply is not JSON"),  # above L0 the reply is the whole decision
+        pytest.param("[" * 100_000, "L1", "model reply is not JSON", id="100000 brackets-L1"),
+    ],
+)
+def test_a_reply_with_no_decision_is_refused(reply, rung, message):
+    with pytest.raises(ValueError, match=message):
+        decision_in(reply, rung)
 
 
 def test_the_policy_sends_each_turn_its_states_schema_and_the_runtime_still_checks():

@@ -39,16 +39,21 @@ def test_replay_reproduces_the_recorded_episode(recorded):
     assert [e["decision"] for e in replayed["trace"]] == [e["decision"] for e in live["trace"]]
 
 
-def test_a_request_never_recorded_is_a_miss_naming_lab_case_trial_and_turn(recorded, tmp_path):
+@pytest.mark.parametrize(
+    ("asked", "message"),
+    [
+        ({"trial": 1}, "no recorded reply for lab 'docuctl', case 'deploy-build', trial 1, turn 1"),
+        ({"temperature": 0.5}, "turn 1 was asked something else: temperature is 0.5, recorded 0.0"),
+        ({"instructions": "Be brief."}, r"message 0 \(system\) differs from the recording"),
+    ],
+)
+def test_a_request_never_recorded_is_a_miss_naming_lab_case_trial_and_turn(recorded, asked, message):
     path, _ = recorded
-    with pytest.raises(
-        ReplayMiss, match="no recorded reply for lab 'docuctl', case 'deploy-build', trial 1, turn 1"
-    ):
-        episode(ReplayBackend([path]), trial=1)
-    with pytest.raises(ReplayMiss, match="turn 1 was asked something else: temperature is 0.5, recorded 0.0"):
-        episode(ReplayBackend([path]), temperature=0.5)
-    with pytest.raises(ReplayMiss, match=r"message 0 \(system\) differs from the recording"):
-        episode(ReplayBackend([path]), instructions="Be brief.")
+    with pytest.raises(ReplayMiss, match=message):
+        episode(ReplayBackend([path]), **asked)
+
+
+def test_a_lab_never_recorded_is_a_miss_naming_the_lab():
     with pytest.raises(ReplayMiss, match="no recorded trials for lab 'orders'"):
         ReplayBackend().complete(ChatRequest("orders", "c", 0, 1, messages=(), schema={}))
 

@@ -142,6 +142,7 @@ def routes_back(feedback, limit=26):
         (routes_back(lambda v: "no", limit=25), ["26 characters is within the limit"]),
         (routes_back(lambda v: "shorter"), ["should state the count (27) and the limit (26)"]),
         (routes_back(lambda v: f"{v['chars'] - 26} too many"), ["should state the count (27)"]),
+        (routes_back(lambda v: f"26 characters, limit is {v['chars']}"), ["count (27) and the limit (26)"]),
         (lambda v: Next.Stop if v["chars"] > 26 else Next.Continue, ["send it back to 'revise'"]),
         (remembered, ["over the limit"]),
         (lambda v: numpy.array([1]), ["not a Next"]),
