@@ -10,7 +10,7 @@ decision loop on the same graded docuctl cases. The lab's map, and what its note
 - grading: `outcome(case, result)`, `graded`, `evaluate(cases, controller)`, `compare(cases, controllers)`
 - `outcomes_vs_tool_calls(tables)`: the lab's chart
 
-Its checkers are `labkit.exercises.lab01` (`checks`, with `diagnosis` for the written answers).
+Its checkers are `labkit.exercises.lab01` (`checks`; `diagnosis`: the trace facts exercise 1 is graded on).
 """
 
 from labkit.core.face import face

@@ -19,7 +19,7 @@ from labkit.baseline.documents import Documents
 from labkit.baseline.grading import compare, evaluate
 from labkit.baseline.task import Task, TaskError, task_from
 from labkit.core import check as core
-from labkit.core.answers import Recorded, name_in, shown
+from labkit.core.answers import Recorded, name_in, shown, whole
 from labkit.core.check import NOT_ATTEMPTED, NOT_YET, Check, Raised, call, crashed, fail, unanswered
 from labkit.core.fixtures import load_json, schema_error
 from labkit.core.runtime import run
@@ -177,14 +177,16 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     )
 
 
-_NAMED = {"retrieval": diagnosis.ranking_named, "control": diagnosis.step_named}  # the facts a reason names
-
-
-@exercise("01", "failure_stage", payload=lambda case_id, stage, reason=None: locals())
-def check_failure_stage(case_id: str, stage: str | None, reason: str | None = None) -> Check:
-    """Exercise 1: which stage made the workflow fail `case_id`, and the trace's evidence for it:
-    retrieval or control, with a reason naming that stage's facts (`_NAMED`); never answer
-    (it copied the page it read). A reason the trace contradicts fails with what the trace shows."""
+@exercise("01", "failure_stage", payload=lambda case_id, stage, step=None, evidence=None: locals())
+def check_failure_stage(
+    case_id: str, stage: str | None, step: int | None = None, evidence: dict[str, Any] | None = None
+) -> Check:
+    """Exercise 1: which stage made the workflow fail `case_id`, the step of its trace where it went wrong,
+    and what that trace shows, graded exactly against labkit's own reading of the run (no sentence is
+    parsed, so no wording passes or fails by its words). `stage` is retrieval (step 1: the search) or
+    control (step 2: the read, which takes the first hit); answer is refused (that step copied the page it
+    read). `evidence` is {"first_hit": the page id search ranked first, "expected_hit": where the case's
+    expected page ranked among the hits, 1-based, or None when search did not return it}."""
     if unanswered(stage):
         return fail(NOT_YET)
     if not isinstance(case_id, str):
@@ -199,29 +201,37 @@ def check_failure_stage(case_id: str, stage: str | None, reason: str | None = No
     facts = diagnosis.trace_facts(case, corpus)
     if facts["result"]["citation"] == case["expected_doc"]:
         return fail(f"the workflow passes {case_id!r}; pick the case it fails.")
-    ids, expected = facts["ids"], case["expected_doc"]
     if stage == "answer":
         return fail("the answer step copied the read page's command exactly: look at what it read, and why.")
-    if reason is not None and not isinstance(reason, str):
-        return fail(f"`reason` is a sentence (a str) naming your evidence, not {type(reason).__name__}.")
-    text = " ".join((reason or "").casefold().split())
-    if not text:
-        return fail(f"say why in `reason`: what did search rank first, and where was {expected!r}?")
-    if len(text) > diagnosis.REASON_LIMIT:
-        return fail(f"keep `reason` to a sentence or two (under {diagnosis.REASON_LIMIT:,} characters).")
-    if claim := diagnosis.contradiction(text, facts, expected):
-        shows = diagnosis.what_it_shows(facts, expected)
-        return fail(f"your reason says {claim}, but the trace shows otherwise: {shows}.")
-    texts = _exercise_data()["stage_reasons"][stage]
-    where = "second" if expected in ids[1:] else "nowhere in the hits"
-    if _NAMED[stage](text, ids, expected):
-        return Check(
-            True, texts["passed"].format(first=ids[0] if ids else "", expected=expected, where=where)
+    if not whole(step) or step not in (1, 2):
+        return fail(
+            f"`step` is a step number of §5's trace: 1 (the search) or 2 (the read), not {shown(step)}."
         )
-    return fail(
-        f"{stage} may be defensible, but your reason does not show it: name the facts of §5's trace, "
-        f"{texts['wanted'].format(expected=expected)} (search returned {ids})."
-    )
+    if step != diagnosis.STEPS[stage]:
+        named = "the search" if step == 1 else "the read"
+        return fail(
+            f"step {step} is {named}: is that where a {stage} failure happens? Compare the two steps."
+        )
+    if not isinstance(evidence, dict) or set(evidence) != set(facts["evidence"]):
+        return fail(
+            '`evidence` is a dict {"first_hit": <a page id>, "expected_hit": <a rank from 1, or None>}.'
+        )
+    wrong = [key for key, value in facts["evidence"].items() if not _same_fact(evidence[key], value)]
+    if wrong:
+        return fail(
+            f"your {wrong[0]!r} is not what step 1's result shows: read its hits in §5's trace again."
+        )
+    texts = _exercise_data()["stage_reasons"][stage]
+    shows = facts["evidence"]
+    where = "nowhere in the hits" if shows["expected_hit"] is None else f"hit {shows['expected_hit']}"
+    return Check(True, texts.format(first=shows["first_hit"], expected=case["expected_doc"], where=where))
+
+
+def _same_fact(said: Any, fact: str | int | None) -> bool:
+    """A learner's value states `fact`: the same page id (case and spaces aside), the same whole rank."""
+    if isinstance(fact, str):
+        return isinstance(said, str) and said.strip().casefold() == fact
+    return said is None if fact is None else whole(said) and said == fact
 
 
 def _invalid(case: dict[str, Any], docs: Documents) -> str | None:

@@ -159,83 +159,75 @@ def test_labkits_version_in_the_notebook_takes_labkits_steps():
 # -- exercise 1: which stage failed, and the trace's evidence -----------------------------------------
 
 
+FACTS = {
+    "first_hit": "releases-v2",
+    "expected_hit": 2,
+}  # §5's trace: the search's first hit, rollback-v2's rank
+
+
 @pytest.mark.parametrize(
-    "stage, reason",
+    "stage, step, evidence",
     [
-        ("retrieval", "search ranked releases-v2 first"),
-        ("retrieval", "both pages score 2 and the tie goes to the smaller id"),
-        ("retrieval", "rollback-v2 was not ranked first: releases-v2 was"),
-        ("control", "rollback-v2 was the second hit, but the workflow only reads the first"),
-        ("control", "the right page was returned by search; the workflow never checked it before answering"),
-        ("control", "the workflow did not read rollback-v2, which search found second"),
-        ("control", "search returned both pages, but the step that reads picked the wrong one"),
-        ("control", "both candidates came back; the workflow took the top one without checking it"),
-        ("retrieval", "search ranked the wrong page first"),
-        ("retrieval", "releases-v2 ranked higher than rollback-v2: both scored 2 and the tie went by id"),
+        ("retrieval", 1, FACTS),
+        ("control", 2, FACTS),
+        ("The Control", np.int64(2), {"first_hit": " Releases-V2 ", "expected_hit": np.int64(2)}),
     ],
 )
-def test_a_reasoned_diagnosis_passes_either_way(stage, reason):
-    other = "Control" if stage == "retrieval" else "Retrieval"
-    verdict(
-        lab01.check_failure_stage("rollback-restore", stage, reason),
-        True,
-        f"{stage}: ",
-        f"{other} is defensible",
+def test_a_diagnosis_stating_the_traces_facts_passes_either_way(stage, step, evidence):
+    passed = lab01.check_failure_stage("rollback-restore", stage, step, evidence)
+    other = "Retrieval" if "ontrol" in stage else "Control"
+    verdict(passed, True, "rollback-v2' was hit 2" if other == "Retrieval" else "'releases-v2' first", other)
+
+
+PAGES = [None, "releases-v2", "rollback-v2", "restore-v2", ""]
+RANKS = [None, 0, 1, 2, 3, True, 2.0, "2"]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(
+    stage=st.sampled_from(["retrieval", "control", "answer"]),
+    step=st.sampled_from([1, 2, 3, 0, True, "1", None]),
+    first=st.sampled_from(PAGES),
+    rank=st.sampled_from(RANKS),
+)
+def test_a_diagnosis_passes_exactly_when_stage_step_and_facts_are_the_traces(stage, step, first, rank):
+    # Generated across every boundary of the rule: each stage, each step, each value of each fact.
+    check = lab01.check_failure_stage(
+        "rollback-restore", stage, step, {"first_hit": first, "expected_hit": rank}
     )
+    right = (stage, step) in (("retrieval", 1), ("control", 2)) and type(step) is int
+    assert check.passed == (right and first == "releases-v2" and type(rank) is int and rank == 2), check
+    assert "releases-v2" not in check.message or check.passed, check.message  # a refusal never says the fact
 
 
 @pytest.mark.parametrize(
-    "stage, reason, phrases",
+    "stage, step, evidence, phrases",
     [
-        ("control", "just because", ["your reason does not show it"]),
-        ("retrieval", "top", ["name the facts of §5's trace"]),
-        ("retrieval", "   ", ["say why in `reason`"]),
-        ("answer", "the command was wrong", ["copied the read page's command"]),
-        (
-            "retrieval",
-            "rollback-v2 scored higher than releases-v2, yet ranked second",
-            ["says that 'rollback-v2' scored above 'releases-v2'", "scores releases-v2 2 and rollback-v2 2"],
-        ),
-        ("retrieval", "releases-v2 scored 3 and rollback-v2 only 2", ["says that 'releases-v2' scored 3"]),
-        ("control", "releases-v2 had more matching terms, and the workflow read only it", ["scored above"]),
-        ("retrieval", "it outscored the right page", ["says that a hit scored above the other"]),
-        ("retrieval", "releases-v2 got more points than rollback-v2", ["'releases-v2' scored above"]),
-        (
-            "retrieval",
-            "search did not find rollback-v2",
-            ["did not find 'rollback-v2'", "hit 2", "read 'releases-v2'"],
-        ),
-        ("retrieval", "rollback-v2 was ranked first but ignored", ["that 'rollback-v2' ranked first"]),
-        (
-            "control",
-            "the workflow read rollback-v2 and answered wrong",
-            ["that the workflow read 'rollback-v2'"],
-        ),
-        (
-            "retrieval",
-            "the question is misspelt so releases-v2 came first",
-            ["that the question is misspelt"],
-        ),
-        ("retrieval", "x " * 600, ["a sentence or two"]),
-        ("retrieval", 10**500, ["`reason` is a sentence"]),
-        (["retrieval"], "x", ["choose one of retrieval, control, answer"]),
-        (None, None, ["not attempted yet"]),
+        ("answer", 1, FACTS, ["copied the read page's command"]),
+        ("control", 1, FACTS, ["step 1 is the search", "a control failure"]),
+        ("retrieval", 2, FACTS, ["step 2 is the read", "a retrieval failure"]),
+        ("retrieval", "the search", FACTS, ["1 (the search) or 2 (the read)"]),
+        ("retrieval", 1, "search ranked releases-v2 first", ["`evidence` is a dict"]),
+        ("retrieval", 1, {"first_hit": "releases-v2"}, ["`evidence` is a dict"]),
+        ("retrieval", 1, FACTS | {"expected_hit": None}, ["your 'expected_hit' is not what step 1"]),
+        (["retrieval"], 1, FACTS, ["choose one of retrieval, control, answer"]),
+        (None, None, None, ["not attempted yet"]),
     ],
 )
-def test_a_diagnosis_without_the_traces_evidence_is_refused(stage, reason, phrases):
-    verdict(lab01.check_failure_stage("rollback-restore", stage, reason), False, *phrases)
+def test_a_diagnosis_the_trace_does_not_bear_out_is_refused(stage, step, evidence, phrases):
+    verdict(lab01.check_failure_stage("rollback-restore", stage, step, evidence), False, *phrases)
 
 
 @pytest.mark.parametrize(
-    ("case_id", "reason", "phrase"),
+    ("case_id", "phrase"),
     [
-        ("deploy-build", "rank", "the workflow passes"),
-        ("no-such-case", "rank", "no base case"),
-        (np.array([1]), "x", "case_id is a base case's id"),
+        ("deploy-build", "the workflow passes"),
+        ("no-such-case", "no base case"),
+        (np.array([1]), "case_id is a base case's id"),
     ],
 )
-def test_a_diagnosis_of_a_case_the_workflow_passes_or_does_not_have_is_refused(case_id, reason, phrase):
-    verdict(lab01.check_failure_stage(case_id, "retrieval", reason), False, phrase)
+def test_a_diagnosis_of_a_case_the_workflow_passes_or_does_not_have_is_refused(case_id, phrase):
+    verdict(lab01.check_failure_stage(case_id, "retrieval", 1, FACTS), False, phrase)
 
 
 # -- exercise 2: a case that needs adaptive control ------------------------------------------------------
@@ -351,8 +343,8 @@ def test_any_answer_to_any_checker_is_a_verdict(answer, stage, value, fields):
         own_verdict(check)
         assert check.passed is False, check
     for check in (
-        lab01.check_failure_stage("rollback-restore", stage, value),
-        lab01.check_failure_stage(value, stage, "search ranked releases-v2 first"),
+        lab01.check_failure_stage("rollback-restore", stage, value, value),
+        lab01.check_failure_stage(value, stage, 1, FACTS),
         lab01.check_adaptive_case(value),
         lab01.check_adaptive_case(START | fields),
         lab01.check_two_tool_winner(value),

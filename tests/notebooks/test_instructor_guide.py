@@ -64,10 +64,10 @@ def my_decide(task, observations):
     if observations[1]["action"] == "read":
         return {"action": "final", "answer": "", "citation": ""}
 lab01.check_decide(my_decide)
-# lab01 failure stage: a keyword
-lab01.check_failure_stage("rollback-restore", stage="retrieval", reason="top")
-# lab01 failure stage: a contradicted claim
-lab01.check_failure_stage("rollback-restore", stage="retrieval", reason="search did not find rollback-v2")
+# lab01 failure stage: control at the search
+lab01.check_failure_stage("rollback-restore", "control", 1, {"first_hit": "releases-v2", "expected_hit": 2})
+# lab01 failure stage: a wrong fact
+lab01.check_failure_stage("rollback-restore", "retrieval", 1, {"first_hit": "rollback-v2", "expected_hit": 2})
 # lab01 adaptive case the workflow solves
 lab01.check_adaptive_case(dict(id="my-case", family="tokens", version="v2", observation="empty_search",
     question="How do I rotaet tokens?", expected_doc="tokens-v2", why="a typo",
