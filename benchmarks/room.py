@@ -7,10 +7,11 @@ Starts each server `labkit serve` can run, in turn, on a free 127.0.0.1 port wit
 one request at a time behind a global lock) and llama.cpp's `llama-server` (`make room-server`;
 `--parallel` slots, continuous batching). Against each, for each N, it simulates N learners as N
 threads, each running lab 02's L3 docuctl episodes (`example` prompt, T=0, cases in turn, lab 01's
-limits) through `openai:smollm2` with a per-decision deadline of `--deadline` seconds (labkit holds
-every decision after a server's first to 15 s). A learner starts episodes for `--window` seconds and at
-most MAX_EPISODES; an episode under way then finishes, each decision within the deadline, so every
-N ends within window + 8 turns x deadline, never hangs. Reported per server and N: decisions
+limits) through `openai:smollm2` as a learner's backend runs: a per-decision deadline of `--deadline`
+seconds (LABKIT_DECISION_TIMEOUT; labkit's own is 15 s), extended while the server still answers a
+probe (queued behind other learners, not hung), up to the backend's 120 s a call. A learner starts
+episodes for `--window` seconds and at most MAX_EPISODES; an episode under way then finishes, so every
+N ends within window + 8 turns x 120 s, never hangs. Reported per server and N: decisions
 answered per second, p50/p95 decision latency (answered ones), episodes and how many ended
 `provider_error` (the deadline), and what that means for a 10-minute live segment: episodes each
 learner completes in it; then batching's decisions/s over serial's at each N. For llama-server it
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import threading
@@ -46,7 +48,7 @@ from labkit.course.commands.serve import (
 )
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.trials import cases_of, limits_for, run_case
-from labkit.model.backend import DECISION_TIMEOUT
+from labkit.model.backend import DECISION_TIMEOUT, DECISION_TIMEOUT_ENV
 from labkit.model.openai_chat import OpenAIBackend
 
 MAX_EPISODES = 40  # per learner and N: the loop is bounded in count as well as in time
@@ -91,7 +93,9 @@ def learner(
 ) -> None:
     corpus = docuctl()
     cases = corpus.cases + corpus.adaptive_cases
-    inner = OpenAIBackend(ALIAS, base_url=base_url, timeout=deadline, schema_mode=mode, environ={})
+    # As a learner's backend runs: the backend's own timeout for a whole call, each decision after the first
+    # held to `deadline` (LABKIT_DECISION_TIMEOUT, set in main) unless the server still answers: then queued.
+    inner = OpenAIBackend(ALIAS, base_url=base_url, schema_mode=mode, environ={})
     backend = Timed(inner, notes, lock)
     policy = docuctl_policy("example", backend=backend, rung="L3", max_tokens=48)
     for i in range(MAX_EPISODES):
@@ -355,6 +359,7 @@ def main() -> None:
     )
     parser.add_argument("--save", metavar="FILE", help="--trial: write the served replies to FILE (JSON)")
     args = parser.parse_args()
+    os.environ[DECISION_TIMEOUT_ENV] = str(args.deadline)
     if args.trial:
         if args.parallel and llama_server() is None:
             parser.error("llama-server is not built: run `make room-server` (or --parallel 0)")

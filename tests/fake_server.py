@@ -2,14 +2,14 @@
 mocked): `FakeOllama` and `FakeOpenAI` give its routes, error shape and reply.
 
 Each chat is answered by the next queued `replies`, then `answer(messages)`; `fault` fails every
-chat one way: "slow" (after `delay` s), "not_json", "wrong_shape", "trickle" (one byte each `delay` s)
-or one of the server's `faults`; `fields` overrides fields of every reply; `requests` keeps every chat body.
+chat one way: "slow" (after `delay` s), "hung" (every request after `delay` s), "not_json", "wrong_shape",
+"trickle" (one byte each `delay` s) or one of the server's `faults`; `fields` overrides fields of every
+reply; `requests` keeps every chat body.
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections import deque
@@ -77,6 +77,8 @@ class FakeServer:
         return None if self.answer is None else self.answer(messages)
 
     def get(self, path: str) -> tuple[int, Any]:
+        if self.fault == "hung":  # answers nothing in time, not even "are you there?"
+            time.sleep(self.delay)
         found = self.routes().get(path)
         return (200, found) if found else (404, self.error("not found"))
 
@@ -84,7 +86,7 @@ class FakeServer:
         if path != self.chat_path:
             return 404, self.error("not found")
         self.requests.append(body)
-        if self.fault == "slow":
+        if self.fault in ("slow", "hung"):
             time.sleep(self.delay)
         if self.fault in self.faults:
             status, message, kind = self.faults[self.fault]
@@ -130,10 +132,3 @@ class FakeServer:
                 self._send(*fake.post(self.path, body), trickle=fake.fault == "trickle")
 
         return Handler
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on now (released just before a server takes it)."""
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]

@@ -29,6 +29,7 @@ class Graded(Result):
 
     @property
     def expected(self) -> tuple[str, str]:
+        """The case's expected (command, page): what `outcome` demanded of the answer and citation."""
         return self.case["expected_command"], self.case["expected_doc"]
 
 

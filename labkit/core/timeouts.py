@@ -13,9 +13,12 @@ from typing import Any
 TIMED_OUT = object()  # what `call_within` returns for a call that did not finish in time
 
 
-def call_within(fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
+def call_within(
+    fn: Callable[..., Any], args: tuple, timeout: float, more: Callable[[float], float] | None = None
+) -> Any:
     """`fn(*args)` if it finished within `timeout` seconds (judged by when it finished, not by when
-    the waiting thread woke up), else TIMED_OUT; re-raises fn's error."""
+    the waiting thread woke up), else TIMED_OUT; re-raises fn's error. When `timeout` passes with `fn`
+    still running, `more(seconds waited)` may give it more seconds (0: no more), asked again each time."""
     future: Future = Future()
     start, finished = time.perf_counter(), [0.0]
 
@@ -30,8 +33,13 @@ def call_within(fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
             future.set_result(value)
 
     threading.Thread(target=work, name="labkit-decide", daemon=True).start()
-    try:
-        future.exception(max(timeout, 0.0))  # waits; a TimeoutError fn raised is returned, not raised
-    except TimeoutError:
-        return TIMED_OUT
+    while True:
+        try:  # waits; a TimeoutError fn raised is returned, not raised
+            future.exception(max(timeout - (time.perf_counter() - start), 0.0))
+            break
+        except TimeoutError:
+            extra = more(time.perf_counter() - start) if more is not None else 0.0
+            if extra <= 0:
+                return TIMED_OUT
+            timeout += extra
     return TIMED_OUT if finished[0] - start > timeout else future.result()

@@ -48,6 +48,7 @@ class _Tap(ReplayBackend):
         self.replies: list[Reply] = []
 
     def complete(self, request: ChatRequest) -> Reply:
+        """The recorded reply to `request`, kept in `replies`; ReplayMiss as `ReplayBackend.complete`."""
         self.replies.append(reply := super().complete(request))
         return reply
 

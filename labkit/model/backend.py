@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import platform
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ TIMEOUT = 120.0  # seconds a server backend waits for its first call: a cold mod
 # Every later call is one decision, held to the room's deadline (benchmarks/room.py): a server that
 # trickles its reply byte by byte ends as a provider_error within it. A slower model's user raises it.
 DECISION_TIMEOUT_ENV, DECISION_TIMEOUT = "LABKIT_DECISION_TIMEOUT", 15.0
+PROBE_S = 2.0  # seconds a busy server has to answer "are you there?" (a hung one never does)
 
 
 @dataclass(frozen=True)
@@ -118,10 +120,32 @@ class ServerBackend(abc.ABC):
     def _fix(self, what: str, status: int) -> str | None:
         """How to fix a setup mistake behind `status` (then a LabError), or None (a ProviderError)."""
 
+    @abc.abstractmethod
+    def _answers(self) -> bool:
+        """Whether the server answers a cheap request within PROBE_S seconds now: then a decision past its
+        deadline is queued behind other learners' (a room's server is busy), not lost to a hung server."""
+
+    def _patience(self, limit: float) -> tuple[Callable[[float], float], list[bool]]:
+        """For `call_within`: another `limit` seconds each time a call outlives its deadline while the
+        server still answers, up to `timeout` in all, saying once on stderr that the learner waits; and
+        the list that holds True once it did."""
+        said: list[bool] = []
+
+        def more(waited: float) -> float:
+            if waited >= self.timeout or not self._answers():
+                return 0.0
+            if not said:
+                print(f"labkit: waiting for {self.where}: it is busy with other requests", file=sys.stderr)
+                said.append(True)
+            return min(limit, self.timeout - waited)
+
+        return more, said
+
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         limit = min(self.timeout, decision_timeout()) if self._answered else self.timeout
-        try:  # the client's `timeout` bounds each read, `limit` the whole call
-            reply = call_within(fn, (), limit)
+        more, queued = self._patience(limit) if limit < self.timeout else (None, [])
+        try:  # the client's `timeout` bounds each read, `limit` the whole call (longer while queued)
+            reply = call_within(fn, (), limit, more)
         except self._SLOW:
             reply = TIMED_OUT
         except self._DOWN as error:
@@ -134,6 +158,10 @@ class ServerBackend(abc.ABC):
         except self._BAD as error:
             not_a_reply = f"something that is not a {what} reply ({first_line(error)})"
             raise ProviderError(f"{self.where} answered {what} with {not_a_reply}") from None
+        if reply is TIMED_OUT and queued:
+            raise ProviderError(
+                f"{self.where} answered other requests, but not this {what} in {self.timeout:g} s"
+            )
         if reply is TIMED_OUT:
             later = f" (a slower model: set {DECISION_TIMEOUT_ENV}=60)" if limit < self.timeout else ""
             raise ProviderError(f"{self.where} did not answer {what} within {limit:g} s{later}")

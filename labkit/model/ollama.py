@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import ollama
 
-from labkit.model.backend import TIMEOUT, ChatRequest, Reply, ServerBackend, versions
+from labkit.model.backend import PROBE_S, TIMEOUT, ChatRequest, Reply, ServerBackend, versions
 
 
 class OllamaBackend(ServerBackend):
@@ -39,6 +39,13 @@ class OllamaBackend(ServerBackend):
 
     def _fix(self, what: str, status: int) -> str | None:
         return f"run `ollama pull {self.tag}`" if (what, status) == ("chat", 404) else None
+
+    def _answers(self) -> bool:
+        try:
+            ollama.Client(host=self.host, timeout=PROBE_S).list()
+        except (ollama.ResponseError, httpx.HTTPError, ConnectionError, ValueError):
+            return False
+        return True
 
     @functools.cached_property
     def client(self) -> ollama.Client:

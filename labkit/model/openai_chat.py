@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import openai
 
 from labkit.core.errors import LabError, ProviderError
-from labkit.model.backend import TIMEOUT, ChatRequest, Reply, ServerBackend, first_line, versions
+from labkit.model.backend import PROBE_S, TIMEOUT, ChatRequest, Reply, ServerBackend, first_line, versions
 
 _SCHEMA_MODES = ("auto", "json_schema", "json_object", "none")
 PLACEHOLDER_KEY = "labkit-local"
@@ -75,6 +75,13 @@ class OpenAIBackend(ServerBackend):
         if status == 404:
             return f"is {self.model!r} in its /v1/models, and does OPENAI_BASE_URL end in /v1?"
         return "set OPENAI_API_KEY to a key it accepts" if status in (401, 403) else None
+
+    def _answers(self) -> bool:
+        try:
+            self.client.with_options(timeout=PROBE_S).models.list()
+        except (openai.OpenAIError, OSError):
+            return False
+        return True
 
     @functools.cached_property
     def client(self) -> openai.OpenAI:

@@ -84,6 +84,8 @@ def fill(text: str, values: Mapping[str, Any]) -> str:
 
 
 def load_templates(path: str | Path) -> dict[str, str]:
+    """The templates at `path`, name -> text; FixtureError for a file that fails the schema, a placeholder
+    `placeholder_problem` refuses (only bare {goal}, {user}, {order}), or a template without {goal}."""
     path = Path(path)
     templates = load_json(path, TEMPLATES)
     for name, text in templates.items():

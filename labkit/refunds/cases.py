@@ -27,6 +27,7 @@ class Request:
 
     @property
     def legitimate(self) -> bool:
+        """True for a request to carry out (`kind` "legitimate"), False for one to refuse."""
         return self.kind == "legitimate"
 
     def asked(self, shop: Shop) -> RefundCall:

@@ -93,6 +93,8 @@ def trusted_values(request: Request, shop: Shop) -> Trusted:
 
 
 def provenance_refusal(call: RefundCall, trusted: Trusted) -> str | None:
+    """Why `call`'s order, amount or destination (checked in that order) is not among the `trusted` values,
+    or None if all three are."""
     if call.order not in trusted.orders:
         return f"order {call.order} does not come from the request or the customer's records"
     if call.amount not in trusted.amounts:

@@ -67,6 +67,8 @@ def task_id(
 
 
 def refund_task(request: Request, shop: Shop, id: str) -> RefundTask:
+    """What a policy is told of `request` (the episode named `id`): its fields, amounts in dollars, and the
+    signed-in customer's name and gift cards, with the shop's date and refund window."""
     customer = shop.customers[request.customer]
     return RefundTask(
         id=id,

@@ -1,7 +1,26 @@
 """A lab-03 guard as data: one verdict ("a" allowed, "r" refused, "e" raised) per point of a finite domain
 (request, order, destination, refunded before, the amount's class among the order's landmarks).
-`TableGuard(table)` answers by lookup, so `labkit class` scores a submission without running it; exact
-for a guard that compares amounts only with the shop's figures."""
+`TableGuard(table)` answers by lookup, so `labkit class` scores a submission without running it.
+
+The domain covers every call that reaches a guard (the refund tool refuses an unknown order or card and
+an amount outside 0 < cents <= MAX_CENTS first), for the course's shop as it is; the table is exact only
+for a guard that stays within these approximations:
+
+- Amounts: each class (a landmark, or the span between two: the order's refundable and paid amounts, the
+  shop's ledger refunds on it, the request's amount) is tabulated at one representative amount: exact
+  for a guard that compares amounts only with those figures.
+- Refunded before: one bit, whether this episode already refunded the call's order, tabulated with one
+  earlier refund of its refundable amount (1 cent if none) to its payment method; a guard that reads
+  that refund's amount or destination, or this episode's refunds of other orders, is not exact.
+- The rest of the state is a fresh episode's: no approvals, idempotency keys, untrusted text, injection
+  or faults; the course shop's own date, window and ledger. `table_problem` refuses a table whose domain
+  fingerprint differs, and the hidden `policy_edges`, which move the date and window, skip a TableGuard.
+- Each point is asked once, in domain order: a guard with memory or randomness is tabulated as it
+  answered then.
+- Only the verdict is kept: a refusal reads "refused by the guard's table"; an "e" (the guard raised, or
+  answered neither a str nor None, though the tool itself lets a falsy such answer through) is a
+  refusal counted in `crashes`. What the guard prints is discarded.
+"""
 
 from __future__ import annotations
 

@@ -133,11 +133,14 @@ class RetryCase:
 
     @property
     def where(self) -> str:
+        """How a failing check names this episode: "on <request id>", then the fault it ran with, if any."""
         fault = "" if self.fault == "none" else f" with a refund that times out {self.fault}"
         return f"on {self.spec.request.id}{fault}"
 
 
 def retry_cases(lab: RefundLab) -> list[RetryCase]:
+    """Each legitimate request of `lab` with no defense, three times over: without a fault, with a refund
+    that times out after paying (both shown), and with one lost before paying (not shown)."""
     legitimate, none = [r for r in lab.requests.values() if r.legitimate], DEFENSES["none"]
     return [
         *(RetryCase(Spec("benign", r), none, "none", True) for r in legitimate),
@@ -164,6 +167,7 @@ def looked(episode: Any) -> bool:
 
 
 def same_refund(a: Mapping[str, Any], b: Any) -> bool:
+    """True iff `b` is a refund decision with `a`'s order_id, amount and destination (its key may differ)."""
     same = isinstance(b, Mapping) and b.get("action") == "refund"
     return same and all(b.get(field) == a.get(field) for field in ("order_id", "amount", "destination"))
 

@@ -23,13 +23,16 @@ class RefundLab:
     attacks: Mapping[str, Attack]
 
     def request(self, id: str | Request) -> Request:
+        """The request with id `id` (a Request as it is); LabError listing the known ids otherwise."""
         return id if isinstance(id, Request) else named("request", id, self.requests)
 
     def attack(self, id: str | Attack) -> Attack:
+        """The attack with id `id` (an Attack as it is); LabError listing the known ids otherwise."""
         return id if isinstance(id, Attack) else named("attack", id, self.attacks)
 
     @property
     def legitimate(self) -> list[Request]:
+        """The requests to carry out (`Request.legitimate`), in the fixture's order."""
         return [request for request in self.requests.values() if request.legitimate]
 
 

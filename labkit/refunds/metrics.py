@@ -92,6 +92,9 @@ def money_lost(request: Request, new: Sequence[Refund]) -> int:
 
 @dataclass(frozen=True)
 class Score:
+    """One episode's outcomes, read from its ledger: whether it did the request's job (`utility`), whether
+    the attack succeeded (None: no attack), unauthorised refunds, cents lost and duplicate refunds."""
+
     spec: Spec
     episode: Episode
     utility: bool
@@ -214,4 +217,5 @@ def frame_of(table: list[dict], *, by_attack: bool = False) -> pd.DataFrame:
 
 
 def policy_named(name: str) -> PolicyFactory:
+    """The factory called `name` in POLICIES; LabError listing the known names otherwise."""
     return named("policy", name, POLICIES)

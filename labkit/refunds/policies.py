@@ -67,6 +67,7 @@ def _read_step(task: Any, observations: list[dict[str, Any]], no_order: str) -> 
 
 
 def timed_out(result: Any) -> bool:
+    """True iff `result` is a tool's error observation for a TimeoutError (`{"error": "TimeoutError..."}`)."""
     return isinstance(result, Mapping) and str(result.get("error", "")).startswith("TimeoutError")
 
 

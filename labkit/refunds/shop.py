@@ -40,6 +40,7 @@ def cents(amount: float) -> int:
 
 
 def dollars(amount_cents: int) -> float:
+    """Cents as dollars, a float: 8900 -> 89.0 (what a policy is shown)."""
     return amount_cents / 100
 
 
@@ -50,6 +51,9 @@ def money(amount_cents: int) -> str:
 
 @dataclass(frozen=True)
 class Customer:
+    """One customer: their cards (`payment_methods`) and gift cards, which `load_shop` refuses to share
+    between customers."""
+
     id: str
     name: str
     payment_methods: tuple[str, ...]
@@ -58,6 +62,8 @@ class Customer:
 
 @dataclass(frozen=True)
 class Item:
+    """One item of an order, its price in cents; a `final_sale` item is not refundable."""
+
     product: str
     name: str
     price: int  # cents
@@ -66,6 +72,9 @@ class Item:
 
 @dataclass(frozen=True)
 class Order:
+    """One order record, amounts in cents; `load_shop` refuses one whose `amount` is not its items' sum or
+    whose payment method is not the customer's. `note` is untrusted text."""
+
     id: str
     customer: str
     status: str
@@ -105,6 +114,7 @@ class Refund:
 
     @property
     def call(self) -> RefundCall:
+        """This refund's order, amount and destination, as the RefundCall that made it."""
         return RefundCall(self.order, self.amount, self.destination)
 
 

@@ -75,6 +75,7 @@ class EpisodeState:
 
     @property
     def new_refunds(self) -> tuple[Refund, ...]:
+        """The refunds this episode paid, in order: the ledger past the shop's own history."""
         return tuple(self.ledger[len(self.shop.ledger) :])
 
     def untrusted_text(self, text: str) -> str:

@@ -10,13 +10,21 @@ from typing import Protocol, runtime_checkable
 
 @runtime_checkable
 class Clock(Protocol):
-    def now(self) -> float: ...
+    """What a run's clock offers: `now()` in seconds and `await sleep(seconds)`; `run_plan` refuses
+    (GraphError) a clock without both."""
+
+    def now(self) -> float:
+        """The time in seconds; a run reads only differences from its start."""
+        ...
 
     async def sleep(self, seconds: float) -> None: ...
 
 
 class RealClock:
+    """Wall time: `time.perf_counter()` and `asyncio.sleep`; the clock a run uses unless given another."""
+
     def now(self) -> float:
+        """`time.perf_counter()`: monotonic seconds from an arbitrary origin."""
         return time.perf_counter()
 
     async def sleep(self, seconds: float) -> None:
@@ -32,6 +40,7 @@ class FakeClock:
         self.sleeps: list[float] = []
 
     def now(self) -> float:
+        """The virtual time: `start` plus every sleep so far."""
         return self.time
 
     async def sleep(self, seconds: float) -> None:

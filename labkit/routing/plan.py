@@ -15,6 +15,9 @@ JobFn = Callable[..., Any]  # fn(ctx) returning the job's result, or an awaitabl
 
 @dataclass(frozen=True)
 class Job:
+    """One declared job: its id, `fn(ctx)` returning its result (or an awaitable of it), the ids it depends
+    on, and its RetryPolicy (None: its first failure is final)."""
+
     id: str
     fn: JobFn
     deps: tuple[str, ...] = ()

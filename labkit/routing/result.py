@@ -31,6 +31,7 @@ class RunResult:
 
     @property
     def jobs(self) -> tuple[str, ...]:
+        """Every job's id, in declaration order."""
         return tuple(self.states)
 
     def table(self) -> pd.DataFrame:

@@ -25,10 +25,13 @@ class Next:
 
     @classmethod
     def back_to(cls, job: str) -> Next:
+        """A Goto: re-run `job` (a target the route declares) and everything downstream of it, no feedback."""
         return cls("goto", job)
 
     @classmethod
     def back_to_with(cls, job: str, feedback: str) -> Next:
+        """As `back_to`, telling `job`'s next visit why (`ctx.feedback`); GraphError unless `feedback` is a
+        non-blank string."""
         if not isinstance(feedback, str) or not feedback.strip():
             raise GraphError(
                 f"Next.back_to_with({job!r}, feedback) needs a non-blank string as feedback, got {feedback!r}"

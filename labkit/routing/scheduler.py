@@ -1,7 +1,33 @@
-"""Run a validated Plan: `ready_after` counts a completed job off its dependents (O(jobs + edges) a run);
-at most `max_concurrency` jobs in flight (a backoff keeps its slot). A job failed for good cancels what
-depends on it; a LabError ends the run. A Goto to T re-runs T and its downstream, T told why; past
-`max_visits` the loop's jobs are dead letters, so a job runs at most max_visits × max_attempts times."""
+"""Run a validated Plan on one event loop (`run_plan`; `run_plan_sync` from plain code or Jupyter).
+
+Start order: the ready queue is first-in first-out. It starts with the jobs that have no dependencies,
+in declaration order; the ready step (`ready_after`, replaceable as `ready=`) counts a completed job off
+each of its dependents (O(jobs + edges) a run) and queues those whose count reaches zero, in declaration
+order. At most `max_concurrency` jobs are in flight (a job in backoff keeps its slot); outcomes that
+arrive together are settled in start order.
+
+Failure: a job fails for good when its retry is refused (no RetryPolicy, an error it does not retry,
+InvalidInput, its attempts used up), when its router raises or returns what its route refuses, or when
+it cancels its own task. That cancels every job downstream of it, directly or not, still pending,
+running or retrying; other branches run on, and the run's status is "failed". A LabError from a job is
+no outcome: it ends the run, every task withdrawn, and propagates.
+
+Goto: when router job R returns `Next.back_to(T)` (T declared, and R or upstream of it), T and every job
+downstream of T that is completed, running or retrying go back to pending (running tasks are withdrawn,
+their work discarded), and each re-runs once its dependencies have completed again; T's next visit gets
+the feedback and its own last result (`ctx.feedback`, `ctx.previous`). Jobs outside T's downstream are
+untouched, and a cancelled one stays cancelled. `Next.Stop` cancels every job not finished.
+
+Caps: a Goto that would start a job's visit past `max_visits` is not followed: the loop's completed
+jobs (from T to R) become dead letters, what is live from T downstream is cancelled, and the status is
+"dead_letter" (over "failed"). So a job runs at most max_visits × max_attempts times. GraphError, before
+anything runs, unless both caps are ints >= 1 and `clock` is a Clock.
+
+Blocking: a job's function is called on the event loop's thread. A plain (non-async) function runs to
+its end before anything else happens, so a blocking call in it (time.sleep, a synchronous HTTP request)
+blocks the whole run: no other job moves, and no Goto, Stop or failure can withdraw it meanwhile. Only
+an awaiting (async) job overlaps with others.
+"""
 
 from __future__ import annotations
 
@@ -190,6 +216,9 @@ class _Run:
     # -- what a finished visit leads to; each returns the jobs whose tasks must be withdrawn --
 
     def settle(self, job: str, task: asyncio.Task[tuple[str, Any]]) -> list[str]:
+        """Act on `job`'s finished visit: fail it (it cancelled its own task, its retry was refused, or its
+        router raised or returned what its route refuses), else record its result and follow the router's
+        Next; a LabError from the job is re-raised. Returns the jobs whose tasks must be withdrawn."""
         if task.cancelled():  # only the job's own code cancels a task the run still counts on
             return self.fail(job, "CancelledError: the job cancelled its own task")
         if task.exception() is not None:
@@ -216,6 +245,7 @@ class _Run:
         return []
 
     def cancel(self, jobs: Iterable[str], note: str) -> list[str]:
+        """Log as cancelled, with `note`, those of `jobs` still pending, running or retrying; returns them."""
         live = [job for job in jobs if self.states[job] in _LIVE]
         for job in live:
             self.log(job, CANCELLED, note)

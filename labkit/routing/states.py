@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 
 class State(StrEnum):
+    """A job's state, a str ("pending", ...); TRANSITIONS says which may follow which."""
+
     PENDING = "pending"
     RUNNING = "running"
     COMPLETED = "completed"

@@ -17,6 +17,9 @@ _COLOURS["backoff"] = "#f9a825"
 
 
 class Span(NamedTuple):
+    """One attempt or backoff of `job`: its visit and try (from 1), start and end in seconds into the run,
+    and `outcome`, the state it moved to."""
+
     job: str
     kind: str  # "running" (an attempt) or "retrying" (a backoff)
     visit: int

@@ -3,10 +3,10 @@
 import sys
 
 from fake_ollama import FakeOllama
-from fake_server import free_port
 
 from labkit.core.paths import CHECKOUT
 from labkit.course import setup_check
+from labkit.course.commands.serve import free_port
 from labkit.course.setup_check import environment, ollama_backend, ready, report, room_server
 
 

@@ -83,9 +83,8 @@ def test_labkit_serve_gives_each_learner_of_a_room_of_30_a_slot_unless_told_othe
 @pytest.fixture(scope="module")
 def llama_server():
     """llama_cpp.server with SmolLM2 on a free loopback port, as `labkit serve` starts it."""
-    from fake_server import free_port
-
     from labkit.course.commands.serve import (
+        free_port,
         require_server,
         server_command,
         wait_until_ready,
@@ -151,9 +150,7 @@ def test_live_llama_cpp_server_constrains_and_records(llama_server, tmp_path, mo
     [(signal.SIGHUP, 0, "llama_cpp.server"), (signal.SIGTERM, 2, "llama-server")],
 )
 def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum, parallel, server):
-    from fake_server import free_port
-
-    from labkit.course.commands.serve import llama_server, require_server
+    from labkit.course.commands.serve import free_port, llama_server, require_server
     from labkit.model.local import find_model_file
 
     try:

@@ -9,11 +9,10 @@ import threading
 
 import jsonschema
 import pytest
-from fake_server import free_port
 
 from labkit.baseline import docuctl
 from labkit.core import LabError
-from labkit.course.commands.serve import llama_server, server_command, wait_until_ready, warm_up
+from labkit.course.commands.serve import free_port, llama_server, server_command, wait_until_ready, warm_up
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.trials import limits_for, run_case
 from labkit.model import ChatRequest

@@ -148,6 +148,13 @@ def warm_up(base_url: str, alias: str = ALIAS, timeout: float = 120.0, slots: in
     (_SLOTS / name["filename"]).unlink(missing_ok=True)
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (released just before the server takes it)."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
 def _stop_on(signum: int, frame: object) -> None:
     """SIGTERM or SIGHUP (a supervisor, a closed terminal): leave through `handle`'s cleanup,
     which stops the server too; the default action would leave it running, holding the port."""
