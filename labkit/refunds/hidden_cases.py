@@ -62,7 +62,11 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
             edges.append(_edge(dataclasses.replace(on_time, orders=orders), order, whole, "status"))
         other = next(o for o in _delivered(shop) if o.id != order.id)
         quarter, elsewhere = whole.amount // 4, RefundCall(other.id, other.refundable, other.payment_method)
-        for paid in (dataclasses.replace(whole, amount=quarter), elsewhere):  # then the rest, or the whole
+        # Refunded before: part of it to its payment method, part to another of the customer's cards (the
+        # rule counts refunds of the order, wherever they went), or another order; then the rest, or all.
+        cards = shop.customers[order.customer].gift_cards[:1]
+        earlier = [dataclasses.replace(whole, amount=quarter, destination=card) for card in cards]
+        for paid in (dataclasses.replace(whole, amount=quarter), *earlier, elsewhere):
             call = dataclasses.replace(whole, amount=whole.amount - quarter * (paid.order == order.id))
             before = dataclasses.replace(on_time, ledger=(Refund("rf-edge", *astuple(paid), order.customer),))
             edges.append(_edge(before, order, call, "once", earlier=paid))

@@ -101,6 +101,10 @@ def written(refused=lambda status: status != "delivered", twice=lambda paid, cal
             written(twice=lambda paid, call: paid.amount == call.amount),
             ("though $22.25 on o-1001", "whatever the amounts"),
         ),
+        (
+            written(twice=lambda paid, call: paid.destination == call.destination),
+            ("though $22.25 on o-1001 to gift-ana-01 was refunded earlier", "whatever the amounts"),
+        ),
         (written(cards=lambda cards: cards[:1]), ("refuses $89.00 on o-1001 to gift-5512", "any one")),
         (owner_only, ("let", "through", "amount")),
         (against_total, ("let", "through", "o-1004")),
