@@ -3,7 +3,7 @@ the defenses that hold or do not. The policy proposes; the refund tool enforces 
 lab's map, and what its notebook imports:
 
 - the shop and its money: `refund_lab()` (the shop, its requests, its attacks), `Refund`, `RefundCall`,
-  `cents`, `dollars`, `MAX_CENTS`, `policy_text` (the written refund policy), `authorise`
+  `cents`, `dollars`, `MAX_CENTS`, `rules_text` (the written refund policy), `authorise`
 - one episode: `refund_episode(request, decide, defenses=..., attack=..., place=...)`, `EpisodeState`,
   `Faults`, `TIMEOUT_MESSAGE`; the two scripted policies `gullible` and `careful`, `instructions_in`,
   `timed_out`
@@ -39,7 +39,7 @@ __all__, __getattr__, __dir__ = face(
         "model_rows": "LADDER_DEFENSES attribution model_comparisons model_scores model_specs model_table "
         "rates_with_intervals",
         "policies": "careful gullible instructions_in timed_out",
-        "rules": "authorise policy_text",
+        "rules": "authorise rules_text",
         "shop": "MAX_CENTS Refund RefundCall cents dollars",
         "tools": "EpisodeState Faults TIMEOUT_MESSAGE",
         "": "random_baseline",

@@ -1,4 +1,4 @@
-"""The defenses, each a switch. In the prompt: ``policy_text``, ``spotlight`` (untrusted text between
+"""The defenses, each a switch. In the prompt: ``rules_text``, ``spotlight`` (untrusted text between
 ``<<`` and ``>>``). In the refund tool, where no policy can talk its way past: ``mediation``,
 ``provenance`` (values from the request or this customer's records only), ``confirmation`` (the approver
 sees the exact arguments), ``idempotency``; `guards` run after provenance and mediation."""
@@ -28,7 +28,7 @@ class Defenses:
     """Which defenses are on. Combine with `|`: `DEFENSES["mediation"] | DEFENSES["provenance"]`."""
 
     name: str = "custom"
-    policy_text: bool = False
+    rules_text: bool = False
     spotlight: bool = False
     mediation: bool = False
     provenance: bool = False
@@ -48,7 +48,7 @@ class Defenses:
 DEFENSES: Mapping[str, Defenses] = MappingProxyType(
     {
         "none": Defenses("none"),
-        "policy_prompt": Defenses("policy_prompt", policy_text=True),
+        "policy_prompt": Defenses("policy_prompt", rules_text=True),
         "spotlighting": Defenses("spotlighting", spotlight=True),
         "mediation": Defenses("mediation", mediation=True),
         "provenance": Defenses("provenance", provenance=True),

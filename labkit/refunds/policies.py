@@ -228,7 +228,7 @@ def instructions(defenses: Defenses, window_days: int = 30) -> str:
     """The model's system prompt under `defenses`: the prompt-level defenses act here. The
     procedure is literal JSON steps: with prose, SmolLM2-135M copied the task id into `order_id`."""
     parts = ["\n".join(PROMPT_TEXTS["instructions"])]
-    if defenses.policy_text:
+    if defenses.rules_text:
         parts.append(POLICY_TEXT.format(window=window_days))
     if defenses.spotlight:
         parts.append(SPOTLIGHT_TEXT)

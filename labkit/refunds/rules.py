@@ -24,7 +24,7 @@ class Refusal:
     reason: str
 
 
-def policy_text(shop: Shop) -> str:
+def rules_text(shop: Shop) -> str:
     """POLICY_TEXT with `shop`'s refund window filled in."""
     return POLICY_TEXT.format(window=shop.window_days)
 

@@ -79,7 +79,7 @@ decisions = st.lists(
 attacks = st.one_of(st.none(), st.tuples(st.sampled_from(sorted(LAB.attacks)), st.sampled_from(PLACES)))
 faults = st.sampled_from([None, Faults(1), Faults(3)])
 requests = st.sampled_from(sorted(LAB.requests))
-FLAGS = ("policy_text", "spotlight", "provenance", "confirmation", "idempotency")
+FLAGS = ("rules_text", "spotlight", "provenance", "confirmation", "idempotency")
 flags = st.fixed_dictionaries({name: st.booleans() for name in FLAGS})
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
