@@ -14,9 +14,9 @@ STEPS = {"retrieval": 1, "control": 2}  # the trace step each stage's failure is
 
 
 def trace_facts(case: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
-    """The workflow's run on `case` (`result`), the ids its search returned in order (`ids`), and the
-    evidence a diagnosis states: the page search ranked first, and where `case`'s expected page ranked
-    among the hits (1-based; None when search did not return it)."""
+    """The workflow's run on `case` (`result`) and the evidence a diagnosis states (`evidence`): the page
+    search ranked first, and where `case`'s expected page ranked among the hits (1-based; None when search
+    did not return it)."""
     result = workflow(task_from(case), corpus.docs)
     ids = [hit["id"] for hit in result["trace"][0]["result"] or []]
     expected = case["expected_doc"]
@@ -24,4 +24,4 @@ def trace_facts(case: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
         "first_hit": ids[0] if ids else None,
         "expected_hit": ids.index(expected) + 1 if expected in ids else None,
     }
-    return {"result": result, "ids": ids, "evidence": evidence}
+    return {"result": result, "evidence": evidence}
