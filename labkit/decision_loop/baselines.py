@@ -3,23 +3,20 @@ decision uniformly among those rung Lk admits (the first: the question's search)
 Lk`` draws likewise but answers, uniformly among the finals, once one is admissible; lab 01's scripted and
 adaptive loops. Exactly (`expected_pass`), of lab 01's 24 cases random L3 passes 307/120 = 2.558 (L0-L2
 1157/525), search-then-answer L3 25/3 = 8.333 (L0-L2 17/3), scripted 17, adaptive 23; of the 40 rewrite
-cases, 0. Seeded draws (`random_rows`) remain for episode rows only."""
+cases, 0; tests/decision_loop/test_lab02_baselines.py draws seeded episodes to check those values."""
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from itertools import product
 from typing import Any
 
 from labkit.baseline.grading import outcome
 from labkit.baseline.task import Task
-from labkit.decision_loop.evaluation import episode_row
 from labkit.decision_loop.model_policy import DOCUCTL_RULES, pages_read, schema_tools, search_hits
-from labkit.decision_loop.tables import Row
 from labkit.decision_loop.trials import limits_for, run_case
 from labkit.model.constraints import admissible_schema
 
-SEEDS = 200  # episodes per case and rung for each random baseline
 RANDOM, SEARCH_FIRST = "random", "search, then answer"
 KINDS = (RANDOM, SEARCH_FIRST)
 Decision = dict[str, str]
@@ -89,16 +86,3 @@ def expected_pass(kind: str, rung: str, case: _Case) -> float:
         branches += [((*prefix, d), weight / len(draws)) for d in draws]
         total += 0 if draws else weight * outcome(case, result)
     return float(total)
-
-
-def random_rows(
-    kind: str, rung: str, cases: Iterable[_Case], *, seeds: int = SEEDS, seed: int = 0
-) -> list[Row]:
-    """`seeds` episodes per case of baseline `kind` at `rung`; trial t of case c draws from
-    `random.Random(f"{seed + t}:{c}")`, the same on any machine."""
-    rows = []
-    for case, trial in product(cases, range(seeds)):
-        policy = random_baseline(rung, f"{seed + trial}:{case['id']}", kind)
-        result = run_case(case, policy, limits=limits_for(case))
-        rows.append(episode_row(f"{kind} {rung}", case, trial, result, baseline=kind, rung=rung))
-    return rows

@@ -6,8 +6,10 @@ function runs on copies within a time limit (`labkit.core.check.call`)."""
 import json
 import math
 import random
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 from typing import Any
 
 import pandas as pd
@@ -142,8 +144,65 @@ def run_cases() -> list[RunCase]:
         RunCase("final with an undeclared field", _says(FINAL | {"confidence": "high"})),
         RunCase("decide raises TimeoutError", _raises(TimeoutError("timed out"))),
         RunCase("reads two pages, cites the first", _says(_READ, second, FINAL), _ROOMY),
+        RunCase("a source tool named open, then cites its page", _says(_OPENED, FINAL), tools=(_OPEN,)),
     ]
-    return shown + [replace(case, shown=False) for case in hidden]
+    return shown + [replace(case, shown=False) for case in hidden] + drawn_run_cases()
+
+
+# What a drawn case's policy may propose, each on the boundary of a rule: a search, reads of a hit, of
+# another page and of none, answers citing the page read, another or none, a blank answer, a lookup
+# or an open (which only the lookup and open tools know); and, one proposal in ten, each kind of invalid one.
+_VALID = (
+    _SEARCH,
+    _READ,
+    _READ | {"id": "releases-v2"},
+    _READ | {"id": "no-such-page"},
+    FINAL,
+    FINAL | {"citation": "releases-v2"},
+    FINAL | {"answer": "docuctl deploy", "citation": ""},
+    FINAL | {"answer": " "},
+    FINAL | {"citation": " "},
+    _READ | {"action": "lookup"},
+    _OPENED := _READ | {"action": "open"},
+)
+_INVALID = (
+    {"action": "delete_page", "id": "x"},
+    _SEARCH | {"sudo": True},
+    {"action": "read", "id": 7},
+    "read",
+)
+# A source by another name: a page it returns is citable, as a read's is.
+_OPEN = Tool("open", {"id": "str"}, docuctl_tools(TASK)["read"].call, source=True, description="a page by id")
+_DRAWN_TOOLS = (
+    ((), ""),
+    ((_BROKEN_READ,), ", a read that fails"),
+    ((_LOOKUP, _OPEN), ", a lookup tool and a source named open"),
+)
+
+
+def _written(proposal: Any) -> str:
+    """A proposal as a call: "read(id='rollback-v2')"; one that is not a dict as its repr."""
+    if not isinstance(proposal, dict):
+        return shown(proposal, 40)
+    arguments = (f"{key}={shown(value, 24)}" for key, value in proposal.items() if key != "action")
+    return f"{proposal['action']}({', '.join(arguments)})"
+
+
+def drawn_run_cases(count: int = 40, seed: str = "run") -> list[RunCase]:
+    """`count` cases, the same on every machine: a policy proposing 1-5 decisions in turn (`_VALID`,
+    `_INVALID`), under 1-4 turns and 0-3 tool calls, with docuctl's tools, a read that fails or two more.
+    A case's name lists the proposals labkit's run reads (a policy's later ones change nothing)."""
+    rng, cases = random.Random(seed), []
+    for number in range(1, count + 1):
+        proposals = [rng.choice(_VALID if rng.random() < 0.9 else _INVALID) for _ in range(rng.randint(1, 5))]
+        limits = {"max_turns": rng.randint(1, 4), "max_tools": rng.randint(0, 3)}
+        tools, with_tools = rng.choice(_DRAWN_TOOLS)
+        case = RunCase(f"drawn case {number}", _says(*proposals), limits, tools, shown=False)
+        read = proposals[: _run_reference(case)["turns"]] or proposals[:1]
+        said = f"{', '.join(map(_written, read))}{', …' * (len(read) < len(proposals))} in turn"
+        limited = f"{limits['max_turns']} turns and {limits['max_tools']} tool calls{with_tools}"
+        cases.append(replace(case, name=f"{case.name}: a policy proposing {said}, {limited}"))
+    return cases
 
 
 def _case_tools(
@@ -170,9 +229,10 @@ def _case_tools(
     return {name: counted(tool) for name, tool in tools.items()}
 
 
-def _run_reference(case: RunCase) -> dict[str, Any]:
-    """labkit's `run` on `case`: what a matching `my_run` returns."""
-    return run(case.task, case.policy, tools=_case_tools([], case.tools, case.task), **case.limits)
+def _run_reference(case: RunCase, seen: list[Any] | None = None) -> dict[str, Any]:
+    """labkit's `run` on `case`: what a matching `my_run` returns; `seen` gets the observations it hands."""
+    decide = _fickle(case.policy, [], [], [] if seen is None else seen)
+    return run(case.task, decide, tools=_case_tools([], case.tools, case.task), **case.limits)
 
 
 def _table(runs: list[tuple[RunCase, dict[str, Any]]]) -> pd.DataFrame:
@@ -185,11 +245,15 @@ def reference_table() -> pd.DataFrame:
     return _table([(case, _run_reference(case)) for case in run_cases() if case.shown])
 
 
-def _fickle(policy: Callable[..., Any], made: list[Any], handed: list[bool]) -> Callable[..., Any]:
-    """`policy`, keeping its proposals in `made`; `handed`: whether each observation names a changed one."""
+def _fickle(
+    policy: Callable[..., Any], made: list[Any], handed: list[bool], seen: list[Any]
+) -> Callable[..., Any]:
+    """`policy`, keeping its proposals in `made`; `handed`: whether each observation names a changed one;
+    `seen`: a copy of the observations of each call."""
 
     def decide(task: Any, observations: Any) -> Any:
         handed.extend(isinstance(o, dict) and o.get("action") == _CHANGED for o in observations)
+        seen.append(copied(observations))
         made.append(policy(task, observations))
         return made[-1]
 
@@ -204,11 +268,13 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         return refused
     passed = []
     for case in run_cases():
-        where = f"'{case.name}'" + ("" if case.shown else " (a case the reference table does not show)")
-        ran, made, handed = [], [], []  # the tools' calls, the policy's proposals, what it was handed
+        told = case.shown or case.name.startswith("drawn case")  # a drawn case is never in the table
+        where = f"'{case.name}'" + ("" if told else " (a case the reference table does not show)")
+        # The tools' calls, the policy's proposals, whether it was handed a changed one, what it saw.
+        ran, made, handed, seen = [], [], [], []
         tools = _case_tools(ran, case.tools, case.task, made)
         try:
-            got = call(my_run, case.task, _fickle(case.policy, made, handed), tools, **case.limits)
+            got = call(my_run, case.task, _fickle(case.policy, made, handed, seen), tools, **case.limits)
         except Raised as raised:
             timed_out = isinstance(raised.error, TimedOut)
             hint = "" if timed_out else " — a runtime must turn that into a stop reason"
@@ -228,7 +294,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
                 f"On {where} your run went on with the proposal, which the policy changed once "
                 "validate_decision had checked it: use the decision validate_decision returns."
             )
-        want = _run_reference(case)
+        want = _run_reference(case, want_seen := [])
         if want["stop"] == "final" and want["citation"] == "" and mine["stop"] == "unread_citation":
             want |= {"stop": "unread_citation", "answer": None, "citation": None}  # "" taken for a citation
         if len(ran) != mine["tool_calls"]:
@@ -236,10 +302,18 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
                 f"On {where} your run reported {shown(mine['tool_calls'])} tool calls but the tools ran "
                 f"{len(ran)} times: count every call, and only calls that ran."
             )
-        # The stop first: a wrong stop explains the wrong counts and answer that follow it.
+        # The first that differs, the stop first: a wrong stop explains the counts and answer after it.
         if wrong := [key for key in ENDED if mine[key] != want[key]]:
-            said = ", ".join(f"{key}={shown(mine[key], 60)} (expected {want[key]!r})" for key in wrong[:2])
+            said = f"{wrong[0]}={shown(mine[wrong[0]], 60)} (expected {want[wrong[0]]!r})"
             return fail(f"On {where}: {said}. The contract: {CONTRACTS[want['stop']]}.")
+        yours, labkits = (lists[-1] if lists else [] for lists in (seen, want_seen))
+        wrong = (n for n, (mine, its) in enumerate(zip_longest(yours, labkits)) if not _observed(mine, its))
+        if (n := next(wrong, None)) is not None:
+            return fail(
+                f"On {where} your run's observation {n + 1} was {shown(yours[n : n + 1], 120)}; labkit's run "
+                f"hands the policy {shown(labkits[n : n + 1], 120)}. After each tool call append {{'action': "
+                "..., 'result': ...}: what the tool returned, or {'error': its message} if it raised."
+            )
         passed.append((case, mine))
     in_table = [(case, got) for case, got in passed if case.shown]
     return Check(
@@ -248,6 +322,18 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         f"{len(passed) - len(in_table)} it does not show, and no tool ran that should not.",
         _table(in_table),
     )
+
+
+def _observed(mine: Any, want: Mapping[str, Any] | None) -> bool:
+    """Whether `mine` is labkit's observation `want` as the contract words it: the same action and result
+    (other keys aside), a tool's error as {"error": text} holding its message (labkit's adds its type)."""
+    if want is None or not isinstance(mine, dict) or mine.get("action") != want["action"]:
+        return False
+    got, result = mine.get("result"), want["result"]
+    if isinstance(result, dict) and set(result) == {"error"}:
+        message = re.sub(r"^\w+: ", "", result["error"])
+        return isinstance(got, dict) and isinstance(got.get("error"), str) and message in got["error"]
+    return got == result
 
 
 def _payload(**answers: Any) -> dict[str, Any]:

@@ -4,9 +4,12 @@
 
 from __future__ import annotations
 
+import builtins
+import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache, partial
+from http.client import RemoteDisconnected
 from typing import Any
 
 import pandas as pd
@@ -79,15 +82,43 @@ def _arguments(case: Mapping[str, Any]) -> tuple[Any, ...]:
     finished, deps = case["finished"], case["deps"]
     states = dict.fromkeys(deps, "pending") | {finished: "completed"} | case["states"]
     dependents = {job: [j for j, needs in deps.items() if job in needs] for job in deps}
+    if "order" in case:  # a drawn case lists the finished job's dependents in an order of its own
+        random.Random(case["order"]).shuffle(dependents[finished])
     waiting = {j: sum(states[d] != "completed" or d == finished for d in needs) for j, needs in deps.items()}
     return finished, dependents, waiting, states
 
 
-def _ready_problem(case: Mapping[str, Any], got: Any, waiting: dict[str, int]) -> str | None:
-    """What is wrong with one answer of the ready step (its list and the counts it left), or None."""
+def drawn_ready_cases(count: int = 150, seed: str = "ready") -> Iterator[dict[str, Any]]:
+    """`count` ready cases over made-up graphs, the same on every machine: 2-7 jobs with names in no
+    order, each needing some earlier ones, the finished job's dependents listed in an order of their own
+    (not their declaration's), every other job in some state. A step that passes checks.json's named
+    cases but breaks the rule elsewhere answers one of these differently from `ready_after`."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        jobs = rng.sample("abcdefghmnpqrsxyz", rng.randint(2, 7))
+        deps = {job: rng.sample(jobs[:at], rng.randint(0, at)) for at, job in enumerate(jobs)}
+        finished = rng.choice(jobs[:2])  # an early job, which more jobs need
+        # A released job is pending, and any other job completed, two times in three (any state else):
+        # a job is ready only then, so states drawn uniformly would seldom release two jobs at once.
+        likely = {job: "pending" if finished in deps[job] else "completed" for job in jobs}  # ready if so
+        others = [job for job in jobs if job != finished]
+        states = {
+            job: likely[job] if rng.random() < 2 / 3 else rng.choice(list(State)).value for job in others
+        }
+        when = f"the graph needs {deps}, {finished} completed and the others are {states} (a drawn case)"
+        yield {"when": when, "finished": finished, "deps": deps, "states": states, "order": rng.random()}
+
+
+def _ready_problem(case: Mapping[str, Any], got: Any, given: tuple[Any, ...]) -> str | None:
+    """What is wrong with one answer of the ready step (its list, the counts it left, what else it
+    changed of the arguments `given`), or None."""
     finished, dependents, want_waiting, states = _arguments(case)
     want = ready_after(finished, dependents, want_waiting, states)  # case["ready"]; counts want_waiting down
     hint = partial(_hint, "ready", finished=finished)
+    _, given_dependents, waiting, given_states = given
+    for name, value, was in (("dependents", given_dependents, dependents), ("states", given_states, states)):
+        if value != was:
+            return hint("changed", argument=name)
     if not isinstance(got, list | tuple) or any(type(job) is not str for job in got):
         return hint("not a list", got=shown(got))
     releases = dependents[finished]
@@ -127,18 +158,19 @@ def _starts(result: RunResult) -> list[str]:
 @exercise("04", "ready")
 def check_ready(my_ready: Callable[..., Any] | None) -> Check:
     """Build it: `my_ready(finished, dependents, waiting, states)` answers as `ready_after` on each
-    boundary of the rule, then drives labkit's scheduler in its place over graphs shown and made up."""
+    named boundary of the rule (checks.json) and on `drawn_ready_cases()`, changing only `waiting`; then
+    it drives labkit's scheduler in its place over graphs shown and made up."""
     shape = "my_ready must be a function (finished, dependents, waiting, states) -> list of jobs"
     if (refused := not_a_function(my_ready, shape)) is not None:
         return refused
-    for case in _cases()["ready_cases"]:
-        finished, dependents, waiting, states = _arguments(case)
+    for case in (*_cases()["ready_cases"], *drawn_ready_cases()):
+        given = _arguments(case)
         try:
             with time_limit():
-                got = my_ready(finished, dependents, waiting, states)
+                got = my_ready(*given)
         except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict names the learner's error
             return crashed(error, f"when {case['when']}")
-        if (problem := _ready_problem(case, got, waiting)) is not None:
+        if (problem := _ready_problem(case, got, given)) is not None:
             return fail(f"When {case['when']}, {problem}")
     rows = []
     for name, graph in _ready_graphs().items():
@@ -210,11 +242,12 @@ def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str)
 @exercise("04", "router")
 def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     """Build it: `Next.Continue` within LIMIT characters, otherwise `Next.back_to_with("revise",
-    feedback)` stating the count and the limit; then, in the review loop, the scripted reviser
-    must publish and one that never improves must end as a dead letter."""
+    feedback)` stating the count and the limit, at every length from 0 to 3 * LIMIT; then, in the review
+    loop, the scripted reviser must publish and one that never improves must end as a dead letter."""
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
         return refused
-    for chars in _cases()["router_chars"]:  # those the text mentions first, then some it does not
+    # Those the text mentions first, then some it does not, then every length up to three times LIMIT.
+    for chars in (*_cases()["router_chars"], *range(3 * LIMIT + 1)):
         try:
             decision = call(my_router, {"text": "x" * chars, "chars": chars})
         except Raised as raised:
@@ -254,13 +287,24 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
 _WANT_WAITS = [0.2, 0.4, 0.8]
 _TRANSIENT = (TimeoutError, ConnectionError)
 # Asked of retry_on in this order: the two the run raises, bad calls, then OSErrors that are no network fault.
-_ERRORS = (TimeoutError("slow"), ConnectionResetError("reset"), ValueError("bad"), KeyError("missing"))
-_ERRORS += (ConnectionRefusedError("refused"), FileNotFoundError("gone"), PermissionError("denied"))
+_ERRORS = (
+    *(TimeoutError("slow"), ConnectionResetError("reset"), ValueError("bad"), KeyError("missing")),
+    *(ConnectionRefusedError("refused"), FileNotFoundError("gone"), PermissionError("denied")),
+)
+# Then every other built-in exception that takes a message (warnings, the Unicode errors and groups
+# aside), and http.client's RemoteDisconnected: a ConnectionResetError by another name.
+_ERRORS += tuple(
+    kind("drawn")
+    for kind in (*vars(builtins).values(), RemoteDisconnected)
+    if isinstance(kind, type) and issubclass(kind, Exception) and kind not in {type(e) for e in _ERRORS}
+    if not issubclass(kind, Warning | UnicodeError | ExceptionGroup)
+)
 
 
 @exercise("04", "retry_policy")
 def check_retry_policy(policy: Any) -> Check:
-    """Exercise 1: 3 retries after the first try, waits 0.2, 0.4, 0.8 s, transient errors only.
+    """Exercise 1: 3 retries after the first try, waits 0.2, 0.4, 0.8 s, transient errors only (asked of
+    every built-in exception: a TimeoutError or ConnectionError, subclasses included, is transient).
     Wrong waits are blamed on the setting that causes them (max_interval when only the cap is off)."""
     if unanswered(policy):
         return fail("not attempted yet: replace the None with a RetryPolicy(...) and run the cell again")
@@ -271,12 +315,15 @@ def check_retry_policy(policy: Any) -> Check:
         return fail(hint("attempts", attempts=policy.max_attempts, retries=policy.max_attempts - 1))
     for error in _ERRORS:
         kind = type(error).__name__
+        article = "an" if kind[0] in "AEIOU" else "a"
         try:
             retried = bool(call(policy.retryable, error))
         except Raised as raised:
-            return crashed(raised.error, f"when retry_on was asked about a {kind}")
+            return crashed(raised.error, f"when retry_on was asked about {article} {kind}")
         if retried != isinstance(error, _TRANSIENT):
-            return fail(hint("retries a bad call" if retried else "skips a transient error", kind=kind))
+            return fail(
+                hint("retries a bad call" if retried else "skips a transient error", kind=kind, a=article)
+            )
     clock = FakeClock()
     try:
         with time_limit():
@@ -301,15 +348,22 @@ _GOTO_TARGET = "parse"
 _MAX_COUNT = 1000  # no job of these graphs runs anywhere near this often
 
 
+# Each job before check, with its result and what it needs.
+_GOTO_JOBS = (
+    ("fetch", "page", []),
+    ("parse", "sections", ["fetch"]),
+    ("audit", "logged", ["fetch"]),
+    ("summarize", "summary", ["parse"]),
+    ("index", "index", ["parse"]),
+)
+
+
 def goto_graph() -> Graph:
     """fetch → parse → (summarize, index) → check → publish, and audit beside parse; `check` sends
     the work back to `parse` on its first visit and continues on its second."""
     graph = Graph()
-    graph.job("fetch", lambda ctx: "page")
-    graph.job("parse", lambda ctx: "sections", deps=["fetch"])
-    graph.job("audit", lambda ctx: "logged", deps=["fetch"])
-    graph.job("summarize", lambda ctx: "summary", deps=["parse"])
-    graph.job("index", lambda ctx: "index", deps=["parse"])
+    for job, result, deps in _GOTO_JOBS:
+        graph.job(job, lambda ctx, result=result: result, deps=deps)
     graph.job("check", lambda ctx: ctx.visit, deps=["summarize", "index"])
     graph.route(
         "check",
@@ -321,12 +375,12 @@ def goto_graph() -> Graph:
 
 
 def _why(job: str, said: Any, runs: int, loop: set[str]) -> str:
-    if job not in loop:
-        reason = "outside"
-    elif job == "publish":
-        reason = "publish"
-    else:
-        reason = "target" if job == _GOTO_TARGET else "downstream"
+    """The hint for a wrong count of `job`: outside the Goto's `loop`, publish, its target or downstream."""
+    reason = (
+        "outside"
+        if job not in loop
+        else {"publish": "publish", _GOTO_TARGET: "target"}.get(job, "downstream")
+    )
     return _hint("goto_runs", reason, job=job, said=said, runs=runs, target=_GOTO_TARGET)
 
 

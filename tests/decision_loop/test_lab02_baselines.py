@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from itertools import product
 
 import pytest
 
@@ -15,12 +16,11 @@ from labkit.decision_loop.baselines import (
     admissible_decisions,
     expected_pass,
     random_baseline,
-    random_rows,
 )
-from labkit.decision_loop.evaluation import SCRIPTED, replay_trials, scripted_trials
+from labkit.decision_loop.evaluation import SCRIPTED, episode_row, replay_trials, scripted_trials
 from labkit.decision_loop.ladder import ladder_with_baselines
 from labkit.decision_loop.tables import K_MAX
-from labkit.decision_loop.trials import cases_of
+from labkit.decision_loop.trials import cases_of, limits_for, run_case
 from labkit.model.constraints import RUNGS
 from labkit.model.replay import TRIALS
 
@@ -30,6 +30,17 @@ HITS = [{"id": "config-v1", "title": "Configuration"}, {"id": "health-v1", "titl
 SEARCHED = [{"action": "search", "result": HITS}]
 PAGE = docuctl().docs.read("config-v1", "v1")
 READ = [*SEARCHED, {"action": "read", "result": PAGE}]
+
+
+def random_rows(kind: str, rung: str, cases, *, seeds=200, seed: int = 0):
+    """The oracle the exact values are checked against: `seeds` episodes per case of baseline `kind` at
+    `rung`; trial t of case c draws from `random.Random(f"{seed + t}:{c}")`, the same on any machine."""
+    rows = []
+    for case, trial in product(cases, range(seeds)):
+        policy = random_baseline(rung, f"{seed + trial}:{case['id']}", kind)
+        result = run_case(case, policy, limits=limits_for(case))
+        rows.append(episode_row(f"{kind} {rung}", case, trial, result, baseline=kind, rung=rung))
+    return rows
 
 
 def test_before_any_observation_every_rung_admits_only_the_search_of_the_question():

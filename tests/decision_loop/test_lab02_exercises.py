@@ -37,10 +37,13 @@ def my_run(
     pops=False,
     validated=True,
     empty_cites=False,
+    error_text=str,
+    cites=bool,
 ):
     """The intended solution; `ids_read`, `pops` (pop the action out of the validated decision, as many
-    write it), `validated` (False: validate, then go on with the proposal) and `empty_cites` (take a
-    citation "" for one, so unread) vary it."""
+    write it), `validated` (False: validate, then go on with the proposal), `empty_cites` (take a
+    citation "" for one, so unread), `error_text` (a raised error's observed text) and `cites` (whether
+    a citation names a page) vary it."""
     observations, sources, tool_calls = [], set(), 0
 
     def stop(reason, turns, answer=None, citation=None):
@@ -60,7 +63,7 @@ def my_run(
             return stop("invalid_decision", turn)
         action = decision.pop("action") if pops else decision["action"]
         if action == "final":
-            if (decision["citation"] or empty_cites) and decision["citation"] not in sources:
+            if (cites(decision["citation"]) or empty_cites) and decision["citation"] not in sources:
                 return stop("unread_citation", turn)
             return stop("final", turn, decision["answer"], decision["citation"])
         if tool_calls == max_tools:
@@ -69,7 +72,7 @@ def my_run(
         try:
             result = tool.call(**{name: decision[name] for name in tool.params})
         except Exception as error:
-            result = {"error": str(error)}
+            result = {"error": error_text(error)}
         tool_calls += 1
         sources |= ids_read(tool, result)
         observations.append({"action": action if pops else decision["action"], "result": result})
@@ -82,7 +85,7 @@ def varied(**how):
 
 def test_the_intended_run_matches_the_runtime_on_every_case():
     check = lab02.check_run(my_run)
-    verdict(check, True, "all 15 cases of the reference table and 8 it does not show")
+    verdict(check, True, "all 15 cases of the reference table and 49 it does not show")
     assert set(check.table["stop"]) == set(CONTRACTS)  # every stop a policy alone can reach
     assert list(check.table.index) == list(lab02.reference_table().index)
     assert load_progress("02")["exercises"]["run"]["passed"] is True
@@ -184,6 +187,20 @@ def connection_errors_only(task, decide, tools, max_turns, max_tools):
         pytest.param(
             connection_errors_only, ["TimeoutError", "provider_error"], id="fitted: connection errors only"
         ),
+        pytest.param(
+            varied(ids_read=lambda tool, result: any_id(tool, result) if tool.name == "read" else set()),
+            ["'a source tool named open, then cites its page'", "expected 'final'"],
+            id="a source is a tool named read",
+        ),
+        pytest.param(
+            varied(error_text=lambda error: "the tool failed"),
+            ["'a tool that raises' your run's observation 2", "RuntimeError: storage offline", "its message"],
+            id="a constant error",
+        ),
+        # found only by the drawn cases: a citation of blanks taken for none
+        pytest.param(
+            varied(cites=str.strip), ["drawn case", "citation=' '", "unread_citation"], id="drawn: blank"
+        ),
     ],
 )
 def test_a_wrong_run_is_answered_with_the_rule_it_breaks(answer, phrases):
@@ -192,6 +209,11 @@ def test_a_wrong_run_is_answered_with_the_rule_it_breaks(answer, phrases):
 
 def test_an_empty_citation_may_be_taken_for_none_or_for_an_unread_one():
     verdict(lab02.check_run(varied(empty_cites=True)), True, "all 15 cases")
+
+
+def test_an_observation_is_judged_by_what_the_contract_says():
+    verdict(lab02.check_run(varied(error_text=repr)), True)  # the error's message, in its repr
+    verdict(lab02.check_run(varied(error_text=lambda error: f"tool failed: {error}")), True)
 
 
 def test_a_hanging_run_or_policy_gets_a_verdict_naming_the_case(short_limit):

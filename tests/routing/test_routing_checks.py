@@ -80,6 +80,11 @@ def alphabetical(finished, dependents, waiting, states):
     return sorted(my_ready(finished, dependents, waiting, states))
 
 
+def in_waiting_order(finished, dependents, waiting, states):
+    ready = my_ready(finished, dependents, waiting, states)
+    return [job for job in waiting if job in ready]
+
+
 @pytest.mark.parametrize(
     "answer, phrases",
     [
@@ -92,6 +97,9 @@ def alphabetical(finished, dependents, waiting, states):
         (done_when("completed", "dead_letter"), ["b is dead_letter", "c still waits for 1"]),
         (done_when("completed", "retrying", "failed", "dead_letter"), ["b is retrying", "c still waits"]),
         (starts_retrying, ["but b is retrying", "only a pending job may start"]),
+        # found only by the drawn cases: the ready jobs in the order of `waiting`, not of dependents
+        (in_waiting_order, ["(a drawn case)", "order of dependents"]),
+        (lambda f, d, w, s: my_ready(f, {**d, f: d.pop(f)}, w, s), ["your step changed dependents"]),
         (lambda f, d, w, s: None, ["returned None", "list of job ids"]),
         (lambda f, d, w, s: {"b"}, ["returned {'b'}", "list of job ids"]),
         (lambda f, d, w, s: s["missing"], ["raised KeyError", "at line"]),
@@ -111,7 +119,8 @@ def test_a_step_right_on_the_cases_but_wrong_in_a_run_is_caught_by_the_scheduler
     def breaks_later(finished, dependents, waiting, states):  # right on the cases, drops jobs in runs
         calls.append(finished)
         ready = my_ready(finished, dependents, waiting, states)
-        return ready if len(calls) <= len(lab04._cases()["ready_cases"]) else ready[:1]
+        cases = len(lab04._cases()["ready_cases"]) + len(list(lab04.drawn_ready_cases()))
+        return ready if len(calls) <= cases else ready[:1]
 
     verdict(lab04.check_ready(breaks_later), False, "Running the diamond graph with your step")
 
@@ -145,6 +154,11 @@ def routes_back(feedback, limit=26):
         (routes_back(lambda v: f"26 characters, limit is {v['chars']}"), ["count (27) and the limit (26)"]),
         (lambda v: Next.Stop if v["chars"] > 26 else Next.Continue, ["send it back to 'revise'"]),
         (remembered, ["over the limit"]),
+        # found only by asking at every length: an empty text sent back
+        (
+            lambda v: my_router(v) if v["chars"] else Next.back_to_with("revise", "0 characters"),
+            ["0 characters is within"],
+        ),
         (lambda v: numpy.array([1]), ["not a Next"]),
         (lambda v: v["words"], ["raised KeyError"]),
         (hangs, ["did not return within 0.2 s", "12 characters"]),
@@ -180,8 +194,21 @@ near = partial(RetryPolicy, max_attempts=4, initial_interval=0.2)  # right but f
         (near(retry_on=(OSError,)), ["a FileNotFoundError is retried"]),  # TimeoutError is an OSError too
         (near(retry_on=(TimeoutError, ConnectionResetError)), ["a ConnectionRefusedError is not retried"]),
         (
-            near(retry_on=lambda e: isinstance(e, TimeoutError) or str(e) in ("reset", "refused")),
+            near(retry_on=lambda e: isinstance(e, TimeoutError | ConnectionError) and "peer" not in str(e)),
             ["ConnectionResetError('reset by peer') was retried 0 time(s), not 3", "whatever its message"],
+        ),
+        # found only by asking about every built-in exception
+        (
+            near(retry_on=(TimeoutError, ConnectionResetError, ConnectionRefusedError)),
+            ["a ConnectionError is not"],
+        ),
+        (
+            near(
+                retry_on=lambda e: (
+                    isinstance(e, OSError) and not isinstance(e, FileNotFoundError | PermissionError)
+                )
+            ),
+            ["an OSError is retried"],
         ),
         (near(retry_on=raises_lab_error), ["raised LabError"]),
         (near(retry_on=hangs), ["within 0.2 s"]),
