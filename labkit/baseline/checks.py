@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -45,12 +46,21 @@ def _exercise_data() -> dict[str, Any]:
 _FIXED = "the workflow searches the question as asked, reads the first hit and answers with its command"
 
 
-def _tasks(corpus: Corpus, *, adaptive: bool = False) -> list[tuple[str, Task]]:
-    """(how a verdict names it, task): the base cases, the unseen questions, then if `adaptive` §7's."""
+def _tasks(corpus: Corpus, *, adaptive: bool = False, drawn: int = 40) -> list[tuple[str, Task]]:
+    """(how a verdict names it, task): the base cases, the unseen questions, `drawn` questions drawn the
+    same on every machine, then if `adaptive` §7's. A drawn question is 1-4 words of its version's pages
+    or, one word in six, a word no page holds: so searches find no page, one, or several that tie."""
     tasks = [(f"case {case['id']!r}", task_from(case)) for case in corpus.cases]
-    for number, unseen in enumerate(_exercise_data()["unseen"], 1):
-        task = Task(f"unseen-{number}", "unseen", unseen["question"], unseen["version"])
-        tasks.append((f"the unseen {task.version} question {task.question!r}", task))
+    questions = [(unseen["question"], unseen["version"]) for unseen in _exercise_data()["unseen"]]
+    rng = random.Random("questions")
+    for version in rng.choices(("v1", "v2"), k=drawn):
+        pool = sorted(corpus.docs.vocabulary(version))
+        said = [rng.choice(pool) if rng.random() < 5 / 6 else "zyzzyva" for _ in range(rng.randint(1, 4))]
+        questions.append((" ".join(said), version))
+    tasks += [
+        (f"the unseen {version} question {question!r}", Task(f"unseen-{number}", "unseen", question, version))
+        for number, (question, version) in enumerate(questions, 1)
+    ]
     if adaptive:
         tasks += [(f"§7's case {c['id']!r}", task_from(c)) for c in corpus.adaptive_cases]
     return tasks
@@ -129,7 +139,8 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     return Check(
         True,
         f"your workflow makes labkit's tool calls on all {len(corpus.cases)} base cases, "
-        f"{len(_exercise_data()['unseen'])} unseen questions and §7's {len(corpus.adaptive_cases)} cases: "
+        f"{len(results) - len(corpus.cases) - len(corpus.adaptive_cases)} unseen questions "
+        f"and §7's {len(corpus.adaptive_cases)} cases: "
         f"{passed} of {len(corpus.cases)} base cases passed with {spent} tool calls.",
         table,
     )

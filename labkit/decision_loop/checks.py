@@ -199,9 +199,12 @@ def drawn_run_cases(count: int = 40, seed: str = "run") -> list[RunCase]:
         tools, with_tools = rng.choice(_DRAWN_TOOLS)
         case = RunCase(f"drawn case {number}", _says(*proposals), limits, tools, shown=False)
         read = proposals[: _run_reference(case)["turns"]] or proposals[:1]
-        said = f"{', '.join(map(_written, read))}{', …' * (len(read) < len(proposals))} in turn"
-        limited = f"{limits['max_turns']} turns and {limits['max_tools']} tool calls{with_tools}"
-        cases.append(replace(case, name=f"{case.name}: a policy proposing {said}, {limited}"))
+        said = (
+            f"{case.name}: a policy proposing {', '.join(map(_written, read))}"
+            f"{', …' if len(read) < len(proposals) else ''} in turn, {limits['max_turns']} turns and "
+            f"{limits['max_tools']} tool calls{with_tools}"
+        )
+        cases.append(replace(case, name=said))
     return cases
 
 
@@ -268,7 +271,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         return refused
     passed = []
     for case in run_cases():
-        told = case.shown or case.name.startswith("drawn case")  # a drawn case is never in the table
+        told = case.shown or case.name.startswith("drawn case")  # a drawn case says so in its name
         where = f"'{case.name}'" + ("" if told else " (a case the reference table does not show)")
         # The tools' calls, the policy's proposals, whether it was handed a changed one, what it saw.
         ran, made, handed, seen = [], [], [], []

@@ -104,7 +104,7 @@ def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base ca
         (
             lambda task, tools: my_workflow(task, tools) or {"answer": "", "citation": ""},
             [
-                "On §7's case 'typo-rollback' search found nothing",
+                "On the unseen v1 question 'zyzzyva' search found nothing",
                 "return None when the search finds nothing",
             ],
         ),
