@@ -49,7 +49,7 @@ _FIXED = "the workflow searches the question as asked, reads the first hit and a
 def _tasks(corpus: Corpus, *, adaptive: bool = False, drawn: int = 40) -> list[tuple[str, Task]]:
     """(how a verdict names it, task): the base cases, the unseen questions, `drawn` questions drawn the
     same on every machine, then if `adaptive` §7's. A drawn question is 1-4 words of its version's pages
-    or, one word in six, a word no page holds: so searches find no page, one, or several that tie."""
+    or, one word in six, a word no page holds: so the first search finds no page, one, or two."""
     tasks = [(f"case {case['id']!r}", task_from(case)) for case in corpus.cases]
     questions = [(unseen["question"], unseen["version"]) for unseen in _exercise_data()["unseen"]]
     rng = random.Random("questions")

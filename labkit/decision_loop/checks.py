@@ -112,6 +112,8 @@ class RunCase:
     tools: tuple[Tool, ...] = ()
     task: Task = TASK
     shown: bool = True
+    # What a verdict says after the name of a case the table does not show (a drawn one says it in its name).
+    unshown: str = " (a case the reference table does not show)"
 
 
 def run_cases() -> list[RunCase]:
@@ -197,7 +199,7 @@ def drawn_run_cases(count: int = 40, seed: str = "run") -> list[RunCase]:
         proposals = [rng.choice(_VALID if rng.random() < 0.9 else _INVALID) for _ in range(rng.randint(1, 5))]
         limits = {"max_turns": rng.randint(1, 4), "max_tools": rng.randint(0, 3)}
         tools, with_tools = rng.choice(_DRAWN_TOOLS)
-        case = RunCase(f"drawn case {number}", _says(*proposals), limits, tools, shown=False)
+        case = RunCase(f"drawn case {number}", _says(*proposals), limits, tools, shown=False, unshown="")
         read = proposals[: _run_reference(case)["turns"]] or proposals[:1]
         said = (
             f"{case.name}: a policy proposing {', '.join(map(_written, read))}"
@@ -271,8 +273,7 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         return refused
     passed = []
     for case in run_cases():
-        told = case.shown or case.name.startswith("drawn case")  # a drawn case says so in its name
-        where = f"'{case.name}'" + ("" if told else " (a case the reference table does not show)")
+        where = f"'{case.name}'" + ("" if case.shown else case.unshown)
         # The tools' calls, the policy's proposals, whether it was handed a changed one, what it saw.
         ran, made, handed, seen = [], [], [], []
         tools = _case_tools(ran, case.tools, case.task, made)
