@@ -7,14 +7,7 @@ names of `labkit.core` (the runtime, errors, predictions, evidence). Names load 
 `import labkit` and `python -m labkit` do not pay for pandas, numpy and jsonschema they may never use.
 """
 
-import sys
-
 from labkit.core.errors import errors_in_one_line
-
-# jsonschema imports rfc3987_syntax where installed (by jupyter-events) only for the "iri" format,
-# which labkit never uses, and that module builds a parser at import (about 1.5 s). A None entry
-# makes that import fail cleanly; a process that imported it already keeps it.
-sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 # In a notebook a LabError (a user's mistake: an unknown name, a missing file) reads as one line, as
 # on the CLI, not as a traceback through labkit's frames.

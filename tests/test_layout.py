@@ -29,8 +29,10 @@ REPO = ROOT.parent
 # replaced a line budget. tests/ was allowed 5% beyond that (5,800) and was raised to 6,000 for the
 # round that added the under-load (tests/hangs.py), exact sign-flip, Makefile and shown-code tests, and
 # to 6,100 for the one that added the coverage simulation, the declared questions and the drawn
-# random baseline's tests (tests/core/test_coverage.py, test_questions.py, refunds/test_random_baseline.py).
-BUDGET = {"labkit": 8_000, "tests": 6_100}
+# random baseline's tests (tests/core/test_coverage.py, test_questions.py, refunds/test_random_baseline.py),
+# and to 6,150 for the round that holds fastjsonschema to never accepting what jsonschema refuses, on
+# every shipped file mutated (tests/core/test_fixture_files.py): labkit.core.fixtures trusts its "valid".
+BUDGET = {"labkit": 8_000, "tests": 6_150}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

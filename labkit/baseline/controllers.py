@@ -80,7 +80,9 @@ def traced_tools(
 
 
 def _fixed(steps: _Steps, task: Task, docs: Documents | None, *, top_k: int, max_tools: int) -> Result:
-    """`steps` run on `traced_tools`: the outcome as the runtime's Result (tool_limit: budget spent)."""
+    """`steps` run on `traced_tools`: the outcome as the runtime's Result, its stop one of STOP_REASONS:
+    tool_limit when the budget is spent, else final; a workflow that finds no page to answer from
+    declines (answer and citation None) and its detail says why."""
     docs = _docs(docs)
     tools, trace = traced_tools(task, docs, top_k=top_k, max_tools=max_tools)
     stop, detail = "final", ""
@@ -89,7 +91,7 @@ def _fixed(steps: _Steps, task: Task, docs: Documents | None, *, top_k: int, max
     except BudgetSpent as spent:
         page, stop, detail = None, "tool_limit", str(spent)
     if isinstance(page, str) or (page and "error" in page):
-        page, stop, detail = None, "needs_review", page if isinstance(page, str) else page["error"]
+        page, detail = None, page if isinstance(page, str) else page["error"]
     answer, citation = (page["command"], page["id"]) if page else (None, None)
     outcome = {"stop": stop, "answer": answer, "citation": citation, "detail": detail, "trace": trace}
     return Result(outcome, turns=len(trace), tool_calls=len(trace), elapsed=0.0, usage={})
@@ -101,9 +103,12 @@ def revise_query(question: str, vocabulary: set[str]) -> str | None:
     ordered = sorted(vocabulary)
     revised, changed = [], False
     for word in re.findall(r"[a-z0-9]+", question.casefold()):
-        if word not in vocabulary and word in words(word):
-            if match := difflib.get_close_matches(word, ordered, n=1, cutoff=0.8):
-                word, changed = match[0], True
+        if (
+            word not in vocabulary
+            and word in words(word)
+            and (match := difflib.get_close_matches(word, ordered, n=1, cutoff=0.8))
+        ):
+            word, changed = match[0], True
         revised.append(word)
     return " ".join(revised) if changed else None
 
@@ -131,7 +136,8 @@ def _search_or_correct(task: Task, tools: dict[str, Tool], docs: Documents) -> l
 
 
 # The fixed workflows' steps: each calls the tools as a learner's `my_workflow(task, tools)` does
-# and returns the page to answer from, or a sentence saying why there is none (stop: needs_review).
+# and returns the page to answer from, or a sentence saying why there is none (then the workflow
+# declines: a final stop with no answer).
 def _keyword_route(task: Task, tools: dict[str, Tool], docs: Documents) -> Page | str:
     """Read `<topic>-<version>` if the question names exactly one single-word topic; else no guess."""
     topics = {p["id"].rpartition("-")[0] for p in docs.pages if p["id"].endswith("-" + p["version"])}

@@ -44,9 +44,13 @@ def pages_read(observations: Sequence[Mapping[str, Any]]) -> list[dict[str, str]
     finals = {}
     for o in observations:
         page = o.get("result")
-        if o.get("action") == "read" and isinstance(page, Mapping):
-            if isinstance(page.get("id"), str) and isinstance(page.get("command"), str):
-                finals[page["id"]] = {"answer": page["command"], "citation": page["id"]}
+        if (
+            o.get("action") == "read"
+            and isinstance(page, Mapping)
+            and isinstance(page.get("id"), str)
+            and isinstance(page.get("command"), str)
+        ):
+            finals[page["id"]] = {"answer": page["command"], "citation": page["id"]}
     return list(finals.values())
 
 

@@ -260,7 +260,7 @@ PURGE |= {
 def test_a_case_the_workflow_fails_and_the_loop_passes_is_accepted():
     check = lab01.check_adaptive_case(MINE)
     verdict(check, True, "adaptive loop passes with 3 tool calls", "two-rule workflow passes it too")
-    assert check.table.loc["search/read workflow"].tolist() == [False, "needs_review", 1, ""]
+    assert check.table.loc["search/read workflow"].tolist() == [False, "final", 1, ""]
     verdict(lab01.check_adaptive_case(PURGE), True, "adaptive loop passes with 3 tool calls")
 
 

@@ -1,12 +1,26 @@
 """A file from the disk is untrusted data (labkit.core.fixtures): read, parsed and validated with one
 line per problem; and a file labkit writes is replaced whole (labkit.core.paths)."""
 
+import copy
+import json
+import random
+
+import fastjsonschema
+import jsonschema
 import pytest
 
+from labkit.baseline.corpus import DOCUCTL, fixture_schema
+from labkit.core import questions as declared
 from labkit.core.errors import FixtureError
 from labkit.core.fixtures import read_json, read_text, schema_error
+from labkit.course.grid.labs import GRID_LABS
+from labkit.course.grid.spec import _schema as grid_schema
 from labkit.course.grid.spec import load_spec
+from labkit.model import record
+from labkit.model.replay import TRIALS
 from labkit.refunds.attacks import schema_problem
+from labkit.refunds.shop import REFUNDS, SCHEMAS
+from labkit.routing import checks as routing
 
 # -- read_text, read_json -------------------------------------------------------------------------
 
@@ -70,6 +84,74 @@ def test_schema_error_lets_recursion_error_through():
         deep = [deep]
     with pytest.raises(RecursionError):
         schema_error({"items": {"$ref": "#"}}, deep)
+
+
+def _shipped():
+    """(name, schema, data): every shipped file with a schema, and one trial record of each kind."""
+    trials = [json.loads(line) for line in sorted(TRIALS.glob("*.jsonl"))[0].read_text("utf-8").splitlines()]
+    docuctl = dict.fromkeys(["documents", "glossary", "cases", "adaptive_cases", "rewrite_cases"], "{}.json")
+    docuctl |= {"exercises/lab01": "lab01_exercises", "exercises/lab02": "lab02_contracts"}
+    return [
+        *((f"refunds/{key}", schema, read_json(REFUNDS / f"{key}.json")) for key, schema in SCHEMAS.items()),
+        *(
+            (path, fixture_schema(name.format(path)), read_json(DOCUCTL / f"{path}.json"))
+            for path, name in docuctl.items()
+        ),
+        ("routing/checks", routing._SCHEMA, read_json(routing._CASES_FILE)),
+        ("questions", declared._SCHEMA, read_json(declared.QUESTIONS)),
+        *((f"grid/{lab}", schema := grid_schema(lab), _spec(lab, schema["properties"])) for lab in GRID_LABS),
+        *(
+            (kind, schema, next(r for r in trials if r["kind"] == kind))
+            for kind, schema in record._SCHEMAS.items()
+        ),
+    ]
+
+
+def _spec(lab, axes):
+    """A grid spec for `lab` of one model and every axis that has a default, at its default."""
+    return {name: axis["default"] for name, axis in axes.items() if "default" in axis} | {
+        "lab": lab,
+        "models": ["local"],
+    }
+
+
+# A value of each JSON type, on the boundaries the schemas draw (empty, blank, long, past 2**53, negative).
+ODD = [None, True, 0, -1, 1.5, 2**53 + 1, "", " ", "x" * 5000, "Z-9", [], [1], {}, {"a": 1}]
+
+
+def _mutated(data, rng):
+    """A copy of `data` with one node replaced by an ODD value, or one key of a mapping dropped or added."""
+    holder = {"root": copy.deepcopy(data)}  # so that replacing the whole value is one more node
+    parent, key, node = holder, "root", holder["root"]
+    while isinstance(node, (dict, list)) and node and rng.random() < 0.8:
+        key = rng.choice(list(node) if isinstance(node, dict) else range(len(node)))
+        parent, node = node, node[key]
+    move = rng.randrange(3)
+    if move == 0 and isinstance(node, dict) and node:
+        del node[rng.choice(list(node))]
+    elif move == 1 and isinstance(node, dict):
+        node["unexpected"] = rng.choice(ODD)
+    else:
+        parent[key] = rng.choice(ODD)
+    return holder["root"]
+
+
+@pytest.mark.parametrize(
+    "name, schema, data", _shipped(), ids=lambda value: value if isinstance(value, str) else ""
+)
+def test_fastjsonschema_never_accepts_what_jsonschema_refuses_on_a_shipped_file_mutated(name, schema, data):
+    # schema_error returns None as soon as fastjsonschema accepts: right only if it is never the laxer.
+    fast, authority = fastjsonschema.compile(copy.deepcopy(schema)), jsonschema.Draft202012Validator(schema)
+    assert schema_error(schema, data) is None
+    rng, refused = random.Random(name), 0
+    for _ in range(150):
+        try:
+            fast(mutated := _mutated(data, rng))
+        except fastjsonschema.JsonSchemaException:
+            refused += 1
+        else:
+            assert authority.is_valid(mutated), json.dumps(mutated)[:300]
+    assert refused >= 30  # the mutations cross the schema's rules, not only its free text
 
 
 def test_an_attack_records_schema_problem_names_the_field():
