@@ -6,16 +6,15 @@ once chosen, so the committed notebook shows what a fresh install shows."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
-import urllib.request
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
 
+from labkit.core.errors import LabError, ProviderError
 from labkit.core.paths import CHECKOUT
 
 _TIMEOUT_S = 0.5  # a server on this laptop or the room's answers in milliseconds
@@ -88,7 +87,6 @@ def recordings() -> _Row:
 
 
 def local_backend() -> _Row:
-    from labkit.core.errors import LabError
     from labkit.model.local import find_model_file
 
     try:
@@ -100,50 +98,63 @@ def local_backend() -> _Row:
     return ("ok", "llama-cpp-python and the model file are installed", "")
 
 
-def _get(url: str, timeout: float) -> dict:
-    with urllib.request.urlopen(url, timeout=timeout) as reply:
-        answer = json.loads(reply.read(100_000))
-    if not isinstance(answer, dict):
-        raise ValueError("its answer is not a JSON object")
-    return answer
+def _chosen(kind: str) -> str | None:
+    """The model LABKIT_MODEL=<kind>:<model> names, or None when it names another backend."""
+    chosen, _, model = os.environ.get("LABKIT_MODEL", "").strip().partition(":")
+    return model.strip() if chosen == kind else None
 
 
 def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> _Row:
-    host = (host or os.environ.get("OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434").rstrip("/")
-    host = host if "://" in host else f"http://{host}"
+    """Does an Ollama server answer at `host` (else OLLAMA_HOST, else Ollama's own default), asked as the
+    ollama: backend asks it (its `ollama` client, its error messages), and has it pulled the tag that
+    LABKIT_MODEL=ollama:<tag> names? "optional" with the fix when not (no lab needs one)."""
+    from labkit.model.ollama import OllamaBackend
+
+    tag = _chosen("ollama")
+    backend = OllamaBackend(tag or "", host=host, timeout=timeout)
     try:
-        version = _get(f"{host}/api/version", timeout).get("version", "?")
-    except (OSError, ValueError) as error:
-        found = f"no server answers at {host} ({getattr(error, 'reason', error)})"[:160]
-        return ("optional", found, "start `ollama serve`, `ollama pull qwen2.5:0.5b`")
-    return ("ok", f"Ollama {version} at {host}", "")
+        names = [model.model for model in backend.call("tags", backend.client.list).models]
+    except (ProviderError, LabError) as error:
+        return ("optional", str(error)[:160], "start `ollama serve`, `ollama pull qwen2.5:0.5b`")
+    served = f"Ollama at {backend.host}, serving {', '.join(names[:5]) or 'no model'}"
+    if tag and not {tag, f"{tag}:latest"} & set(names):
+        return ("optional", f"{served}, not {tag!r}"[:160], f"run `ollama pull {tag}`")
+    return ("ok", served[:200], "")
 
 
 def room_server(base_url: str | None = None, model: str | None = None, timeout: float = _TIMEOUT_S) -> _Row:
-    """Does the OpenAI-compatible server at `OPENAI_BASE_URL` answer `/models`, and serve the model
+    """Does the OpenAI-compatible server at `OPENAI_BASE_URL` answer `/models`, asked as the openai:
+    backend asks it (its `openai` client, its error messages), and serve the model
     `LABKIT_MODEL=openai:<model>` names? "optional" with the fix when not (no lab needs one)."""
+    from labkit.model.openai_chat import OpenAIBackend
+
     base = (base_url or os.environ.get("OPENAI_BASE_URL", "")).strip().rstrip("/")
-    if model is None:
-        kind, _, arg = os.environ.get("LABKIT_MODEL", "").strip().partition(":")
-        model = arg.strip() if kind == "openai" else None
+    model = _chosen("openai") if model is None else model
     if not base:
         return ("optional", "no room server set (OPENAI_BASE_URL is unset)", _ROOM_FIX)
-    base = base if "://" in base else f"http://{base}"
+    backend = OpenAIBackend(model or "", base_url=base, timeout=timeout)
     try:
-        entries = [e for e in _get(f"{base}/models", timeout).get("data", []) if isinstance(e, dict)]
-    except (OSError, ValueError, AttributeError, TypeError) as error:
-        found = f"no model server answers at {base} ({getattr(error, 'reason', error)})"[:160]
-        return ("optional", found, "ask the instructor whether it runs; OPENAI_BASE_URL ends in /v1")
-    ids = [str(entry.get("id")) for entry in entries]
+        entries = list(backend.call("models", backend.client.models.list).data)
+    except (ProviderError, LabError) as error:
+        return (
+            "optional",
+            str(error)[:160],
+            "ask the instructor whether it runs; OPENAI_BASE_URL ends in /v1",
+        )
+    ids = [str(entry.id) for entry in entries]
     served = ", ".join(ids[:5]) or "no model"
-    by = " (llama-cpp-python)" if {str(e.get("owned_by")) for e in entries} == {"me"} else ""
-    if model is not None and model not in ids:
-        found = f"{base} answers{by}, serving {served}, not {model!r}"[:160]
-        return ("optional", found, f"set LABKIT_MODEL=openai:{ids[0] if ids else '<model>'}")
+    by = " (llama-cpp-python)" if {entry.owned_by for entry in entries} == {"me"} else ""
+    answers = f"{backend.base_url} answers{by}, serving {served}"
+    if model and model not in ids:
+        return (
+            "optional",
+            f"{answers}, not {model!r}"[:160],
+            f"set LABKIT_MODEL=openai:{ids[0] if ids else '<model>'}",
+        )
     chosen = f"; LABKIT_MODEL=openai:{model}" if model else ""
     if not model and ids:
         chosen = f"; set LABKIT_MODEL=openai:{ids[0]}"
-    return ("ok", f"{base} answers{by}, serving {served}{chosen}"[:200], "")
+    return ("ok", f"{answers}{chosen}"[:200], "")
 
 
 def _if_chosen(
@@ -162,7 +173,6 @@ def _if_chosen(
 def chosen_model() -> _Row:
     """Is `LABKIT_MODEL` a backend, and is the one it names usable now? Labs 02-04 use it, so a misspelt
     value, a server that does not answer or an embedded model not installed is a FIX row, not optional."""
-    from labkit.core.errors import LabError
     from labkit.model.factory import backend_name
 
     spec = os.environ.get("LABKIT_MODEL", "").strip() or "replay"

@@ -98,7 +98,7 @@ def decision_timeout() -> float:
 
 
 class ServerBackend(abc.ABC):
-    """A backend behind an HTTP server: `_call(what, fn)` runs one client call, each way it fails one
+    """A backend behind an HTTP server: `call(what, fn)` runs one client call, each way it fails one
     ProviderError naming the server (`where`): no whole answer within `timeout` (`_SLOW`, caught first),
     nothing listening (`_DOWN`), an HTTP error (`_STATUS`), not a reply (`_BAD`). A subclass sets these, what
     to check when nothing answers (`_unreachable`), the server's words (`_status_text`), `_fix` (LabError)."""
@@ -141,7 +141,9 @@ class ServerBackend(abc.ABC):
 
         return more, said
 
-    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+    def call(self, what: str, fn: Callable[[], Any]) -> Any:
+        """`fn()`, one call of this backend's client about `what` (chat, models, tags), within `timeout`;
+        each way it fails one ProviderError naming the server, or a LabError saying how to fix it."""
         limit = min(self.timeout, decision_timeout()) if self._answered else self.timeout
         more, queued = self._patience(limit) if limit < self.timeout else (None, [])
         try:  # the client's `timeout` bounds each read, `limit` the whole call (longer while queued)

@@ -54,7 +54,7 @@ class OllamaBackend(ServerBackend):
     def provenance(self) -> dict[str, Any]:
         """Backend, host, tag and the model's digest (one extra request, the first time)."""
         if self._provenance is None:
-            listed = self._call("tags", self.client.list)
+            listed = self.call("tags", self.client.list)
             names = {self.tag, f"{self.tag}:latest"}
             self._provenance = {
                 "backend": self.name,
@@ -73,7 +73,7 @@ class OllamaBackend(ServerBackend):
             "seed": request.seed,
             "num_predict": request.max_tokens,
         }
-        response = self._call(
+        response = self.call(
             "chat",
             lambda: self.client.chat(
                 model=self.tag,

@@ -92,7 +92,7 @@ class OpenAIBackend(ServerBackend):
     @functools.cached_property
     def owned_by(self) -> str | None:
         """What /v1/models says owns this model (or the only model listed)."""
-        models = list(getattr(self._call("models", self.client.models.list), "data", None) or [])
+        models = list(getattr(self.call("models", self.client.models.list), "data", None) or [])
         only = models[0] if len(models) == 1 else None
         owner = getattr(
             next((m for m in models if getattr(m, "id", None) == self.model), only), "owned_by", None
@@ -133,7 +133,7 @@ class OpenAIBackend(ServerBackend):
                 "json_schema": {"name": "decision", "schema": dict(request.schema)},
             }
         start = time.perf_counter()
-        response = self._call("chat", lambda: self.client.chat.completions.create(**body))
+        response = self.call("chat", lambda: self.client.chat.completions.create(**body))
         latency = time.perf_counter() - start
         try:  # the client does not validate what a server sends: a reply is data to check
             choice, usage = response.choices[0], response.usage

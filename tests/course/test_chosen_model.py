@@ -19,8 +19,8 @@ def closed_port() -> int:
     ("spec", "found"),
     [
         ("olama", "'olama' is not a backend"),
-        ("ollama:qwen2.5:0.5b", "no server answers at http://127.0.0.1:"),
-        ("openai:smollm2", "no model server answers at http://127.0.0.1:"),
+        ("ollama:qwen2.5:0.5b", "cannot reach Ollama at http://127.0.0.1:"),
+        ("openai:smollm2", "cannot reach the server at http://127.0.0.1:"),
     ],
     ids=["misspelt", "ollama down", "room server down"],
 )
