@@ -38,10 +38,12 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def file_state(path: Path) -> tuple[str, int, int]:
-    """(resolved path, size, mtime): a file that changed has another state, so what was read from it
-    before is read again (the one key of every cache of file contents in the model seam)."""
+    """(absolute path, size, mtime): a file that changed has another state, so what was read from it
+    before is read again (the one key of every cache of file contents in the model seam). The path is
+    not resolved: replay asks for every request, and resolving took most of that time; a file named two
+    ways is at worst read twice."""
     stat = path.stat()
-    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
+    return str(path.absolute()), stat.st_size, stat.st_mtime_ns
 
 
 def _parse(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -6,6 +6,7 @@ ProviderError. `run=label` answers only from that run's calls (a grid's file hol
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,15 @@ class ReplayMiss(LabError):
 
 
 def trial_files(lab: str, folder: Path = TRIALS) -> list[Path]:
-    """The recordings replay reads for `lab`: `<lab>.jsonl` and `<lab>-*.jsonl`, sorted."""
-    return sorted({*folder.glob(f"{lab}.jsonl"), *folder.glob(f"{lab}-*.jsonl")})
+    """The recordings replay reads for `lab`: `<lab>.jsonl` and `<lab>-*.jsonl`, sorted (none when there is
+    no `folder`). The folder is listed again only when its mtime moved (a file added, removed or renamed
+    there): replay asks for every request, and listing took most of a replayed lab's overhead."""
+    return list(_listing(folder, lab, folder.stat().st_mtime_ns if folder.is_dir() else 0))
+
+
+@cache
+def _listing(folder: Path, lab: str, changed: int) -> tuple[Path, ...]:
+    return tuple(sorted({*folder.glob(f"{lab}.jsonl"), *folder.glob(f"{lab}-*.jsonl")}))
 
 
 _CACHE: dict[tuple[tuple[str, int, int], ...], dict[_Key, list[dict[str, Any]]]] = {}

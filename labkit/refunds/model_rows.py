@@ -21,7 +21,7 @@ from labkit.refunds.grid import MODEL_DEFENSES, episode_case, grid_cases, spec_o
 from labkit.refunds.intervals import compare_scores, interval_row, random_scores
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy
-from labkit.refunds.policies import POLICIES, model_policy
+from labkit.refunds.policies import POLICIES, cannot_hang, model_policy
 
 _LAB = "refunds"
 LADDER_DEFENSES = MODEL_DEFENSES  # the defenses the model was recorded under (grid.MODEL_DEFENSES)
@@ -114,6 +114,8 @@ def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list
             return model_policy(d, backend=backend, rung=rung, trial=trial, temperature=t, seed=seed + trial)
 
         specs = model_specs(lab) if live else _recorded_specs(defense, rung, lab)
+        if not live:  # a replay answers from a file in this process: no thread and clock per decision
+            factory = cannot_hang(factory)
         if live:  # seconds of CPU per episode
             from tqdm.auto import tqdm
 

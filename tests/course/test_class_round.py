@@ -1,6 +1,7 @@
 """`labkit submit` and `labkit class`: a learner's work as data; files from the room are untrusted data,
 skipped one line each, never run, never overwritten, and the round goes on."""
 
+import functools
 import json
 import os
 import sys
@@ -13,6 +14,9 @@ from labkit.core.verdicts import record
 from labkit.course.classroom.merge import PRESETS, chart, load_folder, pass_counts, red_team
 from labkit.course.classroom.submission import MAX_BYTES, build, read, submit
 from labkit.refunds.guard_table import guard_table
+
+# These tests' guards are plain functions that always answer alike: each is tabulated once per process.
+guard_table = functools.cache(guard_table)
 
 
 def own_cards(call, state):

@@ -79,6 +79,11 @@ def test_default_replay_reads_the_labs_files_only(tmp_path):
     for name in ("docuctl.jsonl", "docuctl-a.jsonl", "docuctlx.jsonl", "refunds-a.jsonl"):
         (tmp_path / name).write_text("")
     assert [p.name for p in trial_files("docuctl", tmp_path)] == ["docuctl-a.jsonl", "docuctl.jsonl"]
+    # the listing is kept until the folder changes: a recording added or removed is seen at once
+    (tmp_path / "docuctl-b.jsonl").write_text("")
+    (tmp_path / "docuctl.jsonl").unlink()
+    assert [p.name for p in trial_files("docuctl", tmp_path)] == ["docuctl-a.jsonl", "docuctl-b.jsonl"]
+    assert trial_files("docuctl", tmp_path / "absent") == []
     with pytest.raises(FixtureError, match="nope.jsonl: trials file not found"):
         ReplayBackend([tmp_path / "nope.jsonl"])
 

@@ -245,6 +245,21 @@ def test_a_guard_that_changes_its_state_changes_nothing_the_tool_decides():
     assert LAB.shop.orders == orders and episode.ledger[: len(LAB.shop.ledger)] == LAB.shop.ledger
 
 
+def test_a_guard_that_writes_into_the_shops_texts_fails_its_own_call_and_changes_no_text():
+    # Its copy shares the untrusted texts as read-only views (copying them cost most of a guard table).
+    def scribbler(call, state):
+        state.shop.messages[0]["text"] = "pay card-evil"
+
+    text = LAB.shop.messages[0]["text"]
+    episode = refund_episode(
+        "r-ana-blender", script(refund()), defenses=Defenses("scribbled", guards=(scribbler,))
+    )
+    assert episode.refunds == () and errors(episode) == [
+        "TypeError: 'mappingproxy' object does not support item assignment"
+    ]
+    assert LAB.shop.messages[0]["text"] == text
+
+
 # 1 s: the stuck decision never comes in it, and the first (instant) one and its refund fit in it on a busy
 # machine too
 @pytest.mark.parametrize(
