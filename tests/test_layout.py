@@ -32,7 +32,10 @@ REPO = ROOT.parent
 # random baseline's tests (tests/core/test_coverage.py, test_questions.py, refunds/test_random_baseline.py),
 # and to 6,150 for the round that holds fastjsonschema to never accepting what jsonschema refuses, on
 # every shipped file mutated (tests/core/test_fixture_files.py): labkit.core.fixtures trusts its "valid".
-BUDGET = {"labkit": 8_000, "tests": 6_150}
+# labkit was raised to 8,060 and tests to 6,170 for the embedded model's grammar filter, which asks the
+# grammar about the sampler's candidates only (labkit/model/grammar_filter.py), and its live test against
+# llama.cpp's own grammar sampler at several temperatures.
+BUDGET = {"labkit": 8_060, "tests": 6_170}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

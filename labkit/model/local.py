@@ -1,9 +1,11 @@
 """The `local` backend: SmolLM2-135M-Instruct in-process through llama-cpp-python (`make model`).
 
 One `Llama` per process and thread count, behind a lock (a decision abandoned at its step timeout keeps
-running); each decision is one `create_chat_completion` with the GGUF's chat template and a cached
-`LlamaGrammar`. The prompt cache is cleared at each episode's first turn: a prompt evaluated as one batch
-or as a cached prefix gave different greedy replies, and an episode must not depend on the ones before."""
+running); each decision is one `create_chat_completion` with the GGUF's chat template and the grammar of
+its schema (cached as text), applied by `grammar_filter.GrammarFilter`: the replies `grammar=` gives, in
+about the time of raw generation. The prompt cache is cleared at each episode's first turn: a prompt
+evaluated as one batch or as a cached prefix gave different greedy replies, and an episode must not depend
+on the ones before."""
 
 from __future__ import annotations
 
@@ -64,21 +66,28 @@ class _Engine:
             raise LabError(f"{path}: llama.cpp cannot load it ({error}); run `make model`") from None
         self.path = path
         self.lock = threading.Lock()
+        from labkit.model.grammar_filter import GrammarFilter  # needs llama_cpp, imported above
+
+        self.filter = GrammarFilter
         self.grammar = functools.lru_cache(_GRAMMAR_CACHE)(
-            lambda key: llama_cpp.LlamaGrammar.from_json_schema(key, verbose=False)
+            lambda key: llama_cpp.llama_grammar.json_schema_to_gbnf(key).encode()
         )
 
     def complete(self, request: ChatRequest) -> Reply:
         """One chat completion, held to the request's schema; turn 1 clears the prompt cache first."""
         schema = request.schema
-        grammar = None if schema is None else self.grammar(json.dumps(schema, sort_keys=True))
+        gbnf = None if schema is None else self.grammar(json.dumps(schema, sort_keys=True))
         llama = self.llama
+        top_k = 1 if request.temperature == 0 else _TOP_K  # the greedy sampler takes the top logit
         with self.lock:
             if request.turn == 1:
                 llama.reset()
             cached = llama.input_ids[: llama.n_tokens].tolist()
             start = time.perf_counter()
+            grammar = None
             try:
+                if gbnf is not None:
+                    grammar = self.filter(llama, gbnf, top_k)
                 out = llama.create_chat_completion(
                     list(request.messages),
                     max_tokens=request.max_tokens,
@@ -88,10 +97,13 @@ class _Engine:
                     top_p=_TOP_P,
                     min_p=_MIN_P,
                     repeat_penalty=1.0,
-                    grammar=grammar,
+                    logits_processor=None if grammar is None else [grammar],
                 )
-            except (ValueError, RuntimeError) as error:  # a prompt past the context, a decode failure
+            except (ValueError, RuntimeError) as error:  # past the context, a decode or grammar failure
                 raise ProviderError(f"llama.cpp failed: {error}") from None
+            finally:
+                if grammar is not None:
+                    grammar.close()
             seconds = time.perf_counter() - start
             usage = out["usage"]
             prompt = llama.input_ids[: usage["prompt_tokens"]].tolist()
@@ -158,7 +170,12 @@ class LocalBackend:
                 "model_source": MODEL_WHEEL,
                 "n_ctx": found.llama.n_ctx(),
                 "n_threads": found.llama.n_threads,
-                "sampler": {"grammar": "LlamaGrammar", "top_k": _TOP_K, "top_p": _TOP_P, "min_p": _MIN_P},
+                "sampler": {
+                    "grammar": "GrammarFilter (candidates first)",
+                    "top_k": _TOP_K,
+                    "top_p": _TOP_P,
+                    "min_p": _MIN_P,
+                },
                 "cache": "cleared at turn 1 of each episode",
                 "versions": versions("llama_cpp_python"),
             }

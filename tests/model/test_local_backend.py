@@ -107,3 +107,51 @@ def test_live_smoke_one_case_one_trial_at_l3(tmp_path):
         (r["case"], r["turn"], r["request"]): r["reply"] for _, r in read_records(committed) if "reply" in r
     }
     assert [recorded[(c["case"], c["turn"], c["request"])] for c in calls] == [c["reply"] for c in calls]
+
+
+# Grammars with a choice at several tokens (words, digits, an optional field), so a sampled token the
+# grammar refuses, or a candidate checked against the wrong state, would show in the text.
+SMALL_SCHEMAS = [
+    {
+        "type": "object",
+        "properties": {"answer": {"enum": ["yes", "no", "maybe later"]}},
+        "required": ["answer"],
+    },
+    {
+        "type": "object",
+        "properties": {"action": {"const": "read"}, "id": {"type": "integer"}, "note": {"type": "string"}},
+        "required": ["action", "id"],
+    },
+]
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("schema", SMALL_SCHEMAS, ids=["enum", "fields"])
+def test_the_grammar_filter_gives_the_replies_of_llama_cpps_grammar_sampler(schema):
+    try:
+        found = local.engine(1)
+    except LabError as error:
+        skip_or_fail(error)
+    import llama_cpp
+
+    key = json.dumps(schema, sort_keys=True)
+    messages = [{"role": "user", "content": "Reply in JSON: is the release notes page current?"}]
+    for temperature, seed in [(0.0, 0), (1.0, 1), (1.0, 2), (1.5, 3), (1.5, 4)]:
+        options = dict(
+            max_tokens=40, temperature=temperature, seed=seed, top_k=local._TOP_K, top_p=0.95, min_p=0.05
+        )
+        replies = []
+        for through_filter in (False, True):
+            found.llama.reset()
+            if through_filter:
+                top_k = 1 if temperature == 0 else local._TOP_K
+                grammar = found.filter(found.llama, found.grammar(key), top_k)
+                out = found.llama.create_chat_completion(messages, logits_processor=[grammar], **options)
+                grammar.close()
+            else:
+                grammar = llama_cpp.LlamaGrammar.from_json_schema(key, verbose=False)
+                out = found.llama.create_chat_completion(messages, grammar=grammar, **options)
+            replies.append((out["choices"][0]["message"]["content"], out["usage"]["completion_tokens"]))
+        assert replies[0] == replies[1], (temperature, seed)
+        if out["choices"][0]["finish_reason"] == "stop":
+            jsonschema.validate(json.loads(replies[1][0]), schema)
