@@ -136,9 +136,11 @@ def test_the_grammar_filter_gives_the_replies_of_llama_cpps_grammar_sampler(sche
 
     key = json.dumps(schema, sort_keys=True)
     messages = [{"role": "user", "content": "Reply in JSON: is the release notes page current?"}]
-    for temperature, seed in [(0.0, 0), (1.0, 1), (1.0, 2), (1.5, 3), (1.5, 4)]:
+    # One setting per regime: greedy (top-1 asked), sampled, and sampled hot enough that the candidates
+    # often hold a token the grammar refuses; 32 tokens reach the optional field and its string.
+    for temperature, seed in [(0.0, 0), (1.0, 1), (1.5, 3)]:
         options = dict(
-            max_tokens=40, temperature=temperature, seed=seed, top_k=local._TOP_K, top_p=0.95, min_p=0.05
+            max_tokens=32, temperature=temperature, seed=seed, top_k=local._TOP_K, top_p=0.95, min_p=0.05
         )
         replies = []
         for through_filter in (False, True):
