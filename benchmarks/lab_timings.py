@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/lab_timings.py notebooks/01_*.ipynb [--wpm 150]
 
 Executes a copy of each notebook top to bottom in a fresh `python3` kernel (nbclient, which
-records when each cell started and finished) and prints one row per `##` section: its code
+records when each cell started and finished) and prints its Run All time (kernel start to last
+reply, the figure a learner waits for), its slowest code cells, and one row per `##` section: its code
 cells, the seconds they took to execute (measured), its words of markdown and code, and the
 minutes to read them at `--wpm` words a minute (estimated: 150 is a careful reading pace for
 technical text with code; set your room's). Thinking, predicting and writing the build-it
@@ -16,6 +17,7 @@ import argparse
 import copy
 import datetime as dt
 import re
+import time
 from pathlib import Path
 
 import nbformat
@@ -34,9 +36,10 @@ def _seconds(cell: dict) -> float:
     ).total_seconds()
 
 
-def sections(path: Path, wpm: int) -> pd.DataFrame:
-    notebook = nbformat.read(path, as_version=4)
-    run = copy.deepcopy(notebook)
+def execute(path: Path) -> tuple[nbformat.NotebookNode, float]:
+    """A copy of the notebook at `path` run top to bottom in a fresh kernel, and its wall seconds."""
+    run = copy.deepcopy(nbformat.read(path, as_version=4))
+    started = time.perf_counter()
     NotebookClient(
         run,
         kernel_name="python3",
@@ -44,6 +47,22 @@ def sections(path: Path, wpm: int) -> pd.DataFrame:
         record_timing=True,
         resources={"metadata": {"path": str(path.parent)}},
     ).execute()
+    return run, time.perf_counter() - started
+
+
+def slowest(run: nbformat.NotebookNode, n: int = 3) -> str:
+    """The `n` slowest code cells of an executed notebook: index, seconds and first line."""
+    cells = [
+        (i, _seconds(c), c.source.splitlines()[0][:60])
+        for i, c in enumerate(run.cells)
+        if c.cell_type == "code"
+    ]
+    cells = sorted(cells, key=lambda c: -c[1])[:n]
+    return "; ".join(f"cell {i} {s:.1f} s ({line})" for i, s, line in cells)
+
+
+def sections(run: nbformat.NotebookNode, wpm: int) -> pd.DataFrame:
+    """One row per `##` section of an executed notebook: code cells, seconds, words, minutes to read."""
     rows: list[dict] = []
     title = "(before the first section)"
     for cell in run.cells:
@@ -70,11 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with pd.option_context("display.width", 160, "display.max_colwidth", 70, "display.max_rows", 200):
         for path in args.notebooks:
-            table = sections(path, args.wpm)
+            run, wall = execute(path)
+            table = sections(run, args.wpm)
             print(
-                f"\n{path.name}: execute {table['execute_s'].sum():.1f} s in all, read "
-                f"{table['read_min'].sum():.0f} min at {args.wpm} words/min"
+                f"\n{path.name}: Run All {wall:.1f} s (kernel start included; cells "
+                f"{table['execute_s'].sum():.1f} s), read {table['read_min'].sum():.0f} min"
+                f" at {args.wpm} words/min"
             )
+            print(f"  slowest: {slowest(run)}")
             print(table.to_string())
     return 0
 
