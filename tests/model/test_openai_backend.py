@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 from fake_ollama import FINAL, READ, SEARCH, TASK, docuctl_policy, episode
@@ -80,49 +81,51 @@ def test_labkit_serve_gives_each_learner_of_a_room_of_30_a_slot_unless_told_othe
     assert build_parser("serve").parse_args(["serve", "--parallel", "4"]).parallel == 4
 
 
-@pytest.fixture(scope="module")
-def llama_server():
-    """llama_cpp.server with SmolLM2 on a free loopback port, as `labkit serve` starts it."""
-    from labkit.course.commands.serve import (
-        free_port,
-        require_server,
-        server_command,
-        wait_until_ready,
-        warm_up,
-    )
+def serve(server: str, parallel: int) -> tuple[subprocess.Popen, int]:
+    """`labkit serve` with SmolLM2 on a free loopback port, started as a room starts it, once it says
+    it serves `server`; its later output is drained (a full pipe would stall the server)."""
+    from labkit.course.commands.serve import free_port, llama_server, require_server
     from labkit.model.local import find_model_file
 
     try:
-        require_server()
         find_model_file()
+        require_server() if server == "llama_cpp.server" else None
     except LabError as error:
         skip_or_fail(error)
+    if server == "llama-server" and llama_server() is None:
+        missing("llama-server is not built")
     port = free_port()
-    process = subprocess.Popen(
-        server_command("127.0.0.1", port, threads=1), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
+    command = [sys.executable, "-m", "labkit", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--threads", "1", "--parallel", str(parallel)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = process.stdout.readline()
+    if not first.startswith(f"serving {MODEL} with {server} "):
+        process.kill()
+        pytest.fail(f"labkit serve did not come up: {first}{process.stdout.read()[-500:]}")
+    threading.Thread(target=process.stdout.read, daemon=True).start()
+    return process, port
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_served():
+    """llama_cpp.server through `labkit serve --parallel 0`, shared by this file's two live tests: the
+    recording test asks it, then the stopping test stops it (one server start, about 5 s of CPU, for both)."""
+    process, port = serve("llama_cpp.server", 0)
     try:
-        try:
-            wait_until_ready(process, f"{base_url}/models", limit=30)
-        except LabError as error:
-            pytest.fail(
-                f"{error} {process.stderr.read().decode()[-500:] if process.poll() is not None else ''}"
-            )
-        warm_up(base_url, MODEL, timeout=60)
-        yield base_url
+        yield process, port
     finally:
-        process.terminate()
+        process.kill()
         process.wait(10)
 
 
 @pytest.mark.live
-def test_live_llama_cpp_server_constrains_and_records(llama_server, tmp_path, monkeypatch):
+def test_live_llama_cpp_server_constrains_and_records(llama_cpp_served, tmp_path, monkeypatch):
     """One L3 episode through LABKIT_MODEL=openai:smollm2 against the real server, and a probe that
     the server really constrains: an enum of made-up words SmolLM2 never writes unconstrained."""
     from labkit.decision_loop.trials import run_trials
 
-    for name, value in (("OPENAI_BASE_URL", llama_server), ("LABKIT_MODEL", f"openai:{MODEL}")):
+    base_url = f"http://127.0.0.1:{llama_cpp_served[1]}/v1"
+    for name, value in (("OPENAI_BASE_URL", base_url), ("LABKIT_MODEL", f"openai:{MODEL}")):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("LABKIT_OPENAI_SCHEMA", raising=False)
@@ -146,41 +149,18 @@ def test_live_llama_cpp_server_constrains_and_records(llama_server, tmp_path, mo
 @pytest.mark.live
 # A supervisor's SIGTERM and a closed terminal's SIGHUP take the same path: one signal per server.
 @pytest.mark.parametrize(
-    ("signum", "parallel", "server"),
-    [(signal.SIGHUP, 0, "llama_cpp.server"), (signal.SIGTERM, 2, "llama-server")],
+    ("signum", "server"), [(signal.SIGHUP, "llama_cpp.server"), (signal.SIGTERM, "llama-server")]
 )
-def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum, parallel, server):
-    from labkit.course.commands.serve import free_port, llama_server, require_server
-    from labkit.model.local import find_model_file
-
+def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum, server, request):
+    # Runs after the recording test (file order), which shares llama_cpp.server's start.
+    if server == "llama_cpp.server":
+        process, port = request.getfixturevalue("llama_cpp_served")
+    else:
+        process, port = serve(server, 2)
     try:
-        find_model_file()
-        require_server() if server == "llama_cpp.server" else None
-    except LabError as error:
-        skip_or_fail(error)
-    if server == "llama-server" and llama_server() is None:
-        missing("llama-server is not built")
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "labkit",
-        "serve",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--threads",
-        "1",
-        "--parallel",
-        str(parallel),
-    ]
-    serve = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert serve.stdout.readline().startswith(f"serving {MODEL} with {server} "), "it did not come up"
-        serve.send_signal(signum)
-        serve.wait(15)
+        process.send_signal(signum)
+        process.wait(15)
         with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
             pass
     finally:
-        serve.kill()
+        process.kill()
