@@ -77,8 +77,13 @@ class OpenAIBackend(ServerBackend):
         return "set OPENAI_API_KEY to a key it accepts" if status in (401, 403) else None
 
     def _answers(self) -> bool:
+        # Any HTTP answer will do, a 404 included: llama-cpp-python's server keeps /v1/models behind
+        # the lock a generation holds (asking it would call a busy server hung), while an unknown path
+        # it answers at once from its event loop, as llama-server answers /health; a hung one answers nothing.
         try:
-            self.client.with_options(timeout=PROBE_S).models.list()
+            self.client.with_options(timeout=PROBE_S).get("/health", cast_to=str)
+        except openai.APIStatusError:
+            return True
         except (openai.OpenAIError, OSError):
             return False
         return True

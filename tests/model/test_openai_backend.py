@@ -1,5 +1,5 @@
 """The `openai:` backend through the real `openai` client against `FakeOpenAI` on a loopback port (its
-failures: test_server_failures.py), and one live test against llama-cpp-python's real OpenAI-compatible
+failures: test_server_failures.py), and live tests against llama-cpp-python's real OpenAI-compatible
 server (marked `live`; skipped without `make model`, failed with CI=true)."""
 
 import signal
@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from fake_ollama import FINAL, READ, SEARCH, TASK, docuctl_policy, episode
@@ -17,6 +18,7 @@ from test_room_server import enum_probe, missing
 from labkit.baseline import docuctl, docuctl_tools
 from labkit.core import LabError
 from labkit.model import Recorder, backend_from_env, read_records
+from labkit.model.backend import ChatRequest
 from labkit.model.constraints import decision_schema
 from labkit.model.openai_chat import OpenAIBackend
 
@@ -144,6 +146,23 @@ def test_live_llama_cpp_server_constrains_and_records(llama_cpp_served, tmp_path
         (MODEL, "json_object")
     }
     check_recording(path, episodes, cases, "base", 48)
+
+
+@pytest.mark.live
+def test_a_busy_llama_cpp_server_still_answers_the_probe(llama_cpp_served):
+    """While llama_cpp.server generates for one learner (holding its lock), another learner's probe is
+    answered: that learner's late decision waits its turn instead of ending as a hung server's error."""
+    live = OpenAIBackend(MODEL, base_url=f"http://127.0.0.1:{llama_cpp_served[1]}/v1", environ={})
+    # About 300 prompt tokens: a second or more of prompt evaluation on one thread, the lock held throughout.
+    messages = ({"role": "user", "content": "release notes " * 150 + "Summarise."},)
+    request = ChatRequest("probe", "long", 0, 1, messages, None, max_tokens=1)
+    busy = threading.Thread(target=live.complete, args=(request,))
+    busy.start()
+    time.sleep(0.2)
+    try:
+        assert busy.is_alive() and live._answers() and busy.is_alive()
+    finally:
+        busy.join(60)
 
 
 @pytest.mark.live
