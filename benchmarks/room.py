@@ -18,7 +18,8 @@ learner completes in it; then batching's decisions/s over serial's at each N. Fo
 first measures the machine's ceiling (prompt tokens a second in one batch; generated tokens a second
 for one sequence and for every slot at once), then reads its /metrics per N: the prompt tokens it
 evaluated (not found in a cache) and the tokens it generated per answered decision, tokens a second,
-tokens per decode step (the batch), and the decisions a second those tokens allow at the ceiling.
+tokens per decode step (the batch), the decisions a second those tokens allow at the ceiling, and the
+share of that ceiling the room got.
 Everything runs on this machine: client threads and servers share its cores. Loopback only.
 """
 
@@ -197,6 +198,7 @@ def measure(base_url: str, n: int, window: float, deadline: float, mode: str, li
         "tokens/s": None,
         "tokens a step": None,
         "ceiling decisions/s": None,
+        "share of ceiling": None,
     }
     if spent and limit:
         prompt, generated = spent[0] / len(answered), spent[1] / len(answered)
@@ -205,7 +207,9 @@ def measure(base_url: str, n: int, window: float, deadline: float, mode: str, li
         row["tokens a step"] = round((spent[0] + spent[1]) / max(spent[2], 1), 1)
         # Each decision's tokens at the machine's best rates: its prompt tokens at the uncached batch's,
         # its generated ones at the rate of every slot decoding at once.
-        row["ceiling decisions/s"] = round(1 / (prompt / limit["prompt"] + generated / limit["all"]), 2)
+        best = 1 / (prompt / limit["prompt"] + generated / limit["all"])
+        row["ceiling decisions/s"] = round(best, 2)
+        row["share of ceiling"] = f"{len(answered) / elapsed / best:.0%}"
     return row
 
 
