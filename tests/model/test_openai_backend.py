@@ -102,7 +102,7 @@ def serve(server: str, parallel: int) -> tuple[subprocess.Popen, int]:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     first = process.stdout.readline()
     if not first.startswith(f"serving {MODEL} with {server} "):
-        process.kill()
+        stop(process)
         pytest.fail(f"labkit serve did not come up: {first}{process.stdout.read()[-500:]}")
     threading.Thread(target=process.stdout.read, daemon=True).start()
     return process, port
@@ -116,8 +116,17 @@ def llama_cpp_served():
     try:
         yield process, port
     finally:
+        stop(process)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop `labkit serve` as a supervisor would (SIGTERM: it stops its server too), killing it only if
+    it has not ended in 15 s; a SIGKILL alone would leave its server running, orphaned."""
+    process.terminate()
+    try:
+        process.wait(15)
+    finally:
         process.kill()
-        process.wait(10)
 
 
 @pytest.mark.live
@@ -182,4 +191,4 @@ def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum, serve
         with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
             pass
     finally:
-        process.kill()
+        stop(process)
