@@ -53,7 +53,7 @@ def execute(path: Path) -> tuple[nbformat.NotebookNode, float]:
 def slowest(run: nbformat.NotebookNode, n: int = 3) -> str:
     """The `n` slowest code cells of an executed notebook: index, seconds and first line."""
     cells = [
-        (i, _seconds(c), c.source.splitlines()[0][:60])
+        (i, _seconds(c), (c.source.splitlines() or [""])[0][:60])  # an empty cell has no line
         for i, c in enumerate(run.cells)
         if c.cell_type == "code"
     ]

@@ -34,10 +34,9 @@ REPO = ROOT.parent
 # every shipped file mutated (tests/core/test_fixture_files.py): labkit.core.fixtures trusts its "valid".
 # labkit was raised to 8,060 and tests to 6,170 for the embedded model's grammar filter, which asks the
 # grammar about the sampler's candidates only (labkit/model/grammar_filter.py), and its live test against
-# llama.cpp's own grammar sampler at several temperatures; then to 8,065 and 6,180 for the room's
-# waiting (a busy llama_cpp.server answers the probe; its live test) and lab 02's exact baselines kept
-# per process.
-BUDGET = {"labkit": 8_065, "tests": 6_180}
+# llama.cpp's own grammar sampler at several temperatures; tests to 6,180 for the room's waiting (a busy
+# llama_cpp.server's live test: it answers the probe while it generates).
+BUDGET = {"labkit": 8_060, "tests": 6_180}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

@@ -5,8 +5,6 @@ adaptive loops. Exactly (`expected_pass`), of lab 01's 24 cases random L3 passes
 1157/525), search-then-answer L3 25/3 = 8.333 (L0-L2 17/3), scripted 17, adaptive 23; of the 40 rewrite
 cases, 0; tests/decision_loop/test_lab02_baselines.py draws seeded episodes to check those values."""
 
-import functools
-import json
 import random
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
@@ -73,14 +71,7 @@ def random_baseline(rung: str, seed: int | str, kind: str = RANDOM) -> Callable[
 
 def expected_pass(kind: str, rung: str, case: _Case) -> float:
     """The exact probability that an episode of baseline `kind` (RANDOM or SEARCH_FIRST) at `rung`
-    passes `case`: each branch of its draws run through the runtime, graded and weighted; kept per
-    process for a case of the same content (lab 02's evaluation asks for all 24 cases at every call)."""
-    return _enumerated_pass(kind, rung, json.dumps(case, sort_keys=True))
-
-
-@functools.cache  # the enumeration is deterministic: a case's JSON is its key
-def _enumerated_pass(kind: str, rung: str, case_json: str) -> float:
-    case = json.loads(case_json)
+    passes `case`: each branch of its draws run through the runtime, graded and weighted."""
     total, branches = Fraction(0), [((), Fraction(1))]  # each: the decisions it fixes, its probability
     while branches:
         (prefix, weight), draws = branches.pop(), []

@@ -110,8 +110,9 @@ def serve(server: str, parallel: int) -> tuple[subprocess.Popen, int]:
 
 @pytest.fixture(scope="module")
 def llama_cpp_served():
-    """llama_cpp.server through `labkit serve --parallel 0`, shared by this file's two live tests: the
-    recording test asks it, then the stopping test stops it (one server start, about 5 s of CPU, for both)."""
+    """llama_cpp.server through `labkit serve --parallel 0`, shared by this file's live tests: the
+    recording and busy-server tests ask it, then the stopping test stops it (one server start, about
+    5 s of CPU, for all three)."""
     process, port = serve("llama_cpp.server", 0)
     try:
         yield process, port
@@ -180,7 +181,7 @@ def test_a_busy_llama_cpp_server_still_answers_the_probe(llama_cpp_served):
     ("signum", "server"), [(signal.SIGHUP, "llama_cpp.server"), (signal.SIGTERM, "llama-server")]
 )
 def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum, server, request):
-    # Runs after the recording test (file order), which shares llama_cpp.server's start.
+    # Runs after the recording and busy-server tests (file order), which share llama_cpp.server's start.
     if server == "llama_cpp.server":
         process, port = request.getfixturevalue("llama_cpp_served")
     else:
