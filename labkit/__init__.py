@@ -7,8 +7,11 @@ names of `labkit.core` (the runtime, errors, predictions, evidence). Names load 
 `import labkit` and `python -m labkit` do not pay for pandas, numpy and jsonschema they may never use.
 """
 
+from labkit.core.cells import tables_unbroken
 from labkit.core.errors import errors_in_one_line
 
 # In a notebook a LabError (a user's mistake: an unknown name, a missing file) reads as one line, as
 # on the CLI, not as a traceback through labkit's frames.
 errors_in_one_line()
+# A short table cell (an interval, a count) never breaks onto two lines in a narrow window.
+tables_unbroken()

@@ -35,8 +35,12 @@ REPO = ROOT.parent
 # labkit was raised to 8,060 and tests to 6,170 for the embedded model's grammar filter, which asks the
 # grammar about the sampler's candidates only (labkit/model/grammar_filter.py), and its live test against
 # llama.cpp's own grammar sampler at several temperatures; tests to 6,180 for the room's waiting (a busy
-# llama_cpp.server's live test: it answers the probe while it generates).
-BUDGET = {"labkit": 8_060, "tests": 6_180}
+# llama_cpp.server's live test: it answers the probe while it generates). labkit to 8,115 and tests
+# to 6,230 for the layout at 1366 px: short table cells that never break (labkit/core/cells.py), lab
+# 03's chart placing each label clear of the error bars, and their tests (the browser's layout test,
+# the chart's). Folding the duplicates found in review (three "trials file not found" checks, the CLI's
+# own name and range checks) should win the raise back.
+BUDGET = {"labkit": 8_115, "tests": 6_230}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

@@ -12,9 +12,11 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.answers import shown
+from labkit.core.cells import unbroken
 from labkit.core.colours import OUTCOMES
 from labkit.core.text import shorten
 
+TRACE_WIDTH = 110  # characters of a stop line before its answer goes on the next line
 _UNGRADED, _STOPPED = "#455a64", "#b35900"  # a final nobody has graded; any other stop reason
 
 
@@ -63,7 +65,10 @@ def trace_text(result: Mapping[str, Any]) -> str:
         lines[-1] += f"  ->  {seen}" if seen else ""
     stop = f"stop={result.get('stop')}  turns={result.get('turns')}  tool_calls={result.get('tool_calls')}"
     if result.get("stop") == "final":
-        stop += f"  answer={result.get('answer')!r}  citation={result.get('citation')!r}"
+        said = f"answer={result.get('answer')!r}  citation={result.get('citation')!r}"
+        # Past about 118 characters a notebook at 1366 px breaks the line mid-word: a long answer
+        # goes on a line of its own.
+        stop += f"  {said}" if len(stop) + len(said) <= TRACE_WIDTH else f"\n      {said}"
     elif result.get("detail"):
         stop += f"  detail={result.get('detail')!r}"
     lines.append(stop)
@@ -118,5 +123,5 @@ def result_html(result: Mapping[str, Any]) -> str:
     elif result.get("detail"):
         summary += f" · {html.escape(str(result.get('detail')))}"
     columns = ["turn", "decision", "observation", "time", "tokens"]
-    table = pd.DataFrame(rows, columns=columns).to_html(index=False) if rows else ""
+    table = unbroken(pd.DataFrame(rows, columns=columns).to_html(index=False)) if rows else ""
     return f"<div>{summary}{table}</div>"

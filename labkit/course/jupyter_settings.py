@@ -1,5 +1,6 @@
 """`python -m labkit.course.jupyter_settings` (`make lab`: pip skips an editable install's data files):
-JupyterLab's news popup off, `jupyter_overrides.json` copied to the environment's overrides.d/labkit.json."""
+JupyterLab's news popup off and the file browser's "Modified" column hidden (at 1366 px its sidebar
+would cut the labs' names), `jupyter_overrides.json` copied to the environment's overrides.d/labkit.json."""
 
 from __future__ import annotations
 
@@ -29,4 +30,4 @@ def _install(prefix: str | Path = sys.prefix) -> Path:
 
 
 if __name__ == "__main__":
-    print(f"JupyterLab's news popup is off for this environment: {_install()}")
+    print(f"JupyterLab's news popup and Modified column are off for this environment: {_install()}")

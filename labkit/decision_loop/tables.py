@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.core import stats
+from labkit.core.cells import unbroken
 from labkit.core.runtime import STOP_REASONS
 from labkit.core.stats import Comparison, Interval
 
@@ -85,14 +86,14 @@ def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 class IntervalTable:
-    """A table as a notebook shows it: each interval one text cell that never wraps (HTML with
-    `white-space: nowrap`), and as text its `to_string`."""
+    """A table as a notebook shows it: each interval one text cell that never wraps
+    (`labkit.core.cells.unbroken`), and as text its `to_string`."""
 
     def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = with_intervals(frame)
 
     def _repr_html_(self) -> str:
-        return self.frame.to_html().replace("<table", '<table style="white-space: nowrap"', 1)
+        return unbroken(self.frame.to_html())
 
     def __repr__(self) -> str:
         return self.frame.to_string()

@@ -308,7 +308,7 @@ def test_trace_renders_as_text_without_timings_and_as_html():
     )
     assert repr(result) == trace_text(result)
     html = result_html(result)
-    assert html.count("<tr") == 4 and "<th>tokens</th>" in html and "ms</td>" in html
+    assert html.count("<tr") == 4 and ">tokens</th>" in html and "ms</td>" in html
 
 
 class _LateReport:

@@ -4,7 +4,9 @@ A real JupyterLab on a free loopback port, every Jupyter folder temporary, the c
 override installed, over output-free copies of the notebooks (`labkit.course.student`), so that
 every output checked is the run's. For 00 and lab 01 it clicks Run ▸ Run All Cells and reads
 JupyterLab's own notebook model: every code cell ran, no error, no news popup, lab 01 shows a chart;
-and every lab's mermaid diagrams render. Chromium is Debian's (`.ci/run` installs it), driven by
+every lab's mermaid diagrams render; and at a laptop's 1366×768 with the file browser open, every
+lab's committed outputs read without a broken figure, a mid-word break or a diagram past one
+screen. Chromium is Debian's (`.ci/run` installs it), driven by
 `playwright` with `executable_path`; without either the test is skipped, under CI=true it fails."""
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from labkit.core.cells import SHORT
 from labkit.course.jupyter_settings import SOURCE
 from labkit.course.student import student_copies
 
@@ -52,6 +55,9 @@ def _missing() -> str | None:
 # Every lab's diagram cells in one notebook, each marked with its lab: opening the four labs
 # themselves would start four kernels (about 6 s of this test's 12) only to render markdown.
 DIAGRAMS = "diagrams.ipynb"
+# Every cell of every lab with its committed outputs (which nbval holds equal to a run's), marked
+# with its lab and index, signed as trusted (so its HTML shows as a run's would, styles kept).
+LAYOUT = "layout.ipynb"
 
 
 def _diagram_cells(number: str) -> list[dict]:
@@ -70,6 +76,21 @@ def _write_diagrams(target: Path) -> None:
     target.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
 
 
+def _write_layout(target: Path, data_dir: Path) -> None:
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    cells = [
+        {**cell, "metadata": {"lab": path.name[:2], "index": index}}
+        for path in sorted(NOTEBOOKS.glob("0[0-4]_*.ipynb"))
+        for index, cell in enumerate(json.loads(path.read_text())["cells"])
+    ]
+    notebook = nbformat.from_dict({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    data_dir.mkdir(parents=True)
+    NotebookNotary(data_dir=str(data_dir)).sign(notebook)  # the server's notary reads the same folder
+    target.write_text(json.dumps(notebook))
+
+
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory):
     """A JupyterLab server on a free loopback port over a copy of notebooks/; yields its URL."""
@@ -81,11 +102,17 @@ def jupyterlab(tmp_path_factory):
     root = base / "notebooks"
     student_copies(NOTEBOOKS, root)
     _write_diagrams(root / DIAGRAMS)
+    _write_layout(root / LAYOUT, base / "jupyter_data_dir")
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
-    # The same file `python -m labkit.course.jupyter_settings` installs, here as a config-dir layer.
-    shutil.copy(SOURCE, config / "labconfig" / "default_setting_overrides.json")
+    # The same file `python -m labkit.course.jupyter_settings` installs, here as a config-dir layer,
+    # with every cell attached to the page (not only those in view), so the layout test can measure
+    # all of them without scrolling to each.
+    overrides = json.loads(SOURCE.read_text())
+    overrides["@jupyterlab/notebook-extension:tracker"] = {"windowingMode": "none"}
+    (config / "labconfig" / "default_setting_overrides.json").write_text(json.dumps(overrides))
     folders = ("JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR")
+    folders += ("JUPYTER_DATA_DIR",)
     env = os.environ | {name: str(base / name.lower()) for name in folders}
     env |= {"JUPYTER_CONFIG_DIR": str(config), "LABKIT_RUNS": str(base / "runs")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -280,3 +307,78 @@ def test_every_mermaid_diagram_renders_as_an_svg(diagrams):
     for diagram in diagrams:
         where = f"lab {labs[diagram['index']]} diagram {diagram['index']}"
         assert diagram["error"] is None and diagram["svgs"] >= diagram["blocks"], f"{where}: {diagram}"
+
+
+# At 1366×768 with the file browser open, in the page's pixels: each table cell that holds a figure
+# and is short enough to stay whole (labkit.core.cells) on one line, each table inside its output,
+# each line of text output unbroken, each diagram inside one screen at a readable scale, and every
+# file name in the browser shown whole.
+LAYOUT_JS = """async () => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  await panel.context.ready;
+  await panel.revealed;
+  const found = [];
+  const say = (cell, what) => found.push(
+    `lab ${cell.model.getMetadata('lab')} cell ${cell.model.getMetadata('index')}: ${what}`);
+  const lines = node => {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+  };
+  for (const cell of panel.content.widgets) {
+    for (const table of cell.node.querySelectorAll('.jp-OutputArea-output table')) {
+      const area = table.closest('.jp-OutputArea-output');
+      const wide = table.getBoundingClientRect().width > area.clientWidth + 1;
+      if (wide) say(cell, 'a table wider than its output');
+      for (const td of table.querySelectorAll('td, th')) {
+        const text = td.textContent.trim();
+        const whole = text.length > 0 && text.length <= SHORT && (/\\d/.test(text) || !/\\s/.test(text));
+        if (whole && lines(td) > 1) say(cell, `${JSON.stringify(text)} breaks onto two lines`);
+      }
+    }
+    for (const pre of cell.node.querySelectorAll('.jp-OutputArea-output pre')) {
+      const height = parseFloat(getComputedStyle(pre).lineHeight);
+      const count = pre.textContent.replace(/\\n$/, '').split('\\n').length;
+      const shown = Math.round(pre.getBoundingClientRect().height / height);
+      if (shown > count) say(cell, 'a text line breaks mid-word');
+    }
+    const source = cell.model.type === 'markdown' ? cell.model.sharedModel.getSource() : '';
+    const blocks = (source.match(/^```mermaid/gm) || []).length;
+    const drawn = () => [...cell.node.querySelectorAll('.jp-RenderedMermaid svg, .jp-RenderedMermaid img')];
+    for (let wait = 0; wait < 150 && drawn().length < blocks; wait++) {
+      await new Promise(resolve => setTimeout(resolve, 100));
+    }
+    for (const svg of drawn()) {
+      const box = svg.getBoundingClientRect();
+      const scale = box.width / (svg.tagName === 'IMG' ? svg.naturalWidth : svg.viewBox.baseVal.width);
+      if (box.height > SCREEN) say(cell, `a diagram ${Math.round(box.height)} px tall`);
+      if (scale < SCALE) say(cell, `a diagram drawn at ${Math.round(100 * scale)}% of its size`);
+    }
+  }
+  for (const name of document.querySelectorAll('.jp-DirListing-itemText')) {
+    if (name.scrollWidth > name.clientWidth + 1) found.push(`file browser: ${name.textContent} is cut`);
+  }
+  return {found, sidebar: document.querySelector('#jp-left-stack')?.getBoundingClientRect().width ?? 0};
+}"""
+# One screen: 768 px less JupyterLab's menu, tabs, toolbar and status bar; below 75% a diagram's
+# text is smaller than 10 px.
+for name, value in {"SHORT": SHORT, "SCREEN": 600, "SCALE": 0.75}.items():
+    LAYOUT_JS = LAYOUT_JS.replace(name, str(value))
+
+
+def test_every_lab_reads_at_1366_px_with_the_file_browser_open(lab):
+    """A laptop's screen: the outputs of every lab as committed, at 1366×768 with JupyterLab's file
+    browser open. Nothing runs: the notebook has no kernel."""
+    page = lab
+    page.set_viewport_size({"width": 1366, "height": 768})
+    try:
+        _open(page, LAYOUT)
+        dialog = page.locator(".jp-Dialog")  # no kernel named: Escape answers "no kernel"
+        dialog.wait_for(timeout=START_TIMEOUT * 1000)
+        page.keyboard.press("Escape")
+        dialog.wait_for(state="detached", timeout=START_TIMEOUT * 1000)
+        measured = page.evaluate(LAYOUT_JS)
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+    assert measured["sidebar"] > 200, "the file browser is not open beside the notebook"
+    assert measured["found"] == [], "\n".join(measured["found"][:12])

@@ -49,11 +49,11 @@ def test_lab_00_shows_the_optional_backends_as_a_fresh_install_does(monkeypatch)
     rows = ("model: local (SmolLM2 in-process)", "model: ollama:<tag>", "room model server (openai:)")
     fresh = setup_check.report({row: setup_check._CHECKS[row] for row in rows})
     (table,) = [
-        text for _, text in outputs(NOTEBOOKS / "00_start_here.ipynb") if "<th>fixtures load</th>" in text
+        text for _, text in outputs(NOTEBOOKS / "00_start_here.ipynb") if ">fixtures load</th>" in text
     ]
     for row in rows:
         cells = re.search(
-            rf"<th>{re.escape(html.escape(row))}</th>\s*<td>([^<]*)</td>\s*<td>([^<]*)</td>", table
+            rf"<th[^>]*>{re.escape(html.escape(row))}</th>\s*<td[^>]*>([^<]*)</td>\s*<td[^>]*>([^<]*)</td>", table
         )
         assert cells, row
         committed = tuple(html.unescape(cell) for cell in cells.groups())

@@ -44,3 +44,30 @@ def test_the_chart_puts_money_on_a_log_scale_with_every_value_labelled():
     assert labels == ["33,242", "0", "298", "0"]  # gullible then careful, none then mediation
     colours = {bar.get_facecolor()[:3] for bar in money.patches}
     assert colours == {matplotlib.colors.to_rgb(colour(p)) for p in ("gullible", "careful")}
+
+
+def test_no_error_bar_runs_through_a_label_of_the_notebooks_chart():
+    """Lab 03's chart as the notebook draws it (both policies, every defense, with intervals): each
+    point's label inside the axes, crossed by no error bar and overlapping no other label."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.collections import LineCollection
+    from matplotlib.transforms import Bbox
+
+    from labkit.refunds.charts import utility_security
+
+    policies = ["gullible", "careful"]
+    scatter = utility_security(R.matrix(policies), R.matrix_intervals(policies)).axes[0]
+    renderer = scatter.figure.canvas.get_renderer()
+    labels = [text.get_window_extent(renderer) for text in scatter.texts]
+    bars = [c for c in scatter.collections if isinstance(c, LineCollection)]
+    segments = [Bbox(scatter.transData.transform(s)) for c in bars for s in c.get_segments()]
+    assert len(labels) == 4 and segments
+    for i, label in enumerate(labels):
+        name = scatter.texts[i].get_text().replace("\n", ", ")
+        assert Bbox.union([label, scatter.bbox]).bounds == scatter.bbox.bounds, (
+            f"{name!r} is cut by the frame"
+        )
+        assert not any(label.overlaps(s) for s in segments), f"an error bar runs through {name!r}"
+        assert not any(label.overlaps(other) for other in labels[i + 1 :]), f"{name!r} overlaps a label"
