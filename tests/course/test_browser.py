@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -93,7 +92,7 @@ def _write_layout(target: Path, data_dir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory):
-    """A JupyterLab server on a free loopback port over a copy of notebooks/; yields its URL."""
+    """A JupyterLab server on a loopback port of its choosing over a copy of notebooks/; yields its URL."""
     if (reason := _missing()) is not None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"the browser test must run under CI=true: {reason}")
@@ -116,24 +115,25 @@ def jupyterlab(tmp_path_factory):
     env = os.environ | {name: str(base / name.lower()) for name in folders}
     env |= {"JUPYTER_CONFIG_DIR": str(config), "LABKIT_RUNS": str(base / "runs")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    with socket.socket() as sock:  # a free port, released just before the server takes it
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    # Port 0: the server binds a port of its own choosing and writes it to its runtime file. A port
+    # found free here and handed over could be taken in between by another test's server (a Dask
+    # scheduler was, once, and the probe read its binary reply).
     options = (
-        f"--no-browser --ip=127.0.0.1 --port={port} --port-retries=0 --IdentityProvider.token={TOKEN} "
+        f"--no-browser --ip=127.0.0.1 --port=0 --port-retries=0 --IdentityProvider.token={TOKEN} "
         "--LabApp.expose_app_in_browser=True --allow-root"
     ).split()
     log = (base / "server.log").open("w")
     command = [sys.executable, "-c", SERVE, *options, f"--ServerApp.root_dir={root}"]
     server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    runtime = base / "jupyter_runtime_dir" / f"jpserver-{server.pid}.json"
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
+                url = json.loads(runtime.read_text())["url"].rstrip("/")
                 with urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2):
                     break
-            except OSError:
+            except (OSError, ValueError, KeyError):  # no runtime file yet, half written, or no answer
                 if server.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"JupyterLab did not start: {(base / 'server.log').read_text()[-2000:]}")
                 time.sleep(0.1)
