@@ -93,8 +93,8 @@ def test_a_missing_recording_is_one_line_and_the_rest_still_runs(cli, replay, mo
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (("--max-visits", "0"), "--max-visits must be between 1 and 20, got 0"),
-        (("--limit", "500"), "--limit must be between 1 and 200 characters, got 500"),
+        (("--max-visits", "0"), "argument --max-visits: must be at least 1, got 0 (see --help)"),
+        (("--limit", "500"), "argument --limit: must be at most 200, got 500 (see --help)"),
     ],
 )
 def test_out_of_range_options_are_one_line_errors(cli, argv, message):

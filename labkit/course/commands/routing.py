@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.errors import LabError
+from labkit.course.argtypes import int_in
 from labkit.course.commands import WIDTH, add_command, plain, say
 from labkit.routing import experiments as lab
 
@@ -30,9 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add = parser.add_argument
     add("--json", action="store_true", help="print the results as one JSON object")
     visits = "runs allowed per job in the review loop, 1..20 (default: 5)"
-    add("--max-visits", type=int, default=5, metavar="N", help=visits)
+    add("--max-visits", type=int_in(1, 20), default=5, metavar="N", help=visits)
     limit = f"the review's character limit, 1..200 (default: {lab.LIMIT})"
-    add("--limit", type=int, default=lab.LIMIT, metavar="CHARS", help=limit)
+    add("--limit", type=int_in(1, 200), default=lab.LIMIT, metavar="CHARS", help=limit)
     timing = "leave out the real-time experiment (the rest is deterministic)"
     add("--skip-timing", action="store_true", help=timing)
 
@@ -114,10 +114,6 @@ def _print_model(model: dict[str, Any]) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if not 1 <= args.max_visits <= 20:
-        raise LabError(f"--max-visits must be between 1 and 20, got {args.max_visits}")
-    if not 1 <= args.limit <= 200:
-        raise LabError(f"--limit must be between 1 and 200 characters, got {args.limit}")
     errors = lab.validation_experiment()
     parallel = None if args.skip_timing else lab.parallel_experiment()[0]
     retries = lab.retry_experiment()
