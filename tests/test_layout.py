@@ -39,8 +39,9 @@ REPO = ROOT.parent
 # to 6,230 for the layout at 1366 px: short table cells that never break (labkit/core/cells.py), lab
 # 03's chart placing each label clear of the error bars, and their tests (the browser's layout test,
 # the chart's). Folding the duplicates found in review (three "trials file not found" checks, the CLI's
-# own name and range checks) should win the raise back.
-BUDGET = {"labkit": 8_115, "tests": 6_230}
+# own name and range checks) won labkit's back; tests to 6,240 for the runtime's refusal of a usage report
+# that is not a count (a learner's policy reporting NaN, 10**400 or -45 must still end with a stop reason).
+BUDGET = {"labkit": 8_115, "tests": 6_240}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

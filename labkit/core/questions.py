@@ -20,7 +20,7 @@ import pandas as pd
 
 from labkit.core import stats
 from labkit.core.errors import FixtureError
-from labkit.core.fixtures import FIXTURES, read_json, schema_error
+from labkit.core.fixtures import FIXTURES, load_json
 
 QUESTIONS = FIXTURES / "questions" / "questions.json"
 GAIN = 0.20  # the difference every design is sized for (power 0.80)
@@ -92,10 +92,7 @@ class Question:
 @cache
 def questions() -> dict[str, Question]:
     """Every declared question by id; FixtureError (one line naming the field) if the file is wrong."""
-    data = read_json(QUESTIONS, "questions file")
-    if (error := schema_error(_SCHEMA, data)) is not None:
-        where = ".".join(map(str, error.absolute_path))
-        raise FixtureError(f"{QUESTIONS}: {where + ': ' if where else ''}{error.message[:200]}")
+    data = load_json(QUESTIONS, _SCHEMA)
     return {
         key: Question(key, **{**value, "comparisons": tuple(value["comparisons"])})
         for key, value in data.items()

@@ -9,7 +9,7 @@ turn, and ends with a `Result` whose `stop` is one of STOP_REASONS, checked each
 - ``provider_error``: the policy's model backend failed (any OSError)
 - ``budget``: the usage the policy reported passed `budget`; that decision is not executed
 - ``invalid_decision``: not plain JSON, not an object, an unknown action, missing or extra
-  fields, wrong types, or the policy raised anything else
+  fields, wrong types, the policy raised anything else, or it reported a usage that is not a count
 - ``unread_citation``: a final answer cites a source no tool returned in this run
 - ``final``; ``tool_limit`` (a tool proposed after `max_tools` calls); ``turn_limit``
 
@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any
 
 from labkit.core.decisions import FINAL_FIELDS, MAX_NUMBER, Decide, Tool, plain_decision, validate_decision
@@ -194,14 +195,33 @@ def _ask_policy(
 def _charge(episode: _Episode, entry: dict[str, Any]) -> None:
     """Add the usage the policy reported for this decision, as reported: a budget is only as good as the
     report. labkit's ModelPolicy reports the model server's own counts, which the backend checks
-    (`labkit.model.backend`); a policy without `last_usage` (a plain function) spends nothing."""
+    (`labkit.model.backend`); a policy without `last_usage` (a plain function) spends nothing.
+
+    Refused (the case: a learner's own policy class is buggy, and `run` must still end with a stop
+    reason): a `last_usage` that is not a mapping, or a count that is not a real number from 0 to
+    MAX_NUMBER (None, NaN, -5, 10**400) ends the episode as ``invalid_decision``; unchecked, NaN and
+    huge ints escaped `run` as ValueError and OverflowError, and a negative count lowered the spend."""
     reported = getattr(episode.decide, "last_usage", None)
     if reported is None:
         return
-    usage = {key: reported[key] for key in ("prompt_tokens", "completion_tokens", "cost") if key in reported}
+    usage, problem = _usage_counts(reported)
+    if problem:
+        entry["error"] = problem
+        raise _Stop("invalid_decision", entry["turn"], problem)
     entry["tokens"] = int(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
     for key, value in usage.items():
         episode.usage[key] += value
+
+
+def _usage_counts(reported: object) -> tuple[dict[str, Any], str]:
+    """(the counts `reported` holds, ""), or ({}, what is wrong with them)."""
+    if not isinstance(reported, Mapping):
+        return {}, f"last_usage must be a mapping of counts, got {type(reported).__name__}"
+    usage = {key: reported[key] for key in ("prompt_tokens", "completion_tokens", "cost") if key in reported}
+    for key, value in usage.items():
+        if isinstance(value, bool) or not isinstance(value, Real) or not 0 <= value <= MAX_NUMBER:
+            return {}, f"last_usage[{key!r}] must be a number from 0 to {MAX_NUMBER}, got {value!r}"
+    return usage, ""
 
 
 def _checked(proposal: Any, tools: Mapping[str, Tool], entry: dict[str, Any]) -> tuple[dict, str]:

@@ -28,13 +28,18 @@ _READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, record) of a trials file, each validated (else one FixtureError naming file, line,
     field); lines end at "\\n" only. An unchanged file's records are parsed once, shared: never modified."""
-    path = Path(path)
-    if not path.is_file():
-        raise FixtureError(f"{path}: trials file not found")
+    path = existing_trials(path)
     key = file_state(path)
     if key not in _READ:
         _READ[key] = list(_parse(path))
     yield from _READ[key]
+
+
+def existing_trials(path: str | Path) -> Path:
+    """`path` as a Path, or a FixtureError if no trials file is there (the one wording of that error)."""
+    if not Path(path).is_file():
+        raise FixtureError(f"{path}: trials file not found")
+    return Path(path)
 
 
 def file_state(path: Path) -> tuple[str, int, int]:

@@ -10,11 +10,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from labkit.core.errors import FixtureError, LabError, ProviderError
+from labkit.core.errors import LabError, ProviderError
 from labkit.core.fixtures import FIXTURES
 from labkit.model.backend import ChatRequest, Reply, versions
 from labkit.model.constraints import DEFAULT_RUNG
-from labkit.model.record import file_state, read_records
+from labkit.model.record import file_state, read_records, existing_trials
 
 TRIALS = FIXTURES / "trials"
 
@@ -78,11 +78,8 @@ class ReplayBackend:
     name = "replay"
 
     def __init__(self, files: Iterable[str | Path] | None = None, *, run: str | None = None):
-        self.files = None if files is None else [Path(f) for f in files]
+        self.files = None if files is None else [existing_trials(f) for f in files]
         self.run = run
-        missing = [f for f in self.files or () if not f.is_file()]
-        if missing:
-            raise FixtureError(f"{missing[0]}: trials file not found")
 
     def provenance(self) -> dict[str, Any]:
         return {"backend": self.name, "versions": versions()}

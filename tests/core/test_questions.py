@@ -71,8 +71,8 @@ def test_two_rows_of_one_declared_name_are_refused():
     ("change", "named"),
     [
         (lambda q: q["lab04-feedback"].pop("unit"), "'unit' is a required property"),
-        (lambda q: q["lab04-feedback"].update(level=2), "lab04-feedback.level"),
-        (lambda q: q["lab04-feedback"].update(test="t-test"), "lab04-feedback.test"),
+        (lambda q: q["lab04-feedback"].update(level=2), "key 'lab04-feedback': field 'level'"),
+        (lambda q: q["lab04-feedback"].update(test="t-test"), "key 'lab04-feedback': field 'test'"),
     ],
 )
 def test_a_malformed_questions_file_is_one_line(tmp_path, monkeypatch, change, named):

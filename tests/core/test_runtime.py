@@ -3,6 +3,7 @@
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from labkit.baseline import Task
@@ -363,3 +364,34 @@ def test_any_graded_result_renders_its_grade_without_knowing_the_lab():
     assert "expected <code>docuctl ship --env prod</code>" in result_html(result)
     Marked.correct = True
     assert trace_text(result).endswith("outcome: correct") and "final, correct" in result_html(result)
+
+
+BAD_REPORTS = {  # a learner's policy class reporting its usage wrongly: (last_usage, what the detail names)
+    "NaN": ({"prompt_tokens": float("nan")}, "last_usage['prompt_tokens'] must be a number"),
+    "an int past any float": ({"completion_tokens": 10**400}, "last_usage['completion_tokens'] must be"),
+    "a negative count": ({"prompt_tokens": 50, "completion_tokens": -45}, "got -45"),
+    "a count as text": ({"prompt_tokens": "12"}, "got '12'"),
+    "a bool": ({"cost": True}, "last_usage['cost'] must be a number"),
+    "a count of None": ({"prompt_tokens": None}, "got None"),
+    "not a mapping": ([("prompt_tokens", 3)], "last_usage must be a mapping of counts, got list"),
+}
+
+
+@pytest.mark.parametrize("kind", BAD_REPORTS)
+def test_a_usage_report_that_is_not_a_count_ends_the_episode_before_any_tool_runs(kind):
+    report, named = BAD_REPORTS[kind]
+    ran = []
+    result = run(TASK, reporting(lambda n: report), tools=tools(ran), budget=Budget(tokens=10))
+    assert (result["stop"], result["turns"], result["tool_calls"], ran) == ("invalid_decision", 1, 0, [])
+    assert named in result["detail"] and result["trace"][0]["error"] == result["detail"]
+    assert result["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
+
+
+def test_numpy_counts_are_charged_like_ints():
+    policy = reporting(lambda n: {"prompt_tokens": np.int64(4), "cost": np.float64(0.25)})
+    result = run(TASK, policy, tools=tools(), max_turns=3, max_tools=2)
+    assert result["stop"] == "final" and result["usage"] == {
+        "prompt_tokens": 12,
+        "completion_tokens": 0,
+        "cost": 0.75,
+    }

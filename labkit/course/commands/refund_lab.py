@@ -10,13 +10,13 @@ from typing import Any
 
 import pandas as pd
 
-from labkit.core.errors import LabError
 from labkit.core.questions import answer_records
 from labkit.core.stats import Interval
 from labkit.course.commands import WIDTH, add_command, plain, say
 from labkit.refunds.defenses import DEFENSES, defenses_named
 from labkit.refunds.display import family_table
 from labkit.refunds.intervals import defense_comparisons, matrix_intervals
+from labkit.refunds.lab import named
 from labkit.refunds.metrics import COLUMNS, frame_of, matrix, rows
 from labkit.refunds.model_rows import (
     GRID_RUNG,
@@ -56,9 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _names(given: list[str] | None, known: dict, what: str) -> list[str]:
+    """The names `given` (each once, in order; LabError naming an unknown one), or all `known`."""
     for name in given or []:
-        if name not in known:
-            raise LabError(f"unknown {what} {name!r} (known: {', '.join(known)})")
+        named(what, name, known)
     return list(dict.fromkeys(given)) if given else list(known)
 
 

@@ -14,7 +14,7 @@ from labkit.course.commands import add_command
 from labkit.decision_loop.model_policy import PROMPTS
 from labkit.decision_loop.trials import CASE_SETS, MAX_TOKENS_MAX, MAX_TRIALS, run_trials
 from labkit.model.constraints import RUNGS
-from labkit.model.factory import parse_spec
+from labkit.model.factory import is_live, parse_spec
 from labkit.model.policy import MAX_TOKENS
 
 
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if args.model.startswith("replay"):
+    if not is_live(args.model):
         raise LabError(f"--model {args.model}: trials are recorded from a live model (see --help)")
     backend = parse_spec(args.model)
     start = time.perf_counter()

@@ -21,6 +21,7 @@ from labkit.course.grid.labs import DEFAULT_LAB, GRID_LABS, grid_lab
 from labkit.decision_loop.trials import MAX_TRIALS
 from labkit.model.factory import backend_name
 from labkit.model.policy import MAX_TOKENS
+from labkit.model.record import existing_trials
 
 MAX_EPISODES = 100_000  # a week of model time at 6 s each: more likely a mistyped axis than a study
 
@@ -120,11 +121,10 @@ def _check_models(path: Path, models: list[str]) -> None:
     for index, model in enumerate(models):
         try:
             name = backend_name(model)
+            if model.startswith("replay:"):
+                existing_trials(model.partition(":")[2])
         except LabError as error:
             raise FixtureError(f"{path}: field 'models[{index}]': {error}") from None
-        file = model.partition(":")[2]
-        if model.startswith("replay:") and not Path(file).is_file():
-            raise FixtureError(f"{path}: field 'models[{index}]': {file}: trials file not found")
         if name in names:
             also = f"{model!r} and {names[name]!r} are both {name!r}"
             raise FixtureError(f"{path}: field 'models[{index}]': {also}: their runs would share labels")
