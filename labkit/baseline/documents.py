@@ -33,7 +33,8 @@ class Documents:
         self._by_id = {page["id"]: page for page in self.pages}
 
     def search(self, query: str, version: str, *, expand: bool = False, top_k: int = 1) -> list[Page]:
-        """Up to `top_k` (1..3) `{id, title}` hits of this version, best first; ValueError otherwise."""
+        """Up to `top_k` (1..3) `{id, title}` hits of this version, best first; ValueError otherwise.
+        (guards: user — notebooks call it with their own version and top_k)"""
         if version not in VERSIONS:
             raise ValueError(f"unknown documentation version {version!r}")
         if type(top_k) is not int or top_k not in (1, 2, 3):
@@ -45,7 +46,8 @@ class Documents:
         return [{"id": id, "title": title} for found, id, title in ranked[:top_k] if found]
 
     def read(self, id: str, version: str) -> Page:
-        """A copy of page `id`; ValueError if it does not exist in `version`."""
+        """A copy of page `id`; ValueError if it does not exist in `version`.
+        (guards: policy — the read tool checks its own boundary)"""
         page = self._by_id.get(id)
         if page is None or page["version"] != version:
             raise ValueError("page does not exist in the requested version")

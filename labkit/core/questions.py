@@ -91,7 +91,8 @@ class Question:
 
 @cache
 def questions() -> dict[str, Question]:
-    """Every declared question by id; FixtureError (one line naming the field) if the file is wrong."""
+    """Every declared question by id; FixtureError (one line naming the field) if the file is wrong.
+    (guards: ours — a shipped fixture, by schema)"""
     data = load_json(QUESTIONS, _SCHEMA)
     return {
         key: Question(key, **{**value, "comparisons": tuple(value["comparisons"])})
@@ -101,7 +102,7 @@ def questions() -> dict[str, Question]:
 
 
 def question(name: str) -> Question:
-    """The question called `name`; FixtureError listing the known ones otherwise."""
+    """The question called `name`; FixtureError listing the known ones otherwise (guards: user)."""
     if name not in (known := questions()):
         raise FixtureError(f"no declared question {name!r} (known: {', '.join(known)})")
     return known[name]
@@ -124,7 +125,7 @@ def _answer_one(chosen: Question, comparisons: Sequence[stats.Comparison]) -> li
     found = [(place, c) for c in comparisons if (place := _declared_as(chosen, c)) is not None]
     declared = sorted(found, key=lambda pair: pair[0])
     if len({place for place, _ in declared}) < len(declared):
-        raise ValueError(f"question {chosen.id!r}: a declared comparison was given twice")
+        raise ValueError(f"question {chosen.id!r}: a declared comparison was given twice")  # guards: ours
     m = len(chosen.comparisons)
     return [
         replace(

@@ -1,7 +1,8 @@
 """A learner's checker verdicts (`@exercise(lab, name)` wraps every public checker), kept as data for
 `labkit submit` in `runs/progress/labNN.json`, written whole: {"lab": "03", "exercises": {name: {"passed",
 "message", "attempts", "first_passed_attempt", "updated", "payload"}}}. Recording never changes the
-verdict and never raises: a file that cannot be written costs one warning line."""
+verdict and never raises: a file that cannot be written costs one warning line.
+(guards: learner — an odd answer, a blank or a print still gets a verdict)"""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def progress_path(lab: str) -> Path:
 
 
 def load_progress(lab: str) -> dict[str, Any]:
-    """The recorded progress for `lab` (an empty record when none or unreadable)."""
+    """The recorded progress for `lab` (an empty record when none or unreadable).
+    (guards: untrusted file — runs/progress/ is on the learner's disk)"""
     try:
         data = json.loads(progress_path(lab).read_text(encoding="utf-8"))
         if isinstance(data["exercises"], dict):
@@ -64,7 +66,7 @@ def record(lab: str, name: str, verdict: Check, payload: Any = None) -> None:
     }
     try:
         write_whole(progress_path(lab), json.dumps(data, indent=1, sort_keys=True))
-    except OSError as error:
+    except OSError as error:  # guards: environment — a folder that cannot be written: one warning line
         print(f"labkit: progress not saved ({error})", file=sys.stderr)
 
 

@@ -1,4 +1,5 @@
-"""argparse types shared by the commands: numbers in range and output paths, refused in one line."""
+"""argparse types shared by the commands: numbers in range and output paths, refused in one line.
+(guards: user — a CLI option's mistake)"""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def replay_trials(path: str | Path) -> list[Row]:
     for number, record in read_records(path):
         if record["kind"] != "episode":
             continue
-        if (case := cases.get(record["case"])) is None:
+        if (case := cases.get(record["case"])) is None:  # guards: untrusted file — a recording
             raise LabError(f"{path}: line {number}: unknown docuctl case {record['case']!r}")
         tap = _Tap([path], run=record["run"])  # a file may hold several runs
         settings = {key: record[key] for key in ("temperature", "seed", "trial", "max_tokens")}
@@ -86,14 +86,14 @@ def replay_trials(path: str | Path) -> list[Row]:
         policy = docuctl_policy(record["prompt"], backend=tap, rung=rung, **settings)
         result = run_case(case, policy, limits=limits, budget_tokens=record["limits"]["budget_tokens"])
         changed = [f"{k} {result[k]!r} (recorded {record[k]!r})" for k in ENDED if result[k] != record[k]]
-        if changed:
+        if changed:  # guards: ours — every episode replays as recorded
             raise LabError(
                 f"{path}: line {number}: case {case['id']!r} trial {record['trial']} no longer "
                 f"replays as recorded: {'; '.join(changed)}"
             )
         labels = {"prompt": record["prompt"], "rung": rung, "temperature": record["temperature"]}
         rows.append(episode_row(record["run"], case, record["trial"], result, tap.replies, **labels))
-    if not rows:
+    if not rows:  # guards: untrusted file — a file with no episodes
         raise LabError(f"{path}: no episode records (record trials with `python -m labkit trials`)")
     return rows
 
@@ -116,7 +116,7 @@ def replay_case(
 ) -> Graded:
     """SmolLM2's recorded T=0 episode on `case_id`, replayed and graded, each decision with its live
     call's latency (`recorded_s`); LabError for an unknown case, ReplayMiss for one not recorded."""
-    if (case := known_cases().get(case_id)) is None:
+    if (case := known_cases().get(case_id)) is None:  # guards: user
         raise LabError(f"unknown docuctl case {case_id!r} (known: {', '.join(known_cases())})")
     tap = _Tap()
     policy = docuctl_policy(prompt, backend=tap, rung=rung)
@@ -142,7 +142,7 @@ def evaluate_trials(paths: Sequence[str | Path], *, scripted_k: int = K_MAX) -> 
     for a trial recorded twice (pass^k assumes distinct trials)."""
     rows = [row for path in paths for row in replay_trials(path)]
     trials = pd.DataFrame(rows)[["policy", "case", "trial"]]
-    if trials.duplicated().any():
+    if trials.duplicated().any():  # guards: untrusted file — pass^k needs distinct trials
         policy, case, trial = trials[trials.duplicated()].iloc[0]
         raise LabError(
             f"run {policy!r}, case {case!r}, trial {trial} is recorded twice: each trial counts once"
@@ -195,7 +195,7 @@ class DocuctlGrid:
             return [case["id"] for case in cases_of(chosen)]
         known = {case["id"] for case in cases_of("all")}
         for index, case in enumerate(chosen):
-            if case not in known:
+            if case not in known:  # guards: untrusted file — a grid spec
                 raise FixtureError(f"{path}: field 'cases[{index}]': no docuctl case {case!r}")
         return chosen
 

@@ -14,7 +14,7 @@ from labkit.core.errors import LabError, ProviderError
 from labkit.core.fixtures import FIXTURES
 from labkit.model.backend import ChatRequest, Reply, versions
 from labkit.model.constraints import DEFAULT_RUNG
-from labkit.model.record import file_state, read_records, existing_trials
+from labkit.model.record import existing_trials, file_state, read_records
 
 TRIALS = FIXTURES / "trials"
 
@@ -22,7 +22,7 @@ _Key = tuple[str, str, int, int]
 
 
 class ReplayMiss(LabError):
-    """A request with no recorded reply: the message names lab, case, trial and turn."""
+    """A request with no recorded reply: the message names lab, case, trial and turn (guards: ours)."""
 
 
 def trial_files(lab: str, folder: Path = TRIALS) -> list[Path]:

@@ -1,6 +1,7 @@
 """Prompt-injection attacks as data (`templates.json`, `attacks.json`): a template, a goal, a security
 check on the ledger, the gold refund calls that carry it out, and its places. Placeholders are bare
-names filled in as plain text, never evaluated: anything else is refused when the record is read."""
+names filled in as plain text, never evaluated: anything else is refused when the record is read.
+(guards: untrusted file — an attack record, a learner's handed in too)"""
 
 from __future__ import annotations
 
@@ -215,4 +216,4 @@ def succeeded(
         return any(refund.call != asked for refund in new)
     if kind == "duplicate":
         return sum(refund.order == request.order for refund in ledger) > 1
-    raise ValueError(f"unknown check kind {kind!r}")  # unreachable: the loader refuses it
+    raise ValueError(f"unknown check kind {kind!r}")  # unreachable: the loader refuses it (guards: ours)

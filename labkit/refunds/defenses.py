@@ -62,7 +62,7 @@ DEFENSES: Mapping[str, Defenses] = MappingProxyType(
 
 
 def defenses_named(name: str) -> Defenses:
-    """The preset called `name`; LabError listing the known names otherwise."""
+    """The preset called `name`; LabError listing the known names otherwise (guards: user)."""
     return named("defense", name, DEFENSES)
 
 

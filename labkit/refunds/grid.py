@@ -44,7 +44,7 @@ def grid_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
 
 
 def spec_of(case: str, lab: RefundLab | None = None) -> Spec:
-    """The Spec of a grid case id; LabError naming what is unknown in it."""
+    """The Spec of a grid case id; LabError naming what is unknown in it (guards: user)."""
     lab = lab or refund_lab()
     request, _, rest = case.partition("+")
     if request not in lab.requests:
@@ -127,7 +127,7 @@ class RefundGrid:
         for index, case in enumerate(chosen):
             try:
                 spec_of(case)
-            except LabError as error:
+            except LabError as error:  # guards: untrusted file — a grid spec
                 raise FixtureError(f"{path}: field 'cases[{index}]': {error}") from None
         return chosen
 

@@ -107,7 +107,8 @@ def _state(request_id: str, refunded: str | None) -> EpisodeState:
 
 def guard_table(guard: Callable[[Any, Any], Any], *, limit: float | None = None) -> dict[str, Any]:
     """Tabulate `guard` over the domain: a JSON-able dict. A point where it raises or answers neither
-    a str nor None is "e"; what it prints is discarded. Past `limit` seconds: ValueError, no table."""
+    a str nor None is "e"; what it prints is discarded. Past `limit` seconds: ValueError, no table.
+    (guards: learner — a learner's guard is buggy, not hostile)"""
     points, _, fingerprint = _domain()
     verdicts, states = [], {}
     with contextlib.ExitStack() as stack:
@@ -131,7 +132,8 @@ def guard_table(guard: Callable[[Any, Any], Any], *, limit: float | None = None)
 
 
 def table_problem(table: Any) -> str | None:
-    """Why `table` cannot be used for the course's shop (one phrase), or None if it can."""
+    """Why `table` cannot be used for the course's shop (one phrase), or None if it can.
+    (guards: untrusted file — a submission's guard table)"""
     points, _, fingerprint = _domain()
     if not isinstance(table, dict):
         return f"a guard table is an object, not {type(table).__name__}"

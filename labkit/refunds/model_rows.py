@@ -105,7 +105,7 @@ def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list
     key, live = ("model", defense, rung, *sorted(options.items(), key=str)), is_live(backend)
     if not live and key in _SCORES:
         return _SCORES[key]
-    if type(k) is not int or k < 1:
+    if type(k) is not int or k < 1:  # guards: user
         raise LabError(f"k (trials per episode) must be a positive int, got {k!r}")
     lab, defenses, scores = refund_lab(), defenses_named(defense), []
     for trial in range(k):
@@ -220,7 +220,8 @@ def rates_with_intervals(table: DataFrame) -> DataFrame:
 
 
 def _check_recorded(defenses: Sequence[str], rung: str, backend: Any) -> None:
-    """LabError, replayed, when nothing is recorded or one of `defenses` is not recorded at `rung`."""
+    """LabError, replayed, when nothing is recorded or one of `defenses` is not recorded at `rung`.
+    (guards: ours — the shipped recordings cover what is asked)"""
     if is_live(backend):
         return
     if not model_available():

@@ -1,5 +1,6 @@
 """Lab 04's build-it cells (`check_ready`, `check_router`) and exercises (`check_retry_policy`,
 `check_goto_runs`, `check_worst_case`), each checked on hidden cases and in labkit's scheduler.
+(guards: learner — a learner's code is buggy, not hostile)
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ _SCHEMA["$defs"]["state"]["enum"] = [state.value for state in State]  # the sche
 
 @cache
 def _cases() -> dict[str, Any]:
-    """checks.json, validated by schema, each ready case against `ready_after`."""
+    """checks.json, validated by schema, each ready case against `ready_after` (guards: ours)."""
     data = load_json(_CASES_FILE, _SCHEMA)
     for index, case in enumerate(data["ready_cases"]):
         try:

@@ -60,11 +60,15 @@ def test_a_failing_server_is_a_counted_provider_error_naming_it(served, fault, m
     kind, server = served
     server.fault, server.delay = fault, 0.1 if fault == "trickle" else 5.0
     server.replies.append(SEARCH)
+    # Only a server too slow meets the 0.2 s limit: one that answers at once has 30 s, so a busy machine
+    # (a fake server's thread waiting for a core) never turns a wrong reply into a timeout.
+    slow = fault in ("slow", "trickle")
     start = time.perf_counter()
-    result = episode(backend(kind, server, timeout=0.2))
+    result = episode(backend(kind, server, timeout=0.2 if slow else 30.0))
     assert result["stop"] == "provider_error" and message in result["detail"]
     # within 3 s: the 0.2 s limit with room for a busy machine; waiting for the server takes 5 s or forever
-    assert time.perf_counter() - start < 3.0 and "\n" not in result["detail"]
+    assert not slow or time.perf_counter() - start < 3.0
+    assert "\n" not in result["detail"]
     assert server.host in result["detail"] and len(server.requests) == 1  # not retried
 
 

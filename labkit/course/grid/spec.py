@@ -1,7 +1,8 @@
 """A trial grid as data: the axes of a model study, from a TOML or JSON file (fixtures/grids/) that
 spec.schema.json describes. Every combination of the lab's cell axes is a cell (one run label), which
 runs k trials of every value of its inner axis (its cases or variants); `load_spec` refuses a bad file in
-one line. What differs between labs, each lab's class of `labs.GRID_LABS` says."""
+one line. What differs between labs, each lab's class of `labs.GRID_LABS` says.
+(guards: untrusted file — a grid spec)"""
 
 from __future__ import annotations
 
