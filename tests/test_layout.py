@@ -40,8 +40,10 @@ REPO = ROOT.parent
 # 03's chart placing each label clear of the error bars, and their tests (the browser's layout test,
 # the chart's). Folding the duplicates found in review (three "trials file not found" checks, the CLI's
 # own name and range checks) won labkit's back; tests to 6,240 for the runtime's refusal of a usage report
-# that is not a count (a learner's policy reporting NaN, 10**400 or -45 must still end with a stop reason).
-BUDGET = {"labkit": 8_115, "tests": 6_240}
+# that is not a count (a learner's policy reporting NaN, 10**400 or -45 must still end with a stop reason);
+# labkit to 8,125 and tests to 6,250 for the progress file's hand-edited entries (labkit.core.verdicts:
+# an entry that is a list or a count that is text starts again, where it broke every checker of the lab).
+BUDGET = {"labkit": 8_125, "tests": 6_250}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

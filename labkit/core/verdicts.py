@@ -49,10 +49,23 @@ def _plain(payload: Any) -> Any:
         return shown(payload)
 
 
+def _entry(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """The recorded entry for `name`, or an empty one when it is not as `record` writes it: a mapping
+    whose attempts, and first passed attempt unless it is None, are whole numbers, 0 or more.
+    (guards: untrusted file — a hand-edited entry starts the count again rather than break the checker)"""
+    entry = data["exercises"].get(name)
+    if not isinstance(entry, dict):
+        return {}
+    first = entry.get("first_passed_attempt")
+    counts = (entry.get("attempts", 0), 0 if first is None else first)
+    return entry if all(type(count) is int and count >= 0 for count in counts) else {}
+
+
 def record(lab: str, name: str, verdict: Check, payload: Any = None) -> None:
-    """Add one attempt at `name` to the lab's progress file; warn in one line on failure."""
+    """Add one attempt at `name` to the lab's progress file; warn in one line on failure. An entry
+    that is not as this function writes it (a list, a count that is text) starts again at attempt 1."""
     data = load_progress(lab)
-    entry = data["exercises"].get(name, {})  # labkit wrote the file: its entries are as `record` left them
+    entry = _entry(data, name)
     attempts = entry.get("attempts", 0) + 1
     first = entry.get("first_passed_attempt")
     data["exercises"][name] = {

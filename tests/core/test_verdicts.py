@@ -3,6 +3,8 @@ untouched cell is no attempt, and neither a checker nor recording ever raises at
 
 import json
 
+import pytest
+
 from labkit.core.check import Check
 from labkit.core.verdicts import exercise, load_progress, progress_path, record
 
@@ -71,6 +73,28 @@ def test_a_corrupt_progress_file_is_replaced_not_fatal():
     path.write_text("{not json")
     record("02", "run", Check(False, "x"))
     assert json.loads(path.read_text())["exercises"]["run"]["attempts"] == 1
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        ["a", "list"],
+        "text",
+        {"attempts": "3"},
+        {"attempts": -2},
+        {"attempts": True},
+        {"attempts": 2.5},
+        {"attempts": 2, "first_passed_attempt": "x"},
+    ],
+)
+def test_a_hand_edited_entry_starts_again_and_never_breaks_the_checker(entry):
+    path = progress_path("02")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"lab": "02", "exercises": {"probe": entry, "other": {"attempts": 4}}}))
+    assert _checker("right").passed
+    exercises = load_progress("02")["exercises"]
+    assert (exercises["probe"]["attempts"], exercises["probe"]["first_passed_attempt"]) == (1, 1)
+    assert exercises["other"] == {"attempts": 4}  # what was not touched is kept
 
 
 def test_an_unwritable_runs_folder_warns_and_keeps_the_verdict(tmp_path, monkeypatch, capsys):

@@ -13,7 +13,7 @@ import pandas as pd
 from labkit.core.questions import answer_records
 from labkit.core.stats import Interval
 from labkit.course.commands import WIDTH, add_command, plain, say
-from labkit.refunds.defenses import DEFENSES, defenses_named
+from labkit.refunds.defenses import DEFENSES
 from labkit.refunds.display import family_table
 from labkit.refunds.intervals import defense_comparisons, matrix_intervals
 from labkit.refunds.lab import named
@@ -87,7 +87,7 @@ def _model_defenses(args: argparse.Namespace, defenses: list[str]) -> list[str]:
 
 def handle(args: argparse.Namespace) -> int:
     policies = _names(args.policy, POLICIES, "policy")
-    defenses = [defenses_named(name).name for name in _names(args.defense, DEFENSES, "defense")]
+    defenses = _names(args.defense, DEFENSES, "defense")
     scripted = [name for name in policies if name != "model"]
     frames = [matrix(scripted, defenses, by_attack=args.by_attack)] if scripted else []
     intervals = matrix_intervals(scripted, defenses) if scripted and not args.by_attack else None
