@@ -42,8 +42,11 @@ REPO = ROOT.parent
 # own name and range checks) won labkit's back; tests to 6,240 for the runtime's refusal of a usage report
 # that is not a count (a learner's policy reporting NaN, 10**400 or -45 must still end with a stop reason);
 # labkit to 8,125 and tests to 6,250 for the progress file's hand-edited entries (labkit.core.verdicts:
-# an entry that is a list or a count that is text starts again, where it broke every checker of the lab).
-BUDGET = {"labkit": 8_125, "tests": 6_250}
+# an entry that is a list or a count that is text starts again, where it broke every checker of the lab);
+# labkit to 8,140 and tests to 6,275 for lab 03's line when the model server does not answer (its rows
+# were shown as the model's) and the CLI's run − run comparisons a question declares (lab02-ladder's
+# first row had a verdict in notebook 02 only).
+BUDGET = {"labkit": 8_140, "tests": 6_275}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

@@ -71,6 +71,14 @@ def episode_row(
     }
 
 
+def _run_label(record: Mapping[str, Any], rung: str) -> str:
+    """The episode's run label, "<model> <prompt> <rung> T=<t>" (`trials.default_label`): a recording
+    made before runs named their rung (no "rung" field, so it ran at L1) gains it, so that every run
+    of the ladder reads alike in every table and in its declared comparisons."""
+    run = record["run"]
+    return run if "rung" in record else run.replace(" T=", f" {rung} T=", 1)
+
+
 def replay_trials(path: str | Path) -> list[Row]:
     """Every recorded episode in `path`, replayed and graded; LabError for a file without
     episodes, an unknown case, or an episode that no longer ends as recorded."""
@@ -92,7 +100,8 @@ def replay_trials(path: str | Path) -> list[Row]:
                 f"replays as recorded: {'; '.join(changed)}"
             )
         labels = {"prompt": record["prompt"], "rung": rung, "temperature": record["temperature"]}
-        rows.append(episode_row(record["run"], case, record["trial"], result, tap.replies, **labels))
+        label = _run_label(record, rung)
+        rows.append(episode_row(label, case, record["trial"], result, tap.replies, **labels))
     if not rows:  # guards: untrusted file — a file with no episodes
         raise LabError(f"{path}: no episode records (record trials with `python -m labkit trials`)")
     return rows

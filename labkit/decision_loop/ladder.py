@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from labkit.core import stats
+from labkit.core import questions, stats
 from labkit.core.colours import OUTCOMES
 from labkit.core.errors import LabError
 from labkit.core.forest import forest_plot
@@ -156,15 +156,28 @@ def ladder_with_baselines(rows: Sequence[Row], baselines: Baselines) -> pd.DataF
 
 def run_comparisons(rows: Sequence[Row], baselines: Baselines) -> list[Comparison]:
     """Each model run's pass@1 minus the scripted loop's and minus the best baseline's (by pass@1),
-    paired by case (`tables.compare_runs`), for `questions.answer("02", ..)` to decide."""
-    values = _baseline_values(baselines)
+    then each run minus another run where a lab 02 question declares that pair (named, as
+    `questions` matches them, by the runs' labels after the model's name), paired by case
+    (`tables.compare_runs`), for `questions.answer("02", ..)` to decide."""
+    values, groups = _baseline_values(baselines), _model_groups(rows)
     best = ladder_with_baselines(rows, values).attrs["best baseline"]
     against = list(dict.fromkeys(name for name in ("scripted loop", best) if name in values))
-    return [
+    found = [
         tables.compare_runs(f"{policy} − {other}", group, values[other])
-        for policy, group in _model_groups(rows).items()
+        for policy, group in groups.items()
         for other in against
     ]
+    # A declared name is a run's label, or its label after the model's ("example L3 T=0").
+    runs = {name: policy for policy in groups for name in (policy, policy.split(" ", 1)[-1])}
+    declared = [
+        name.split(" − ") for q in questions.questions().values() if q.lab == "02" for name in q.comparisons
+    ]
+    found += [
+        tables.compare_runs(f"{runs[a]} − {b}", groups[runs[a]], groups[runs[b]])
+        for a, b in declared
+        if a in runs and b in runs
+    ]
+    return found
 
 
 def ladder_stops(rows: Sequence[Row]) -> pd.DataFrame:

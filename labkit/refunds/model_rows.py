@@ -12,6 +12,7 @@ from pandas import DataFrame
 
 from labkit.core.errors import LabError
 from labkit.core.stats import Comparison, Interval
+from labkit.core.text import shorten
 from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.factory import is_live
 from labkit.model.replay import recorded_calls
@@ -124,7 +125,22 @@ def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list
         scores += score_policy(factory, defenses, specs, lab)
     if not live:
         _SCORES[key] = scores
+    else:
+        _say_unanswered(defense, scores)
     return scores
+
+
+def _say_unanswered(defense: str, scores: Sequence[Score]) -> None:
+    """One line when the model server did not answer some of a live run's episodes: those end
+    `provider_error` with no refund proposed, so the model's rows under `defense` measure the server.
+    (guards: environment — a server that is down reads as a result otherwise)"""
+    failed = [s.episode.result for s in scores if s.episode.result["stop"] == "provider_error"]
+    if failed:
+        print(
+            f"no reply: the model server did not answer in {len(failed)} of {len(scores)} episodes under "
+            f"{defense} (provider_error: {shorten(failed[0]['detail'], 160)}); they proposed no refund, so "
+            "these rows measure the server, not the model"
+        )
 
 
 def baseline_scores(

@@ -412,3 +412,17 @@ def test_the_cli_gives_the_notebooks_verdicts_whatever_else_it_is_given_and_at_a
         stats.compare_rows(declared, tables.per_case(rows), loop, known=True, seed=s).p for s in range(20)
     }
     assert len(by_seed) == 1
+
+
+def test_the_cli_answers_lab02_ladders_declared_comparisons_as_notebook_02_does(cli):
+    """Both of lab02-ladder's rows, the run − run one included (L1 recorded before runs named their
+    rung), from `labkit evaluate` given the two runs or more, with notebook 02's verdicts."""
+    two = [str(TRIALS / f"docuctl-smollm2-example-{name}.jsonl") for name in ("l3-t0", "t0")]
+    seen = set()
+    for given in (two, [*two, str(TRIALS / "docuctl-smollm2-example-l2-t0.jsonl")]):
+        code, out, _ = cli("evaluate", "--trials", *given, "--baselines", "--json")
+        rows = json.loads(out)["comparisons"]
+        rung, loop = (rows[f"SmolLM2-135M example L3 T=0 − {b}"] for b in ("example L1 T=0", "scripted loop"))
+        seen.add((code, rung["question"], rung["verdict"], loop["question"], loop["verdict"]))
+    loop_verdict = "not distinguishable (no detectable gain fits: b leaves 0.29)"
+    assert seen == {(0, "lab02-ladder", "a difference", "lab02-ladder", loop_verdict)}

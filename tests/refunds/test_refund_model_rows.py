@@ -5,7 +5,7 @@ import json
 import pytest
 
 from labkit.core import questions
-from labkit.core.errors import LabError
+from labkit.core.errors import LabError, ProviderError
 from labkit.core.stats import exact
 from labkit.model import Reply
 from labkit.model.record import read_records
@@ -116,6 +116,26 @@ def test_model_rows_pool_k_trials_each_with_its_own_seed_and_the_asked_temperatu
     assert table.index.names == ["defense", "attack", "trial"] and len(table) == 2 * len(attacked) == 288
     with pytest.raises(LabError, match="k \\(trials per episode\\) must be a positive int"):
         model_table(["none"], backend=Mute(), k=0)
+
+
+class Down(Puppet):
+    """A server that does not answer: every call is the ProviderError a real backend raises."""
+
+    name = "down"
+
+    def complete(self, request):
+        raise ProviderError("cannot reach the server at http://127.0.0.1:9 (Connection refused)")
+
+
+def test_a_server_that_does_not_answer_is_said_once_per_defense_and_its_episodes_are_provider_error(capsys):
+    scores = model_scores("none", backend=Down())
+    assert {s.episode.result["stop"] for s in scores} == {"provider_error"}
+    assert not any(s.episode.refunds for s in scores)
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"no reply: the model server did not answer in {len(scores)} of {len(scores)}")
+    assert "under none" in line and "http://127.0.0.1:9" in line
+    model_scores("none", backend=Mute())  # a server that answers, however badly, is not said to be down
+    assert "no reply" not in capsys.readouterr().out
 
 
 # -- baselines and intervals beside the model rows -----------------------------------------
