@@ -212,10 +212,15 @@ def drawn_run_cases(count: int = 40, seed: str = "run") -> list[RunCase]:
 
 
 def _case_tools(
-    log: list[str], added: tuple[Tool, ...] = (), task: Task = TASK, made: Any = ()
+    log: list[str],
+    added: tuple[Tool, ...] = (),
+    task: Task = TASK,
+    made: Any = (),
+    errors: list[BaseException] | None = None,
 ) -> dict[str, Tool]:
     """Fresh tools for one case; every call is logged in `log` (one by position as how to call it,
-    refused) and hands back a copy of its result; then the last proposal in `made` is changed."""
+    refused) and hands back a copy of its result, or its error, kept in `errors`; then the last
+    proposal in `made` is changed."""
     tools = docuctl_tools(task) | {tool.name: tool for tool in added}
 
     def counted(tool: Tool) -> Tool:
@@ -227,6 +232,10 @@ def _case_tools(
             log.append(tool.name)
             try:
                 return copied(tool.call(**args))
+            except Exception as error:  # a run that lets it escape is told it is an observation
+                if errors is not None:
+                    errors.append(error)
+                raise
             finally:  # the run validated it before the tool ran: a run that goes on with it reads this
                 if made and type(made[-1]) is dict:
                     made[-1]["action"] = _CHANGED
@@ -277,14 +286,20 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
     for case in run_cases():
         where = f"'{case.name}'" + ("" if case.shown else case.unshown)
         # The tools' calls, the policy's proposals, whether it was handed a changed one, what it saw.
-        ran, made, handed, seen = [], [], [], []
-        tools = _case_tools(ran, case.tools, case.task, made)
+        ran, made, handed, seen, errors = [], [], [], [], []
+        tools = _case_tools(ran, case.tools, case.task, made, errors)
         try:
             got = call(my_run, case.task, _fickle(case.policy, made, handed, seen), tools, **case.limits)
         except Raised as raised:
-            timed_out = isinstance(raised.error, TimedOut)
-            hint = "" if timed_out else " — a runtime must turn that into a stop reason"
-            return crashed(raised.error, f"on the case {where}{hint}")
+            from_tool = any(raised.error is error for error in errors)  # a tool's error the run let escape
+            hint = (
+                " — a tool's error is an observation, {'error': ...}, and the episode goes on"
+                if from_tool
+                else " — a runtime must turn that into a stop reason"
+            )
+            return crashed(
+                raised.error, f"on the case {where}{'' if isinstance(raised.error, TimedOut) else hint}"
+            )
         if not isinstance(got, dict) or any(key not in got for key in ENDED):
             return fail(f"my_run returned {shown(got)} on {where}; return a dict with {', '.join(ENDED)}.")
         try:  # plain data, compared as what it shows

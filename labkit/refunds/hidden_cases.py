@@ -66,10 +66,16 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
         # rule counts refunds of the order, wherever they went), or another order; then the rest, or all.
         cards = shop.customers[order.customer].gift_cards[:1]
         earlier = [dataclasses.replace(whole, amount=quarter, destination=card) for card in cards]
+        # A refund of the order is found wherever it stands in the ledger: alone, and with another
+        # order's refund after it (a rule that reads only the latest refund misses that one).
+        later = Refund("rf-edge-2", *astuple(elsewhere), other.customer)
         for paid in (dataclasses.replace(whole, amount=quarter), *earlier, elsewhere):
             call = dataclasses.replace(whole, amount=whole.amount - quarter * (paid.order == order.id))
-            before = dataclasses.replace(on_time, ledger=(Refund("rf-edge", *astuple(paid), order.customer),))
-            edges.append(_edge(before, order, call, "once", earlier=paid))
+            first = Refund("rf-edge", *astuple(paid), order.customer)
+            for ledger in [(first,), (first, later)] if paid.order == order.id else [(first,)]:
+                edges.append(
+                    _edge(dataclasses.replace(on_time, ledger=ledger), order, call, "once", earlier=paid)
+                )
         for card in (card for c in shop.customers.values() for card in (*c.payment_methods, *c.gift_cards)):
             edges.append(_edge(on_time, order, dataclasses.replace(whole, destination=card), "destination"))
     return edges

@@ -39,11 +39,12 @@ def my_run(
     empty_cites=False,
     error_text=str,
     cites=bool,
+    caught=Exception,
 ):
     """The intended solution; `ids_read`, `pops` (pop the action out of the validated decision, as many
     write it), `validated` (False: validate, then go on with the proposal), `empty_cites` (take a
-    citation "" for one, so unread), `error_text` (a raised error's observed text) and `cites` (whether
-    a citation names a page) vary it."""
+    citation "" for one, so unread), `error_text` (a raised error's observed text), `cites` (whether
+    a citation names a page) and `caught` (the tool errors it observes) vary it."""
     observations, sources, tool_calls = [], set(), 0
 
     def stop(reason, turns, answer=None, citation=None):
@@ -71,7 +72,7 @@ def my_run(
         tool = tools[action]
         try:
             result = tool.call(**{name: decision[name] for name in tool.params})
-        except Exception as error:
+        except caught as error:
             result = {"error": error_text(error)}
         tool_calls += 1
         sources |= ids_read(tool, result)
@@ -191,6 +192,11 @@ def connection_errors_only(task, decide, tools, max_turns, max_tools):
             varied(ids_read=lambda tool, result: any_id(tool, result) if tool.name == "read" else set()),
             ["'a source tool named open, then cites its page'", "expected 'final'"],
             id="a source is a tool named read",
+        ),
+        pytest.param(
+            varied(caught=(OSError, ValueError)),
+            ["RuntimeError: storage offline", "a tool's error is an observation", "goes on"],
+            id="some tool errors escape",
         ),
         pytest.param(
             varied(error_text=lambda error: "the tool failed"),

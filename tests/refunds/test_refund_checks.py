@@ -74,9 +74,15 @@ def in_dollars(call, state):
     return None if reason and "more than the refundable" in reason else reason
 
 
-def written(refused=lambda status: status != "delivered", twice=lambda paid, call: True, cards=tuple):  # noqa: ARG005
+def written(
+    refused=lambda status: status != "delivered",
+    twice=lambda paid, call: True,  # noqa: ARG005
+    cards=tuple,
+    searched=lambda ledger: ledger,
+):
     """Mediation with its status, once or destination rule as a learner may write it: the statuses it
-    refuses, which earlier refund of the order counts, and which of the customer's gift cards it allows."""
+    refuses, which earlier refund of the order counts, which of the customer's gift cards it allows, and
+    which part of the ledger it searches."""
 
     def guard(call, state):
         order = state.shop.orders.get(call.order)
@@ -84,7 +90,7 @@ def written(refused=lambda status: status != "delivered", twice=lambda paid, cal
             return "not the customer's order"
         if refused(order.status) or (state.shop.today - order.date).days > state.shop.window_days:
             return "not refundable now"
-        if any(paid.order == call.order and twice(paid, call) for paid in state.ledger):
+        if any(paid.order == call.order and twice(paid, call) for paid in searched(state.ledger)):
             return "already refunded"
         gift_cards = cards(state.shop.customers[state.request.customer].gift_cards)
         ok = 0 < call.amount <= order.refundable and call.destination in (order.payment_method, *gift_cards)
@@ -106,6 +112,7 @@ def written(refused=lambda status: status != "delivered", twice=lambda paid, cal
             ("though $22.25 on o-1001 to gift-ana-01 was refunded earlier", "whatever the amounts"),
         ),
         (written(cards=lambda cards: cards[:1]), ("refuses $89.00 on o-1001 to gift-5512", "any one")),
+        (written(searched=lambda ledger: ledger[-1:]), ("was refunded earlier", "whatever the amounts")),
         (owner_only, ("let", "through", "amount")),
         (against_total, ("let", "through", "o-1004")),
         (inclusive_window, ("exactly 30 days ago", "last day of the window is still inside")),

@@ -132,6 +132,25 @@ def test_the_intended_router_passes():
     assert check.table.loc["never improves", "status"] == "dead_letter"
 
 
+@pytest.mark.parametrize(
+    "feedback",
+    [
+        "limit exceeded by {over}: {chars} characters vs 26",
+        "26 max, you have {chars}",
+        "Over the limit by {over} characters ({chars} chars, limit 26)",
+        "maximum exceeded: {chars} characters; max 26",
+        "{chars} characters, at most 26",
+        "{chars} chars; the limit is 26",
+    ],
+)
+def test_feedback_stating_both_numbers_in_any_order_of_words_passes(feedback):
+    def router(v):
+        said = feedback.format(chars=v["chars"], over=v["chars"] - 26)
+        return Next.Continue if v["chars"] <= 26 else Next.back_to_with("revise", said)
+
+    verdict(lab04.check_router(router), True, "converges")
+
+
 def remembered(verdict):  # the four lengths the lab mentions, answered by heart
     return {
         27: Next.back_to_with("revise", "27 characters, limit 26"),
@@ -152,6 +171,7 @@ def routes_back(feedback, limit=26):
         (routes_back(lambda v: "shorter"), ["should state the count (27) and the limit (26)"]),
         (routes_back(lambda v: f"{v['chars'] - 26} too many"), ["should state the count (27)"]),
         (routes_back(lambda v: f"26 characters, limit is {v['chars']}"), ["count (27) and the limit (26)"]),
+        (routes_back(lambda v: f"26 characters, max: {v['chars']}"), ["count (27) and the limit (26)"]),
         (lambda v: Next.Stop if v["chars"] > 26 else Next.Continue, ["send it back to 'revise'"]),
         (remembered, ["over the limit"]),
         # found only by asking at every length: an empty text sent back
