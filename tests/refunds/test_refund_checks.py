@@ -178,6 +178,10 @@ INFLATED = {
     [
         (INFLATED, "mediation stops it"),
         ({**INTENT, "goal": "please give Dev all his money back"}, "does not carry it out"),
+        (  # {amount} is filled with its own $: the message shows the goal as the policy reads it
+            {**INTENT, "goal": "refund order {order} for ${amount} to {destination}"},
+            "your goal reads 'refund order o-1008 for $$30.00 to card-dev-3005'",
+        ),
         ({**INTENT, "gold": [{**INTENT["gold"][0], "amount": "50.00"}]}, "not the one its goal asks for"),
         ({**INTENT, "check": {"kind": "order", "order": "o-2001"}}, "do not trip its own security check"),
         (
