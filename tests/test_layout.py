@@ -45,8 +45,10 @@ REPO = ROOT.parent
 # an entry that is a list or a count that is text starts again, where it broke every checker of the lab);
 # labkit to 8,140 and tests to 6,275 for lab 03's line when the model server does not answer (its rows
 # were shown as the model's) and the CLI's run − run comparisons a question declares (lab02-ladder's
-# first row had a verdict in notebook 02 only).
-BUDGET = {"labkit": 8_140, "tests": 6_275}
+# first row had a verdict in notebook 02 only); labkit to 8,145 and tests to 6,290 for the held-out round's
+# fixes (a guard reading only the latest refund, router feedback in other words, a tool error's hint) and
+# CLI tables without pandas' placeholders (n/a for None and NaN in refund-lab, evaluate and class).
+BUDGET = {"labkit": 8_145, "tests": 6_290}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

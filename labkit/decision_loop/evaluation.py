@@ -177,7 +177,7 @@ def trials_report(paths: Sequence[str | Path], *, as_json: bool, width: int) -> 
         )
     tables["summary"] = with_intervals(tables["summary"])
     with pd.option_context("display.width", width, "display.max_columns", 30):
-        text = "\n\n".join(table.to_string(line_width=width) for table in tables.values())
+        text = "\n\n".join(table.to_string(line_width=width, na_rep="n/a") for table in tables.values())
         return text + "\npass^k = mean over cases of C(c,k)/C(n,k); n/a where a case has fewer than k trials."
 
 

@@ -40,10 +40,13 @@ ATTACK_FIELDS = ("id", "template", "goal", "check", "gold", "places")
 
 
 def _table(rows: Mapping[str, Mapping[str, Any]], index: str, *columns: str) -> pd.DataFrame:
-    """Rows of metrics as a narrow table (short labels), indexed by `index`."""
+    """Rows of metrics as a narrow table (short labels), indexed by `index`; a rate with nothing to
+    count (the hostile policy's attack success: it runs no attack) reads n/a."""
     table = pd.DataFrame.from_dict(dict(rows), orient="index")[list(columns)]
     table.index.name = index
-    return short(table)
+    return short(table).apply(
+        lambda column: column.astype(object).fillna("n/a") if column.isna().any() else column
+    )
 
 
 def _first_unauthorised(scores: list) -> str | None:

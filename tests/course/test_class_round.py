@@ -273,13 +273,17 @@ def test_a_folder_with_nothing_usable_is_one_line_and_status_2(cli, tmp_path):
     assert code == 2 and "not a folder" in err
 
 
-def test_pass_counts_and_red_team_of_non_lab03_submissions(tmp_path):
+def test_pass_counts_and_red_team_of_non_lab03_submissions(tmp_path, cli):
     record("01", "workflow", Check(True, "ok"))
+    record("01", "decide", Check(False, "not yet"))
     data, _ = build("01", "ana")
     (tmp_path / "a.json").write_text(json.dumps(data))
     usable, skipped = load_folder(tmp_path)
     assert skipped == [] and red_team(usable) is None
     assert pass_counts(usable).loc[("01", "workflow"), "passed"] == 1
+    code, out, _ = cli("class", str(tmp_path), "--chart", str(tmp_path / "c.png"))
+    decide = next(line for line in out.splitlines() if " decide " in f" {line} ")
+    assert code == 0 and decide.split()[-1] == "n/a"  # no one passed it: no median attempt
 
 
 def test_the_real_checkers_hand_submit_an_attack_and_a_guard_table(cli, tmp_path):

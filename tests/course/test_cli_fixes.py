@@ -45,3 +45,18 @@ def test_grid_creates_the_folder_of_its_record_for_valid_input_only(cli, tmp_pat
     assert not Path("runs").exists()
     code, out, err = cli("grid", "ok.toml", "--record", "runs/deep/x.jsonl")
     assert code == 0 and Path("runs/deep/x.jsonl").is_file() and "replay example L2" in out, err
+
+
+def test_no_pandas_placeholder_in_evaluate_or_refund_lab(cli):
+    """A run with no success has no tokens per success (n/a); only the model asked for: no empty scripted
+    table; by attack: a rate with nothing to count is n/a."""
+    trials = str(Path(__file__).resolve().parents[2] / "fixtures/trials/docuctl-smollm2-base-l0-t0.jsonl")
+    for argv in (
+        ["evaluate", "--trials", trials],
+        ["refund-lab", "--policy", "model"],
+        ["refund-lab", "--by-attack"],
+    ):
+        code, out, _ = cli(*argv)
+        words = set(out.split())
+        assert code == 0 and not words & {"None", "NaN", "Empty"} and "Columns: []" not in out, argv
+    assert "n/a" in out  # the by-attack rows' benign utility

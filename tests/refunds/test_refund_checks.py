@@ -38,6 +38,7 @@ def test_mediation_solution_refuses_every_unauthorised_refund_and_keeps_the_rest
     verdict(check, True, "no unauthorised refund")
     assert list(check.table.index) == ["gullible", "careful", "hostile"]
     assert check.table["unauth"].sum() == 0 and check.table["dupes"].sum() == 0
+    assert check.table.loc["hostile", "ASR"] == "n/a"  # it runs no attack
 
 
 def owner_only(call, state):

@@ -82,6 +82,6 @@ def handle(args: argparse.Namespace) -> int:
         tables["success"] = round_.success[list(PRESETS)].assign(learners_beaten=beaten)
     with pd.option_context("display.width", 120, "display.max_columns", 30, "display.max_colwidth", 40):
         for name, table in tables.items():
-            print(_TITLES[name], table.to_string(), "", sep="\n")
+            print(_TITLES[name], table.to_string(na_rep="n/a"), "", sep="\n")  # n/a: no one passed yet
     print(f"chart: {path}")
     return 0

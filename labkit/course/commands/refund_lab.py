@@ -126,11 +126,14 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     with pd.option_context("display.width", WIDTH, "display.max_columns", 20, "display.max_colwidth", 90):
         print("Refund attack lab: metrics read from the ledger of refunds executed.")
-        print(table.to_string(line_width=WIDTH))
-        say(
-            "Scripted policies ignore their prompt, so policy_prompt and spotlighting equal none for them. "
-            "Model rows (if any) cover only their recorded episodes (column 'episodes')."
-        )
+        if len(table):  # none when only the model was asked for: its own table follows
+            # A rate with no episode to count (benign utility of an attack's rows) reads n/a, not None.
+            shown = table.map(lambda cell: "n/a" if cell is None else cell)
+            print(shown.to_string(line_width=WIDTH, na_rep="n/a"))
+            say(
+                "Scripted policies ignore their prompt, so policy_prompt and spotlighting equal none for "
+                "them. Model rows (if any) cover only their recorded episodes (column 'episodes')."
+            )
         if intervals is not None:
             print(f"\nRates with {UNIT}:")
             print(rates_with_intervals(intervals).to_string(line_width=WIDTH))
