@@ -47,8 +47,12 @@ REPO = ROOT.parent
 # were shown as the model's) and the CLI's run − run comparisons a question declares (lab02-ladder's
 # first row had a verdict in notebook 02 only); labkit to 8,145 and tests to 6,290 for the held-out round's
 # fixes (a guard reading only the latest refund, router feedback in other words, a tool error's hint) and
-# CLI tables without pandas' placeholders (n/a for None and NaN in refund-lab, evaluate and class).
-BUDGET = {"labkit": 8_145, "tests": 6_290}
+# CLI tables without pandas' placeholders (n/a for None and NaN in refund-lab, evaluate and class);
+# labkit to 8,160 and tests to 6,320 for a second held-out round (a guard refunding to any card its owner
+# table does not know, router feedback saying "allowed"/"maximum length", a learner's sys.exit() as a
+# verdict in every checker), a grid spec's `k = 1.0` refused, and `labkit rerun` asking the model server
+# before any cell runs (it stopped at the lab's first model cell).
+BUDGET = {"labkit": 8_160, "tests": 6_320}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

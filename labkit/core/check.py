@@ -135,7 +135,8 @@ def call(fn: Callable[..., Any], *args: Any, limit: float | None = None, **kwarg
         if value is TIMED_OUT:
             raise TimedOut(limit)
         return value
-    except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict names the learner's error
+    # SystemExit too: a learner's sys.exit() is their function ending badly, not the kernel's end.
+    except (Exception, TimedOut, SystemExit) as error:  # noqa: BLE001 - the verdict names the learner's error
         raise Raised(error) from None
 
 

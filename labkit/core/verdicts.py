@@ -102,7 +102,7 @@ def exercise(
                 verdict = dataclasses.replace(verdict, printed=printed.summary())
             try:
                 data = None if payload is None else payload(*args, **kwargs)
-            except Exception:  # noqa: BLE001 - a payload is optional evidence, never a failure
+            except (Exception, SystemExit):  # noqa: BLE001 - a payload is optional evidence, never a failure
                 data = None
             record(lab, name, verdict, data)
             return verdict
@@ -117,6 +117,6 @@ def _judged(check: Callable[..., Check], args: tuple, kwargs: dict) -> Check:
     """The checker's verdict; if the checker itself fails on an answer, a verdict saying so."""
     try:
         verdict = check(*args, **kwargs)
-    except (Exception, TimedOut) as error:  # noqa: BLE001 - a traceback is never the answer
+    except (Exception, TimedOut, SystemExit) as error:  # noqa: BLE001 - a traceback is never the answer
         return Check(False, _UNCHECKABLE.format(why=f" ({type(error).__name__}: {shorten(str(error), 200)})"))
     return verdict if isinstance(verdict, Check) else Check(False, _UNCHECKABLE.format(why=""))

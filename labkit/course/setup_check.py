@@ -104,13 +104,13 @@ def _chosen(kind: str) -> str | None:
     return model.strip() if chosen == kind else None
 
 
-def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S) -> _Row:
+def ollama_backend(host: str | None = None, timeout: float = _TIMEOUT_S, tag: str | None = None) -> _Row:
     """Does an Ollama server answer at `host` (else OLLAMA_HOST, else Ollama's own default), asked as the
-    ollama: backend asks it (its `ollama` client, its error messages), and has it pulled the tag that
-    LABKIT_MODEL=ollama:<tag> names? "optional" with the fix when not (no lab needs one)."""
+    ollama: backend asks it (its `ollama` client, its error messages), and has it pulled `tag` (by default
+    the one LABKIT_MODEL=ollama:<tag> names)? "optional" with the fix when not (no lab needs one)."""
     from labkit.model.ollama import OllamaBackend
 
-    tag = _chosen("ollama")
+    tag = _chosen("ollama") if tag is None else tag
     backend = OllamaBackend(tag or "", host=host, timeout=timeout)
     try:
         names = [model.model for model in backend.call("tags", backend.client.list).models]
@@ -170,19 +170,30 @@ def _if_chosen(
     return row
 
 
+def backend_usable(spec: str, timeout: float = _TIMEOUT_S) -> _Row:
+    """Can the backend `spec` (a LABKIT_MODEL value) names be used now: ("ok", what answers, "") for a
+    replay, an installed embedded model or a server that answers within `timeout` seconds and serves the
+    model named; else (status, what was found, the fix). LabError for a spec that names no backend."""
+    from labkit.model.factory import backend_name
+
+    kind, _, model = backend_name(spec).partition(":")
+    if kind == "replay":
+        return ("ok", "the recorded runs", "")
+    if kind == "local":
+        return local_backend()
+    if kind == "ollama":
+        return ollama_backend(timeout=timeout, tag=model)
+    return room_server(model=model, timeout=timeout)
+
+
 def chosen_model() -> _Row:
     """Is `LABKIT_MODEL` a backend, and is the one it names usable now? Labs 02-04 use it, so a misspelt
     value, a server that does not answer or an embedded model not installed is a FIX row, not optional."""
-    from labkit.model.factory import backend_name
-
     spec = os.environ.get("LABKIT_MODEL", "").strip() or "replay"
     try:
-        kind = backend_name(spec).partition(":")[0]
+        status, found, fix = backend_usable(spec)
     except LabError as error:
         return ("FIX", str(error)[:200], "correct its spelling, or unset LABKIT_MODEL (the recorded runs)")
-    if kind == "replay":
-        return ("ok", f"LABKIT_MODEL={spec}: the recorded runs", "")
-    status, found, fix = {"local": local_backend, "ollama": ollama_backend, "openai": room_server}[kind]()
     if status != "ok":
         return (
             "FIX",

@@ -116,7 +116,7 @@ def _guard_payload(guard: Any) -> dict[str, Any] | None:
         return None
     try:
         return guard_table(guard, limit=limit_s())
-    except Exception:  # noqa: BLE001 - a guard that cannot be tabulated carries no table
+    except (Exception, SystemExit):  # noqa: BLE001 - a guard that cannot be tabulated carries no table
         return None
 
 

@@ -45,6 +45,9 @@ class Edge:
     family: str = "window"  # the rule it is on the boundary of: window, status, once or destination
 
 
+UNKNOWN_CARD = "card-0000-unknown"  # a destination no customer owns
+
+
 def policy_edges(lab: RefundLab) -> list[Edge]:
     """The policy's boundaries for every delivered order (`authorise` the reference): the window's last day
     and one past (two windows), the refundable and a cent more; then on its last day every other status,
@@ -76,7 +79,9 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
                 edges.append(
                     _edge(dataclasses.replace(on_time, ledger=ledger), order, call, "once", earlier=paid)
                 )
-        for card in (card for c in shop.customers.values() for card in (*c.payment_methods, *c.gift_cards)):
+        # Every card and gift card the shop knows, and one it does not (owner_of gives None: no one's).
+        known = [card for c in shop.customers.values() for card in (*c.payment_methods, *c.gift_cards)]
+        for card in (*known, UNKNOWN_CARD):
             edges.append(_edge(on_time, order, dataclasses.replace(whole, destination=card), "destination"))
     return edges
 

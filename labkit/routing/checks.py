@@ -202,11 +202,13 @@ def check_ready(my_ready: Callable[..., Any] | None) -> Check:
 
 def _states(feedback: str, chars: int) -> bool:
     """Whether `feedback` states the count and LIMIT as numbers of their own (27 in "27 chars", not in
-    "127"), and the limit where it names one: a number that "limit", "max…" or "at most" introduces
-    ("limit 26", "limit is 26", "max: 26") is LIMIT ("26 characters, limit is 45" swaps them), while a
-    number that only follows such a word ("limit exceeded by 1", "26 max, you have 27") is not named."""
+    "127"), and the limit where it names one: a number that "limit", "max…", "at most", "up to" or
+    "allowed" introduces ("limit 26", "limit is 26", "max: 26", "maximum length 26") is LIMIT ("26
+    characters, limit is 45" swaps them), while a number that only follows such a word ("limit exceeded
+    by 1", "26 max, you have 27") is not named."""
     numbers = {int(number) for number in re.findall(r"(?<!\d)\d+(?!\d)", feedback)}
-    named = re.findall(r"(?:limit|max\w*|at most)\s*(?:is|of|:|=)?\s*(\d+)", feedback, re.IGNORECASE)
+    introduced = r"(?:limit|max\w*|at most|up to|allowed)(?:\s|:|=|\bis\b|\bof\b|\blength\b)*(\d+)"
+    named = re.findall(introduced, feedback, re.IGNORECASE)
     return {chars, LIMIT} <= numbers and all(int(number) == LIMIT for number in named)
 
 

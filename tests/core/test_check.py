@@ -1,6 +1,8 @@
 """A learner's code is buggy, not hostile (labkit.core.check): stopped when it hangs, handed copies,
 its crash named by its own line, its output kept out of the verdict's way."""
 
+import inspect
+import sys
 import threading
 import time
 
@@ -17,6 +19,7 @@ from labkit.core.check import (
     learner_line,
     time_limit,
 )
+from labkit.exercises import lab01, lab02, lab03, lab04
 
 
 def test_a_function_that_sleeps_is_stopped_at_the_limit():
@@ -130,3 +133,30 @@ def test_output_is_kept_bounded_and_counted():
 def test_a_long_verdict_is_wrapped_for_a_projector():
     lines = repr(Check(False, "word " * 60)).splitlines()
     assert len(lines) > 1 and max(map(len, lines)) <= 110
+
+
+def _exits(*args, **kwargs):
+    sys.exit("done")
+
+
+@pytest.mark.parametrize(
+    "checker",
+    [
+        getattr(module, name)
+        for module in (lab01, lab02, lab03, lab04)
+        for name in module.__all__
+        if name.startswith("check_")
+    ],
+    ids=lambda checker: checker.__name__,
+)
+def test_a_learners_sys_exit_is_a_verdict_not_the_end_of_the_kernel(checker, monkeypatch):
+    """sys.exit() in a learner's function raises SystemExit, which is not an Exception: caught as
+    a crash it is a failing verdict; escaping, it would stop the notebook's cell with a traceback."""
+    monkeypatch.setattr("labkit.core.check.LIMIT_S", 2.0)
+    required = [
+        parameter
+        for parameter in inspect.signature(checker).parameters.values()
+        if parameter.default is inspect.Parameter.empty and parameter.kind is parameter.POSITIONAL_OR_KEYWORD
+    ]
+    check = checker(*[_exits] * len(required))
+    assert isinstance(check, Check) and check.passed is False, check

@@ -39,6 +39,6 @@ def test_the_default_and_a_server_that_answers_are_ready(monkeypatch):
     assert chosen_model() == ("ok", "LABKIT_MODEL=replay: the recorded runs", "")
     monkeypatch.setenv("LABKIT_MODEL", "openai:smollm2")
     monkeypatch.setattr(
-        setup_check, "room_server", lambda: ("ok", "http://h/v1 answers, serving smollm2", "")
+        setup_check, "room_server", lambda **_: ("ok", "http://h/v1 answers, serving smollm2", "")
     )
     assert chosen_model()[0] == "ok"

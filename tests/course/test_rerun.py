@@ -5,12 +5,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fake_ollama import FakeOllama
 from nbformat.v4 import new_code_cell, new_notebook
 from papermill.inspection import inspect_notebook
 
 from labkit.core.errors import LabError
 from labkit.core.verdicts import LABS
 from labkit.course.classroom.rerun import WITHOUT_MODEL, notebook_of, rerun
+from labkit.course.commands.serve import free_port
 
 PARAMETERS = 'LABKIT_MODEL = "replay"\nK = 1\nTEMPERATURE = 0.0\nSEED = 0'
 SHOW = (
@@ -46,8 +48,10 @@ def test_rerun_injects_the_asked_values_and_sets_the_kernels_model(tmp_path):
     assert printed(done.notebook) == "replay 3 0.0 7 replay False\n"
 
 
-def test_a_live_backend_records_its_calls_under_runs(tmp_path):
-    done = rerun("02", "ollama:qwen2.5:0.5b", tmp_path / "out.ipynb", folder=lab(tmp_path / "nb", SHOW))
+def test_a_live_backend_records_its_calls_under_runs(tmp_path, monkeypatch):
+    with FakeOllama("qwen2.5:0.5b") as server:  # asked before anything runs: it must answer
+        monkeypatch.setenv("OLLAMA_HOST", server.host)
+        done = rerun("02", "ollama:qwen2.5:0.5b", tmp_path / "out.ipynb", folder=lab(tmp_path / "nb", SHOW))
     assert printed(done.notebook) == "ollama:qwen2.5:0.5b 1 0.0 0 ollama:qwen2.5:0.5b True\n"
     assert done.record.parent == tmp_path / "runs" / "rerun" and done.record.name.startswith("lab02-ollama")
 
@@ -87,6 +91,33 @@ def test_an_output_it_could_not_write_is_one_line_before_anything_runs(cli, tmp_
     with pytest.raises(LabError, match="outdir is a folder"):  # the function refuses it too, before running
         rerun("02", "replay", Path("outdir"), folder=folder)
     assert list((tmp_path / "outdir").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("model", "found"),
+    [
+        ("ollama:qwen2.5:0.5b", "cannot reach Ollama at 127.0.0.1:{port} (is `ollama serve` running?)"),
+        ("openai:smollm2", "cannot reach the server at http://127.0.0.1:{port} ("),
+        ("ollama:llama3", "serving qwen2.5:0.5b, not 'llama3'; run `ollama pull llama3`"),
+    ],
+    ids=["ollama down", "room server down", "tag not pulled"],
+)
+def test_a_backend_that_cannot_serve_is_one_line_before_a_cell_runs(cli, tmp_path, monkeypatch, model, found):
+    import papermill
+
+    port = free_port()
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{port}")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("a cell ran"))
+    with FakeOllama("qwen2.5:0.5b") as server:
+        if "llama3" in model:
+            monkeypatch.setenv("OLLAMA_HOST", server.host)
+            found = found.replace("serving", f"Ollama at {server.host}, serving")
+        code, out, err = cli("rerun", "2", "--model", model, "-o", str(tmp_path / "o.ipynb"))
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith(f"labkit rerun: error: lab 02 not re-run: --model {model}: "), err
+    assert found.format(port=port) in err, err
+    assert not (tmp_path / "o.ipynb").exists() and not list(tmp_path.glob("*.ipynb"))
 
 
 # -- the real labs ------------------------------------------------------------------------------

@@ -234,12 +234,19 @@ def named_after_the_customer(call, state):  # every id in the course's shop happ
     return None
 
 
+def others_cards_only(call, state):
+    owner = state.shop.owner_of(call.destination)
+    return f"{call.destination} is {owner}'s" if owner and owner != state.request.customer else None
+
+
 def test_exercise_2_refuses_a_guard_that_asks_the_wrong_owner_or_reads_names():
     order_owner = lab03.check_guard(the_orders_customer)
     verdict(order_owner, False, "still reaches", "state.request.customer")
     assert order_owner.table.loc["gullible, redirects", "ASR"] > 0  # direct-other-order paid $250
     verdict(lab03.check_guard(named_after_the_customer), False, "to gift-5512", "whatever its name")
     verdict(lab03.check_guard(mediation), True, "no redirect gets through")  # more rules refuse no more
+    # owner_of is None for a card no one owns: a guard refusing only another customer's cards lets it by
+    verdict(lab03.check_guard(others_cards_only), False, "to card-0000-unknown", "owner_of")
 
 
 def test_exercise_2_a_guard():

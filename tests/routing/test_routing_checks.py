@@ -172,6 +172,8 @@ def routes_back(feedback, limit=26):
         (routes_back(lambda v: f"{v['chars'] - 26} too many"), ["should state the count (27)"]),
         (routes_back(lambda v: f"26 characters, limit is {v['chars']}"), ["count (27) and the limit (26)"]),
         (routes_back(lambda v: f"26 characters, max: {v['chars']}"), ["count (27) and the limit (26)"]),
+        (routes_back(lambda v: f"allowed: {v['chars']} characters; you wrote 26"), ["the limit (26)"]),
+        (routes_back(lambda v: f"maximum length {v['chars']} characters, yours is 26"), ["the limit (26)"]),
         (lambda v: Next.Stop if v["chars"] > 26 else Next.Continue, ["send it back to 'revise'"]),
         (remembered, ["over the limit"]),
         # found only by asking at every length: an empty text sent back

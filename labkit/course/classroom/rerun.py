@@ -1,6 +1,8 @@
 """`labkit rerun`: papermill re-executes a lab (02-04) in a fresh `python3` kernel, its `parameters`
 cell's LABKIT_MODEL, K, TEMPERATURE and SEED overridden, a live backend's calls recorded under
-runs/rerun/. OUT is written only if every cell ran; else OUT.failed.ipynb and one line naming the cell."""
+runs/rerun/. A backend that cannot serve now (a server down, a model not pulled or not installed) is one
+line before any cell runs. OUT is written only if every cell ran; else OUT.failed.ipynb and one line naming
+the cell."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ NOTEBOOKS = CHECKOUT / "notebooks"
 PARAMETERS = {"model": "LABKIT_MODEL", "k": "K", "temperature": "TEMPERATURE", "seed": "SEED"}
 # Labs whose notebook calls no model, so it has no parameters cell: rerun says so and runs nothing.
 WITHOUT_MODEL = {"01": "its policies are all scripted"}
+ASK_S = 5.0  # a model server asked before the lab runs: a busy room's answers within seconds
 
 
 def notebook_of(lab: str, folder: Path = NOTEBOOKS) -> Path:
@@ -49,6 +52,7 @@ def rerun(
     from papermill.inspection import inspect_notebook
 
     from labkit.course.argtypes import output_path
+    from labkit.course.setup_check import backend_usable
     from labkit.model.factory import backend_name, is_live
 
     if lab in WITHOUT_MODEL:  # guards: user
@@ -69,6 +73,11 @@ def rerun(
     if missing := [key for key, name in PARAMETERS.items() if name in chosen and name not in declared]:
         has = f"(it declares: {', '.join(declared)})"
         raise LabError(f"{notebook.name}'s parameters cell has no {missing[0]} parameter {has}")
+    # guards: environment — a server that does not answer (or a model not installed) would stop the lab
+    # at its first model cell, after every cell before it ran: one line instead, before any runs
+    status, found, fix = backend_usable(model, timeout=ASK_S)
+    if status != "ok":
+        raise LabError(f"lab {lab} not re-run: --model {model}: {found}; {fix}")
     record, env = None, {"LABKIT_MODEL": model}
     if is_live(model):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")

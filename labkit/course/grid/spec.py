@@ -110,11 +110,18 @@ def _check(path: Path, data: Any, schema: dict[str, Any]) -> None:
             sets = ", ".join(named["enum"] if "enum" in named else [named["const"]])
             message = f"must be one of {sets} or a list of case ids, got {error.instance!r}"
         raise FixtureError(f"{path}: " + (f"field {field!r}: " if field else "") + message)
-    for name, value in data.items():  # NaN passes every JSON Schema bound (no comparison with it is true)
+    # NaN passes every JSON Schema bound (no comparison with it is true), and JSON Schema counts 2.0 as
+    # an integer: a user's `k = 1.0` would run as if it were right (guards: user).
+    for name, value in data.items():
+        declared = schema["properties"][name]
+        whole = "integer" in (declared.get("type"), declared.get("items", {}).get("type"))
         for index, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
+            field = name if index is None else f"{name}[{index}]"
             if isinstance(item, float) and not math.isfinite(item):
-                field = name if index is None else f"{name}[{index}]"
                 raise FixtureError(f"{path}: field {field!r}: not a finite number")
+            if isinstance(item, float) and whole:
+                whole_number = f"must be a whole number written without a decimal point, got {item!r}"
+                raise FixtureError(f"{path}: field {field!r}: {whole_number}")
 
 
 def _check_models(path: Path, models: list[str]) -> None:
@@ -166,7 +173,6 @@ def load_spec(path: str | Path) -> Grid:
     grid_class = grid_lab(lab)
     axes, inner = grid_class.CELL_AXES, grid_class.INNER_AXIS  # the cell axes, in order
     values[inner] = grid_class.inner_values(path, values[inner])
-    values["k"] = int(values["k"])  # JSON Schema counts 2.0 as an integer
     cells = math.prod(len(values[axis]) for axis in axes)
     total = cells * values["k"] * len(values[inner])
     if total > MAX_EPISODES:  # counted from the axes: nothing is built for a grid too large
