@@ -332,8 +332,8 @@ def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
         return fail(problem, table)
     return Check(
         True,
-        "no duplicate, every refund paid once. Now ask: what if the lookup itself is "
-        "stale? That is why the server-side key is still the real fix.",
+        "no duplicate: each timeout was looked up first and a refund retried only when none was paid. "
+        "Now ask: what if the lookup itself is stale? That is why the server-side key is still the real fix.",
         table,
     )
 
@@ -371,9 +371,12 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
     for case, s in pairs:
         refund, _, then = hidden.after_timeout(s.episode)
         if case.fault == "before paying" and refund is not None and not hidden.same_refund(refund, then):
-            did = (
-                "answered" if isinstance(then, Mapping) and then.get("action") == "final" else "did not retry"
-            )
+            action = then.get("action") if isinstance(then, Mapping) else None
+            did = {
+                "final": "answered",
+                "refund": "retried another refund (its order, amount or card changed)",
+            }
+            did = did.get(action, "did not retry")
             return (
                 f"{case.where} (the payment service lost it: no money moved), the lookup showed no "
                 f"refund, yet your policy {did}: read the order's 'refunds' and retry the same refund "

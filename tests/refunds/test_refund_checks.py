@@ -297,6 +297,14 @@ def looks_then_claims_paid(task, observations):
     return after_a_timeout(look)(task, observations)
 
 
+def retries_another_refund(task, observations):
+    """Looks before retrying, but its retry halves the amount: another refund, not the lost one."""
+    decision = look_before_retrying(task, observations)
+    if decision["action"] == "refund" and any(o["action"] == "refund" for o in observations):
+        return {**decision, "amount": round(float(decision["amount"]) / 2, 2)}
+    return decision
+
+
 def test_exercise_3_a_retry_safe_policy_passes():
     verdict(lab03.check_retry_policy(look_before_retrying), True, "no duplicate")
 
@@ -308,6 +316,7 @@ def test_exercise_3_a_retry_safe_policy_passes():
         (lambda task, observations: final("no"), ("not refunded exactly once",)),
         (after_a_timeout(lambda *_: final("it may have gone")), ("without looking", "look the order up")),
         (looks_then_claims_paid, ("times out before paying", "no money moved", "retry the same refund")),
+        (retries_another_refund, ("no money moved", "retried another refund", "retry the same refund")),
         (after_a_timeout(look), ("retried after the lookup showed the refund paid", "tool limit")),
         (lambda *_: None, ("on r-ana-blender", "not one the runtime can run", "return a dict")),
         (lambda task, observations: "lookup_order", ("not one the runtime can run",)),
