@@ -152,8 +152,9 @@ def answer(name: str, comparisons: Sequence[stats.Comparison]) -> list[stats.Com
 
 
 def answer_records(name: str, comparisons: Sequence[stats.Comparison]) -> list[dict[str, Any]]:
-    """`answer` as JSON records (what `--json` prints): name, question, interval, test, n, p,
-    Bonferroni's p, MDE (null when exploratory or none) and verdict."""
+    """`answer` as JSON records (what `--json` prints): name, question, interval, test, n, p and its
+    Monte-Carlo error, Bonferroni's p, MDE and verdict; the p values and MDE are null for an exploratory
+    row (its table prints "-": no test was declared for it) and the MDE where there is none."""
     return [
         {
             "comparison": c.name,
@@ -161,8 +162,8 @@ def answer_records(name: str, comparisons: Sequence[stats.Comparison]) -> list[d
             **vars(c.interval),
             "test": c.test,
             "n": c.n,
-            "p": c.p,
-            "p_se": c.p_se,
+            "p": None if c.exploratory else c.p,
+            "p_se": None if c.exploratory else c.p_se,
             "p_adjusted": None if c.exploratory else c.p_adjusted,
             "mde": None if c.exploratory or math.isnan(c.mde) else c.mde,
             "verdict": c.verdict,

@@ -40,6 +40,7 @@ def test_json_rows_for_the_scripted_policies(cli):
     assert got == (0.0039, 0.0078, "a difference")
     others = [c for c in found["comparisons"] if c["question"] is None]
     assert others and all(c["verdict"] == "exploratory: no verdict" and c["mde"] is None for c in others)
+    assert all(c["p"] is c["p_se"] is c["p_adjusted"] is None for c in others)  # the table's "-"
 
 
 def test_the_model_block_is_the_notebooks_l2_rows_beside_random_admissible(cli):
