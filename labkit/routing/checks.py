@@ -303,6 +303,12 @@ _ERRORS += tuple(
     if isinstance(kind, type) and issubclass(kind, Exception) and kind not in {type(e) for e in _ERRORS}
     if not issubclass(kind, Warning | UnicodeError | ExceptionGroup)
 )
+# Then each again with the other side's words: only the type says whether an error is transient, so a
+# retry_on that reads the message ("timed out", "reset") is asked about a ValueError that says them.
+_ERRORS += tuple(
+    type(error)("bad request" if isinstance(error, _TRANSIENT) else "timed out: connection reset, refused")
+    for error in _ERRORS
+)
 
 
 @exercise("04", "retry_policy")

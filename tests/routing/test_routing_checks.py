@@ -232,6 +232,15 @@ near = partial(RetryPolicy, max_attempts=4, initial_interval=0.2)  # right but f
             ),
             ["an OSError is retried"],
         ),
+        # right on the type, but reading the message too: asked with the other side's words
+        (
+            near(retry_on=lambda e: isinstance(e, TimeoutError | ConnectionError) or "timed out" in str(e)),
+            ["a ValueError is retried"],
+        ),
+        (
+            near(retry_on=lambda e: isinstance(e, TimeoutError | ConnectionError) and "bad" not in str(e)),
+            ["a TimeoutError is not retried"],
+        ),
         (near(retry_on=raises_lab_error), ["raised LabError"]),
         (near(retry_on=hangs), ["within 0.2 s"]),
         ("four", ["expected a RetryPolicy"]),
