@@ -52,8 +52,9 @@ REPO = ROOT.parent
 # table does not know, router feedback saying "allowed"/"maximum length", a learner's sys.exit() as a
 # verdict in every checker), a grid spec's `k = 1.0` refused, and `labkit rerun` asking the model server
 # before any cell runs (it stopped at the lab's first model cell); labkit to 8,165 and tests to 6,330 for
-# lab 03's retry checker naming a retry of another refund (it said "did not retry").
-BUDGET = {"labkit": 8_165, "tests": 6_330}
+# lab 03's retry checker naming a retry of another refund (it said "did not retry"); tests to 6,340 for
+# lab 04's retry_on asked with the other side's words and a bare `...` left in a function that works.
+BUDGET = {"labkit": 8_165, "tests": 6_340}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

@@ -206,9 +206,14 @@ def _placeholder_line(answer: Any) -> int | None:
 
 
 def not_attempted(answers: list[Any]) -> Check | None:
-    """The verdict for answers not written yet (None, `...`, the cell's `...` starting point), or None."""
-    if all(unanswered(answer) for answer in answers):
-        return fail(NOT_YET)
+    """The verdict for answers not written yet (None or `...`), or None."""
+    return fail(NOT_YET) if all(unanswered(answer) for answer in answers) else None
+
+
+def placeholder_left(answers: list[Any]) -> Check | None:
+    """The verdict for a function that still holds a bare `...` (the cell's starting point), naming its
+    line, or None. Asked only of an answer that failed: a bare `...` is a no-op, so a function that
+    passes with one left in is right."""
     for answer in answers:
         if (line := _placeholder_line(answer)) is not None:
             return fail(_STARTING_POINT.format(line=line))

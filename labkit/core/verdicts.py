@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ParamSpec
 
 from labkit.core.answers import shown
-from labkit.core.check import NOT_ATTEMPTED, Check, TimedOut, captured, not_attempted
+from labkit.core.check import NOT_ATTEMPTED, Check, TimedOut, captured, not_attempted, placeholder_left
 from labkit.core.paths import runs_dir, write_whole
 from labkit.core.text import shorten
 
@@ -96,6 +96,8 @@ def exercise(
                 return blank  # not an attempt, not recorded
             with captured() as printed:
                 verdict = _judged(check, args, kwargs)
+            if not verdict.passed and (left := placeholder_left([*args, *kwargs.values()])) is not None:
+                return left  # the starting point, still there: no attempt (guards: learner)
             if verdict.message.startswith(NOT_ATTEMPTED):  # a blank the checker found: no attempt
                 return verdict
             if printed.count:

@@ -55,6 +55,27 @@ def test_an_untouched_answer_or_the_shipped_starting_point_is_not_an_attempt():
     assert load_progress("02")["exercises"]["probe"]["attempts"] == 1
 
 
+@exercise("02", "probe_fn")
+def _function_checker(fn):
+    return Check(fn(2) == 4, "ok")
+
+
+def test_a_bare_ellipsis_left_in_a_function_that_works_is_no_placeholder():
+    def doubles(x):
+        if x < 0:
+            ...  # left from the starting point: a no-op
+        return 2 * x
+
+    def half_done(x):
+        ...
+        return x
+
+    assert _function_checker(doubles).passed  # it was "not attempted yet"
+    left = _function_checker(half_done)
+    assert not left.passed and "still holds the `...` placeholder (line" in left.message
+    assert load_progress("02")["exercises"]["probe_fn"]["attempts"] == 1  # the failing one is no attempt
+
+
 def test_a_payload_that_is_not_json_data_is_saved_as_its_short_repr():
     for answer, saved in (
         (Unprintable(), "<Unprintable instance at"),
