@@ -73,6 +73,11 @@ def crashed(error: BaseException, where: str) -> Check:
     return fail(f"your function raised {shown} {where}{f' at {line}' if line else ''}; fix that first.")
 
 
+# How a learner's code may end other than by returning: any Exception, and SystemExit, for a sys.exit()
+# in their function ends that function badly, never the kernel (guards: learner).
+CRASHES = (Exception, SystemExit)
+
+
 class Raised(Exception):
     """Carries a learner's exception (or a `TimedOut`) out of a checker's loop (see `call`)."""
 
@@ -135,8 +140,7 @@ def call(fn: Callable[..., Any], *args: Any, limit: float | None = None, **kwarg
         if value is TIMED_OUT:
             raise TimedOut(limit)
         return value
-    # SystemExit too: a learner's sys.exit() is their function ending badly, not the kernel's end.
-    except (Exception, TimedOut, SystemExit) as error:  # noqa: BLE001 - the verdict names the learner's error
+    except (*CRASHES, TimedOut) as error:  # the verdict names the learner's error
         raise Raised(error) from None
 
 

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any, ParamSpec
 
 from labkit.core.answers import shown
-from labkit.core.check import NOT_ATTEMPTED, Check, TimedOut, captured, not_attempted, placeholder_left
+from labkit.core.check import (
+    CRASHES,
+    NOT_ATTEMPTED,
+    Check,
+    TimedOut,
+    captured,
+    not_attempted,
+    placeholder_left,
+)
 from labkit.core.paths import runs_dir, write_whole
 from labkit.core.text import shorten
 
@@ -104,7 +112,7 @@ def exercise(
                 verdict = dataclasses.replace(verdict, printed=printed.summary())
             try:
                 data = None if payload is None else payload(*args, **kwargs)
-            except (Exception, SystemExit):  # noqa: BLE001 - a payload is optional evidence, never a failure
+            except CRASHES:  # a payload is optional evidence, never a failure
                 data = None
             record(lab, name, verdict, data)
             return verdict
@@ -119,6 +127,6 @@ def _judged(check: Callable[..., Check], args: tuple, kwargs: dict) -> Check:
     """The checker's verdict; if the checker itself fails on an answer, a verdict saying so."""
     try:
         verdict = check(*args, **kwargs)
-    except (Exception, TimedOut, SystemExit) as error:  # noqa: BLE001 - a traceback is never the answer
+    except (*CRASHES, TimedOut) as error:  # a traceback is never the answer
         return Check(False, _UNCHECKABLE.format(why=f" ({type(error).__name__}: {shorten(str(error), 200)})"))
     return verdict if isinstance(verdict, Check) else Check(False, _UNCHECKABLE.format(why=""))

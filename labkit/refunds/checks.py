@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.answers import Recorded, limit_s, shown
-from labkit.core.check import NOT_YET, Check, TimedOut, crashed, fail, not_a_function, time_limit
+from labkit.core.check import CRASHES, NOT_YET, Check, TimedOut, crashed, fail, not_a_function, time_limit
 from labkit.core.errors import LabError
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
@@ -116,7 +116,7 @@ def _guard_payload(guard: Any) -> dict[str, Any] | None:
         return None
     try:
         return guard_table(guard, limit=limit_s())
-    except (Exception, SystemExit):  # noqa: BLE001 - a guard that cannot be tabulated carries no table
+    except CRASHES:  # a guard that cannot be tabulated carries no table
         return None
 
 
@@ -375,8 +375,7 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
             did = {
                 "final": "answered",
                 "refund": "retried another refund (its order, amount or card changed)",
-            }
-            did = did.get(action, "did not retry")
+            }.get(action, "did not retry")
             return (
                 f"{case.where} (the payment service lost it: no money moved), the lookup showed no "
                 f"refund, yet your policy {did}: read the order's 'refunds' and retry the same refund "
