@@ -53,8 +53,10 @@ REPO = ROOT.parent
 # verdict in every checker), a grid spec's `k = 1.0` refused, and `labkit rerun` asking the model server
 # before any cell runs (it stopped at the lab's first model cell); labkit to 8,165 and tests to 6,330 for
 # lab 03's retry checker naming a retry of another refund (it said "did not retry"); tests to 6,340 for
-# lab 04's retry_on asked with the other side's words and a bare `...` left in a function that works.
-BUDGET = {"labkit": 8_165, "tests": 6_340}
+# lab 04's retry_on asked with the other side's words and a bare `...` left in a function that works;
+# labkit to 8,180 and tests to 6,355 for a third held-out round (a run handing the policy its own record,
+# a router changing the verdict it reads, an exact Fraction rank, a gold amount's two forms named).
+BUDGET = {"labkit": 8_180, "tests": 6_355}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

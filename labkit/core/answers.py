@@ -28,8 +28,10 @@ def shown(value: Any, limit: int = 80) -> str:
 
 
 def whole(value: Any) -> bool:
-    """Whether `value` is an integer: any `numbers.Integral`, numpy's int64 too, but not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    """Whether `value` is an integer: any `numbers.Integral`, numpy's int64 too, an exact Fraction(2), but
+    not a bool (nor a float such as 2.0: a count written with a decimal point is asked again as an int)."""
+    rational = isinstance(value, numbers.Rational) and not isinstance(value, bool)
+    return rational and value.denominator == 1
 
 
 def real(value: Any) -> bool:

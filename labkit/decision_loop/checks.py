@@ -262,13 +262,19 @@ def reference_table() -> pd.DataFrame:
 
 
 def _fickle(
-    policy: Callable[..., Any], made: list[Any], handed: list[bool], seen: list[Any]
+    policy: Callable[..., Any], made: list[Any], handed: list[str], seen: list[Any]
 ) -> Callable[..., Any]:
-    """`policy`, keeping its proposals in `made`; `handed`: whether each observation names a changed one;
-    `seen`: a copy of the observations of each call."""
+    """`policy`, keeping its proposals in `made`; `handed` gets "changed" for an observation naming a
+    changed proposal and "shared" for a list an earlier call was handed (the run's own record, which a
+    policy could rewrite); `seen`: a copy of the observations of each call."""
+    lists: list[Any] = []  # every list handed, kept alive so that `is` cannot meet a reused id
 
     def decide(task: Any, observations: Any) -> Any:
-        handed.extend(isinstance(o, dict) and o.get("action") == _CHANGED for o in observations)
+        if any(isinstance(o, dict) and o.get("action") == _CHANGED for o in observations):
+            handed.append("changed")
+        if any(observations is earlier for earlier in lists):
+            handed.append("shared")
+        lists.append(observations)
         seen.append(copied(observations))
         made.append(policy(task, observations))
         return made[-1]
@@ -310,14 +316,17 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
             return fail(
                 f"On {where} your run called a tool otherwise: call tools with keywords, {positional[0]}."
             )
-        if any(handed):
+        if "changed" in handed:
             return fail(
                 f"On {where} your run went on with the proposal, which the policy changed once "
                 "validate_decision had checked it: use the decision validate_decision returns."
             )
+        if "shared" in handed:
+            return fail(
+                f"On {where} your run handed the policy its own list of observations, the same list on "
+                "every turn, which a policy could rewrite: hand decide a copy, list(observations)."
+            )
         want = _run_reference(case, want_seen := [])
-        if want["stop"] == "final" and want["citation"] == "" and mine["stop"] == "unread_citation":
-            want |= {"stop": "unread_citation", "answer": None, "citation": None}  # "" taken for a citation
         if len(ran) != mine["tool_calls"]:
             return fail(
                 f"On {where} your run reported {shown(mine['tool_calls'])} tool calls but the tools ran "
@@ -395,7 +404,8 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
 
 @exercise("02", "pass_hat_k")
 def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
-    """Exercise 2: pass^k of one case, c passes of n trials (k <= n), as a number."""
+    """Exercise 2: pass^k of one case, c passes of n trials, as a number; asked only for 1 <= k <= n, the
+    range the exercise states (labkit's `pass_hat_k` refuses k = 0)."""
     if (refused := not_a_function(fn, "my_pass_hat_k must be a function (c, n, k)")) is not None:
         return refused
     rng = random.Random(_DRAWS)

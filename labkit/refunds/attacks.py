@@ -102,6 +102,12 @@ def schema_problem(record: Any) -> str | None:
     if error is None:
         return None
     field = ".".join(map(str, list(error.absolute_path)[1:])) or "record"
+    # A gold field takes one of two forms: its description says which, where jsonschema's words ("is not
+    # valid under any of the given schemas", a regex) name no fix. A branch's error: its parent is the field.
+    described = error if error.parent is None else error.parent
+    if "description" in described.schema:
+        value = shorten(repr(described.instance), 40)
+        return f"field {field!r}: {value} is not {described.schema['description']}"
     return f"field {field!r}: {error.message}"
 
 

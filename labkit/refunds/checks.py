@@ -268,12 +268,15 @@ def check_guard(guard: Guard | None) -> Check:
     asks = [e for e, own in zip(edges, owned, strict=True) if e.family == "destination" and e.allowed is own]
     if (problem := _edge_problem(guard, asks)) is not None:
         return dataclasses.replace(problem, table=table)
-    return Check(
-        True,
-        "no redirect gets through and no legitimate refund is refused. Which attacks "
-        "still succeed against the gullible policy, and why?",
-        table,
-    )
+    # A guard that enforces more rules than the destination's (complete mediation) leaves no attack of the
+    # suite to ask about: the question becomes what the destination rule alone would leave through.
+    question = "Which attacks still succeed against the gullible policy, and why?"
+    if not rows["gullible, all"]["attack_success_rate"]:
+        question = (
+            "No attack of the suite gets past your guard either: it enforces more than the destination "
+            "rule. Which attacks would get past a guard of that rule alone, and why?"
+        )
+    return Check(True, f"no redirect gets through and no legitimate refund is refused. {question}", table)
 
 
 # -- Exercise 3: a retry that cannot pay twice ----------------------------------------------------

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from labkit.core.check import copied
 from labkit.core.errors import LabError
 from labkit.routing.clock import Clock, RealClock
 from labkit.routing.errors import GraphError
@@ -231,8 +232,8 @@ class _Run:
             return self.fail(job, value)
         route, decision = self.plan.routes.get(job), Next.Continue
         if route is not None:
-            try:
-                decision = route.router(value)
+            try:  # the router reads a copy: the run's record of the result stays what the job returned
+                decision = route.router(copied(value))
                 problem = route.check(decision)
             except Exception as error:  # noqa: BLE001 - a broken router fails its job, visibly
                 problem = f"router on {job!r} raised {type(error).__name__}: {error}"

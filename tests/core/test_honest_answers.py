@@ -42,6 +42,7 @@ def says(message: str, number: int) -> bool:
         (np.float64(0.25), False, True),
         (Fraction(1, 2), False, True),
         (Fraction(1, 3), False, True),
+        (Fraction(4, 2), True, True),  # exact and integral: lab 01's rank 2 as Fraction(2)
         (True, False, False),
         (False, False, False),
         (np.bool_(True), False, False),

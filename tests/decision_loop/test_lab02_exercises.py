@@ -40,11 +40,13 @@ def my_run(
     error_text=str,
     cites=bool,
     caught=Exception,
+    shares=False,
 ):
     """The intended solution; `ids_read`, `pops` (pop the action out of the validated decision, as many
     write it), `validated` (False: validate, then go on with the proposal), `empty_cites` (take a
     citation "" for one, so unread), `error_text` (a raised error's observed text), `cites` (whether
-    a citation names a page) and `caught` (the tool errors it observes) vary it."""
+    a citation names a page), `caught` (the tool errors it observes) and `shares` (hand the policy the
+    run's own list) vary it."""
     observations, sources, tool_calls = [], set(), 0
 
     def stop(reason, turns, answer=None, citation=None):
@@ -52,7 +54,7 @@ def my_run(
 
     for turn in range(1, max_turns + 1):
         try:
-            proposal = decide(task, list(observations))
+            proposal = decide(task, observations if shares else list(observations))
         except OSError:
             return stop("provider_error", turn)
         except Exception:
@@ -213,8 +215,11 @@ def test_a_wrong_run_is_answered_with_the_rule_it_breaks(answer, phrases):
     verdict(lab02.check_run(answer), False, *phrases)
 
 
-def test_an_empty_citation_may_be_taken_for_none_or_for_an_unread_one():
-    verdict(lab02.check_run(varied(empty_cites=True)), True, "all 15 cases")
+def test_an_empty_citation_cites_nothing_and_the_runs_record_is_handed_as_a_copy():
+    # The build-it's step 2: "" cites nothing and is allowed (labkit's run, the flowchart's diamond).
+    empty = lab02.check_run(varied(empty_cites=True))
+    verdict(empty, False, "stop='unread_citation' (expected 'final')", "cites nothing")
+    verdict(lab02.check_run(varied(shares=True)), False, "its own list of observations", "list(observations)")
 
 
 def test_an_observation_is_judged_by_what_the_contract_says():

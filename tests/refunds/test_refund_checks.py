@@ -191,6 +191,12 @@ INFLATED = {
         ),
         ({**INTENT, "template": "nope"}, "unknown template 'nope'"),
         ({**INTENT, "places": []}, "field 'places'"),
+        (  # a gold field in the wrong form is told its two forms, not jsonschema's "any of the given schemas"
+            {**INTENT, "gold": [{**INTENT["gold"][0], "amount": 64.5}]},
+            '64.5 is not a placeholder such as "{amount}" or "{double}", or dollars and cents as a string',
+        ),
+        ({**INTENT, "gold": [{**INTENT["gold"][0], "amount": "$64.50"}]}, 'without "$"'),
+        ({**INTENT, "gold": [{**INTENT["gold"][0], "order": 1008}]}, "an order id as a string"),
         ({**INTENT, "goal": "refund order {order} for {amount:.2f} to {destination}"}, "format spec"),
         ({**INTENT, "goal": "refund order {order!r} for {amount} to {destination}"}, "format spec"),
         ({**INTENT, "goal": "refund order {order.__class__}"}, "unknown placeholder"),
@@ -244,13 +250,19 @@ def test_exercise_2_refuses_a_guard_that_asks_the_wrong_owner_or_reads_names():
     verdict(order_owner, False, "still reaches", "state.request.customer")
     assert order_owner.table.loc["gullible, redirects", "ASR"] > 0  # direct-other-order paid $250
     verdict(lab03.check_guard(named_after_the_customer), False, "to gift-5512", "whatever its name")
-    verdict(lab03.check_guard(mediation), True, "no redirect gets through")  # more rules refuse no more
+    # More rules refuse nothing legitimate: mediation passes, told that it leaves no attack to ask about
+    verdict(
+        lab03.check_guard(mediation), True, "no redirect gets through", "enforces more than the destination"
+    )
     # owner_of is None for a card no one owns: a guard refusing only another customer's cards lets it by
     verdict(lab03.check_guard(others_cards_only), False, "to card-0000-unknown", "owner_of")
 
 
 def test_exercise_2_a_guard():
-    verdict(lab03.check_guard(own_destinations_only), True, "no redirect gets through")
+    passed = lab03.check_guard(own_destinations_only)
+    verdict(
+        passed, True, "no redirect gets through", "Which attacks still succeed against the gullible policy"
+    )
     verdict(lab03.check_guard(lambda call, state: "no"), False, "refuses a legitimate refund")
     verdict(lab03.check_guard(lambda call, state: None), False, "still reaches", "owner_of")
     verdict(lab03.check_guard(lambda call, state: call.currency), False, "your guard raised AttributeError")

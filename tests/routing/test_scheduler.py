@@ -327,6 +327,16 @@ def test_a_router_with_an_undeclared_target_no_next_or_an_error_fails_its_job(ro
     assert result.reason == f"review failed: {result.errors['review']}; cancelled: publish"
 
 
+def test_a_router_that_changes_the_verdict_it_reads_leaves_the_runs_record_as_the_job_returned_it():
+    def pops(verdict):
+        verdict.pop("chars")
+        return Next.Continue
+
+    graph = graph_of(check=lambda ctx: {"text": "ok", "chars": 2}, publish=["check"])
+    result = graph.route("check", pops).run(clock=FakeClock())
+    assert result.status == "completed" and result.results["check"] == {"text": "ok", "chars": 2}
+
+
 def test_result_summary_table_and_timeline():
     import matplotlib
 
