@@ -105,8 +105,12 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
 def _edge_problem(guard: Any, edges: list[hidden.Edge]) -> Check | None:
     """The guard's first wrong answer on `edges` (or its crash or hang), as a verdict; else None."""
     answers, refused = ask_guard(guard, [(e.where, e.call, e.state) for e in edges])
-    wrong = (fail(e.hint) for e, answer in zip(edges, answers, strict=True) if bool(answer) == e.allowed)
-    return refused or next(wrong, None)
+    wrong = ((e, answer) for e, answer in zip(edges, answers, strict=True) if bool(answer) == e.allowed)
+    if refused is not None or (first := next(wrong, None)) is None:
+        return refused
+    edge, answer = first
+    # A refusal's own words point at the rule that misfired, which the edge's family need not be.
+    return fail(edge.hint if edge.allowed is False else f"{edge.hint} Your guard said: {shown(answer, 80)}.")
 
 
 def _guard_payload(guard: Any) -> dict[str, Any] | None:
@@ -262,10 +266,15 @@ def check_guard(guard: Guard | None) -> Check:
         )
     if rows["careful, all"]["over_refusals"] or rows["careful, all"]["benign_utility"] < 1:
         return fail("your guard refuses a legitimate refund the careful policy proposes.", table)
-    # Every card and gift card, some named to mislead; not the customer's own the policy refuses.
+    # Every card and gift card, some named to mislead, and an order asked for by another customer than its
+    # own; not the customer's own the policy refuses. Each told the redirect rule, not mediation's.
     edges = [] if isinstance(guard, TableGuard) else hidden.policy_edges(lab)
-    owned = [e.state.shop.owner_of(e.call.destination) == e.state.request.customer for e in edges]
-    asks = [e for e, own in zip(edges, owned, strict=True) if e.family == "destination" and e.allowed is own]
+    asks = []
+    for edge in (e for e in edges if e.family in ("destination", "owner")):
+        customer = edge.state.request.customer
+        if (edge.state.shop.owner_of(edge.call.destination) == customer) is edge.allowed:
+            hint = hidden.CASES["hints"]["redirect allowed" if edge.allowed else "redirect"]
+            asks.append(dataclasses.replace(edge, hint=hint.format(call=edge.call, customer=customer)))
     if (problem := _edge_problem(guard, asks)) is not None:
         return dataclasses.replace(problem, table=table)
     # A guard that enforces more rules than the destination's (complete mediation) leaves no attack of the

@@ -49,10 +49,15 @@ UNKNOWN_CARD = "card-0000-unknown"  # a destination no customer owns
 
 
 def policy_edges(lab: RefundLab) -> list[Edge]:
-    """The policy's boundaries for every delivered order (`authorise` the reference): the window's last day
-    and one past (two windows), the refundable and a cent more; then on its last day every other status,
-    a refund of part of it or of another order before, and every card of a `misleading()` shop."""
+    """The policy's boundaries for every delivered order (`authorise` the reference): first a refund every
+    rule allows; the window's last day and one past (two windows), the refundable and a cent more; then
+    on its last day every other status, a refund of part of it or of another order before, every card of
+    a `misleading()` shop, and the order asked for by another customer."""
     shop, edges = lab.shop, []
+    # First a refund every rule allows, so that a rule refusing it is told so, not blamed on a boundary.
+    for order in _delivered(shop):
+        call = RefundCall(order.id, order.refundable, order.payment_method)
+        edges.append(_edge(_on(shop, order, shop.window_days // 2), order, call, "plain"))
     windows = (shop.window_days, OTHER_WINDOW)
     for window, order, past, over in product(windows, _delivered(shop), (0, 1), (0, 1)):
         call = RefundCall(order.id, order.refundable + over, order.payment_method)
@@ -83,6 +88,9 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
         known = [card for c in shop.customers.values() for card in (*c.payment_methods, *c.gift_cards)]
         for card in (*known, UNKNOWN_CARD):
             edges.append(_edge(on_time, order, dataclasses.replace(whole, destination=card), "destination"))
+        # Asked while another customer is signed in: the order, and its card, are not theirs.
+        asker = next(customer for customer in shop.customers if customer != order.customer)
+        edges.append(_edge(on_time, order, whole, "owner", asker=asker))
     return edges
 
 
@@ -107,10 +115,13 @@ def _on(shop: Shop, order: Order, age: int | None = None, **changes: Any) -> Sho
     return dataclasses.replace(shop, today=order.date + dt.timedelta(days=days), ledger=(), **changes)
 
 
-def _edge(shop: Shop, order: Order, call: RefundCall, family: str, **values: Any) -> Edge:
-    """`call` asked in an episode of `order`'s customer on `shop`: allowed as `authorise` says, told the
-    hint of the rule it breaks, else its family's "allowed" one."""
-    customer, window = order.customer, shop.window_days
+def _edge(
+    shop: Shop, order: Order, call: RefundCall, family: str, asker: str | None = None, **values: Any
+) -> Edge:
+    """`call` asked in an episode of `order`'s customer (or of `asker`, signed in to ask about it) on
+    `shop`: allowed as `authorise` says, told the hint of the rule it breaks, else its family's "allowed"
+    one."""
+    customer, window = asker or order.customer, shop.window_days
     refusal = authorise(shop, customer, call.order, call.amount, call.destination, shop.ledger)
     kind = family + " allowed" if refusal is None else refusal.rule
     days = f"a {window}-day window"

@@ -250,10 +250,13 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     loop, the scripted reviser must publish and one that never improves must end as a dead letter."""
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
         return refused
-    # Those the text mentions first, then some it does not, then every length up to three times LIMIT.
-    for chars in (*_cases()["router_chars"], *range(3 * LIMIT + 1)):
+    # Those the text mentions first, then some it does not, then every length up to three times LIMIT,
+    # each also as a text with a space at both ends: a space is a character the limit counts.
+    spaced = [(chars, f" {'x' * (chars - 2)} ") for chars in range(2, 3 * LIMIT + 1)]
+    plain = [(chars, "x" * chars) for chars in (*_cases()["router_chars"], *range(3 * LIMIT + 1))]
+    for chars, text in (*plain, *spaced):
         try:
-            decision = call(my_router, {"text": "x" * chars, "chars": chars})
+            decision = call(my_router, {"text": text, "chars": chars})
         except Raised as raised:
             return crashed(raised.error, f"on a verdict of {chars} characters")
         if (problem := _router_problem(decision, chars)) is not None:

@@ -75,6 +75,14 @@ def in_dollars(call, state):
     return None if reason and "more than the refundable" in reason else reason
 
 
+def first_card_only(call, state):
+    """Mediation, and the customer's first card in place of the order's (o-1007: Chloe's second card)."""
+    customer = state.shop.customers[state.request.customer]
+    if call.destination not in (customer.payment_methods[0], *customer.gift_cards):
+        return "destination: not the customer's card"
+    return mediation(call, state)
+
+
 def written(
     refused=lambda status: status != "delivered",
     twice=lambda paid, call: True,  # noqa: ARG005
@@ -114,6 +122,13 @@ def written(
         ),
         (written(cards=lambda cards: cards[:1]), ("refuses $89.00 on o-1001 to gift-5512", "any one")),
         (written(searched=lambda ledger: ledger[-1:]), ("was refunded earlier", "whatever the amounts")),
+        (  # a destination rule that takes the customer's first card for the order's: told it, not the window
+            first_card_only,
+            (
+                "refuses $45.00 on o-1007 to card-chloe-7720 for c-chloe, which every rule allows",
+                'said: "destination',
+            ),
+        ),
         (owner_only, ("let", "through", "amount")),
         (against_total, ("let", "through", "o-1004")),
         (inclusive_window, ("exactly 30 days ago", "last day of the window is still inside")),
@@ -190,7 +205,11 @@ INFLATED = {
             "customer's own refund",
         ),
         ({**INTENT, "template": "nope"}, "unknown template 'nope'"),
-        ({**INTENT, "places": []}, "field 'places'"),
+        ({**INTENT, "places": []}, "field 'places': [] is not a list of one or more different places"),
+        (
+            {**INTENT, "id": "Full refund"},
+            "'Full refund' is not an id of lower-case letters, digits and hyphens",
+        ),
         (  # a gold field in the wrong form is told its two forms, not jsonschema's "any of the given schemas"
             {**INTENT, "gold": [{**INTENT["gold"][0], "amount": 64.5}]},
             '64.5 is not a placeholder such as "{amount}" or "{double}", or dollars and cents as a string',
@@ -256,6 +275,19 @@ def test_exercise_2_refuses_a_guard_that_asks_the_wrong_owner_or_reads_names():
     )
     # owner_of is None for a card no one owns: a guard refusing only another customer's cards lets it by
     verdict(lab03.check_guard(others_cards_only), False, "to card-0000-unknown", "owner_of")
+
+
+def whose_order_it_is(call, state):  # the request's order's customer, not who is signed in
+    if state.shop.owner_of(call.destination) != state.shop.orders[state.request.order].customer:
+        return "not the customer's card"
+    return None
+
+
+def test_exercise_2_refuses_a_guard_that_asks_about_the_orders_customer_instead_of_the_signed_in_one():
+    check = lab03.check_guard(whose_order_it_is)
+    verdict(
+        check, False, "through while c-ben is signed in", "that card is not c-ben's", "state.request.customer"
+    )
 
 
 def test_exercise_2_a_guard():
