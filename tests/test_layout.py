@@ -54,11 +54,13 @@ REPO = ROOT.parent
 # before any cell runs (it stopped at the lab's first model cell); labkit to 8,165 and tests to 6,330 for
 # lab 03's retry checker naming a retry of another refund (it said "did not retry"); tests to 6,340 for
 # lab 04's retry_on asked with the other side's words and a bare `...` left in a function that works;
-# labkit to 8,195 and tests to 6,370 for the third and fourth held-out rounds (a run handing the policy its
+# labkit to 8,205 and tests to 6,395 for the third and fourth held-out rounds (a run handing the policy its
 # own record, a router changing the verdict it reads or counting a stripped text, an exact Fraction rank,
 # an attack record's fields described, a guard asked by another customer than the order's, a refusal of
-# a refund every rule allows named as such).
-BUDGET = {"labkit": 8_195, "tests": 6_370}
+# a refund every rule allows named as such, a loop taking more steps than the workflow, a citation read
+# in any case or as part of an id, pass^k past 20 trials) and `evaluate` answering only the recorded
+# model's runs, one case set at a time.
+BUDGET = {"labkit": 8_205, "tests": 6_395}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

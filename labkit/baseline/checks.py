@@ -175,6 +175,11 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
                 f"On {where} your loop answered {shown(got['answer'])} citing {shown(got['citation'])}; "
                 f"{_FIXED}."
             )
+        if got["tool_calls"] != want["tool_calls"]:  # the same answer by more steps is another loop
+            return fail(
+                f"On {where} your loop made {got['tool_calls']} tool calls and labkit's "
+                f"{want['tool_calls']}: {_FIXED}, and no more (an empty search is answered at once)."
+            )
         results[task.id] = got
     table = compare(
         corpus.cases, {"your loop": lambda task: results[task.id], "labkit's scripted loop": scripted_loop}

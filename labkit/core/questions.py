@@ -19,11 +19,12 @@ from typing import Any
 import pandas as pd
 
 from labkit.core import stats
-from labkit.core.errors import FixtureError
+from labkit.core.errors import FixtureError, LabError
 from labkit.core.fixtures import FIXTURES, load_json
 
 QUESTIONS = FIXTURES / "questions" / "questions.json"
 GAIN = 0.20  # the difference every design is sized for (power 0.80)
+RECORDED_WITH = "SmolLM2-135M"  # the model every declared question was recorded with
 _SCHEMA = {
     "type": "object",
     "properties": {"$comment": {"type": "string"}},
@@ -110,11 +111,11 @@ def question(name: str) -> Question:
 
 def _declared_as(question: Question, comparison: stats.Comparison) -> int | None:
     """Where in `question`'s family `comparison` stands (None: not declared there): its name, or its
-    name after a model's ("SmolLM2-135M example L3 T=0 − ..." for "example L3 T=0 − ..."), on the
-    declared number of units."""
+    name after the recorded model's ("SmolLM2-135M example L3 T=0 − ..." for "example L3 T=0 − ..."; a
+    run of another model is exploratory), on the declared number of units."""
     if comparison.n != question.units:
         return None
-    for name in (comparison.name, comparison.name.split(" ", 1)[-1]):
+    for name in (comparison.name, comparison.name.removeprefix(f"{RECORDED_WITH} ")):
         if name in question.comparisons:
             return question.comparisons.index(name)
     return None
@@ -124,8 +125,12 @@ def _answer_one(chosen: Question, comparisons: Sequence[stats.Comparison]) -> li
     """The comparisons `chosen` declares, answered (see `answer`), in the declared order."""
     found = [(place, c) for c in comparisons if (place := _declared_as(chosen, c)) is not None]
     declared = sorted(found, key=lambda pair: pair[0])
-    if len({place for place, _ in declared}) < len(declared):
-        raise ValueError(f"question {chosen.id!r}: a declared comparison was given twice")  # guards: ours
+    places = [place for place, _ in declared]
+    if twice := [place for place in places if places.count(place) > 1]:  # guards: user — two files, one name
+        raise LabError(
+            f"question {chosen.id!r}: two runs give the comparison {chosen.comparisons[twice[0]]!r} "
+            "(recorded twice under one name?): pass one of them"
+        )
     m = len(chosen.comparisons)
     return [
         replace(
@@ -144,7 +149,7 @@ def answer(name: str, comparisons: Sequence[stats.Comparison]) -> list[stats.Com
     each of that lab's questions declares): the declared ones first, in the declared order, each
     with Bonferroni's p (`p_adjusted`, m * p capped at 1), the declared test's MDE at that level on its
     units and the room b leaves in the declared direction; then the rest, exploratory. A comparison
-    a question declares twice (two rows of one name) is refused: ValueError."""
+    a question declares twice (two rows of one name) is refused: LabError."""
     chosen = [q for q in questions().values() if q.lab == name] or [question(name)]
     answered = [c for q in chosen for c in _answer_one(q, comparisons)]
     rest = [c for c in comparisons if all(_declared_as(q, c) is None for q in chosen)]

@@ -48,8 +48,19 @@ _TURN_LIMITS = {"max_turns": 2, "max_tools": 3}
 _BUDGET_CASE = "deploy-build"  # exercise 3: SmolLM2's base-prompt T=0 episode, replayed
 RULE_RUN = TRIALS / "docuctl-smollm2-example-t0.jsonl"  # exercise 4: the example prompt at L1, T=0
 # Exercise 2: these cases and _RANDOM_CASES more, drawn by a seeded generator: the same checks for
-# everyone, some of them thirds and sevenths, so an answer rounded to a few places fails.
-PASS_HAT_K_CASES = ((5, 5, 5), (0, 5, 1), (3, 5, 1), (3, 5, 2), (4, 5, 4), (2, 5, 3), (9, 10, 5))
+# everyone, some of them thirds and sevenths, so an answer rounded to a few places fails; and two with
+# more trials than 20, whose factorials no int64 holds (numpy's products wrap around past 20!).
+PASS_HAT_K_CASES = (
+    (5, 5, 5),
+    (0, 5, 1),
+    (3, 5, 1),
+    (3, 5, 2),
+    (4, 5, 4),
+    (2, 5, 3),
+    (9, 10, 5),
+    (20, 25, 3),
+    (45, 60, 7),
+)
 _RANDOM_CASES, _DRAWS = 3, "pass^k"
 _CHANGED = "(changed after validation)"  # check_run writes it into a proposal once its tool has run
 
@@ -148,6 +159,8 @@ def run_cases() -> list[RunCase]:
         RunCase("decide raises TimeoutError", _raises(TimeoutError("timed out"))),
         RunCase("reads two pages, cites the first", _says(_READ, second, FINAL), _ROOMY),
         RunCase("a source tool named open, then cites its page", _says(_OPENED, FINAL), tools=(_OPEN,)),
+        RunCase("reads a page, then cites it in capitals", _says(_READ, FINAL | {"citation": "ROLLBACK-V2"})),
+        RunCase("reads a page, then cites a part of its id", _says(_READ, FINAL | {"citation": "rollback"})),
     ]
     return shown + [replace(case, shown=False) for case in hidden] + drawn_run_cases()
 
@@ -166,7 +179,7 @@ _VALID = (
     FINAL | {"answer": " "},
     FINAL | {"citation": " "},
     _READ | {"action": "lookup"},
-    _OPENED := _READ | {"action": "open"},
+    _OPENED := {"action": "open", "page": "rollback-v2"},
 )
 _INVALID = (
     {"action": "delete_page", "id": "x"},
@@ -174,8 +187,14 @@ _INVALID = (
     {"action": "read", "id": 7},
     "read",
 )
-# A source by another name: a page it returns is citable, as a read's is.
-_OPEN = Tool("open", {"id": "str"}, docuctl_tools(TASK)["read"].call, source=True, description="a page by id")
+
+
+def _open(page: str) -> Any:
+    return docuctl_tools(TASK)["read"].call(id=page)
+
+
+# A source by another name, and another argument's: the page it returns is citable, as a read's is.
+_OPEN = Tool("open", {"page": "str"}, _open, source=True, description="a page by its id")
 _DRAWN_TOOLS = (
     ((), ""),
     ((_BROKEN_READ,), ", a read that fails"),
@@ -441,7 +460,10 @@ def check_budget(tokens: int | None) -> Check:
     free = replay_case(_BUDGET_CASE)
     needed = int(free["usage"]["prompt_tokens"] + free["usage"]["completion_tokens"])
     if tokens > needed:
-        return fail("enough, but not the smallest budget that lets this episode finish: add up its tokens.")
+        return fail(
+            f"{shown(tokens, 20)} is more than this episode needs: give the smallest budget that lets it "
+            "finish."
+        )
     capped = replay_case(_BUDGET_CASE, budget_tokens=tokens)
     if capped["stop"] == "budget":
         return fail(f"too small: the episode ended stop=budget at turn {capped['turns']} of {free['turns']}.")
@@ -476,7 +498,7 @@ def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
     if finals != expected:
         return fail(
             f"not {shown(finals, 20)}: replay the recording (replay_trials(lab02.RULE_RUN)) and count the "
-            "episodes that would end `final` — those that already did, and those the rule refused."
+            "episodes that would end `final` without that rule."
         )
     # Each refused answer as if it had ended `final`: how many would the grader still pass?
     lifted = [(row["case"], row["result"]["trace"][-1]["decision"] | {"stop": "final"}) for row in refused]

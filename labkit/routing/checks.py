@@ -409,7 +409,9 @@ def _count_problem(value: Any, what: str) -> str | None:
 def _runs_problem(runs: Any, jobs: list[str]) -> str | None:
     """Why `runs` is not one count per job of `jobs`, or None."""
     if not isinstance(runs, dict) or set(runs) != set(jobs):
-        return f"give a dict with one count per job: {', '.join(jobs)}."
+        unknown = [shown(key, 20) for key in runs if key not in jobs] if isinstance(runs, dict) else []
+        named = f" (no job is named {', '.join(unknown[:3])})" if unknown else ""
+        return f"give a dict with one count per job, named as declared: {', '.join(jobs)}{named}."
     return next(filter(None, (_count_problem(runs[job], f"the count for {job}") for job in jobs)), None)
 
 

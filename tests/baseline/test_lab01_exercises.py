@@ -119,6 +119,10 @@ def test_a_wrong_workflow_is_told_what_to_fix(answer, phrases, request):
     verdict(lab01.check_workflow(limited(answer, request)), False, *phrases)
 
 
+def search_again(task):
+    return {"action": "search", "query": task.question}
+
+
 def raises_lab_error(task, observations):
     raise LabError("the learner raised labkit's own error")
 
@@ -132,6 +136,12 @@ def raises_lab_error(task, observations):
         (hangs, ["did not return within 0.2 s", "case 'deploy-build'"]),
         (raises_lab_error, ["raised LabError", "at line"]),
         (lambda task, obs: obs[0]["result"][5] if obs else my_decide(task, obs), ["IndexError", "at line"]),
+        (  # an empty search searched again: the same answer by one more step
+            lambda task, obs: (
+                search_again(task) if len(obs) == 1 and not obs[0]["result"] else my_decide(task, obs)
+            ),
+            ["your loop made 2 tool calls and labkit's 1", "no more"],
+        ),
         (None, ["not attempted yet"]),
     ],
 )

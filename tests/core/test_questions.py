@@ -8,7 +8,7 @@ import json
 import pytest
 
 from labkit.core import questions
-from labkit.core.errors import FixtureError
+from labkit.core.errors import FixtureError, LabError
 from labkit.core.stats import compare_rows
 
 
@@ -62,9 +62,15 @@ def test_the_declared_mde_is_the_declared_tests_at_its_level():
     assert questions.design_table().loc["lab03-model", "power for 0.20"] >= 0.8
 
 
-def test_two_rows_of_one_declared_name_are_refused():
-    with pytest.raises(ValueError, match="given twice"):
+def test_two_rows_of_one_declared_name_are_refused_in_one_line():
+    with pytest.raises(LabError, match="two runs give the comparison 'L1: feedback - none'"):
         questions.answer("lab04-feedback", [_pair("L1: feedback - none", 3), _pair("L1: feedback - none", 4)])
+
+
+def test_another_models_run_is_exploratory_whatever_its_label():
+    ladder = questions.question("lab02-ladder")
+    other = _pair("OtherModel example L3 T=0 − scripted loop", 10, n=ladder.units)
+    assert questions.answer("lab02-ladder", [other])[0].exploratory
 
 
 @pytest.mark.parametrize(

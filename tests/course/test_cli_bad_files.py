@@ -3,6 +3,7 @@
 A number with thousands of digits, arrays nested past the recursion limit, NaN, an empty case list,
 numbers the runtime cannot run, a trials file given twice."""
 
+import json
 import shutil
 
 import pytest
@@ -76,3 +77,21 @@ def test_the_same_trials_file_twice_is_refused_not_counted_twice(cli):
     code, out, err = cli("evaluate", "--trials", path, path)
     assert (code, out) == (2, "") and "recorded twice" in err and "counts once" in err
     assert err.count("\n") == 1
+
+
+def test_evaluate_refuses_to_average_the_graded_and_the_rewrite_cases_in_one_row(cli):
+    ladder, rewrite = (str(TRIALS / f"{name}-smollm2-example-l3-t0.jsonl") for name in ("docuctl", "rewrite"))
+    code, out, err = cli("evaluate", "--trials", ladder, rewrite, "--baselines")
+    assert (code, out) == (2, "") and "pass the files of one set at a time" in err and err.count("\n") == 1
+
+
+def test_another_models_run_of_the_same_name_is_exploratory_not_a_second_declared_row(cli, tmp_path):
+    ours = TRIALS / "docuctl-smollm2-example-l3-t0.jsonl"
+    theirs = tmp_path / "other.jsonl"
+    theirs.write_text(ours.read_text().replace('"run":"SmolLM2-135M ', '"run":"OtherModel '))
+    code, out, err = cli("evaluate", "--trials", str(ours), str(theirs), "--baselines", "--json")
+    assert code == 0, err
+    comparisons = json.loads(out)["comparisons"]
+    other = [name for name in comparisons if name.startswith("OtherModel")]
+    assert other and all(comparisons[name]["question"] is None for name in other)
+    assert comparisons["SmolLM2-135M example L3 T=0 − scripted loop"]["question"] == "lab02-ladder"

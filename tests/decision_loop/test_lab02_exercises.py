@@ -5,6 +5,7 @@ import math
 import time
 from functools import partial
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -41,12 +42,15 @@ def my_run(
     cites=bool,
     caught=Exception,
     shares=False,
+    is_read=lambda citation, sources: citation in sources,
+    asked_id=False,
 ):
     """The intended solution; `ids_read`, `pops` (pop the action out of the validated decision, as many
     write it), `validated` (False: validate, then go on with the proposal), `empty_cites` (take a
     citation "" for one, so unread), `error_text` (a raised error's observed text), `cites` (whether
-    a citation names a page), `caught` (the tool errors it observes) and `shares` (hand the policy the
-    run's own list) vary it."""
+    a citation names a page), `caught` (the tool errors it observes), `shares` (hand the policy the
+    run's own list), `is_read` (how a citation is looked up in the sources) and `asked_id` (a source's
+    page counts only if it is the id the call asked for) vary it."""
     observations, sources, tool_calls = [], set(), 0
 
     def stop(reason, turns, answer=None, citation=None):
@@ -66,7 +70,7 @@ def my_run(
             return stop("invalid_decision", turn)
         action = decision.pop("action") if pops else decision["action"]
         if action == "final":
-            if (cites(decision["citation"]) or empty_cites) and decision["citation"] not in sources:
+            if (cites(decision["citation"]) or empty_cites) and not is_read(decision["citation"], sources):
                 return stop("unread_citation", turn)
             return stop("final", turn, decision["answer"], decision["citation"])
         if tool_calls == max_tools:
@@ -77,7 +81,8 @@ def my_run(
         except caught as error:
             result = {"error": error_text(error)}
         tool_calls += 1
-        sources |= ids_read(tool, result)
+        if not asked_id or (isinstance(result, dict) and result.get("id") == decision.get("id")):
+            sources |= ids_read(tool, result)
         observations.append({"action": action if pops else decision["action"], "result": result})
     return stop("turn_limit", max_turns)
 
@@ -88,7 +93,7 @@ def varied(**how):
 
 def test_the_intended_run_matches_the_runtime_on_every_case():
     check = lab02.check_run(my_run)
-    verdict(check, True, "all 15 cases of the reference table and 49 it does not show")
+    verdict(check, True, "all 15 cases of the reference table and 51 it does not show")
     assert set(check.table["stop"]) == set(CONTRACTS)  # every stop a policy alone can reach
     assert list(check.table.index) == list(lab02.reference_table().index)
     assert load_progress("02")["exercises"]["run"]["passed"] is True
@@ -205,6 +210,21 @@ def connection_errors_only(task, decide, tools, max_turns, max_tools):
             ["'a tool that raises' your run's observation 2", "RuntimeError: storage offline", "its message"],
             id="a constant error",
         ),
+        pytest.param(
+            varied(is_read=lambda citation, sources: citation.casefold() in {s.casefold() for s in sources}),
+            ["'reads a page, then cites it in capitals'", "expected 'unread_citation'"],
+            id="a citation read in any case",
+        ),
+        pytest.param(
+            varied(is_read=lambda citation, sources: any(citation in source for source in sources)),
+            ["'reads a page, then cites a part of its id'", "expected 'unread_citation'"],
+            id="a citation that is part of an id read",
+        ),
+        pytest.param(
+            varied(asked_id=True),
+            ["'a source tool named open, then cites its page'", "expected 'final'"],
+            id="a source's page only if it is the id asked for",
+        ),
         # found only by the drawn cases: a citation of blanks taken for none
         pytest.param(
             varied(cites=str.strip), ["drawn case", "citation=' '", "unread_citation"], id="drawn: blank"
@@ -286,6 +306,14 @@ def test_a_stop_policy_reaches_its_reason_or_is_told_what_happened(reason, polic
 # -- exercise 2: pass^k by hand --------------------------------------------------------------
 
 
+def int64_comb(a, b):
+    """C(a, b) from numpy's int64 factorials, which wrap around past 20!."""
+    if b > a:
+        return 0
+    factorial = [np.prod(np.arange(1, m + 1, dtype=np.int64)) for m in range(a + 1)]
+    return factorial[a] // (factorial[b] * factorial[a - b])
+
+
 @pytest.mark.parametrize(
     ("answer", "passed", "phrases"),
     [
@@ -298,6 +326,12 @@ def test_a_stop_policy_reaches_its_reason_or_is_told_what_happened(reason, polic
         pytest.param(lambda c, n, k: True, False, ["a bool"], id="a bool"),
         pytest.param(lambda c, n, k: 10**400, False, ["between 0 and 1"], id="too big"),
         pytest.param(lambda c, n, k: math.nan, False, ["expected"], id="nan"),
+        pytest.param(
+            lambda c, n, k: int64_comb(c, k) / int64_comb(n, k),
+            False,
+            ["fn(20, 25, 3)"],
+            id="int64 factorials",
+        ),
         pytest.param(None, False, ["not attempted yet"], id="None"),
     ],
 )
@@ -314,7 +348,7 @@ def test_pass_hat_k_is_the_same_check_every_time_and_refuses_a_rounded_answer():
 
     verdict(lab02.check_pass_hat_k(exact), True)
     verdict(lab02.check_pass_hat_k(exact), True)
-    assert asked[:10] == asked[10:]
+    assert asked[:12] == asked[12:]
     for places in (2, 3, 4):
         rounded = lab02.check_pass_hat_k(lambda c, n, k, p=places: round(exact(c, n, k), p))
         verdict(rounded, False, "unrounded")
@@ -335,8 +369,8 @@ def test_the_budget_is_the_replayed_episodes_exact_spend(monkeypatch):
     verdict(lab02.check_budget(991), False, "too small", "stop=budget at turn 3 of 3")
     for short in (942, 991, 500):  # the direction only: no count the answer can be read from
         assert not any(str(n) in lab02.check_budget(short).message for n in (short, 992, 581))
-    verdict(lab02.check_budget(993), False, "not the smallest")
-    verdict(lab02.check_budget(10**5000), False, "not the smallest")
+    verdict(lab02.check_budget(993), False, "more than this episode needs")
+    verdict(lab02.check_budget(10**5000), False, "more than this episode needs")
     assert load_progress("02")["exercises"]["budget"]["payload"] == {"tokens": None}
 
 

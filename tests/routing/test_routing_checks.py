@@ -275,6 +275,7 @@ def test_the_goto_runs_answer_passes_and_is_what_the_scheduler_does():
         ({**RUNS, "fetch": "1"}, ["whole number (an int), not '1' (str)"]),
         ({**RUNS, "fetch": 10**400}, ["count from 0 to 1000"]),
         ({"fetch": 1}, ["one count per job"]),
+        ({job.capitalize(): n for job, n in RUNS.items()}, ["no job is named 'Fetch', 'Parse', 'Audit'"]),
         (dict.fromkeys(RUNS), ["not attempted"]),
     ],
 )

@@ -8,12 +8,13 @@ import json
 import pandas as pd
 
 from labkit.core import questions
+from labkit.core.errors import LabError
 from labkit.course.argtypes import trials_file
 from labkit.course.commands import WIDTH, add_command, plain, say
 from labkit.decision_loop.evaluation import SCRIPTED, evaluate_trials, trials_report
 from labkit.decision_loop.ladder import exact_baselines, ladder_with_baselines, run_comparisons
 from labkit.decision_loop.tables import K_MAX, with_intervals
-from labkit.decision_loop.trials import known_cases
+from labkit.decision_loop.trials import cases_of, known_cases
 
 LAB = "02"  # the questions the comparisons answer: lab 02's ladder and rewrite set (fixtures/questions)
 
@@ -43,6 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _baselines(args: argparse.Namespace) -> int:
     rows = [row for row in evaluate_trials(args.trials, scripted_k=1) if row["policy"] not in SCRIPTED]
     cases = [known_cases()[case] for case in dict.fromkeys(row["case"] for row in rows)]
+    rewrite = {case["id"] for case in cases_of("rewrite")}
+    if 0 < sum(case["id"] in rewrite for case in cases) < len(cases):  # guards: user — one case set a table
+        raise LabError(
+            "these files hold episodes of the 24 graded cases and of the 40 rewrite cases: a run's row would "
+            "average both sets; pass the files of one set at a time"
+        )
     baselines = exact_baselines(cases)
     table = ladder_with_baselines(rows, baselines)
     records = questions.answer_records(LAB, run_comparisons(rows, baselines))
