@@ -64,8 +64,12 @@ def handle(args: argparse.Namespace) -> int:
         raise LabError(f"cannot write the chart {path} ({error.strerror or error})") from None
     tables = {"exercises": counts} | ({} if round_ is None else vars(round_))
     if args.json:
-        out = {"submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions]}
-        out |= {"skipped": skipped, "exercises": plain(counts.reset_index()), "exercises_are": _SELF_REPORTED}
+        out = {
+            "submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions],
+            "skipped": skipped,
+            "exercises": plain(counts.reset_index()),
+            "exercises_are": _SELF_REPORTED,
+        }
         if round_ is not None:
             out["red_team"] = {name: plain(tables[name].reset_index()) for name in list(tables)[1:]}
         print(json.dumps(out | {"names": _NAMES, "chart": str(path)}, indent=2))

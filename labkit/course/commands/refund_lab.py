@@ -113,12 +113,10 @@ def handle(args: argparse.Namespace) -> int:
             model_families = model_comparisons(chosen) if "none" in chosen and len(chosen) > 1 else {}
     table = pd.concat([frame for frame in frames if not frame.empty] or frames) if frames else pd.DataFrame()
     if args.json:
-        out = {"matrix": plain(table.reset_index()) if len(table) else []}
-        out |= {
+        out = {
+            "matrix": plain(table.reset_index()) if len(table) else [],
             "intervals": [] if intervals is None else _intervals(intervals),
             "comparisons": _families(families),
-        }
-        out |= {
             "model": [] if model is None else _intervals(model),
             "model_comparisons": _families(model_families),
         }
