@@ -75,8 +75,10 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps(out | {"names": _NAMES, "chart": str(path)}, indent=2))
         return 0
     superseded = sum(line.startswith("superseded ") for line in skipped)
-    print(f"{len(submissions)} submission(s) from {args.folder}, {superseded} superseded, ", end="")
-    print(f"{len(skipped) - superseded} skipped.\nThe {_NAMES}.\n")
+    print(
+        f"{len(submissions)} submission(s) from {args.folder}, {superseded} superseded, "
+        f"{len(skipped) - superseded} skipped.\nThe {_NAMES}.\n"
+    )
     if round_ is not None:  # a learner's row is NAME:KEY: `by` is left to --json
         tables |= {
             name: tables[name].drop(columns="by").rename(columns=_SHORT) for name in ("defenses", "attacks")
