@@ -133,8 +133,9 @@ def handle(args: argparse.Namespace) -> int:
                 "them. Model rows (if any) cover only their recorded episodes (column 'episodes')."
             )
         if intervals is not None:
-            print(f"\nRates with {UNIT}:")
-            print(rates_with_intervals(intervals).to_string(line_width=WIDTH))
+            print(
+                f"\nRates with {UNIT}:", rates_with_intervals(intervals).to_string(line_width=WIDTH), sep="\n"
+            )
         for family, comparisons in families.items():
             print(f"\n{family}\n{family_table(comparisons).to_string(line_width=WIDTH)}")
         if model is not None:
