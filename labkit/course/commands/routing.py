@@ -73,8 +73,13 @@ def _model_trials() -> dict[str, Any]:
     runs = trials.sampled_runs(ReplayBackend())
     rows = questions.answer_records(trials.FEEDBACK_QUESTION, trials.reviser_comparisons(runs))
     rates = plain(trials.reviser_table(runs).reset_index())
-    found = {"available": True, "unit": "trial", "question": trials.FEEDBACK_QUESTION, "rates": rates}
-    return found | {"comparisons": rows}
+    return {
+        "available": True,
+        "unit": "trial",
+        "question": trials.FEEDBACK_QUESTION,
+        "rates": rates,
+        "comparisons": rows,
+    }
 
 
 def _print_trials(model: dict[str, Any]) -> None:
