@@ -20,8 +20,10 @@ def trace_facts(case: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
     result = workflow(task_from(case), corpus.docs)
     ids = [hit["id"] for hit in result["trace"][0]["result"] or []]
     expected = case["expected_doc"]
-    evidence = {
-        "first_hit": ids[0] if ids else None,
-        "expected_hit": ids.index(expected) + 1 if expected in ids else None,
+    return {
+        "result": result,
+        "evidence": {
+            "first_hit": ids[0] if ids else None,
+            "expected_hit": ids.index(expected) + 1 if expected in ids else None,
+        },
     }
-    return {"result": result, "evidence": evidence}

@@ -45,9 +45,15 @@ def evaluate(cases: Iterable[_Case], controller: _Controller) -> list[dict[str, 
     rows = []
     for case in cases:
         result = controller(task_from(case))
-        row = {"case": case["id"], "passed": outcome(case, result), "stop": result["stop"]}
         rows.append(
-            row | {"tool_calls": result["tool_calls"], "citation": result.get("citation"), "result": result}
+            {
+                "case": case["id"],
+                "passed": outcome(case, result),
+                "stop": result["stop"],
+                "tool_calls": result["tool_calls"],
+                "citation": result.get("citation"),
+                "result": result,
+            }
         )
     return rows
 

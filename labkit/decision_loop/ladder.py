@@ -212,10 +212,18 @@ def ladder_recordings() -> pd.DataFrame:
         calls = [r for r in records if r["kind"] == "call"]
         episodes = [r for r in records if r["kind"] == "episode"]
         made, first = calls[0]["provenance"], episodes[0]
-        line = {"file": path.name, "prompt": first["prompt"], "rung": first.get("rung", DEFAULT_RUNG)}
-        line |= {"T": calls[0]["options"]["temperature"], "episodes": len(episodes), "calls": len(calls)}
-        line["model sha256"] = made.get("model_sha256", "")[:12] + "…"
-        table.append(line | {"llama-cpp-python": made.get("versions", {}).get("llama_cpp_python")})
+        table.append(
+            {
+                "file": path.name,
+                "prompt": first["prompt"],
+                "rung": first.get("rung", DEFAULT_RUNG),
+                "T": calls[0]["options"]["temperature"],
+                "episodes": len(episodes),
+                "calls": len(calls),
+                "model sha256": made.get("model_sha256", "")[:12] + "…",
+                "llama-cpp-python": made.get("versions", {}).get("llama_cpp_python"),
+            }
+        )
     return pd.DataFrame(table).set_index("file")
 
 

@@ -158,32 +158,34 @@ class LocalBackend:
 
     def __init__(self, *, n_threads: int | None = None):
         self.n_threads = n_threads if n_threads is not None else threads_from_env()
-        self._provenance: dict[str, Any] | None = None
 
     @property
     def engine(self) -> _Engine:
         return engine(self.n_threads)
 
     def provenance(self) -> dict[str, Any]:
-        if self._provenance is None:
-            found = self.engine
-            self._provenance = {
-                "backend": self.name,
-                "model": found.path.name,
-                "model_sha256": sha256_of(found.path),
-                "model_source": MODEL_WHEEL,
-                "n_ctx": found.llama.n_ctx(),
-                "n_threads": found.llama.n_threads,
-                "sampler": {
-                    "grammar": "GrammarFilter (candidates first)",
-                    "top_k": _TOP_K,
-                    "top_p": _TOP_P,
-                    "min_p": _MIN_P,
-                },
-                "cache": "cleared at turn 1 of each episode",
-                "versions": versions("llama_cpp_python"),
-            }
         return self._provenance
+
+    @functools.cached_property
+    def _provenance(self) -> dict[str, Any]:
+        """What `provenance` reports, looked up once (the model's sha256 reads the whole file)."""
+        found = self.engine
+        return {
+            "backend": self.name,
+            "model": found.path.name,
+            "model_sha256": sha256_of(found.path),
+            "model_source": MODEL_WHEEL,
+            "n_ctx": found.llama.n_ctx(),
+            "n_threads": found.llama.n_threads,
+            "sampler": {
+                "grammar": "GrammarFilter (candidates first)",
+                "top_k": _TOP_K,
+                "top_p": _TOP_P,
+                "min_p": _MIN_P,
+            },
+            "cache": "cleared at turn 1 of each episode",
+            "versions": versions("llama_cpp_python"),
+        }
 
     def complete(self, request: ChatRequest) -> Reply:
         return self.engine.complete(request)

@@ -29,7 +29,6 @@ class OllamaBackend(ServerBackend):
         self.host = host or os.environ.get("OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434"
         self.where = f"Ollama at {self.host}"
         self.timeout = timeout
-        self._provenance: dict[str, Any] | None = None
 
     def _unreachable(self, error: Exception) -> str:
         return "(is `ollama serve` running?)"
@@ -53,18 +52,21 @@ class OllamaBackend(ServerBackend):
 
     def provenance(self) -> dict[str, Any]:
         """Backend, host, tag and the model's digest (one extra request, the first time)."""
-        if self._provenance is None:
-            listed = self.call("tags", self.client.list)
-            names = {self.tag, f"{self.tag}:latest"}
-            self._provenance = {
-                "backend": self.name,
-                "host": self.host,
-                "model": self.tag,
-                "digest": next((m.digest for m in listed.models if m.model in names), None),
-                "timeout_s": self.timeout,
-                "versions": versions("ollama", "httpx"),
-            }
         return self._provenance
+
+    @functools.cached_property
+    def _provenance(self) -> dict[str, Any]:
+        """What `provenance` reports, looked up once; a failed lookup is asked again next time."""
+        listed = self.call("tags", self.client.list)
+        names = {self.tag, f"{self.tag}:latest"}
+        return {
+            "backend": self.name,
+            "host": self.host,
+            "model": self.tag,
+            "digest": next((m.digest for m in listed.models if m.model in names), None),
+            "timeout_s": self.timeout,
+            "versions": versions("ollama", "httpx"),
+        }
 
     def complete(self, request: ChatRequest) -> Reply:
         start = time.perf_counter()

@@ -143,8 +143,10 @@ class OpenAIBackend(ServerBackend):
         try:  # the client does not validate what a server sends: a reply is data to check
             choice, usage = response.choices[0], response.usage
             text, finish = choice.message.content, choice.finish_reason
-            counts = [self._count(usage.prompt_tokens, "usage.prompt_tokens")]
-            counts.append(self._count(usage.completion_tokens, "usage.completion_tokens"))
+            counts = [
+                self._count(usage.prompt_tokens, "usage.prompt_tokens"),
+                self._count(usage.completion_tokens, "usage.completion_tokens"),
+            ]
         except (TypeError, IndexError, AttributeError):  # no choices, no message, no usage
             raise ProviderError(
                 f"{self.where} answered chat with something that is not a chat completion"

@@ -181,8 +181,9 @@ def goal_text(attack: Attack, request: Request, shop: Shop) -> str:
 def render(attack: Attack, request: Request, shop: Shop) -> str:
     """The injected text: the template with the goal, both filled for this request."""
     shown = _shown(request, shop)
-    values = {"goal": fill(attack.goal, shown), "user": shown["user"], "order": shown["order"]}
-    return fill(attack.text, values)
+    return fill(
+        attack.text, {"goal": fill(attack.goal, shown), "user": shown["user"], "order": shown["order"]}
+    )
 
 
 def gold_calls(attack: Attack, request: Request, shop: Shop) -> list[RefundCall]:

@@ -87,8 +87,13 @@ def trusted_values(request: Request, shop: Shop) -> Trusted:
     requested = shop.orders[request.order]
     orders = {request.order, *(order.id for order in own)}
     amounts = {request.amount, *(figure for o in (requested, *own) for figure in (o.amount, o.refundable))}
-    destinations = {request.destination, requested.payment_method, *customer.payment_methods}
-    destinations |= {*customer.gift_cards, *(order.payment_method for order in own)}
+    destinations = {
+        request.destination,
+        requested.payment_method,
+        *customer.payment_methods,
+        *customer.gift_cards,
+        *(order.payment_method for order in own),
+    }
     return Trusted(frozenset(orders), frozenset(amounts - {None}), frozenset(destinations - {None}))
 
 

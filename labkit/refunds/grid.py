@@ -100,8 +100,13 @@ def refund_grid_table(record: str | Path) -> DataFrame:
         for rate, interval in interval_rates(group.assign(kind=kinds), unit="case").items():
             row[rate] = None if interval is None else round(interval.estimate, 3)
             row[f"{rate}_ci"] = "-" if interval is None else f"[{interval.low:.2f}, {interval.high:.2f}]"
-        row["unauthorized_refunds"] = int(group["unauthorized"].sum())
-        table.append({**row, "money_lost": round(int(group["money_lost"].sum()) / 100, 2)})
+        table.append(
+            {
+                **row,
+                "unauthorized_refunds": int(group["unauthorized"].sum()),
+                "money_lost": round(int(group["money_lost"].sum()) / 100, 2),
+            }
+        )
     return DataFrame(table).set_index("run") if table else DataFrame()
 
 

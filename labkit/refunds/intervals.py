@@ -73,9 +73,12 @@ def interval_row(
         cases = len(episodes) // trials
         refunds = sum(s.unauthorized for s in scores) / trials
         cents = sum(s.money_lost for s in scores) / trials
-    row["unauthorized_refunds"] = round(float(refunds), 2)
-    row["money_lost"] = round(float(cents) / 100, 2)
-    return row | {"episodes": cases, "trials": trials}
+    return row | {
+        "unauthorized_refunds": round(float(refunds), 2),
+        "money_lost": round(float(cents) / 100, 2),
+        "episodes": cases,
+        "trials": trials,
+    }
 
 
 def matrix_intervals(

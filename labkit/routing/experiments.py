@@ -258,9 +258,14 @@ def compare_revisers(
 
 def summary_row(variant: str, result: RunResult) -> dict[str, Any]:
     """One variant of a loop run: status, runs of revise and review, publish's state and output."""
-    runs = {"revise runs": result.visits["revise"], "review runs": result.visits["review"]}
-    published = {"publish": str(result.states["publish"]), "published": result.results.get("publish", "-")}
-    return {"variant": variant, "status": result.status} | runs | published
+    return {
+        "variant": variant,
+        "status": result.status,
+        "revise runs": result.visits["revise"],
+        "review runs": result.visits["review"],
+        "publish": str(result.states["publish"]),
+        "published": result.results.get("publish", "-"),
+    }
 
 
 def visit_table(lengths: Mapping[str, list[int]]) -> pd.DataFrame:

@@ -207,9 +207,18 @@ def trial_runs(backend: Backend | None, trials: Mapping[float, int], *, seed: in
                     reviser, result = run_variant(variant, backend, control, **settings)
                     published = result.results.get("publish")
                     published = published if isinstance(published, str) else None
-                    run = {"reviser": reviser, "texts": reviser.history, "status": status(reviser, result)}
-                    key = {"control": control, "variant": variant, "T": temperature, "trial": trial}
-                    rows.append(key | run | {"published": published})
+                    rows.append(
+                        {
+                            "control": control,
+                            "variant": variant,
+                            "T": temperature,
+                            "trial": trial,
+                            "reviser": reviser,
+                            "texts": reviser.history,
+                            "status": status(reviser, result),
+                            "published": published,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -231,13 +240,17 @@ def control_table(
     names = {suffix: name for name, suffix in VARIANTS.items()}
     chars = runs["texts"].map(lambda texts: " ".join(str(len(t)) for t in texts))
     same = runs.groupby(["control", "trial"])["texts"].transform(lambda t: t.map(tuple).nunique() == 1)
-    labels = {
-        "reviser may write": runs["control"].map(_CONTROL_LABELS),
-        "variant": runs["variant"].map(names),
-    }
-    shown = {"trial": runs["trial"], "characters per visit": chars, "status": runs["status"]}
-    rest = {"published": runs["published"].fillna("-"), "same texts both variants": same}
-    table = pd.DataFrame(labels | shown | rest)
+    table = pd.DataFrame(
+        {
+            "reviser may write": runs["control"].map(_CONTROL_LABELS),
+            "variant": runs["variant"].map(names),
+            "trial": runs["trial"],
+            "characters per visit": chars,
+            "status": runs["status"],
+            "published": runs["published"].fillna("-"),
+            "same texts both variants": same,
+        }
+    )
     last, revisers = runs[runs["trial"] == k - 1], {}
     for control, variant, reviser in zip(last["control"], last["variant"], last["reviser"], strict=True):
         revisers.setdefault(_CONTROL_LABELS[control], {})[names[variant]] = reviser

@@ -80,8 +80,15 @@ def reviser_table(runs: pd.DataFrame) -> pd.DataFrame:
     for (control, variant), group in sampled.groupby(["control", "variant"], sort=False):
         once = greedy[(greedy["control"] == control) & (greedy["variant"] == variant)]
         at_t0 = outcome[bool(once["published"].notna().all())] if len(once) else "-"
-        rows.append({"control": control, "variant": variant, **_rate(_by_trial(group))})
-        rows[-1] |= {"T=0, one run": at_t0, "word cutter, one run": outcome[cutter[variant]]}
+        rows.append(
+            {
+                "control": control,
+                "variant": variant,
+                **_rate(_by_trial(group)),
+                "T=0, one run": at_t0,
+                "word cutter, one run": outcome[cutter[variant]],
+            }
+        )
         if (runs["status"] == "provider_error").any():  # only when the server failed: the column says where
             rows[-1]["provider_error"] = int((group["status"] == "provider_error").sum())
     return pd.DataFrame(rows).set_index(["control", "variant"])

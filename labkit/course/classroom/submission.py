@@ -92,10 +92,13 @@ def _schema() -> dict[str, Any]:
     from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
 
     schema = json.loads(Path(__file__).with_name("submission.schema.json").read_text(encoding="utf-8"))
-    name = {"type": "string", "pattern": _NAME_PATTERN}
-    schema["properties"] |= {"format": {"const": _FORMAT}, "lab": {"enum": list(LABS)}, "name": name}
-    schema["properties"]["author"] = {"type": "string", "pattern": _AUTHOR_PATTERN}
-    schema["properties"]["attacks"] = {**ATTACKS, "maxItems": 10}
+    schema["properties"] |= {
+        "format": {"const": _FORMAT},
+        "lab": {"enum": list(LABS)},
+        "name": {"type": "string", "pattern": _NAME_PATTERN},
+        "author": {"type": "string", "pattern": _AUTHOR_PATTERN},
+        "attacks": {**ATTACKS, "maxItems": 10},
+    }
     schema["$defs"]["table"]["properties"]["format"] = {"const": TABLE}
     return schema
 
@@ -259,8 +262,16 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
             "run the lab's exercise cells, then submit"
         )
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    submission = dict(format=_FORMAT, lab=lab, name=name, author=author(), submitted=now, exercises=exercises)
-    submission |= {"attacks": attacks, "guards": guards}
+    submission = {
+        "format": _FORMAT,
+        "lab": lab,
+        "name": name,
+        "author": author(),
+        "submitted": now,
+        "exercises": exercises,
+        "attacks": attacks,
+        "guards": guards,
+    }
     # guards: ours — our writer agrees with our reader
     if (why := _problem(submission)) is not None:  # never hand over a file the class round would refuse
         raise LabError(f"this submission would be refused by `labkit class` ({why}); nothing was written")

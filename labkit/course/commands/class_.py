@@ -64,15 +64,21 @@ def handle(args: argparse.Namespace) -> int:
         raise LabError(f"cannot write the chart {path} ({error.strerror or error})") from None
     tables = {"exercises": counts} | ({} if round_ is None else vars(round_))
     if args.json:
-        out = {"submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions]}
-        out |= {"skipped": skipped, "exercises": plain(counts.reset_index()), "exercises_are": _SELF_REPORTED}
+        out = {
+            "submissions": [{"file": s.file, "lab": s.lab, "name": s.name} for s in submissions],
+            "skipped": skipped,
+            "exercises": plain(counts.reset_index()),
+            "exercises_are": _SELF_REPORTED,
+        }
         if round_ is not None:
             out["red_team"] = {name: plain(tables[name].reset_index()) for name in list(tables)[1:]}
         print(json.dumps(out | {"names": _NAMES, "chart": str(path)}, indent=2))
         return 0
     superseded = sum(line.startswith("superseded ") for line in skipped)
-    print(f"{len(submissions)} submission(s) from {args.folder}, {superseded} superseded, ", end="")
-    print(f"{len(skipped) - superseded} skipped.\nThe {_NAMES}.\n")
+    print(
+        f"{len(submissions)} submission(s) from {args.folder}, {superseded} superseded, "
+        f"{len(skipped) - superseded} skipped.\nThe {_NAMES}.\n"
+    )
     if round_ is not None:  # a learner's row is NAME:KEY: `by` is left to --json
         tables |= {
             name: tables[name].drop(columns="by").rename(columns=_SHORT) for name in ("defenses", "attacks")

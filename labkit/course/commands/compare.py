@@ -49,7 +49,10 @@ def handle(args: argparse.Namespace) -> int:
         rows = {name: {key: int(value) for key, value in row.items()} for name, row in table.iterrows()}
         print(json.dumps(rows, indent=2))
     else:
-        print(f"Task: return the exact staging command with a version-matched citation ({args.cases} cases).")
-        print(table.to_string())
-        print("Scripted policies: these are control-flow results, not model-quality scores.")
+        print(
+            f"Task: return the exact staging command with a version-matched citation ({args.cases} cases).",
+            table.to_string(),
+            "Scripted policies: these are control-flow results, not model-quality scores.",
+            sep="\n",
+        )
     return 0

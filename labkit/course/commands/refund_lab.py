@@ -113,12 +113,10 @@ def handle(args: argparse.Namespace) -> int:
             model_families = model_comparisons(chosen) if "none" in chosen and len(chosen) > 1 else {}
     table = pd.concat([frame for frame in frames if not frame.empty] or frames) if frames else pd.DataFrame()
     if args.json:
-        out = {"matrix": plain(table.reset_index()) if len(table) else []}
-        out |= {
+        out = {
+            "matrix": plain(table.reset_index()) if len(table) else [],
             "intervals": [] if intervals is None else _intervals(intervals),
             "comparisons": _families(families),
-        }
-        out |= {
             "model": [] if model is None else _intervals(model),
             "model_comparisons": _families(model_families),
         }
@@ -135,8 +133,9 @@ def handle(args: argparse.Namespace) -> int:
                 "them. Model rows (if any) cover only their recorded episodes (column 'episodes')."
             )
         if intervals is not None:
-            print(f"\nRates with {UNIT}:")
-            print(rates_with_intervals(intervals).to_string(line_width=WIDTH))
+            print(
+                f"\nRates with {UNIT}:", rates_with_intervals(intervals).to_string(line_width=WIDTH), sep="\n"
+            )
         for family, comparisons in families.items():
             print(f"\n{family}\n{family_table(comparisons).to_string(line_width=WIDTH)}")
         if model is not None:

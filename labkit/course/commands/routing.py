@@ -73,16 +73,24 @@ def _model_trials() -> dict[str, Any]:
     runs = trials.sampled_runs(ReplayBackend())
     rows = questions.answer_records(trials.FEEDBACK_QUESTION, trials.reviser_comparisons(runs))
     rates = plain(trials.reviser_table(runs).reset_index())
-    found = {"available": True, "unit": "trial", "question": trials.FEEDBACK_QUESTION, "rates": rates}
-    return found | {"comparisons": rows}
+    return {
+        "available": True,
+        "unit": "trial",
+        "question": trials.FEEDBACK_QUESTION,
+        "rates": rates,
+        "comparisons": rows,
+    }
 
 
 def _print_trials(model: dict[str, Any]) -> None:
     if not model["available"]:
         return
-    print("\n   The recorded trials, replayed (the unit is the trial; T=0 and the word cutter:")
-    print("   one deterministic run each, no interval):")
-    print(pd.DataFrame(model["rates"]).set_index(["control", "variant"]).to_string(line_width=WIDTH))
+    print(
+        "\n   The recorded trials, replayed (the unit is the trial; T=0 and the word cutter:",
+        "   one deterministic run each, no interval):",
+        pd.DataFrame(model["rates"]).set_index(["control", "variant"]).to_string(line_width=WIDTH),
+        sep="\n",
+    )
     from labkit.core import questions
 
     say(f"   {model['question']}: {questions.question(model['question']).asks}", "  ")
@@ -96,14 +104,13 @@ def _print_model(model: dict[str, Any]) -> None:
     settings = model["settings"]
     print(
         f"\n5. The review loop with a model reviser, limit {settings['limit']} characters, "
-        f"max_visits={settings['max_visits']}: characters per revision"
-    )
-    print(f"   {model['source']}")
-    print(lab.visit_table(model["chars"]).to_string(line_width=WIDTH))
-    print(
+        f"max_visits={settings['max_visits']}: characters per revision",
+        f"   {model['source']}",
+        lab.visit_table(model["chars"]).to_string(line_width=WIDTH),
         pd.DataFrame.from_dict(model["runs"], orient="index")
         .rename_axis("variant")
-        .to_string(line_width=WIDTH)
+        .to_string(line_width=WIDTH),
+        sep="\n",
     )
     for name, texts in model["texts"].items():
         say(f"   {name}: last text {texts[-1]!r}" if texts else f"   {name}: no text", "  ")
@@ -138,19 +145,29 @@ def handle(args: argparse.Namespace) -> int:
     for mistake, error in errors.items():
         say(f"   {mistake:<28} {error}", " " * 29)
     if parallel is not None:
-        print("\n2. Sequential against parallel (real time; expected = sum of waits, or the critical path):")
-        print(parallel.to_string(line_width=WIDTH))
-    print("\n3. Retries: 3 attempts, waits 0.5 s doubling, every Exception retryable (fake clock):")
-    print(retries.to_string(line_width=WIDTH))
+        print(
+            "\n2. Sequential against parallel (real time; expected = sum of waits, or the critical path):",
+            parallel.to_string(line_width=WIDTH),
+            sep="\n",
+        )
+    print(
+        "\n3. Retries: 3 attempts, waits 0.5 s doubling, every Exception retryable (fake clock):",
+        retries.to_string(line_width=WIDTH),
+        sep="\n",
+    )
     print(
         f"\n4. The review loop, limit {args.limit} characters, max_visits={args.max_visits}: "
-        "characters per revision"
+        "characters per revision",
+        chars.to_string(line_width=WIDTH),
+        loops.to_string(line_width=WIDTH),
+        sep="\n",
     )
-    print(chars.to_string(line_width=WIDTH))
-    print(loops.to_string(line_width=WIDTH))
     for name, run in runs.items():
         say(f"   {name}: {run.reason}", "  ")
     _print_model(model)
-    print(f"\n6. Next.Stop on a cache hit: {stop.status}; {stop.reason}")
-    print("\nParts 1-4 and 6 use scripted jobs: control-flow results, not model-quality results.")
+    print(
+        f"\n6. Next.Stop on a cache hit: {stop.status}; {stop.reason}",
+        "\nParts 1-4 and 6 use scripted jobs: control-flow results, not model-quality results.",
+        sep="\n",
+    )
     return 0

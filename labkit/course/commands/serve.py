@@ -183,8 +183,11 @@ def handle(args: argparse.Namespace) -> int:
         if not parallel:
             why = "" if args.parallel == 0 else "; `make room-server` builds llama-server, which batches"
             how = f"llama_cpp.server on {args.host}:{args.port} (one request at a time{why})"
-        print(f"serving {served} with {how}")
-        print("each learner sets, in the notebook's parameters cell or before starting Jupyter:")
+        print(
+            f"serving {served} with {how}",
+            "each learner sets, in the notebook's parameters cell or before starting Jupyter:",
+            sep="\n",
+        )
         for address in _addresses(args.host):
             print(f"    OPENAI_BASE_URL=http://{address}:{args.port}/v1   LABKIT_MODEL=openai:{ALIAS}")
         print("00_start_here.ipynb's setup check shows whether it answers. Ctrl-C stops it.", flush=True)

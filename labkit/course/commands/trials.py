@@ -65,6 +65,9 @@ def handle(args: argparse.Namespace) -> int:
         print(f"labkit trials: interrupted; what finished is in {args.record}.partial", file=sys.stderr)
         return 130
     passed, took = sum(e["passed"] for e in episodes), time.perf_counter() - start
-    print(f"{len(episodes)} episodes, {passed} passed, in {took:.0f} s; wrote {args.record}")
-    print(f"Evaluate: python -m labkit evaluate --trials {args.record}")
+    print(
+        f"{len(episodes)} episodes, {passed} passed, in {took:.0f} s; wrote {args.record}",
+        f"Evaluate: python -m labkit evaluate --trials {args.record}",
+        sep="\n",
+    )
     return 0
