@@ -59,8 +59,9 @@ REPO = ROOT.parent
 # an attack record's fields described, a guard asked by another customer than the order's, a refusal of
 # a refund every rule allows named as such, a loop taking more steps than the workflow, a citation read
 # in any case or as part of an id, pass^k past 20 trials) and `evaluate` answering only the recorded
-# model's runs, one case set at a time.
-BUDGET = {"labkit": 8_205, "tests": 6_395}
+# model's runs, one case set at a time; labkit back to 8,160 once dicts built in pieces were written as one
+# literal and the CLI's headings printed with their tables (no behaviour changed).
+BUDGET = {"labkit": 8_160, "tests": 6_395}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",
