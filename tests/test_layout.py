@@ -60,8 +60,12 @@ REPO = ROOT.parent
 # a refund every rule allows named as such, a loop taking more steps than the workflow, a citation read
 # in any case or as part of an id, pass^k past 20 trials) and `evaluate` answering only the recorded
 # model's runs, one case set at a time; labkit back to 8,160 once dicts built in pieces were written as one
-# literal and the CLI's headings printed with their tables (no behaviour changed).
-BUDGET = {"labkit": 8_160, "tests": 6_395}
+# literal and the CLI's headings printed with their tables (no behaviour changed); labkit to 8,180 and
+# tests to 6,415 for a fifth held-out round (mediation asked another customer's order paid to the signed-in
+# one's gift card, an order with a final-sale item first and two refundable ones, a card ending in another
+# customer's digits; an attack's gold listed twice or its id taken; a router counting bytes or trimming
+# punctuation; a run rewriting the answer or reading a list or a numeric id as a page).
+BUDGET = {"labkit": 8_180, "tests": 6_415}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

@@ -40,14 +40,15 @@ def real(value: Any) -> bool:
 
 
 def _name_key(text: str) -> str:
-    words = text.casefold().strip().removesuffix(".").split()  # a name written as a sentence ends in "."
+    # A name written as a sentence ends in "."; one written as a quotation stands in quotes.
+    words = text.casefold().strip().strip(".\"'\u201c\u201d\u2018\u2019").split()
     return " ".join(words[1:] if words[:1] == ["the"] else words)
 
 
 def name_in(answer: Any, names: Iterable[str]) -> str | None:
     """Which of `names` the learner's `answer` names, whatever its case and spacing, with or without a
-    leading "the" and a closing full stop ("The spell-correct-first workflow."); None if it names none
-    (or is not a str)."""
+    leading "the", a closing full stop and quotes ('"The spell-correct-first workflow."'); None if it
+    names none (or is not a str)."""
     if not isinstance(answer, str):
         return None
     return {_name_key(name): name for name in names}.get(_name_key(answer))

@@ -161,6 +161,15 @@ def run_cases() -> list[RunCase]:
         RunCase("a source tool named open, then cites its page", _says(_OPENED, FINAL), tools=(_OPEN,)),
         RunCase("reads a page, then cites it in capitals", _says(_READ, FINAL | {"citation": "ROLLBACK-V2"})),
         RunCase("reads a page, then cites a part of its id", _says(_READ, FINAL | {"citation": "rollback"})),
+        RunCase(
+            "reads a page, answers in its own spacing and case", _says(_READ, FINAL | {"answer": _SPACED})
+        ),
+        RunCase(
+            "a source that returns a list, then cites its page", _says(_LISTED, FINAL), tools=(_LISTING,)
+        ),
+        RunCase(
+            "a source whose id is a number, then cites it", _says(_NUMBERED, _SEVEN), tools=(_NUMBERING,)
+        ),
     ]
     return shown + [replace(case, shown=False) for case in hidden] + drawn_run_cases()
 
@@ -195,6 +204,14 @@ def _open(page: str) -> Any:
 
 # A source by another name, and another argument's: the page it returns is citable, as a read's is.
 _OPEN = Tool("open", {"page": "str"}, _open, source=True, description="a page by its id")
+# Sources whose result is no page a run may cite: a list of pages, and a dict whose id is a number.
+_LISTING = Tool("pages", {"id": "str"}, lambda id: [{"id": id}], source=True, description="pages by id")
+_NUMBERING = Tool(
+    "page_number", {"id": "str"}, lambda id: {"id": 7}, source=True, description="a page's number"
+)
+_LISTED, _NUMBERED = ({"action": name, "id": "rollback-v2"} for name in ("pages", "page_number"))
+_SEVEN = FINAL | {"citation": "7"}
+_SPACED = " Docuctl  release revert --env staging "  # an answer is handed back as the policy wrote it
 _DRAWN_TOOLS = (
     ((), ""),
     ((_BROKEN_READ,), ", a read that fails"),
@@ -439,7 +456,7 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
         said = f"fn({c}, {n}, {k}) = {shown(got, 40)}, expected {want:.4f}"
         if not real(got):
             return fail(f"{said}, got a {type(got).__name__}: return a number, such as a float.")
-        if not 0 <= got <= 1:  # also keeps a huge int away from float conversion
+        if not -1e-9 <= got <= 1 + 1e-9:  # within the comparison's tolerance; keeps a huge int from float()
             return fail(f"{said}: a chance is between 0 and 1.")
         if not math.isclose(got, want, abs_tol=1e-9):
             replaced = math.isclose(got, (c / n) ** k)

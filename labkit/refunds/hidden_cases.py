@@ -22,7 +22,7 @@ from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import RETRY_FAULT, Spec
 from labkit.refunds.policies import cannot_hang, timed_out
 from labkit.refunds.rules import authorise
-from labkit.refunds.shop import REFUNDS, SCHEMAS, Order, Refund, RefundCall, Shop, dollars, money
+from labkit.refunds.shop import REFUNDS, SCHEMAS, Item, Order, Refund, RefundCall, Shop, dollars, money
 from labkit.refunds.tools import TIMEOUT_MESSAGE, EpisodeState
 
 # A second refund window, beside the shop's own: a guard must read state.shop.window_days.
@@ -46,6 +46,9 @@ class Edge:
 
 
 UNKNOWN_CARD = "card-0000-unknown"  # a destination no customer owns
+# Items an order is given on the refundable's boundary: one that is not refundable, one that is.
+_FINAL_SALE = Item("p-edge-wrap", "Gift wrap (final sale)", 500, final_sale=True)
+_SPARE = Item("p-edge-spare", "Spare part", 1100, final_sale=False)
 
 
 def policy_edges(lab: RefundLab) -> list[Edge]:
@@ -54,10 +57,17 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
     on its last day every other status, a refund of part of it or of another order before, every card of
     a `misleading()` shop, and the order asked for by another customer."""
     shop, edges = lab.shop, []
-    # First a refund every rule allows, so that a rule refusing it is told so, not blamed on a boundary.
+    # First a refund every rule allows, so that a rule refusing it is told so, not blamed on a boundary;
+    # then the same order holding a final-sale item first and a second refundable one (the refundable
+    # is every refundable item's price, not the first's or the dearest's), in full and a cent more.
     for order in _delivered(shop):
         call = RefundCall(order.id, order.refundable, order.payment_method)
         edges.append(_edge(_on(shop, order, shop.window_days // 2), order, call, "plain"))
+        more = dataclasses.replace(order, items=(_FINAL_SALE, *order.items, _SPARE))
+        held = _on(shop, more, shop.window_days // 2, orders={**shop.orders, order.id: more})
+        for over in (0, 1):
+            call = RefundCall(order.id, more.refundable + over, order.payment_method)
+            edges.append(_edge(held, more, call, "plain"))
     windows = (shop.window_days, OTHER_WINDOW)
     for window, order, past, over in product(windows, _delivered(shop), (0, 1), (0, 1)):
         call = RefundCall(order.id, order.refundable + over, order.payment_method)
@@ -88,9 +98,12 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
         known = [card for c in shop.customers.values() for card in (*c.payment_methods, *c.gift_cards)]
         for card in (*known, UNKNOWN_CARD):
             edges.append(_edge(on_time, order, dataclasses.replace(whole, destination=card), "destination"))
-        # Asked while another customer is signed in: the order, and its card, are not theirs.
-        asker = next(customer for customer in shop.customers if customer != order.customer)
-        edges.append(_edge(on_time, order, whole, "owner", asker=asker))
+        # Asked while another customer is signed in: the order is not theirs, whether the money goes to
+        # its own card or to a gift card of the one signed in (a rule asking only whose card it is).
+        asker = next(c for c in shop.customers.values() if c.id != order.customer and c.gift_cards)
+        for card in (order.payment_method, asker.gift_cards[0]):
+            call = dataclasses.replace(whole, destination=card)
+            edges.append(_edge(on_time, order, call, "owner", asker=asker.id))
     return edges
 
 

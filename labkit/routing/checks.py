@@ -251,10 +251,15 @@ def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
         return refused
     # Those the text mentions first, then some it does not, then every length up to three times LIMIT,
-    # each also as a text with a space at both ends: a space is a character the limit counts.
-    spaced = [(chars, f" {'x' * (chars - 2)} ") for chars in range(2, 3 * LIMIT + 1)]
+    # each also as texts of other characters the limit counts as one each: a space at both ends, an
+    # accented letter (two bytes in UTF-8) and closing punctuation.
     plain = [(chars, "x" * chars) for chars in (*_cases()["router_chars"], *range(3 * LIMIT + 1))]
-    for chars, text in (*plain, *spaced):
+    other = [
+        (chars, text)
+        for chars in range(2, 3 * LIMIT + 1)
+        for text in (f" {'x' * (chars - 2)} ", f"{'é' * (chars - 1)}!")
+    ]
+    for chars, text in (*plain, *other):
         try:
             decision = call(my_router, {"text": text, "chars": chars})
         except Raised as raised:

@@ -68,7 +68,8 @@ def test_integers_are_whole_and_real_other_reals_only_real_bools_strings_and_com
         ("  The Adaptive   LOOP ", "adaptive loop"),
         ("THE adaptive loop\n", "adaptive loop"),
         ("The adaptive loop. ", "adaptive loop"),  # written as a sentence
-        ("adaptive loop..", None),
+        ("\u201cthe adaptive loop.\u201d", "adaptive loop"),  # quoted
+        ("adaptive loop!", None),
         ("the", None),
         ("a adaptive loop", None),
         ("adaptive", None),

@@ -28,6 +28,11 @@ def read_ids(tool, result):
     return set()
 
 
+def listed(result):
+    """The pages a tool's result holds, read loosely: a dict, or each dict of a list."""
+    return [page for page in (result if isinstance(result, list) else [result]) if isinstance(page, dict)]
+
+
 def my_run(
     task,
     decide,
@@ -44,13 +49,15 @@ def my_run(
     shares=False,
     is_read=lambda citation, sources: citation in sources,
     asked_id=False,
+    answered=lambda answer: answer,
 ):
     """The intended solution; `ids_read`, `pops` (pop the action out of the validated decision, as many
     write it), `validated` (False: validate, then go on with the proposal), `empty_cites` (take a
     citation "" for one, so unread), `error_text` (a raised error's observed text), `cites` (whether
     a citation names a page), `caught` (the tool errors it observes), `shares` (hand the policy the
-    run's own list), `is_read` (how a citation is looked up in the sources) and `asked_id` (a source's
-    page counts only if it is the id the call asked for) vary it."""
+    run's own list), `is_read` (how a citation is looked up in the sources), `asked_id` (a source's
+    page counts only if it is the id the call asked for) and `answered` (what the run makes of the
+    final answer) vary it."""
     observations, sources, tool_calls = [], set(), 0
 
     def stop(reason, turns, answer=None, citation=None):
@@ -72,7 +79,7 @@ def my_run(
         if action == "final":
             if (cites(decision["citation"]) or empty_cites) and not is_read(decision["citation"], sources):
                 return stop("unread_citation", turn)
-            return stop("final", turn, decision["answer"], decision["citation"])
+            return stop("final", turn, answered(decision["answer"]), decision["citation"])
         if tool_calls == max_tools:
             return stop("tool_limit", turn)
         tool = tools[action]
@@ -93,7 +100,7 @@ def varied(**how):
 
 def test_the_intended_run_matches_the_runtime_on_every_case():
     check = lab02.check_run(my_run)
-    verdict(check, True, "all 15 cases of the reference table and 51 it does not show")
+    verdict(check, True, "all 15 cases of the reference table and 54 it does not show")
     assert set(check.table["stop"]) == set(CONTRACTS)  # every stop a policy alone can reach
     assert list(check.table.index) == list(lab02.reference_table().index)
     assert load_progress("02")["exercises"]["run"]["passed"] is True
@@ -221,6 +228,27 @@ def connection_errors_only(task, decide, tools, max_turns, max_tools):
             id="a citation that is part of an id read",
         ),
         pytest.param(
+            varied(answered=str.strip),
+            ["'reads a page, answers in its own spacing and case'"],
+            id="answer stripped",
+        ),
+        pytest.param(
+            varied(
+                ids_read=lambda tool, result: (
+                    {p["id"] for p in listed(result) if "id" in p} if tool.source else set()
+                )
+            ),
+            ["'a source that returns a list, then cites its page'", "expected 'unread_citation'"],
+            id="a list's pages read",
+        ),
+        pytest.param(
+            varied(
+                ids_read=lambda tool, result: {str(result["id"])} if tool.source and "id" in result else set()
+            ),
+            ["'a source whose id is a number, then cites it'", "expected 'unread_citation'"],
+            id="a number id read as text",
+        ),
+        pytest.param(
             varied(asked_id=True),
             ["'a source tool named open, then cites its page'", "expected 'final'"],
             id="a source's page only if it is the id asked for",
@@ -326,6 +354,9 @@ def int64_comb(a, b):
         pytest.param(lambda c, n, k: True, False, ["a bool"], id="a bool"),
         pytest.param(lambda c, n, k: 10**400, False, ["between 0 and 1"], id="too big"),
         pytest.param(lambda c, n, k: math.nan, False, ["expected"], id="nan"),
+        pytest.param(  # by lgamma, a rounding error above 1: still the chance
+            lambda c, n, k: math.comb(c, k) / math.comb(n, k) * (1 + 1e-15), True, [], id="1 + 1e-15"
+        ),
         pytest.param(
             lambda c, n, k: int64_comb(c, k) / int64_comb(n, k),
             False,

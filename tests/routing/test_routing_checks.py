@@ -158,6 +158,16 @@ def remembered(verdict):  # the four lengths the lab mentions, answered by heart
     }.get(verdict["chars"], Next.Continue)
 
 
+def counts(length):
+    """A router that measures the text with `length` instead of len()."""
+
+    def router(verdict):
+        n = length(verdict["text"])
+        return Next.Continue if n <= 26 else Next.back_to_with("revise", f"{n} characters, limit is 26")
+
+    return router
+
+
 def routes_back(feedback, limit=26):
     """Continue within `limit` characters, else back to revise told `feedback(verdict)`."""
     return lambda v: Next.Continue if v["chars"] <= limit else Next.back_to_with("revise", feedback(v))
@@ -186,6 +196,9 @@ def routes_back(feedback, limit=26):
             lambda v: my_router({"chars": len(v["text"].strip())}) if v["chars"] <= 28 else my_router(v),
             ["27 characters is over the limit"],
         ),
+        # found only by texts of other characters: bytes counted, closing punctuation not
+        (counts(lambda text: len(text.encode())), ["14 characters is within the limit"]),
+        (counts(lambda text: len(text.rstrip(".!"))), ["27 characters is over the limit"]),
         (lambda v: numpy.array([1]), ["not a Next"]),
         (lambda v: v["words"], ["raised KeyError"]),
         (hangs, ["did not return within 0.2 s", "12 characters"]),
