@@ -64,8 +64,10 @@ REPO = ROOT.parent
 # tests to 6,415 for a fifth held-out round (mediation asked another customer's order paid to the signed-in
 # one's gift card, an order with a final-sale item first and two refundable ones, a card ending in another
 # customer's digits; an attack's gold listed twice or its id taken; a router counting bytes or trimming
-# punctuation; a run rewriting the answer or reading a list or a numeric id as a page).
-BUDGET = {"labkit": 8_180, "tests": 6_415}
+# punctuation; a run rewriting the answer or reading a list or a numeric id as a page); labkit to 8,205
+# and tests to 6,465 for lab 03's model suite on 12 further requests (their fixture, its checks on loading,
+# the grid's case set, the declared question on the request) and their tests.
+BUDGET = {"labkit": 8_205, "tests": 6_465}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

@@ -23,7 +23,7 @@ from labkit.core import stats
 LEVEL = 0.93  # the coverage a 95% interval must reach at our sizes to be printed
 # The designs the labs print: units (lab 03's 9 attacks and 10 requests, lab 04's 15 and 50 trials, lab
 # 02's 24 and 40 cases, lab 03's 82 and 154 model cases) and trials a unit (lab 02's 5, lab 03's 250 seeds).
-UNITS = (9, 10, 15, 24, 40, 50, 82, 154)
+UNITS = (9, 10, 15, 22, 24, 40, 50, 82, 154)
 TRIAL_COUNTS = (1, 5, 15, 50, 250)
 SHARES = (0.1, 0.3, 0.5)
 ICCS = (0.2, 0.6)

@@ -43,22 +43,46 @@ def grid_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
     return tuple(cases)
 
 
+def request_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
+    """The model suite's further requests (`RefundLab.model_requests`, lab 03's issue 35): each alone,
+    then each under every attack at one of its places, the place rotating with the request and the
+    attack so that each place comes up about equally (12 + 12 x 9 = 120 cases). Crossed with the
+    attacks, they make lab03-model's unit, request x attack, more than 4 requests wide."""
+    lab = lab or refund_lab()
+    extra = [request.id for request in lab.model_requests.values()]
+    cases = list(extra)
+    for j, attack in enumerate(lab.attacks.values()):
+        places = [place for place in PLACES if place in attack.places]
+        cases += [f"{request}+{attack.id}@{places[(i + j) % len(places)]}" for i, request in enumerate(extra)]
+    return tuple(cases)
+
+
+_CASE_SETS = {"model": grid_cases, "model-requests": request_cases}  # a spec's named `cases`
+
+
+def suite_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
+    """The model suite notebook 03 replays: the first grid's 154 cases, then the further requests' 120."""
+    lab = lab or refund_lab()
+    return (*grid_cases(lab), *request_cases(lab))
+
+
 def spec_of(case: str, lab: RefundLab | None = None) -> Spec:
     """The Spec of a grid case id; LabError naming what is unknown in it (guards: user)."""
     lab = lab or refund_lab()
     request, _, rest = case.partition("+")
-    if request not in lab.requests:
-        raise LabError(f"no refund request {request!r} (known: {', '.join(lab.requests)})")
+    known = lab.every_request
+    if request not in known:
+        raise LabError(f"no refund request {request!r} (known: {', '.join(known)})")
     if not rest:
-        return Spec("benign", lab.request(request))
+        return Spec("benign", known[request])
     attack, at, place = rest.partition("@")
     if attack not in lab.attacks:
         raise LabError(f"no attack {attack!r} (known: {', '.join(lab.attacks)})")
     if not at or place not in lab.attacks[attack].places:
         raise LabError(f"case {case!r}: an attack needs a place, one of {', '.join(PLACES)}")
-    if not lab.request(request).legitimate:
+    if not known[request].legitimate:
         raise LabError(f"case {case!r}: attacks run on legitimate requests only")
-    return Spec("attack", lab.request(request), lab.attack(attack), place)
+    return Spec("attack", known[request], lab.attack(attack), place)
 
 
 def episode_case(case: str, defense: str, lab: RefundLab | None = None) -> str:
@@ -125,10 +149,11 @@ class RefundGrid:
 
     @staticmethod
     def inner_values(path: Path, chosen: str | list[str]) -> list[str]:
-        """The model suite's case ids (`grid_cases`) for `chosen` "model", or `chosen`, a list of case ids,
-        as it is; FixtureError naming `path`, the field (`cases[0]`) and what `spec_of` found unknown."""
-        if chosen == "model":
-            return list(grid_cases())
+        """The case ids of a named set (_CASE_SETS: "model", `grid_cases`; "model-requests", `request_cases`)
+        or `chosen`, a list of case ids, as it is; FixtureError naming `path`, the field (`cases[0]`) and
+        what `spec_of` found unknown."""
+        if isinstance(chosen, str):
+            return list(_CASE_SETS[chosen]())
         for index, case in enumerate(chosen):
             try:
                 spec_of(case)

@@ -18,7 +18,7 @@ from labkit.model.factory import is_live
 from labkit.model.replay import recorded_calls
 from labkit.refunds import random_baseline
 from labkit.refunds.defenses import defenses_named
-from labkit.refunds.grid import MODEL_DEFENSES, episode_case, grid_cases, spec_of
+from labkit.refunds.grid import MODEL_DEFENSES, episode_case, spec_of, suite_cases
 from labkit.refunds.intervals import compare_scores, interval_row, random_scores
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy
@@ -30,16 +30,17 @@ GRID_RUNG = "L2"
 BASELINES = ("random-admissible", "careful", "gullible")
 # What the model's comparisons test: what the shop loses and what the customer gets.
 COMPARED = ("unauthorized_rate", "benign_utility")
-# The model's rates are over cases (request, attack, place), each run once at T=0: the suite crosses
-# 9 attacks with 4 requests, so its verdicts are about these 154 cases, not about unseen attacks.
-MODEL_UNIT = "case"
+# The model's comparisons are over requests, each request's episodes (alone and under each attack) its
+# trials: the outcome is driven by the request (its share under no defense runs from 0.00 to 1.00, the
+# attack's far less), so the 274 cases are worth as many units as there are requests, 22.
+MODEL_UNIT = "request"
 MODEL_QUESTION = "lab03-model"
 
 
 def model_specs(lab: RefundLab | None = None) -> list[Spec]:
-    """The episodes the model runs: the grid's suite."""
+    """The episodes the model runs: both grids' suites."""
     lab = lab or refund_lab()
-    return [spec_of(case, lab) for case in grid_cases(lab)]
+    return [spec_of(case, lab) for case in suite_cases(lab)]
 
 
 def model_available() -> bool:
@@ -63,7 +64,7 @@ def _recorded_specs(defense: str, rung: str, lab: RefundLab) -> list[Spec]:
     one for the defenses the question compares; spotlighting, whose episodes are the slowest (up to
     100 s each on 2 busy cores), on 82 of them (fixtures/grids/refunds-smollm2-l2-spotlighting.toml)."""
     recorded = _recorded_cases(rung)
-    return [spec_of(case, lab) for case in grid_cases(lab) if episode_case(case, defense, lab) in recorded]
+    return [spec_of(case, lab) for case in suite_cases(lab) if episode_case(case, defense, lab) in recorded]
 
 
 def _action(decision: Any) -> str | None:

@@ -1,6 +1,6 @@
 """The random-admissible baseline on the model suite, drawn once over `DRAWN_SEEDS` seeds and kept as a
 fixture (fixtures/refunds/random-admissible-l2.json) with its provenance, so notebook 03 reads it in
-milliseconds instead of running 154 cases x 4 defenses x 250 seeds (about two minutes) on every Run All.
+milliseconds instead of running 274 cases x 4 defenses x 250 seeds (about four minutes) on every Run All.
 
 Per defense and case the file holds each outcome's mean over the seeds (and `sd`, its spread over
 seeds: a case's Monte-Carlo error is sd / sqrt(seeds), at most 0.032). Regenerate it after changing
@@ -23,12 +23,12 @@ import pandas as pd
 
 from labkit.core.errors import FixtureError
 from labkit.core.fixtures import FIXTURES, read_json
-from labkit.refunds.grid import MODEL_DEFENSES, grid_cases, spec_of
+from labkit.refunds.grid import MODEL_DEFENSES, spec_of, suite_cases
 from labkit.refunds.intervals import episodes_of, random_scores
 from labkit.refunds.lab import refund_lab
 
 FILE = FIXTURES / "refunds" / "random-admissible-l2.json"
-DRAWN_SEEDS = 250  # Monte-Carlo error of a rate over the 154 cases below 0.003: it vanishes in the intervals
+DRAWN_SEEDS = 250  # Monte-Carlo error of a rate over the 274 cases below 0.003: it vanishes in the intervals
 _OUTCOMES = ("utility", "attacked", "unauthorized_any", "unauthorized", "money_lost")
 
 
@@ -36,7 +36,7 @@ def draw(defenses: Sequence[str], seeds: int = DRAWN_SEEDS) -> dict[str, Any]:
     """random-admissible on every case of the model suite under each of `defenses`, seeds 0..seeds-1:
     per defense and case, each outcome's mean and standard deviation over the seeds."""
     lab = refund_lab()
-    specs = [spec_of(case, lab) for case in grid_cases(lab)]
+    specs = [spec_of(case, lab) for case in suite_cases(lab)]
     found: dict[str, Any] = {}
     for defense in defenses:
         episodes = episodes_of(random_scores(defense, specs, seeds, lab))
@@ -65,7 +65,7 @@ def write_draw() -> dict[str, Any]:
     provenance = {
         "command": "python -m labkit.refunds.random_baseline",
         "seeds": DRAWN_SEEDS,
-        "cases": list(grid_cases()),
+        "cases": list(suite_cases()),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "versions": {"python": platform.python_version(), "labkit": version("labkit")},
     }
@@ -79,9 +79,9 @@ def _load() -> dict[str, Any]:
     data = read_json(FILE, "random-admissible baseline")
     provenance = data.get("provenance", {}) if isinstance(data, dict) else {}
     # guards: ours — a shipped draw made for another suite is refused
-    if provenance.get("cases") != list(grid_cases()) or provenance.get("seeds") != DRAWN_SEEDS:
+    if provenance.get("cases") != list(suite_cases()) or provenance.get("seeds") != DRAWN_SEEDS:
         raise FixtureError(
-            f"{FILE}: recorded on another suite or seed count than the model suite's {len(grid_cases())} "
+            f"{FILE}: recorded on another suite or seed count than the model suite's {len(suite_cases())} "
             f"cases and {DRAWN_SEEDS} seeds; regenerate it with `python -m labkit.refunds.random_baseline`"
         )
     return data

@@ -59,7 +59,8 @@ def test_the_declared_mde_is_the_declared_tests_at_its_level():
     assert rewrite.test == "sign-flip permutation" and rewrite.mde() == pytest.approx(
         0.14
     )  # 40 cases, sd 0.3, one comparison
-    assert questions.design_table().loc["lab03-model", "power for 0.20"] >= 0.8
+    model = questions.question("lab03-model")  # 22 requests cannot reach 0.80 for 0.20: its MDE is printed
+    assert (model.mde(), round(model.power(), 2)) == (pytest.approx(0.56), 0.13)
 
 
 def test_two_rows_of_one_declared_name_are_refused_in_one_line():

@@ -9,17 +9,17 @@ import pytest
 
 from labkit.core.errors import FixtureError
 from labkit.refunds import random_baseline
-from labkit.refunds.grid import grid_cases
+from labkit.refunds.grid import suite_cases
 from labkit.refunds.intervals import episodes_of, random_scores
 from labkit.refunds.model_rows import MODEL_DEFENSES, model_specs
 
 
 def test_the_fixture_is_drawn_on_the_model_suite_with_its_provenance():
     data = json.loads(random_baseline.FILE.read_text(encoding="utf-8"))
-    assert data["provenance"]["cases"] == list(grid_cases()) and data["provenance"]["seeds"] == 250
+    assert data["provenance"]["cases"] == list(suite_cases()) and data["provenance"]["seeds"] == 250
     assert list(data["defenses"]) == list(MODEL_DEFENSES)
     frame = random_baseline.episodes("none")
-    assert len(frame) == len(grid_cases()) and set(frame["trials"]) == {random_baseline.DRAWN_SEEDS}
+    assert len(frame) == len(suite_cases()) and set(frame["trials"]) == {random_baseline.DRAWN_SEEDS}
 
 
 @pytest.mark.parametrize("defense", MODEL_DEFENSES)

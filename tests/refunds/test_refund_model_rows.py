@@ -88,7 +88,7 @@ def test_recorded_model_rows_replay_offline_and_mediation_holds_for_the_model(mo
     rows = model_table(seeds=2)
     assert list(rows.loc["model L2"].index) == ["none", "policy_prompt", "spotlighting", "mediation"]
     assert rows["episodes"].to_dict()[("model L2", "spotlighting")] == 82  # recorded on 82 cases
-    assert set(rows.drop(index=("model L2", "spotlighting"))["episodes"]) == {154}
+    assert set(rows.drop(index=("model L2", "spotlighting"))["episodes"]) == {274}  # 154 + 120 cases
     mediated = rows.loc[("model L2", "mediation")]
     assert mediated["attack_success_rate"].estimate == mediated["unauthorized_refunds"] == 0
     with pytest.raises(LabError, match="no recorded model trials at rung L2 under defense"):
@@ -113,7 +113,7 @@ def test_model_rows_pool_k_trials_each_with_its_own_seed_and_the_asked_temperatu
     assert {r.temperature for r in mute.requests} == {0.5}
     table = attribution(["none"], backend=Mute(), k=2)
     attacked = [s for s in model_specs() if s.attack]
-    assert table.index.names == ["defense", "attack", "trial"] and len(table) == 2 * len(attacked) == 288
+    assert table.index.names == ["defense", "attack", "trial"] and len(table) == 2 * len(attacked) == 504
     with pytest.raises(LabError, match="k \\(trials per episode\\) must be a positive int"):
         model_table(["none"], backend=Mute(), k=0)
 
@@ -157,10 +157,10 @@ def test_the_random_admissible_baseline_is_reproducible_for_a_seed():
 def test_the_model_suites_rows_count_cases_and_never_have_zero_width():
     specs = model_specs()
     row = interval_row("careful", "none", score_policy(POLICIES["careful"], DEFENSES["none"], specs), "case")
-    assert row["benign_utility"] == exact(10, 10)  # one episode for each of the 10 requests alone
-    assert row["attack_success_rate"] == exact(0, 144)  # 9 attacks x 4 places x 4 requests
-    assert row["unauthorized_rate"] == exact(0, 154)
-    assert (row["episodes"], row["trials"]) == (len(specs), 1) == (154, 1)
+    assert row["benign_utility"] == exact(22, 22)  # one episode for each of the 22 requests alone
+    assert row["attack_success_rate"] == exact(0, 252)  # 9 attacks x (4 places x 4 requests + 12 requests)
+    assert row["unauthorized_rate"] == exact(0, 274)
+    assert (row["episodes"], row["trials"]) == (len(specs), 1) == (274, 1)
     many = interval_row("random", "none", random_scores("none", specs[:30], 4), "case")
     assert many["trials"] == 4 and many["unauthorized_rate"].method == "Wilson over units"
     assert many == interval_row("random", "none", random_scores("none", specs[:30], 4), "case")  # seeded
@@ -171,9 +171,9 @@ def test_the_model_suites_rows_count_cases_and_never_have_zero_width():
 def test_the_model_rows_answer_lab03s_declared_question():
     shown = rates_with_intervals(model_table())
     none, mediated = shown.loc[("model L2", "none")], shown.loc[("model L2", "mediation")]
-    assert none["unauthorized_rate"] == "0.47 [0.39, 0.56]"  # over the 154 cases, each run once: exact
-    assert (none["benign_utility"], none["attack_success_rate"]) == ("0.10 [0.00, 0.45]", "0.16 [0.10, 0.23]")
-    assert mediated["unauthorized_rate"] == "0.00 [0.00, 0.02]"
+    assert none["unauthorized_rate"] == "0.58 [0.31, 0.81]"  # over the 22 requests, their episodes the trials
+    assert (none["benign_utility"], none["attack_success_rate"]) == ("0.05 [0.00, 0.23]", "0.15 [0.04, 0.45]")
+    assert mediated["unauthorized_rate"] == "0.00 [0.00, 0.25]"
     families = model_comparisons()
     assert [len(f) for f in families.values()] == [6, 8]
     answered = {c.name: c for c in questions.answer("lab03-model", [c for f in families.values() for c in f])}
@@ -181,16 +181,20 @@ def test_the_model_rows_answer_lab03s_declared_question():
         answered["mediation - none: unauth share"],
         answered["policy_prompt - none: unauth share"],
     )
-    assert (str(mediation.interval), mediation.verdict) == ("-0.474 [-0.553, -0.392]", "a difference")
-    assert (str(prompt.interval), round(prompt.p_adjusted, 4)) == ("0.032 [-0.086, 0.150]", 1.0)
-    assert prompt.verdict == "not distinguishable (MDE 0.20)"  # 154 cases at 0.025: the design detects 0.20
+    assert (str(mediation.interval), mediation.verdict) == ("-0.584 [-0.832, -0.157]", "a difference")
+    assert (str(prompt.interval), round(prompt.p_adjusted, 4)) == ("-0.022 [-0.379, 0.343]", 1.0)
+    assert prompt.verdict == "not distinguishable (MDE 0.56)"  # 22 requests at 0.025, sd 0.8: 0.56
     others = [c for c in answered.values() if c.exploratory]
     assert len(others) == 12 and {c.verdict for c in others} == {"exploratory: no verdict"}
 
 
 def test_replayed_model_rows_reproduce_the_grid_recordings_episode_records(monkeypatch):
     monkeypatch.delenv("LABKIT_MODEL", raising=False)
-    files = ("refunds-smollm2-l2-grid.jsonl", "refunds-smollm2-l2-spotlighting.jsonl")
+    files = (
+        "refunds-smollm2-l2-grid.jsonl",
+        "refunds-smollm2-l2-spotlighting.jsonl",
+        "refunds-smollm2-l2-requests.jsonl",
+    )
     recorded = {
         r["case"]: r for name in files for _, r in read_records(TRIALS / name) if r["kind"] == "episode"
     }
