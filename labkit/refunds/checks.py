@@ -111,7 +111,7 @@ def _edge_problem(guard: Any, edges: list[hidden.Edge]) -> Check | None:
         return refused
     edge, answer = first
     # A refusal's own words point at the rule that misfired, which the edge's family need not be.
-    return fail(edge.hint if edge.allowed is False else f"{edge.hint} Your guard said: {shown(answer, 80)}.")
+    return fail(f"{edge.hint} Your guard said: {shown(answer, 80)}." if edge.allowed else edge.hint)
 
 
 def _guard_payload(guard: Any) -> dict[str, Any] | None:
