@@ -66,8 +66,10 @@ REPO = ROOT.parent
 # customer's digits; an attack's gold listed twice or its id taken; a router counting bytes or trimming
 # punctuation; a run rewriting the answer or reading a list or a numeric id as a page); labkit to 8,205
 # and tests to 6,465 for lab 03's model suite on 12 further requests (their fixture, its checks on loading,
-# the grid's case set, the declared question on the request) and their tests.
-BUDGET = {"labkit": 8_205, "tests": 6_465}
+# the grid's case set, the declared question on the request) and their tests; labkit to 8,215 and tests
+# to 6,470 for a sixth held-out round's hidden cases of lab 02's run (a tool's ConnectionError or bare
+# error, a tool returning None, a page without a command, a proposal as JSON text or as pairs).
+BUDGET = {"labkit": 8_215, "tests": 6_470}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

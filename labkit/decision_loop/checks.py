@@ -95,9 +95,24 @@ def _broken_read(**args: Any) -> Any:
 
 
 _BROKEN_READ = Tool("read", {"id": "str"}, _broken_read, source=True)
-# Not a source: it names a page without returning it.
+
+
+def _unreachable_read(**args: Any) -> Any:
+    raise ConnectionError("storage unreachable")  # a tool's OSError is an observation, no provider_error
+
+
+def _bare_error_read(**args: Any) -> Any:
+    raise RuntimeError  # no message: its observation is the type alone
+
+
+_UNREACHABLE_READ = Tool("read", {"id": "str"}, _unreachable_read, source=True)
+_BARE_ERROR_READ = Tool("read", {"id": "str"}, _bare_error_read, source=True)
+# Not a source: it names a page, and a command, without returning the page.
 _LOOKUP = Tool(
-    "lookup", {"id": "str"}, lambda id: {"id": id, "status": "indexed"}, description="is a page indexed"
+    "lookup",
+    {"id": "str"},
+    lambda id: {"id": id, "status": "indexed", "command": "docuctl index"},
+    description="is a page indexed",
 )
 
 
@@ -170,6 +185,14 @@ def run_cases() -> list[RunCase]:
         RunCase(
             "a source whose id is a number, then cites it", _says(_NUMBERED, _SEVEN), tools=(_NUMBERING,)
         ),
+        RunCase(
+            "a source page without a command, then cites it", _says(_FAQ_READ, _FAQ_CITED), tools=(_FAQ,)
+        ),
+        RunCase("a tool that returns nothing", _says(_LOOKED, FINAL | {"citation": ""}), tools=(_SILENT,)),
+        RunCase("a tool that raises ConnectionError", _after_error, _ROOMY, (_UNREACHABLE_READ,)),
+        RunCase("a tool that raises with no message", _after_error, _ROOMY, (_BARE_ERROR_READ,)),
+        RunCase("a proposal written as JSON text", _says(json.dumps(_SEARCH))),
+        RunCase("a proposal as a list of pairs", _says(list(_SEARCH.items()))),
     ]
     return shown + [replace(case, shown=False) for case in hidden] + drawn_run_cases()
 
@@ -211,6 +234,12 @@ _NUMBERING = Tool(
 )
 _LISTED, _NUMBERED = ({"action": name, "id": "rollback-v2"} for name in ("pages", "page_number"))
 _SEVEN = FINAL | {"citation": "7"}
+# A source whose page has no command (what makes a page citable is the tool, not the page's fields), and
+# a tool that returns None (its observation is None, not an error).
+_FAQ = Tool("faq", {"id": "str"}, lambda id: {"id": id, "text": "Ask in #docuctl."}, source=True)
+_FAQ_READ, _FAQ_CITED = {"action": "faq", "id": "faq"}, FINAL | {"citation": "faq"}
+_SILENT = Tool("lookup", {"id": "str"}, lambda id: None, description="is a page indexed")
+_LOOKED = {"action": "lookup", "id": "rollback-v2"}
 _SPACED = " Docuctl  release revert --env staging "  # an answer is handed back as the policy wrote it
 _DRAWN_TOOLS = (
     ((), ""),

@@ -1,6 +1,7 @@
 """Lab 02's build-it cell and exercises: each intended solution passes its checker, and plausible
 wrong answers (each boundary of the rule, a crash, a hang, None) get a sentence saying what to fix."""
 
+import json
 import math
 import time
 from functools import partial
@@ -50,14 +51,18 @@ def my_run(
     is_read=lambda citation, sources: citation in sources,
     asked_id=False,
     answered=lambda answer: answer,
+    read=lambda proposal: proposal,
+    observed=lambda result: result,
+    os_errors_stop=False,
 ):
     """The intended solution; `ids_read`, `pops` (pop the action out of the validated decision, as many
     write it), `validated` (False: validate, then go on with the proposal), `empty_cites` (take a
     citation "" for one, so unread), `error_text` (a raised error's observed text), `cites` (whether
     a citation names a page), `caught` (the tool errors it observes), `shares` (hand the policy the
     run's own list), `is_read` (how a citation is looked up in the sources), `asked_id` (a source's
-    page counts only if it is the id the call asked for) and `answered` (what the run makes of the
-    final answer) vary it."""
+    page counts only if it is the id the call asked for), `answered` (what the run makes of the final
+    answer), `read` (what it makes of a proposal before validating), `observed` (of a tool's result) and
+    `os_errors_stop` (a tool's OSError as provider_error) vary it."""
     observations, sources, tool_calls = [], set(), 0
 
     def stop(reason, turns, answer=None, citation=None):
@@ -71,6 +76,7 @@ def my_run(
         except Exception:
             return stop("invalid_decision", turn)
         try:
+            proposal = read(proposal)
             decision = validate_decision(proposal, tools) if validated else proposal
             validate_decision(proposal, tools)
         except ValueError:
@@ -84,8 +90,10 @@ def my_run(
             return stop("tool_limit", turn)
         tool = tools[action]
         try:
-            result = tool.call(**{name: decision[name] for name in tool.params})
+            result = observed(tool.call(**{name: decision[name] for name in tool.params}))
         except caught as error:
+            if os_errors_stop and isinstance(error, OSError):
+                return stop("provider_error", turn)
             result = {"error": error_text(error)}
         tool_calls += 1
         if not asked_id or (isinstance(result, dict) and result.get("id") == decision.get("id")):
@@ -100,7 +108,7 @@ def varied(**how):
 
 def test_the_intended_run_matches_the_runtime_on_every_case():
     check = lab02.check_run(my_run)
-    verdict(check, True, "all 15 cases of the reference table and 54 it does not show")
+    verdict(check, True, "all 15 cases of the reference table and 60 it does not show")
     assert set(check.table["stop"]) == set(CONTRACTS)  # every stop a policy alone can reach
     assert list(check.table.index) == list(lab02.reference_table().index)
     assert load_progress("02")["exercises"]["run"]["passed"] is True
@@ -247,6 +255,36 @@ def connection_errors_only(task, decide, tools, max_turns, max_tools):
             ),
             ["'a source whose id is a number, then cites it'", "expected 'unread_citation'"],
             id="a number id read as text",
+        ),
+        pytest.param(
+            varied(os_errors_stop=True),
+            ["'a tool that raises ConnectionError'"],
+            id="OSError stops",
+        ),
+        pytest.param(
+            varied(observed=lambda result: {"error": "nothing"} if result is None else result),
+            ["'a tool that returns nothing'", "observation 1", "'result': None"],
+            id="None made an error",
+        ),
+        pytest.param(
+            varied(read=lambda p: json.loads(p) if isinstance(p, str) else p),
+            ["'a proposal written as JSON text'", "expected 'invalid_decision'"],
+            id="JSON text parsed",
+        ),
+        pytest.param(
+            varied(read=lambda p: dict(p) if isinstance(p, list) else p),
+            ["'a proposal as a list of pairs'", "expected 'invalid_decision'"],
+            id="pairs made a dict",
+        ),
+        pytest.param(
+            varied(ids_read=lambda tool, r: {r["id"]} if isinstance(r, dict) and "command" in r else set()),
+            ["'a tool that is not a source names a page'", "expected 'unread_citation'"],
+            id="a page with a command is read",
+        ),
+        pytest.param(
+            varied(error_text=lambda error: error.args[0]),
+            ["raised IndexError", "'a tool that raises with no message'"],
+            id="the error's first argument",
         ),
         pytest.param(
             varied(asked_id=True),
