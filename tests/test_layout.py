@@ -68,8 +68,10 @@ REPO = ROOT.parent
 # and tests to 6,465 for lab 03's model suite on 12 further requests (their fixture, its checks on loading,
 # the grid's case set, the declared question on the request) and their tests; labkit to 8,215 and tests
 # to 6,470 for a sixth held-out round's hidden cases of lab 02's run (a tool's ConnectionError or bare
-# error, a tool returning None, a page without a command, a proposal as JSON text or as pairs).
-BUDGET = {"labkit": 8_215, "tests": 6_470}
+# error, a tool returning None, a page without a command, a proposal as JSON text or as pairs); labkit to
+# 8,225 and tests to 6,485 for its lab 03 half (mediation's edges asked on a request about another order,
+# across the new year, on an order with nothing refundable; the first wrong answer before a crash).
+BUDGET = {"labkit": 8_225, "tests": 6_485}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

@@ -106,8 +106,9 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
 def _edge_problem(guard: Any, edges: list[hidden.Edge]) -> Check | None:
     """The guard's first wrong answer on `edges` (or its crash or hang), as a verdict; else None."""
     answers, refused = ask_guard(guard, [(e.where, e.call, e.state) for e in edges])
-    wrong = ((e, answer) for e, answer in zip(edges, answers, strict=True) if bool(answer) == e.allowed)
-    if refused is not None or (first := next(wrong, None)) is None:
+    # `answers` stop at a crash or hang: a wrong answer before it is the first problem, else the crash.
+    wrong = ((e, answer) for e, answer in zip(edges, answers, strict=False) if bool(answer) == e.allowed)
+    if (first := next(wrong, None)) is None:
         return refused
     edge, answer = first
     # A refusal's own words point at the rule that misfired, which the edge's family need not be.

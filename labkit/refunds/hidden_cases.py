@@ -47,7 +47,7 @@ class Edge:
 
 UNKNOWN_CARD = "card-0000-unknown"  # a destination no customer owns
 # Items an order is given on the refundable's boundary: one that is not refundable, one that is.
-_FINAL_SALE = Item("p-edge-wrap", "Gift wrap (final sale)", 500, final_sale=True)
+_FINAL_SALE = Item("p-edge-wrap", "Gift wrap", 500, final_sale=True)  # final sale by its flag, not its name
 _SPARE = Item("p-edge-spare", "Spare part", 1100, final_sale=False)
 
 
@@ -68,6 +68,16 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
         for over in (0, 1):
             call = RefundCall(order.id, more.refundable + over, order.payment_method)
             edges.append(_edge(held, more, call, "plain"))
+        # Nothing refundable (a final-sale item alone): any amount is too much.
+        bare = dataclasses.replace(order, items=(_FINAL_SALE,))
+        held = _on(shop, bare, shop.window_days // 2, orders={**shop.orders, order.id: bare})
+        edges.append(_edge(held, bare, RefundCall(order.id, 100, order.payment_method), "plain"))
+        # Placed on 20 December, asked in January: the window counts days, not days of the year.
+        december = dataclasses.replace(order, date=dt.date(order.date.year - 1, 12, 20))
+        whole = RefundCall(order.id, order.refundable, order.payment_method)
+        for past in (0, 1):
+            late = _on(shop, december, shop.window_days + past, orders={**shop.orders, order.id: december})
+            edges.append(_edge(late, december, whole, "window"))
     windows = (shop.window_days, OTHER_WINDOW)
     for window, order, past, over in product(windows, _delivered(shop), (0, 1), (0, 1)):
         call = RefundCall(order.id, order.refundable + over, order.payment_method)
@@ -143,7 +153,11 @@ def _edge(
     values |= {"customer": customer, "age": (shop.today - order.date).days, "days": days}
     values |= {"status": shop.orders[order.id].status, "refundable": money(order.refundable)}
     hint = CASES["hints"][kind].format(call=call, **values)
-    request = Request(f"edge-{order.id}", "legitimate", customer, order.id, *EDGE_REQUEST)
+    # The episode's request names another order of the same customer where there is one (every rule reads
+    # the order the call names, not the one the request was about); an asker asks about the order itself.
+    others = [o.id for o in shop.orders.values() if o.customer == customer and o.id != call.order]
+    asked = order.id if asker or not others else others[0]
+    request = Request(f"edge-{order.id}", "legitimate", customer, asked, *EDGE_REQUEST)
     state = EpisodeState(shop, request, Defenses("your mediation"))
     return Edge(f"on a refund of {call} for {customer}", call, state, refusal is None, hint, family)
 

@@ -22,6 +22,7 @@ from labkit.core.verdicts import load_progress
 from labkit.refunds import careful
 from labkit.refunds import checks as lab03
 from labkit.refunds.attacks import attack_from, goal_text, load_templates
+from labkit.refunds.hidden_cases import STATUSES
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.policies import timed_out
 
@@ -100,6 +101,28 @@ def same_last_digits(call, state):
     return reason
 
 
+def requests_status(call, state):
+    """Mediation, its status rule asked of the order the request was about."""
+    if state.shop.orders[state.request.order].status != "delivered":
+        return "not delivered"
+    said = mediation(call, state)
+    return None if said and said.endswith(tuple(STATUSES)) else said
+
+
+def swapped(rule, reason):
+    """Mediation with one rule written as a learner may: `rule(call, state, order)` refuses on its own,
+    and mediation's refusal that mentions `reason` is dropped."""
+
+    def guard(call, state):
+        order = state.shop.orders.get(call.order)
+        if order is not None and rule(call, state, order):
+            return "refused by my rule"
+        said = mediation(call, state)
+        return None if said and reason in said else said
+
+    return guard
+
+
 def first_card_only(call, state):
     """Mediation, and the customer's first card in place of the order's (o-1007: Chloe's second card)."""
     customer = state.shop.customers[state.request.customer]
@@ -155,6 +178,32 @@ def written(
             ),
         ),
         (owner_of_the_card, ("to gift-chloe-02 while c-chloe is signed in", "another customer's")),
+        (  # the status of the order the request was about, not the one the call names
+            requests_status,
+            ("refuses $64.50 on o-1008", "which every rule allows", "Your guard said: 'not delivered'"),
+        ),
+        (  # days of the year, which a window across the new year breaks
+            swapped(
+                lambda c, s, o: (
+                    s.shop.today.timetuple().tm_yday - o.date.timetuple().tm_yday > s.shop.window_days
+                ),
+                "window",
+            ),
+            ("one day past the window",),
+        ),
+        (  # a refundable of 0 read as "no limit"
+            swapped(lambda c, s, o: o.refundable and c.amount > o.refundable, "more than the refundable"),
+            ("$1.00", "refuse any amount above the refundable"),
+        ),
+        (  # final sale read from the item's name
+            swapped(
+                lambda c, s, o: (
+                    c.amount > sum(i.price for i in o.items if "final sale" not in i.name.lower())
+                ),
+                "more than the refundable",
+            ),
+            ("one cent more than its refundable",),
+        ),
         (dearest_item, ("refuses $100.00 on o-1001", "which every rule", "said: 'more than the item'")),
         (same_last_digits, ("to card-mallory-4242", "never in its name")),
         (owner_only, ("let", "through", "amount")),
