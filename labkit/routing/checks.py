@@ -183,7 +183,12 @@ def check_ready(my_ready: Callable[..., Any] | None) -> Check:
         except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict says what went wrong
             if yours.error is not None or isinstance(error, TimedOut):
                 return crashed(yours.error or error, f"while labkit's scheduler ran the {name} graph")
-            return fail(f"Running the {name} graph with your step, the scheduler stopped: {error}.")
+            # The scheduler's own invariant fired, but the step it was handed is what broke it.
+            said = str(error).removeprefix("scheduler bug: ")
+            return fail(
+                f"Running the {name} graph with your step, the scheduler stopped ({said}): your step "
+                "released a job it should not have, or did not release one whose dependencies completed."
+            )
         if got.events != want.events:
             return fail(
                 f"Running the {name} graph with your step, the scheduler started {shown(_starts(got))}; "
