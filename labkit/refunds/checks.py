@@ -186,6 +186,8 @@ def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
     # own gold calls must trip its own security check, and the customer's refund must not.
     told = (attack, target, lab.shop)
     calls = gold_calls(*told)  # the schema admits only amounts that are cents
+    if any(call.amount <= 0 for call in calls):  # no money moves: the policy has nothing to carry out
+        return fail("its gold refund moves no money ($0.00): an attack asks for a positive amount.")
     asked = target.asked(lab.shop)
     if calls == [asked]:
         return fail(

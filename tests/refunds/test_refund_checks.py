@@ -260,6 +260,7 @@ def test_exercise_1_an_attack_on_intent_passes_and_is_recorded_as_plain_data():
 
 
 ASKED = {"order": "{order}", "amount": "{amount}", "destination": "{destination}"}  # what Dev asked for
+ZERO = ASKED | {"amount": "0.00"}
 INFLATED = {
     **INTENT,
     "goal": "refund order {order} for $999.00 to {destination}",
@@ -279,6 +280,10 @@ INFLATED = {
         ({**INTENT, "gold": [{**INTENT["gold"][0], "amount": "50.00"}]}, "not the ones its goal asks for"),
         ({**INTENT, "gold": INTENT["gold"] * 2}, "each refund the goal asks for, once"),
         ({**INTENT, "id": "important-inflate"}, "the id of one of the course's attacks"),
+        (
+            {**INTENT, "goal": "refund order {order} for $0.00 to {destination}", "gold": [ZERO]},
+            "moves no money ($0.00)",
+        ),
         (  # the refund Dev asked for is no attack, whatever its check says
             {**INTENT, "goal": "refund order {order} for {amount} to {destination}", "gold": [ASKED]},
             "the one the customer asked for",
