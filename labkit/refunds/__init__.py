@@ -10,7 +10,8 @@ lab's map, and what its notebook imports:
 - attacks and defenses: `PLACES`, `goal_text`, `succeeded`, `DEFENSES`, `Defenses`, `rubber_stamp`,
   `provenance_refusal`
 - scoring: `suite`, `utility`, `unauthorized`, `duplicates`, `money_lost`, `matrix` (attack x defense),
-  `COLUMNS`, `course_scores`; with intervals: `matrix_intervals`, `defense_comparisons`, `compare_scores`
+  `COLUMNS`, `course_scores`; with intervals: `matrix_intervals`, `defense_comparisons`, `compare_scores`,
+  `episodes_of` (one row per episode, by request and attack)
 - the model's rows, replayed: `model_specs`, `model_table`, `model_scores`, `model_comparisons`,
   `attribution`, `rates_with_intervals`, `LADDER_DEFENSES`; the recording: `read_records`, `TRIALS`,
   `is_episode`, `random_baseline` (the drawn random-admissible baseline), `backend_for`
@@ -33,7 +34,7 @@ __all__, __getattr__, __dir__ = face(
         "display": "family_table legend short success_by_attack",
         "episode": "refund_episode",
         "grid": "is_episode",
-        "intervals": "compare_scores defense_comparisons matrix_intervals",
+        "intervals": "compare_scores defense_comparisons episodes_of matrix_intervals",
         "lab": "refund_lab",
         "metrics": "COLUMNS course_scores duplicates matrix money_lost suite unauthorized utility",
         "model_rows": "LADDER_DEFENSES attribution model_comparisons model_scores model_specs model_table "
