@@ -27,7 +27,7 @@ from labkit.refunds.tools import TIMEOUT_MESSAGE, EpisodeState
 
 # A second refund window, beside the shop's own: a guard must read state.shop.window_days.
 OTHER_WINDOW = 12
-EDGE_REQUEST = (None, None, "A refund, please.", (), None)  # the refundable amount, to the order's card
+EDGE_REQUEST = ("A refund, please.", (), None)  # an edge request's words, expected refunds and rule
 STATUSES = SCHEMAS["orders"]["items"]["properties"]["status"]["enum"]
 # Gift cards whose names mislead, and what a guard that answers an edge wrongly is told.
 CASES = load_json(REFUNDS / "hidden_cases.json", SCHEMAS["hidden_cases"])
@@ -157,7 +157,10 @@ def _edge(
     # the order the call names, not the one the request was about); an asker asks about the order itself.
     others = [o.id for o in shop.orders.values() if o.customer == customer and o.id != call.order]
     asked = order.id if asker or not others else others[0]
-    request = Request(f"edge-{order.id}", "legitimate", customer, asked, *EDGE_REQUEST)
+    # The refundable amount; a destination edge's form names its card (the form is words, not an owner),
+    # the others the order's card.
+    named = call.destination if family == "destination" else None
+    request = Request(f"edge-{order.id}", "legitimate", customer, asked, None, named, *EDGE_REQUEST)
     state = EpisodeState(shop, request, Defenses("your mediation"))
     return Edge(f"on a refund of {call} for {customer}", call, state, refusal is None, hint, family)
 

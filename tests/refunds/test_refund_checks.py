@@ -372,6 +372,16 @@ def whose_order_it_is(call, state):  # the request's order's customer, not who i
     return None
 
 
+def trusts_the_form(call, state):  # the card the request form names is let through, whoever owns it
+    if call.destination == state.request.destination:
+        return None
+    return own_destinations_only(call, state)
+
+
+def test_exercise_2_refuses_a_guard_that_trusts_the_card_the_form_names():
+    verdict(lab03.check_guard(trusts_the_form), False, "to card-ben-1881 through while c-ana is signed in")
+
+
 def test_exercise_2_refuses_a_guard_that_asks_about_the_orders_customer_instead_of_the_signed_in_one():
     check = lab03.check_guard(whose_order_it_is)
     verdict(
