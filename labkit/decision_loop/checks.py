@@ -172,6 +172,7 @@ def run_cases() -> list[RunCase]:
         RunCase("a tool that is not a source names a page", _says(lookup, FINAL), tools=(_LOOKUP,)),
         RunCase("final with an undeclared field", _says(FINAL | {"confidence": "high"})),
         RunCase("decide raises TimeoutError", _raises(TimeoutError("timed out"))),
+        RunCase("decide raises ValueError", _raises(ValueError("Expecting value: line 1 column 1"))),
         RunCase("reads two pages, cites the first", _says(_READ, second, FINAL), _ROOMY),
         RunCase("a source tool named open, then cites its page", _says(_OPENED, FINAL), tools=(_OPEN,)),
         RunCase("reads a page, then cites it in capitals", _says(_READ, FINAL | {"citation": "ROLLBACK-V2"})),
@@ -334,7 +335,7 @@ def _fickle(
     policy could rewrite); `seen`: a copy of the observations of each call."""
     lists: list[Any] = []  # every list handed, kept alive so that `is` cannot meet a reused id
 
-    def decide(task: Any, observations: Any) -> Any:
+    def decide(task: Any, observations: Any, /) -> Any:  # as labkit's run calls it: by position
         if any(isinstance(o, dict) and o.get("action") == _CHANGED for o in observations):
             handed.append("changed")
         if any(observations is earlier for earlier in lists):

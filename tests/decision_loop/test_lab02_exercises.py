@@ -54,6 +54,8 @@ def my_run(
     read=lambda proposal: proposal,
     observed=lambda result: result,
     os_errors_stop=False,
+    by_keyword=False,
+    provider_errors=OSError,
 ):
     """The intended solution; `ids_read`, `pops` (pop the action out of the validated decision, as many
     write it), `validated` (False: validate, then go on with the proposal), `empty_cites` (take a
@@ -62,7 +64,8 @@ def my_run(
     run's own list), `is_read` (how a citation is looked up in the sources), `asked_id` (a source's
     page counts only if it is the id the call asked for), `answered` (what the run makes of the final
     answer), `read` (what it makes of a proposal before validating), `observed` (of a tool's result) and
-    `os_errors_stop` (a tool's OSError as provider_error) vary it."""
+    `os_errors_stop` (a tool's OSError as provider_error), `by_keyword` (call decide by keyword) and
+    `provider_errors` (what a policy raises that is provider_error) vary it."""
     observations, sources, tool_calls = [], set(), 0
 
     def stop(reason, turns, answer=None, citation=None):
@@ -70,8 +73,9 @@ def my_run(
 
     for turn in range(1, max_turns + 1):
         try:
-            proposal = decide(task, observations if shares else list(observations))
-        except OSError:
+            handed = observations if shares else list(observations)
+            proposal = decide(task=task, observations=handed) if by_keyword else decide(task, handed)
+        except provider_errors:
             return stop("provider_error", turn)
         except Exception:
             return stop("invalid_decision", turn)
@@ -108,7 +112,7 @@ def varied(**how):
 
 def test_the_intended_run_matches_the_runtime_on_every_case():
     check = lab02.check_run(my_run)
-    verdict(check, True, "all 15 cases of the reference table and 60 it does not show")
+    verdict(check, True, "all 15 cases of the reference table and 61 it does not show")
     assert set(check.table["stop"]) == set(CONTRACTS)  # every stop a policy alone can reach
     assert list(check.table.index) == list(lab02.reference_table().index)
     assert load_progress("02")["exercises"]["run"]["passed"] is True
@@ -255,6 +259,14 @@ def connection_errors_only(task, decide, tools, max_turns, max_tools):
             ),
             ["'a source whose id is a number, then cites it'", "expected 'unread_citation'"],
             id="a number id read as text",
+        ),
+        pytest.param(
+            varied(by_keyword=True), ["stop='invalid_decision' (expected"], id="decide called by keyword"
+        ),
+        pytest.param(
+            varied(provider_errors=(OSError, ValueError)),
+            ["'decide raises ValueError'", "expected 'invalid_decision'"],
+            id="a ValueError as provider_error",
         ),
         pytest.param(
             varied(os_errors_stop=True),
