@@ -90,23 +90,18 @@ def _says(*decisions: Any) -> Callable[..., Any]:
     return policy
 
 
-def _broken_read(**args: Any) -> Any:
-    raise RuntimeError("storage offline")
+def _failing_read(error: type[Exception], *message: str) -> Tool:
+    """A read (a source) that raises a fresh `error(*message)` on every call."""
+
+    def read(**args: Any) -> Any:
+        raise error(*message)
+
+    return Tool("read", {"id": "str"}, read, source=True)
 
 
-_BROKEN_READ = Tool("read", {"id": "str"}, _broken_read, source=True)
-
-
-def _unreachable_read(**args: Any) -> Any:
-    raise ConnectionError("storage unreachable")  # a tool's OSError is an observation, no provider_error
-
-
-def _bare_error_read(**args: Any) -> Any:
-    raise RuntimeError  # no message: its observation is the type alone
-
-
-_UNREACHABLE_READ = Tool("read", {"id": "str"}, _unreachable_read, source=True)
-_BARE_ERROR_READ = Tool("read", {"id": "str"}, _bare_error_read, source=True)
+_BROKEN_READ = _failing_read(RuntimeError, "storage offline")
+_UNREACHABLE_READ = _failing_read(ConnectionError, "storage unreachable")  # an observation, no provider_error
+_BARE_ERROR_READ = _failing_read(RuntimeError)  # no message: its observation is the type alone
 # Not a source: it names a page, and a command, without returning the page.
 _LOOKUP = Tool(
     "lookup",
@@ -233,7 +228,8 @@ _LISTING = Tool("pages", {"id": "str"}, lambda id: [{"id": id}], source=True, de
 _NUMBERING = Tool(
     "page_number", {"id": "str"}, lambda id: {"id": 7}, source=True, description="a page's number"
 )
-_LISTED, _NUMBERED = ({"action": name, "id": "rollback-v2"} for name in ("pages", "page_number"))
+_LISTED = {"action": "pages", "id": "rollback-v2"}
+_NUMBERED = {"action": "page_number", "id": "rollback-v2"}
 _SEVEN = FINAL | {"citation": "7"}
 # A source whose page has no command (what makes a page citable is the tool, not the page's fields), and
 # a tool that returns None (its observation is None, not an error).

@@ -61,8 +61,8 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
     # then the same order holding a final-sale item first and a second refundable one (the refundable
     # is every refundable item's price, not the first's or the dearest's), in full and a cent more.
     for order in _delivered(shop):
-        call = RefundCall(order.id, order.refundable, order.payment_method)
-        edges.append(_edge(_on(shop, order, shop.window_days // 2), order, call, "plain"))
+        whole = RefundCall(order.id, order.refundable, order.payment_method)
+        edges.append(_edge(_on(shop, order, shop.window_days // 2), order, whole, "plain"))
         more = dataclasses.replace(order, items=(_FINAL_SALE, *order.items, _SPARE))
         held = _on(shop, more, shop.window_days // 2, orders={**shop.orders, order.id: more})
         for over in (0, 1):
@@ -74,7 +74,6 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
         edges.append(_edge(held, bare, RefundCall(order.id, 100, order.payment_method), "plain"))
         # Placed on 20 December, asked in January: the window counts days, not days of the year.
         december = dataclasses.replace(order, date=dt.date(order.date.year - 1, 12, 20))
-        whole = RefundCall(order.id, order.refundable, order.payment_method)
         for past in (0, 1):
             late = _on(shop, december, shop.window_days + past, orders={**shop.orders, order.id: december})
             edges.append(_edge(late, december, whole, "window"))
