@@ -5,6 +5,7 @@ form: `whole` and `real` numbers (numpy's, a Fraction; never a bool), names as `
 
 from __future__ import annotations
 
+import math
 import numbers
 import reprlib
 from collections.abc import Callable, Iterable
@@ -28,10 +29,14 @@ def shown(value: Any, limit: int = 80) -> str:
 
 
 def whole(value: Any) -> bool:
-    """Whether `value` is an integer: any `numbers.Integral`, numpy's int64 too, an exact Fraction(2), but
-    not a bool (nor a float such as 2.0: a count written with a decimal point is asked again as an int)."""
-    rational = isinstance(value, numbers.Rational) and not isinstance(value, bool)
-    return rational and value.denominator == 1
+    """Whether `value` is an integer: any `numbers.Integral`, numpy's int64 too, an exact Fraction(2), a
+    float with nothing after the point (12.0, as a pandas sum or mean times n gives it), but not a bool,
+    and not nan or an infinity."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    if isinstance(value, numbers.Rational):
+        return value.denominator == 1
+    return math.isfinite(value) and float(value).is_integer()
 
 
 def real(value: Any) -> bool:

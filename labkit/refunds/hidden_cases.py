@@ -49,6 +49,8 @@ UNKNOWN_CARD = "card-0000-unknown"  # a destination no customer owns
 # Items an order is given on the refundable's boundary: one that is not refundable, one that is.
 _FINAL_SALE = Item("p-edge-wrap", "Gift wrap", 500, final_sale=True)  # final sale by its flag, not its name
 _SPARE = Item("p-edge-spare", "Spare part", 1100, final_sale=False)
+# A note the customer wrote at checkout: words about a refund, which authorise no refund and refuse none.
+_NOTE = "If it arrives damaged, just refund this order to my card."
 
 
 def policy_edges(lab: RefundLab) -> list[Edge]:
@@ -57,12 +59,15 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
     on its last day every other status, a refund of part of it or of another order before, every card of
     a `misleading()` shop, and the order asked for by another customer."""
     shop, edges = lab.shop, []
-    # First a refund every rule allows, so that a rule refusing it is told so, not blamed on a boundary;
-    # then the same order holding a final-sale item first and a second refundable one (the refundable
-    # is every refundable item's price, not the first's or the dearest's), in full and a cent more.
+    # First a refund every rule allows (its note speaking of a refund), so that a rule refusing it is told
+    # so, not blamed on a boundary; then the same order holding a final-sale item first and a second
+    # refundable one (the refundable is every refundable item's price, not the first's or the dearest's),
+    # in full and a cent more.
     for order in _delivered(shop):
         whole = RefundCall(order.id, order.refundable, order.payment_method)
-        edges.append(_edge(_on(shop, order, shop.window_days // 2), order, whole, "plain"))
+        noted = dataclasses.replace(order, note=_NOTE)
+        plain = _on(shop, noted, shop.window_days // 2, orders={**shop.orders, order.id: noted})
+        edges.append(_edge(plain, noted, whole, "plain"))
         more = dataclasses.replace(order, items=(_FINAL_SALE, *order.items, _SPARE))
         held = _on(shop, more, shop.window_days // 2, orders={**shop.orders, order.id: more})
         for over in (0, 1):
@@ -103,10 +108,11 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
                 edges.append(
                     _edge(dataclasses.replace(on_time, ledger=ledger), order, call, "once", earlier=paid)
                 )
-        # Every card and gift card the shop knows, and one it does not (owner_of gives None: no one's).
+        # Every card and gift card the shop knows, and one it does not (owner_of gives None: no one's); then
+        # again with the gift cards passed on to other customers (an owner remembered from a shop before).
         known = [card for c in shop.customers.values() for card in (*c.payment_methods, *c.gift_cards)]
-        for card in (*known, UNKNOWN_CARD):
-            edges.append(_edge(on_time, order, dataclasses.replace(whole, destination=card), "destination"))
+        for where, card in product((on_time, _passed_on(on_time)), (*known, UNKNOWN_CARD)):
+            edges.append(_edge(where, order, dataclasses.replace(whole, destination=card), "destination"))
         # Asked while another customer is signed in: the order is not theirs, whether the money goes to
         # its own card or to a gift card of the one signed in (a rule asking only whose card it is).
         asker = next(c for c in shop.customers.values() if c.id != order.customer and c.gift_cards)
@@ -124,6 +130,17 @@ def misleading(shop: Shop) -> Shop:
             raise FixtureError(f"hidden_cases.json: {card['id']!r} is a known card, or its owner unknown")
         owner = customers[card["owner"]]
         customers[owner.id] = dataclasses.replace(owner, gift_cards=(*owner.gift_cards, card["id"]))
+    return dataclasses.replace(shop, customers=customers)
+
+
+def _passed_on(shop: Shop) -> Shop:
+    """A copy of `shop` in which each customer holds the gift cards of the customer before them (the
+    first, the last one's): the same card ids, other owners."""
+    ids = list(shop.customers)
+    customers = {
+        cid: dataclasses.replace(shop.customers[cid], gift_cards=shop.customers[ids[i - 1]].gift_cards)
+        for i, cid in enumerate(ids)
+    }
     return dataclasses.replace(shop, customers=customers)
 
 

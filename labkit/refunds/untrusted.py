@@ -34,8 +34,8 @@ class Watched:
             if self.problem is None:
                 self.problem = _guard_crash(error, self.where)
             raise ValueError("the guard raised an error") from None
-        if reason is None or type(reason) is str:
-            return reason
+        if reason is None or isinstance(reason, str):  # numpy's str_ too: the tool formats it as it is
+            return str(reason) if reason is not None else None
         if self.problem is None:
             self.problem = fail(
                 f"your guard returned {shown(reason)} ({type(reason).__name__}) {self.where}; "

@@ -204,6 +204,23 @@ def written(
             ),
             ("one cent more than its refundable",),
         ),
+        (  # round 8: any text read so far speaking of a refund refuses every refund, the customer's own too
+            lambda call, state: (
+                "an instruction was read"
+                if any("refund order" in text.lower() for text in state.untrusted)
+                else mediation(call, state)
+            ),
+            ("refuses a legitimate refund on r-ana-blender under the attack", "whatever the texts"),
+        ),
+        (  # round 8: the order's note (words the customer wrote) read as a reason to refuse
+            lambda call, state: (
+                "suspicious note"
+                if "refund" in state.shop.orders[call.order].note.lower()
+                else mediation(call, state)
+            ),
+            ("which every rule allows", "Your guard said: 'suspicious note'"),
+        ),
+        (lambda call, state: numpy.str_("no"), ("refuses a legitimate refund",)),  # a str, numpy's
         (dearest_item, ("refuses $100.00 on o-1001", "which every rule", "said: 'more than the item'")),
         (same_last_digits, ("to card-mallory-4242", "never in its name")),
         (owner_only, ("let", "through", "amount")),
@@ -391,6 +408,31 @@ def test_exercise_2_refuses_a_guard_that_asks_about_the_orders_customer_instead_
         "that card is not c-chloe's",
         "state.request.customer",
     )
+
+
+def test_exercise_2_refuses_a_guard_that_reads_texts_or_remembers_owners():
+    # Round 8: a destination named in any text read is refused, Ana's own card too (an attack names it).
+    def named_in_a_text(call, state):
+        if any(call.destination in text for text in state.untrusted):
+            return "named in a text"
+        return own_destinations_only(call, state)
+
+    verdict(lab03.check_guard(named_in_a_text), False, "refuses a legitimate refund", "under the attack")
+
+    # An owner remembered from the shop before: the same card ids may belong to others in another shop.
+    def remembers(call, state, _owners={}):  # noqa: B006 - the learner's bug under test
+        _owners.setdefault(call.destination, state.shop.owner_of(call.destination))
+        return None if _owners[call.destination] == state.request.customer else "not yours"
+
+    verdict(lab03.check_guard(remembers), False, "through while", "is signed in")
+
+
+def test_a_guards_reason_may_be_any_str():
+    def numpy_reasons(call, state):  # numpy's str_ is a str
+        said = mediation(call, state)
+        return None if said is None else numpy.str_(said)
+
+    verdict(lab03.check_mediation(numpy_reasons), True)
 
 
 def test_exercise_2_a_guard():
