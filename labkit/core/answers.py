@@ -44,19 +44,37 @@ def real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _name_key(text: str) -> str:
-    # A name written as a sentence ends in "."; one written as a quotation stands in quotes.
-    words = text.casefold().strip().strip(".\"'\u201c\u201d\u2018\u2019").split()
-    return " ".join(words[1:] if words[:1] == ["the"] else words)
+# A name's last word saying what kind of thing it is, which a learner may leave out ("spell-correct-first",
+# "the unread_citation rule").
+_KINDS = ("rule", "reason", "stage", "workflow", "loop", "route", "controller")
+
+
+def _name_keys(text: str) -> set[str]:
+    """The ways `text` names something: case, spacing, hyphens and underscores aside, without a leading
+    "the", a closing full stop or quotes (a name written as a sentence or a quotation), with or without
+    its kind's word at the end."""
+    cleaned = (
+        text.casefold().replace("-", " ").replace("_", " ").strip().strip(".\"'\u201c\u201d\u2018\u2019")
+    )
+    words = cleaned.split()
+    if words[:1] == ["the"]:
+        words = words[1:]
+    keys = {" ".join(words)}
+    if len(words) > 1 and words[-1] in _KINDS:
+        keys.add(" ".join(words[:-1]))
+    return keys
 
 
 def name_in(answer: Any, names: Iterable[str]) -> str | None:
-    """Which of `names` the learner's `answer` names, whatever its case and spacing, with or without a
-    leading "the", a closing full stop and quotes ('"The spell-correct-first workflow."'); None if it
-    names none (or is not a str)."""
+    """Which of `names` the learner's `answer` names, whatever its case, spacing, hyphens or underscores,
+    with or without a leading "the", a closing full stop and quotes, and the kind's word at the end
+    ('"The spell-correct-first workflow."', "spell correct first", "the unread citation rule"); None if
+    it names none, or more than one (or is not a str)."""
     if not isinstance(answer, str):
         return None
-    return {_name_key(name): name for name in names}.get(_name_key(answer))
+    said = _name_keys(answer)
+    found = [name for name in names if said & _name_keys(name)]
+    return found[0] if len(found) == 1 else None
 
 
 def limit_s() -> float:

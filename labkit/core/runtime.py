@@ -20,6 +20,7 @@ the policy) is re-raised. A policy reports each decision's usage in its `last_us
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Mapping
@@ -178,7 +179,10 @@ def _ask_policy(
 ) -> Any:
     """The policy's next proposal if it came within `wait` seconds; else stops with `late`,
     `provider_error` for an OSError, `invalid_decision` for anything else (a LabError is re-raised)."""
-    turn, decide, arguments = entry["turn"], episode.decide, (episode.task, list(episode.observations))
+    # A deep copy: a policy that changes what it was shown (pops a hit from a result) changes its own
+    # copy, never the episode's record (guards: policy).
+    turn, decide = entry["turn"], episode.decide
+    arguments = (episode.task, copy.deepcopy(episode.observations))
     try:
         proposal = decide(*arguments) if wait is None else call_within(decide, arguments, wait)
     except LabError:  # guards: user — the lab's configuration, not the policy: re-raised

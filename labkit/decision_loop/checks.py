@@ -111,6 +111,12 @@ _LOOKUP = Tool(
 )
 
 
+def _noting(task: Any, observations: list) -> dict[str, Any]:
+    """The scripted loop, after adding a note of its own to the list it was handed (its copy: a list)."""
+    observations.append({"action": "note", "result": len(observations)})
+    return scripted(task, observations[:-1])
+
+
 def _after_error(task: Any, observations: list) -> dict[str, Any]:
     """Search, read the first hit; if the read failed, say so."""
     last = observations[-1]["result"] if observations else None
@@ -189,6 +195,12 @@ def run_cases() -> list[RunCase]:
         RunCase("a tool that raises with no message", _after_error, _ROOMY, (_BARE_ERROR_READ,)),
         RunCase("a proposal written as JSON text", _says(json.dumps(_SEARCH))),
         RunCase("a proposal as a list of pairs", _says(list(_SEARCH.items()))),
+        RunCase("reads a page, then cites None", _says(_READ, FINAL | {"citation": None})),
+        RunCase(
+            "a source whose id is a list", _says(_LISTED_ID, FINAL | {"citation": ""}), tools=(_LIST_ID,)
+        ),
+        RunCase("a source that returns nothing", _says(_VOIDED, FINAL | {"citation": ""}), tools=(_VOID,)),
+        RunCase("a policy that adds to its own observations", _noting),
     ]
     return shown + [replace(case, shown=False) for case in hidden] + drawn_run_cases()
 
@@ -236,6 +248,10 @@ _SEVEN = FINAL | {"citation": "7"}
 _FAQ = Tool("faq", {"id": "str"}, lambda id: {"id": id, "text": "Ask in #docuctl."}, source=True)
 _FAQ_READ, _FAQ_CITED = {"action": "faq", "id": "faq"}, FINAL | {"citation": "faq"}
 _SILENT = Tool("lookup", {"id": "str"}, lambda id: None, description="is a page indexed")
+# Sources whose result has no id a run can keep (a list, which no set holds) or is no dict at all.
+_LIST_ID = Tool("shelf", {"id": "str"}, lambda id: {"id": [id]}, source=True, description="a shelf of pages")
+_VOID = Tool("archive", {"id": "str"}, lambda id: None, source=True, description="an archived page")
+_LISTED_ID, _VOIDED = {"action": "shelf", "id": "rollback-v2"}, {"action": "archive", "id": "rollback-v2"}
 _LOOKED = {"action": "lookup", "id": "rollback-v2"}
 _SPACED = " Docuctl  release revert --env staging "  # an answer is handed back as the policy wrote it
 _DRAWN_TOOLS = (
@@ -451,17 +467,20 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
         return refused
     limits = _TURN_LIMITS if reason == "turn_limit" else _LIMITS
     under = ", ".join(f"{k}={v}" for k, v in limits.items())
-    try:
-        # The runtime calls the policy in this thread; TimedOut (a BaseException) passes its handlers.
-        result = call(run, TASK, policy, tools=_case_tools([]), **limits)
-    except Raised as raised:  # the runtime counts a policy's errors, but re-raises a LabError
-        return crashed(raised.error, f"while run asked it for decisions under {under}")
-    detail = shorten(result["detail"] or "no detail", 120)
-    if result["stop"] == reason:
-        done = f"{result['turns']} turn(s) and {result['tool_calls']} tool call(s)"
-        return Check(True, f"stop={reason} after {done} under {under} ({detail}).")
-    said = f"under {under} your policy ended with stop={result['stop']} ({detail})"
-    return fail(f"{said}; the table of stop reasons says what each one needs.")
+    # Two episodes: a policy that reaches the stop only the first time it plays (state kept between
+    # episodes) does not make run stop so.
+    for episode in ("", " in a second episode"):
+        try:
+            # The runtime calls the policy in this thread; TimedOut (a BaseException) passes its handlers.
+            result = call(run, TASK, policy, tools=_case_tools([]), **limits)
+        except Raised as raised:  # the runtime counts a policy's errors, but re-raises a LabError
+            return crashed(raised.error, f"while run asked it for decisions under {under}{episode}")
+        detail = shorten(result["detail"] or "no detail", 120)
+        if result["stop"] != reason:
+            said = f"under {under} your policy ended with stop={result['stop']}{episode} ({detail})"
+            return fail(f"{said}; the table of stop reasons says what each one needs.")
+    done = f"{result['turns']} turn(s) and {result['tool_calls']} tool call(s)"
+    return Check(True, f"stop={reason} after {done} under {under} ({detail}).")
 
 
 @exercise("02", "pass_hat_k")

@@ -75,7 +75,11 @@ def test_integers_are_whole_and_real_other_reals_only_real_bools_strings_and_com
         ("adaptive loop!", None),
         ("the", None),
         ("a adaptive loop", None),
-        ("adaptive", None),
+        ("adaptive", "adaptive loop"),  # the kind's word left out
+        ("Adaptive-Loop", "adaptive loop"),
+        ("search read", None),
+        ("search/read", "search/read workflow"),
+        ("loop", None),  # the kind alone names nothing
         ("theadaptive loop", None),
         (3, None),
         (None, None),
@@ -84,6 +88,11 @@ def test_integers_are_whole_and_real_other_reals_only_real_bools_strings_and_com
 )
 def test_a_name_matches_with_or_without_the_and_anything_else_names_nothing(answer, named):
     assert name_in(answer, ["search/read workflow", "adaptive loop"]) == named
+
+
+def test_a_name_shared_by_two_names_nothing():
+    assert name_in("scripted", ["scripted loop", "scripted workflow"]) is None
+    assert name_in("the unread citation rule", ["final", "unread_citation"]) == "unread_citation"
 
 
 # -- lab 01 --------------------------------------------------------------------------------------

@@ -128,6 +128,18 @@ def test_each_stop_reason_says_what_ended_the_episode(case):
     assert len(log) == result["tool_calls"]  # every tool call counted ran, and no other
 
 
+def test_a_policy_that_changes_what_it_was_shown_changes_only_its_copy():
+    def pops_the_hit(task, observations):  # a learner's decide: takes the hit out of the search's result
+        if not observations:
+            return SEARCH
+        hit = observations[0]["result"].pop(0)
+        return READ | {"id": hit["id"]} if len(observations) == 1 else FINAL
+
+    result = run(TASK, pops_the_hit, tools=tools(), max_turns=3, max_tools=2)
+    assert result["stop"] == "final"  # it read the hit it took, on the second turn as on the third
+    assert result["trace"][0]["result"] == [{"id": "deploy-v2", "title": "Deploy a build"}]
+
+
 def test_lab_error_is_reraised_not_counted():
     with pytest.raises(LabError, match="no recorded reply"):
         run(TASK, script(LabError("no recorded reply for case t1")), tools=tools())

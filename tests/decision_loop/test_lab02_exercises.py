@@ -56,6 +56,7 @@ def my_run(
     os_errors_stop=False,
     by_keyword=False,
     provider_errors=OSError,
+    handed_as=list,
 ):
     """The intended solution; `ids_read`, `pops` (pop the action out of the validated decision, as many
     write it), `validated` (False: validate, then go on with the proposal), `empty_cites` (take a
@@ -65,7 +66,8 @@ def my_run(
     page counts only if it is the id the call asked for), `answered` (what the run makes of the final
     answer), `read` (what it makes of a proposal before validating), `observed` (of a tool's result) and
     `os_errors_stop` (a tool's OSError as provider_error), `by_keyword` (call decide by keyword) and
-    `provider_errors` (what a policy raises that is provider_error) vary it."""
+    `provider_errors` (what a policy raises that is provider_error) and `handed_as` (the copy decide is
+    handed) vary it."""
     observations, sources, tool_calls = [], set(), 0
 
     def stop(reason, turns, answer=None, citation=None):
@@ -73,7 +75,7 @@ def my_run(
 
     for turn in range(1, max_turns + 1):
         try:
-            handed = observations if shares else list(observations)
+            handed = observations if shares else handed_as(observations)
             proposal = decide(task=task, observations=handed) if by_keyword else decide(task, handed)
         except provider_errors:
             return stop("provider_error", turn)
@@ -112,7 +114,7 @@ def varied(**how):
 
 def test_the_intended_run_matches_the_runtime_on_every_case():
     check = lab02.check_run(my_run)
-    verdict(check, True, "all 15 cases of the reference table and 61 it does not show")
+    verdict(check, True, "all 15 cases of the reference table and 65 it does not show")
     assert set(check.table["stop"]) == set(CONTRACTS)  # every stop a policy alone can reach
     assert list(check.table.index) == list(lab02.reference_table().index)
     assert load_progress("02")["exercises"]["run"]["passed"] is True
@@ -303,6 +305,33 @@ def connection_errors_only(task, decide, tools, max_turns, max_tools):
             ["'a source tool named open, then cites its page'", "expected 'final'"],
             id="a source's page only if it is the id asked for",
         ),
+        # round 8: a final citing None taken for one citing nothing, a source's id kept however it is
+        # written, the observations handed as a tuple
+        pytest.param(
+            varied(
+                read=lambda p: (
+                    p | {"citation": ""}
+                    if isinstance(p, dict) and "citation" in p and p["citation"] is None
+                    else p
+                )
+            ),
+            ["'reads a page, then cites None'", "expected 'invalid_decision'"],
+            id="a citation None read as nothing",
+        ),
+        pytest.param(
+            varied(
+                ids_read=lambda tool, r: (
+                    {r["id"]} if tool.source and isinstance(r, dict) and r.get("id") else set()
+                )
+            ),
+            ["'a source whose id is a list'", "raised TypeError"],
+            id="any id kept",
+        ),
+        pytest.param(
+            varied(handed_as=tuple),
+            ["'a policy that adds to its own observations'", "expected 'final'"],
+            id="observations handed as a tuple",
+        ),
         # found only by the drawn cases: a citation of blanks taken for none
         pytest.param(
             varied(cites=str.strip), ["drawn case", "citation=' '", "unread_citation"], id="drawn: blank"
@@ -379,6 +408,17 @@ def down(task, observations):
 )
 def test_a_stop_policy_reaches_its_reason_or_is_told_what_happened(reason, policy, passed, phrases):
     verdict(lab02.check_stop_policy(reason, policy), passed, *phrases)
+
+
+def test_a_stop_policy_that_reaches_its_reason_only_once_is_refused():
+    played = []
+
+    def first_time_only(task, observations):  # round 8: state kept between episodes
+        if not observations:
+            played.append(task)
+        return searcher(task, observations) if len(played) == 1 else {"action": "nope"}
+
+    verdict(lab02.check_stop_policy("tool_limit", first_time_only), False, "in a second episode")
 
 
 # -- exercise 2: pass^k by hand --------------------------------------------------------------
