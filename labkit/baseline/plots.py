@@ -47,7 +47,7 @@ def outcomes_vs_tool_calls(tables: Mapping[str, pd.DataFrame]) -> Figure:
         for (calls, passed), same in table.groupby(["tool_calls", "passed"]):
             names = [str(name) for name in same.index]
             dot = colour(names[0]) if len(names) == 1 else "#212121"
-            ax.scatter(calls, passed, s=60 + 30 * (len(names) > 1), zorder=3, color=dot)
+            ax.scatter(calls, passed, s=90 if len(names) > 1 else 60, zorder=3, color=dot)
             groups.append((ax, (int(calls), int(passed)), names))
         ax.set_ylim(-0.5 - 0.1 * total, total * 1.08 + 0.5)
         ax.axhline(total, color="grey", linewidth=0.8, linestyle="--")

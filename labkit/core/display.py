@@ -61,8 +61,8 @@ def trace_text(result: Mapping[str, Any]) -> str:
     lines = []
     for entry in result.get("trace", []):
         seen = _observed(entry)
-        lines.append(f"{entry.get('turn', '?'):>2}  {_decision(entry.get('decision', '—'))}")
-        lines[-1] += f"  ->  {seen}" if seen else ""
+        line = f"{entry.get('turn', '?'):>2}  {_decision(entry.get('decision', '—'))}"
+        lines.append(f"{line}  ->  {seen}" if seen else line)
     stop = f"stop={result.get('stop')}  turns={result.get('turns')}  tool_calls={result.get('tool_calls')}"
     if result.get("stop") == "final":
         said = f"answer={result.get('answer')!r}  citation={result.get('citation')!r}"

@@ -79,8 +79,10 @@ def _compare(value: Any, actual: Any) -> tuple[bool | None, str]:
         return True, f"{said}: right."
     hit, missed, extra = named & expected, expected - named, named - expected
     parts = [f"you had {', '.join(sorted(hit))}" if hit else "none of yours is in it"]
-    parts += [f"you missed {', '.join(sorted(missed))}"] if missed else []
-    parts += [f"not {', '.join(sorted(extra))}"] if extra else []
+    if missed:
+        parts.append(f"you missed {', '.join(sorted(missed))}")
+    if extra:
+        parts.append(f"not {', '.join(sorted(extra))}")
     return False, shorten(f"{said}: {'; '.join(parts)}", 379) + "."  # a sentence even when cut
 
 

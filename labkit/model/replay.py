@@ -75,6 +75,15 @@ def _difference(request: ChatRequest, record: dict[str, Any]) -> str:
 
 
 class ReplayBackend:
+    """The default backend: each request answered with the reply recorded for it, never a model.
+
+    `files`: the recordings to read (a lab's own `fixtures/trials/<lab>*.jsonl` when None; a path that is
+    not there is refused when the backend is made); `run`: only the calls of that recorded run.
+    `complete` returns the recorded reply, or raises `ReplayMiss` (one line) when no recording has
+    one for the request's case, trial and turn, when it was recorded at another rung, or when the
+    request differs from the one recorded (its messages' fingerprint): a replay never answers a
+    question it was not asked."""
+
     name = "replay"
 
     def __init__(self, files: Iterable[str | Path] | None = None, *, run: str | None = None):
@@ -82,9 +91,11 @@ class ReplayBackend:
         self.run = run
 
     def provenance(self) -> dict[str, Any]:
+        """What made the replies: this backend's name and the installed versions."""
         return {"backend": self.name, "versions": versions()}
 
     def complete(self, request: ChatRequest) -> Reply:
+        """The reply recorded for `request`; ReplayMiss saying which of the class's refusals applies."""
         lab = request.lab
         files = trial_files(lab) if self.files is None else self.files
         if not files:

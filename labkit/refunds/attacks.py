@@ -58,8 +58,8 @@ def placeholder_problem(field: str, text: str, allowed: Sequence[str]) -> str | 
         return f"field {field!r}: {error}"
     for name, spec, conversion in parts:
         if spec or conversion:
-            written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
-            written += "}"
+            converted = f"!{conversion}" if conversion else ""
+            written = "{" + name + converted + (f":{spec}" if spec else "") + "}"
             return (
                 f"field {field!r}: placeholder {shorten(written, 40)!r} has a format spec or conversion; "
                 f"write {{{shorten(name, 20)}}}: placeholders are filled in as plain text"

@@ -114,7 +114,8 @@ def episode_text(episode: Any) -> str:
         f"${a['amount']:.2f} on {a['order']} to {a['destination']}: {'yes' if a['approved'] else 'no'}"
         for a in episode.approvals
     ]
-    tail += [shorten("approvals: " + "; ".join(said), _WIDTH)] if said else []
+    if said:
+        tail.append(shorten("approvals: " + "; ".join(said), _WIDTH))
     return "\n".join([*head, *trace_lines(episode.result), *tail])
 
 

@@ -102,7 +102,8 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
         # order's refund after it (a rule that reads only the latest refund misses that one).
         later = Refund("rf-edge-2", *astuple(elsewhere), other.customer)
         for paid in (dataclasses.replace(whole, amount=quarter), *earlier, elsewhere):
-            call = dataclasses.replace(whole, amount=whole.amount - quarter * (paid.order == order.id))
+            rest = whole.amount - quarter if paid.order == order.id else whole.amount
+            call = dataclasses.replace(whole, amount=rest)
             first = Refund("rf-edge", *astuple(paid), order.customer)
             for ledger in [(first,), (first, later)] if paid.order == order.id else [(first,)]:
                 edges.append(
@@ -166,8 +167,13 @@ def _edge(
     days = f"a {window}-day window"
     if window == OTHER_WINDOW:
         days += CASES["hints"]["other window"]
-    values |= {"customer": customer, "age": (shop.today - order.date).days, "days": days}
-    values |= {"status": shop.orders[order.id].status, "refundable": money(order.refundable)}
+    values |= {
+        "customer": customer,
+        "age": (shop.today - order.date).days,
+        "days": days,
+        "status": shop.orders[order.id].status,
+        "refundable": money(order.refundable),
+    }
     hint = CASES["hints"][kind].format(call=call, **values)
     # The episode's request names another order of the same customer where there is one (every rule reads
     # the order the call names, not the one the request was about); an asker asks about the order itself.

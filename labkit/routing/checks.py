@@ -305,8 +305,13 @@ _WANT_WAITS = [0.2, 0.4, 0.8]
 _TRANSIENT = (TimeoutError, ConnectionError)
 # Asked of retry_on in this order: the two the run raises, bad calls, then OSErrors that are no network fault.
 _ERRORS = (
-    *(TimeoutError("slow"), ConnectionResetError("reset"), ValueError("bad"), KeyError("missing")),
-    *(ConnectionRefusedError("refused"), FileNotFoundError("gone"), PermissionError("denied")),
+    TimeoutError("slow"),
+    ConnectionResetError("reset"),
+    ValueError("bad"),
+    KeyError("missing"),
+    ConnectionRefusedError("refused"),
+    FileNotFoundError("gone"),
+    PermissionError("denied"),
 )
 # Then every other built-in exception that takes a message (warnings, the Unicode errors and groups
 # aside), and http.client's RemoteDisconnected: a ConnectionResetError by another name.

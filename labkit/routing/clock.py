@@ -17,7 +17,9 @@ class Clock(Protocol):
         """The time in seconds; a run reads only differences from its start."""
         ...
 
-    async def sleep(self, seconds: float) -> None: ...
+    async def sleep(self, seconds: float) -> None:
+        """Wait `seconds` (a retry's backoff) as this clock counts time."""
+        ...
 
 
 class RealClock:
@@ -28,6 +30,7 @@ class RealClock:
         return time.perf_counter()
 
     async def sleep(self, seconds: float) -> None:
+        """`asyncio.sleep(seconds)`: other tasks run meanwhile."""
         await asyncio.sleep(seconds)
 
 
@@ -44,6 +47,7 @@ class FakeClock:
         return self.time
 
     async def sleep(self, seconds: float) -> None:
+        """Record `seconds`, move the time on by them at once, and give other tasks one turn."""
         self.sleeps.append(seconds)
         self.time += seconds
         await asyncio.sleep(0)  # a turn for other tasks, as a real sleep gives

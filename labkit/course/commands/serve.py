@@ -92,11 +92,23 @@ def server_command(
         raise LabError("llama-server is not built: run `make room-server`")
     if parallel:  # --threads-batch defaults to --threads
         _SLOTS.mkdir(exist_ok=True)
-        head, options = [binary, "--cont-batching"], {"--ctx-size": N_CTX * parallel, "--parallel": parallel}
-        options |= {"--alias": alias, "--slot-save-path": _SLOTS, "--threads": threads or THREADS}
+        head = [binary, "--cont-batching"]
+        options = {
+            "--ctx-size": N_CTX * parallel,
+            "--parallel": parallel,
+            "--alias": alias,
+            "--slot-save-path": _SLOTS,
+            "--threads": threads or THREADS,
+        }
     else:
-        head, options = [sys.executable, "-m", "llama_cpp.server"], {"--model_alias": alias, "--n_ctx": N_CTX}
-        options |= {"--verbose": False, "--n_threads": threads, "--n_threads_batch": threads}
+        head = [sys.executable, "-m", "llama_cpp.server"]
+        options = {
+            "--model_alias": alias,
+            "--n_ctx": N_CTX,
+            "--verbose": False,
+            "--n_threads": threads,
+            "--n_threads_batch": threads,
+        }
     options |= {"--model": path, "--host": host, "--port": port}
     return head + [part for key, value in options.items() if value is not None for part in (key, str(value))]
 
