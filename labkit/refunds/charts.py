@@ -16,8 +16,12 @@ from labkit.core.colours import colour
 # Where a point's label may go, in points from it: right and below, right and above, then further
 # right (past a neighbour's bar), then the left.
 _BELOW, _ABOVE = ((10, -6), "left", "top"), ((10, 8), "left", "bottom")
-_FURTHER = [((40, -6), "left", "top"), ((40, 8), "left", "bottom")]
-_FURTHER += [((-10, -6), "right", "top"), ((-10, 8), "right", "bottom")]
+_FURTHER = [
+    ((40, -6), "left", "top"),
+    ((40, 8), "left", "bottom"),
+    ((-10, -6), "right", "top"),
+    ((-10, 8), "right", "bottom"),
+]
 
 
 def _label_clear(ax: Any, names: str, point: tuple[float, float], ink: str, places: list) -> Any:

@@ -129,11 +129,15 @@ def score_policy(
     lab = lab or refund_lab()
     decide = factory(defenses)
     limits = {"lab": lab, "defenses": defenses, "step_timeout": step_timeout, "deadline": deadline}
-    scores = []
-    for spec in specs:
-        case = {"attack": spec.attack, "place": spec.place, "faults": spec.faults}
-        scores.append(score_episode(spec, refund_episode(spec.request, decide, **case, **limits)))
-    return scores
+    return [
+        score_episode(
+            spec,
+            refund_episode(
+                spec.request, decide, attack=spec.attack, place=spec.place, faults=spec.faults, **limits
+            ),
+        )
+        for spec in specs
+    ]
 
 
 def outcomes(scores: Sequence[Score]) -> pd.DataFrame:

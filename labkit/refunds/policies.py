@@ -165,9 +165,8 @@ def careful(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
         return step
     record = observations[0]["result"]
     refused = policy_refusal(task, record)
-    if refused is not None:
-        return _carry_out(task, [], observations, refused)
-    return _carry_out(task, [_asked(task, record)], observations)
+    planned = [] if refused is not None else [_asked(task, record)]  # a refusal plans no refund
+    return _carry_out(task, planned, observations, refused)
 
 
 # A figure under one of the records' amount keys, or a dollar amount written in text, in a JSON result.

@@ -219,8 +219,13 @@ def refund(state, order_id, amount, destination, idempotency_key):
 
 def shop_tools(state: EpisodeState) -> dict[str, Tool]:
     """The five tools of one episode, all bound to `state`."""
-    run = {"lookup_order": _lookup, "read_messages": _messages, "read_reviews": _reviews, "read_help": _help}
-    run["refund"] = refund
+    run = {
+        "lookup_order": _lookup,
+        "read_messages": _messages,
+        "read_reviews": _reviews,
+        "read_help": _help,
+        "refund": refund,
+    }
     return {
         name: Tool(name, tool["parameters"], partial(run[name], state), description=tool["description"])
         for name, tool in PROMPT_TEXTS["tools"].items()
