@@ -46,13 +46,30 @@ def register(sub: argparse._SubParsersAction) -> None:
         model=True,
     )
     add = parser.add_argument
-    policy = f"a policy ({', '.join(POLICIES)}); repeat for several (default: all scripted ones, plus the "
-    add("--policy", metavar="NAME", action="append", help=policy + "model where trials are recorded)")
-    defense = f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)"
-    add("--defense", metavar="NAME", action="append", help=defense)
+    add(
+        "--policy",
+        metavar="NAME",
+        action="append",
+        help=(
+            f"a policy ({', '.join(POLICIES)}); repeat for several (default: all scripted ones, plus the "
+            "model where trials are recorded)"
+        ),
+    )
+    add(
+        "--defense",
+        metavar="NAME",
+        action="append",
+        help=f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)",
+    )
     add("--by-attack", action="store_true", help="one row per policy, defense and attack (its episodes only)")
-    shape = f"print an object of lists: matrix {{policy, defense, attack?, {', '.join(COLUMNS)}}}, "
-    add("--json", action="store_true", help=shape + "intervals, comparisons, model, model_comparisons")
+    add(
+        "--json",
+        action="store_true",
+        help=(
+            f"print an object of lists: matrix {{policy, defense, attack?, {', '.join(COLUMNS)}}}, "
+            "intervals, comparisons, model, model_comparisons"
+        ),
+    )
 
 
 def _names(given: list[str] | None, known: dict, what: str) -> list[str]:
