@@ -114,10 +114,11 @@ def scripted_trials(
     name: str, cases: Sequence[Mapping[str, Any]], k: int = K_MAX, limits: dict[str, int] | None = None
 ) -> list[Row]:
     """A loop of `SCRIPTED` k times on each case, under `limits_for` or the same `limits` for all."""
-    policy, rows = SCRIPTED[name](docuctl().docs), []
-    for trial, case in product(range(k), cases):
-        rows.append(episode_row(name, case, trial, run_case(case, policy, limits=limits or limits_for(case))))
-    return rows
+    policy = SCRIPTED[name](docuctl().docs)
+    return [
+        episode_row(name, case, trial, run_case(case, policy, limits=limits or limits_for(case)))
+        for trial, case in product(range(k), cases)
+    ]
 
 
 def replay_case(

@@ -136,8 +136,12 @@ def ladder_with_baselines(rows: Sequence[Row], baselines: Baselines) -> pd.DataF
     for policy, group in _model_groups(rows).items():
         found = tables.rate_intervals(group)
         trials = tables.per_case(group)
-        line = {"kind": "model", "cases": len(trials), "trials": max(map(len, trials.values()))}
-        line["passes"] = round(math.fsum(unit_means(trials).values()), 3)
+        line = {
+            "kind": "model",
+            "cases": len(trials),
+            "trials": max(map(len, trials.values())),
+            "passes": round(math.fsum(unit_means(trials).values()), 3),
+        }
         for name in ("pass@1", f"pass^{K_MAX}"):
             line = interval_columns(line, name, found[name])
         table[policy] = line

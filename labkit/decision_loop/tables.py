@@ -112,11 +112,12 @@ def measures(group: pd.DataFrame, k_max: int = K_MAX) -> dict[str, Any]:
     total = {key: int(group[key].sum()) for key in counts}
     seconds = sum(group["latency_s"].tolist())  # in the rows' order, as a sum over them would
     tokens = total["prompt_tokens"] + total["completion_tokens"]
-    line["tools/success"] = _per(total["tool_calls"], total["passed"])
-    line["tokens/decision"] = _per(tokens, total["decisions"], None)
-    line["s/decision"] = _per(seconds, total["decisions"])
-    line["reused %"] = _per(100 * total["reused_tokens"], total["prompt_tokens"], None)
-    return line
+    return line | {
+        "tools/success": _per(total["tool_calls"], total["passed"]),
+        "tokens/decision": _per(tokens, total["decisions"], None),
+        "s/decision": _per(seconds, total["decisions"]),
+        "reused %": _per(100 * total["reused_tokens"], total["prompt_tokens"], None),
+    }
 
 
 def summary(rows: Rows, k_max: int = K_MAX) -> pd.DataFrame:

@@ -139,8 +139,12 @@ def run_trials(
     recorder, writer = Recorder(backend, partial, run=run_label), JsonlWriter(partial)
     pairs: Iterable[tuple[_Case, int]] = [(case, trial) for trial in range(k) for case in chosen]
     episodes, failures = [], 0
-    named = {"run_label": run_label, "backend": backend.name, "budget_tokens": budget_tokens}
-    named["temperature"] = float(temperature)
+    named = {
+        "run_label": run_label,
+        "backend": backend.name,
+        "budget_tokens": budget_tokens,
+        "temperature": float(temperature),
+    }
     for case, trial in progress(pairs) if progress else pairs:
         settings = dict(prompt=prompt, rung=rung, trial=trial, seed=seed + trial, max_tokens=max_tokens)
         policy = docuctl_policy(backend=recorder, temperature=temperature, **settings)
