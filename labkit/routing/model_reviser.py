@@ -80,11 +80,8 @@ def _policy(
 ) -> ModelPolicy:
     """A policy for one-answer decisions with `owner`'s backend, temperature, seed and trial; at rung
     L2 the answer is one of `answers(task, observations)` and the citation "none"."""
-    rules = None
-    if rung == "L2":
-        rules = StateRules(
-            slots={("final", "answer"): answers, ("final", "citation"): lambda task, seen: ["none"]}
-        )
+    slots = {("final", "answer"): answers, ("final", "citation"): lambda task, seen: ["none"]}
+    rules = StateRules(slots=slots) if rung == "L2" else None
     options = (owner.backend, owner.temperature, owner.seed, owner.trial)
     return ModelPolicy(
         REVISER_LAB, {}, instructions, describe, *options, observe=observe, rung=rung, rules=rules

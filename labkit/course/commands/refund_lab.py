@@ -108,10 +108,12 @@ def handle(args: argparse.Namespace) -> int:
     scripted = [name for name in policies if name != "model"]
     frames = [matrix(scripted, defenses, by_attack=args.by_attack)] if scripted else []
     intervals = matrix_intervals(scripted, defenses) if scripted and not args.by_attack else None
-    families = {}
-    if "none" in defenses and len(defenses) > 1 and not args.by_attack:
-        for policy in scripted:
-            families[f"{policy} ASR: defense - none"] = defense_comparisons(policy, defenses)
+    compared = "none" in defenses and len(defenses) > 1 and not args.by_attack
+    families = (
+        {f"{policy} ASR: defense - none": defense_comparisons(policy, defenses) for policy in scripted}
+        if compared
+        else {}
+    )
     model, model_families = None, {}
     # The model runs where trials are recorded: by default only if any are, and then only under the
     # defenses recorded; asked for by name, a missing recording is an error.
