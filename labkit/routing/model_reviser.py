@@ -186,7 +186,6 @@ def run_variant(
     """One variant (a task suffix of VARIANTS) of the review loop under one of GRID_CONTROLS, at the
     recorded settings: the reviser and the run. `settings`: the reviser's temperature, seed, trial."""
     rung, min_cut = GRID_CONTROLS[control]
-    backend = backend_from_env() if backend is None else backend
     reviser = ModelReviser(variant, backend, rung=rung, min_cut=min_cut, **settings)
     graph, _ = loop_graph(router=within_limit if variant == "feedback" else without_feedback, reviser=reviser)
     return reviser, graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
@@ -203,7 +202,6 @@ def trial_runs(backend: Backend | None, trials: Mapping[float, int], *, seed: in
                     settings = {"temperature": temperature, "seed": seed + trial, "trial": trial}
                     reviser, result = run_variant(variant, backend, control, **settings)
                     published = result.results.get("publish")
-                    published = published if isinstance(published, str) else None
                     rows.append(
                         {
                             "control": control,
@@ -213,7 +211,7 @@ def trial_runs(backend: Backend | None, trials: Mapping[float, int], *, seed: in
                             "reviser": reviser,
                             "texts": reviser.history,
                             "status": status(reviser, result),
-                            "published": published,
+                            "published": published if isinstance(published, str) else None,
                         }
                     )
     return pd.DataFrame(rows)
@@ -301,7 +299,6 @@ def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, see
     feedback (45, 33, 28, 24 characters): a row per text."""
     graph, reviser = loop_graph()
     graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
-    backend = backend_from_env() if backend is None else backend
     judge = ModelJudge("texts", backend=backend, temperature=temperature, seed=seed)
     texts = [DRAFT, *reviser.history]
     for n, text in enumerate(texts):

@@ -12,8 +12,13 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 # An attempt by how it ended ("pending": reset by a Goto while running, its work thrown away), a backoff.
-_COLOURS = {"completed": "#2e7d32", "failed": "#c62828", "pending": "#9e9e9e", "cancelled": "#616161"}
-_COLOURS["backoff"] = "#f9a825"
+_COLOURS = {
+    "completed": "#2e7d32",
+    "failed": "#c62828",
+    "pending": "#9e9e9e",
+    "cancelled": "#616161",
+    "backoff": "#f9a825",
+}
 
 
 class Span(NamedTuple):
