@@ -164,8 +164,8 @@ def _if_chosen(
     unchecked = ("optional", f"not checked: no lab needs it; set {setting} to check it", f"to use it: {fix}")
 
     def row() -> _Row:
-        chosen = os.environ.get("LABKIT_MODEL", "").strip().partition(":")[0] == backend
-        return check() if chosen or (variable and os.environ.get(variable, "").strip()) else unchecked
+        chosen = _chosen(backend) is not None or (variable and os.environ.get(variable, "").strip())
+        return check() if chosen else unchecked
 
     return row
 

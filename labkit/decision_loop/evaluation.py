@@ -100,8 +100,9 @@ def replay_trials(path: str | Path) -> list[Row]:
                 f"replays as recorded: {'; '.join(changed)}"
             )
         labels = {"prompt": record["prompt"], "rung": rung, "temperature": record["temperature"]}
-        label = _run_label(record, rung)
-        rows.append(episode_row(label, case, record["trial"], result, tap.replies, **labels))
+        rows.append(
+            episode_row(_run_label(record, rung), case, record["trial"], result, tap.replies, **labels)
+        )
     if not rows:  # guards: untrusted file — a file with no episodes
         raise LabError(f"{path}: no episode records (record trials with `python -m labkit trials`)")
     return rows
