@@ -208,8 +208,11 @@ def jupyter_news_off() -> _Row:
 
     if installed():
         return ("ok", "override installed in this environment", "")
-    fix = "python -m labkit.course.jupyter_settings, then reload the page"
-    return ("optional", "JupyterLab may ask about news on first open", fix)
+    return (
+        "optional",
+        "JupyterLab may ask about news on first open",
+        "python -m labkit.course.jupyter_settings, then reload the page",
+    )
 
 
 _CHECKS: dict[str, Callable[[], _Row]] = {  # the rows of the table, in order

@@ -31,13 +31,11 @@ HELP_TOPIC = "refunds"
 
 
 def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, Mapping):  # a mapping's strings are its values'
+        value = list(value.values())
     if isinstance(value, list | tuple):
         return [text for item in value for text in _strings(item)]
-    return []
+    return [value] if isinstance(value, str) else []
 
 
 def instructions_in(text: str) -> list[dict[str, Any]]:

@@ -111,8 +111,10 @@ def _run(grid: Any, args: argparse.Namespace) -> int:
     say = functools.partial(print, file=sys.stderr)
     if work.cut:
         say(f"{args.record}: removed {work.cut} line(s) of an episode cut off by an interrupted run")
-    done = f"{work.done} already in {args.record}"
-    say(f"{grid.path}: {grid.cells} cells, {work.total} episodes; {done}, {len(work.todo)} to run")
+    say(
+        f"{grid.path}: {grid.cells} cells, {work.total} episodes; {work.done} already in {args.record}, "
+        f"{len(work.todo)} to run"
+    )
     start = time.perf_counter()
     if work.todo:
         with _client(args) as client:
