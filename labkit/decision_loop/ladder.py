@@ -258,8 +258,12 @@ def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(counts) + 1.5))
     shares = counts.div(counts.sum(axis=1), axis=0).iloc[::-1]
     shares.plot.barh(stacked=True, ax=ax, width=0.7, color=[_STOP_COLORS[stop] for stop in counts.columns])
-    ax.set(xlim=(0, 1), ylabel="", title="How the model's episodes ended, per prompt and rung")
-    ax.set_xlabel(f"share of episodes at T={SAMPLED:g}")
+    ax.set(
+        xlim=(0, 1),
+        ylabel="",
+        title="How the model's episodes ended, per prompt and rung",
+        xlabel=f"share of episodes at T={SAMPLED:g}",
+    )
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig

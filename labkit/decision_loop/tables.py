@@ -61,9 +61,8 @@ def compare_runs(name: str, rows: Rows, against: "Rows | stats.Values") -> Compa
     """pass@1 of `rows` minus `against`'s (rows, or each case's exact expected pass rate: a known
     value, so the interval carries the rows' variance only), paired by case on the cases both ran
     (`stats.compare_rows`). ValueError when they share no case."""
-    if isinstance(against, Mapping):
-        return stats.compare_rows(name, per_case(rows), against, known=True)
-    return stats.compare_rows(name, per_case(rows), per_case(against))
+    known = isinstance(against, Mapping)
+    return stats.compare_rows(name, per_case(rows), against if known else per_case(against), known=known)
 
 
 def interval_columns(line: Mapping[str, Any], name: str, interval: Interval) -> dict[str, Any]:
