@@ -166,9 +166,6 @@ def handle(args: argparse.Namespace) -> int:
     print(
         "\n3. Retries: 3 attempts, waits 0.5 s doubling, every Exception retryable (fake clock):",
         retries.to_string(line_width=WIDTH),
-        sep="\n",
-    )
-    print(
         f"\n4. The review loop, limit {args.limit} characters, max_visits={args.max_visits}: "
         "characters per revision",
         chars.to_string(line_width=WIDTH),
