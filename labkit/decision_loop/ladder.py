@@ -35,10 +35,11 @@ def ladder_files() -> list[Path]:
 
 def ladder_rows() -> list[Row]:
     """Every episode of `ladder_files()`, replayed and graded."""
-    rows = [row for path in ladder_files() for row in replay_trials(path)]
-    for row in rows:  # one label scheme for every run, whenever it was recorded
-        row["policy"] = f"{row['prompt']} {row['rung']} T={row['temperature']:g}"
-    return rows
+    return [  # one label scheme for every run, whenever it was recorded
+        row | {"policy": f"{row['prompt']} {row['rung']} T={row['temperature']:g}"}
+        for path in ladder_files()
+        for row in replay_trials(path)
+    ]
 
 
 def _place(name: str) -> int:
@@ -113,9 +114,10 @@ def exact_baselines(
         for kind in KINDS
         for rung in rungs
     }
-    for name in SCRIPTED:
-        found[name] = {row["case"]: float(row["passed"]) for row in scripted_trials(name, chosen, 1)}
-    return found
+    return found | {
+        name: {row["case"]: float(row["passed"]) for row in scripted_trials(name, chosen, 1)}
+        for name in SCRIPTED
+    }
 
 
 def baseline_table(table: pd.DataFrame) -> pd.DataFrame:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, product
 from typing import Any
 
 import pandas as pd
@@ -195,25 +195,23 @@ def trial_runs(backend: Backend | None, trials: Mapping[float, int], *, seed: in
     """Every control and variant, `trials[T]` runs at temperature T (trial t with seed `seed + t`): a row
     per run with its reviser, the texts it wrote, the run's status and what was published (or None)."""
     backend, rows = backend_from_env() if backend is None else backend, []
-    for control in GRID_CONTROLS:
-        for variant in VARIANTS.values():
-            for temperature, k in trials.items():
-                for trial in range(k):
-                    settings = {"temperature": temperature, "seed": seed + trial, "trial": trial}
-                    reviser, result = run_variant(variant, backend, control, **settings)
-                    published = result.results.get("publish")
-                    rows.append(
-                        {
-                            "control": control,
-                            "variant": variant,
-                            "T": temperature,
-                            "trial": trial,
-                            "reviser": reviser,
-                            "texts": reviser.history,
-                            "status": status(reviser, result),
-                            "published": published if isinstance(published, str) else None,
-                        }
-                    )
+    for control, variant, (temperature, k) in product(GRID_CONTROLS, VARIANTS.values(), trials.items()):
+        for trial in range(k):
+            settings = {"temperature": temperature, "seed": seed + trial, "trial": trial}
+            reviser, result = run_variant(variant, backend, control, **settings)
+            published = result.results.get("publish")
+            rows.append(
+                {
+                    "control": control,
+                    "variant": variant,
+                    "T": temperature,
+                    "trial": trial,
+                    "reviser": reviser,
+                    "texts": reviser.history,
+                    "status": status(reviser, result),
+                    "published": published if isinstance(published, str) else None,
+                }
+            )
     return pd.DataFrame(rows)
 
 
