@@ -42,20 +42,18 @@ def graded(result: Mapping[str, Any], case: _Case) -> Graded:
 
 def evaluate(cases: Iterable[_Case], controller: _Controller) -> list[dict[str, Any]]:
     """Run `controller` on every case: one row per case (case, passed, stop, tool_calls, citation, result)."""
-    rows = []
-    for case in cases:
-        result = controller(task_from(case))
-        rows.append(
-            {
-                "case": case["id"],
-                "passed": outcome(case, result),
-                "stop": result["stop"],
-                "tool_calls": result["tool_calls"],
-                "citation": result.get("citation"),
-                "result": result,
-            }
-        )
-    return rows
+    results = ((case, controller(task_from(case))) for case in cases)  # one case at a time, in order
+    return [
+        {
+            "case": case["id"],
+            "passed": outcome(case, result),
+            "stop": result["stop"],
+            "tool_calls": result["tool_calls"],
+            "citation": result.get("citation"),
+            "result": result,
+        }
+        for case, result in results
+    ]
 
 
 def compare(cases: Iterable[_Case], controllers: Mapping[str, _Controller]) -> pd.DataFrame:

@@ -51,9 +51,9 @@ def outcomes_vs_tool_calls(tables: Mapping[str, pd.DataFrame]) -> Figure:
             groups.append((ax, (int(calls), int(passed)), names))
         ax.set_ylim(-0.5 - 0.1 * total, total * 1.08 + 0.5)
         ax.axhline(total, color="grey", linewidth=0.8, linestyle="--")
-        ax.set_xlim(left=-1, right=int(table["tool_calls"].max()) * 1.7 + 4)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(
+            xlim=(-1, int(table["tool_calls"].max()) * 1.7 + 4),
             title=f"{title} ({total} cases)",
             xlabel="tool calls, summed over the cases",
             ylabel="cases passed",

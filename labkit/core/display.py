@@ -99,12 +99,16 @@ def _code(text: Any) -> str:
 
 def result_html(result: Mapping[str, Any]) -> str:
     """An HTML table of the trace (turn, decision, observation, time, tokens) and the stop."""
-    rows = []
-    for entry in result.get("trace", []):
-        decision = _decision(entry.get("decision", "—"))
-        rows.append(
-            (entry.get("turn", ""), decision, _observed(entry), _time(entry), entry.get("tokens", ""))
+    rows = [
+        (
+            entry.get("turn", ""),
+            _decision(entry.get("decision", "—")),
+            _observed(entry),
+            _time(entry),
+            entry.get("tokens", ""),
         )
+        for entry in result.get("trace", [])
+    ]
     stop, correct = str(result.get("stop")), getattr(result, "correct", None)
     label, colour = stop, _STOPPED if stop != "final" else _UNGRADED
     if stop == "final" and correct is not None:

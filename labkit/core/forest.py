@@ -49,8 +49,7 @@ def forest_plot(
         ax.annotate("", xy=(start, top), xytext=(end, top), arrowprops={"arrowstyle": "|-|"})
         ax.text((start + end) / 2, top - 0.1, label, ha="center", va="bottom", fontsize=8)
     ax.set_yticks(range(len(rows)), [label for label, _ in rows], fontsize=8)
-    ax.set_ylim(len(rows) - 0.5, -1.3 if mde else -0.6)
-    ax.set_xlabel(xlabel)
+    ax.set(ylim=(len(rows) - 0.5, -1.3 if mde else -0.6), xlabel=xlabel)
     if title:
         ax.set_title(title, fontsize=10)
     if bands:

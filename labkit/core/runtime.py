@@ -130,16 +130,17 @@ class _Episode:
     )
 
     def result(self, stop: _Stop) -> Result:
-        ending = {
-            "stop": stop.reason,
-            "answer": stop.final.get("answer"),
-            "citation": stop.final.get("citation"),
-            "detail": stop.detail,
-            "trace": self.trace,
-            "turns": stop.turns,
-            "tool_calls": self.tool_calls,
-        }
-        return Result(ending, elapsed=time.perf_counter() - self.start, usage=self.usage)
+        return Result(
+            stop=stop.reason,
+            answer=stop.final.get("answer"),
+            citation=stop.final.get("citation"),
+            detail=stop.detail,
+            trace=self.trace,
+            turns=stop.turns,
+            tool_calls=self.tool_calls,
+            elapsed=time.perf_counter() - self.start,
+            usage=self.usage,
+        )
 
 
 def _check_limits(max_turns: object, max_tools: object, step_timeout: object, deadline: object) -> None:

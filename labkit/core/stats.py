@@ -389,8 +389,9 @@ def compare_rows(name: str, a: Values, b: Values, *, known: bool = False, seed: 
         outcome_a, outcome_b = (
             {u: m == 1.0 for u, m in zip(units, side, strict=True)} for side in (first, second)
         )
-        p = mcnemar(outcome_a, outcome_b)
-        return Comparison(name, interval, "exact McNemar", p, len(units), design, **found)
+        return Comparison(
+            name, interval, "exact McNemar", mcnemar(outcome_a, outcome_b), len(units), design, **found
+        )
     test = sign_flip(wins, weights=sizes, seed=seed)
     method = "sign-flip permutation" if test.exact else "sign-flip permutation (Monte-Carlo)"
     return Comparison(name, interval, method, test.p, len(units), design, p_se=test.se, **found)

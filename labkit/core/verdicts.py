@@ -6,6 +6,7 @@ verdict and never raises: a file that cannot be written costs one warning line.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -40,12 +41,11 @@ def progress_path(lab: str) -> Path:
 def load_progress(lab: str) -> dict[str, Any]:
     """The recorded progress for `lab` (an empty record when none or unreadable).
     (guards: untrusted file — runs/progress/ is on the learner's disk)"""
-    try:
+    # RecursionError: nested 100,000 deep
+    with contextlib.suppress(OSError, ValueError, RecursionError, TypeError, KeyError):
         data = json.loads(progress_path(lab).read_text(encoding="utf-8"))
         if isinstance(data["exercises"], dict):
             return data
-    except (OSError, ValueError, RecursionError, TypeError, KeyError):  # RecursionError: nested 100,000 deep
-        pass
     return {"lab": lab, "exercises": {}}
 
 

@@ -164,8 +164,8 @@ def _if_chosen(
     unchecked = ("optional", f"not checked: no lab needs it; set {setting} to check it", f"to use it: {fix}")
 
     def row() -> _Row:
-        chosen = os.environ.get("LABKIT_MODEL", "").strip().partition(":")[0] == backend
-        return check() if chosen or (variable and os.environ.get(variable, "").strip()) else unchecked
+        chosen = _chosen(backend) is not None or (variable and os.environ.get(variable, "").strip())
+        return check() if chosen else unchecked
 
     return row
 
@@ -208,8 +208,11 @@ def jupyter_news_off() -> _Row:
 
     if installed():
         return ("ok", "override installed in this environment", "")
-    fix = "python -m labkit.course.jupyter_settings, then reload the page"
-    return ("optional", "JupyterLab may ask about news on first open", fix)
+    return (
+        "optional",
+        "JupyterLab may ask about news on first open",
+        "python -m labkit.course.jupyter_settings, then reload the page",
+    )
 
 
 _CHECKS: dict[str, Callable[[], _Row]] = {  # the rows of the table, in order

@@ -100,8 +100,9 @@ def replay_trials(path: str | Path) -> list[Row]:
                 f"replays as recorded: {'; '.join(changed)}"
             )
         labels = {"prompt": record["prompt"], "rung": rung, "temperature": record["temperature"]}
-        label = _run_label(record, rung)
-        rows.append(episode_row(label, case, record["trial"], result, tap.replies, **labels))
+        rows.append(
+            episode_row(_run_label(record, rung), case, record["trial"], result, tap.replies, **labels)
+        )
     if not rows:  # guards: untrusted file — a file with no episodes
         raise LabError(f"{path}: no episode records (record trials with `python -m labkit trials`)")
     return rows
@@ -114,10 +115,11 @@ def scripted_trials(
     name: str, cases: Sequence[Mapping[str, Any]], k: int = K_MAX, limits: dict[str, int] | None = None
 ) -> list[Row]:
     """A loop of `SCRIPTED` k times on each case, under `limits_for` or the same `limits` for all."""
-    policy, rows = SCRIPTED[name](docuctl().docs), []
-    for trial, case in product(range(k), cases):
-        rows.append(episode_row(name, case, trial, run_case(case, policy, limits=limits or limits_for(case))))
-    return rows
+    policy = SCRIPTED[name](docuctl().docs)
+    return [
+        episode_row(name, case, trial, run_case(case, policy, limits=limits or limits_for(case)))
+        for trial, case in product(range(k), cases)
+    ]
 
 
 def replay_case(

@@ -35,10 +35,11 @@ def ladder_files() -> list[Path]:
 
 def ladder_rows() -> list[Row]:
     """Every episode of `ladder_files()`, replayed and graded."""
-    rows = [row for path in ladder_files() for row in replay_trials(path)]
-    for row in rows:  # one label scheme for every run, whenever it was recorded
-        row["policy"] = f"{row['prompt']} {row['rung']} T={row['temperature']:g}"
-    return rows
+    return [  # one label scheme for every run, whenever it was recorded
+        row | {"policy": f"{row['prompt']} {row['rung']} T={row['temperature']:g}"}
+        for path in ladder_files()
+        for row in replay_trials(path)
+    ]
 
 
 def _place(name: str) -> int:
@@ -113,9 +114,10 @@ def exact_baselines(
         for kind in KINDS
         for rung in rungs
     }
-    for name in SCRIPTED:
-        found[name] = {row["case"]: float(row["passed"]) for row in scripted_trials(name, chosen, 1)}
-    return found
+    return found | {
+        name: {row["case"]: float(row["passed"]) for row in scripted_trials(name, chosen, 1)}
+        for name in SCRIPTED
+    }
 
 
 def baseline_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -258,8 +260,12 @@ def plot_ladder_stops(stops: pd.DataFrame) -> Figure:
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(counts) + 1.5))
     shares = counts.div(counts.sum(axis=1), axis=0).iloc[::-1]
     shares.plot.barh(stacked=True, ax=ax, width=0.7, color=[_STOP_COLORS[stop] for stop in counts.columns])
-    ax.set(xlim=(0, 1), ylabel="", title="How the model's episodes ended, per prompt and rung")
-    ax.set_xlabel(f"share of episodes at T={SAMPLED:g}")
+    ax.set(
+        xlim=(0, 1),
+        ylabel="",
+        title="How the model's episodes ended, per prompt and rung",
+        xlabel=f"share of episodes at T={SAMPLED:g}",
+    )
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig

@@ -41,16 +41,14 @@ def search_hits(task: Any, observations: Sequence[Mapping[str, Any]]) -> list[st
 
 def pages_read(observations: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     """L3's extractive finals: each page read in this episode, as (its exact command, its id)."""
-    finals = {}
-    for o in observations:
-        page = o.get("result")
-        if (
-            o.get("action") == "read"
-            and isinstance(page, Mapping)
-            and isinstance(page.get("id"), str)
-            and isinstance(page.get("command"), str)
-        ):
-            finals[page["id"]] = {"answer": page["command"], "citation": page["id"]}
+    pages = [o.get("result") for o in observations if o.get("action") == "read"]
+    finals = {
+        page["id"]: {"answer": page["command"], "citation": page["id"]}
+        for page in pages
+        if isinstance(page, Mapping)
+        and isinstance(page.get("id"), str)
+        and isinstance(page.get("command"), str)
+    }
     return list(finals.values())
 
 

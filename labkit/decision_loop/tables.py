@@ -61,9 +61,8 @@ def compare_runs(name: str, rows: Rows, against: "Rows | stats.Values") -> Compa
     """pass@1 of `rows` minus `against`'s (rows, or each case's exact expected pass rate: a known
     value, so the interval carries the rows' variance only), paired by case on the cases both ran
     (`stats.compare_rows`). ValueError when they share no case."""
-    if isinstance(against, Mapping):
-        return stats.compare_rows(name, per_case(rows), against, known=True)
-    return stats.compare_rows(name, per_case(rows), per_case(against))
+    known = isinstance(against, Mapping)
+    return stats.compare_rows(name, per_case(rows), against if known else per_case(against), known=known)
 
 
 def interval_columns(line: Mapping[str, Any], name: str, interval: Interval) -> dict[str, Any]:
@@ -112,11 +111,12 @@ def measures(group: pd.DataFrame, k_max: int = K_MAX) -> dict[str, Any]:
     total = {key: int(group[key].sum()) for key in counts}
     seconds = sum(group["latency_s"].tolist())  # in the rows' order, as a sum over them would
     tokens = total["prompt_tokens"] + total["completion_tokens"]
-    line["tools/success"] = _per(total["tool_calls"], total["passed"])
-    line["tokens/decision"] = _per(tokens, total["decisions"], None)
-    line["s/decision"] = _per(seconds, total["decisions"])
-    line["reused %"] = _per(100 * total["reused_tokens"], total["prompt_tokens"], None)
-    return line
+    return line | {
+        "tools/success": _per(total["tool_calls"], total["passed"]),
+        "tokens/decision": _per(tokens, total["decisions"], None),
+        "s/decision": _per(seconds, total["decisions"]),
+        "reused %": _per(100 * total["reused_tokens"], total["prompt_tokens"], None),
+    }
 
 
 def summary(rows: Rows, k_max: int = K_MAX) -> pd.DataFrame:

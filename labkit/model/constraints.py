@@ -56,8 +56,12 @@ def _shape(action: str, params: Mapping[str, str], max_chars: int | None) -> dic
     for name, kind in params.items():
         length = {"maxLength": max_chars} if kind == "str" and max_chars is not None else {}
         properties[name] = {"type": _TYPES[kind], **length}
-    required = ["action", *params]
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": ["action", *params],
+        "additionalProperties": False,
+    }
 
 
 def decision_schema(tools: Mapping[str, Tool], *, max_chars: int | None = MAX_CHARS) -> dict[str, Any]:

@@ -86,8 +86,6 @@ class GrammarFilter:
 def _best(scores: np.ndarray, size: int) -> np.ndarray:
     """The ids of the `size` highest logits and any tied with the last, best first (a lower id first among
     equals, as the greedy sampler chooses)."""
-    if size >= len(scores):
-        ids = np.arange(len(scores))
-    else:
-        ids = np.flatnonzero(scores >= np.partition(scores, -size)[-size])
+    whole = size >= len(scores)
+    ids = np.arange(len(scores)) if whole else np.flatnonzero(scores >= np.partition(scores, -size)[-size])
     return ids[np.argsort(-scores[ids], kind="stable")]

@@ -96,8 +96,10 @@ class ModelPolicy:
             # An observation this policy did not produce is shown by its action only.
             mine = self._replies[i] if i < len(self._replies) else None
             said = json.dumps({"action": observation.get("action")}) if mine is None else mine
-            messages.append({"role": "assistant", "content": said})
-            messages.append({"role": "user", "content": self.observe(observation)})
+            messages += [
+                {"role": "assistant", "content": said},
+                {"role": "user", "content": self.observe(observation)},
+            ]
         return messages
 
     def schema_for(self, task: Any, observations: list[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -124,8 +126,7 @@ class ModelPolicy:
             self._replies = []  # a new list: a late reply of an abandoned episode lands in the old one
         replies = self._replies
         self.last_usage = None
-        request = self.request(task, observations)
-        reply = self.backend.complete(request)
+        reply = self.backend.complete(self.request(task, observations))
         self.last_reply = reply
         self.last_usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
         del replies[len(observations) :]

@@ -103,13 +103,12 @@ class ReplayBackend:
                 f"no recorded trials for lab {lab!r} in {TRIALS} (expected {lab}.jsonl "
                 f"or {lab}-*.jsonl); record some with LABKIT_MODEL=local LABKIT_RECORD=<file>"
             )
-        named = ", ".join(p.name for p in files)
         key = (request.lab, request.case, request.trial, request.turn)
         recorded = _calls(files).get(key)
         if recorded and self.run is not None:
             recorded = [r for r in recorded if r.get("run", self.run) == self.run]
         if not recorded:
-            raise ReplayMiss(f"no recorded reply for {request.where()} in {named}")
+            raise ReplayMiss(f"no recorded reply for {request.where()} in {', '.join(p.name for p in files)}")
         rungs = {r.get("rung", DEFAULT_RUNG) for r in recorded}
         if request.rung not in rungs:
             raise ReplayMiss(

@@ -58,8 +58,9 @@ def placeholder_problem(field: str, text: str, allowed: Sequence[str]) -> str | 
         return f"field {field!r}: {error}"
     for name, spec, conversion in parts:
         if spec or conversion:
-            converted = f"!{conversion}" if conversion else ""
-            written = "{" + name + converted + (f":{spec}" if spec else "") + "}"
+            written = (
+                "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            )
             return (
                 f"field {field!r}: placeholder {shorten(written, 40)!r} has a format spec or conversion; "
                 f"write {{{shorten(name, 20)}}}: placeholders are filled in as plain text"
@@ -169,8 +170,10 @@ def _values(request: Request, shop: Shop) -> dict[str, Any]:
 
 
 def _shown(request: Request, shop: Shop) -> dict[str, Any]:
-    values = _values(request, shop)
-    return {key: money(value) if key in ("amount", "double") else value for key, value in values.items()}
+    return {
+        key: money(value) if key in ("amount", "double") else value
+        for key, value in _values(request, shop).items()
+    }
 
 
 def goal_text(attack: Attack, request: Request, shop: Shop) -> str:

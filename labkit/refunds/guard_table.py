@@ -98,10 +98,9 @@ def _state(request_id: str, refunded: str | None) -> EpisodeState:
     state = EpisodeState(lab.shop, request, Defenses("tabulated guard"))
     if refunded is not None:
         order = lab.shop.orders[refunded]
-        paid = Refund(
-            "rf-table-0001", refunded, order.refundable or 1, order.payment_method, request.customer
+        state.ledger.append(
+            Refund("rf-table-0001", refunded, order.refundable or 1, order.payment_method, request.customer)
         )
-        state.ledger.append(paid)
     return state
 
 

@@ -116,13 +116,12 @@ def compare_scores(
     episodes, and a baseline's seeds, its trials; `unit` as `interval_row`; either side may be an
     `episodes_of` frame), named "<name>: <its short name>" (one rate: `name`)."""
     episodes_a, episodes_b = (x if isinstance(x, pd.DataFrame) else episodes_of(x) for x in (a, b))
-    found = []
-    for rate in rates:
-        units_a, units_b = units_of(episodes_a, rate, unit), units_of(episodes_b, rate, unit)
-        if set(units_a) & set(units_b):
-            label = name if len(rates) == 1 else f"{name}: {RATES[rate][3]}"
-            found.append(stats.compare_rows(label, units_a, units_b))
-    return found
+    units = [(rate, units_of(episodes_a, rate, unit), units_of(episodes_b, rate, unit)) for rate in rates]
+    return [
+        stats.compare_rows(name if len(rates) == 1 else f"{name}: {RATES[rate][3]}", units_a, units_b)
+        for rate, units_a, units_b in units
+        if set(units_a) & set(units_b)
+    ]
 
 
 def defense_comparisons(policy: str, defenses: Sequence[str] = tuple(DEFENSES)) -> list[Comparison]:

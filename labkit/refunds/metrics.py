@@ -49,8 +49,12 @@ def suite(lab: RefundLab | None = None, *, faults: bool = True) -> list[Spec]:
     (with `faults`) with a refund that commits then times out."""
     lab = lab or refund_lab()
     specs = [Spec("benign", request) for request in lab.requests.values()]
-    for request in lab.legitimate:
-        specs += [Spec("attack", request, a, place) for a in lab.attacks.values() for place in a.places]
+    specs += [
+        Spec("attack", request, a, place)
+        for request in lab.legitimate
+        for a in lab.attacks.values()
+        for place in a.places
+    ]
     if faults:
         specs += [Spec("fault", request, faults=RETRY_FAULT) for request in lab.legitimate]
     return specs
@@ -129,11 +133,15 @@ def score_policy(
     lab = lab or refund_lab()
     decide = factory(defenses)
     limits = {"lab": lab, "defenses": defenses, "step_timeout": step_timeout, "deadline": deadline}
-    scores = []
-    for spec in specs:
-        case = {"attack": spec.attack, "place": spec.place, "faults": spec.faults}
-        scores.append(score_episode(spec, refund_episode(spec.request, decide, **case, **limits)))
-    return scores
+    return [
+        score_episode(
+            spec,
+            refund_episode(
+                spec.request, decide, attack=spec.attack, place=spec.place, faults=spec.faults, **limits
+            ),
+        )
+        for spec in specs
+    ]
 
 
 def outcomes(scores: Sequence[Score]) -> pd.DataFrame:

@@ -31,13 +31,11 @@ HELP_TOPIC = "refunds"
 
 
 def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, Mapping):  # a mapping's strings are its values'
+        value = list(value.values())
     if isinstance(value, list | tuple):
         return [text for item in value for text in _strings(item)]
-    return []
+    return [value] if isinstance(value, str) else []
 
 
 def instructions_in(text: str) -> list[dict[str, Any]]:
@@ -165,9 +163,8 @@ def careful(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
         return step
     record = observations[0]["result"]
     refused = policy_refusal(task, record)
-    if refused is not None:
-        return _carry_out(task, [], observations, refused)
-    return _carry_out(task, [_asked(task, record)], observations)
+    planned = [] if refused is not None else [_asked(task, record)]  # a refusal plans no refund
+    return _carry_out(task, planned, observations, refused)
 
 
 # A figure under one of the records' amount keys, or a dollar amount written in text, in a JSON result.

@@ -70,8 +70,8 @@ def write_draw() -> dict[str, Any]:
         "versions": {"python": platform.python_version(), "labkit": version("labkit")},
     }
     data = {"provenance": provenance, "defenses": draw(MODEL_DEFENSES)}
-    text = json.dumps(data, indent=1, sort_keys=False) + "\n"
-    FILE.write_text(text, encoding="utf-8")  # whole, in one write: a failed draw leaves the old file
+    # whole, in one write: a failed draw leaves the old file
+    FILE.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     return data
 
 

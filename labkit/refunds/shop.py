@@ -203,8 +203,9 @@ def load_shop(folder: str | Path = REFUNDS) -> Shop:
                 if instrument in owners:
                     raise fail(field, f"{instrument!r} already belongs to {owners[instrument]!r}")
                 owners[instrument] = record["id"]
-        methods, gift_cards = tuple(record["payment_methods"]), tuple(record["gift_cards"])
-        customers[record["id"]] = Customer(record["id"], record["name"], methods, gift_cards)
+        customers[record["id"]] = Customer(
+            record["id"], record["name"], tuple(record["payment_methods"]), tuple(record["gift_cards"])
+        )
     orders: dict[str, Order] = {}
     for record, fail in fixture_records(folder / "orders.json", SCHEMAS["orders"]):
         customer, method = record["customer"], record["payment_method"]

@@ -232,13 +232,15 @@ def loop_graph(
     graph and the reviser."""
     seconds = seconds or {}
     reviser = Reviser() if reviser is None else reviser
-    graph = Graph()
-    graph.job("draft", _timed(lambda ctx: DRAFT, seconds.get("draft")))
-    graph.job("revise", _timed(reviser, seconds.get("revise")), deps=["draft"])
     measure = lambda ctx: {"text": ctx.input, "chars": len(ctx.input)}  # noqa: E731
-    graph.job("review", _timed(measure, seconds.get("review")), deps=["revise"])
-    graph.route("review", router, targets=["revise"])
-    graph.job("publish", _timed(lambda ctx: ctx.input["text"], seconds.get("publish")), deps=["review"])
+    graph = (
+        Graph()
+        .job("draft", _timed(lambda ctx: DRAFT, seconds.get("draft")))
+        .job("revise", _timed(reviser, seconds.get("revise")), deps=["draft"])
+        .job("review", _timed(measure, seconds.get("review")), deps=["revise"])
+        .route("review", router, targets=["revise"])
+        .job("publish", _timed(lambda ctx: ctx.input["text"], seconds.get("publish")), deps=["review"])
+    )
     return graph, reviser
 
 

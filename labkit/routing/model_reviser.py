@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, product
 from typing import Any
 
 import pandas as pd
@@ -80,11 +80,8 @@ def _policy(
 ) -> ModelPolicy:
     """A policy for one-answer decisions with `owner`'s backend, temperature, seed and trial; at rung
     L2 the answer is one of `answers(task, observations)` and the citation "none"."""
-    rules = None
-    if rung == "L2":
-        rules = StateRules(
-            slots={("final", "answer"): answers, ("final", "citation"): lambda task, seen: ["none"]}
-        )
+    slots = {("final", "answer"): answers, ("final", "citation"): lambda task, seen: ["none"]}
+    rules = StateRules(slots=slots) if rung == "L2" else None
     options = (owner.backend, owner.temperature, owner.seed, owner.trial)
     return ModelPolicy(
         REVISER_LAB, {}, instructions, describe, *options, observe=observe, rung=rung, rules=rules
@@ -189,7 +186,6 @@ def run_variant(
     """One variant (a task suffix of VARIANTS) of the review loop under one of GRID_CONTROLS, at the
     recorded settings: the reviser and the run. `settings`: the reviser's temperature, seed, trial."""
     rung, min_cut = GRID_CONTROLS[control]
-    backend = backend_from_env() if backend is None else backend
     reviser = ModelReviser(variant, backend, rung=rung, min_cut=min_cut, **settings)
     graph, _ = loop_graph(router=within_limit if variant == "feedback" else without_feedback, reviser=reviser)
     return reviser, graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
@@ -199,26 +195,23 @@ def trial_runs(backend: Backend | None, trials: Mapping[float, int], *, seed: in
     """Every control and variant, `trials[T]` runs at temperature T (trial t with seed `seed + t`): a row
     per run with its reviser, the texts it wrote, the run's status and what was published (or None)."""
     backend, rows = backend_from_env() if backend is None else backend, []
-    for control in GRID_CONTROLS:
-        for variant in VARIANTS.values():
-            for temperature, k in trials.items():
-                for trial in range(k):
-                    settings = {"temperature": temperature, "seed": seed + trial, "trial": trial}
-                    reviser, result = run_variant(variant, backend, control, **settings)
-                    published = result.results.get("publish")
-                    published = published if isinstance(published, str) else None
-                    rows.append(
-                        {
-                            "control": control,
-                            "variant": variant,
-                            "T": temperature,
-                            "trial": trial,
-                            "reviser": reviser,
-                            "texts": reviser.history,
-                            "status": status(reviser, result),
-                            "published": published,
-                        }
-                    )
+    for control, variant, (temperature, k) in product(GRID_CONTROLS, VARIANTS.values(), trials.items()):
+        for trial in range(k):
+            settings = {"temperature": temperature, "seed": seed + trial, "trial": trial}
+            reviser, result = run_variant(variant, backend, control, **settings)
+            published = result.results.get("publish")
+            rows.append(
+                {
+                    "control": control,
+                    "variant": variant,
+                    "T": temperature,
+                    "trial": trial,
+                    "reviser": reviser,
+                    "texts": reviser.history,
+                    "status": status(reviser, result),
+                    "published": published if isinstance(published, str) else None,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -304,7 +297,6 @@ def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, see
     feedback (45, 33, 28, 24 characters): a row per text."""
     graph, reviser = loop_graph()
     graph.run(max_visits=RECORDED["max_visits"], clock=FakeClock())
-    backend = backend_from_env() if backend is None else backend
     judge = ModelJudge("texts", backend=backend, temperature=temperature, seed=seed)
     texts = [DRAFT, *reviser.history]
     for n, text in enumerate(texts):

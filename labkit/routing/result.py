@@ -62,13 +62,12 @@ class RunResult:
     def summary(self) -> str:
         """Status, reason and one line per job, without timings."""
         width = max((len(job) for job in self.states), default=0)
-        lines = [f"status: {self.status}", f"reason: {self.reason}"]
-        for job, state in self.states.items():
-            line = (
-                f"  {job:<{width}}  {state!s:<11}  visits={self.visits[job]}  attempts={self.attempts[job]}"
-            )
-            lines.append(line + (f"  error: {self.errors[job]}" if job in self.errors else ""))
-        return "\n".join(lines)
+        jobs = [
+            f"  {job:<{width}}  {state!s:<11}  visits={self.visits[job]}  attempts={self.attempts[job]}"
+            + (f"  error: {self.errors[job]}" if job in self.errors else "")
+            for job, state in self.states.items()
+        ]
+        return "\n".join([f"status: {self.status}", f"reason: {self.reason}", *jobs])
 
     def __repr__(self) -> str:
         return self.summary()

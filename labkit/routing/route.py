@@ -69,9 +69,8 @@ class Route:
                 "Next.back_to(job), Next.back_to_with(job, feedback) or Next.Stop)"
             )
         if decision.kind == "goto" and decision.job not in self.targets:
-            declared = ", ".join(self.targets) or "none"
             return (
                 f"router on {self.job!r} returned {decision!r}, a target its route did not declare "
-                f"(declared: {declared})"
+                f"(declared: {', '.join(self.targets) or 'none'})"
             )
         return None

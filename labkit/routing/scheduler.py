@@ -320,8 +320,9 @@ class _Run:
             status, reason = "failed", "; ".join(self.failures)
         else:
             status, reason = "completed", self.stop_note or f"all {len(self.states)} jobs completed"
-        final = (COMPLETED, DEAD_LETTER)
-        kept = {job: self.results[job] for job, state in self.states.items() if state in final}
+        kept = {
+            job: self.results[job] for job, state in self.states.items() if state in (COMPLETED, DEAD_LETTER)
+        }
         errors = {job: self.errors[job] for job in self.states if job in self.errors}
         counts = dict(self.states), dict(self.visits), dict(self.attempts)
         elapsed = self.clock.now() - self.start

@@ -71,10 +71,12 @@ def plot_timeline(result: RunResult, ax: Axes | None = None, title: str | None =
         if event.new == DEAD_LETTER:
             ax.text(event.time, result.jobs.index(event.job), " ✗ dead letter", color="#c62828", **label)
     ax.set_yticks(range(len(result.jobs)), result.jobs)
-    ax.set_ylim(len(result.jobs) - 0.5, -0.5)  # first declared job on top
-    ax.set_xlim(left=0)
-    ax.set_xlabel("seconds since the run started")
-    ax.set_title(title or f"run: {result.status}")
+    ax.set(
+        ylim=(len(result.jobs) - 0.5, -0.5),  # first declared job on top
+        xlim=(0, None),
+        xlabel="seconds since the run started",
+        title=title or f"run: {result.status}",
+    )
     shown = {style for _, style in drawn}
     names = [k for k in _COLOURS if k in shown]
     legend = [Patch(color=_COLOURS[k], label=k if k == "backoff" else f"attempt → {k}") for k in names]

@@ -128,8 +128,10 @@ def red_team(submissions: Sequence[Submission]) -> RedTeam | None:
             table, label = s.data["guards"][exercise], f"{s.name}:{exercise}"
             defenses[label] = (s.name, Defenses(label, guards=(TableGuard(table, label),)))
             behaviour[label] = "table:" + table["verdicts"]
-    specs = [Spec("benign", r) for r in lab.legitimate]
-    specs += [Spec("attack", r, a, p) for _, a in attacks.values() for r in lab.legitimate for p in a.places]
+    specs = [
+        *(Spec("benign", r) for r in lab.legitimate),
+        *(Spec("attack", r, a, p) for _, a in attacks.values() for r in lab.legitimate for p in a.places),
+    ]
     rows, scored = [], {}
     for label, (_, defense) in defenses.items():
         if behaviour[label] not in scored:  # learners who hand in the same table are scored once

@@ -40,8 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add = parser.add_argument
     add("folder", metavar="FOLDER", type=Path, help="the folder of submission files")
     add("--json", action="store_true", help="print the tables as JSON (skipped files included)")
-    png = "where to save the chart, a .png file checked first (default: runs/class/class-results.png)"
-    add("--chart", metavar="PNG", type=output_type(suffix=".png"), help=png)
+    add(
+        "--chart",
+        metavar="PNG",
+        type=output_type(suffix=".png"),
+        help="where to save the chart, a .png file checked first (default: runs/class/class-results.png)",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:

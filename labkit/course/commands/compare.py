@@ -25,12 +25,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add = parser.add_argument
     add("--fixtures", metavar="DIR", default=str(DOCUCTL), help="fixture folder (default: fixtures/docuctl)")
-    cases = "which cases to grade (default: base, the 18 baseline cases)"
-    add("--cases", choices=("base", "adaptive", "all"), default="base", help=cases)
-    hits = f"search hits considered (default: {TOP_K})"
-    add("--top-k", type=int, choices=(1, 2, 3), default=TOP_K, help=hits)
-    tools = "tool budget of every controller (default: 3 with adaptive cases, else 2)"
-    add("--max-tools", type=int, choices=range(1, 7), metavar="{1..6}", help=tools)
+    add(
+        "--cases",
+        choices=("base", "adaptive", "all"),
+        default="base",
+        help="which cases to grade (default: base, the 18 baseline cases)",
+    )
+    add(
+        "--top-k",
+        type=int,
+        choices=(1, 2, 3),
+        default=TOP_K,
+        help=f"search hits considered (default: {TOP_K})",
+    )
+    add(
+        "--max-tools",
+        type=int,
+        choices=range(1, 7),
+        metavar="{1..6}",
+        help="tool budget of every controller (default: 3 with adaptive cases, else 2)",
+    )
     add("--json", action="store_true", help="print {controller: {passed, total, tool_calls}}")
 
 

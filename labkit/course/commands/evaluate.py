@@ -32,13 +32,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     add = parser.add_argument
     add("--trials", required=True, nargs="+", type=trials_file, metavar="FILE", help="trials file(s) (JSONL)")
     add("--json", action="store_true", help="print {summary, stops} (or {ladder, comparisons}) as JSON")
-    baselines = (
-        "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3 at "
-        "their exact expectation, the scripted and adaptive loops), every rate with its 95%% interval over "
-        "cases, and each run minus the scripted loop and the best baseline: lab 02's verdict where a "
-        "declared question names the comparison, else exploratory"
+    add(
+        "--baselines",
+        action="store_true",
+        help=(
+            "print the runs beside the baselines on the same cases (random and search-then-answer at L0-L3 "
+            "at their exact expectation, the scripted and adaptive loops), every rate with its 95%% interval "
+            "over cases, and each run minus the scripted loop and the best baseline: lab 02's verdict where "
+            "a declared question names the comparison, else exploratory"
+        ),
     )
-    add("--baselines", action="store_true", help=baselines)
 
 
 def _baselines(args: argparse.Namespace) -> int:

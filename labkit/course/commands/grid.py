@@ -33,10 +33,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("spec", metavar="SPEC", help="grid file (.toml or .json)")
     parser.add_argument("--record", required=True, metavar="FILE", help="JSONL file to append to (resumed)")
     where = parser.add_mutually_exclusive_group()
-    workers = "run on a local Dask cluster of N worker processes (default: in this process)"
-    where.add_argument("--workers", type=int_in(1, 256), metavar="N", help=workers)
-    scheduler = "run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786"
-    where.add_argument("--scheduler", metavar="ADDRESS", help=scheduler)
+    where.add_argument(
+        "--workers",
+        type=int_in(1, 256),
+        metavar="N",
+        help="run on a local Dask cluster of N worker processes (default: in this process)",
+    )
+    where.add_argument(
+        "--scheduler", metavar="ADDRESS", help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786"
+    )
     parser.add_argument("--json", action="store_true", help="print the evaluation as JSON")
 
 
@@ -106,8 +111,10 @@ def _run(grid: Any, args: argparse.Namespace) -> int:
     say = functools.partial(print, file=sys.stderr)
     if work.cut:
         say(f"{args.record}: removed {work.cut} line(s) of an episode cut off by an interrupted run")
-    done = f"{work.done} already in {args.record}"
-    say(f"{grid.path}: {grid.cells} cells, {work.total} episodes; {done}, {len(work.todo)} to run")
+    say(
+        f"{grid.path}: {grid.cells} cells, {work.total} episodes; {work.done} already in {args.record}, "
+        f"{len(work.todo)} to run"
+    )
     start = time.perf_counter()
     if work.todo:
         with _client(args) as client:

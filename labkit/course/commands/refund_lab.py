@@ -46,13 +46,30 @@ def register(sub: argparse._SubParsersAction) -> None:
         model=True,
     )
     add = parser.add_argument
-    policy = f"a policy ({', '.join(POLICIES)}); repeat for several (default: all scripted ones, plus the "
-    add("--policy", metavar="NAME", action="append", help=policy + "model where trials are recorded)")
-    defense = f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)"
-    add("--defense", metavar="NAME", action="append", help=defense)
+    add(
+        "--policy",
+        metavar="NAME",
+        action="append",
+        help=(
+            f"a policy ({', '.join(POLICIES)}); repeat for several (default: all scripted ones, plus the "
+            "model where trials are recorded)"
+        ),
+    )
+    add(
+        "--defense",
+        metavar="NAME",
+        action="append",
+        help=f"a defense ({', '.join(DEFENSES)}); repeat for several (default: all)",
+    )
     add("--by-attack", action="store_true", help="one row per policy, defense and attack (its episodes only)")
-    shape = f"print an object of lists: matrix {{policy, defense, attack?, {', '.join(COLUMNS)}}}, "
-    add("--json", action="store_true", help=shape + "intervals, comparisons, model, model_comparisons")
+    add(
+        "--json",
+        action="store_true",
+        help=(
+            f"print an object of lists: matrix {{policy, defense, attack?, {', '.join(COLUMNS)}}}, "
+            "intervals, comparisons, model, model_comparisons"
+        ),
+    )
 
 
 def _names(given: list[str] | None, known: dict, what: str) -> list[str]:
@@ -91,10 +108,12 @@ def handle(args: argparse.Namespace) -> int:
     scripted = [name for name in policies if name != "model"]
     frames = [matrix(scripted, defenses, by_attack=args.by_attack)] if scripted else []
     intervals = matrix_intervals(scripted, defenses) if scripted and not args.by_attack else None
-    families = {}
-    if "none" in defenses and len(defenses) > 1 and not args.by_attack:
-        for policy in scripted:
-            families[f"{policy} ASR: defense - none"] = defense_comparisons(policy, defenses)
+    compared = "none" in defenses and len(defenses) > 1 and not args.by_attack
+    families = (
+        {f"{policy} ASR: defense - none": defense_comparisons(policy, defenses) for policy in scripted}
+        if compared
+        else {}
+    )
     model, model_families = None, {}
     # The model runs where trials are recorded: by default only if any are, and then only under the
     # defenses recorded; asked for by name, a missing recording is an error.

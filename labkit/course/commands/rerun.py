@@ -22,13 +22,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add = parser.add_argument
     add("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4")
-    model = "a backend (below): replay, local, ollama:<tag> or openai:<model>"
-    add("--model", required=True, metavar="SPEC", help=model)
+    add(
+        "--model",
+        required=True,
+        metavar="SPEC",
+        help="a backend (below): replay, local, ollama:<tag> or openai:<model>",
+    )
     add("--k", type=positive, help="trials per case (default: the notebook's)")
     add("--temperature", type=temperature, help="0..2 (default: the notebook's)")
     add("--seed", type=int_in(0, SEED_MAX), help="(default: the notebook's)")
-    out = "where to write the executed notebook (checked before anything runs)"
-    add("-o", "--output", required=True, type=output_type(), metavar="OUT.ipynb", help=out)
+    add(
+        "-o",
+        "--output",
+        required=True,
+        type=output_type(),
+        metavar="OUT.ipynb",
+        help="where to write the executed notebook (checked before anything runs)",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:

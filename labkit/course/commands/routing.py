@@ -29,12 +29,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add = parser.add_argument
     add("--json", action="store_true", help="print the results as one JSON object")
-    visits = "runs allowed per job in the review loop, 1..20 (default: 5)"
-    add("--max-visits", type=int_in(1, 20), default=5, metavar="N", help=visits)
-    limit = f"the review's character limit, 1..200 (default: {lab.LIMIT})"
-    add("--limit", type=int_in(1, 200), default=lab.LIMIT, metavar="CHARS", help=limit)
-    timing = "leave out the real-time experiment (the rest is deterministic)"
-    add("--skip-timing", action="store_true", help=timing)
+    add(
+        "--max-visits",
+        type=int_in(1, 20),
+        default=5,
+        metavar="N",
+        help="runs allowed per job in the review loop, 1..20 (default: 5)",
+    )
+    add(
+        "--limit",
+        type=int_in(1, 200),
+        default=lab.LIMIT,
+        metavar="CHARS",
+        help=f"the review's character limit, 1..200 (default: {lab.LIMIT})",
+    )
+    add(
+        "--skip-timing",
+        action="store_true",
+        help="leave out the real-time experiment (the rest is deterministic)",
+    )
 
 
 def _model_feedback() -> dict[str, Any]:
@@ -153,9 +166,6 @@ def handle(args: argparse.Namespace) -> int:
     print(
         "\n3. Retries: 3 attempts, waits 0.5 s doubling, every Exception retryable (fake clock):",
         retries.to_string(line_width=WIDTH),
-        sep="\n",
-    )
-    print(
         f"\n4. The review loop, limit {args.limit} characters, max_visits={args.max_visits}: "
         "characters per revision",
         chars.to_string(line_width=WIDTH),

@@ -49,12 +49,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     add = parser.add_argument
     add("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0, the room's network)")
     add("--port", type=int_in(1, 65535), default=PORT, metavar="N", help=f"port (default {PORT})")
-    threads = f"CPU threads for the model (default {THREADS}, half this machine's cores)"
-    add("--threads", type=int_in(1, 256), metavar="N", help=threads)
-    gguf = "a GGUF file (default: the course's SmolLM2, as `local` finds it)"
-    add("--model-path", metavar="FILE", help=gguf)
-    slots = f"llama-server's slots, one per learner (default {PARALLEL}); 0: llama-cpp-python's server"
-    add("--parallel", type=int_in(0, 64), default=PARALLEL, metavar="N", help=slots)
+    add(
+        "--threads",
+        type=int_in(1, 256),
+        metavar="N",
+        help=f"CPU threads for the model (default {THREADS}, half this machine's cores)",
+    )
+    add(
+        "--model-path",
+        metavar="FILE",
+        help="a GGUF file (default: the course's SmolLM2, as `local` finds it)",
+    )
+    add(
+        "--parallel",
+        type=int_in(0, 64),
+        default=PARALLEL,
+        metavar="N",
+        help=f"llama-server's slots, one per learner (default {PARALLEL}); 0: llama-cpp-python's server",
+    )
 
 
 def llama_server() -> str | None:

@@ -19,16 +19,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         "lab 03 also the attack you wrote and your guard, as a table of its verdicts (data, never code).",
     )
     parser.add_argument("lab", metavar="LAB", help="the lab: 1, 2, 3 or 4 (or 01, lab03, ...)")
-    name = (
-        "your name as the class round shows it (letters of any script, digits, spaces, apostrophes, "
-        "'.', '-'; up to 32)"
+    parser.add_argument(
+        "--name",
+        required=True,
+        help=(
+            "your name as the class round shows it (letters of any script, digits, spaces, apostrophes, "
+            "'.', '-'; up to 32)"
+        ),
     )
-    parser.add_argument("--name", required=True, help=name)
     where = parser.add_mutually_exclusive_group()
-    output = "where to write it (default: runs/submissions/labNN-NAME.json; a folder: inside it)"
-    where.add_argument("-o", "--output", metavar="FILE", type=output_type(folder_ok=True), help=output)
-    to = "hand it in: labNN-NAME.json into DIR (a USB stick), never over a file (-2.json: the later counts)"
-    where.add_argument("--to", metavar="DIR", type=folder_type, help=to)
+    where.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        type=output_type(folder_ok=True),
+        help="where to write it (default: runs/submissions/labNN-NAME.json; a folder: inside it)",
+    )
+    where.add_argument(
+        "--to",
+        metavar="DIR",
+        type=folder_type,
+        help=(
+            "hand it in: labNN-NAME.json into DIR (a USB stick), never over a file (-2.json: the later "
+            "counts)"
+        ),
+    )
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -44,8 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("--rung", choices=RUNGS, default="L1", help=f"constraint ladder rung: {rungs}")
     add("--label", help="the run's name in evaluations (default: model, prompt, T)")
     add("--budget-tokens", type=positive, metavar="N", help="token budget per episode")
-    tokens = f"token limit per decision (default {MAX_TOKENS})"
-    add("--max-tokens", type=int_in(1, MAX_TOKENS_MAX), default=MAX_TOKENS, metavar="N", help=tokens)
+    add(
+        "--max-tokens",
+        type=int_in(1, MAX_TOKENS_MAX),
+        default=MAX_TOKENS,
+        metavar="N",
+        help=f"token limit per decision (default {MAX_TOKENS})",
+    )
     add("--record", required=True, metavar="FILE", help="JSONL file to write (must not exist)")
 
 

@@ -48,8 +48,7 @@ def _ours(line: bytes, labels: set[str], keys: set[tuple[Any, ...]]) -> str | No
 
 def _cut_off_tail(path: Path, labels: set[str], keys: set[tuple[Any, ...]]) -> int:
     """Remove what follows the last episode record of a recording of this grid; how many lines."""
-    data = path.read_bytes()
-    *whole, tail = data.split(b"\n")  # tail: the unterminated end of a line, if any
+    *whole, tail = path.read_bytes().split(b"\n")  # tail: the unterminated end of a line, if any
     kinds = [_ours(line, labels, keys) for line in whole]
     if not whole or None in kinds:
         return 0  # not (only) this grid's recording: left as it is, for `plan` to refuse

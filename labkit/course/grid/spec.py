@@ -82,8 +82,13 @@ def _schema(lab: str) -> dict[str, Any]:
     axes["seeds"]["items"]["maximum"] = SEED_MAX - MAX_TRIALS
     axes["k"]["maximum"] = MAX_TRIALS
     grid_lab(lab).fill_schema(axes)
-    required = {"required": ["models"], "additionalProperties": False, "$defs": schema["$defs"]}
-    return {"type": "object", "properties": axes} | required
+    return {
+        "type": "object",
+        "properties": axes,
+        "required": ["models"],
+        "additionalProperties": False,
+        "$defs": schema["$defs"],
+    }
 
 
 def _read(path: Path) -> Any:
