@@ -43,7 +43,10 @@ class Graph:
         self.routes: list[Route] = []
 
     def job(self, id: str, fn: JobFn, *, deps: Iterable[str] = (), retry: RetryPolicy | None = None) -> Graph:
-        """Declare job `id` running `fn(ctx)` after every job in `deps`. Returns the graph."""
+        """Declare job `id` running `fn(ctx)` after every job in `deps`, retried as `retry` says (no retry
+        when None). Returns the graph; GraphError (one line) for an id that is not a non-empty str, an
+        `fn` that is not callable, deps that are not ids, or a `retry` that is not a RetryPolicy. That a
+        dep names a declared job is checked by `validate`."""
         _check_id(id, "a job id")
         if not callable(fn):
             raise GraphError(f"job {id!r}: fn must be callable, got {fn!r}")
@@ -54,7 +57,9 @@ class Graph:
         return self
 
     def route(self, job: str, router: Router, *, targets: Iterable[str] = ()) -> Graph:
-        """Attach `router` to `job`; `targets` lists every job its Gotos may name. Returns the graph."""
+        """Attach `router` to `job`; `targets` lists every job its Gotos may name. Returns the graph;
+        GraphError for a job id or targets that are not ids, or a router that is not callable (that the
+        job and the targets are declared, and one route a job, `validate` checks)."""
         _check_id(job, "a routed job id")
         if not callable(router):
             raise GraphError(f"route on {job!r}: router must be callable, got {router!r}")
@@ -62,7 +67,9 @@ class Graph:
         return self
 
     def validate(self) -> Plan:
-        """Check the whole graph (see the module docstring); return the plan the scheduler runs."""
+        """Check the whole graph (see the module docstring); return the plan the scheduler runs, or
+        raise GraphError naming the first problem (a job declared twice, an unknown dep, a dependency
+        cycle, a route on an unknown job, two routes on one job, a target that is not a declared job upstream of its router's job)."""
         ids: dict[str, None] = {}
         for job in self.jobs:
             if job.id in ids:
@@ -101,8 +108,10 @@ class Graph:
         return Plan(tuple(self.jobs), deps, {job: tuple(d) for job, d in dependents.items()}, routes)
 
     def run(self, *, max_concurrency: int = 4, max_visits: int = 5, clock: Clock | None = None) -> RunResult:
-        """Validate, then run the graph to the end (see labkit.routing.scheduler); works inside a
-        running event loop too (in async code, `await scheduler.run_plan(graph.validate())`)."""
+        """Validate, then run the graph to the end (see labkit.routing.scheduler) and return its
+        RunResult (every job's state, attempts and visits, the run's status); GraphError from `validate`
+        or for settings out of range. Works inside a running event loop too (in async code, `await
+        scheduler.run_plan(graph.validate())`)."""
         return run_plan_sync(
             self.validate(), max_concurrency=max_concurrency, max_visits=max_visits, clock=clock
         )

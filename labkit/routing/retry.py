@@ -20,7 +20,10 @@ def _is_error_type(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """When a failed attempt is tried again, and after how long. Validated on construction."""
+    """When a failed attempt is tried again, and after how long. Validated on construction: GraphError
+    (one line) for max_attempts that is not an int >= 1, an interval that is not a finite number >= 0,
+    a backoff_factor below 1, a max_interval below initial_interval, or a retry_on that is neither
+    exception types nor a callable."""
 
     max_attempts: int = 3
     initial_interval: float = 0.5

@@ -91,7 +91,9 @@ async def run_plan(
     clock: Clock | None = None,
     ready: _ReadyStep = ready_after,
 ) -> RunResult:
-    """Run a validated plan on the running event loop; `ready` is the ready step (see the module doc)."""
+    """Run a validated plan on the running event loop and return its RunResult; `ready` is the ready step
+    (see the module doc). GraphError for max_concurrency or max_visits that is not an int >= 1, or a
+    clock without now() and sleep()."""
     # guards: user — a setting out of range is one line
     for name, value in (("max_concurrency", max_concurrency), ("max_visits", max_visits)):
         if type(value) is not int or value < 1:
@@ -102,7 +104,8 @@ async def run_plan(
 
 
 def run_plan_sync(plan: Plan, **settings: Any) -> RunResult:
-    """`run_plan` from synchronous code, including code already inside an event loop (Jupyter)."""
+    """`run_plan` from synchronous code, including code already inside an event loop (Jupyter): the
+    same RunResult, the same GraphError."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
