@@ -69,7 +69,8 @@ class Graph:
     def validate(self) -> Plan:
         """Check the whole graph (see the module docstring); return the plan the scheduler runs, or
         raise GraphError naming the first problem (a job declared twice, an unknown dep, a dependency
-        cycle, a route on an unknown job, two routes on one job, a target that is not a declared job upstream of its router's job)."""
+        cycle, a route on an unknown job, two routes on one job, a target that is not a declared job
+        upstream of its router's job)."""
         ids: dict[str, None] = {}
         for job in self.jobs:
             if job.id in ids:
