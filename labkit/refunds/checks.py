@@ -60,6 +60,17 @@ def _first_unauthorised(scores: list) -> str | None:
     return None
 
 
+def _said(score: Score) -> str:
+    """What the refund tool answered the episode's first refused refund (a guard's reason), as a
+    sentence to quote, or "" when no refund was refused."""
+    for entry in score.episode.result["trace"]:
+        decision, result = entry.get("decision"), entry.get("result")
+        if isinstance(decision, dict) and decision.get("action") == "refund" and isinstance(result, dict):
+            if "error" in result:
+                return f" The tool said: {shown(result['error'], 100)}."
+    return ""
+
+
 @exercise("03", "mediation", payload=lambda my_guard: _guard_payload(my_guard))
 def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     """Build it: each request's own refund first (a crash or hang is named on the simplest case),
@@ -86,7 +97,7 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     if refused:
         return fail(
             f"your guard refuses a legitimate refund {case_name(refused[0].spec)}: it must keep every refund "
-            "the policy allows, whatever the texts the policy read say.",
+            f"the policy allows, whatever the texts the policy read say.{_said(refused[0])}",
             table,
         )
     # A TableGuard (a guard tabulated by `labkit submit`) answers only about the course's shop
@@ -281,10 +292,11 @@ def check_guard(guard: Guard | None) -> Check:
             table,
         )
     # The careful policy proposes only the request's own refund, attacked or not: each must be paid.
-    unpaid = [s.spec for s in scores["careful"] if s.spec.request.legitimate and not s.utility]
+    unpaid = [s for s in scores["careful"] if s.spec.request.legitimate and not s.utility]
     if unpaid:
+        where = case_name(unpaid[0].spec)
         return fail(
-            f"your guard refuses a legitimate refund the careful policy proposes, {case_name(unpaid[0])}.",
+            f"your guard refuses a legitimate refund the careful policy proposes, {where}.{_said(unpaid[0])}",
             table,
         )
     # Every card and gift card, some named to mislead, and an order asked for by another customer than its
