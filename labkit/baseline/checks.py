@@ -326,7 +326,9 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
     if not table.loc["adaptive loop", "passed"]:
         stop = table.loc["adaptive loop", "stop"]
         return fail(
-            f"the adaptive loop fails it too (stop={stop}): give it an observation it can act on.", table
+            f"the adaptive loop does not pass it either (it ended stop={stop} without the expected answer): "
+            "give it an observation it can act on.",
+            table,
         )
     if wrong := _mislabelled(case, corpus, shipped):
         return fail(wrong, table)
