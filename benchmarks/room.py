@@ -20,7 +20,9 @@ for one sequence and for every slot at once), then reads its /metrics per N: the
 evaluated (not found in a cache) and the tokens it generated per answered decision, tokens a second,
 tokens per decode step (the batch), the decisions a second those tokens allow at the ceiling, and the
 share of that ceiling the room got.
-Everything runs on this machine: client threads and servers share its cores. Loopback only.
+Everything runs on this machine: client threads and servers share its cores, the learners' threads at
+`--learner-nice` (10 by default: in a room each learner's own laptop runs their cells, so the server's
+cores are the server's; 0 measures them competing). Loopback only.
 """
 
 from __future__ import annotations
@@ -91,7 +93,11 @@ def learner(
     lock: threading.Lock,
     offset: int,
     mode: str,
+    nice: int,
 ) -> None:
+    # In a room each learner runs on their own laptop: here the simulated learners take the server's
+    # cores only when it leaves them idle (this thread's own priority; the server keeps its own).
+    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
     corpus = docuctl()
     cases = corpus.cases + corpus.adaptive_cases
     # As a learner's backend runs: the backend's own timeout for a whole call, each decision after the first
@@ -166,14 +172,16 @@ def ceiling(base_url: str, slots: int) -> dict:
     return {"prompt": rate, "one": speeds[0], "all": speeds[1], "slots": slots}
 
 
-def measure(base_url: str, n: int, window: float, deadline: float, mode: str, limit: dict | None) -> dict:
+def measure(
+    base_url: str, n: int, window: float, deadline: float, mode: str, limit: dict | None, nice: int = 0
+) -> dict:
     before = evaluated(base_url)
     notes: list[tuple[float, bool]] = []
     stops: list[str] = []
     lock = threading.Lock()
     start = time.monotonic()
     args = (base_url, deadline, start + window, notes, stops, lock)
-    together([threading.Thread(target=learner, args=(*args, i, mode), daemon=True) for i in range(n)])
+    together([threading.Thread(target=learner, args=(*args, i, mode, nice), daemon=True) for i in range(n)])
     elapsed = time.monotonic() - start
     after = evaluated(base_url)  # tokens of abandoned requests still queued are not counted
     answered = sorted(t for t, ok in notes if ok)
@@ -236,7 +244,9 @@ def run_server(
         warm_up(base_url, slots=parallel)
         mode = MODES[bool(parallel)]
         for n in counts:
-            row = {"server": name} | measure(base_url, n, args.window, args.deadline, mode, limit)
+            row = {"server": name} | measure(
+                base_url, n, args.window, args.deadline, mode, limit, args.learner_nice
+            )
             rows.append(row)
             print(json.dumps(row) if args.json else "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
             time.sleep(args.deadline)  # abandoned requests still queued at the server drain first
@@ -356,6 +366,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--servers", default="serial,batching", help="which servers: serial, batching or both"
+    )
+    parser.add_argument(
+        "--learner-nice",
+        type=int,
+        default=10,
+        help="the learners' threads' nice value (0: as the server's; default 10: as if on their own laptops)",
     )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(

@@ -14,6 +14,7 @@ from labkit.core.verdicts import record
 from labkit.course.classroom.merge import PRESETS, chart, load_folder, pass_counts, red_team
 from labkit.course.classroom.submission import MAX_BYTES, build, read, submit
 from labkit.refunds.guard_table import guard_table
+from labkit.refunds import red_team as red_team_round
 
 # These tests' guards are plain functions that always answer alike: each is tabulated once per process.
 guard_table = functools.cache(guard_table)
@@ -144,7 +145,7 @@ def test_learners_who_hand_in_the_same_table_are_scored_once_and_alike(tmp_path,
     (folder / "lab03-dora.json").write_text(json.dumps(allow_all))
     evaluated, score = [], metrics.score_policy
     monkeypatch.setattr(
-        metrics, "score_policy", lambda *a, **k: evaluated.append(a[1].name) or score(*a, **k)
+        red_team_round, "score_policy", lambda *a, **k: evaluated.append(a[1].name) or score(*a, **k)
     )
     usable, _ = load_folder(folder)
     board = red_team(usable).defenses
