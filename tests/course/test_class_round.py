@@ -13,8 +13,8 @@ from labkit.core.check import Check
 from labkit.core.verdicts import record
 from labkit.course.classroom.merge import PRESETS, chart, load_folder, pass_counts, red_team
 from labkit.course.classroom.submission import MAX_BYTES, build, read, submit
-from labkit.refunds.guard_table import guard_table
 from labkit.refunds import red_team as red_team_round
+from labkit.refunds.guard_table import guard_table
 
 # These tests' guards are plain functions that always answer alike: each is tabulated once per process.
 guard_table = functools.cache(guard_table)
