@@ -235,6 +235,9 @@ def check_failure_stage(
         )
     wrong = [key for key, value in facts["evidence"].items() if not _same_fact(evidence[key], value)]
     if wrong:
+        said = evidence[wrong[0]]
+        if wrong[0] == "expected_hit" and isinstance(said, str):  # a rank written as text ("2")
+            return fail(f"your 'expected_hit' is {shown(said, 20)}, a str: a rank is a number (or None).")
         return fail(
             f"your {wrong[0]!r} is not what step 1's result shows: read its hits in §5's trace again."
         )

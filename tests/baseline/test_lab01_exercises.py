@@ -365,3 +365,10 @@ def test_any_answer_to_any_checker_is_a_verdict(answer, stage, value, fields):
         lab01.check_two_tool_winner(value),
     ):
         own_verdict(check)
+
+
+def test_a_rank_written_as_text_is_told_its_type():
+    check = lab01.check_failure_stage(
+        "rollback-restore", "retrieval", 1, {"first_hit": "releases-v2", "expected_hit": "2"}
+    )
+    verdict(check, False, "a str: a rank is a number")
