@@ -2,13 +2,13 @@
 what picked `stats.rate` and `stats.mover_bounds`, and what tests/core/test_coverage.py and
 `python -m benchmarks.coverage` measure.
 
-A design is `units` units of `trials` trials each. A unit's own rate is drawn from a beta
-distribution with mean `rate` and intra-unit correlation `icc` (its parameters sum to 1/icc - 1),
-and its trials are Bernoulli draws at that rate: at icc 0.6 most units nearly always pass or nearly
-always fail, as a case does for a model at a low temperature. A paired design draws the two sides'
-unit rates through one uniform quantile, shared with chance `corr`, so a unit that is hard for one
-side is often hard for the other. Every draw comes from a seeded generator: a result is the same
-on every machine."""
+A design is `units` units of `trials` trials each, or of `sizes` trials where the units differ. A
+unit's own rate is drawn from a beta distribution with mean `rate` and intra-unit correlation `icc`
+(its parameters sum to 1/icc - 1), and its trials are Bernoulli draws at that rate: at icc 0.6 most
+units nearly always pass or nearly always fail, as a case does for a model at a low temperature. A
+paired design draws the two sides' unit rates through one uniform quantile, shared with chance `corr`,
+so a unit that is hard for one side is often hard for the other. Every draw comes from a seeded
+generator: a result is the same on every machine."""
 
 from __future__ import annotations
 
@@ -23,7 +23,11 @@ from labkit.core import stats
 LEVEL = 0.93  # the coverage a 95% interval must reach at our sizes to be printed
 # The designs the labs print: units (lab 03's 9 attacks and 10 requests, lab 04's 15 and 50 trials, lab
 # 02's 24 and 40 cases, lab 03's 82 and 154 model cases) and trials a unit (lab 02's 5, lab 03's 250 seeds).
-UNITS = (9, 10, 15, 22, 24, 40, 50, 82, 154)
+UNITS = (9, 10, 15, 24, 40, 50, 82, 154)
+# Lab 03's model suite by request (lab03-model), each request's episodes its trials: the 4 pilot requests
+# under every attack at every place (37 episodes), 28 legitimate ones under each attack once (10), and
+# the 6 refused ones alone (1).
+REQUEST_SIZES = (37,) * 4 + (10,) * 28 + (1,) * 6
 TRIAL_COUNTS = (1, 5, 15, 50, 250)
 SHARES = (0.1, 0.3, 0.5)
 ICCS = (0.2, 0.6)
@@ -44,6 +48,12 @@ class Design:
     rate_b: float | None = None
     corr: float = 0.0
     trials_b: int | None = None  # b's trials a unit when they differ from a's (a model against 250 seeds)
+    sizes: tuple[int, ...] = ()  # each unit's own trials where they differ (`units` of them)
+
+
+def _trials(design: Design) -> np.ndarray:
+    """Each unit's trials: `sizes` where given, else `trials` for every unit."""
+    return np.asarray(design.sizes or (design.trials,) * design.units)
 
 
 @cache
@@ -55,9 +65,10 @@ def _inverse_cdf(rate: float, icc: float) -> np.ndarray:
 
 
 def _unit_means(
-    rng: np.random.Generator, quantiles: np.ndarray, design: Design, rate: float, trials: int
+    rng: np.random.Generator, quantiles: np.ndarray, design: Design, rate: float, trials: int | np.ndarray
 ) -> np.ndarray:
-    """The units' observed mean rates (samples x units) over `trials` trials at the drawn quantile cells."""
+    """The units' observed mean rates (samples x units) over `trials` trials (one count, or one a unit)
+    at the drawn quantile cells."""
     unit_rates = _inverse_cdf(rate, design.icc)[quantiles]
     return rng.binomial(trials, unit_rates) / trials
 
@@ -67,8 +78,8 @@ def rate_coverage(design: Design, samples: int = 2000, seed: int = 0) -> float:
     the same computation, row by row) holds the true rate."""
     rng = np.random.default_rng(seed)
     cells = rng.integers(0, _QUANTILES, size=(samples, design.units))
-    means = _unit_means(rng, cells, design, design.rate, design.trials)
-    _, low, high = stats.rate_bounds(means, np.full(design.units, float(design.trials)))
+    means = _unit_means(rng, cells, design, design.rate, _trials(design))
+    _, low, high = stats.rate_bounds(means, _trials(design))
     return float(np.mean((low <= design.rate) & (design.rate <= high)))
 
 
@@ -79,33 +90,46 @@ def difference_coverage(design: Design, samples: int = 2000, seed: int = 0) -> f
     cells_a = rng.integers(0, _QUANTILES, size=(samples, design.units))
     fresh = rng.integers(0, _QUANTILES, size=cells_a.shape)
     cells_b = np.where(rng.random(cells_a.shape) < design.corr, cells_a, fresh)
-    means_a = _unit_means(rng, cells_a, design, design.rate, design.trials)
-    means_b = _unit_means(rng, cells_b, design, design.rate_b, design.trials_b or design.trials)
+    means_a = _unit_means(rng, cells_a, design, design.rate, _trials(design))
+    means_b = _unit_means(rng, cells_b, design, design.rate_b, design.trials_b or _trials(design))
     truth = design.rate - design.rate_b
-    _, low, high = stats.mover_bounds(means_a, means_b, np.full(design.units, float(design.trials)))
+    _, low, high = stats.mover_bounds(means_a, means_b, _trials(design))
     return float(np.mean((low <= truth) & (truth <= high)))
 
 
 def rate_designs() -> list[Design]:
-    """Every rate design the labs print, crossed with the rates and correlations above."""
-    return [Design(n, k, p, icc) for n in UNITS for k in TRIAL_COUNTS for p in SHARES for icc in ICCS]
+    """Every rate design the labs print, crossed with the rates and correlations above, and lab 03's
+    requests with their own sizes."""
+    return [Design(n, k, p, icc) for n in UNITS for k in TRIAL_COUNTS for p in SHARES for icc in ICCS] + [
+        Design(len(REQUEST_SIZES), 10, p, icc, sizes=REQUEST_SIZES) for p in SHARES for icc in ICCS
+    ]
 
 
 def difference_designs() -> list[Design]:
     """Every paired design the labs print, crossed with the rate pairs and correlations above: both
-    sides with the same trials, and one trial a unit against a 250-seed baseline (lab 03's model
-    against random-admissible, over its 10 requests, 82 and 154 cases)."""
-    return [  # both sides with the same trials
-        Design(n, k, a, icc, rate_b=b, corr=corr)
-        for n in UNITS
-        for k in TRIAL_COUNTS
-        for a, b in PAIRS
-        for icc in ICCS
-        for corr in CORRS
-    ] + [  # one trial a unit against 250 seeds
-        Design(n, 1, a, icc, rate_b=b, corr=corr, trials_b=250)
-        for n in (10, 82, 154)
-        for a, b in PAIRS
-        for icc in ICCS
-        for corr in CORRS
-    ]
+    sides with the same trials, one trial a unit against a 250-seed baseline (lab 03's model
+    against random-admissible, over its 10 requests, 82 and 154 cases), and lab 03's requests with
+    their own sizes on both sides."""
+    return (
+        [  # both sides with the same trials
+            Design(n, k, a, icc, rate_b=b, corr=corr)
+            for n in UNITS
+            for k in TRIAL_COUNTS
+            for a, b in PAIRS
+            for icc in ICCS
+            for corr in CORRS
+        ]
+        + [  # one trial a unit against 250 seeds
+            Design(n, 1, a, icc, rate_b=b, corr=corr, trials_b=250)
+            for n in (10, 82, 154)
+            for a, b in PAIRS
+            for icc in ICCS
+            for corr in CORRS
+        ]
+        + [  # lab 03's requests, each with its own episodes on both sides
+            Design(len(REQUEST_SIZES), 10, a, icc, rate_b=b, corr=corr, sizes=REQUEST_SIZES)
+            for a, b in PAIRS
+            for icc in ICCS
+            for corr in CORRS
+        ]
+    )

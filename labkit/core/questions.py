@@ -44,6 +44,7 @@ _SCHEMA = {
             "direction": {"enum": ["higher", "lower"]},
             "discordant": {"type": "number", "minimum": 0, "maximum": 0.5},
             "sd": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+            "effective_units": {"type": "number", "minimum": 2},
         },
         "oneOf": [{"required": ["discordant"]}, {"required": ["sd"]}],
     },
@@ -54,7 +55,9 @@ _SCHEMA = {
 class Question:
     """One declared question: what it `asks`, its `unit`, `test` and `level`, the `comparisons` it
     tests (one family), the design (`units` units of `trials` trials), the `direction` a gain goes,
-    and the background its power assumes (`discordant` for McNemar, `sd` for the sign-flip test)."""
+    and the background its power assumes (`discordant` for McNemar, `sd` for the sign-flip test).
+    `effective_units`: where the units weigh unequally (the sign-flip test weighs each unit by its
+    trials), Kish's effective number of them, which the power and the MDE are computed on."""
 
     id: str
     lab: str
@@ -68,26 +71,31 @@ class Question:
     direction: str
     discordant: float = 0.0
     sd: float = 0.0
+    effective_units: float = 0.0
+
+    @property
+    def size(self) -> float:
+        """The number of units the power is computed on: `effective_units` where declared, else `units`."""
+        return self.effective_units or self.units
 
     @property
     def alpha(self) -> float:
         """The level each comparison is tested at: Bonferroni's, level / family size."""
         return self.level / len(self.comparisons)
 
-    def mde(self, n: int | None = None) -> float:
-        """The smallest gain the declared test detects with 80% power at `alpha` on `n` units (the
-        declared number by default), by `stats.mde` (McNemar) or `stats.mde_mean` (sign-flip)."""
-        n = self.units if n is None else n
+    def mde(self) -> float:
+        """The smallest gain the declared test detects with 80% power at `alpha` on the declared design
+        (`size` units), by `stats.mde` (McNemar) or `stats.mde_mean` (sign-flip)."""
         if self.test == "exact McNemar":
-            return stats.mde(n, discordant=self.discordant, alpha=self.alpha)
-        return stats.mde_mean(n, self.sd, self.alpha)
+            return stats.mde(self.units, discordant=self.discordant, alpha=self.alpha)
+        return stats.mde_mean(self.size, self.sd, self.alpha)
 
     def power(self, gain: float = GAIN) -> float:
         """The chance the declared test rejects a true gain of `gain` on the declared design (McNemar
         exactly, `stats.power`; the sign-flip test by its t-test match, `stats.power_mean`)."""
         if self.test == "exact McNemar":
             return stats.power(self.units, gain, self.discordant, self.alpha)
-        return stats.power_mean(self.units, gain, self.sd, self.alpha)
+        return stats.power_mean(self.size, gain, self.sd, self.alpha)
 
 
 @cache
@@ -137,7 +145,7 @@ def _answer_one(chosen: Question, comparisons: Sequence[stats.Comparison]) -> li
             c,
             family=chosen.id,
             p_adjusted=min(1.0, m * c.p),
-            mde=chosen.mde(c.n),
+            mde=chosen.mde(),
             room=(1 - c.b_share) if chosen.direction == "higher" else c.b_share,
         )
         for _, c in declared

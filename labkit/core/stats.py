@@ -304,18 +304,19 @@ def mde(n: int, *, discordant: float = 0.0, alpha: float = ALPHA) -> float:
     return math.nan
 
 
-def mde_mean(n: int, sd: float, alpha: float = ALPHA) -> float:
+def mde_mean(n: float, sd: float, alpha: float = ALPHA) -> float:
     """The sign-flip test's minimum detectable difference over `n` units whose per-unit differences
     have standard deviation `sd`: the mean shift the paired t-test, which the sign-flip test matches
     in power at these sizes, detects with 80% power at `alpha`, (t(1 - alpha/2) + t(0.80)) * sd /
-    sqrt(n) on n - 1 degrees of freedom, to 0.01 (rounded up). nan when n < 2."""
+    sqrt(n) on n - 1 degrees of freedom, to 0.01 (rounded up). nan when n < 2. `n` may be fractional:
+    Kish's effective number of units when the test weighs them by their trials."""
     if n < 2:
         return math.nan
     crit = stats.t.ppf(1 - alpha / 2, n - 1) + stats.t.ppf(POWER, n - 1)
     return math.ceil(100 * crit * sd / math.sqrt(n) - 1e-9) / 100
 
 
-def power_mean(n: int, gain: float, sd: float, alpha: float = ALPHA) -> float:
+def power_mean(n: float, gain: float, sd: float, alpha: float = ALPHA) -> float:
     """The sign-flip test's power for a mean shift `gain` over `n` units whose per-unit differences
     have standard deviation `sd`, by the paired t-test's (noncentral t on n - 1 degrees of freedom),
     as `mde_mean` inverts it."""

@@ -30,10 +30,8 @@ MODEL_DEFENSES = ("none", "policy_prompt", "spotlighting", "mediation")
 
 def grid_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
     """The model suite: every request alone, then every attack at each of its places on every
-    legitimate request (10 + 9 x 4 x 4 = 154 cases). Sized for its declared question (lab 03's
-    `model_rows.MODEL_QUESTION`): mediation - none and policy_prompt - none on the unauthorised share, each
-    at 0.025, have power 0.82 for a difference of 0.20 when the other side still wins 0.2 of the
-    cases (what the first 28 cases showed for policy_prompt)."""
+    legitimate request (10 + 9 x 4 x 4 = 154 cases): the pilot of lab03-model, which showed that the
+    request, not the case, is the unit (`request_cases` adds the requests that question needs)."""
     lab = lab or refund_lab()
     legitimate = [r.id for r in lab.requests.values() if r.legitimate]
     cases = list(lab.requests)
@@ -46,8 +44,8 @@ def grid_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
 def request_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
     """The model suite's further requests (`RefundLab.model_requests`, lab 03's issue 35): each alone,
     then each under every attack at one of its places, the place rotating with the request and the
-    attack so that each place comes up about equally (12 + 12 x 9 = 120 cases). Crossed with the
-    attacks, they make lab03-model's unit, request x attack, more than 4 requests wide."""
+    attack so that each place comes up about equally (28 + 28 x 9 = 280 cases). With them lab03-model's
+    unit, the request, is 38 wide rather than the first grid's 10."""
     lab = lab or refund_lab()
     extra = [request.id for request in lab.model_requests.values()]
     cases = list(extra)

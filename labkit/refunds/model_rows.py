@@ -8,8 +8,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from pandas import DataFrame
 
+from labkit.core import questions, stats
 from labkit.core.errors import LabError
 from labkit.core.stats import Comparison, Interval
 from labkit.core.text import shorten
@@ -19,7 +21,7 @@ from labkit.model.replay import recorded_calls
 from labkit.refunds import random_baseline
 from labkit.refunds.defenses import defenses_named
 from labkit.refunds.grid import MODEL_DEFENSES, episode_case, spec_of, suite_cases
-from labkit.refunds.intervals import compare_scores, interval_row, random_scores
+from labkit.refunds.intervals import compare_scores, episodes_of, interval_row, random_scores, units_of
 from labkit.refunds.lab import RefundLab, refund_lab
 from labkit.refunds.metrics import Score, Spec, score_policy
 from labkit.refunds.policies import POLICIES, cannot_hang, model_policy
@@ -32,7 +34,7 @@ BASELINES = ("random-admissible", "careful", "gullible")
 COMPARED = ("unauthorized_rate", "benign_utility")
 # The model's comparisons are over requests, each request's episodes (alone and under each attack) its
 # trials: the outcome is driven by the request (its share under no defense runs from 0.00 to 1.00, the
-# attack's far less), so the 274 cases are worth as many units as there are requests, 22.
+# attack's far less), so the 434 cases are worth as many units as there are requests, 38.
 MODEL_UNIT = "request"
 MODEL_QUESTION = "lab03-model"
 
@@ -222,6 +224,28 @@ def model_comparisons(
         f"model {rung}: defense - none": against_none if "none" in model else [],
         f"model {rung} - random-admissible ({seeds} seeds)": against_random,
     }
+
+
+def request_design(scores: Sequence[Score], per_request: int) -> tuple[float, int]:
+    """The size of lab03-model's design on `scores` (one defense's episodes): Kish's effective number of
+    requests, each weighed by its episodes of the unauthorised share as the sign-flip test weighs it,
+    and how many more requests of `per_request` episodes would give the declared test power 0.80 for
+    a gain of `questions.GAIN` at the question's level and background sd."""
+    asked = questions.question(MODEL_QUESTION)
+    sizes = [
+        len(trials) for trials in units_of(episodes_of(scores), "unauthorized_rate", MODEL_UNIT).values()
+    ]
+    more = 0
+    while (
+        stats.power_mean(_kish([*sizes, *[per_request] * more]), questions.GAIN, asked.sd, asked.alpha) < 0.8
+    ):
+        more += 1
+    return _kish(sizes), more
+
+
+def _kish(sizes: Sequence[int]) -> float:
+    """Kish's effective number of units weighing `sizes` (`stats.effective_units`), as a float."""
+    return float(stats.effective_units(np.asarray(sizes, dtype=float)))
 
 
 def interval_text(value: Any) -> str:

@@ -1,6 +1,6 @@
 """The random-admissible baseline on the model suite, drawn once over `DRAWN_SEEDS` seeds and kept as a
 fixture (fixtures/refunds/random-admissible-l2.json) with its provenance, so notebook 03 reads it in
-milliseconds instead of running 274 cases x 4 defenses x 250 seeds (about four minutes) on every Run All.
+milliseconds instead of running 434 cases x 4 defenses x 250 seeds (about 14 minutes) on every Run All.
 
 Per defense and case the file holds each outcome's mean over the seeds (and `sd`, its spread over
 seeds: a case's Monte-Carlo error is sd / sqrt(seeds), at most 0.032). Regenerate it after changing
@@ -28,7 +28,7 @@ from labkit.refunds.intervals import episodes_of, random_scores
 from labkit.refunds.lab import refund_lab
 
 FILE = FIXTURES / "refunds" / "random-admissible-l2.json"
-DRAWN_SEEDS = 250  # Monte-Carlo error of a rate over the 274 cases below 0.003: it vanishes in the intervals
+DRAWN_SEEDS = 250  # Monte-Carlo error of a rate over the 434 cases below 0.003: it vanishes in the intervals
 _OUTCOMES = ("utility", "attacked", "unauthorized_any", "unauthorized", "money_lost")
 
 

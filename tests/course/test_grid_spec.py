@@ -60,7 +60,7 @@ def test_the_committed_example_grids_load():
         "replay-small.toml": 24,
         "study.json": 2 * 2 * 4 * 2 * 5 * 24,
         "refunds-smollm2-l2.toml": 3 * 154,
-        "refunds-smollm2-l2-requests.toml": 3 * 120,
+        "refunds-smollm2-l2-requests.toml": 3 * 280,
         "refunds-smollm2-l2-spotlighting.toml": 82,
         "routing-smollm2-k50.toml": 3 * 2 * 50,
         "routing-smollm2-t0.toml": 3 * 2,

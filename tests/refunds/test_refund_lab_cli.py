@@ -52,7 +52,7 @@ def test_the_model_block_is_the_notebooks_l2_rows_beside_random_admissible(cli):
     assert not any(r["policy"].endswith("L1") for r in found["model"])  # the 5-episode rows are gone
     # spotlighting was recorded on the first 82 cases; every other defense on all 154
     model = {(r["defense"], r["episodes"]) for r in found["model"] if r["policy"] == "model L2"}
-    assert model == {("none", 274), ("policy_prompt", 274), ("spotlighting", 82), ("mediation", 274)}
+    assert model == {("none", 434), ("policy_prompt", 434), ("spotlighting", 82), ("mediation", 434)}
     tables = {c["table"] for c in found["model_comparisons"]}
     assert len(found["model_comparisons"]) == 14 and len(tables) == 2
     declared = [c for c in found["model_comparisons"] if c["question"] == "lab03-model"]

@@ -21,7 +21,7 @@ LAB = refund_lab()
 EXTRA = LAB.model_requests
 
 
-def test_twelve_further_requests_each_authorised_by_the_rules_outside_the_scripted_suite():
+def test_twenty_eight_further_requests_each_authorised_by_the_rules_outside_the_scripted_suite():
     shop, calls = LAB.shop, []
     for request in EXTRA.values():
         (call,) = request.expected
@@ -34,22 +34,22 @@ def test_twelve_further_requests_each_authorised_by_the_rules_outside_the_script
             authorise(shop, request.customer, call.order, call.amount, call.destination, shop.ledger) is None
         )
         calls.append(call)
-    assert len(EXTRA) == 12 and not set(EXTRA) & set(LAB.requests)
+    assert len(EXTRA) == 28 and not set(EXTRA) & set(LAB.requests)  # 12, then 16 more
     assert len(LAB.requests) == 10 and len(grid_cases()) == 154  # the scripted suite and the first grid
     assert {call.order for call in calls} == {"o-1001", "o-1004", "o-1006", "o-1007", "o-1008", "o-1010"}
     partial = sum(call.amount < shop.orders[call.order].refundable for call in calls)
-    assert partial == 6 and sum(call.destination.startswith("gift-") for call in calls) == 5
+    assert partial == 15 and sum(call.destination.startswith("gift-") for call in calls) == 9
 
 
 def test_the_grid_crosses_each_with_each_attack_at_one_rotating_place_under_three_defenses():
     cases = request_cases()
-    attacked = [(case.partition("+")[0], *case.partition("+")[2].split("@")) for case in cases[12:]]
-    assert list(cases[:12]) == list(EXTRA) and len(cases) == len(set(cases)) == 120
-    assert Counter(place for *_, place in attacked) == {place: 27 for place in PLACES}
-    assert len({(request, attack) for request, attack, _ in attacked}) == 108
+    attacked = [(case.partition("+")[0], *case.partition("+")[2].split("@")) for case in cases[28:]]
+    assert list(cases[:28]) == list(EXTRA) and len(cases) == len(set(cases)) == 280
+    assert Counter(place for *_, place in attacked) == {place: 63 for place in PLACES}
+    assert len({(request, attack) for request, attack, _ in attacked}) == 252
     assert all(spec_of(case).request is EXTRA[case.partition("+")[0]] for case in cases)
     grid = load_spec("fixtures/grids/refunds-smollm2-l2-requests.toml")
-    assert len(grid.episodes) == 360 and {e.prompt for e in grid.episodes} == {
+    assert len(grid.episodes) == 840 and {e.prompt for e in grid.episodes} == {
         "none",
         "policy_prompt",
         "mediation",

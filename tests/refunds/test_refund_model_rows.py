@@ -1,10 +1,12 @@
 """The model policy through lab 02's seam: what it is shown under each defense, and its replay."""
 
 import json
+import math
 
+import numpy
 import pytest
 
-from labkit.core import questions
+from labkit.core import coverage, questions
 from labkit.core.errors import LabError, ProviderError
 from labkit.core.stats import exact
 from labkit.model import Reply
@@ -13,7 +15,7 @@ from labkit.model.replay import TRIALS
 from labkit.refunds import DEFENSES, careful, refund_episode
 from labkit.refunds.defenses import SPOTLIGHT_TEXT
 from labkit.refunds.grid import grid_cases, spec_of
-from labkit.refunds.intervals import case_of, interval_row, random_scores
+from labkit.refunds.intervals import case_of, episodes_of, interval_row, random_scores, units_of
 from labkit.refunds.lab import refund_lab
 from labkit.refunds.metrics import score_policy
 from labkit.refunds.model_rows import (
@@ -25,6 +27,7 @@ from labkit.refunds.model_rows import (
     model_specs,
     model_table,
     rates_with_intervals,
+    request_design,
 )
 from labkit.refunds.policies import POLICIES, model_policy
 from labkit.refunds.rules import POLICY_TEXT
@@ -88,7 +91,7 @@ def test_recorded_model_rows_replay_offline_and_mediation_holds_for_the_model(mo
     rows = model_table(seeds=2)
     assert list(rows.loc["model L2"].index) == ["none", "policy_prompt", "spotlighting", "mediation"]
     assert rows["episodes"].to_dict()[("model L2", "spotlighting")] == 82  # recorded on 82 cases
-    assert set(rows.drop(index=("model L2", "spotlighting"))["episodes"]) == {274}  # 154 + 120 cases
+    assert set(rows.drop(index=("model L2", "spotlighting"))["episodes"]) == {434}  # 154 + 280 cases
     mediated = rows.loc[("model L2", "mediation")]
     assert mediated["attack_success_rate"].estimate == mediated["unauthorized_refunds"] == 0
     with pytest.raises(LabError, match="no recorded model trials at rung L2 under defense"):
@@ -113,7 +116,7 @@ def test_model_rows_pool_k_trials_each_with_its_own_seed_and_the_asked_temperatu
     assert {r.temperature for r in mute.requests} == {0.5}
     table = attribution(["none"], backend=Mute(), k=2)
     attacked = [s for s in model_specs() if s.attack]
-    assert table.index.names == ["defense", "attack", "trial"] and len(table) == 2 * len(attacked) == 504
+    assert table.index.names == ["defense", "attack", "trial"] and len(table) == 2 * len(attacked) == 792
     with pytest.raises(LabError, match="k \\(trials per episode\\) must be a positive int"):
         model_table(["none"], backend=Mute(), k=0)
 
@@ -157,10 +160,10 @@ def test_the_random_admissible_baseline_is_reproducible_for_a_seed():
 def test_the_model_suites_rows_count_cases_and_never_have_zero_width():
     specs = model_specs()
     row = interval_row("careful", "none", score_policy(POLICIES["careful"], DEFENSES["none"], specs), "case")
-    assert row["benign_utility"] == exact(22, 22)  # one episode for each of the 22 requests alone
-    assert row["attack_success_rate"] == exact(0, 252)  # 9 attacks x (4 places x 4 requests + 12 requests)
-    assert row["unauthorized_rate"] == exact(0, 274)
-    assert (row["episodes"], row["trials"]) == (len(specs), 1) == (274, 1)
+    assert row["benign_utility"] == exact(38, 38)  # one episode for each of the 38 requests alone
+    assert row["attack_success_rate"] == exact(0, 396)  # 9 attacks x (4 places x 4 requests + 28 requests)
+    assert row["unauthorized_rate"] == exact(0, 434)
+    assert (row["episodes"], row["trials"]) == (len(specs), 1) == (434, 1)
     many = interval_row("random", "none", random_scores("none", specs[:30], 4), "case")
     assert many["trials"] == 4 and many["unauthorized_rate"].method == "Wilson over units"
     assert many == interval_row("random", "none", random_scores("none", specs[:30], 4), "case")  # seeded
@@ -171,9 +174,9 @@ def test_the_model_suites_rows_count_cases_and_never_have_zero_width():
 def test_the_model_rows_answer_lab03s_declared_question():
     shown = rates_with_intervals(model_table())
     none, mediated = shown.loc[("model L2", "none")], shown.loc[("model L2", "mediation")]
-    assert none["unauthorized_rate"] == "0.58 [0.31, 0.81]"  # over the 22 requests, their episodes the trials
-    assert (none["benign_utility"], none["attack_success_rate"]) == ("0.05 [0.00, 0.23]", "0.15 [0.04, 0.45]")
-    assert mediated["unauthorized_rate"] == "0.00 [0.00, 0.25]"
+    assert none["unauthorized_rate"] == "0.64 [0.44, 0.80]"  # over the 38 requests, their episodes the trials
+    assert (none["benign_utility"], none["attack_success_rate"]) == ("0.03 [0.00, 0.14]", "0.14 [0.05, 0.35]")
+    assert mediated["unauthorized_rate"] == "0.00 [0.00, 0.14]"
     families = model_comparisons()
     assert [len(f) for f in families.values()] == [6, 8]
     answered = {c.name: c for c in questions.answer("lab03-model", [c for f in families.values() for c in f])}
@@ -181,11 +184,31 @@ def test_the_model_rows_answer_lab03s_declared_question():
         answered["mediation - none: unauth share"],
         answered["policy_prompt - none: unauth share"],
     )
-    assert (str(mediation.interval), mediation.verdict) == ("-0.584 [-0.832, -0.157]", "a difference")
-    assert (str(prompt.interval), round(prompt.p_adjusted, 4)) == ("-0.022 [-0.379, 0.343]", 1.0)
-    assert prompt.verdict == "not distinguishable (MDE 0.56)"  # 22 requests at 0.025, sd 0.8: 0.56
+    assert (str(mediation.interval), mediation.verdict) == ("-0.641 [-0.811, -0.373]", "a difference")
+    assert (str(prompt.interval), round(prompt.p_adjusted, 4)) == ("-0.088 [-0.314, 0.155]", 1.0)
+    # 38 requests, 22.7 effective, at 0.025 with sd 0.46: 0.32
+    assert prompt.verdict == "not distinguishable (MDE 0.32)"
     others = [c for c in answered.values() if c.exploratory]
     assert len(others) == 12 and {c.verdict for c in others} == {"exploratory: no verdict"}
+
+
+def test_lab03_models_declared_design_is_the_recorded_suites():
+    # The question declares Kish's effective number of the requests (each weighed by its episodes, as the
+    # sign-flip test weighs it), and the sd of a request's difference on the 22 requests recorded before
+    # the last 16: both reproduce from the recording, and the coverage test simulates these sizes.
+    model = questions.question("lab03-model")
+    none = model_scores("none")
+    effective, more = request_design(none, per_request=10)
+    assert (round(effective, 1), model.effective_units, more) == (22.7, 22.7, 36)
+    by_request = {
+        d: units_of(episodes_of(model_scores(d)), "unauthorized_rate", "request")
+        for d in ("none", "policy_prompt", "mediation")
+    }
+    assert sorted(len(t) for t in by_request["none"].values()) == sorted(coverage.REQUEST_SIZES)
+    first = list(refund_lab().requests) + list(refund_lab().model_requests)[:12]
+    means = {d: numpy.array([numpy.mean(units[r]) for r in first]) for d, units in by_request.items()}
+    spread = max(float(numpy.std(means[d] - means["none"], ddof=1)) for d in ("policy_prompt", "mediation"))
+    assert (len(first), math.ceil(spread * 100) / 100) == (22, model.sd) == (22, 0.46)
 
 
 def test_replayed_model_rows_reproduce_the_grid_recordings_episode_records(monkeypatch):
