@@ -93,7 +93,9 @@ def _answer_of(got: Any, where: str) -> tuple[str | None, str | None] | Check:
 
 @exercise("01", "workflow")
 def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
-    """Build it: the fixed search → read-first-hit workflow (see the module docstring)."""
+    """Build it: the fixed search → read-first-hit workflow (see the module docstring).
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     refused = core.not_a_function(my_workflow, "my_workflow must be a function (task, tools) -> dict")
     if refused is not None:
         return refused
@@ -149,7 +151,9 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
 
 @exercise("01", "decide")
 def check_decide(my_decide: Callable[..., Any] | None) -> Check:
-    """Build it: the scripted loop's `decide`, run by the runtime under the workflow's budget."""
+    """Build it: the scripted loop's `decide`, run by the runtime under the workflow's budget.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     refused = core.not_a_function(my_decide, "my_decide must be a function (task, observations) -> dict")
     if refused is not None:
         return refused
@@ -203,7 +207,9 @@ def check_failure_stage(
     parsed, so no wording passes or fails by its words). `stage` is retrieval (step 1: the search) or
     control (step 2: the read, which takes the first hit); answer is refused (that step copied the page it
     read). `evidence` is {"first_hit": the page id search ranked first, "expected_hit": where the case's
-    expected page ranked among the hits, 1-based, or None when search did not return it}."""
+    expected page ranked among the hits, 1-based, or None when search did not return it}.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if unanswered(stage):
         return fail(NOT_YET)
     if not isinstance(case_id, str):
@@ -293,7 +299,9 @@ def _mislabelled(case: dict[str, Any], corpus: Corpus, shipped: list[dict[str, A
 @exercise("01", "adaptive_case", payload=lambda case: case)
 def check_adaptive_case(case: dict[str, Any] | None) -> Check:
     """Exercise 2: a valid case the fixed workflow fails and the adaptive loop passes; the table is every
-    controller's row on it (three tools each); a pass says whether the two-rule workflow passes it too."""
+    controller's row on it (three tools each); a pass says whether the two-rule workflow passes it too.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if not isinstance(case, dict):
         return fail(f"a case is a dict with the fields of adaptive_cases.json, not {type(case).__name__}.")
     try:
@@ -347,7 +355,9 @@ def check_adaptive_case(case: dict[str, Any] | None) -> Check:
 
 @exercise("01", "two_tool_winner")
 def check_two_tool_winner(name: str | None) -> Check:
-    """Exercise 3: with every controller held to two tools, which passes the most adaptive cases?"""
+    """Exercise 3: with every controller held to two tools, which passes the most adaptive cases?
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     corpus = docuctl()
     table = compare(corpus.adaptive_cases, controllers_for(corpus.docs, max_tools=2))
     if not isinstance(name, str):

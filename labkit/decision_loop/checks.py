@@ -362,7 +362,9 @@ def _fickle(
 
 @exercise("02", "run")
 def check_run(my_run: Callable[..., Any] | None) -> Check:
-    """Build it: the heart of `run` (see the module docstring)."""
+    """Build it: the heart of `run` (see the module docstring).
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     shape = "my_run must be a function (task, decide, tools, max_turns, max_tools)"
     if (refused := not_a_function(my_run, shape)) is not None:
         return refused
@@ -454,7 +456,9 @@ def _payload(**answers: Any) -> dict[str, Any]:
 @exercise("02", "stop_policy", payload=lambda reason, policy: _payload(reason=reason))
 def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]], Any] | None) -> Check:
     """Exercise 1: a policy that makes `run` stop with `reason`, on the rollback question under
-    _LIMITS (_TURN_LIMITS for turn_limit), within the checkers' time limit."""
+    _LIMITS (_TURN_LIMITS for turn_limit), within the checkers' time limit.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if (stop_reason := name_in(reason, STOP_REASONS)) is None:  # " Final ", "the final": final
         return fail(f"{shown(reason, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
     reason = stop_reason
@@ -486,7 +490,9 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
 @exercise("02", "pass_hat_k")
 def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
     """Exercise 2: pass^k of one case, c passes of n trials, as a number; asked only for 1 <= k <= n, the
-    range the exercise states (labkit's `pass_hat_k` refuses k = 0)."""
+    range the exercise states (labkit's `pass_hat_k` refuses k = 0).
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if (refused := not_a_function(fn, "my_pass_hat_k must be a function (c, n, k)")) is not None:
         return refused
     rng = random.Random(_DRAWS)
@@ -515,7 +521,9 @@ def check_pass_hat_k(fn: Callable[[int, int, int], float] | None) -> Check:
 @exercise("02", "budget", payload=lambda tokens: _payload(tokens=tokens))
 def check_budget(tokens: int | None) -> Check:
     """Exercise 3: the smallest token budget under which SmolLM2's replayed episode on
-    `_BUDGET_CASE` (base prompt, T=0) is not cut short."""
+    `_BUDGET_CASE` (base prompt, T=0) is not cut short.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if not whole(tokens) or tokens < 1:
         return fail(f"give the budget as a positive int of tokens, not {shown(tokens, 40)}.")
     tokens = int(tokens)  # numpy's int64 (a pandas sum) is an int too
@@ -536,7 +544,9 @@ def check_budget(tokens: int | None) -> Check:
 @exercise("02", "missing_rule", payload=lambda stop, finals=None: _payload(stop=stop, finals=finals))
 def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
     """Exercise 4: the stop reason whose rule keeps a stop-only grader from counting failures, and
-    `finals`: how many of `RULE_RUN`'s episodes would end `final` without it (no table shows it)."""
+    `finals`: how many of `RULE_RUN`'s episodes would end `final` without it (no table shows it).
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if (rule := name_in(stop, STOP_REASONS)) is None:
         return fail(f"{shown(stop, 40)} is not a stop reason; choose one of: {', '.join(STOP_REASONS)}.")
     stop = rule

@@ -74,7 +74,9 @@ def _said(score: Score) -> str:
 @exercise("03", "mediation", payload=lambda my_guard: _guard_payload(my_guard))
 def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     """Build it: each request's own refund first (a crash or hang is named on the simplest case),
-    then every episode of the suite and the hostile policy's, then the policy's boundaries."""
+    then every episode of the suite and the hostile policy's, then the policy's boundaries.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if (refused := not_a_function(my_guard, GUARD_SHAPE)) is not None:
         return refused
     lab = refund_lab()
@@ -177,7 +179,9 @@ def attack_record(record: Any, request: str = "r-dev-planter") -> dict[str, Any]
 def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
     """Exercise 1: an attack that mediation lets through and confirmation stops. `record` is a
     learner's value and, handed in, an untrusted file (guards: learner, untrusted file): it is
-    schema-checked, its goal filled in as text; each problem one sentence."""
+    schema-checked, its goal filled in as text; each problem one sentence.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if record is None or record is Ellipsis:
         return fail(NOT_YET)
     lab = refund_lab()
@@ -268,7 +272,9 @@ def redirects(lab: Any, spec: Spec) -> bool:
 
 @exercise("03", "guard", payload=lambda guard: _guard_payload(guard))
 def check_guard(guard: Guard | None) -> Check:
-    """Exercise 2: a guard that stops money going to someone else's card, refusing nothing legitimate."""
+    """Exercise 2: a guard that stops money going to someone else's card, refusing nothing legitimate.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if (refused := not_a_function(guard, GUARD_SHAPE)) is not None:
         return refused
     lab = refund_lab()
@@ -345,7 +351,9 @@ def _policy_problem(policy: Recorded, case: RetryCase, score: Score) -> Check | 
 def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
     """Exercise 3: retries that cannot pay twice without keys or mediation, on each legitimate request
     alone, with a refund that times out after paying and one lost before paying. Passed when nothing is
-    paid twice and each timeout is followed by a lookup that decides: answer if paid, else retry."""
+    paid twice and each timeout is followed by a lookup that decides: answer if paid, else retry.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if (refused := not_a_function(decide, "a policy is a function decide(task, observations)")) is not None:
         return refused
     lab = refund_lab()

@@ -160,7 +160,9 @@ def _starts(result: RunResult) -> list[str]:
 def check_ready(my_ready: Callable[..., Any] | None) -> Check:
     """Build it: `my_ready(finished, dependents, waiting, states)` answers as `ready_after` on each
     named boundary of the rule (checks.json) and on `drawn_ready_cases()`, changing only `waiting`; then
-    it drives labkit's scheduler in its place over graphs shown and made up."""
+    it drives labkit's scheduler in its place over graphs shown and made up.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     shape = "my_ready must be a function (finished, dependents, waiting, states) -> list of jobs"
     if (refused := not_a_function(my_ready, shape)) is not None:
         return refused
@@ -252,7 +254,9 @@ def _loop(router: Callable[[Any], Any], reviser: Callable[..., str], which: str)
 def check_router(my_router: Callable[[Any], Any] | None) -> Check:
     """Build it: `Next.Continue` within LIMIT characters, otherwise `Next.back_to_with("revise",
     feedback)` stating the count and the limit, at every length from 0 to 3 * LIMIT; then, in the review
-    loop, the scripted reviser must publish and one that never improves must end as a dead letter."""
+    loop, the scripted reviser must publish and one that never improves must end as a dead letter.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if (refused := not_a_function(my_router, "a router is a function verdict -> Next")) is not None:
         return refused
     # Those the text mentions first, then some it does not, then every length up to three times LIMIT,
@@ -333,7 +337,9 @@ _ERRORS += tuple(
 def check_retry_policy(policy: Any) -> Check:
     """Exercise 1: 3 retries after the first try, waits 0.2, 0.4, 0.8 s, transient errors only (asked of
     every built-in exception: a TimeoutError or ConnectionError, subclasses included, is transient).
-    Wrong waits are blamed on the setting that causes them (max_interval when only the cap is off)."""
+    Wrong waits are blamed on the setting that causes them (max_interval when only the cap is off).
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if unanswered(policy):
         return fail("not attempted yet: replace the None with a RetryPolicy(...) and run the cell again")
     if type(policy) is not RetryPolicy:
@@ -438,7 +444,9 @@ def _goto_payload(runs: Any) -> dict[str, int] | None:
 
 @exercise("04", "goto_runs", payload=_goto_payload)
 def check_goto_runs(runs: Any) -> Check:
-    """Exercise 2: `runs` maps each job of `goto_graph()` to how many times it runs (exact ints)."""
+    """Exercise 2: `runs` maps each job of `goto_graph()` to how many times it runs (exact ints).
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     graph = goto_graph()
     deps = {job.id: list(job.deps) for job in graph.jobs}
     if unanswered(runs) or (isinstance(runs, dict) and any(unanswered(v) for v in runs.values())):
@@ -489,7 +497,9 @@ def worst_case_run(max_visits: int = 4, max_attempts: int = 3) -> RunResult:
 
 @exercise("04", "worst_case")
 def check_worst_case(calls: Any) -> Check:
-    """Exercise 3: with max_visits=4 and max_attempts=3, the most calls of one job in one run."""
+    """Exercise 3: with max_visits=4 and max_attempts=3, the most calls of one job in one run.
+    Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
+    yet)."""
     if unanswered(calls):
         return fail("not attempted yet: replace the None with a number and run the cell again")
     if (problem := _count_problem(calls, "your answer")) is not None:
