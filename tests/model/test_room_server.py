@@ -23,9 +23,12 @@ from labkit.model import ChatRequest
 from labkit.model.backend import DECISION_TIMEOUT_ENV, TIMEOUT
 from labkit.model.openai_chat import OpenAIBackend
 
-LEARNERS = 4
+# Two learners, each in a slot of their own: every decode step batches both slots' sequences, each under
+# its own turn's grammar, as it batches a room's 30 (slots are alike: a third or fourth learner adds
+# episodes to decode, 2.9 CPU-s of them, but no path through the server that two do not take).
+LEARNERS = 2
 MODEL = "smollm2"
-# Seconds a decision waits on the server, sized for a loaded machine (4 learners decoding on 2 busy
+# Seconds a decision waits on the server, sized for a loaded machine (learners decoding on 2 busy
 # cores), not an idle one: the backend's own 120 s, not the room's 15 s (the lab's deadline); each
 # returns as soon as the server answers, so an idle run pays nothing. `labkit serve` gives the server's
 # start a minute.
