@@ -1,6 +1,7 @@
 """Fixtures shared by the unit tests, and how `make test` spreads them over the cores."""
 
 import gc
+import itertools
 import os
 
 import pytest
@@ -53,10 +54,17 @@ def short_limit(monkeypatch):
     monkeypatch.setattr(core_check, "LIMIT_S", 0.2)
 
 
+_UNSHARED = itertools.count()
+
+
 @pytest.fixture(autouse=True)
-def _runs_in_tmp(tmp_path, monkeypatch):
-    """Checkers record progress under runs/; tests keep theirs in a temporary folder."""
-    monkeypatch.setenv("LABKIT_RUNS", str(tmp_path / "runs"))
+def _runs_in_tmp(request, tmp_path_factory, monkeypatch):
+    """Checkers record progress under runs/; tests keep theirs in a temporary folder: tmp_path/runs in a
+    test that has tmp_path, else a folder of its own, named but not made (making a tmp_path for each of
+    the suite's tests, most of which write nothing, took a millisecond each)."""
+    here = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    here = here or tmp_path_factory.getbasetemp() / f"no-tmp-path-{next(_UNSHARED)}"
+    monkeypatch.setenv("LABKIT_RUNS", str(here / "runs"))
 
 
 # Files that take longest, longest first, in seconds of one worker's time measured alone on the

@@ -51,28 +51,17 @@ def _missing() -> str | None:
     return None
 
 
-# Every lab's diagram cells in one notebook, each marked with its lab: opening the four labs
-# themselves would start four kernels (about 6 s of this test's 12) only to render markdown.
-DIAGRAMS = "diagrams.ipynb"
-# Every cell of every lab with its committed outputs (which nbval holds equal to a run's), marked
-# with its lab and index, signed as trusted (so its HTML shows as a run's would, styles kept).
+# What a learner reads of every lab, in one notebook without a kernel: each code cell with its
+# committed outputs (which nbval holds equal to a run's) and each markdown cell with a diagram, marked
+# with its lab and index, signed as trusted (so its HTML shows as a run's would, styles kept). The
+# other markdown cells hold nothing the page checks (no output area): rendering them, MathJax and
+# all, was a third of this notebook's Chromium time; opening the four labs themselves would start
+# four kernels only to render markdown.
 LAYOUT = "layout.ipynb"
 
 
-def _diagram_cells(number: str) -> list[dict]:
-    source = json.loads(next(NOTEBOOKS.glob(f"{number}_*.ipynb")).read_text())["cells"]
-    return [
-        cell for cell in source if cell["cell_type"] == "markdown" and "```mermaid" in "".join(cell["source"])
-    ]
-
-
-def _write_diagrams(target: Path) -> None:
-    cells = [
-        {**cell, "metadata": {"lab": number}}
-        for number in ("01", "02", "03", "04")
-        for cell in _diagram_cells(number)
-    ]
-    target.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+def _shown(cell: dict) -> bool:
+    return cell["cell_type"] == "code" or "```mermaid" in "".join(cell["source"])
 
 
 def _write_layout(target: Path, data_dir: Path) -> None:
@@ -83,6 +72,7 @@ def _write_layout(target: Path, data_dir: Path) -> None:
         {**cell, "metadata": {"lab": path.name[:2], "index": index}}
         for path in sorted(NOTEBOOKS.glob("0[0-4]_*.ipynb"))
         for index, cell in enumerate(json.loads(path.read_text())["cells"])
+        if _shown(cell)
     ]
     notebook = nbformat.from_dict({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
     data_dir.mkdir(parents=True)
@@ -100,7 +90,6 @@ def jupyterlab(tmp_path_factory):
     base = tmp_path_factory.mktemp("jupyterlab")
     root = base / "notebooks"
     student_copies(NOTEBOOKS, root)
-    _write_diagrams(root / DIAGRAMS)
     _write_layout(root / LAYOUT, base / "jupyter_data_dir")
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
@@ -251,7 +240,7 @@ def test_run_all_in_jupyterlab_executes_every_cell_without_error(lab, pattern, t
     assert shot.stat().st_size > 10_000
 
 
-# The ```mermaid blocks of the open notebook, by cell index, and how many rendered as an SVG that
+# The ```mermaid blocks of the open notebook, by lab and cell index, and how many rendered as an SVG that
 # displays (not mermaid's own "Syntax error" picture).
 # A markdown cell is rendered only once it is in view (JupyterLab windows the notebook), so each is
 # scrolled to first.
@@ -278,7 +267,8 @@ MERMAID = """async () => {
     const text = svgs.map(s => s.tagName === 'IMG' ? decodeURIComponent(s.src) : s.outerHTML).join(' ');
     const shown = svgs.filter(s => s.tagName !== 'IMG' || s.naturalWidth > 0).length;
     const error = /Syntax error|Parse error/i.test(text) ? 'mermaid drew a syntax error' : null;
-    found.push({index: i, blocks, svgs: shown, error});
+    const [lab, index] = ['lab', 'index'].map(key => cell.model.getMetadata(key));
+    found.push({lab, index, blocks, svgs: shown, error});
     if (svgs.length) svgs[0].scrollIntoView({block: 'center'});
   }
   return found;
@@ -286,26 +276,36 @@ MERMAID = """async () => {
 
 
 @pytest.fixture(scope="module")
-def diagrams(lab) -> list[dict]:
-    """The diagrams notebook opened once (no kernel: it has no code cells), each block's state."""
+def layout(lab) -> dict:
+    """The layout notebook opened once at a laptop's 1366×768, with the file browser open: what
+    LAYOUT_JS finds (nothing runs: it names no kernel, and Escape answers JupyterLab's "which kernel?"
+    with none), then each diagram block's state (MERMAID)."""
     page = lab
-    _open(page, DIAGRAMS)
-    # It names no kernel, so JupyterLab asks which to start; Escape answers "no kernel" (nothing
-    # in it runs) and closes the dialog before any later test uses the page.
-    dialog = page.locator(".jp-Dialog")
-    dialog.wait_for(timeout=START_TIMEOUT * 1000)
-    page.keyboard.press("Escape")
-    dialog.wait_for(state="detached", timeout=START_TIMEOUT * 1000)
-    return page.evaluate(MERMAID)
+    page.set_viewport_size({"width": 1366, "height": 768})
+    try:
+        _open(page, LAYOUT)
+        dialog = page.locator(".jp-Dialog")
+        dialog.wait_for(timeout=START_TIMEOUT * 1000)
+        page.keyboard.press("Escape")
+        dialog.wait_for(state="detached", timeout=START_TIMEOUT * 1000)
+        return {"measured": page.evaluate(LAYOUT_JS), "diagrams": page.evaluate(MERMAID)}
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
 
 
-def test_every_mermaid_diagram_renders_as_an_svg(diagrams):
+def test_every_mermaid_diagram_renders_as_an_svg(layout):
     """Rendered, not run: a diagram is markdown, drawn by JupyterLab itself (>= 4.1, no extension)."""
-    labs = [number for number in ("01", "02", "03", "04") for _ in _diagram_cells(number)]
+    labs = [
+        path.name[:2]
+        for path in sorted(NOTEBOOKS.glob("0[0-4]_*.ipynb"))
+        for cell in json.loads(path.read_text())["cells"]
+        if cell["cell_type"] == "markdown" and _shown(cell)
+    ]
     assert set(labs) == {"01", "02", "03", "04"}, "a lab has no mermaid diagram"
-    assert len(diagrams) == len(labs), f"{len(labs)} diagrams, {len(diagrams)} found in the page"
+    diagrams = layout["diagrams"]
+    assert [d["lab"] for d in diagrams] == labs, f"{len(labs)} diagrams, {len(diagrams)} found in the page"
     for diagram in diagrams:
-        where = f"lab {labs[diagram['index']]} diagram {diagram['index']}"
+        where = f"lab {diagram['lab']} cell {diagram['index']}"
         assert diagram["error"] is None and diagram["svgs"] >= diagram["blocks"], f"{where}: {diagram}"
 
 
@@ -366,19 +366,9 @@ for name, value in {"SHORT": SHORT, "SCREEN": 600, "SCALE": 0.75}.items():
     LAYOUT_JS = LAYOUT_JS.replace(name, str(value))
 
 
-def test_every_lab_reads_at_1366_px_with_the_file_browser_open(lab):
+def test_every_lab_reads_at_1366_px_with_the_file_browser_open(layout):
     """A laptop's screen: the outputs of every lab as committed, at 1366×768 with JupyterLab's file
-    browser open. Nothing runs: the notebook has no kernel."""
-    page = lab
-    page.set_viewport_size({"width": 1366, "height": 768})
-    try:
-        _open(page, LAYOUT)
-        dialog = page.locator(".jp-Dialog")  # no kernel named: Escape answers "no kernel"
-        dialog.wait_for(timeout=START_TIMEOUT * 1000)
-        page.keyboard.press("Escape")
-        dialog.wait_for(state="detached", timeout=START_TIMEOUT * 1000)
-        measured = page.evaluate(LAYOUT_JS)
-    finally:
-        page.set_viewport_size({"width": 1400, "height": 1000})
+    browser open."""
+    measured = layout["measured"]
     assert measured["sidebar"] > 200, "the file browser is not open beside the notebook"
     assert measured["found"] == [], "\n".join(measured["found"][:12])

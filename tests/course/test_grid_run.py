@@ -8,7 +8,6 @@ import json
 import os
 from pathlib import Path
 
-import distributed
 import pytest
 from fake_ollama import FakeOllama, docuctl_oracle
 
@@ -52,6 +51,8 @@ def ollama():
 
 @pytest.fixture(scope="module")
 def client(ollama):
+    import distributed  # here, not at collection: only the worker that runs this file pays its 0.4 s
+
     with local_cluster(2) as cluster, distributed.Client(cluster) as client:
         yield client
 

@@ -3,20 +3,16 @@ failures: test_server_failures.py), and live tests against llama-cpp-python's re
 server (marked `live`; skipped without `make model`, failed with CI=true)."""
 
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 from fake_ollama import FINAL, READ, SEARCH, TASK, docuctl_policy, episode
 from fake_openai import FINGERPRINT, FakeOpenAI
-from test_local_backend import check_recording, skip_or_fail
-from test_room_server import enum_probe, missing
+from test_local_backend import check_recording
+from test_room_server import enum_probe, serve, stop, stops_and_frees_its_port
 
 from labkit.baseline import docuctl, docuctl_tools
-from labkit.core import LabError
 from labkit.model import Recorder, backend_from_env, read_records
 from labkit.model.backend import ChatRequest
 from labkit.model.constraints import decision_schema
@@ -83,31 +79,6 @@ def test_labkit_serve_gives_each_learner_of_a_room_of_30_a_slot_unless_told_othe
     assert build_parser("serve").parse_args(["serve", "--parallel", "4"]).parallel == 4
 
 
-def serve(server: str, parallel: int) -> tuple[subprocess.Popen, int]:
-    """`labkit serve` with SmolLM2 on a free loopback port, started as a room starts it, once it says
-    it serves `server`; its later output is drained (a full pipe would stall the server)."""
-    from labkit.course.commands.serve import free_port, llama_server, require_server
-    from labkit.model.local import find_model_file
-
-    try:
-        find_model_file()
-        require_server() if server == "llama_cpp.server" else None
-    except LabError as error:
-        skip_or_fail(error)
-    if server == "llama-server" and llama_server() is None:
-        missing("llama-server is not built")
-    port = free_port()
-    command = [sys.executable, "-m", "labkit", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--threads", "1", "--parallel", str(parallel)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    first = process.stdout.readline()
-    if not first.startswith(f"serving {MODEL} with {server} "):
-        stop(process)
-        pytest.fail(f"labkit serve did not come up: {first}{process.stdout.read()[-500:]}")
-    threading.Thread(target=process.stdout.read, daemon=True).start()
-    return process, port
-
-
 @pytest.fixture(scope="module")
 def llama_cpp_served():
     """llama_cpp.server through `labkit serve --parallel 0`, shared by this file's live tests: the
@@ -118,16 +89,6 @@ def llama_cpp_served():
         yield process, port
     finally:
         stop(process)
-
-
-def stop(process: subprocess.Popen) -> None:
-    """Stop `labkit serve` as a supervisor would (SIGTERM: it stops its server too), killing it only if
-    it has not ended in 15 s; a SIGKILL alone would leave its server running, orphaned."""
-    process.terminate()
-    try:
-        process.wait(15)
-    finally:
-        process.kill()
 
 
 @pytest.mark.live
@@ -176,20 +137,7 @@ def test_a_busy_llama_cpp_server_still_answers_the_probe(llama_cpp_served):
 
 
 @pytest.mark.live
-# A supervisor's SIGTERM and a closed terminal's SIGHUP take the same path: one signal per server.
-@pytest.mark.parametrize(
-    ("signum", "server"), [(signal.SIGHUP, "llama_cpp.server"), (signal.SIGTERM, "llama-server")]
-)
-def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(signum, server, request):
-    # Runs after the recording and busy-server tests (file order), which share llama_cpp.server's start.
-    if server == "llama_cpp.server":
-        process, port = request.getfixturevalue("llama_cpp_served")
-    else:
-        process, port = serve(server, 2)
-    try:
-        process.send_signal(signum)
-        process.wait(15)
-        with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
-            pass
-    finally:
-        stop(process)
+def test_stopping_labkit_serve_stops_its_server_and_frees_the_port(llama_cpp_served):
+    """A closed terminal's SIGHUP (test_room_server.py: a supervisor's SIGTERM, for llama-server).
+    Runs after the recording and busy-server tests (file order), which share llama_cpp.server's start."""
+    stops_and_frees_its_port(*llama_cpp_served, signal.SIGHUP)

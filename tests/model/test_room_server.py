@@ -1,31 +1,38 @@
-"""The room's batching server, live: llama.cpp's llama-server (`make room-server`) with several slots on
-a loopback port, the constrained-decoding probe, and lab 02's episode from concurrent learners with
-every reply inside its turn's schema (marked `live`; skipped without the build, failed with CI=true)."""
+"""The room's batching server, live: `labkit serve` running llama.cpp's llama-server (`make room-server`)
+with several slots on a loopback port, the constrained-decoding probe, lab 02's episode from concurrent
+learners with every reply inside its turn's schema, and the server stopped with `labkit serve` (marked
+`live`; skipped without the build, failed with CI=true)."""
 
 import json
 import os
+import signal
+import socket
 import subprocess
+import sys
 import threading
 
 import jsonschema
 import pytest
+from test_local_backend import skip_or_fail
 
 from labkit.baseline import docuctl
 from labkit.core import LabError
-from labkit.course.commands.serve import free_port, llama_server, server_command, wait_until_ready, warm_up
 from labkit.decision_loop.model_policy import docuctl_policy
 from labkit.decision_loop.trials import limits_for, run_case
 from labkit.model import ChatRequest
 from labkit.model.backend import DECISION_TIMEOUT_ENV, TIMEOUT
-from labkit.model.local import find_model_file
 from labkit.model.openai_chat import OpenAIBackend
 
-LEARNERS = 4
+# Two learners, each in a slot of their own: every decode step batches both slots' sequences, each under
+# its own turn's grammar, as it batches a room's 30 (slots are alike: a third or fourth learner adds
+# episodes to decode, 2.9 CPU-s of them, but no path through the server that two do not take).
+LEARNERS = 2
 MODEL = "smollm2"
-# Seconds the live tests wait on the server, sized for a loaded machine (4 learners decoding on 2 busy
-# cores), not an idle one: each returns as soon as the server answers, so an idle run pays nothing.
-READY_S = 120  # the server's start and model load
-DECISION_S = TIMEOUT  # each decision: the backend's own 120 s, not the room's 15 s (the lab's deadline)
+# Seconds a decision waits on the server, sized for a loaded machine (learners decoding on 2 busy
+# cores), not an idle one: the backend's own 120 s, not the room's 15 s (the lab's deadline); each
+# returns as soon as the server answers, so an idle run pays nothing. `labkit serve` gives the server's
+# start a minute.
+DECISION_S = TIMEOUT
 
 
 def missing(problem: str):
@@ -34,30 +41,61 @@ def missing(problem: str):
     pytest.skip(f"{problem}: run `make model` and `make room-server` to include the live test")
 
 
-@pytest.fixture(scope="module")
-def room(tmp_path_factory):
-    """llama-server with LEARNERS slots and SmolLM2 on a free loopback port, as `labkit serve` runs it."""
+def serve(server: str, parallel: int) -> tuple[subprocess.Popen, int]:
+    """`labkit serve` with SmolLM2 on a free loopback port, started as a room starts it, once it says
+    it serves `server`; its later output is drained (a full pipe would stall the server)."""
+    from labkit.course.commands.serve import free_port, llama_server, require_server
+    from labkit.model.local import find_model_file
+
     try:
         find_model_file()
+        require_server() if server == "llama_cpp.server" else None
     except LabError as error:
-        missing(error)
-    if llama_server() is None:
+        skip_or_fail(error)
+    if server == "llama-server" and llama_server() is None:
         missing("llama-server is not built")
-    port, log = free_port(), tmp_path_factory.mktemp("room") / "llama-server.log"
-    with open(log, "wb") as sink:  # a file, not a pipe: llama-server logs every request
-        command = server_command("127.0.0.1", port, parallel=LEARNERS)
-        process = subprocess.Popen(command, stdout=sink, stderr=sink)
-    base_url = f"http://127.0.0.1:{port}/v1"
+    port = free_port()
+    command = [sys.executable, "-m", "labkit", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--threads", "1", "--parallel", str(parallel)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = process.stdout.readline()
+    if not first.startswith(f"serving {MODEL} with {server} "):
+        stop(process)
+        pytest.fail(f"labkit serve did not come up: {first}{process.stdout.read()[-500:]}")
+    threading.Thread(target=process.stdout.read, daemon=True).start()
+    return process, port
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop `labkit serve` as a supervisor would (SIGTERM: it stops its server too), killing it only if
+    it has not ended in 15 s; a SIGKILL alone would leave its server running, orphaned."""
+    process.terminate()
     try:
-        try:
-            wait_until_ready(process, f"{base_url}/models", limit=READY_S)
-        except LabError as error:
-            pytest.fail(f"{error} {log.read_text(errors='replace')[-500:]}")
-        warm_up(base_url, MODEL, timeout=DECISION_S, slots=LEARNERS)
-        yield base_url
+        process.wait(15)
     finally:
-        process.terminate()
-        process.wait(10)
+        process.kill()
+
+
+def stops_and_frees_its_port(process: subprocess.Popen, port: int, signum: int) -> None:
+    """`labkit serve` sent `signum` ends within 15 s, and its server with it: the port refuses."""
+    try:
+        process.send_signal(signum)
+        process.wait(15)
+        with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+    finally:
+        stop(process)
+
+
+@pytest.fixture(scope="module")
+def room():
+    """`labkit serve` with llama-server's LEARNERS slots, as a room runs it: (process, port, base URL). This
+    file's last test stops it (one server start, model load and warm-up for the file)."""
+    process, port = serve("llama-server", LEARNERS)
+    try:
+        yield process, port, f"http://127.0.0.1:{port}/v1"
+    finally:
+        stop(process)
 
 
 def enum_probe(live):
@@ -78,7 +116,7 @@ def enum_probe(live):
 @pytest.mark.live
 def test_llama_server_enforces_the_schema_the_openai_backend_sends(room):
     """An enum of made-up words SmolLM2 never writes unconstrained, sent as the backend sends a rung's."""
-    live = OpenAIBackend(MODEL, base_url=room, environ={})
+    live = OpenAIBackend(MODEL, base_url=room[2], environ={})
     held = enum_probe(live)
     assert live.schema_mode() == "json_schema" and live.owned_by != "me"  # llama-server's own form
     assert held.extra["call_provenance"]["schema_mode"] == "json_schema"
@@ -103,7 +141,7 @@ def test_concurrent_learners_each_get_replies_inside_their_turns_schema(room, mo
     def learner(results: list) -> None:
         try:
             policy = docuctl_policy(
-                "base", backend=Tap(MODEL, base_url=room, environ={}), rung="L3", max_tokens=48
+                "base", backend=Tap(MODEL, base_url=room[2], environ={}), rung="L3", max_tokens=48
             )
             results.append(
                 run_case(case, policy, limits=limits_for(case, corpus), budget_tokens=4000, corpus=corpus)
@@ -127,3 +165,10 @@ def test_concurrent_learners_each_get_replies_inside_their_turns_schema(room, mo
         if reply.finish_reason == "stop":
             jsonschema.validate(json.loads(reply.text), request.schema)
     assert sum(reply.finish_reason == "stop" for _, reply in asked) >= len(asked) - LEARNERS
+
+
+@pytest.mark.live
+def test_stopping_labkit_serve_stops_its_llama_server_and_frees_the_port(room):
+    """A supervisor's SIGTERM (test_openai_backend.py: a closed terminal's SIGHUP, for llama_cpp.server).
+    Runs after this file's other tests (file order), which share the room's start."""
+    stops_and_frees_its_port(room[0], room[1], signal.SIGTERM)

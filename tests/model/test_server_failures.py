@@ -10,6 +10,7 @@ from fake_openai import FakeOpenAI
 
 from labkit.core import LabError, ProviderError
 from labkit.model import ChatRequest, Recorder, read_records
+from labkit.model.backend import PROBE_S
 from labkit.model.ollama import OllamaBackend
 from labkit.model.openai_chat import OpenAIBackend
 
@@ -114,6 +115,10 @@ def test_a_late_decision_waits_while_the_server_answers_and_is_held_to_the_deadl
     # learners, and the decision waits (a hung server answers nothing, not even that, within PROBE_S).
     kind, server = served
     monkeypatch.setenv("LABKIT_DECISION_TIMEOUT", "0.3")
+    # The probe a hung server never answers: 0.3 s instead of PROBE_S's 2 (a shorter wait for an answer
+    # that never comes can only end sooner); a slow server's probe keeps all of PROBE_S on a busy machine.
+    probe_s = 0.3 if fault == "hung" else PROBE_S
+    monkeypatch.setattr(f"labkit.model.{'ollama' if kind == 'ollama' else 'openai_chat'}.PROBE_S", probe_s)
     live = backend(kind, server, timeout=5.0)
     server.replies += [SEARCH, SEARCH]
     live.complete(ChatRequest("docuctl", "deploy-build", 0, 1, HI, None))
