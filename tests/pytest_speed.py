@@ -1,4 +1,4 @@
-"""A pytest plugin with no hooks, loaded first (`-p labkit.course.pytest_plugin` in pyproject), for the
+"""A pytest plugin with no hooks, loaded first (`-p tests.pytest_speed` in pyproject), for the
 speed of the course's own test processes only (a learner's kernel never loads it).
 
 nbval imports nbformat, which imports jsonschema, which imports rfc3987_syntax where jupyter-events
