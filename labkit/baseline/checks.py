@@ -3,8 +3,6 @@ on hidden questions too, on copies, within the time limit; its first difference 
 (guards: learner — a learner's code is buggy, not hostile)
 """
 
-from __future__ import annotations
-
 import functools
 import json
 import random
@@ -25,6 +23,7 @@ from labkit.core.answers import Recorded, name_in, shown, whole
 from labkit.core.check import NOT_ATTEMPTED, NOT_YET, Check, Raised, call, crashed, fail, unanswered
 from labkit.core.fixtures import load_json, schema_error
 from labkit.core.runtime import run
+from labkit.core.stops import Stop
 from labkit.core.text import shorten, words
 from labkit.core.verdicts import exercise
 
@@ -134,7 +133,7 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
                 + (f": yours skips {' and '.join(sorted(skips))}" if skips else "")
                 + ". Take every page through the tools: one search of the question as asked, one read."
             )
-        results[task.id] = dict(stop="final", answer=answer[0], citation=answer[1], tool_calls=len(trace))
+        results[task.id] = dict(stop=Stop.FINAL, answer=answer[0], citation=answer[1], tool_calls=len(trace))
     table = compare(
         corpus.cases, {"your workflow": lambda task: results[task.id], "labkit's workflow": workflow}
     )

@@ -2,8 +2,6 @@
 `adaptive_policy`) decide one step at a time for `run`; `controllers_for()` gives all of them one search
 and one budget."""
 
-from __future__ import annotations
-
 import difflib
 import re
 from collections.abc import Callable
@@ -13,6 +11,7 @@ from labkit.baseline.corpus import docuctl
 from labkit.baseline.documents import Documents, Page
 from labkit.baseline.task import Task
 from labkit.core.runtime import Result, Tool, run
+from labkit.core.stops import Stop
 from labkit.core.text import words
 
 TOP_K = 2
@@ -86,11 +85,11 @@ def _fixed(steps: _Steps, task: Task, docs: Documents | None, *, top_k: int, max
     declines (answer and citation None) and its detail says why."""
     docs = _docs(docs)
     tools, trace = traced_tools(task, docs, top_k=top_k, max_tools=max_tools)
-    stop, detail = "final", ""
+    stop, detail = Stop.FINAL, ""
     try:
         page: Page | str | None = steps(task, tools, docs)
     except BudgetSpent as spent:
-        page, stop, detail = None, "tool_limit", str(spent)
+        page, stop, detail = None, Stop.TOOL_LIMIT, str(spent)
     if isinstance(page, str) or (page and "error" in page):
         page, detail = None, page if isinstance(page, str) else page["error"]
     answer, citation = (page["command"], page["id"]) if page else (None, None)

@@ -1,8 +1,6 @@
 """A lab-01 fixture folder (documents, glossary, cases; adaptive and rewrite cases optional) as untrusted
 data: schemas, unique ids, each case's page and command checked; the first problem is one FixtureError."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path

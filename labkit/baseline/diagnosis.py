@@ -1,8 +1,6 @@
 """Exercise 1's facts: what the workflow's trace on a failed case shows, read by labkit from the run itself,
 so a diagnosis is graded against the trace and never against the words of a sentence."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from labkit.baseline.controllers import workflow

@@ -1,8 +1,6 @@
 """The docuctl tools' corpus: `search` ranks one version's pages by how many query terms (glossary aliases
 added if asked) title and text hold, 0 dropped, ties to the smaller id; `read` returns a copy of one page."""
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping
 
 from labkit.baseline.task import VERSIONS

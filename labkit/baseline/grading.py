@@ -1,8 +1,6 @@
 """Grading outside every controller: `outcome` passes only a final stop with the case's exact command
 citing its expected page (not a paraphrase, not the other version's page); `compare` tabulates it."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -10,6 +8,7 @@ import pandas as pd
 
 from labkit.baseline.task import Task, task_from
 from labkit.core.result import Result
+from labkit.core.stops import Stop
 
 _Case = dict[str, Any]
 _Controller = Callable[[Task], Mapping[str, Any]]
@@ -17,7 +16,7 @@ _Controller = Callable[[Task], Mapping[str, Any]]
 
 def outcome(case: _Case, result: Mapping[str, Any]) -> bool:
     """True iff `result` is a final answer with the expected command and citation."""
-    want = ("final", case["expected_doc"], case["expected_command"])
+    want = (Stop.FINAL, case["expected_doc"], case["expected_command"])
     return tuple(result.get(key) for key in ("stop", "citation", "answer")) == want
 
 

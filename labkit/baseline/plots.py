@@ -1,7 +1,5 @@
 """Charts for lab 01: what each controller achieved against what it spent."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 
 import matplotlib.pyplot as plt

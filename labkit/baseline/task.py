@@ -2,8 +2,6 @@
 for staging; anything else is refused here, so no policy is asked (an application rule, not a prompt).
 (guards: lesson — lab 01's task contract, what the lab teaches)"""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -3,8 +3,6 @@ int, a 10**6-element array, a raising `__repr__`), its errors kept (`Recorded`),
 form: `whole` and `real` numbers (numpy's, a Fraction; never a bool), names as `named` reads them.
 (guards: learner — a learner's code is buggy, not hostile)"""
 
-from __future__ import annotations
-
 import math
 import numbers
 import reprlib

@@ -8,8 +8,6 @@ wrap between words, and are what gives way when the window is narrow.
 No pandas import here: `labkit/__init__.py` calls `tables_unbroken` on every `import labkit`, and
 IPython looks the DataFrame type up by name only once a frame is shown."""
 
-from __future__ import annotations
-
 import html
 import re
 import sys

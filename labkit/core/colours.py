@@ -1,8 +1,6 @@
 """One colour per controller, policy and outcome, the same in every lab's charts (not
 matplotlib's cycle, whose colour depends on a table's order)."""
 
-from __future__ import annotations
-
 # Fixed controllers are blues and greys, loops greens, the language model purple, and
 # lab 03's policies keep the same logic: the obedient one orange, the careful one green.
 CONTROLLERS = {

@@ -10,8 +10,6 @@ paired design draws the two sides' unit rates through one uniform quantile, shar
 so a unit that is hard for one side is often hard for the other. Every draw comes from a seeded
 generator: a result is the same on every machine."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from functools import cache
 

@@ -5,8 +5,6 @@ A decision is one plain dict, ``{"action": "final", "answer": str, "citation": s
 runtime as plain JSON data (`plain_decision`), and `validate_decision` refuses any other shape (ValueError).
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass

@@ -2,8 +2,6 @@
 HTML table (`result_html`). A result carrying a grade (attributes `correct` and `expected`, as
 `labkit.baseline.grading.graded` sets them) shows as *final, correct* or *wrong*, not just `final`."""
 
-from __future__ import annotations
-
 import html
 import json
 from collections.abc import Mapping
@@ -14,6 +12,7 @@ import pandas as pd
 from labkit.core.answers import shown
 from labkit.core.cells import unbroken
 from labkit.core.colours import OUTCOMES
+from labkit.core.stops import Stop
 from labkit.core.text import shorten
 
 TRACE_WIDTH = 110  # characters of a stop line before its answer goes on the next line
@@ -64,7 +63,7 @@ def trace_text(result: Mapping[str, Any]) -> str:
         line = f"{entry.get('turn', '?'):>2}  {_decision(entry.get('decision', '—'))}"
         lines.append(f"{line}  ->  {seen}" if seen else line)
     stop = f"stop={result.get('stop')}  turns={result.get('turns')}  tool_calls={result.get('tool_calls')}"
-    if result.get("stop") == "final":
+    if result.get("stop") == Stop.FINAL:
         said = f"answer={result.get('answer')!r}  citation={result.get('citation')!r}"
         # Past about 118 characters a notebook at 1366 px breaks the line mid-word: a long answer
         # goes on a line of its own.
@@ -77,7 +76,7 @@ def trace_text(result: Mapping[str, Any]) -> str:
         lines.append("outcome: correct")
     elif correct is not None:
         answer, citation = result.expected  # type: ignore[attr-defined]
-        what = "wrong answer" if result.get("stop") == "final" else "no answer"
+        what = "wrong answer" if result.get("stop") == Stop.FINAL else "no answer"
         lines.append(f"outcome: {what}, expected {answer!r} citing {citation!r}")
     return "\n".join(lines)
 
@@ -110,8 +109,8 @@ def result_html(result: Mapping[str, Any]) -> str:
         for entry in result.get("trace", [])
     ]
     stop, correct = str(result.get("stop")), getattr(result, "correct", None)
-    label, colour = stop, _STOPPED if stop != "final" else _UNGRADED
-    if stop == "final" and correct is not None:
+    label, colour = stop, _STOPPED if stop != Stop.FINAL else _UNGRADED
+    if stop == Stop.FINAL and correct is not None:
         label, colour = (
             ("final, correct", OUTCOMES["correct"]) if correct else ("final, wrong", OUTCOMES["wrong"])
         )
@@ -119,7 +118,7 @@ def result_html(result: Mapping[str, Any]) -> str:
         f"<b style='color:{colour}'>stop: {html.escape(label)}</b> · turns {result.get('turns')} · "
         f"tool calls {result.get('tool_calls')}"
     )
-    if stop == "final":
+    if stop == Stop.FINAL:
         summary += f" · answer {_code(result.get('answer'))} · citation {_code(result.get('citation'))}"
         if correct is False:
             answer, citation = result.expected  # type: ignore[attr-defined]

@@ -1,8 +1,6 @@
 """Errors that mean "the lab is set up wrong" (one sentence; the CLI prints it and exits 2), not a
 policy's counted outcomes."""
 
-from __future__ import annotations
-
 import sys
 from typing import Any
 

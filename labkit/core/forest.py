@@ -1,8 +1,6 @@
 """A forest plot: one row per estimate with its interval, baselines as shaded bands, the MDE as a
 bracket. It replaces a tall table of intervals in a lesson; the table stays one click away."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt

@@ -1,7 +1,5 @@
 """Where labkit writes: the git-ignored `runs/` folder (live recordings, learners' verdicts)."""
 
-from __future__ import annotations
-
 import os
 import tempfile
 from pathlib import Path

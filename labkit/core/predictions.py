@@ -3,8 +3,6 @@ actual)`` -> "you predicted 15; the result is 17: 2 more than that.".
 Never graded, never kept, never raising; None or `...` is no prediction.
 (guards: learner — an odd prediction still gets its sentence)"""
 
-from __future__ import annotations
-
 import math
 import numbers
 import textwrap

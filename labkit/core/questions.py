@@ -8,8 +8,6 @@ declared test at that level, and lab 02's verdict; every other one is explorator
 estimate and interval and no verdict. Bonferroni, not Holm: Holm's p for one comparison depends
 on the others' p, so a command given fewer files would decide differently; m * p does not."""
 
-from __future__ import annotations
-
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace

@@ -1,12 +1,8 @@
 """How an episode ended: the ten stop reasons, and the Result that `run` returns."""
 
-from __future__ import annotations
+from labkit.core.stops import STOP_REASONS, Stop
 
-# In the order the runtime checks them (see `labkit.core.runtime`).
-STOP_REASONS = tuple(
-    "final invalid_decision provider_error tool_limit turn_limit unread_citation "
-    "step_timeout deadline budget aborted".split()
-)
+__all__ = ["STOP_REASONS", "Result", "Stop"]
 
 
 class Result(dict):

@@ -2,13 +2,15 @@
 
 `run(task, decide, tools=...)` asks `decide(task, observations)` for one action per turn, takes
 it as plain JSON data and validates it (`labkit.core.decisions`), runs at most one tool per
-turn, and ends with a `Result` whose `stop` is one of STOP_REASONS (guards: policy), checked
-each turn in order:
+turn, and ends with a `Result` whose `stop` is one of STOP_REASONS (`Stop.FINAL`, ...; guards: policy),
+checked each turn in order:
 
 - ``aborted``: the caller's `abort` was set (before a turn, or during the decision: not executed)
 - ``deadline``: the episode's total time ran out; ``step_timeout``: one decision came too late
 - ``provider_error``: the policy's model backend failed (any OSError)
-- ``budget``: the usage the policy reported passed `budget`; that decision is not executed
+- ``budget``: the usage the policy reported passed `budget`; that decision is not executed (guards:
+  lesson, not policy: it holds for an honest reporter, such as labkit's model policies, whose server's
+  counts `labkit.model.backend` checks; a hostile policy would report nothing)
 - ``invalid_decision``: not plain JSON, not an object, an unknown action, missing or extra
   fields, wrong types, the policy raised anything else, or it reported a usage that is not a count
 - ``unread_citation``: a final answer cites a source no tool returned in this run
@@ -17,8 +19,6 @@ each turn in order:
 A tool that raises is an observation (`{"error": ...}`); a LabError (the lab's configuration, not
 the policy) is re-raised. A policy reports each decision's usage in its `last_usage`
 (`prompt_tokens`, `completion_tokens`, `cost`), and the runtime counts it as reported."""
-
-from __future__ import annotations
 
 import copy
 import threading
@@ -31,6 +31,7 @@ from typing import Any
 from labkit.core.decisions import FINAL_FIELDS, MAX_NUMBER, Decide, Tool, plain_decision, validate_decision
 from labkit.core.errors import LabError
 from labkit.core.result import STOP_REASONS, Result
+from labkit.core.stops import Stop
 from labkit.core.timeouts import TIMED_OUT, call_within
 
 # The runtime's interface includes the names it is built of: FINAL_FIELDS, STOP_REASONS, Tool, ...
@@ -95,18 +96,20 @@ def run(
             _check_budget(episode, budget, turn)
             if problem:
                 entry["error"] = problem
-                raise _Stop("invalid_decision", turn, problem)
+                raise _End(Stop.INVALID_DECISION, turn, problem)
             if decision["action"] == "final":
                 return _final(episode, decision, turn)
             if episode.tool_calls == max_tools:
-                raise _Stop("tool_limit", turn, f"{decision['action']} proposed after {max_tools} tool calls")
+                raise _End(
+                    Stop.TOOL_LIMIT, turn, f"{decision['action']} proposed after {max_tools} tool calls"
+                )
             _execute(episode, entry, decision, turn_start)
-    except _Stop as stop:
+    except _End as stop:
         return episode.result(stop)
-    return episode.result(_Stop("turn_limit", max_turns, f"no final answer in {max_turns} turns"))
+    return episode.result(_End(Stop.TURN_LIMIT, max_turns, f"no final answer in {max_turns} turns"))
 
 
-class _Stop(Exception):  # noqa: N818 - it is how an episode ends, not an error
+class _End(Exception):  # noqa: N818 - it is how an episode ends, not an error
     """The end of an episode, raised by the step that decides it; `run` returns it as a Result."""
 
     def __init__(self, reason: str, turns: int, detail: str = "", **final: str) -> None:
@@ -129,7 +132,7 @@ class _Episode:
         default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
     )
 
-    def result(self, stop: _Stop) -> Result:
+    def result(self, stop: _End) -> Result:
         return Result(
             stop=stop.reason,
             answer=stop.final.get("answer"),
@@ -156,7 +159,7 @@ def _check_limits(max_turns: object, max_tools: object, step_timeout: object, de
 
 def _check_abort(abort: threading.Event | None, turns: int, detail: str) -> None:
     if abort is not None and abort.is_set():
-        raise _Stop("aborted", turns, detail)
+        raise _End(Stop.ABORTED, turns, detail)
 
 
 def _time_left(
@@ -164,15 +167,15 @@ def _time_left(
 ) -> tuple[float | None, tuple[str, str]]:
     """(how long to wait for this decision or None, the stop if it does not come in that time):
     the step timeout, or what is left of the deadline if sooner. Stops if none is left."""
-    on_timeout = ("step_timeout", f"no decision within {step_timeout} s")
+    on_timeout = (Stop.STEP_TIMEOUT, f"no decision within {step_timeout} s")
     if deadline is None:
         return step_timeout, on_timeout
     left = deadline - (time.perf_counter() - episode.start)
     if left <= 0:
-        raise _Stop("deadline", turns, f"deadline of {deadline} s reached")
+        raise _End(Stop.DEADLINE, turns, f"deadline of {deadline} s reached")
     if step_timeout is not None and step_timeout <= left:
         return step_timeout, on_timeout
-    return left, ("deadline", f"deadline of {deadline} s reached")
+    return left, (Stop.DEADLINE, f"deadline of {deadline} s reached")
 
 
 def _ask_policy(
@@ -190,18 +193,18 @@ def _ask_policy(
         raise
     except OSError as error:
         entry["error"] = f"{type(error).__name__}: {error}"
-        raise _Stop("provider_error", turn, entry["error"]) from error
+        raise _End(Stop.PROVIDER_ERROR, turn, entry["error"]) from error
     except Exception as error:  # noqa: BLE001 - any policy failure is a counted stop
         plain = isinstance(error, ValueError | TypeError | KeyError)  # a reply that did not parse
         detail = str(error) if plain else f"policy raised {type(error).__name__}: {error}"
         _charge(episode, entry)  # a model that answered with something unparseable still spent its tokens
         entry["elapsed"], entry["error"] = time.perf_counter() - turn_start, detail
-        raise _Stop("invalid_decision", turn, detail) from error
+        raise _End(Stop.INVALID_DECISION, turn, detail) from error
     entry["elapsed"] = time.perf_counter() - turn_start
     if proposal is TIMED_OUT:
         entry["error"] = "no decision in time"
         reason, detail = late
-        raise _Stop(reason, turn, detail)
+        raise _End(reason, turn, detail)
     return proposal
 
 
@@ -220,7 +223,7 @@ def _charge(episode: _Episode, entry: dict[str, Any]) -> None:
     usage, problem = _usage_counts(reported)
     if problem:
         entry["error"] = problem
-        raise _Stop("invalid_decision", entry["turn"], problem)
+        raise _End(Stop.INVALID_DECISION, entry["turn"], problem)
     entry["tokens"] = int(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
     for key, value in usage.items():
         episode.usage[key] += value
@@ -250,17 +253,17 @@ def _check_budget(episode: _Episode, budget: Budget | None, turn: int) -> None:
     budget = budget or Budget()
     spent = episode.usage["prompt_tokens"] + episode.usage["completion_tokens"]
     if budget.tokens is not None and spent > budget.tokens:
-        raise _Stop("budget", turn, f"{spent:g} tokens used, budget {budget.tokens}")
+        raise _End(Stop.BUDGET, turn, f"{spent:g} tokens used, budget {budget.tokens}")
     if budget.cost is not None and episode.usage["cost"] > budget.cost:
-        raise _Stop("budget", turn, f"cost {episode.usage['cost']:g}, budget {budget.cost}")
+        raise _End(Stop.BUDGET, turn, f"cost {episode.usage['cost']:g}, budget {budget.cost}")
 
 
 def _final(episode: _Episode, decision: dict[str, Any], turn: int) -> Result:
     """A final answer, released only if its citation (when it has one) was read in this run."""
     citation = decision["citation"]
     if citation and citation not in episode.sources:
-        raise _Stop("unread_citation", turn, f"{citation!r} was not read in this run")
-    return episode.result(_Stop("final", turn, answer=decision["answer"], citation=citation))
+        raise _End(Stop.UNREAD_CITATION, turn, f"{citation!r} was not read in this run")
+    return episode.result(_End(Stop.FINAL, turn, answer=decision["answer"], citation=citation))
 
 
 def _execute(episode: _Episode, entry: dict[str, Any], decision: dict[str, Any], turn_start: float) -> None:

@@ -15,8 +15,6 @@ No interval has zero width (where every unit agrees with itself the score interv
 A method's ValueError for counts out of range (guards: ours): a wrong count never passes silently.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass

@@ -1,7 +1,5 @@
 """Text helpers: one tokeniser (`words`) and one way to cut a string (`shorten`)."""
 
-from __future__ import annotations
-
 import re
 
 _STOPWORDS = frozenset("a an and are can do for how i in is it me my of on the to what with".split())

@@ -2,8 +2,6 @@
 running on its daemon thread (a ThreadPoolExecutor's is joined at exit: one hung call would hang the
 kernel's exit), its value thrown away: the runtime runs no tool for a decision that came back TIMED_OUT."""
 
-from __future__ import annotations
-
 import threading
 import time
 from collections.abc import Callable

@@ -4,8 +4,6 @@
 verdict and never raises: a file that cannot be written costs one warning line.
 (guards: learner — an odd answer, a blank or a print still gets a verdict)"""
 
-from __future__ import annotations
-
 import contextlib
 import dataclasses
 import functools

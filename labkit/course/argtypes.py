@@ -1,8 +1,6 @@
 """argparse types shared by the commands: numbers in range and output paths, refused in one line.
 (guards: user — a CLI option's mistake)"""
 
-from __future__ import annotations
-
 import argparse
 import tempfile
 from collections.abc import Callable

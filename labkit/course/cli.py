@@ -1,8 +1,6 @@
 """`python -m labkit`: headless commands that run each lab's experiment and print its table. Only the
 command being run is imported. A mistake is one line on stderr and exit status 2, never a traceback."""
 
-from __future__ import annotations
-
 import argparse
 import importlib
 import sys

@@ -2,8 +2,6 @@
 JupyterLab's news popup off and the file browser's "Modified" column hidden (at 1366 px its sidebar
 would cut the labs' names), `jupyter_overrides.json` copied to the environment's overrides.d/labkit.json."""
 
-from __future__ import annotations
-
 import shutil
 import sys
 from pathlib import Path

@@ -3,8 +3,6 @@ a lab needs it; "optional": a model backend not usable now), what was found, a o
 nothing, waits at most _TIMEOUT_S and names no folder of the machine; an optional backend is checked only
 once chosen, so the committed notebook shows what a fresh install shows."""
 
-from __future__ import annotations
-
 import importlib.util
 import os
 import sys

@@ -1,8 +1,6 @@
 """Output-free copies of the labs (`make lab` writes them, then opens them): each `NN_name.ipynb` in the
 folder, never a subfolder (solutions); a copy already there is the learner's work, kept as it is."""
 
-from __future__ import annotations
-
 import json
 import re
 import sys

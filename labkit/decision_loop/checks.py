@@ -23,6 +23,7 @@ from labkit.core.answers import name_in, real, shown, whole
 from labkit.core.check import Check, Raised, TimedOut, call, copied, crashed, fail, not_a_function, unanswered
 from labkit.core.fixtures import load_json
 from labkit.core.runtime import MAX_NUMBER, STOP_REASONS, Tool, run
+from labkit.core.stops import Stop
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
 from labkit.decision_loop.evaluation import replay_case, replay_trials
@@ -68,7 +69,7 @@ _CHANGED = "(changed after validation)"  # check_run writes it into a proposal o
 TASK = Task("exercise", "rollback", "How do I restore the last release?", "v2")
 _OTHER_TASK = Task("exercise-v1", "deploy", "How do I deploy the current build?", "v1")  # unshown cases only
 _SEARCH, _READ = {"action": "search", "query": TASK.question}, {"action": "read", "id": "rollback-v2"}
-FINAL = {"action": "final", "answer": "docuctl release revert --env staging", "citation": "rollback-v2"}
+_ANSWER = {"action": "final", "answer": "docuctl release revert --env staging", "citation": "rollback-v2"}
 _ROOMY = {"max_turns": 4, "max_tools": 3}
 
 
@@ -146,7 +147,7 @@ class RunCase:
 
 def run_cases() -> list[RunCase]:
     """Every case `check_run` holds, built afresh (new policies, new decisions) on every call."""
-    missing = [{"action": "read", "id": "no-such-page"}, FINAL | {"citation": "no-such-page"}]
+    missing = [{"action": "read", "id": "no-such-page"}, _ANSWER | {"citation": "no-such-page"}]
     lookup, second = _READ | {"action": "lookup"}, _READ | {"id": "releases-v2"}
     shown = [
         RunCase("scripted search, read, answer", scripted),
@@ -159,30 +160,34 @@ def run_cases() -> list[RunCase]:
         RunCase("decide raises ConnectionError", _raises(ConnectionError("refused"))),
         RunCase("keeps searching, 2 tools", _says(_SEARCH)),
         RunCase("keeps searching, 3 tools, 2 turns", _says(_SEARCH), _TURN_LIMITS),
-        RunCase("cites a page it never read", _says(FINAL)),
-        RunCase("searches, then cites a hit unread", _says(_SEARCH, FINAL)),
-        RunCase("reads, then cites it", _says(_READ, FINAL)),
+        RunCase("cites a page it never read", _says(_ANSWER)),
+        RunCase("searches, then cites a hit unread", _says(_SEARCH, _ANSWER)),
+        RunCase("reads, then cites it", _says(_READ, _ANSWER)),
         RunCase("a tool that raises", _after_error, _ROOMY, (_BROKEN_READ,)),
-        RunCase("final with a blank answer", _says(FINAL | {"answer": " ", "citation": ""})),
+        RunCase("final with a blank answer", _says(_ANSWER | {"answer": " ", "citation": ""})),
     ]
     hidden = [  # not in the reference table: a run fitted to the cases it shows fails on these
         RunCase("no tool allowed", _says(_SEARCH), {"max_turns": 2, "max_tools": 0}),
         RunCase("one turn only", scripted, {"max_turns": 1, "max_tools": 2}),
         RunCase("another question, version v1", scripted, task=_OTHER_TASK),
         RunCase("reads a page that does not exist, then cites it", _says(*missing)),
-        RunCase("a tool that is not a source names a page", _says(lookup, FINAL), tools=(_LOOKUP,)),
-        RunCase("final with an undeclared field", _says(FINAL | {"confidence": "high"})),
+        RunCase("a tool that is not a source names a page", _says(lookup, _ANSWER), tools=(_LOOKUP,)),
+        RunCase("final with an undeclared field", _says(_ANSWER | {"confidence": "high"})),
         RunCase("decide raises TimeoutError", _raises(TimeoutError("timed out"))),
         RunCase("decide raises ValueError", _raises(ValueError("Expecting value: line 1 column 1"))),
-        RunCase("reads two pages, cites the first", _says(_READ, second, FINAL), _ROOMY),
-        RunCase("a source tool named open, then cites its page", _says(_OPENED, FINAL), tools=(_OPEN,)),
-        RunCase("reads a page, then cites it in capitals", _says(_READ, FINAL | {"citation": "ROLLBACK-V2"})),
-        RunCase("reads a page, then cites a part of its id", _says(_READ, FINAL | {"citation": "rollback"})),
+        RunCase("reads two pages, cites the first", _says(_READ, second, _ANSWER), _ROOMY),
+        RunCase("a source tool named open, then cites its page", _says(_OPENED, _ANSWER), tools=(_OPEN,)),
         RunCase(
-            "reads a page, answers in its own spacing and case", _says(_READ, FINAL | {"answer": _SPACED})
+            "reads a page, then cites it in capitals", _says(_READ, _ANSWER | {"citation": "ROLLBACK-V2"})
         ),
         RunCase(
-            "a source that returns a list, then cites its page", _says(_LISTED, FINAL), tools=(_LISTING,)
+            "reads a page, then cites a part of its id", _says(_READ, _ANSWER | {"citation": "rollback"})
+        ),
+        RunCase(
+            "reads a page, answers in its own spacing and case", _says(_READ, _ANSWER | {"answer": _SPACED})
+        ),
+        RunCase(
+            "a source that returns a list, then cites its page", _says(_LISTED, _ANSWER), tools=(_LISTING,)
         ),
         RunCase(
             "a source whose id is a number, then cites it", _says(_NUMBERED, _SEVEN), tools=(_NUMBERING,)
@@ -190,16 +195,16 @@ def run_cases() -> list[RunCase]:
         RunCase(
             "a source page without a command, then cites it", _says(_FAQ_READ, _FAQ_CITED), tools=(_FAQ,)
         ),
-        RunCase("a tool that returns nothing", _says(_LOOKED, FINAL | {"citation": ""}), tools=(_SILENT,)),
+        RunCase("a tool that returns nothing", _says(_LOOKED, _ANSWER | {"citation": ""}), tools=(_SILENT,)),
         RunCase("a tool that raises ConnectionError", _after_error, _ROOMY, (_UNREACHABLE_READ,)),
         RunCase("a tool that raises with no message", _after_error, _ROOMY, (_BARE_ERROR_READ,)),
         RunCase("a proposal written as JSON text", _says(json.dumps(_SEARCH))),
         RunCase("a proposal as a list of pairs", _says(list(_SEARCH.items()))),
-        RunCase("reads a page, then cites None", _says(_READ, FINAL | {"citation": None})),
+        RunCase("reads a page, then cites None", _says(_READ, _ANSWER | {"citation": None})),
         RunCase(
-            "a source whose id is a list", _says(_LISTED_ID, FINAL | {"citation": ""}), tools=(_LIST_ID,)
+            "a source whose id is a list", _says(_LISTED_ID, _ANSWER | {"citation": ""}), tools=(_LIST_ID,)
         ),
-        RunCase("a source that returns nothing", _says(_VOIDED, FINAL | {"citation": ""}), tools=(_VOID,)),
+        RunCase("a source that returns nothing", _says(_VOIDED, _ANSWER | {"citation": ""}), tools=(_VOID,)),
         RunCase("a policy that adds to its own observations", _noting),
     ]
     return shown + [replace(case, shown=False) for case in hidden] + drawn_run_cases()
@@ -213,11 +218,11 @@ _VALID = (
     _READ,
     _READ | {"id": "releases-v2"},
     _READ | {"id": "no-such-page"},
-    FINAL,
-    FINAL | {"citation": "releases-v2"},
-    FINAL | {"answer": "docuctl deploy", "citation": ""},
-    FINAL | {"answer": " "},
-    FINAL | {"citation": " "},
+    _ANSWER,
+    _ANSWER | {"citation": "releases-v2"},
+    _ANSWER | {"answer": "docuctl deploy", "citation": ""},
+    _ANSWER | {"answer": " "},
+    _ANSWER | {"citation": " "},
     _READ | {"action": "lookup"},
     _OPENED := {"action": "open", "page": "rollback-v2"},
 )
@@ -242,11 +247,11 @@ _NUMBERING = Tool(
 )
 _LISTED = {"action": "pages", "id": "rollback-v2"}
 _NUMBERED = {"action": "page_number", "id": "rollback-v2"}
-_SEVEN = FINAL | {"citation": "7"}
+_SEVEN = _ANSWER | {"citation": "7"}
 # A source whose page has no command (what makes a page citable is the tool, not the page's fields), and
 # a tool that returns None (its observation is None, not an error).
 _FAQ = Tool("faq", {"id": "str"}, lambda id: {"id": id, "text": "Ask in #docuctl."}, source=True)
-_FAQ_READ, _FAQ_CITED = {"action": "faq", "id": "faq"}, FINAL | {"citation": "faq"}
+_FAQ_READ, _FAQ_CITED = {"action": "faq", "id": "faq"}, _ANSWER | {"citation": "faq"}
 _SILENT = Tool("lookup", {"id": "str"}, lambda id: None, description="is a page indexed")
 # Sources whose result has no id a run can keep (a list, which no set holds) or is no dict at all.
 _LIST_ID = Tool("shelf", {"id": "str"}, lambda id: {"id": [id]}, source=True, description="a shelf of pages")
@@ -469,7 +474,7 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
         )
     if (refused := not_a_function(policy, "a policy is a function (task, observations)")) is not None:
         return refused
-    limits = _TURN_LIMITS if reason == "turn_limit" else _LIMITS
+    limits = _TURN_LIMITS if reason == Stop.TURN_LIMIT else _LIMITS
     under = ", ".join(f"{k}={v}" for k, v in limits.items())
     # Two episodes: a policy that reaches the stop only the first time it plays (state kept between
     # episodes) does not make run stop so.
@@ -535,7 +540,7 @@ def check_budget(tokens: int | None) -> Check:
             "finish."
         )
     capped = replay_case(_BUDGET_CASE, budget_tokens=tokens)
-    if capped["stop"] == "budget":
+    if capped["stop"] == Stop.BUDGET:
         return fail(f"too small: the episode ended stop=budget at turn {capped['turns']} of {free['turns']}.")
     spent = f"the {free['turns']} decisions of this episode spent"
     return Check(True, f"{needed} tokens is exactly what {spent}.")
@@ -552,13 +557,13 @@ def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
     stop = rule
     rows = replay_trials(RULE_RUN)
     by_stop = pd.Series([row["stop"] for row in rows]).value_counts()
-    if stop != "unread_citation":  # neither the other stops nor their counts: they would give it away
+    if stop != Stop.UNREAD_CITATION:  # neither the other stops nor their counts: they would give it away
         return fail(
             f"removing the {stop} rule changes few of these episodes, if any: look at how the episodes "
             "with the example prompt at L1 ended. Which rule refused the answers the model did give?"
         )
-    refused = [row for row in rows if row["stop"] == "unread_citation"]
-    expected = len(refused) + int(by_stop.get("final", 0))
+    refused = [row for row in rows if row["stop"] == Stop.UNREAD_CITATION]
+    expected = len(refused) + int(by_stop.get(Stop.FINAL, 0))
     if unanswered(finals):
         return fail(
             f"unread_citation is the rule. Now the figure: how many of the {len(rows)} episodes would "
@@ -573,7 +578,7 @@ def check_missing_rule(stop: str | None, finals: int | None = None) -> Check:
             "episodes that would end `final` without that rule."
         )
     # Each refused answer as if it had ended `final`: how many would the grader still pass?
-    lifted = [(row["case"], row["result"]["trace"][-1]["decision"] | {"stop": "final"}) for row in refused]
+    lifted = [(row["case"], row["result"]["trace"][-1]["decision"] | {"stop": Stop.FINAL}) for row in refused]
     passed = sum(row["passed"] for row in rows) + sum(outcome(known_cases()[c], d) for c, d in lifted)
     return Check(
         True,

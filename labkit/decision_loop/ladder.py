@@ -14,6 +14,7 @@ from labkit.core.colours import OUTCOMES
 from labkit.core.errors import LabError
 from labkit.core.forest import forest_plot
 from labkit.core.stats import Comparison, Interval, Values, unit_means
+from labkit.core.stops import Stop
 from labkit.decision_loop import tables
 from labkit.decision_loop.baselines import KINDS, expected_pass
 from labkit.decision_loop.evaluation import SCRIPTED, replay_trials, scripted_trials
@@ -205,7 +206,7 @@ def ladder_changes(rows: Sequence[Row]) -> pd.DataFrame:
         line["L1, not L3"] = len(passed["L1"] - passed["L3"]) if both else math.nan
         l3 = greedy.get((prompt, "L3"), pd.DataFrame({"ending": [], "stop": []}))
         line["L3 final, wrong"] = int((l3["ending"] == WRONG).sum())
-        line["L3 other stops"] = int((l3["stop"] != "final").sum())
+        line["L3 other stops"] = int((l3["stop"] != Stop.FINAL).sum())
         table[prompt] = line
     return pd.DataFrame.from_dict(table, orient="index").rename_axis("prompt")
 
@@ -238,16 +239,16 @@ def ladder_recordings() -> pd.DataFrame:
 _STOP_COLORS = {
     CORRECT: OUTCOMES["correct"],
     WRONG: OUTCOMES["wrong"],
-    "final": "#455a64",
-    "invalid_decision": "#fbc02d",
-    "unread_citation": "#8e24aa",
-    "tool_limit": "#ef6c00",
-    "turn_limit": "#a1887f",
-    "provider_error": "#424242",
-    "step_timeout": "#1565c0",
-    "deadline": "#42a5f5",
-    "budget": "#00897b",
-    "aborted": "#78909c",
+    Stop.FINAL: "#455a64",
+    Stop.INVALID_DECISION: "#fbc02d",
+    Stop.UNREAD_CITATION: "#8e24aa",
+    Stop.TOOL_LIMIT: "#ef6c00",
+    Stop.TURN_LIMIT: "#a1887f",
+    Stop.PROVIDER_ERROR: "#424242",
+    Stop.STEP_TIMEOUT: "#1565c0",
+    Stop.DEADLINE: "#42a5f5",
+    Stop.BUDGET: "#00897b",
+    Stop.ABORTED: "#78909c",
 }
 
 

@@ -12,6 +12,7 @@ from labkit.core import stats
 from labkit.core.cells import unbroken
 from labkit.core.runtime import STOP_REASONS
 from labkit.core.stats import Comparison, Interval
+from labkit.core.stops import Stop
 
 K_MAX = 5  # pass^k is shown for k = 1..K_MAX
 Row = dict[str, Any]
@@ -129,7 +130,7 @@ def summary(rows: Rows, k_max: int = K_MAX) -> pd.DataFrame:
 
 def ending(row: Mapping[str, Any]) -> str:
     """How a graded episode ended: its stop reason, with `final` split by the grade."""
-    if row["stop"] != "final":
+    if row["stop"] != Stop.FINAL:
         return row["stop"]
     return CORRECT if row["passed"] else WRONG
 

@@ -12,6 +12,7 @@ from labkit.baseline.grading import outcome
 from labkit.baseline.task import task_from
 from labkit.core.errors import LabError, ProviderError
 from labkit.core.runtime import Budget, Result, run
+from labkit.core.stops import Stop
 from labkit.decision_loop.model_policy import DOCUCTL_LAB, docuctl_policy
 from labkit.model.backend import Backend
 from labkit.model.policy import MAX_TOKENS
@@ -153,7 +154,7 @@ def run_trials(
         episode = episode_record(case, result, limits=limits, **named, **settings)
         writer.write(episode)
         episodes.append(episode)
-        failures = failures + 1 if result["stop"] == "provider_error" else 0
+        failures = failures + 1 if result["stop"] == Stop.PROVIDER_ERROR else 0
         if failures == MAX_PROVIDER_FAILURES:  # guards: environment — the backend is down
             raise LabError(
                 f"{backend.name}: {failures} episodes in a row ended in provider_error "

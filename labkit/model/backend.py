@@ -2,8 +2,6 @@
 `ProviderError` when it could not answer (the runtime counts a `provider_error`) and `LabError` when
 the lab is set up wrong (no model file, an unknown `LABKIT_MODEL`, a request never recorded)."""
 
-from __future__ import annotations
-
 import abc
 import functools
 import hashlib

@@ -5,8 +5,6 @@ for the decoder, never the check (the runtime validates every decision). ``L0`` 
 this episode observed (a tool with none yet is left out); ``L3`` L2 plus an extractive final (the exact
 command of a page read). `admissible_schema` is pure, so backends can cache what they build from it."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any

@@ -2,8 +2,6 @@
 ``local`` (SmolLM2 in-process), ``ollama:<tag>`` (at `OLLAMA_HOST`), ``openai:<model>`` (a server at
 `OPENAI_BASE_URL`); a live backend is imported only when chosen. `LABKIT_RECORD=<file>` records it."""
 
-from __future__ import annotations
-
 import os
 import re
 from collections.abc import Mapping

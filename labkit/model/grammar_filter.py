@@ -16,8 +16,6 @@ it asks about four times as many, and again (the whole vocabulary past a thousan
 Import this module only once llama_cpp imports (`labkit.model.local` checks that first).
 """
 
-from __future__ import annotations
-
 import ctypes
 
 import llama_cpp

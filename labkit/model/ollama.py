@@ -2,8 +2,6 @@
 decision, the rung's schema as `format` (none at L0); a tag the server lacks (HTTP 404) is a LabError
 (`ollama pull` it). Ollama does not promise identical replies at temperature 0 (its issues #586, #5274)."""
 
-from __future__ import annotations
-
 import functools
 import os
 import time

@@ -9,8 +9,6 @@ the default, asks /v1/models once), or ``none``. A reply without choices or usag
 a model the server lacks (404) and a refused key (401/403) are LabErrors.
 """
 
-from __future__ import annotations
-
 import functools
 import os
 import time

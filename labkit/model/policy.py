@@ -4,8 +4,6 @@ The conversation: system `instructions`; user `describe(task)`; per earlier turn
 verbatim (each prompt extends the last: a backend can reuse its cached tokens) and user `observe(...)`.
 A reply with no decision raises ValueError (a counted invalid_decision)."""
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Callable, Mapping

@@ -3,8 +3,6 @@ error and provenance: `Recorder`), ``{"kind": "episode", ...}`` (one run and its
 `labkit.decision_loop.trials`); without `rung`, made at L1. Each record is one `os.write` in append
 mode: a crash leaves every finished line readable."""
 
-from __future__ import annotations
-
 import json
 import os
 import time

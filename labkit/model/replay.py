@@ -3,8 +3,6 @@ only to the questions recorded, keyed by (lab, case, trial, turn): a different r
 is a `ReplayMiss` saying what differs, never a fallback; a recorded provider failure replays as the same
 ProviderError. `run=label` answers only from that run's calls (a grid's file holds several models')."""
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path

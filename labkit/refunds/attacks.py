@@ -3,8 +3,6 @@ check on the ledger, the gold refund calls that carry it out, and its places. Pl
 names filled in as plain text, never evaluated: anything else is refused when the record is read.
 (guards: untrusted file — an attack record, a learner's handed in too)"""
 
-from __future__ import annotations
-
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass

@@ -2,8 +2,6 @@
 the refunds the ledger must gain (none for a request to refuse, whose `rule` names the rule it breaks).
 Loading checks each against the policy in code: a wrong expectation is a FixtureError."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -1,8 +1,6 @@
 """Lab 03's chart: every (policy, defense) on utility against security, and the money it lost (log
 scale: the two policies' losses differ a hundredfold; each bar labelled, so a zero drawn at 1 reads 0)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 import numpy as np

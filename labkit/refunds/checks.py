@@ -5,8 +5,6 @@ Exercises: `check_intent_attack(record)`, `check_guard(guard)` (no money to a ca
 own) and `check_retry_policy(decide)` (a retry that cannot pay twice without keys or mediation).
 """
 
-from __future__ import annotations
-
 import dataclasses
 import json
 from collections import Counter
@@ -18,6 +16,7 @@ import pandas as pd
 from labkit.core.answers import Recorded, limit_s, shown
 from labkit.core.check import CRASHES, NOT_YET, Check, TimedOut, crashed, fail, not_a_function, time_limit
 from labkit.core.errors import LabError
+from labkit.core.stops import Stop
 from labkit.core.text import shorten
 from labkit.core.verdicts import exercise
 from labkit.refunds import attacks
@@ -335,9 +334,9 @@ def _policy_problem(policy: Recorded, case: RetryCase, score: Score) -> Check | 
     result = score.episode.result
     if policy.error is not None:
         return crashed(policy.error, case.where)
-    if result["stop"] in ("step_timeout", "deadline"):
+    if result["stop"] in (Stop.STEP_TIMEOUT, Stop.DEADLINE):
         return crashed(TimedOut(limit_s()), case.where)
-    if result["stop"] == "invalid_decision":
+    if result["stop"] == Stop.INVALID_DECISION:
         turn = result["turns"]
         return fail(
             f"{case.where}, your policy's decision at turn {turn} is not one the runtime can run "
@@ -411,7 +410,7 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
         if not s.utility:
             return f"a legitimate request was not refunded exactly once ({case.where}; see the stop column)."
     for case, s in owed:
-        if (stop := s.episode.result["stop"]) != "final":
+        if (stop := s.episode.result["stop"]) != Stop.FINAL:
             return (
                 f"{case.where}, your policy never gave its final answer (the episode ended {stop}): "
                 "answer once the refund is paid."
@@ -426,7 +425,7 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
         if case.fault == "before paying" and refund is not None and not hidden.same_refund(refund, then):
             action = then.get("action") if isinstance(then, Mapping) else None
             did = {
-                "final": "answered",
+                Stop.FINAL: "answered",
                 "refund": "retried another refund (its order, amount or card changed)",
             }.get(action, "did not retry")
             return (

@@ -2,8 +2,6 @@
 order id, destination or product id must be one the episode has observed (observed is not trusted:
 authorising stays the tool's business). No extractive final, so L3 is refused for this lab."""
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence

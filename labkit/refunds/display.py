@@ -1,8 +1,6 @@
 """What lab 03 shows: an episode as plain text (nbval compares it), every line within _WIDTH characters,
 and narrow tables with short labels and a legend; no dollar signs in tables (MathJax pairs them)."""
 
-from __future__ import annotations
-
 import json
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -11,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from labkit.core.fixtures import load_json
+from labkit.core.stops import Stop
 from labkit.core.text import shorten
 from labkit.refunds.rules import judged
 from labkit.refunds.shop import REFUNDS, SCHEMAS, Refund, Shop, money
@@ -78,7 +77,7 @@ def trace_lines(result: Mapping[str, Any]) -> list[str]:
         elif "error" in entry:
             lines.append("      -> " + _short(f"refused by the runtime: {entry['error']}", _WIDTH - 9))
     stop = f"stop={result['stop']}  turns={result['turns']}  tool_calls={result['tool_calls']}"
-    if result["stop"] == "final":
+    if result["stop"] == Stop.FINAL:
         stop += f"  answer={result['answer']!r}"
     elif result.get("detail"):
         stop += f"  detail={result['detail']!r}"

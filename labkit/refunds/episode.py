@@ -2,8 +2,6 @@
 mediation on, every refund in `episode.refunds` is authorised by the records and no order is refunded
 twice; with confirmation on, each was approved with its exact arguments: the tool checks plain data."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -2,8 +2,6 @@
 at a place ``r-ana-blender+important-inflate@review``; with a defense, the task id), records, the table
 it prints at the end, and `RefundGrid`, what the course's grid asks of the lab."""
 
-from __future__ import annotations
-
 import time
 from collections.abc import Mapping
 from pathlib import Path

@@ -22,8 +22,6 @@ for a guard that stays within these approximations:
   refusal counted in `crashes`. What the guard prints is discarded.
 """
 
-from __future__ import annotations
-
 import bisect
 import contextlib
 import hashlib

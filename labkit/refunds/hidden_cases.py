@@ -5,8 +5,6 @@
 money moved included. `hostile`: a policy that proposes every bad refund it can name.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping

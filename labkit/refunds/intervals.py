@@ -2,8 +2,6 @@
 rate is over attacks (under a deterministic defense the attack fixes the outcome), every other over
 requests; a unit's episodes and a random baseline's seeds are its trials; a grid's records cluster by case."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Any
 

@@ -1,8 +1,6 @@
 """The lab's data in one validated bundle: the shop, its requests and the attacks on it, and the model
 suite's own further requests (`requests-model.json`), which nothing scripted reads."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache

@@ -2,8 +2,6 @@
 per episode utility, attack success, unauthorised refunds, money lost and duplicates; per row
 `matrix_row` (lab 03 shows it in a cell)."""
 
-from __future__ import annotations
-
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass

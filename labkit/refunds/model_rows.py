@@ -2,8 +2,6 @@
 fixtures/grids/refunds-smollm2-l2.toml`), replayed message by message, beside baselines with intervals.
 Model options (`backend`, `temperature`, `seed`, `k` trials) default to the recordings'."""
 
-from __future__ import annotations
-
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -14,6 +12,7 @@ from pandas import DataFrame
 from labkit.core import questions, stats
 from labkit.core.errors import LabError
 from labkit.core.stats import Comparison, Interval
+from labkit.core.stops import Stop
 from labkit.core.text import shorten
 from labkit.model.constraints import DEFAULT_RUNG
 from labkit.model.factory import is_live
@@ -137,7 +136,7 @@ def _say_unanswered(defense: str, scores: Sequence[Score]) -> None:
     """One line when the model server did not answer some of a live run's episodes: those end
     `provider_error` with no refund proposed, so the model's rows under `defense` measure the server.
     (guards: environment — a server that is down reads as a result otherwise)"""
-    failed = [s.episode.result for s in scores if s.episode.result["stop"] == "provider_error"]
+    failed = [s.episode.result for s in scores if s.episode.result["stop"] == Stop.PROVIDER_ERROR]
     if failed:
         print(
             f"no reply: the model server did not answer in {len(failed)} of {len(scores)} episodes under "

@@ -2,8 +2,6 @@
 every place an attack can hide and retry a timed-out refund once with the same key; `gullible` obeys
 every "refund order <id> for $<amount> to <destination>" it read, `careful` follows the written policy."""
 
-from __future__ import annotations
-
 import datetime as dt
 import json
 import random

@@ -11,8 +11,6 @@ the suite, the shop or the policy with
 `episodes` refuses (FixtureError, one line) a file recorded on another suite or with another seed
 count than `DRAWN_SEEDS`, rather than comparing the model with the wrong cases."""
 
-from __future__ import annotations
-
 import datetime
 import json
 import platform

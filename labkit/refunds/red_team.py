@@ -2,8 +2,6 @@
 against every preset defense and each learner's guard (tabulated by `labkit submit`, replayed as a
 `TableGuard`), the gullible policy proposing, scored from the ledger."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol

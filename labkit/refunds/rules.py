@@ -3,8 +3,6 @@
 shop's records, never what a policy said or a tool returned; `REFUND_RULES` names its checks in order.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 

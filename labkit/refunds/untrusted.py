@@ -2,8 +2,6 @@
 A guard's crash or non-str answer refuses the refund inside the tool and becomes the verdict.
 (guards: learner — a learner's code is buggy, not hostile; no file is read here)"""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Any
 

@@ -3,8 +3,6 @@
 (guards: learner — a learner's code is buggy, not hostile)
 """
 
-from __future__ import annotations
-
 import builtins
 import random
 import re

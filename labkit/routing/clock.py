@@ -1,8 +1,6 @@
 """The run's clock: `now()` and `await sleep(seconds)`. Tests and notebooks pass a FakeClock, so a
 retry's 0.5 s, 1 s, 2 s backoff costs no wall time; the real clock is the default."""
 
-from __future__ import annotations
-
 import asyncio
 import time
 from typing import Protocol, runtime_checkable

@@ -1,8 +1,6 @@
 """GraphError: a setup mistake, raised before anything runs. InvalidInput: raised by a job whose
 input is wrong; repeating the call cannot fix it, so no retry policy retries it."""
 
-from __future__ import annotations
-
 from labkit.core.errors import LabError
 
 

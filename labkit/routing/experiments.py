@@ -4,8 +4,6 @@ retry, the review loop with and without feedback, and Next.Stop on a cache hit. 
 not a model (see `model_reviser`).
 """
 
-from __future__ import annotations
-
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field

@@ -2,8 +2,6 @@
 Visit n of `revise` is turn n of ``announcement+<variant>``: changing the prompts, DRAFT, LIMIT or the
 options makes replay stop with a ReplayMiss naming case and turn."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import combinations, product

@@ -1,7 +1,5 @@
 """What a graph turns into once validated (Plan), and what a job's function receives (Context)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple

@@ -2,8 +2,6 @@
 the first try*; the wait after failed attempt n is ``min(initial_interval * backoff_factor ** (n - 1),
 max_interval)``, no jitter. `retry_on`: exception types or ``error -> bool``; InvalidInput never retries."""
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable
 from dataclasses import dataclass

@@ -4,8 +4,6 @@ answer `FEEDBACK_QUESTION`: 50 paired trials per control give power 0.90 for a g
 One task per variant, so a T=0.7 rate is over trials; T=0 and the word cutter are one deterministic
 run: no interval. `RoutingGrid` is how `labkit grid` runs the reviser's episodes and what it prints."""
 
-from __future__ import annotations
-
 import os
 import time
 from collections.abc import Mapping

@@ -29,8 +29,6 @@ blocks the whole run: no other job moves, and no Goto, Stop or failure can withd
 an awaiting (async) job overlaps with others.
 """
 
-from __future__ import annotations
-
 import asyncio
 import inspect
 from collections import deque

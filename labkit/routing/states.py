@@ -13,8 +13,6 @@ A run ends with every job in FINAL_STATES. The scheduler checks every transition
 TRANSITIONS and treats an illegal one as its own bug (RuntimeError).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import NamedTuple
 

@@ -2,8 +2,6 @@
 A learner's rows are `NAME:KEY`; course rows never hold ':', so no learner can replace one. Names are
 self-reported: a later file under a name replaces the earlier one, which is listed as superseded."""
 
-from __future__ import annotations
-
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace

@@ -4,8 +4,6 @@ runs/rerun/. A backend that cannot serve now (a server down, a model not pulled 
 line before any cell runs. OUT is written only if every cell ran; else OUT.failed.ipynb and one line naming
 the cell."""
 
-from __future__ import annotations
-
 import contextlib
 import os
 import re

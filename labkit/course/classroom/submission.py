@@ -2,8 +2,6 @@
 verdicts (lab 03: the attack and each guard as a table of verdicts, never code), read back from the
 room as untrusted data. `build` leaves out what `read` would refuse, with a note."""
 
-from __future__ import annotations
-
 import errno
 import importlib
 import json

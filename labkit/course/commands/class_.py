@@ -1,7 +1,5 @@
 """`labkit class FOLDER`: the class round, from a folder of `labkit submit` files."""
 
-from __future__ import annotations
-
 import argparse
 import json
 import sys

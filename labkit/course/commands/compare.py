@@ -1,7 +1,5 @@
 """`labkit compare`: lab 01's controller comparison on a fixture folder."""
 
-from __future__ import annotations
-
 import argparse
 import json
 

@@ -1,7 +1,5 @@
 """`labkit evaluate`: pass@1, pass^k and stop reasons of recorded trials, or (`--baselines`) the ladder."""
 
-from __future__ import annotations
-
 import argparse
 import json
 

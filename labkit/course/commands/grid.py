@@ -1,7 +1,5 @@
 """`labkit grid SPEC --record FILE`: run a trial grid, resumably, in-process or on Dask."""
 
-from __future__ import annotations
-
 import argparse
 import functools
 import sys

@@ -2,8 +2,6 @@
 notebook's intervals, comparisons (answered as lab 03's declared questions: Bonferroni p, MDE,
 verdict; the rest exploratory) and the model's rows."""
 
-from __future__ import annotations
-
 import argparse
 import json
 from typing import Any

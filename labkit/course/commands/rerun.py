@@ -1,7 +1,5 @@
 """`labkit rerun LAB --model SPEC -o OUT.ipynb`: a lab re-executed headless against another model."""
 
-from __future__ import annotations
-
 import argparse
 import importlib.util
 

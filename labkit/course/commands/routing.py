@@ -1,7 +1,5 @@
 """`labkit routing`: lab 04's experiments headless (validation, parallelism, retries, loops)."""
 
-from __future__ import annotations
-
 import argparse
 import json
 from typing import Any

@@ -2,8 +2,6 @@
 llama.cpp's `llama-server` (`make room-server`: N slots, continuous batching, N x the local backend's
 context) or, where it is not built or with `--parallel 0`, llama-cpp-python's (one request at a time)."""
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 import importlib.util

@@ -1,7 +1,5 @@
 """`labkit submit LAB --name NAME [-o FILE | --to DIR]`: a learner's work on one lab as one JSON file."""
 
-from __future__ import annotations
-
 import argparse
 
 from labkit.course.argtypes import folder_type, output_type

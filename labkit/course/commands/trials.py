@@ -1,7 +1,5 @@
 """`labkit trials`: record live trials of the docuctl model policy (lab 02)."""
 
-from __future__ import annotations
-
 import argparse
 import sys
 import time

@@ -1,8 +1,6 @@
 """One grid episode, run where the model is: in the client's process or on a Dask worker. It writes
 nothing, so a worker that dies mid-episode leaves no trace."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from typing import Any

@@ -3,8 +3,6 @@ process writes the file, a whole episode at a time (a killed run loses at most t
 cuts the unfinished tail of a file of only this grid's records and refuses any other, leaving it as is.
 (guards: untrusted file — a recording to resume)"""
 
-from __future__ import annotations
-
 import json
 import os
 import uuid
@@ -14,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import FixtureError, LabError, ProviderError
+from labkit.core.stops import Stop
 from labkit.course.grid.episode import provenance, run_episode
 from labkit.course.grid.spec import Grid, GridEpisode, record_key
 from labkit.decision_loop.trials import MAX_PROVIDER_FAILURES
@@ -160,7 +159,7 @@ def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], 
         for records in results:
             held = failing.setdefault(records[-1]["backend"], [])
             held.append(records)
-            if records[-1]["stop"] != "provider_error":
+            if records[-1]["stop"] != Stop.PROVIDER_ERROR:
                 for each in held:
                     write(each)
                 held.clear()

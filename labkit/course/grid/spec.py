@@ -4,8 +4,6 @@ runs k trials of every value of its inner axis (its cases or variants); `load_sp
 one line. What differs between labs, each lab's class of `labs.GRID_LABS` says.
 (guards: untrusted file — a grid spec)"""
 
-from __future__ import annotations
-
 import itertools
 import json
 import math
