@@ -148,6 +148,11 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     )
 
 
+def _decisions(result: dict[str, Any]) -> list[Any]:
+    """The decisions an episode's trace holds, turn by turn (the final answer included)."""
+    return [entry.get("decision") for entry in result["trace"]]
+
+
 @exercise("01", "decide")
 def check_decide(my_decide: Callable[..., Any] | None) -> Check:
     """Build it: the scripted loop's `decide`, run by the runtime under the workflow's budget.
@@ -183,6 +188,12 @@ def check_decide(my_decide: Callable[..., Any] | None) -> Check:
                 f"On {where} your loop made {got['tool_calls']} tool calls and labkit's "
                 f"{want['tool_calls']}: {_FIXED}, and no more (an empty search is answered at once)."
             )
+        # The same answer by other steps is another loop too: a query with words added finds the same
+        # hits on most questions, not on all.
+        steps = zip(_decisions(got), _decisions(want), strict=False)
+        for turn, (mine, labkits) in enumerate(steps, 1):
+            if mine != labkits:
+                return fail(f"On {where} your step {turn} proposed {shown(mine, 120)}: {_FIXED}.")
         results[task.id] = got
     table = compare(
         corpus.cases, {"your loop": lambda task: results[task.id], "labkit's scripted loop": scripted_loop}

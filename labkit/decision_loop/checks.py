@@ -207,7 +207,7 @@ def run_cases() -> list[RunCase]:
         RunCase("a source that returns nothing", _says(_VOIDED, _ANSWER | {"citation": ""}), tools=(_VOID,)),
         RunCase("a policy that adds to its own observations", _noting),
     ]
-    return shown + [replace(case, shown=False) for case in hidden] + drawn_run_cases()
+    return shown + [replace(case, shown=False) for case in hidden] + drawn_run_cases() + planned_run_cases()
 
 
 # What a drawn case's policy may propose, each on the boundary of a rule: a search, reads of a hit, of
@@ -231,6 +231,7 @@ _INVALID = (
     _SEARCH | {"sudo": True},
     {"action": "read", "id": 7},
     "read",
+    None,  # what a decide whose body is still `...` returns
 )
 
 
@@ -264,13 +265,37 @@ _DRAWN_TOOLS = (
     ((_BROKEN_READ,), ", a read that fails"),
     ((_LOOKUP, _OPEN), ", a lookup tool and a source named open"),
 )
+# For the planned cases: a tool whose argument is a number (handed on as the policy wrote it, 2.5 too)
+# and a source whose page id has spaces around it (cited as it was returned).
+_RANK = Tool("rank_of", {"rank": "number"}, lambda rank: {"rank": rank}, description="a hit's rank")
+_SPACED_ID = Tool("shelf", {"id": "str"}, lambda id: {"id": f" {id} ", "command": "docuctl"}, source=True)
+_PLAN_TOOLS = (_RANK, _SPACED_ID, _OPEN)
+# What a planned case reads: pages by read (one that does not exist among them), by open, by the shelf.
+_PLAN_READS = (
+    (_READ, "rollback-v2"),
+    (_READ | {"id": "releases-v2"}, "releases-v2"),
+    (_READ | {"id": "no-such-page"}, None),
+    (_OPENED, "rollback-v2"),
+    ({"action": "shelf", "id": "releases-v2"}, " releases-v2 "),
+)
+_PLAN_OTHERS = (  # the steps between reads: searches with and without hits, numbers, a broken proposal
+    _SEARCH,
+    {"action": "search", "query": "zzzq"},
+    {"action": "rank_of", "rank": 2},
+    {"action": "rank_of", "rank": 2.5},
+    None,
+)
 
 
 def _written(proposal: Any) -> str:
     """A proposal as a call: "read(id='rollback-v2')"; one that is not a dict as its repr."""
     if not isinstance(proposal, dict):
         return shown(proposal, 40)
-    arguments = (f"{key}={shown(value, 24)}" for key, value in proposal.items() if key != "action")
+    if proposal == _SEARCH:
+        return "search(the question)"
+    # Every answer a case proposes is the same command but one (a blank or another): leave it out.
+    said = {key: value for key, value in proposal.items() if (key, value) != ("answer", _ANSWER["answer"])}
+    arguments = (f"{key}={shown(value, 24)}" for key, value in said.items() if key != "action")
     return f"{proposal['action']}({', '.join(arguments)})"
 
 
@@ -286,11 +311,34 @@ def drawn_run_cases(count: int = 40, seed: str = "run") -> list[RunCase]:
         case = RunCase(f"drawn case {number}", _says(*proposals), limits, tools, shown=False, unshown="")
         read = proposals[: _run_reference(case)["turns"]] or proposals[:1]
         said = (
-            f"{case.name}: a policy proposing {', '.join(map(_written, read))}"
-            f"{', …' if len(read) < len(proposals) else ''} in turn, {limits['max_turns']} turns and "
-            f"{limits['max_tools']} tool calls{with_tools}"
+            f"{case.name}: {', '.join(map(_written, read))}{', …' if len(read) < len(proposals) else ''}; "
+            f"{limits['max_turns']} turns, {limits['max_tools']} tool calls{with_tools}"
         )
         cases.append(replace(case, name=said))
+    return cases
+
+
+def planned_run_cases(count: int = 40, seed: str = "plan") -> list[RunCase]:
+    """`count` cases, the same on every machine, each a plan that crosses the citation rule's boundaries:
+    0-2 reads (`_PLAN_READS`) with 0-2 other steps (`_PLAN_OTHERS`) among them, then an answer citing the
+    first page read, the last, a page not read or nothing, under the turns and tool calls the plan needs
+    (one fewer, one time in four)."""
+    rng, cases = random.Random(seed), []
+    for number in range(1, count + 1):
+        reads = rng.sample(_PLAN_READS, rng.randint(0, 2))
+        steps = [proposal for proposal, _ in reads] + rng.sample(_PLAN_OTHERS, rng.randint(0, 2))
+        rng.shuffle(steps)
+        pages = [page for _, page in reads if page is not None]
+        cited = rng.choice([*pages[:1], *pages[-1:], "deploy-v2", ""])
+        plan = [*steps, _ANSWER | {"citation": cited}]
+        tools_needed = sum(isinstance(step, dict) for step in steps)
+        short = int(rng.random() < 0.25)
+        limits = {"max_turns": max(len(plan) - short, 1), "max_tools": max(tools_needed - short, 0)}
+        said = (  # the answer is the same in every plan: its citation is what the case varies
+            f"planned case {number}: {', '.join(map(_written, steps))}{', ' if steps else ''}final citing "
+            f"{cited!r}; {limits['max_turns']} turns, {limits['max_tools']} tool calls"
+        )
+        cases.append(RunCase(said, _says(*plan), limits, _PLAN_TOOLS, shown=False, unshown=""))
     return cases
 
 
@@ -425,9 +473,9 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         wrong = (n for n, (mine, its) in enumerate(zip_longest(yours, labkits)) if not _observed(mine, its))
         if (n := next(wrong, None)) is not None:
             return fail(
-                f"On {where} your run's observation {n + 1} was {shown(yours[n : n + 1], 120)}; labkit's run "
-                f"hands the policy {shown(labkits[n : n + 1], 120)}. After each tool call append {{'action': "
-                "..., 'result': ...}: what the tool returned, or {'error': its message} if it raised."
+                f"On {where} your run's observation {n + 1} was {shown(yours[n : n + 1], 90)}; labkit's run "
+                f"hands the policy {shown(labkits[n : n + 1], 90)}: append what the tool returned, as it "
+                "returned it, or {'error': its message}."
             )
         passed.append((case, mine))
     in_table = [(case, got) for case, got in passed if case.shown]

@@ -142,6 +142,14 @@ def raises_lab_error(task, observations):
             ),
             ["your loop made 2 tool calls and labkit's 1", "no more"],
         ),
+        (  # words added to the query: the same hits for every case the table holds, not for every question
+            lambda task, obs: my_decide(task, obs) | ({} if obs else {"query": task.question + " zzzq"}),
+            ["your step 1 proposed {'action': 'search'", "zzzq", "searches the question as asked"],
+        ),
+        (
+            lambda task, obs: my_decide(task, obs) | ({} if obs else {"query": task.question + " staging"}),
+            ["your step 1 proposed", "staging'}", "searches the question as asked"],
+        ),
         (None, ["not attempted yet"]),
     ],
 )

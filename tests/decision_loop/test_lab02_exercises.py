@@ -114,7 +114,7 @@ def varied(**how):
 
 def test_the_intended_run_matches_the_runtime_on_every_case():
     check = lab02.check_run(my_run)
-    verdict(check, True, "all 15 cases of the reference table and 65 it does not show")
+    verdict(check, True, "all 15 cases of the reference table and 105 it does not show")
     assert set(check.table["stop"]) == set(CONTRACTS)  # every stop a policy alone can reach
     assert list(check.table.index) == list(lab02.reference_table().index)
     assert load_progress("02")["exercises"]["run"]["passed"] is True
@@ -331,6 +331,37 @@ def connection_errors_only(task, decide, tools, max_turns, max_tools):
             varied(handed_as=tuple),
             ["'a policy that adds to its own observations'", "expected 'final'"],
             id="observations handed as a tuple",
+        ),
+        # round 9, found by the planned cases: an id kept stripped, a number argument made an int, an
+        # empty result taken for an error, a None proposal rewritten, an empty citation filled in
+        pytest.param(
+            varied(ids_read=lambda tool, r: {page.strip() for page in read_ids(tool, r)}),
+            ["planned case", "final citing ' releases-v2 '", "expected 'final'"],
+            id="planned: ids stripped",
+        ),
+        pytest.param(
+            varied(read=lambda p: p | {"rank": int(p["rank"])} if isinstance(p, dict) and "rank" in p else p),
+            ["planned case", "rank_of(rank=2.5)", "'result': {'rank': 2}}]; labkit's run hands"],
+            id="planned: a number made an int",
+        ),
+        pytest.param(
+            varied(observed=lambda r: {"error": "no hits"} if r == [] else r),
+            ["search(query='zzzq')", "{'error': 'no hits'}"],
+            id="planned: no hits taken for an error",
+        ),
+        pytest.param(
+            varied(read=lambda p: {"action": "search", "query": "again"} if p is None else p),
+            ["None", "expected 'invalid_decision'"],
+            id="planned: None asked again",
+        ),
+        pytest.param(
+            varied(
+                read=lambda p: (
+                    p | {"citation": "rollback-v2"} if isinstance(p, dict) and p.get("citation") == "" else p
+                )
+            ),
+            ["stop='unread_citation' (expected 'final')"],
+            id="planned: an empty citation filled in",
         ),
         # found only by the drawn cases: a citation of blanks taken for none
         pytest.param(
