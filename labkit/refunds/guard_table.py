@@ -147,7 +147,9 @@ def table_problem(table: Any) -> str | None:
 
 
 class TableGuard:
-    """A guard that answers from a guard table (no learner code runs); `crashes` counts "e" hits."""
+    """A guard that answers from a guard table (no learner code runs); `crashes` counts "e" hits.
+    ValueError for a table `table_problem` refuses (guards: untrusted file — a table comes from the
+    room; `labkit class` read it through `submission.read`, a caller building one by hand did not)."""
 
     def __init__(self, table: dict[str, Any], name: str) -> None:
         if (problem := table_problem(table)) is not None:

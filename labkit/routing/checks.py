@@ -25,7 +25,6 @@ from labkit.core.check import (
     time_limit,
     unanswered,
 )
-from labkit.core.errors import FixtureError
 from labkit.core.fixtures import FIXTURES, load_json, read_json
 from labkit.core.verdicts import exercise
 from labkit.routing.clock import FakeClock
@@ -57,16 +56,9 @@ _SCHEMA["$defs"]["state"]["enum"] = [state.value for state in State]  # the sche
 
 @cache
 def _cases() -> dict[str, Any]:
-    """checks.json, validated by schema, each ready case against `ready_after` (guards: ours)."""
-    data = load_json(_CASES_FILE, _SCHEMA)
-    for index, case in enumerate(data["ready_cases"]):
-        try:
-            agrees = ready_after(*_arguments(case)) == case["ready"]
-        except KeyError:  # a job that is not in the case's deps
-            agrees = False
-        if not agrees:
-            raise FixtureError(f"{_CASES_FILE}: record {index}: field 'ready': not what ready_after returns")
-    return data
+    """checks.json, validated by schema (guards: ours — shipped data). That each ready case is what
+    `ready_after` returns is the course's own consistency, checked by tests/routing, not in every kernel."""
+    return load_json(_CASES_FILE, _SCHEMA)
 
 
 def _hint(part: str, name: str, **values: Any) -> str:

@@ -143,31 +143,14 @@ def _entry_problem(entry: Any) -> str | None:
     return None
 
 
-def _attack_problem(record: Any) -> str | None:
-    """Why `record` is not an attack on the course's shop (one phrase), or None."""
-    from labkit.refunds import attacks
-    from labkit.refunds.lab import refund_lab
-
-    if (problem := attacks.schema_problem(record)) is not None:
-        return shorten(problem, 200)
-    if (problem := attacks.placeholder_problem("goal", record["goal"], attacks.GOAL_FIELDS)) is not None:
-        return problem
-    shop = refund_lab().shop
-    try:
-        attacks.attack_from(record, attacks.load_templates(shop.folder / "templates.json"), shop, "attack")
-    except LabError as refused:
-        return shorten(str(refused), 200)
-    return None
+# The labs whose submissions carry more than verdicts, and the module that says what (`hand_in.FIELDS`,
+# `handed_in`, and each field's problem function): the course wing names a lab here and nowhere else.
+_HAND_INS = {"03": "labkit.refunds.hand_in"}
 
 
-def _guard_problem(table: Any) -> str | None:
-    from labkit.refunds.guard_table import RAISED, table_problem
-
-    if (problem := table_problem(table)) is not None:
-        return problem
-    if not table["verdicts"].strip(RAISED):
-        return "the guard raised on every call it was asked about: it is no guard (fix it, run its checker)"
-    return None
+def _carried(lab: str) -> Any:
+    """The module lab `lab` hands more than verdicts in with, or None."""
+    return importlib.import_module(_HAND_INS[lab]) if lab in _HAND_INS else None
 
 
 def _problem(data: Any) -> str | None:
@@ -184,15 +167,20 @@ def _problem(data: Any) -> str | None:
             return f"exercises: lab {lab} has no exercise {exercise!r} (it has: {', '.join(sorted(known))})"
         if (found := _entry_problem(entry)) is not None:
             return f"exercises.{exercise}: {found}"
-    if lab != "03" and (data["attacks"] or data["guards"]):
-        return f"attacks and guards belong to lab 03, not lab {lab}"
+    hand_in = _carried(lab)
+    if hand_in is None:
+        if data["attacks"] or data["guards"]:
+            return f"attacks and guards belong to lab {', '.join(_HAND_INS)}, not lab {lab}"
+        return None
     for index, record in enumerate(data["attacks"]):
-        if (found := _attack_problem(record)) is not None:
+        found = hand_in.attack_problem(record)
+        if found is not None:
             return f"attacks.{index}: {found}"
     for exercise, table in data["guards"].items():
         if exercise not in data["exercises"]:
             return f"guards.{exercise}: no exercise {exercise!r} was attempted in this submission"
-        if (found := _guard_problem(table)) is not None:
+        found = hand_in.guard_problem(table)
+        if found is not None:
             return f"guards.{exercise}: {found}"
     return None
 
@@ -222,8 +210,6 @@ def _progress(lab: str) -> dict[str, Any]:
 def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     """The submission for `lab` from the recorded verdicts, and notes on what was left out; LabError if
     nothing usable is recorded. `passed`: any attempt passed (its payload is handed in, not the last)."""
-    from labkit.refunds.guard_table import TABLE_FORMAT as TABLE
-
     lab = lab_number(lab)
     name = unicodedata.normalize("NFC", " ".join(str(name).split()))  # "José" typed either way is one name
     if not re.fullmatch(_NAME_PATTERN, name):  # guards: user
@@ -232,6 +218,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     if not recorded:  # guards: user — nothing to submit yet
         raise LabError(f"no checker of lab {lab} has run yet: run the lab's exercise cells, then submit")
     exercises, attacks, guards, notes = {}, [], {}, []
+    hand_in = _carried(lab)
     for exercise, raw in sorted(recorded.items())[:200]:
         raw = raw if isinstance(raw, dict) else {}
         first = raw.get("first_passed_attempt")
@@ -242,18 +229,18 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
             continue
         exercises[exercise] = entry
         payload = raw.get("passed_payload" if first is not None and "passed_payload" in raw else "payload")
-        if lab != "03" or payload is None:
+        placed = None if hand_in is None or payload is None else hand_in.handed_in(exercise, payload)
+        if placed is None:
             continue
-        if exercise == "intent_attack":
-            if (why := _attack_problem(payload)) is not None:
-                notes.append(f"your {exercise} attack is left out: {why}")
-            else:
-                attacks.append(payload)
-        elif isinstance(payload, dict) and payload.get("format") == TABLE:
-            if (why := _guard_problem(payload)) is not None:
-                notes.append(f"your {exercise} guard is left out: {why} (run its checker again)")
-            else:
-                guards[exercise] = payload
+        field, why = placed
+        if why is not None:
+            notes.append(
+                f"your {exercise} {field.removesuffix('s')} is left out: {why} (run its checker again)"
+            )
+        elif field == "attacks":
+            attacks.append(payload)
+        else:
+            guards[exercise] = payload
     if not exercises:  # guards: user — nothing usable to submit
         raise LabError(
             f"no exercise of lab {lab} is recorded in a usable form ({'; '.join(notes)[:200]}); "
@@ -270,9 +257,8 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
         "attacks": attacks,
         "guards": guards,
     }
-    # guards: ours — our writer agrees with our reader
-    if (why := _problem(submission)) is not None:  # never hand over a file the class round would refuse
-        raise LabError(f"this submission would be refused by `labkit class` ({why}); nothing was written")
+    # That `read` takes what `build` writes is the course's own consistency: the class-round tests read
+    # back every submission they build, so it is checked there, not again in every learner's kernel.
     return submission, notes
 
 
@@ -348,7 +334,7 @@ def submit(
         line += f" ({stem}.json is already there, left as it is: the class round counts the later one)"
     passed = sum(e["passed"] for e in submission["exercises"].values())
     line += f": lab {submission['lab']}, {passed} of {len(submission['exercises'])} exercises passed"
-    if submission["lab"] == "03":
+    if submission["lab"] in _HAND_INS:
         line += f", {len(submission['attacks'])} attack(s), {len(submission['guards'])} guard(s)"
     print(line + ". Hand this file to your instructor.")
     return path
