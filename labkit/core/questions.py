@@ -18,35 +18,12 @@ import pandas as pd
 
 from labkit.core import stats
 from labkit.core.errors import FixtureError, LabError
-from labkit.core.fixtures import FIXTURES, load_json
+from labkit.core.fixtures import FIXTURES, load_json, read_json
 
 QUESTIONS = FIXTURES / "questions" / "questions.json"
 GAIN = 0.20  # the difference every design is sized for (power 0.80)
 RECORDED_WITH = "SmolLM2-135M"  # the model every declared question was recorded with
-_SCHEMA = {
-    "type": "object",
-    "properties": {"$comment": {"type": "string"}},
-    "additionalProperties": {
-        "type": "object",
-        "required": ["lab", "asks", "unit", "test", "level", "comparisons", "units", "trials", "direction"],
-        "additionalProperties": False,
-        "properties": {
-            "lab": {"enum": ["01", "02", "03", "04"]},
-            "asks": {"type": "string", "minLength": 1},
-            "unit": {"type": "string", "minLength": 1},
-            "test": {"enum": ["exact McNemar", "sign-flip permutation"]},
-            "level": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.2},
-            "comparisons": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True},
-            "units": {"type": "integer", "minimum": 2},
-            "trials": {"type": "integer", "minimum": 1},
-            "direction": {"enum": ["higher", "lower"]},
-            "discordant": {"type": "number", "minimum": 0, "maximum": 0.5},
-            "sd": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-            "effective_units": {"type": "number", "minimum": 2},
-        },
-        "oneOf": [{"required": ["discordant"]}, {"required": ["sd"]}],
-    },
-}
+_SCHEMA = read_json(FIXTURES / "questions" / "questions.schema.json")  # what questions.json holds
 
 
 @dataclass(frozen=True)
