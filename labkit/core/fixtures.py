@@ -42,7 +42,8 @@ def _no_constant(name: str) -> Any:
 
 
 def _finite_float(text: str) -> float:
-    if math.isinf(value := float(text)):
+    value = float(text)
+    if math.isinf(value):
         raise ValueError(f"{text[:20]} is too large for a float")
     return value
 

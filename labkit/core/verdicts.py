@@ -74,13 +74,14 @@ def record(lab: str, name: str, verdict: Check, payload: Any = None) -> None:
     entry = _entry(data, name)
     attempts = entry.get("attempts", 0) + 1
     first = entry.get("first_passed_attempt")
+    plain = _plain(payload)  # what the checker was handed, as a progress file keeps it
     data["exercises"][name] = {
         "passed": verdict.passed,
         "message": verdict.message,
         "attempts": attempts,
         "first_passed_attempt": attempts if first is None and verdict.passed else first,
         "updated": datetime.now(UTC).isoformat(timespec="seconds"),
-        "payload": (plain := _plain(payload)),
+        "payload": plain,
         "passed_payload": plain if verdict.passed else entry.get("passed_payload"),  # what `submit` hands in
     }
     try:

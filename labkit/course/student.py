@@ -14,7 +14,8 @@ def student_copies(source: Path, destination: Path) -> list[Path]:
     destination.mkdir(parents=True, exist_ok=True)
     written = []
     for path in sorted(p for p in source.iterdir() if p.is_file() and _LAB_NOTEBOOK.match(p.name)):
-        if (target := destination / path.name).exists():
+        target = destination / path.name
+        if target.exists():
             continue
         notebook = json.loads(path.read_text(encoding="utf-8"))
         for cell in notebook.get("cells", []):

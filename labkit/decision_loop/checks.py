@@ -210,6 +210,7 @@ def run_cases() -> list[RunCase]:
     return shown + [replace(case, shown=False) for case in hidden] + drawn_run_cases() + planned_run_cases()
 
 
+_OPENED = {"action": "open", "page": "rollback-v2"}  # a read by another name and argument
 # What a drawn case's policy may propose, each on the boundary of a rule: a search, reads of a hit, of
 # another page and of none, answers citing the page read, another or none, a blank answer, a lookup
 # or an open (which only the lookup and open tools know); and, one proposal in ten, each kind of invalid one.
@@ -224,7 +225,7 @@ _VALID = (
     _ANSWER | {"answer": " "},
     _ANSWER | {"citation": " "},
     _READ | {"action": "lookup"},
-    _OPENED := {"action": "open", "page": "rollback-v2"},
+    _OPENED,
 )
 _INVALID = (
     {"action": "delete_page", "id": "x"},
@@ -358,7 +359,8 @@ def _case_tools(
         # guards: learner — a run calling a tool by position is told how to call it
         def go(*positional: Any, **args: Any) -> Any:
             if positional or set(args) != set(tool.params):  # as the runtime calls it, or not at all
-                log.append(how := f"tools[{tool.name!r}].call({', '.join(f'{p}=...' for p in tool.params)})")
+                how = f"tools[{tool.name!r}].call({', '.join(f'{p}=...' for p in tool.params)})"
+                log.append(how)
                 raise TypeError(f"call tools with keywords: {how}")
             log.append(tool.name)
             try:
@@ -459,7 +461,8 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
                 f"On {where} your run handed the policy its own list of observations, the same list on "
                 "every turn, which a policy could rewrite: hand decide a copy, list(observations)."
             )
-        want = _run_reference(case, want_seen := [])
+        want_seen: list[Any] = []  # the observations labkit's run hands the policy
+        want = _run_reference(case, want_seen)
         if len(ran) != mine["tool_calls"]:
             return fail(
                 f"On {where} your run reported {shown(mine['tool_calls'])} tool calls but the tools ran "

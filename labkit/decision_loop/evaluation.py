@@ -49,7 +49,8 @@ class _Tap(ReplayBackend):
 
     def complete(self, request: ChatRequest) -> Reply:
         """The recorded reply to `request`, kept in `replies`; ReplayMiss as `ReplayBackend.complete`."""
-        self.replies.append(reply := super().complete(request))
+        reply = super().complete(request)
+        self.replies.append(reply)
         return reply
 
 

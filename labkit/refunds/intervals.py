@@ -52,7 +52,11 @@ def units_of(episodes: pd.DataFrame, rate: str, unit: str | None = None) -> dict
 
 def interval_rates(episodes: pd.DataFrame, unit: str | None = None) -> dict[str, Interval | None]:
     """The four rates of an `episodes_of` table with their 95% intervals (None: no such episode)."""
-    return {rate: stats.rate(units) if (units := units_of(episodes, rate, unit)) else None for rate in RATES}
+    rates = {}
+    for rate in RATES:
+        units = units_of(episodes, rate, unit)
+        rates[rate] = stats.rate(units) if units else None
+    return rates
 
 
 def interval_row(

@@ -37,7 +37,8 @@ def load_folder(folder: Path) -> tuple[list[Submission], list[str]]:
         found.setdefault(key, []).append(submission)
     usable = []
     for (lab, name, _), group in found.items():
-        usable.append(latest := max(group, key=_when))
+        latest = max(group, key=_when)
+        usable.append(latest)
         for s in (s for s in group if s is not latest):
             if s.data == latest.data:
                 skipped.append(f"skipped {s.file}: the same lab {lab} submission by {name} as {latest.file}")
