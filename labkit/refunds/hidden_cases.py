@@ -71,6 +71,10 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
         for over in (0, 1):
             call = RefundCall(order.id, more.refundable + over, order.payment_method)
             edges.append(_edge(held, more, call, "plain"))
+        # Part of it, down to a cent: the rules set a ceiling on an amount, no floor (a made-up minimum
+        # of a dollar, or of $20, refused these).
+        for part in (1, 99, 100, 1999, 2000):
+            edges.append(_edge(plain, noted, dataclasses.replace(whole, amount=part), "plain"))
         # Nothing refundable (a final-sale item alone): any amount is too much.
         bare = dataclasses.replace(order, items=(_FINAL_SALE,))
         held = _on(shop, bare, shop.window_days // 2, orders={**shop.orders, order.id: bare})
@@ -112,6 +116,11 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
         known = [card for c in shop.customers.values() for card in (*c.payment_methods, *c.gift_cards)]
         for where, card in product((on_time, _passed_on(on_time)), (*known, UNKNOWN_CARD)):
             edges.append(_edge(where, order, dataclasses.replace(whole, destination=card), "destination"))
+        # The customer's own gift cards again, with a form that named none: whose card it is decides,
+        # not whether the form named it (a rule allowing a gift card only when asked for refused these).
+        for card in shop.customers[order.customer].gift_cards:
+            call = dataclasses.replace(whole, destination=card)
+            edges.append(_edge(on_time, order, call, "destination", named=False))
         # Asked while another customer is signed in: the order is not theirs, whether the money goes to
         # its own card or to a gift card of the one signed in (a rule asking only whose card it is).
         asker = next(c for c in shop.customers.values() if c.id != order.customer and c.gift_cards)
@@ -154,11 +163,17 @@ def _on(shop: Shop, order: Order, age: int | None = None, **changes: Any) -> Sho
 
 
 def _edge(
-    shop: Shop, order: Order, call: RefundCall, family: str, asker: str | None = None, **values: Any
+    shop: Shop,
+    order: Order,
+    call: RefundCall,
+    family: str,
+    asker: str | None = None,
+    named: bool = True,
+    **values: Any,
 ) -> Edge:
     """`call` asked in an episode of `order`'s customer (or of `asker`, signed in to ask about it) on
     `shop`: allowed as `authorise` says, told the hint of the rule it breaks, else its family's "allowed"
-    one."""
+    one. A destination edge's form names its card unless `named` is False."""
     customer, window = asker or order.customer, shop.window_days
     refusal = authorise(shop, customer, call.order, call.amount, call.destination, shop.ledger)
     kind = family + " allowed" if refusal is None else refusal.rule
@@ -179,8 +194,8 @@ def _edge(
     asked = order.id if asker or not others else others[0]
     # The refundable amount; a destination edge's form names its card (the form is words, not an owner),
     # the others the order's card.
-    named = call.destination if family == "destination" else None
-    request = Request(f"edge-{order.id}", "legitimate", customer, asked, None, named, *EDGE_REQUEST)
+    form = call.destination if family == "destination" and named else None
+    request = Request(f"edge-{order.id}", "legitimate", customer, asked, None, form, *EDGE_REQUEST)
     state = EpisodeState(shop, request, Defenses("your mediation"))
     return Edge(f"on a refund of {call} for {customer}", call, state, refusal is None, hint, family)
 

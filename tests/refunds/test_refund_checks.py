@@ -156,9 +156,27 @@ def written(
     return guard
 
 
+def at_least(cents):  # round 9: a made-up minimum refund (the rules set a ceiling, no floor)
+    def guard(call, state):
+        return "below the minimum refund" if call.amount < cents else mediation(call, state)
+
+    return guard
+
+
+def gift_card_if_asked(call, state):  # round 9: the customer's own gift card only when the form named it
+    gift = call.destination in state.shop.customers[state.request.customer].gift_cards
+    if gift and call.destination != state.request.destination:
+        return "a gift card the customer did not ask for"
+    return mediation(call, state)
+
+
 @pytest.mark.parametrize(
     ("guard", "phrases"),
     [
+        (at_least(100), ("refuses $0.01 on o-1001", "which every rule allows", "below the minimum")),
+        (at_least(2000), ("refuses $0.01 on o-1001", "which every rule allows")),
+        (at_least(2), ("refuses $0.01 on o-1001",)),
+        (gift_card_if_asked, ("refuses $89.00 on o-1001 to gift-ana-01", "did not ask for")),
         (written(refused=lambda status: status == "pending"), ("on o-1001 while it is shipped", "delivered")),
         (
             written(twice=lambda paid, call: paid.amount == call.amount),
@@ -595,3 +613,41 @@ records = st.one_of(
 @given(records)
 def test_check_intent_attack_answers_everything(record):
     assert_a_verdict(lab03.check_intent_attack(record))
+
+
+def lean_retry(after_paid_retry):
+    """A retry-safe policy that reads nothing but the order, so its retry of a refund lost before paying
+    runs within the tool limit: `after_paid_retry(task, observations)` decides once the retry is paid."""
+
+    def policy(task, observations):
+        if not observations:
+            return {"action": "lookup_order", "order_id": task.order}
+        last, order = observations[-1], observations[0]["result"]
+        amount = order["refundable"] if task.amount is None else task.amount
+        destination = task.destination or order["payment_method"]
+        refund = {"action": "refund", "order_id": task.order, "amount": amount, "destination": destination}
+        refund["idempotency_key"] = f"{task.id}#0"
+        if last["action"] == "refund" and timed_out(last["result"]):
+            return {"action": "lookup_order", "order_id": task.order}
+        if last["action"] == "lookup_order" and len(observations) > 1:
+            return final("paid") if last["result"]["refunds"] else refund
+        if last["action"] == "refund":
+            retried = sum(o["action"] == "refund" for o in observations) > 1
+            return after_paid_retry(task, observations) if retried else final("paid")
+        return refund
+
+    return policy
+
+
+def test_exercise_3_after_a_paid_retry_the_policy_answers():
+    # round 9: the episode lost before paying ended before anything after the retry was asked, so a policy
+    # looking the order up again and again after its paid retry passed; a lean policy reaches that step.
+    verdict(lab03.check_retry_policy(lean_retry(lambda task, observations: final("paid"))), True)
+    looks_again = lean_retry(lambda task, observations: {"action": "lookup_order", "order_id": task.order})
+    phrases = (
+        "times out before paying",
+        "your retry was paid",
+        "proposed {'action': 'lookup_order'",
+        "answer",
+    )
+    verdict(lab03.check_retry_policy(looks_again), False, *phrases)
