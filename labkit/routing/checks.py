@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 # The hidden cases and the hints live in fixtures/routing/checks.json: each ready case states
-# the jobs `ready_after` returns first, and the loader refuses a case where it does not.
+# the jobs `ready_after` returns first (tests/routing checks that it does).
 _CASES_FILE = FIXTURES / "routing" / "checks.json"
 _SCHEMA = read_json(FIXTURES / "routing" / "checks_schema.json")  # what checks.json holds, by JSON Schema
 _SCHEMA["$defs"]["state"]["enum"] = [state.value for state in State]  # the scheduler's states, defined once
