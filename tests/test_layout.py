@@ -87,8 +87,9 @@ REPO = ROOT.parent
 # held-out round (check_run's 40 planned cases across the citation rule, check_decide comparing every
 # step, mediation asked refunds down to a cent and gift cards the form did not name, the step after a
 # paid retry) and for the stop reasons' names (labkit.core.stops), the course wing's face and lab 03's
-# hand-in module, while 86 `from __future__ import annotations` that Python 3.11 does not need went.
-BUDGET = {"labkit": 8_195, "tests": 6_555}
+# hand-in module, while 86 `from __future__ import annotations` that Python 3.11 does not need went;
+# labkit to 8,200 for a count written as a Decimal('12'), a whole number like Fraction(12).
+BUDGET = {"labkit": 8_200, "tests": 6_555}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

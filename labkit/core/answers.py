@@ -3,6 +3,7 @@ int, a 10**6-element array, a raising `__repr__`), its errors kept (`Recorded`),
 form: `whole` and `real` numbers (numpy's, a Fraction; never a bool), names as `named` reads them.
 (guards: learner — a learner's code is buggy, not hostile)"""
 
+import decimal
 import math
 import numbers
 import reprlib
@@ -28,8 +29,10 @@ def shown(value: Any, limit: int = 80) -> str:
 
 def whole(value: Any) -> bool:
     """Whether `value` is an integer: any `numbers.Integral`, numpy's int64 too, an exact Fraction(2), a
-    float with nothing after the point (12.0, as a pandas sum or mean times n gives it), but not a bool,
-    and not nan or an infinity."""
+    float with nothing after the point (12.0, as a pandas sum or mean times n gives it), a Decimal('12'),
+    but not a bool, and not nan or an infinity."""
+    if isinstance(value, decimal.Decimal):  # not a numbers.Real, yet an honest way to write a count
+        return value.is_finite() and value == value.to_integral_value()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return False
     if isinstance(value, numbers.Rational):

@@ -4,6 +4,7 @@ refusal says what to reconsider without the figure it asks for."""
 
 import math
 import re
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -46,6 +47,11 @@ def says(message: str, number: int) -> bool:
         (Fraction(1, 2), False, True),
         (Fraction(1, 3), False, True),
         (Fraction(4, 2), True, True),  # exact and integral: lab 01's rank 2 as Fraction(2)
+        (Decimal("12"), True, False),  # round 9: a count written as a Decimal (no numbers.Real)
+        (Decimal("12.00"), True, False),
+        (Decimal("12.5"), False, False),
+        (Decimal("NaN"), False, False),
+        (Decimal("Infinity"), False, False),
         (True, False, False),
         (False, False, False),
         (np.bool_(True), False, False),
