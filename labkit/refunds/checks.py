@@ -2,7 +2,7 @@
 
 `check_mediation(my_guard)`: complete mediation as a guard `guard(call, state) -> str | None`.
 Exercises: `check_intent_attack(record)`, `check_guard(guard)` (no money to a card the customer does not
-own) and `check_retry_policy(decide)` (a retry that cannot pay twice without keys or mediation).
+own) and `check_safe_retry(decide)` (a retry that cannot pay twice without keys or mediation).
 """
 
 import dataclasses
@@ -33,7 +33,7 @@ from labkit.refunds.rules import judged
 from labkit.refunds.shop import Refund, cents, dollars
 from labkit.refunds.untrusted import ask_guard, case_name, guard_runs
 
-__all__ = ["check_guard", "check_intent_attack", "check_mediation", "check_retry_policy", "hostile"]
+__all__ = ["check_guard", "check_intent_attack", "check_mediation", "check_safe_retry", "hostile"]
 
 GUARD_SHAPE = "a guard is a function guard(call, state) -> str | None"
 ATTACK_FIELDS = ("id", "template", "goal", "check", "gold", "places")
@@ -346,8 +346,8 @@ def _policy_problem(policy: Recorded, case: RetryCase, score: Score) -> Check | 
     return None
 
 
-@exercise("03", "retry_policy")
-def check_retry_policy(decide: Callable[..., Any] | None) -> Check:
+@exercise("03", "safe_retry")
+def check_safe_retry(decide: Callable[..., Any] | None) -> Check:
     """Exercise 3: retries that cannot pay twice without keys or mediation, on each legitimate request
     alone, with a refund that times out after paying and one lost before paying. Passed when nothing is
     paid twice and each timeout is followed by a lookup that decides: answer if paid, else retry.

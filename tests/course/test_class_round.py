@@ -29,7 +29,7 @@ def lab03_progress():
     record("03", "intent_attack", Check(True, "ok"), INTENT)
     record("03", "mediation", Check(True, "ok"), guard_table(mediation))
     record("03", "guard", Check(True, "ok"), guard_table(own_cards))
-    record("03", "retry_policy", Check(False, "a retry paid twice"))
+    record("03", "safe_retry", Check(False, "a retry paid twice"))
 
 
 def test_submit_writes_the_recorded_outcomes_attack_and_guards(cli, tmp_path):
@@ -44,7 +44,7 @@ def test_submit_writes_the_recorded_outcomes_attack_and_guards(cli, tmp_path):
         "guard": {"passed": True, "attempts": 1, "first_passed_attempt": 1},
         "intent_attack": {"passed": True, "attempts": 2, "first_passed_attempt": 2},
         "mediation": {"passed": True, "attempts": 1, "first_passed_attempt": 1},
-        "retry_policy": {"passed": False, "attempts": 1, "first_passed_attempt": None},
+        "safe_retry": {"passed": False, "attempts": 1, "first_passed_attempt": None},
     }
     assert data["attacks"] == [INTENT] and set(data["guards"]) == {"guard", "mediation"}
     assert oct(path.stat().st_mode & 0o777) == "0o644"
@@ -94,7 +94,7 @@ def _submissions(tmp_path, count=8):
     for i in range(count):
         data = json.loads(json.dumps(base))
         data["name"] = f"learner{i}"
-        data["exercises"]["retry_policy"] = {
+        data["exercises"]["safe_retry"] = {
             "passed": i % 2 == 0,
             "attempts": 1 + i % 3,
             "first_passed_attempt": 1 + i % 3 if i % 2 == 0 else None,
@@ -118,7 +118,7 @@ def test_class_merges_ten_submissions_two_malformed_and_scores_the_red_team_from
     assert "8 submission(s)" in out and "2 skipped" in out and "learner0:mediation" in out
     assert (tmp_path / "chart.png").stat().st_size > 10_000
     result = json.loads(cli("class", str(folder), "--json", "--chart", str(tmp_path / "c.png"))[1])
-    retry = next(r for r in result["exercises"] if r["exercise"] == "retry_policy")
+    retry = next(r for r in result["exercises"] if r["exercise"] == "safe_retry")
     counts = ("learners", "attempted", "passed", "median_attempts_to_pass")
     assert [retry[name] for name in counts] == [8, 8, 4, 1.5]  # first passes 1, 3, 2, 1
     defenses = {row["defense"]: row for row in result["red_team"]["defenses"]}
@@ -410,7 +410,7 @@ def test_a_tampered_count_is_left_out_with_a_line_and_the_file_is_one_class_acce
     data = {
         "lab": "03",
         "exercises": {
-            "retry_policy": {"passed": True, "attempts": 1, "first_passed_attempt": 1},
+            "safe_retry": {"passed": True, "attempts": 1, "first_passed_attempt": 1},
             "guard": {"passed": True, "attempts": attempts, "first_passed_attempt": 1},
             "not_an_exercise": {"passed": True, "attempts": 1, "first_passed_attempt": 1},
         },
@@ -420,7 +420,7 @@ def test_a_tampered_count_is_left_out_with_a_line_and_the_file_is_one_class_acce
     assert code == 0 and "Hand this file to your instructor" in out
     assert "exercise 'guard' is left out" in err and "exercise 'not_an_exercise' is left out" in err
     usable, skipped = load_folder(tmp_path / "class")
-    assert skipped == [] and set(usable[0].data["exercises"]) == {"retry_policy"}
+    assert skipped == [] and set(usable[0].data["exercises"]) == {"safe_retry"}
 
 
 def test_submit_to_a_shared_folder_never_overwrites_another_learners_file(cli, tmp_path):

@@ -108,7 +108,7 @@ def my_redirect_guard(call, state):
         return "not the customer's order"
 lab03.check_guard(my_redirect_guard)
 # lab03 retry: the careful policy
-lab03.check_retry_policy(careful)
+lab03.check_safe_retry(careful)
 # lab04 router: vague feedback
 def my_router(verdict):
     return Next.Continue if verdict["chars"] <= 26 else Next.back_to_with("revise", "too long")

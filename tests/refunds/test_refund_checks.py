@@ -263,7 +263,7 @@ def test_wrong_guards_say_what_got_through_or_what_was_refused(guard, phrases, r
 
 
 def test_not_attempted_yet():
-    checks = (lab03.check_mediation, lab03.check_intent_attack, lab03.check_guard, lab03.check_retry_policy)
+    checks = (lab03.check_mediation, lab03.check_intent_attack, lab03.check_guard, lab03.check_safe_retry)
     for check in checks:
         for untouched in (None, ...):
             assert check(untouched).message == NOT_YET and not check(untouched).passed
@@ -513,7 +513,7 @@ def retries_another_refund(task, observations):
 
 
 def test_exercise_3_a_retry_safe_policy_passes():
-    verdict(lab03.check_retry_policy(look_before_retrying), True, "no duplicate")
+    verdict(lab03.check_safe_retry(look_before_retrying), True, "no duplicate")
 
 
 @pytest.mark.parametrize(
@@ -533,16 +533,16 @@ def test_exercise_3_a_retry_safe_policy_passes():
     ],
 )
 def test_exercise_3_refuses_a_retry_that_pays_twice_or_guesses(policy, phrases, request):
-    verdict(lab03.check_retry_policy(limited(policy, request)), False, *phrases)
+    verdict(lab03.check_safe_retry(limited(policy, request)), False, *phrases)
 
 
 def test_every_verdict_is_recorded_under_its_exercise():
     lab03.check_guard(None)  # untouched: not an attempt, not recorded
     assert load_progress("03")["exercises"] == {}
     lab03.check_guard(lambda call, state: None)
-    lab03.check_retry_policy(lambda *args: None)
+    lab03.check_safe_retry(lambda *args: None)
     lab03.check_mediation(lambda *args: None)
-    assert set(load_progress("03")["exercises"]) == {"guard", "retry_policy", "mediation"}
+    assert set(load_progress("03")["exercises"]) == {"guard", "safe_retry", "mediation"}
 
 
 # -- anything a cell can hand in gets the checker's own verdict, never a traceback -------------------
@@ -589,7 +589,7 @@ def assert_a_verdict(result: Any) -> None:
     assert message.startswith("not attempted yet") or message.rstrip()[-1] in ".!?", message
 
 
-@pytest.mark.parametrize("checker", ["check_mediation", "check_guard", "check_retry_policy"])
+@pytest.mark.parametrize("checker", ["check_mediation", "check_guard", "check_safe_retry"])
 @FUZZ
 @given(answer=answers)
 @example(answer=raising(LabError))
@@ -642,7 +642,7 @@ def lean_retry(after_paid_retry):
 def test_exercise_3_after_a_paid_retry_the_policy_answers():
     # round 9: the episode lost before paying ended before anything after the retry was asked, so a policy
     # looking the order up again and again after its paid retry passed; a lean policy reaches that step.
-    verdict(lab03.check_retry_policy(lean_retry(lambda task, observations: final("paid"))), True)
+    verdict(lab03.check_safe_retry(lean_retry(lambda task, observations: final("paid"))), True)
     looks_again = lean_retry(lambda task, observations: {"action": "lookup_order", "order_id": task.order})
     phrases = (
         "times out before paying",
@@ -650,4 +650,4 @@ def test_exercise_3_after_a_paid_retry_the_policy_answers():
         "proposed {'action': 'lookup_order'",
         "answer",
     )
-    verdict(lab03.check_retry_policy(looks_again), False, *phrases)
+    verdict(lab03.check_safe_retry(looks_again), False, *phrases)
