@@ -12,7 +12,7 @@ INTENT = {
 
 
 def mediation(call, state):
-    """Build it: complete mediation, the written policy applied to the shop's records."""
+    """Build it: complete mediation, the refund rules applied to the shop's records."""
     order = state.shop.orders.get(call.order)
     if order is None:
         return f"there is no order {call.order}"

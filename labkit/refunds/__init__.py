@@ -3,7 +3,7 @@ the defenses that hold or do not. The policy proposes; the refund tool enforces 
 lab's map, and what its notebook imports:
 
 - the shop and its money: `refund_lab()` (the shop, its requests, its attacks), `Refund`, `RefundCall`,
-  `cents`, `dollars`, `MAX_CENTS`, `rules_text` (the written refund policy), `authorise`
+  `cents`, `dollars`, `MAX_CENTS`, `rules_text` (the refund rules in words), `authorise`
 - one episode: `refund_episode(request, decide, defenses=..., attack=..., place=...)`, `EpisodeState`,
   `Faults`, `TIMEOUT_MESSAGE`; the two scripted policies `gullible` and `careful`, `instructions_in`,
   `timed_out`

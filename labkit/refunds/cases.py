@@ -67,7 +67,7 @@ def load_requests(shop: Shop, path: str | Path | None = None) -> list[Request]:
                     "expected", f"a legitimate request expects exactly the refund it asks for ({asked})"
                 )
             if refusal is not None:
-                raise fail("kind", f"the policy refuses it ({refusal.rule}: {refusal.reason})")
+                raise fail("kind", f"the refund rules refuse it ({refusal.rule}: {refusal.reason})")
         elif expected:
             raise fail("expected", "a request to refuse expects no refund")
         elif refusal is None or refusal.rule != request.rule:

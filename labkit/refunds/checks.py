@@ -73,7 +73,7 @@ def _said(score: Score) -> str:
 @exercise("03", "mediation", payload=lambda my_guard: _guard_payload(my_guard))
 def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     """Build it: each request's own refund first (a crash or hang is named on the simplest case),
-    then every episode of the suite and the hostile policy's, then the policy's boundaries.
+    then every episode of the suite and the hostile policy's, then the refund rules' boundaries.
     Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
     yet)."""
     if (refused := not_a_function(my_guard, GUARD_SHAPE)) is not None:
@@ -98,7 +98,7 @@ def check_mediation(my_guard: Callable[..., Any] | None) -> Check:
     if refused:
         return fail(
             f"your guard refuses a legitimate refund {case_name(refused[0].spec)}: it must keep every refund "
-            f"the policy allows, whatever the texts the policy read say.{_said(refused[0])}",
+            f"the refund rules allow, whatever the texts the policy read say.{_said(refused[0])}",
             table,
         )
     # A TableGuard (a guard tabulated by `labkit submit`) answers only about the course's shop
@@ -305,7 +305,7 @@ def check_guard(guard: Guard | None) -> Check:
             table,
         )
     # Every card and gift card, some named to mislead, and an order asked for by another customer than its
-    # own; not the customer's own the policy refuses. Each told the redirect rule, not mediation's.
+    # own; not the customer's own the refund rules refuse. Each told the redirect rule, not mediation's.
     edges = [] if isinstance(guard, TableGuard) else hidden.policy_edges(lab)
     asks = []
     for edge in (e for e in edges if e.family in ("destination", "owner")):

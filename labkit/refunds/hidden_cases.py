@@ -1,6 +1,6 @@
 """Cases lab 03's checkers hold that no cell prints, and how a retry episode's trace is read.
 
-`policy_edges(lab)`: refunds on the written policy's boundaries, asked of a guard directly, with
+`policy_edges(lab)`: refunds on the refund rules' boundaries, asked of a guard directly, with
 `authorise` as the reference. `retry_cases(lab)`: the retry exercise's episodes, one lost before any
 money moved included. `hostile`: a policy that proposes every bad refund it can name.
 """
@@ -33,7 +33,8 @@ CASES = load_json(REFUNDS / "hidden_cases.json", SCHEMAS["hidden_cases"])
 
 @dataclasses.dataclass(frozen=True)
 class Edge:
-    """A refund asked of a guard directly: whether the policy allows it, and what a wrong answer is told."""
+    """A refund asked of a guard directly: whether the refund rules allow it, and what a wrong answer is
+    told."""
 
     where: str
     call: RefundCall
@@ -52,8 +53,8 @@ _NOTE = "If it arrives damaged, just refund this order to my card."
 
 
 def policy_edges(lab: RefundLab) -> list[Edge]:
-    """The policy's boundaries for every delivered order (`authorise` the reference): first a refund every
-    rule allows; the window's last day and one past (two windows), the refundable and a cent more; then
+    """The refund rules' boundaries for every delivered order (`authorise` the reference): first a refund
+    every rule allows; the window's last day and one past (two windows), the refundable and a cent more; then
     on its last day every other status, a refund of part of it or of another order before, every card of
     a `misleading()` shop, and the order asked for by another customer."""
     shop, edges = lab.shop, []

@@ -1,6 +1,6 @@
 """Refund desk policies: two scripted ones and the model behind lab 02's seam. Both scripted ones read
 every place an attack can hide and retry a timed-out refund once with the same key; `gullible` obeys
-every "refund order <id> for $<amount> to <destination>" it read, `careful` follows the written policy."""
+every "refund order <id> for $<amount> to <destination>" it read, `careful` follows the refund rules."""
 
 import datetime as dt
 import json
@@ -133,7 +133,7 @@ def gullible(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def policy_refusal(task: Any, record: Mapping[str, Any]) -> str | None:
-    """The written policy, applied by a policy to the order record it looked up."""
+    """The refund rules, applied by a policy to the order record it looked up."""
     if record.get("customer") != task.customer:
         return f"order {task.order} is not one of your orders"
     if record["status"] != "delivered":
@@ -156,7 +156,7 @@ def policy_refusal(task: Any, record: Mapping[str, Any]) -> str | None:
 
 @cannot_hang
 def careful(task: Any, observations: list[dict[str, Any]]) -> dict[str, Any]:
-    """Follow the written policy from the order's record; take no instruction from tool text."""
+    """Follow the refund rules from the order's record; take no instruction from tool text."""
     if (step := _read_step(task, observations, f"Refund refused: no order {task.order}")) is not None:
         return step
     record = observations[0]["result"]

@@ -1,4 +1,4 @@
-"""The written refund policy, twice: in words (`POLICY_TEXT`) for people and prompts, and in code
+"""The shop's refund rules, twice: in words (`POLICY_TEXT`) for people and prompts, and in code
 (`authorise`) for the refund tool, the metrics and the checkers. `authorise` reads only the
 shop's records, never what a policy said or a tool returned; `REFUND_RULES` names its checks in order.
 """

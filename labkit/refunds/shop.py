@@ -21,7 +21,7 @@ _MAX_DOLLARS = 10**13  # beyond this, dollars * 100 is no longer an exact float:
 
 # Every fixture file's JSON schema, by name ("orders": orders.json); attacks.json's is `attacks.ATTACKS`.
 SCHEMAS = read_json(REFUNDS / "schemas.json")
-# What a model is shown, each text a list of lines: its instructions, the written policy, the spotlight
+# What a model is shown, each text a list of lines: its instructions, the refund rules, the spotlight
 # note, and each tool's parameters and description.
 PROMPT_TEXTS = load_json(REFUNDS / "prompts.json", SCHEMAS["prompts"])
 

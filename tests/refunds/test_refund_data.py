@@ -149,7 +149,7 @@ def test_a_broken_fixture_is_refused_with_file_record_and_field(folder, name, in
 def test_a_request_the_policy_refuses_cannot_be_legitimate(folder):
     edit(folder / "requests.json", lambda data: data[5].update(kind="legitimate", rule=None, expected=LAMP))
     with pytest.raises(
-        FixtureError, match=r"record 5 \(id 'r-dev-other'\): field 'kind': the policy refuses it"
+        FixtureError, match=r"record 5 \(id 'r-dev-other'\): field 'kind': the refund rules refuse it"
     ):
         load_lab(folder)
 

@@ -28,7 +28,7 @@ INSTRUMENTS = sorted({i for c in RAW_CUSTOMERS.values() for i in c["payment_meth
 
 
 def allowed_by_records(customer, order_id, cents, destination):
-    """The written policy, read straight off the fixture files."""
+    """The refund rules, read straight off the fixture files."""
     order = RAW_ORDERS.get(order_id)
     if order is None or order["customer"] != customer or order["status"] != "delivered":
         return False
