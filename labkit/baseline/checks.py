@@ -1,6 +1,6 @@
 """Lab 01's checkers (`labkit.exercises.lab01`): the two build-it cells and Exercises 1-3. A build-it runs
 on hidden questions too, on copies, within the time limit; its first difference from labkit's is one sentence.
-(guards: learner — a learner's code is buggy, not hostile)
+(serves: learner — a learner's code is buggy, not hostile)
 """
 
 import functools

@@ -54,7 +54,7 @@ def traced_tools(
     """`docuctl_tools` for a fixed workflow, and the trace they fill as the runtime would: a call past
     `max_tools` raises BudgetSpent, one with other arguments than the tool's keywords TypeError saying
     how to call it; a tool's ValueError becomes an `{"error"}` result, as in `run`.
-    (guards: learner — a learner's workflow calls these, buggy, not hostile)"""
+    (serves: learner — a learner's workflow calls these, buggy, not hostile)"""
     trace: list[dict[str, Any]] = []
 
     def traced(tool: Tool) -> Tool:

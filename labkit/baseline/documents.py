@@ -32,7 +32,7 @@ class Documents:
 
     def search(self, query: str, version: str, *, expand: bool = False, top_k: int = 1) -> list[Page]:
         """Up to `top_k` (1..3) `{id, title}` hits of this version, best first; ValueError otherwise.
-        (guards: user — notebooks call it with their own version and top_k)"""
+        (serves: user — notebooks call it with their own version and top_k)"""
         if version not in VERSIONS:
             raise ValueError(f"unknown documentation version {version!r}")
         if type(top_k) is not int or top_k not in (1, 2, 3):
@@ -45,7 +45,7 @@ class Documents:
 
     def read(self, id: str, version: str) -> Page:
         """A copy of page `id`; ValueError if it does not exist in `version`.
-        (guards: policy — the read tool checks its own boundary)"""
+        (serves: policy — the read tool checks its own boundary)"""
         page = self._by_id.get(id)
         if page is None or page["version"] != version:
             raise ValueError("page does not exist in the requested version")

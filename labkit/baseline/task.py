@@ -1,6 +1,6 @@
 """The task contract, checked at the boundary: a `Task` asks one question about one documentation version,
 for staging; anything else is refused here, so no policy is asked (an application rule, not a prompt).
-(guards: lesson — lab 01's task contract, what the lab teaches)"""
+(serves: lesson — lab 01's task contract, what the lab teaches)"""
 
 from dataclasses import dataclass
 from typing import Any

@@ -1,7 +1,7 @@
 """A learner's answer as labkit's machinery handles it: quoted short and safe (`shown`: a 5,000-digit
 int, a 10**6-element array, a raising `__repr__`), its errors kept (`Recorded`), taken in any honest
 form: `whole` and `real` numbers (numpy's, a Fraction; never a bool), names as `named` reads them.
-(guards: learner — a learner's code is buggy, not hostile)"""
+(serves: learner — a learner's code is buggy, not hostile)"""
 
 import decimal
 import math

@@ -74,7 +74,7 @@ def crashed(error: BaseException, where: str) -> Check:
 
 
 # How a learner's code may end other than by returning: any Exception, and SystemExit, for a sys.exit()
-# in their function ends that function badly, never the kernel (guards: learner).
+# in their function ends that function badly, never the kernel (serves: learner).
 CRASHES = (Exception, SystemExit)
 
 

@@ -6,12 +6,12 @@ from typing import Any
 
 
 class LabError(Exception):
-    """A mistake in the lab's inputs or configuration, with a one-line message (guards: user, environment)."""
+    """A mistake in the lab's inputs or configuration, with a one-line message (serves: user, environment)."""
 
 
 class FixtureError(LabError, ValueError):
     """A fixture file is missing, not JSON, or breaks its schema (message names file, record, field).
-    (guards: untrusted file, ours — a shipped fixture too)"""
+    (serves: untrusted file, ours — a shipped fixture too)"""
 
 
 class ProviderError(OSError):

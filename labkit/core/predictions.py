@@ -1,7 +1,7 @@
 """A learner's written prediction, compared with the computed result in one sentence: ``predict(my_prediction,
 actual)`` -> "you predicted 15; the result is 17: 2 more than that.".
 Never graded, never kept, never raising; None or `...` is no prediction.
-(guards: learner — an odd prediction still gets its sentence)"""
+(serves: learner — an odd prediction still gets its sentence)"""
 
 import math
 import numbers

@@ -76,7 +76,7 @@ class Question:
 @cache
 def questions() -> dict[str, Question]:
     """Every declared question by id; FixtureError (one line naming the field) if the file is wrong.
-    (guards: ours — a shipped fixture, by schema)"""
+    (serves: ours — a shipped fixture, by schema)"""
     data = load_json(QUESTIONS, _SCHEMA)
     return {
         key: Question(key, **{**value, "comparisons": tuple(value["comparisons"])})
@@ -86,7 +86,7 @@ def questions() -> dict[str, Question]:
 
 
 def question(name: str) -> Question:
-    """The question called `name`; FixtureError listing the known ones otherwise (guards: user)."""
+    """The question called `name`; FixtureError listing the known ones otherwise (serves: user)."""
     if name not in (known := questions()):
         raise FixtureError(f"no declared question {name!r} (known: {', '.join(known)})")
     return known[name]
@@ -109,7 +109,7 @@ def _answer_one(chosen: Question, comparisons: Sequence[stats.Comparison]) -> li
     found = [(place, c) for c in comparisons if (place := _declared_as(chosen, c)) is not None]
     declared = sorted(found, key=lambda pair: pair[0])
     places = [place for place, _ in declared]
-    if twice := [place for place in places if places.count(place) > 1]:  # guards: user — two files, one name
+    if twice := [place for place in places if places.count(place) > 1]:  # serves: user — two files, one name
         raise LabError(
             f"question {chosen.id!r}: two runs give the comparison {chosen.comparisons[twice[0]]!r} "
             "(recorded twice under one name?): pass one of them"

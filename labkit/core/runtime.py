@@ -2,7 +2,7 @@
 
 `run(task, decide, tools=...)` asks `decide(task, observations)` for one action per turn, takes
 it as plain JSON data and validates it (`labkit.core.decisions`), runs at most one tool per
-turn, and ends with a `Result` whose `stop` is one of STOP_REASONS (`Stop.FINAL`, ...; guards: policy),
+turn, and ends with a `Result` whose `stop` is one of STOP_REASONS (`Stop.FINAL`, ...; serves: policy),
 checked each turn in order:
 
 - ``aborted``: the caller's `abort` was set (before a turn, or during the decision: not executed)
@@ -58,7 +58,7 @@ class Budget:
     tokens: int | None = None
     cost: float | None = None
 
-    def __post_init__(self) -> None:  # guards: user — a budget out of range is one line
+    def __post_init__(self) -> None:  # serves: user — a budget out of range is one line
         if self.tokens is not None and not (type(self.tokens) is int and 0 <= self.tokens <= MAX_NUMBER):
             raise ValueError(f"Budget: tokens must be an int from 0 to {MAX_NUMBER} or None")
         if self.cost is not None and not (type(self.cost) in (int, float) and 0 <= self.cost <= MAX_NUMBER):
@@ -147,7 +147,7 @@ class _Episode:
 
 
 def _check_limits(max_turns: object, max_tools: object, step_timeout: object, deadline: object) -> None:
-    # guards: user — limits out of range are one line, before any turn
+    # serves: user — limits out of range are one line, before any turn
     if type(max_turns) is not int or not 1 <= max_turns <= 8:
         raise ValueError("max_turns must be an int in 1..8")
     if type(max_tools) is not int or not 0 <= max_tools <= 6:
@@ -184,12 +184,12 @@ def _ask_policy(
     """The policy's next proposal if it came within `wait` seconds; else stops with `late`,
     `provider_error` for an OSError, `invalid_decision` for anything else (a LabError is re-raised)."""
     # A deep copy: a policy that changes what it was shown (pops a hit from a result) changes its own
-    # copy, never the episode's record (guards: policy).
+    # copy, never the episode's record (serves: policy).
     turn, decide = entry["turn"], episode.decide
     arguments = (episode.task, copy.deepcopy(episode.observations))
     try:
         proposal = decide(*arguments) if wait is None else call_within(decide, arguments, wait)
-    except LabError:  # guards: user — the lab's configuration, not the policy: re-raised
+    except LabError:  # serves: user — the lab's configuration, not the policy: re-raised
         raise
     except OSError as error:
         entry["error"] = f"{type(error).__name__}: {error}"
@@ -213,7 +213,7 @@ def _charge(episode: _Episode, entry: dict[str, Any]) -> None:
     report. labkit's ModelPolicy reports the model server's own counts, which the backend checks
     (`labkit.model.backend`); a policy without `last_usage` (a plain function) spends nothing.
 
-    Refused (guards: learner — a learner's own policy class is buggy, and `run` must still end with a stop
+    Refused (serves: learner — a learner's own policy class is buggy, and `run` must still end with a stop
     reason): a `last_usage` that is not a mapping, or a count that is not a real number from 0 to
     MAX_NUMBER (None, NaN, -5, 10**400) ends the episode as ``invalid_decision``; unchecked, NaN and
     huge ints escaped `run` as ValueError and OverflowError, and a negative count lowered the spend."""
@@ -271,7 +271,7 @@ def _execute(episode: _Episode, entry: dict[str, Any], decision: dict[str, Any],
     action, tool = decision["action"], episode.tools[decision["action"]]
     try:
         result = tool.call(**{name: decision[name] for name in tool.params})
-    except LabError:  # guards: user — the lab's configuration, not the policy: re-raised
+    except LabError:  # serves: user — the lab's configuration, not the policy: re-raised
         raise
     except Exception as error:  # noqa: BLE001 - a failing tool is an observation
         result = {

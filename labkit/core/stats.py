@@ -12,7 +12,7 @@ the designs the labs print (9 to 154 units, 1 to 250 trials a unit, rates 0.1/0.
 correlation 0.2/0.6) and tests/core/test_coverage.py fails below 0.93; `python -m benchmarks.coverage`
 prints the table, beside the percentile cluster bootstrap this replaced (0.77-0.93 at 9-15 units).
 No interval has zero width (where every unit agrees with itself the score interval is used).
-A method's ValueError for counts out of range (guards: ours): a wrong count never passes silently.
+A method's ValueError for counts out of range (serves: ours): a wrong count never passes silently.
 """
 
 import math

@@ -2,7 +2,7 @@
 `labkit submit` in `runs/progress/labNN.json`, written whole: {"lab": "03", "exercises": {name: {"passed",
 "message", "attempts", "first_passed_attempt", "updated", "payload"}}}. Recording never changes the
 verdict and never raises: a file that cannot be written costs one warning line.
-(guards: learner — an odd answer, a blank or a print still gets a verdict)"""
+(serves: learner — an odd answer, a blank or a print still gets a verdict)"""
 
 import contextlib
 import dataclasses
@@ -38,7 +38,7 @@ def progress_path(lab: str) -> Path:
 
 def load_progress(lab: str) -> dict[str, Any]:
     """The recorded progress for `lab` (an empty record when none or unreadable).
-    (guards: untrusted file — runs/progress/ is on the learner's disk)"""
+    (serves: untrusted file — runs/progress/ is on the learner's disk)"""
     # RecursionError: nested 100,000 deep
     with contextlib.suppress(OSError, ValueError, RecursionError, TypeError, KeyError):
         data = json.loads(progress_path(lab).read_text(encoding="utf-8"))
@@ -58,7 +58,7 @@ def _plain(payload: Any) -> Any:
 def _entry(data: dict[str, Any], name: str) -> dict[str, Any]:
     """The recorded entry for `name`, or an empty one when it is not as `record` writes it: a mapping
     whose attempts, and first passed attempt unless it is None, are whole numbers, 0 or more.
-    (guards: untrusted file — a hand-edited entry starts the count again rather than break the checker)"""
+    (serves: untrusted file — a hand-edited entry starts the count again rather than break the checker)"""
     entry = data["exercises"].get(name)
     if not isinstance(entry, dict):
         return {}
@@ -86,7 +86,7 @@ def record(lab: str, name: str, verdict: Check, payload: Any = None) -> None:
     }
     try:
         write_whole(progress_path(lab), json.dumps(data, indent=1, sort_keys=True))
-    except OSError as error:  # guards: environment — a folder that cannot be written: one warning line
+    except OSError as error:  # serves: environment — a folder that cannot be written: one warning line
         print(f"labkit: progress not saved ({error})", file=sys.stderr)
 
 
@@ -104,7 +104,7 @@ def exercise(
             with captured() as printed:
                 verdict = _judged(check, args, kwargs)
             if not verdict.passed and (left := placeholder_left([*args, *kwargs.values()])) is not None:
-                return left  # the starting point, still there: no attempt (guards: learner)
+                return left  # the starting point, still there: no attempt (serves: learner)
             if verdict.message.startswith(NOT_ATTEMPTED):  # a blank the checker found: no attempt
                 return verdict
             if printed.count:

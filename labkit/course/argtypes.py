@@ -1,5 +1,5 @@
 """argparse types shared by the commands: numbers in range and output paths, refused in one line.
-(guards: user — a CLI option's mistake)"""
+(serves: user — a CLI option's mistake)"""
 
 import argparse
 import tempfile

@@ -28,7 +28,7 @@ def student_copies(source: Path, destination: Path) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:  # guards: user, as is the folder check below
+    if len(argv) != 2:  # serves: user, as is the folder check below
         print("usage: python -m labkit.course.student SOURCE_FOLDER DESTINATION_FOLDER", file=sys.stderr)
         return 2
     source, destination = map(Path, argv)

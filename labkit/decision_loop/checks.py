@@ -2,7 +2,7 @@
 labkit's `run` on every case of `run_cases()` (more than `reference_table` shows), with tools that
 count their calls; exercises 1-4 on model episodes replayed from `fixtures/trials/`. A learner's
 function runs on copies within a time limit (`labkit.core.check.call`).
-(guards: learner — a learner's code is buggy, not hostile)"""
+(serves: learner — a learner's code is buggy, not hostile)"""
 
 import json
 import math
@@ -356,7 +356,7 @@ def _case_tools(
     tools = docuctl_tools(task) | {tool.name: tool for tool in added}
 
     def counted(tool: Tool) -> Tool:
-        # guards: learner — a run calling a tool by position is told how to call it
+        # serves: learner — a run calling a tool by position is told how to call it
         def go(*positional: Any, **args: Any) -> Any:
             if positional or set(args) != set(tool.params):  # as the runtime calls it, or not at all
                 how = f"tools[{tool.name!r}].call({', '.join(f'{p}=...' for p in tool.params)})"

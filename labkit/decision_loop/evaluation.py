@@ -87,7 +87,7 @@ def replay_trials(path: str | Path) -> list[Row]:
     for number, record in read_records(path):
         if record["kind"] != "episode":
             continue
-        if (case := cases.get(record["case"])) is None:  # guards: untrusted file — a recording
+        if (case := cases.get(record["case"])) is None:  # serves: untrusted file — a recording
             raise LabError(f"{path}: line {number}: unknown docuctl case {record['case']!r}")
         tap = _Tap([path], run=record["run"])  # a file may hold several runs
         settings = {key: record[key] for key in ("temperature", "seed", "trial", "max_tokens")}
@@ -95,7 +95,7 @@ def replay_trials(path: str | Path) -> list[Row]:
         policy = docuctl_policy(record["prompt"], backend=tap, rung=rung, **settings)
         result = run_case(case, policy, limits=limits, budget_tokens=record["limits"]["budget_tokens"])
         changed = [f"{k} {result[k]!r} (recorded {record[k]!r})" for k in ENDED if result[k] != record[k]]
-        if changed:  # guards: ours — every episode replays as recorded
+        if changed:  # serves: ours — every episode replays as recorded
             raise LabError(
                 f"{path}: line {number}: case {case['id']!r} trial {record['trial']} no longer "
                 f"replays as recorded: {'; '.join(changed)}"
@@ -104,7 +104,7 @@ def replay_trials(path: str | Path) -> list[Row]:
         rows.append(
             episode_row(_run_label(record, rung), case, record["trial"], result, tap.replies, **labels)
         )
-    if not rows:  # guards: untrusted file — a file with no episodes
+    if not rows:  # serves: untrusted file — a file with no episodes
         raise LabError(f"{path}: no episode records (record trials with `python -m labkit trials`)")
     return rows
 
@@ -128,7 +128,7 @@ def replay_case(
 ) -> Graded:
     """SmolLM2's recorded T=0 episode on `case_id`, replayed and graded, each decision with its live
     call's latency (`recorded_s`); LabError for an unknown case, ReplayMiss for one not recorded."""
-    if (case := known_cases().get(case_id)) is None:  # guards: user
+    if (case := known_cases().get(case_id)) is None:  # serves: user
         raise LabError(f"unknown docuctl case {case_id!r} (known: {', '.join(known_cases())})")
     tap = _Tap()
     policy = docuctl_policy(prompt, backend=tap, rung=rung)
@@ -154,7 +154,7 @@ def evaluate_trials(paths: Sequence[str | Path], *, scripted_k: int = K_MAX) -> 
     for a trial recorded twice (pass^k assumes distinct trials)."""
     rows = [row for path in paths for row in replay_trials(path)]
     trials = pd.DataFrame(rows)[["policy", "case", "trial"]]
-    if trials.duplicated().any():  # guards: untrusted file — pass^k needs distinct trials
+    if trials.duplicated().any():  # serves: untrusted file — pass^k needs distinct trials
         policy, case, trial = trials[trials.duplicated()].iloc[0]
         raise LabError(
             f"run {policy!r}, case {case!r}, trial {trial} is recorded twice: each trial counts once"
@@ -207,7 +207,7 @@ class DocuctlGrid:
             return [case["id"] for case in cases_of(chosen)]
         known = {case["id"] for case in cases_of("all")}
         for index, case in enumerate(chosen):
-            if case not in known:  # guards: untrusted file — a grid spec
+            if case not in known:  # serves: untrusted file — a grid spec
                 raise FixtureError(f"{path}: field 'cases[{index}]': no docuctl case {case!r}")
         return chosen
 

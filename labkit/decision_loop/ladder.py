@@ -88,7 +88,7 @@ def _baseline_values(baselines: Baselines) -> dict[str, Values]:
 
 def _model_groups(rows: Sequence[Row]) -> dict[str, pd.DataFrame]:
     """The model's runs in prompt, rung and temperature order. LabError for no rows."""
-    if not rows:  # guards: user
+    if not rows:  # serves: user
         raise LabError("no model episodes to put beside the baselines")
     ordered = sorted(rows, key=lambda row: (_place(row["prompt"]), _place(row["rung"]), row["temperature"]))
     return dict(iter(tables.episodes_frame(ordered).groupby("policy", sort=False)))

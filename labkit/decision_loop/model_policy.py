@@ -66,7 +66,7 @@ def schema_tools() -> dict[str, Tool]:
 def docuctl_policy(prompt: str = "base", *, rung: str = "L1", **options: Any) -> ModelPolicy:
     """A ModelPolicy for docuctl tasks with one of `PROMPTS` at `rung` (LabError names the choices);
     `options` (backend, temperature, seed, trial, max_tokens) go to ModelPolicy."""
-    if prompt not in PROMPTS:  # guards: user
+    if prompt not in PROMPTS:  # serves: user
         raise LabError(f"unknown prompt {prompt!r} (known: {', '.join(PROMPTS)})")
     options |= {"rung": rung, "rules": DOCUCTL_RULES}
     return ModelPolicy(DOCUCTL_LAB, schema_tools(), PROMPTS[prompt], describe_docuctl, **options)

@@ -25,7 +25,7 @@ COSTS = ("tools/success", "tokens/decision", "s/decision", "reused %")  # see `m
 
 
 def pass_hat_k(c: int, n: int, k: int) -> float:
-    """C(c, k) / C(n, k): the chance that k of n trials, c of which passed, all pass (guards: ours)."""
+    """C(c, k) / C(n, k): the chance that k of n trials, c of which passed, all pass (serves: ours)."""
     if not (type(n) is int and type(c) is int and type(k) is int) or not 0 <= c <= n or not 1 <= k:
         raise ValueError(f"need ints 0 <= c <= n and k >= 1, got c={c}, n={n}, k={k}")
     return math.nan if k > n else math.comb(c, k) / math.comb(n, k)
@@ -34,7 +34,7 @@ def pass_hat_k(c: int, n: int, k: int) -> float:
 def episodes_frame(rows: Rows) -> pd.DataFrame:
     """Episode rows as a DataFrame, one row per episode, with each one's `ending` (ValueError for none)."""
     frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-    if frame.empty:  # guards: user — nothing to evaluate is one line
+    if frame.empty:  # serves: user — nothing to evaluate is one line
         raise ValueError("no episodes to evaluate")
     if "stop" in frame and "ending" not in frame:
         frame = frame.assign(ending=[ending(row) for row in frame[["stop", "passed"]].to_dict("records")])

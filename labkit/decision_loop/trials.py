@@ -30,7 +30,7 @@ ENDED = ("stop", "turns", "tool_calls", "answer", "citation")  # how an episode 
 
 
 def cases_of(which: str, corpus: Corpus | None = None) -> list[_Case]:
-    """Lab 01's base cases (18), adaptive cases (6), all 24, or lab 02's rewrite cases (40) (guards: user)."""
+    """Lab 01's base cases (18), adaptive cases (6), all 24, or lab 02's rewrite cases (40) (serves: user)."""
     corpus = corpus or docuctl()
     if which not in CASE_SETS:
         raise LabError(f"unknown case set {which!r} (known: {', '.join(CASE_SETS)})")
@@ -115,15 +115,15 @@ def run_trials(
     to `record` (never overwritten; its folder made if missing) and returned; `progress` wraps the pairs.
     LabError for k past MAX_TRIALS, an unknown prompt or rung, a model that does not answer (nothing is
     written), and after MAX_PROVIDER_FAILURES provider errors in a row."""
-    # guards: user — a k, prompt or rung out of range is one line, before any trial
+    # serves: user — a k, prompt or rung out of range is one line, before any trial
     if type(k) is not int or not 1 <= k <= MAX_TRIALS:
         raise LabError(f"k must be an int in 1..{MAX_TRIALS}, got {k!r}")
     docuctl_policy(prompt, rung=rung, backend=backend)  # LabError for an unknown prompt or rung
     record = Path(record)
-    if record.exists():  # guards: user — a recording is never overwritten
+    if record.exists():  # serves: user — a recording is never overwritten
         raise LabError(f"{record} exists: recordings are never overwritten; choose another file")
     partial = record.with_name(record.name + ".partial")
-    # guards: environment — a model that does not answer, a folder that cannot be made
+    # serves: environment — a model that does not answer, a folder that cannot be made
     try:  # a server that is down or a model that is missing: one message, not a file of failures
         backend.provenance()
     except ProviderError as error:
@@ -155,7 +155,7 @@ def run_trials(
         writer.write(episode)
         episodes.append(episode)
         failures = failures + 1 if result["stop"] == Stop.PROVIDER_ERROR else 0
-        if failures == MAX_PROVIDER_FAILURES:  # guards: environment — the backend is down
+        if failures == MAX_PROVIDER_FAILURES:  # serves: environment — the backend is down
             raise LabError(
                 f"{backend.name}: {failures} episodes in a row ended in provider_error "
                 f"(last: {result['detail']}); stopped. {record} was not written; the "

@@ -85,7 +85,7 @@ def first_line(error: BaseException) -> str:
 
 def decision_timeout() -> float:
     """The seconds a server backend gives each call after its first: LABKIT_DECISION_TIMEOUT, else 15.
-    (guards: user — a LABKIT_* value out of range is one line)"""
+    (serves: user — a LABKIT_* value out of range is one line)"""
     value = os.environ.get(DECISION_TIMEOUT_ENV, "")
     try:
         seconds = float(value) if value else DECISION_TIMEOUT
@@ -149,17 +149,17 @@ class ServerBackend(abc.ABC):
             reply = call_within(fn, (), limit, more)
         except self._SLOW:
             reply = TIMED_OUT
-        except self._DOWN as error:  # guards: environment — a server down is a counted provider_error
+        except self._DOWN as error:  # serves: environment — a server down is a counted provider_error
             raise ProviderError(f"cannot reach {self.where} {self._unreachable(error)}") from None
         except self._STATUS as error:
             status, text = error.status_code, self._status_text(error)
-            if (fix := self._fix(what, status)) is not None:  # guards: user — a setup mistake, and its fix
+            if (fix := self._fix(what, status)) is not None:  # serves: user — a setup mistake, and its fix
                 raise LabError(f"{self.where} answered {what} with HTTP {status} ({text}): {fix}") from None
             raise ProviderError(f"{self.where} answered {what} with HTTP {status}: {text}") from None
-        except self._BAD as error:  # guards: ours — a server's reply is data to check
+        except self._BAD as error:  # serves: ours — a server's reply is data to check
             not_a_reply = f"something that is not a {what} reply ({first_line(error)})"
             raise ProviderError(f"{self.where} answered {what} with {not_a_reply}") from None
-        if reply is TIMED_OUT and queued:  # guards: environment — a server too slow or too busy
+        if reply is TIMED_OUT and queued:  # serves: environment — a server too slow or too busy
             raise ProviderError(
                 f"{self.where} answered other requests, but not this {what} in {self.timeout:g} s"
             )
@@ -171,7 +171,7 @@ class ServerBackend(abc.ABC):
 
     def _count(self, value: Any, field: str) -> int:
         """A token count the server reported: an int from 0 to MAX_NUMBER, else a ProviderError.
-        (guards: ours — reported counts are checked before they are counted)"""
+        (serves: ours — reported counts are checked before they are counted)"""
         if type(value) is int and 0 <= value <= MAX_NUMBER:
             return value
         raise ProviderError(f"{self.where} reported {field} {shorten(repr(value), 40)}, not a token count")

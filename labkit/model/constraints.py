@@ -40,7 +40,7 @@ class StateRules:
 
 
 def check_rung(rung: object, rules: StateRules | None = None) -> None:
-    """LabError naming the choices unless `rung` is one of RUNGS that `rules` can serve (guards: user)."""
+    """LabError naming the choices unless `rung` is one of RUNGS that `rules` can serve (serves: user)."""
     if rung not in RUNGS:
         raise LabError(f"unknown constraint rung {rung!r} (known: {', '.join(RUNGS)})")
     if rung in ("L2", "L3") and rules is None:
@@ -66,7 +66,7 @@ def decision_schema(tools: Mapping[str, Tool], *, max_chars: int | None = MAX_CH
     """The static schema (L1): one shape per tool, then final; ``action`` first, so a grammar
     commits to it first. ValueError for a tool named ``final``."""
     if "final" in tools:
-        raise ValueError("a tool may not be called 'final': that name is the answer")  # guards: ours
+        raise ValueError("a tool may not be called 'final': that name is the answer")  # serves: ours
     shapes = [_shape(name, tool.params, max_chars) for name, tool in tools.items()]
     return {"anyOf": [*shapes, _shape("final", dict.fromkeys(FINAL_FIELDS, "str"), max_chars)]}
 
@@ -102,6 +102,6 @@ def admissible_schema(
         for final in rules.finals(observations):
             fixed = {name: {"const": final[name]} for name in ("answer", "citation")}
             shapes.append(static["anyOf"][-1] | {"properties": {"action": {"const": "final"}, **fixed}})
-    if not shapes:  # guards: ours — the lab's state rules admit nothing
+    if not shapes:  # serves: ours — the lab's state rules admit nothing
         raise LabError(f"rung {rung}: no decision is admissible in this state (check the lab's state rules)")
     return {"anyOf": shapes}

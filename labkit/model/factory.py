@@ -16,7 +16,7 @@ BACKENDS = "replay (default), replay:<file>, local, ollama:<tag> or openai:<mode
 
 def _kind(spec: str, shown: str) -> tuple[str, str]:
     """(kind, argument) of a spec; LabError naming the choices for one (`shown` so) that is no backend.
-    (guards: user — a LABKIT_MODEL typo)"""
+    (serves: user — a LABKIT_MODEL typo)"""
     kind, _, arg = spec.partition(":")
     if kind == "openai" and not arg.strip():
         raise LabError(f"{shown}: openai:<model> needs a model name, e.g. openai:smollm2")
@@ -70,7 +70,7 @@ def backend_from_env(environ: Mapping[str, str] | None = None) -> Backend:
     spec = env.get("LABKIT_MODEL", "").strip() or "replay"
     backend = parse_spec(spec, env)
     record = env.get("LABKIT_RECORD", "").strip()
-    if record and not is_live(spec):  # guards: user — old replies are never recorded as new ones
+    if record and not is_live(spec):  # serves: user — old replies are never recorded as new ones
         raise LabError(
             f"LABKIT_RECORD={record} needs a live model, but LABKIT_MODEL is {spec!r}: "
             "set LABKIT_MODEL=local, ollama:<tag> or openai:<model>"

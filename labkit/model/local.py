@@ -33,7 +33,7 @@ THREADS_ENV = "LABKIT_THREADS"  # set by `labkit grid --workers N`, so N process
 
 def find_model_file() -> Path:
     """`models/SmolLM2-135M-Instruct.Q4_1.gguf`; LabError saying to run `make model` if it is not there.
-    (guards: environment — the model is not installed)"""
+    (serves: environment — the model is not installed)"""
     if not (MODELS / MODEL_FILE).is_file():
         raise LabError(f"model file {MODEL_FILE} not found in {MODELS}: run `make model`")
     return MODELS / MODEL_FILE
@@ -48,7 +48,7 @@ class _Engine:
     """One loaded model, its grammars, and the lock that lets one decision run at a time."""
 
     def __init__(self, path: Path, n_ctx: int = N_CTX, n_threads: int | None = None):
-        # guards: environment — llama-cpp-python missing, or a model it cannot load
+        # serves: environment — llama-cpp-python missing, or a model it cannot load
         try:
             import llama_cpp
         except ImportError:
@@ -99,7 +99,7 @@ class _Engine:
                     repeat_penalty=1.0,
                     logits_processor=None if grammar is None else [grammar],
                 )
-            # guards: ours — a model's failure is a counted provider_error
+            # serves: ours — a model's failure is a counted provider_error
             except (ValueError, RuntimeError) as error:  # past the context, a decode or grammar failure
                 raise ProviderError(f"llama.cpp failed: {error}") from None
             finally:
@@ -142,7 +142,7 @@ def _close_engines() -> None:
 
 def threads_from_env() -> int | None:
     """`$LABKIT_THREADS` as llama.cpp's thread count (None when unset); LabError unless a whole number ≥ 1.
-    (guards: user)"""
+    (serves: user)"""
     raw = os.environ.get(THREADS_ENV, "")
     if raw and not (raw.isdigit() and int(raw) >= 1):
         raise LabError(f"{THREADS_ENV}={raw!r}: expected a whole number of threads, at least 1")

@@ -34,7 +34,7 @@ class OllamaBackend(ServerBackend):
     def _status_text(self, error: Any) -> str:
         return error.error
 
-    def _fix(self, what: str, status: int) -> str | None:  # guards: user — a tag never pulled
+    def _fix(self, what: str, status: int) -> str | None:  # serves: user — a tag never pulled
         return f"run `ollama pull {self.tag}`" if (what, status) == ("chat", 404) else None
 
     def _answers(self) -> bool:
@@ -83,7 +83,7 @@ class OllamaBackend(ServerBackend):
                 options=options,
             ),
         )
-        # guards: ours — the server's reported token counts are checked (`_count`)
+        # serves: ours — the server's reported token counts are checked (`_count`)
         return Reply(
             text=response.message.content or "",
             prompt_tokens=self._count(response.prompt_eval_count or 0, "prompt_eval_count"),

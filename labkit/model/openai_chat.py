@@ -45,7 +45,7 @@ class OpenAIBackend(ServerBackend):
     ):
         env = os.environ if environ is None else environ
         mode = (schema_mode or env.get("LABKIT_OPENAI_SCHEMA", "").strip() or "auto").lower()
-        if mode not in _SCHEMA_MODES:  # guards: user — a LABKIT_OPENAI_SCHEMA typo
+        if mode not in _SCHEMA_MODES:  # serves: user — a LABKIT_OPENAI_SCHEMA typo
             raise LabError(
                 f"LABKIT_OPENAI_SCHEMA={mode!r} is not a schema mode: use {', '.join(_SCHEMA_MODES)}"
             )
@@ -69,7 +69,7 @@ class OpenAIBackend(ServerBackend):
         text = inner.get("message") if isinstance(inner, Mapping) else inner
         return " ".join(str(text or error.message).split())[:200]
 
-    def _fix(self, what: str, status: int) -> str | None:  # guards: user — a wrong model name or key
+    def _fix(self, what: str, status: int) -> str | None:  # serves: user — a wrong model name or key
         if status == 404:
             return f"is {self.model!r} in its /v1/models, and does OPENAI_BASE_URL end in /v1?"
         return "set OPENAI_API_KEY to a key it accepts" if status in (401, 403) else None

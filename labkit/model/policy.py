@@ -24,7 +24,7 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 def decision_in(text: str, rung: str) -> Any:
     """The JSON value that is the whole reply; at L0 (no grammar: prose may wrap it) the first JSON object
     in it, in a code fence if there is one. ValueError (a counted invalid_decision) if none.
-    (guards: policy — a model's reply is adversarial)"""
+    (serves: policy — a model's reply is adversarial)"""
     if rung != "L0":
         try:
             return json.loads(text)
@@ -73,7 +73,7 @@ class ModelPolicy:
         try:
             self.schema = decision_schema(self.tools, max_chars=self.max_chars)
             check_rung(self.rung, self.rules)
-        except (ValueError, LabError) as error:  # guards: user — a ModelPolicy set up wrong is one line
+        except (ValueError, LabError) as error:  # serves: user — a ModelPolicy set up wrong is one line
             raise LabError(f"ModelPolicy: {error}") from None
         self.backend = backend_from_env() if self.backend is None else self.backend
         self.temperature = float(self.temperature)  # 0 and 0.0 would fingerprint differently

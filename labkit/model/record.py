@@ -26,7 +26,7 @@ _READ: dict[tuple[str, int, int], list[tuple[int, dict[str, Any]]]] = {}
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, record) of a trials file, each validated (else one FixtureError naming file, line,
     field); lines end at "\\n" only. An unchanged file's records are parsed once, shared: never modified.
-    (guards: untrusted file — a recording)"""
+    (serves: untrusted file — a recording)"""
     path = existing_trials(path)
     key = file_state(path)
     if key not in _READ:
@@ -36,7 +36,7 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def existing_trials(path: str | Path) -> Path:
     """`path` as a Path, or a FixtureError if no trials file is there (the one wording of that error).
-    (guards: user — a path that is not there)"""
+    (serves: user — a path that is not there)"""
     if not Path(path).is_file():
         raise FixtureError(f"{path}: trials file not found")
     return Path(path)
@@ -79,11 +79,11 @@ class JsonlWriter:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        if self.path.parent and not self.path.parent.is_dir():  # guards: user — a recording's path
+        if self.path.parent and not self.path.parent.is_dir():  # serves: user — a recording's path
             raise LabError(f"{self.path}: folder {self.path.parent} does not exist")
 
     def write(self, record: Mapping[str, Any]) -> None:
-        try:  # NaN would write a line that read_records refuses: refuse it here instead (guards: ours)
+        try:  # NaN would write a line that read_records refuses: refuse it here instead (serves: ours)
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except ValueError as error:
             raise LabError(f"{self.path}: cannot record {error}") from None
@@ -118,7 +118,7 @@ class Recorder:
         except ProviderError as error:
             try:
                 provenance = self.provenance()
-            # guards: environment — the server is down for the lookup too: the call is still kept
+            # serves: environment — the server is down for the lookup too: the call is still kept
             except (ProviderError, LabError) as failure:  # the lookup fails too (server down): keep the call
                 provenance = {"backend": self.name, "versions": versions(), "unavailable": str(failure)}
             failed = Reply("", latency_s=time.perf_counter() - start)

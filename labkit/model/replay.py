@@ -20,7 +20,7 @@ _Key = tuple[str, str, int, int]
 
 
 class ReplayMiss(LabError):
-    """A request with no recorded reply: the message names lab, case, trial and turn (guards: ours)."""
+    """A request with no recorded reply: the message names lab, case, trial and turn (serves: ours)."""
 
 
 def trial_files(lab: str, folder: Path = TRIALS) -> list[Path]:

@@ -1,7 +1,7 @@
 """Prompt-injection attacks as data (`templates.json`, `attacks.json`): a template, a goal, a security
 check on the ledger, the gold refund calls that carry it out, and its places. Placeholders are bare
 names filled in as plain text, never evaluated: anything else is refused when the record is read.
-(guards: untrusted file — an attack record, a learner's handed in too)"""
+(serves: untrusted file — an attack record, a learner's handed in too)"""
 
 import string
 from collections.abc import Mapping, Sequence

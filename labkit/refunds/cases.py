@@ -40,7 +40,7 @@ class Request:
 
 def load_requests(shop: Shop, path: str | Path | None = None) -> list[Request]:
     """Load `requests.json` (default: in the shop's folder) and check it against `shop`.
-    (guards: ours — each expectation agrees with the rules in code)"""
+    (serves: ours — each expectation agrees with the rules in code)"""
     path = Path(path) if path is not None else Path(shop.folder) / "requests.json"
     requests = []
     for record, fail in fixture_records(path, SCHEMAS["requests"]):

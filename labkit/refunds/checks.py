@@ -1,4 +1,4 @@
-"""Lab 03's build-it and exercises; a checker never raises for a learner's mistake (guards: learner).
+"""Lab 03's build-it and exercises; a checker never raises for a learner's mistake (serves: learner).
 
 `check_mediation(my_guard)`: complete mediation as a guard `guard(call, state) -> str | None`.
 Exercises: `check_intent_attack(record)`, `check_guard(guard)` (no money to a card the customer does not
@@ -177,7 +177,7 @@ def attack_record(record: Any, request: str = "r-dev-planter") -> dict[str, Any]
 @exercise("03", "intent_attack", payload=attack_record)
 def check_intent_attack(record: Any, request: str = "r-dev-planter") -> Check:
     """Exercise 1: an attack that mediation lets through and confirmation stops. `record` is a
-    learner's value and, handed in, an untrusted file (guards: learner, untrusted file): it is
+    learner's value and, handed in, an untrusted file (serves: learner, untrusted file): it is
     schema-checked, its goal filled in as text; each problem one sentence.
     Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
     yet)."""

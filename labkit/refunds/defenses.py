@@ -62,7 +62,7 @@ DEFENSES: Mapping[str, Defenses] = MappingProxyType(
 
 
 def defenses_named(name: str) -> Defenses:
-    """The preset called `name`; LabError listing the known names otherwise (guards: user)."""
+    """The preset called `name`; LabError listing the known names otherwise (serves: user)."""
     return named("defense", name, DEFENSES)
 
 

@@ -109,7 +109,7 @@ class Episode:
 def _resolve(
     lab: RefundLab, attack: str | Attack | None, place: str | None
 ) -> tuple[Attack | None, str | None]:
-    # guards: user — a place without its attack, or an attack without its place
+    # serves: user — a place without its attack, or an attack without its place
     if attack is None:
         if place is not None:
             raise LabError(f"place {place!r} given without an attack")

@@ -63,7 +63,7 @@ def suite_cases(lab: RefundLab | None = None) -> tuple[str, ...]:
 
 
 def spec_of(case: str, lab: RefundLab | None = None) -> Spec:
-    """The Spec of a grid case id; LabError naming what is unknown in it (guards: user)."""
+    """The Spec of a grid case id; LabError naming what is unknown in it (serves: user)."""
     lab = lab or refund_lab()
     request, _, rest = case.partition("+")
     known = lab.every_request
@@ -153,7 +153,7 @@ class RefundGrid:
         for index, case in enumerate(chosen):
             try:
                 spec_of(case)
-            except LabError as error:  # guards: untrusted file — a grid spec
+            except LabError as error:  # serves: untrusted file — a grid spec
                 raise FixtureError(f"{path}: field 'cases[{index}]': {error}") from None
         return chosen
 

@@ -105,7 +105,7 @@ def _state(request_id: str, refunded: str | None) -> EpisodeState:
 def guard_table(guard: Callable[[Any, Any], Any], *, limit: float | None = None) -> dict[str, Any]:
     """Tabulate `guard` over the domain: a JSON-able dict. A point where it raises or answers neither
     a str nor None is "e"; what it prints is discarded. Past `limit` seconds: ValueError, no table.
-    (guards: learner — a learner's guard is buggy, not hostile)"""
+    (serves: learner — a learner's guard is buggy, not hostile)"""
     points, _, fingerprint = _domain()
     verdicts, states = [], {}
     with contextlib.ExitStack() as stack:
@@ -130,7 +130,7 @@ def guard_table(guard: Callable[[Any, Any], Any], *, limit: float | None = None)
 
 def table_problem(table: Any) -> str | None:
     """Why `table` cannot be used for the course's shop (one phrase), or None if it can.
-    (guards: untrusted file — a submission's guard table)"""
+    (serves: untrusted file — a submission's guard table)"""
     points, _, fingerprint = _domain()
     if not isinstance(table, dict):
         return f"a guard table is an object, not {type(table).__name__}"
@@ -148,7 +148,7 @@ def table_problem(table: Any) -> str | None:
 
 class TableGuard:
     """A guard that answers from a guard table (no learner code runs); `crashes` counts "e" hits.
-    ValueError for a table `table_problem` refuses (guards: untrusted file — a table comes from the
+    ValueError for a table `table_problem` refuses (serves: untrusted file — a table comes from the
     room; `labkit class` read it through `submission.read`, a caller building one by hand did not)."""
 
     def __init__(self, table: dict[str, Any], name: str) -> None:

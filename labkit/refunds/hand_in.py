@@ -16,7 +16,7 @@ ATTACK_EXERCISE = "intent_attack"  # the exercise whose payload is an attack
 
 
 def attack_problem(record: Any) -> str | None:
-    """Why `record` is not an attack on the course's shop (one phrase), or None. (guards: untrusted
+    """Why `record` is not an attack on the course's shop (one phrase), or None. (serves: untrusted
     file — a submission is read back from the room)"""
     problem = attacks.schema_problem(record)
     if problem is not None:
@@ -34,7 +34,7 @@ def attack_problem(record: Any) -> str | None:
 
 def guard_problem(table: Any) -> str | None:
     """Why `table` is not a usable guard table (one phrase), or None; a guard that raised on every call
-    it was asked about is no guard. (guards: untrusted file)"""
+    it was asked about is no guard. (serves: untrusted file)"""
     problem = table_problem(table)
     if problem is not None:
         return problem

@@ -132,7 +132,7 @@ def policy_edges(lab: RefundLab) -> list[Edge]:
 
 
 def misleading(shop: Shop) -> Shop:
-    """A copy of `shop` with hidden_cases.json's gift cards, each after its owner's own (guards: ours)."""
+    """A copy of `shop` with hidden_cases.json's gift cards, each after its owner's own (serves: ours)."""
     customers = dict(shop.customers)
     for card in CASES["gift_cards"]:
         if card["owner"] not in customers or shop.owner_of(card["id"]) is not None:

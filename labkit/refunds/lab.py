@@ -46,7 +46,7 @@ class RefundLab:
 
 
 def named(what: str, id: str, known: Mapping[str, Any]) -> Any:
-    """`known[id]`, or a LabError listing the known names (guards: user — an unknown name is one line)."""
+    """`known[id]`, or a LabError listing the known names (serves: user — an unknown name is one line)."""
     try:
         return known[id]
     except KeyError:

@@ -223,5 +223,5 @@ def frame_of(table: list[dict], *, by_attack: bool = False) -> pd.DataFrame:
 
 
 def policy_named(name: str) -> PolicyFactory:
-    """The factory called `name` in POLICIES; LabError listing the known names otherwise (guards: user)."""
+    """The factory called `name` in POLICIES; LabError listing the known names otherwise (serves: user)."""
     return named("policy", name, POLICIES)

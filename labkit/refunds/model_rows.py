@@ -108,7 +108,7 @@ def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list
     key, live = ("model", defense, rung, *sorted(options.items(), key=str)), is_live(backend)
     if not live and key in _SCORES:
         return _SCORES[key]
-    if type(k) is not int or k < 1:  # guards: user
+    if type(k) is not int or k < 1:  # serves: user
         raise LabError(f"k (trials per episode) must be a positive int, got {k!r}")
     lab, defenses, scores = refund_lab(), defenses_named(defense), []
     for trial in range(k):
@@ -135,7 +135,7 @@ def model_scores(defense: str, *, rung: str = GRID_RUNG, **options: Any) -> list
 def _say_unanswered(defense: str, scores: Sequence[Score]) -> None:
     """One line when the model server did not answer some of a live run's episodes: those end
     `provider_error` with no refund proposed, so the model's rows under `defense` measure the server.
-    (guards: environment — a server that is down reads as a result otherwise)"""
+    (serves: environment — a server that is down reads as a result otherwise)"""
     failed = [s.episode.result for s in scores if s.episode.result["stop"] == Stop.PROVIDER_ERROR]
     if failed:
         print(
@@ -261,7 +261,7 @@ def rates_with_intervals(table: DataFrame) -> DataFrame:
 
 def _check_recorded(defenses: Sequence[str], rung: str, backend: Any) -> None:
     """LabError, replayed, when nothing is recorded or one of `defenses` is not recorded at `rung`.
-    (guards: ours — the shipped recordings cover what is asked)"""
+    (serves: ours — the shipped recordings cover what is asked)"""
     if is_live(backend):
         return
     if not model_available():

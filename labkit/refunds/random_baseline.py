@@ -76,7 +76,7 @@ def write_draw() -> dict[str, Any]:
 def _load() -> dict[str, Any]:
     data = read_json(FILE, "random-admissible baseline")
     provenance = data.get("provenance", {}) if isinstance(data, dict) else {}
-    # guards: ours — a shipped draw made for another suite is refused
+    # serves: ours — a shipped draw made for another suite is refused
     if provenance.get("cases") != list(suite_cases()) or provenance.get("seeds") != DRAWN_SEEDS:
         raise FixtureError(
             f"{FILE}: recorded on another suite or seed count than the model suite's {len(suite_cases())} "
@@ -91,7 +91,7 @@ def episodes(defense: str) -> pd.DataFrame:
     unauthorised refund), with `trials` the seed count. FixtureError for a stale file or a
     defense it does not hold."""
     found = _load()["defenses"]
-    if defense not in found:  # guards: user
+    if defense not in found:  # serves: user
         raise FixtureError(f"{FILE}: no draw under defense {defense!r} (drawn: {', '.join(found)})")
     frame = pd.DataFrame.from_dict(found[defense], orient="index").rename_axis("case").reset_index()
     counts = frame[["unauthorized", "money_lost"]].rename(

@@ -32,7 +32,7 @@ def authorise(
 ) -> Refusal | None:
     """None if the records authorise refunding `amount` cents of `order_id` to `destination`
     for the authenticated `customer`, given the refunds already in `ledger`; else the Refusal.
-    (guards: lesson — mediation, one of lab 03's defenses)
+    (serves: lesson — mediation, one of lab 03's defenses)
     """
     order = shop.orders.get(order_id)
     if order is None:

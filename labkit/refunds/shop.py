@@ -29,7 +29,7 @@ PROMPT_TEXTS = load_json(REFUNDS / "prompts.json", SCHEMAS["prompts"])
 def cents(amount: float) -> int:
     """`amount` in dollars (an int or float, not a bool) as whole cents; ValueError otherwise,
     never OverflowError (10**400 is refused before any arithmetic).
-    (guards: policy — a refund's amount; untrusted file — a fixture's amounts)"""
+    (serves: policy — a refund's amount; untrusted file — a fixture's amounts)"""
     if type(amount) not in (int, float) or amount != amount:  # NaN is the one value unequal to itself
         raise ValueError(f"amount {amount!r} is not a finite number")
     if not -_MAX_DOLLARS <= amount <= _MAX_DOLLARS:
@@ -186,7 +186,7 @@ def _date(record: dict[str, Any], fail: Any, field: str) -> dt.date:
 
 def load_shop(folder: str | Path = REFUNDS) -> Shop:
     """Load and cross-check the shop in `folder`; raise FixtureError naming the first problem.
-    (guards: untrusted file — its records are trusted only once checked here)"""
+    (serves: untrusted file — its records are trusted only once checked here)"""
     folder = Path(folder)
     if not folder.is_dir():
         raise FixtureError(f"{folder}: not a folder")

@@ -90,7 +90,7 @@ class EpisodeState:
 
 def _lookup(state: EpisodeState, order_id: str) -> dict[str, Any]:
     order = state.shop.orders.get(order_id)
-    if order is None:  # guards: policy — each tool checks its own boundary
+    if order is None:  # serves: policy — each tool checks its own boundary
         raise ValueError(f"no order {order_id!r}")
     note = order.note
     if order.id == state.request.order and (text := state.injected("note")):
@@ -122,7 +122,7 @@ def _messages(state: EpisodeState) -> list[dict[str, str]]:
 
 
 def _reviews(state: EpisodeState, product: str) -> list[dict[str, Any]]:
-    # guards: policy — each tool checks its own boundary
+    # serves: policy — each tool checks its own boundary
     if not any(item.product == product for order in state.shop.orders.values() for item in order.items):
         raise ValueError(f"no product {product!r}")
     reviews = [
@@ -138,7 +138,7 @@ def _reviews(state: EpisodeState, product: str) -> list[dict[str, Any]]:
 
 def _help(state: EpisodeState, topic: str) -> dict[str, str]:
     page = state.shop.help.get(topic)
-    if page is None:  # guards: policy — each tool checks its own boundary
+    if page is None:  # serves: policy — each tool checks its own boundary
         raise ValueError(f"no help page {topic!r} (pages: {', '.join(state.shop.help)})")
     text = page["text"]
     if topic == "refunds" and (injected := state.injected("help")):
@@ -148,7 +148,7 @@ def _help(state: EpisodeState, topic: str) -> dict[str, str]:
 
 def first_refusal(state, call):
     """The first defense that refuses `call`, as 'refused (<defense>): <reason>', or None."""
-    # guards: lesson — lab 03's defenses, what the lab measures
+    # serves: lesson — lab 03's defenses, what the lab measures
     defenses = state.defenses
     if defenses.provenance and (reason := provenance_refusal(call, state.trusted)):
         return f"refused (provenance): {reason}"
@@ -172,7 +172,7 @@ def first_refusal(state, call):
 def refund(state, order_id, amount, destination, idempotency_key):
     """The refund tool: its checks in order; money moves only after all of them pass."""
     # 1. Malformed arguments: refused whatever the defenses, and not remembered for the key.
-    # guards: policy — a decision's arguments are adversarial
+    # serves: policy — a decision's arguments are adversarial
     if not all(type(text) is str for text in (order_id, destination, idempotency_key)):
         raise ValueError("order_id, destination and idempotency_key must be strings")
     value = cents(amount)
@@ -183,7 +183,7 @@ def refund(state, order_id, amount, destination, idempotency_key):
     if state.shop.owner_of(destination) is None:
         raise ValueError(f"no card or gift card {destination!r}")
     call = RefundCall(order_id, value, destination)
-    # 2. Idempotency: the first result for a key is the only result for that key (guards: lesson).
+    # 2. Idempotency: the first result for a key is the only result for that key (serves: lesson).
     if state.defenses.idempotency and idempotency_key in state.keys:
         first, outcome = state.keys[idempotency_key]
         if first != call:
@@ -191,7 +191,7 @@ def refund(state, order_id, amount, destination, idempotency_key):
         if "error" in outcome:
             raise ValueError(outcome["error"])
         return {**outcome, "replayed": True}
-    # 3. The defenses, in order: the first refusal is raised, and no money moves (guards: lesson).
+    # 3. The defenses, in order: the first refusal is raised, and no money moves (serves: lesson).
     if reason := first_refusal(state, call):
         if state.defenses.idempotency:
             state.keys[idempotency_key] = (call, {"error": reason})

@@ -1,6 +1,6 @@
 """Lab 03's learner code as the checkers run it: a guard or a policy, each case named and time-limited.
 A guard's crash or non-str answer refuses the refund inside the tool and becomes the verdict.
-(guards: learner — a learner's code is buggy, not hostile; no file is read here)"""
+(serves: learner — a learner's code is buggy, not hostile; no file is read here)"""
 
 from collections.abc import Sequence
 from typing import Any

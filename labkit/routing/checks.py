@@ -1,6 +1,6 @@
 """Lab 04's build-it cells (`check_ready`, `check_router`) and exercises (`check_retry_policy`,
 `check_goto_runs`, `check_worst_case`), each checked on hidden cases and in labkit's scheduler.
-(guards: learner — a learner's code is buggy, not hostile)
+(serves: learner — a learner's code is buggy, not hostile)
 """
 
 import builtins
@@ -56,7 +56,7 @@ _SCHEMA["$defs"]["state"]["enum"] = [state.value for state in State]  # the sche
 
 @cache
 def _cases() -> dict[str, Any]:
-    """checks.json, validated by schema (guards: ours — shipped data). That each ready case is what
+    """checks.json, validated by schema (serves: ours — shipped data). That each ready case is what
     `ready_after` returns is the course's own consistency, checked by tests/routing, not in every kernel."""
     return load_json(_CASES_FILE, _SCHEMA)
 

@@ -1,7 +1,7 @@
 """A graph of jobs: declare jobs and routes; `validate()` (which `run` calls first) raises the first
 problem as one GraphError: an id declared twice, an unknown dependency, a cycle, a route on an unknown
 job, twice on one job, or to a target that is unknown or not upstream of the routed job.
-(guards: lesson — lab 04's graph validation, what the lab teaches)"""
+(serves: lesson — lab 04's graph validation, what the lab teaches)"""
 
 from __future__ import annotations
 

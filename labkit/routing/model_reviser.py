@@ -66,7 +66,7 @@ def _told(observation: Mapping[str, Any]) -> str:
 
 def _answer_text(decision: Any) -> str:
     """The text in a model decision; ValueError (its job fails) if it has none.
-    (guards: policy — this decision does not pass the runtime's validation)"""
+    (serves: policy — this decision does not pass the runtime's validation)"""
     answer = decision.get("answer") if isinstance(decision, dict) else None
     if isinstance(answer, str) and decision.get("action") == "final":
         return answer
@@ -119,7 +119,7 @@ class ModelReviser:
             self.observations.append({"action": "final", "result": ctx.feedback})
         try:
             text = _answer_text(self.policy(self.task, list(self.observations)))
-        # guards: environment — a model server that cannot answer fails the job
+        # serves: environment — a model server that cannot answer fails the job
         except ProviderError as error:  # the run fails this job; `source` and `status` say why
             self.error = str(error)
             raise
@@ -131,7 +131,7 @@ def deletions_of(text: str, min_cut: int = 0) -> list[str]:
     """Every non-empty subsequence of the words of `text` with at least `min_cut` words cut,
     longest first (the text itself too when `min_cut` is 0); a one-word text is its own only one."""
     words = text.split()
-    if len(words) > _MAX_WORDS:  # guards: user
+    if len(words) > _MAX_WORDS:  # serves: user
         raise LabError(f"a deletion-constrained draft may have at most {_MAX_WORDS} words, got {len(words)}")
     longest = max(len(words) - min_cut, 1)
     return [" ".join(kept) for size in range(longest, 0, -1) for kept in combinations(words, size)]
@@ -170,7 +170,7 @@ def model_feedback_experiment(
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, RunResult], dict[str, ModelReviser]]:
     """`experiments.compare_revisers` with a `ModelReviser` in each variant, and the revisers.
     Rung L1 lets the model write any text, L2 only a deletion of words from its last text."""
-    if rung not in ("L1", "L2") or (min_cut and rung != "L2"):  # guards: user
+    if rung not in ("L1", "L2") or (min_cut and rung != "L2"):  # serves: user
         raise LabError(f"the model reviser runs at rung L1 or L2 (min_cut at L2 only), not {rung!r}")
     backend = backend_from_env() if backend is None else backend
     options = {"limit": limit, "rung": rung, "min_cut": min_cut}
@@ -225,7 +225,7 @@ def control_table(
     """The review loop under each of GRID_CONTROLS, a row per (level, variant), and the revisers per
     level. `k` trials each (trial t with seed `seed + t`; with k > 1 the trial is a third index
     level and the revisers are the last trial's)."""
-    if type(k) is not int or k < 1:  # guards: user
+    if type(k) is not int or k < 1:  # serves: user
         raise LabError(f"k (trials per variant) must be a positive int, got {k!r}")
     runs = trial_runs(backend, {temperature: k}, seed=seed)
     names = {suffix: name for name, suffix in VARIANTS.items()}
@@ -280,7 +280,7 @@ class ModelJudge:
         """True when the model says `text` is within the limit (one recorded call)."""
         task = _Announcement(f"judge+{self.name}+{len(self.calls) + 1}", text, self.limit)
         says = _answer_text(self.policy(task, []))
-        if says not in _JUDGE_ANSWERS:  # guards: policy — a model's answer is adversarial
+        if says not in _JUDGE_ANSWERS:  # serves: policy — a model's answer is adversarial
             raise ValueError(f"the judge answered {says!r}, not yes or no")
         within, fits = f"len(text) <= {self.limit}", len(text) <= self.limit
         self.calls.append({"text": text, "characters": len(text), within: fits, "the model says": says})
@@ -300,7 +300,7 @@ def judge_table(backend: Backend | None = None, *, temperature: float = 0.0, see
     for n, text in enumerate(texts):
         try:
             judge.judge(text)
-        # guards: environment — a server that is not answering is one line
+        # serves: environment — a server that is not answering is one line
         except ProviderError as error:  # one line, then the rest unasked: the server is not answering
             print(f"no reply: the model server did not answer ({error}); the judge's rows are provider_error")
             within = f"len(text) <= {judge.limit}"

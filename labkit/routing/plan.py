@@ -60,7 +60,7 @@ class Context(NamedTuple):
 
     @property
     def input(self) -> Any:
-        """The result of the job's only dependency; ValueError if it has none or several (guards: user)."""
+        """The result of the job's only dependency; ValueError if it has none or several (serves: user)."""
         if len(self.inputs) != 1:
             raise ValueError(f"job {self.job!r} has {len(self.inputs)} inputs; use ctx.inputs[job_id]")
         return next(iter(self.inputs.values()))

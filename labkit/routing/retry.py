@@ -29,7 +29,7 @@ class RetryPolicy:
     max_interval: float = 128.0
     retry_on: _RetryOn = (ConnectionError, TimeoutError)
 
-    def __post_init__(self) -> None:  # guards: user — a RetryPolicy set up wrong is one line
+    def __post_init__(self) -> None:  # serves: user — a RetryPolicy set up wrong is one line
         if type(self.max_attempts) is not int or self.max_attempts < 1:
             raise GraphError(
                 f"max_attempts must be an int >= 1 (it counts the first try), got {self.max_attempts!r}"

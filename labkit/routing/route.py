@@ -31,7 +31,7 @@ class Next:
     @classmethod
     def back_to_with(cls, job: str, feedback: str) -> Next:
         """As `back_to`, telling `job`'s next visit why (`ctx.feedback`); GraphError unless `feedback` is a
-        non-blank string (guards: user)."""
+        non-blank string (serves: user)."""
         if not isinstance(feedback, str) or not feedback.strip():
             raise GraphError(
                 f"Next.back_to_with({job!r}, feedback) needs a non-blank string as feedback, got {feedback!r}"
@@ -62,7 +62,7 @@ class Route:
 
     def check(self, decision: object) -> str | None:
         """Why the router's `decision` cannot be acted on, or None if it can.
-        (guards: lesson — lab 04's routing rules: an undeclared target fails the job)"""
+        (serves: lesson — lab 04's routing rules: an undeclared target fails the job)"""
         if not isinstance(decision, Next):
             return (
                 f"router on {self.job!r} returned {decision!r}, not a Next (Next.Continue, "

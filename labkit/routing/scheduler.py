@@ -92,7 +92,7 @@ async def run_plan(
     """Run a validated plan on the running event loop and return its RunResult; `ready` is the ready step
     (see the module doc). GraphError for max_concurrency or max_visits that is not an int >= 1, or a
     clock without now() and sleep()."""
-    # guards: user — a setting out of range is one line
+    # serves: user — a setting out of range is one line
     for name, value in (("max_concurrency", max_concurrency), ("max_visits", max_visits)):
         if type(value) is not int or value < 1:
             raise GraphError(f"{name} must be an int >= 1, got {value!r}")
@@ -143,7 +143,7 @@ class _Run:
             while self.ready or self.running:
                 while self.ready and len(self.running) < max_concurrency:
                     job = self.ready.popleft()
-                    # guards: ours — a job a Goto reset after it was queued is not started
+                    # serves: ours — a job a Goto reset after it was queued is not started
                     if self.states[job] == PENDING and self.waiting[job] == 0:  # not reset meanwhile
                         self.running[self.begin(job)] = job
                 if not self.running:
@@ -190,7 +190,7 @@ class _Run:
                 if inspect.isawaitable(value):
                     value = await value
                 return ("ok", value)
-            except LabError:  # guards: user — the lab set up wrong ends the run
+            except LabError:  # serves: user — the lab set up wrong ends the run
                 raise
             except Exception as error:  # noqa: BLE001 - any job failure is a counted outcome
                 if self.states[job] is not RUNNING:
@@ -223,11 +223,11 @@ class _Run:
         """Act on `job`'s finished visit: fail it (it cancelled its own task, its retry was refused, or its
         router raised or returned what its route refuses), else record its result and follow the router's
         Next; a LabError from the job is re-raised. Returns the jobs whose tasks must be withdrawn.
-        (guards: learner — a job or router that fails, fails its job, visibly)"""
+        (serves: learner — a job or router that fails, fails its job, visibly)"""
         if task.cancelled():  # only the job's own code cancels a task the run still counts on
             return self.fail(job, "CancelledError: the job cancelled its own task")
         if task.exception() is not None:
-            raise task.exception()  # a LabError: the lab is broken (guards: user)
+            raise task.exception()  # a LabError: the lab is broken (serves: user)
         kind, value = task.result()
         if kind == "failed":
             return self.fail(job, value)

@@ -26,7 +26,7 @@ ASK_S = 5.0  # a model server asked before the lab runs: a busy room's answers w
 
 
 def notebook_of(lab: str, folder: Path = NOTEBOOKS) -> Path:
-    """The lab's notebook in `folder` (`NN_*.ipynb`); LabError if there is not exactly one (guards: ours)."""
+    """The lab's notebook in `folder` (`NN_*.ipynb`); LabError if there is not exactly one (serves: ours)."""
     found = sorted(folder.glob(f"{lab}_*.ipynb"))
     if len(found) != 1:
         raise LabError(f"expected one notebook {lab}_*.ipynb in {folder}, found {len(found)}")
@@ -53,25 +53,25 @@ def rerun(
     from labkit.course.setup_check import backend_usable
     from labkit.model.factory import backend_name, is_live
 
-    if lab in WITHOUT_MODEL:  # guards: user
+    if lab in WITHOUT_MODEL:  # serves: user
         why = f"lab {lab} has no model to vary ({WITHOUT_MODEL[lab]})"
         raise LabError(f"{why}: nothing to re-run against another backend; labs 02-04 call one")
     backend_name(model)  # a spec that names no backend: its one line, before anything runs
-    # guards: user — an -o path no file can be written at
+    # serves: user — an -o path no file can be written at
     try:  # before anything runs: a folder, a path under a file or /proc would fail only at the end
         output_path(output)
     except ValueError as error:
         raise LabError(f"-o {error}") from None
     notebook = notebook_of(lab, folder)
     declared = list(inspect_notebook(str(notebook)))
-    if not declared:  # guards: ours — every lab notebook with a model declares its parameters
+    if not declared:  # serves: ours — every lab notebook with a model declares its parameters
         raise LabError(f"{notebook.name} has no cell tagged 'parameters' (papermill's convention)")
     chosen = {PARAMETERS[key]: value for key, value in {"model": model, **knobs}.items() if value is not None}
-    # guards: user — a knob this lab's notebook does not take
+    # serves: user — a knob this lab's notebook does not take
     if missing := [key for key, name in PARAMETERS.items() if name in chosen and name not in declared]:
         has = f"(it declares: {', '.join(declared)})"
         raise LabError(f"{notebook.name}'s parameters cell has no {missing[0]} parameter {has}")
-    # guards: environment — a server that does not answer (or a model not installed) would stop the lab
+    # serves: environment — a server that does not answer (or a model not installed) would stop the lab
     # at its first model cell, after every cell before it ran: one line instead, before any runs
     status, found, fix = backend_usable(model, timeout=ASK_S)
     if status != "ok":
@@ -101,7 +101,7 @@ def rerun(
                 request_save_on_cell_execute=False,  # saved when it ends or fails: a save re-encodes it all
                 extra_arguments=["--IPKernelApp.log_level=ERROR"],
             )
-    except PapermillExecutionError as error:  # guards: ours — a failing cell is one line naming it
+    except PapermillExecutionError as error:  # serves: ours — a failing cell is one line naming it
         failed = output.with_name(f"{output.stem}.failed.ipynb")
         os.replace(partial, failed)
         first = shorten(str(error.evalue).splitlines()[0], 200) if error.evalue else ""

@@ -102,7 +102,7 @@ def _schema() -> dict[str, Any]:
 
 
 def lab_number(text: str | int) -> str:
-    """3, '3', '03' or 'lab03' as '03'; LabError otherwise (guards: user)."""
+    """3, '3', '03' or 'lab03' as '03'; LabError otherwise (serves: user)."""
     digits = str(text).lower().removeprefix("lab")
     if digits.isdigit() and digits.zfill(2) in LABS:
         return digits.zfill(2)
@@ -212,10 +212,10 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
     nothing usable is recorded. `passed`: any attempt passed (its payload is handed in, not the last)."""
     lab = lab_number(lab)
     name = unicodedata.normalize("NFC", " ".join(str(name).split()))  # "José" typed either way is one name
-    if not re.fullmatch(_NAME_PATTERN, name):  # guards: user
+    if not re.fullmatch(_NAME_PATTERN, name):  # serves: user
         raise LabError(f"name {shorten(name, 40)!r} must be {_NAME_RULE} (it names the file)")
     recorded = _progress(lab)
-    if not recorded:  # guards: user — nothing to submit yet
+    if not recorded:  # serves: user — nothing to submit yet
         raise LabError(f"no checker of lab {lab} has run yet: run the lab's exercise cells, then submit")
     exercises, attacks, guards, notes = {}, [], {}, []
     hand_in = _carried(lab)
@@ -241,7 +241,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
             attacks.append(payload)
         else:
             guards[exercise] = payload
-    if not exercises:  # guards: user — nothing usable to submit
+    if not exercises:  # serves: user — nothing usable to submit
         raise LabError(
             f"no exercise of lab {lab} is recorded in a usable form ({'; '.join(notes)[:200]}); "
             "run the lab's exercise cells, then submit"
@@ -265,7 +265,7 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
 def author() -> str:
     """This checkout's author token (`runs/progress/author`), made on first use: who made a file, told
     apart from what they typed as their name. Not a secret and not a login: names stay self-reported.
-    (guards: untrusted file — an unreadable or odd token is replaced)"""
+    (serves: untrusted file — an unreadable or odd token is replaced)"""
     path = runs_dir() / "progress" / "author"
     try:
         token = path.read_text(encoding="ascii").strip()
@@ -304,7 +304,7 @@ def submit(
 ) -> Path:
     """`labkit submit` from a notebook cell: write the submission, print where, return the path (LabError if
     not): `output`, a file or folder (runs/submissions/); `to`, a shared folder (see `_hand_in`).
-    (guards: user — -o and --to)"""
+    (serves: user — -o and --to)"""
     from labkit.course.argtypes import output_path
 
     if output is not None and to is not None:
@@ -325,7 +325,7 @@ def submit(
         else:
             path = target if target is not None else runs_dir() / "submissions" / f"{stem}.json"
             path = write_whole(path / f"{stem}.json" if path.is_dir() else path, text, mode=0o644)
-    except OSError as error:  # guards: environment — a folder that cannot be written
+    except OSError as error:  # serves: environment — a folder that cannot be written
         raise LabError(f"cannot write the submission ({error.strerror or error}): nothing written") from None
     for note in notes:
         print(f"labkit submit: {note}", file=sys.stderr)

@@ -47,22 +47,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if not args.folder.is_dir():  # guards: user
+    if not args.folder.is_dir():  # serves: user
         raise LabError(f"{args.folder}: not a folder")
-    try:  # the default place is checked as --chart is, before the round runs (guards: user)
+    try:  # the default place is checked as --chart is, before the round runs (serves: user)
         path = args.chart or output_path(runs_dir() / "class" / "class-results.png", suffix=".png")
     except ValueError as error:
         raise LabError(f"chart: {error}") from None
     submissions, skipped = load_folder(args.folder)
     if skipped and (not args.json or not submissions):
         print(*skipped, sep="\n", file=sys.stderr)
-    if not submissions:  # guards: user — a folder with no usable submission
+    if not submissions:  # serves: user — a folder with no usable submission
         raise LabError(f"no usable submission in {args.folder} ({len(skipped)} file(s) skipped)")
     counts, round_ = pass_counts(submissions), red_team(submissions)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         chart(counts, round_).savefig(path, dpi=100, format="png")
-    except OSError as error:  # guards: environment — a chart that cannot be written
+    except OSError as error:  # serves: environment — a chart that cannot be written
         raise LabError(f"cannot write the chart {path} ({error.strerror or error})") from None
     tables = {"exercises": counts} | ({} if round_ is None else vars(round_))
     if args.json:

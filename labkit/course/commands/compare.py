@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     corpus = load_corpus(args.fixtures)
-    if args.cases != "base" and not corpus.adaptive_cases:  # guards: user
+    if args.cases != "base" and not corpus.adaptive_cases:  # serves: user
         raise LabError(f"{args.fixtures}: --cases {args.cases} needs adaptive_cases.json")
     cases = {"base": corpus.cases, "adaptive": corpus.adaptive_cases}.get(
         args.cases, corpus.cases + corpus.adaptive_cases

@@ -46,7 +46,7 @@ def _baselines(args: argparse.Namespace) -> int:
     rows = [row for row in evaluate_trials(args.trials, scripted_k=1) if row["policy"] not in SCRIPTED]
     cases = [known_cases()[case] for case in dict.fromkeys(row["case"] for row in rows)]
     rewrite = {case["id"] for case in cases_of("rewrite")}
-    if 0 < sum(case["id"] in rewrite for case in cases) < len(cases):  # guards: user — one case set a table
+    if 0 < sum(case["id"] in rewrite for case in cases) < len(cases):  # serves: user — one case set a table
         raise LabError(
             "these files hold episodes of the 24 graded cases and of the 40 rewrite cases: a run's row would "
             "average both sets; pass the files of one set at a time"

@@ -51,7 +51,7 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
         return
     try:
         from distributed import Client
-    except ImportError:  # guards: environment — Dask is not installed
+    except ImportError:  # serves: environment — Dask is not installed
         dask = "pip install -c requirements.txt -e '.[grid]'"
         raise LabError(f"--workers and --scheduler need Dask: {dask}") from None
     from labkit.course.grid import run
@@ -62,7 +62,7 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
         return
     try:
         client = Client(args.scheduler, timeout="10s")
-    except (OSError, TimeoutError, ValueError) as error:  # guards: environment — Dask unreachable
+    except (OSError, TimeoutError, ValueError) as error:  # serves: environment — Dask unreachable
         raise LabError(f"cannot reach the Dask scheduler at {args.scheduler} ({error})") from None
     with client:
         yield client
@@ -75,7 +75,7 @@ def _record_folder(record: str) -> Iterator[None]:
     anything is created, for a record path no file can be written at."""
     try:
         output_path(record)
-    except ValueError as error:  # guards: user — a --record path no file can be written at
+    except ValueError as error:  # serves: user — a --record path no file can be written at
         raise LabError(f"--record {error}") from None
     created = [folder for folder in Path(record).parents if not folder.exists()]  # deepest first
     if created:

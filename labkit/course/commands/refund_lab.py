@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _names(given: list[str] | None, known: dict, what: str) -> list[str]:
     """The names `given` (each once, in order; LabError naming an unknown one), or all `known`.
-    (guards: user)"""
+    (serves: user)"""
     for name in given or []:
         named(what, name, known)
     return list(dict.fromkeys(given)) if given else list(known)

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if importlib.util.find_spec("papermill") is None:  # guards: environment — papermill is not installed
+    if importlib.util.find_spec("papermill") is None:  # serves: environment — papermill is not installed
         raise LabError("rerun needs papermill: pip install -c requirements.txt -e '.[rerun]'")
     from labkit.course.classroom.rerun import rerun
     from labkit.course.classroom.submission import lab_number

@@ -74,7 +74,7 @@ def llama_server() -> str | None:
 
 def require_server() -> None:
     """LabError naming what is missing when llama-cpp-python's server extra is not installed.
-    (guards: environment)"""
+    (serves: environment)"""
     if missing := [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]:
         raise LabError(
             f"llama-cpp-python's server is not installed (missing {', '.join(missing)}): "
@@ -96,9 +96,9 @@ def server_command(
     from labkit.model.local import N_CTX, find_model_file
 
     path = Path(model_path) if model_path else find_model_file()
-    if not path.is_file():  # guards: user — a --model-path that is not there
+    if not path.is_file():  # serves: user — a --model-path that is not there
         raise LabError(f"--model-path {path}: no such file")
-    if parallel and (binary := llama_server()) is None:  # guards: environment
+    if parallel and (binary := llama_server()) is None:  # serves: environment
         raise LabError("llama-server is not built: run `make room-server`")
     if parallel:  # --threads-batch defaults to --threads
         _SLOTS.mkdir(exist_ok=True)
@@ -138,7 +138,7 @@ def _addresses(host: str) -> list[str]:
 def wait_until_ready(process: subprocess.Popen, url: str, limit: float = _READY_S) -> str:
     """The model id `url` (/v1/models) lists once it answers; LabError if the server exits or
     has not answered within `limit` seconds.
-    (guards: environment — a port taken, a server that never answers)"""
+    (serves: environment — a port taken, a server that never answers)"""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if process.poll() is not None:

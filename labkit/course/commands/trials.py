@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if not is_live(args.model):  # guards: user
+    if not is_live(args.model):  # serves: user
         raise LabError(f"--model {args.model}: trials are recorded from a live model (see --help)")
     backend = parse_spec(args.model)
     start = time.perf_counter()

@@ -1,7 +1,7 @@
 """Running a grid into one recording, each episode exactly once, resumably, here or on Dask. Only this
 process writes the file, a whole episode at a time (a killed run loses at most those in flight); `plan`
 cuts the unfinished tail of a file of only this grid's records and refuses any other, leaving it as is.
-(guards: untrusted file — a recording to resume)"""
+(serves: untrusted file — a recording to resume)"""
 
 import json
 import os
@@ -64,7 +64,7 @@ def plan(grid: Grid, record: str | Path) -> GridPlan:
     """The episodes of `grid` not yet in `record` (which may not exist yet); FixtureError naming the
     line if `record` holds a call or an episode outside this grid, with other settings, or twice."""
     record = Path(record)
-    if not record.parent.is_dir():  # guards: user, as are the next two
+    if not record.parent.is_dir():  # serves: user, as are the next two
         raise LabError(f"{record}: folder {record.parent} does not exist")
     if record.exists() and record.resolve() == Path(grid.path).resolve():
         raise LabError(f"{record} is the grid spec itself: record into another file")
@@ -107,7 +107,7 @@ def plan(grid: Grid, record: str | Path) -> GridPlan:
 def check_models(models: list[str], client: Any = None) -> None:
     """Ask each model's backend for its provenance where episodes will run (loads the model): one
     LabError line before anything is recorded if one cannot serve (on a cluster, one worker answers).
-    (guards: environment)"""
+    (serves: environment)"""
     for model in models:
         try:
             if client is None:
@@ -130,7 +130,7 @@ def _on_dask(todo: list[GridEpisode], client: Any) -> Iterator[list[dict[str, An
         for future in as_completed(futures):
             try:
                 yield future.result()
-            except KilledWorker:  # guards: environment — workers that die each time
+            except KilledWorker:  # serves: environment — workers that die each time
                 e = futures[future]
                 why = f"the workers running {e.label!r} case {e.case!r} trial {e.trial} died each time it ran"
                 raise LabError(f"{why}; stopped (what finished is recorded: rerun to resume)") from None
@@ -163,7 +163,7 @@ def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], 
                 for each in held:
                     write(each)
                 held.clear()
-            elif len(held) == MAX_PROVIDER_FAILURES:  # guards: environment — the backend is down
+            elif len(held) == MAX_PROVIDER_FAILURES:  # serves: environment — the backend is down
                 detail = next((r["error"] for r in reversed(records) if "error" in r), "no detail")
                 down = f"{records[-1]['backend']}: {len(held)} episodes in a row ended in provider_error"
                 raise LabError(

@@ -2,7 +2,7 @@
 spec.schema.json describes. Every combination of the lab's cell axes is a cell (one run label), which
 runs k trials of every value of its inner axis (its cases or variants); `load_spec` refuses a bad file in
 one line. What differs between labs, each lab's class of `labs.GRID_LABS` says.
-(guards: untrusted file — a grid spec)"""
+(serves: untrusted file — a grid spec)"""
 
 import itertools
 import json
@@ -114,7 +114,7 @@ def _check(path: Path, data: Any, schema: dict[str, Any]) -> None:
             message = f"must be one of {sets} or a list of case ids, got {error.instance!r}"
         raise FixtureError(f"{path}: " + (f"field {field!r}: " if field else "") + message)
     # NaN passes every JSON Schema bound (no comparison with it is true), and JSON Schema counts 2.0 as
-    # an integer: a user's `k = 1.0` would run as if it were right (guards: user).
+    # an integer: a user's `k = 1.0` would run as if it were right (serves: user).
     for name, value in data.items():
         declared = schema["properties"][name]
         whole = "integer" in (declared.get("type"), declared.get("items", {}).get("type"))
