@@ -174,7 +174,7 @@ def run_comparisons(rows: Sequence[Row], baselines: Baselines) -> list[Compariso
         for policy, group in groups.items()
         for other in against
     ]
-    # A declared name is a run's label, or its label after the model's ("example L3 T=0").
+    # A declared name is a recording's label, or its label after the model's ("example L3 T=0").
     runs = {name: policy for policy in groups for name in (policy, policy.split(" ", 1)[-1])}
     declared = [
         name.split(" − ") for q in questions.questions().values() if q.lab == "02" for name in q.comparisons

@@ -90,8 +90,8 @@ def episode_record(case: _Case, result: Result, **run: Any) -> dict[str, Any]:
 
 
 def default_label(backend: Backend, prompt: str, temperature: float, rung: str = "L1") -> str:
-    """A run's label, "<model> <prompt> <rung> T=<temperature>": the backend's name, with "local" as
-    SmolLM2-135M."""
+    """A recording's label (its episodes' `run` field), "<model> <prompt> <rung> T=<temperature>": the
+    backend's name, with "local" as SmolLM2-135M."""
     model = {"local": "SmolLM2-135M"}.get(backend.name, backend.name)
     return f"{model} {prompt} {rung} T={temperature:g}"
 

@@ -35,7 +35,8 @@ class RunResult:
         return tuple(self.states)
 
     def table(self) -> pd.DataFrame:
-        """One row per job: its final state, visits (runs), attempts (tries) and error, if any."""
+        """One row per job: its final state, visits (how often it was started), attempts (tries within a
+        visit) and error, if any."""
         import pandas as pd
 
         frame = pd.DataFrame(

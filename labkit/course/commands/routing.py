@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int_in(1, 20),
         default=5,
         metavar="N",
-        help="runs allowed per job in the review loop, 1..20 (default: 5)",
+        help="visits allowed per job in the review loop, 1..20 (default: 5)",
     )
     add(
         "--limit",
