@@ -16,7 +16,7 @@ Its checkers are `labkit.exercises.lab01` (`checks`; `diagnosis`: the trace fact
 from labkit.core.face import face
 
 __all__, __getattr__, __dir__ = face(
-    __name__,
+    globals(),
     {
         "controllers": "conflict controllers_for docuctl_tools scripted two_rule_workflow workflow",
         "corpus": "docuctl load_corpus",

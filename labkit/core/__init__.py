@@ -12,7 +12,7 @@ Everything else in `labkit.core` is plumbing the labs share: fixtures, checkers'
 from labkit.core.face import face
 
 __all__, __getattr__, __dir__ = face(
-    __name__,
+    globals(),
     {
         "decisions": "Tool validate_decision",
         "display": "trace_text",

@@ -8,18 +8,19 @@ to the module and shadow the name (tests/test_layout.py checks this for every fa
 """
 
 import importlib
-import sys
 from collections.abc import Callable
 from typing import Any
 
 
 def face(
-    package: str, defined_in: dict[str, str]
+    namespace: dict[str, Any], defined_in: dict[str, str]
 ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
-    """`__all__`, `__getattr__` and `__dir__` for `package`, whose public names are `defined_in`: a
-    module and the names it defines (or re-exports), separated by spaces. A module is relative to
-    `package` unless it starts with "labkit." (a name another package defines, such as lab 01's task in
-    lab 02's face); "" lists submodules of `package` by name. An unknown name raises AttributeError."""
+    """`__all__`, `__getattr__` and `__dir__` for the package whose `globals()` are `namespace` (a name,
+    once loaded, is written there, so later lookups skip `__getattr__`), its public names `defined_in`: a
+    module and the names it defines (or re-exports), separated by spaces. A module is relative to the
+    package unless it starts with "labkit." (a name another package defines, such as lab 01's task in
+    lab 02's face); "" lists submodules of the package by name. An unknown name raises AttributeError."""
+    package = namespace["__name__"]
     exports = {name: module for module, names in defined_in.items() for name in names.split()}
 
     def __getattr__(name: str) -> Any:
@@ -31,10 +32,10 @@ def face(
         else:
             where = module if module.startswith("labkit.") else f"{package}.{module}"
             value = getattr(importlib.import_module(where), name)
-        vars(sys.modules[package])[name] = value  # later lookups skip this function
+        namespace[name] = value  # later lookups skip this function
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*vars(sys.modules[package]), *exports})
+        return sorted({*namespace, *exports})
 
     return sorted(exports), __getattr__, __dir__

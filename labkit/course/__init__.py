@@ -13,7 +13,7 @@ reaches into one module here, pays for none of them):
 from labkit.core.face import face
 
 __all__, __getattr__, __dir__ = face(
-    __name__,
+    globals(),
     {
         "labkit.model.factory": "backend_from_env",
         "classroom.submission": "submit",

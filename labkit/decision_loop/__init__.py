@@ -17,7 +17,7 @@ The runtime itself is `labkit.core`'s `run`; lab 02's checkers are `labkit.exerc
 from labkit.core.face import face
 
 __all__, __getattr__, __dir__ = face(
-    __name__,
+    globals(),
     {
         "labkit.baseline.controllers": "docuctl_tools scripted",
         "labkit.baseline.corpus": "docuctl",

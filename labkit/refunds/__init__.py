@@ -24,7 +24,7 @@ Its checkers are `labkit.exercises.lab03`.
 from labkit.core.face import face
 
 __all__, __getattr__, __dir__ = face(
-    __name__,
+    globals(),
     {
         "labkit.model.factory": "backend_for",
         "labkit.model.record": "read_records",

@@ -19,7 +19,7 @@ Its checkers are `labkit.exercises.lab04`.
 from labkit.core.face import face
 
 __all__, __getattr__, __dir__ = face(
-    __name__,
+    globals(),
     {
         "labkit.model.factory": "backend_for",
         "clock": "FakeClock",
