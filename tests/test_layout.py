@@ -88,8 +88,9 @@ REPO = ROOT.parent
 # step, mediation asked refunds down to a cent and gift cards the form did not name, the step after a
 # paid retry) and for the stop reasons' names (labkit.core.stops), the course wing's face and lab 03's
 # hand-in module, while 86 `from __future__ import annotations` that Python 3.11 does not need went;
-# labkit to 8,200 for a count written as a Decimal('12'), a whole number like Fraction(12).
-BUDGET = {"labkit": 8_200, "tests": 6_555}
+# labkit to 8,200 for a count written as a Decimal('12'), a whole number like Fraction(12), and to 8,205
+# for a graded result's attributes declared on `Result` (core's display reads nothing of lab 01's).
+BUDGET = {"labkit": 8_205, "tests": 6_555}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",

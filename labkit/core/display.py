@@ -71,11 +71,11 @@ def trace_text(result: Mapping[str, Any]) -> str:
     elif result.get("detail"):
         stop += f"  detail={result.get('detail')!r}"
     lines.append(stop)
-    correct = getattr(result, "correct", None)
+    correct, expected = getattr(result, "correct", None), getattr(result, "expected", None)
     if correct:
         lines.append("outcome: correct")
-    elif correct is not None:
-        answer, citation = result.expected  # type: ignore[attr-defined]
+    elif correct is not None and expected is not None:
+        answer, citation = expected
         what = "wrong answer" if result.get("stop") == Stop.FINAL else "no answer"
         lines.append(f"outcome: {what}, expected {answer!r} citing {citation!r}")
     return "\n".join(lines)
@@ -109,6 +109,7 @@ def result_html(result: Mapping[str, Any]) -> str:
         for entry in result.get("trace", [])
     ]
     stop, correct = str(result.get("stop")), getattr(result, "correct", None)
+    expected = getattr(result, "expected", None)  # a plain dict is not graded: neither is set
     label, colour = stop, _STOPPED if stop != Stop.FINAL else _UNGRADED
     if stop == Stop.FINAL and correct is not None:
         label, colour = (
@@ -120,8 +121,8 @@ def result_html(result: Mapping[str, Any]) -> str:
     )
     if stop == Stop.FINAL:
         summary += f" · answer {_code(result.get('answer'))} · citation {_code(result.get('citation'))}"
-        if correct is False:
-            answer, citation = result.expected  # type: ignore[attr-defined]
+        if correct is False and expected is not None:
+            answer, citation = expected
             summary += f" · expected {_code(answer)} citing {_code(citation)}"
     elif result.get("detail"):
         summary += f" · {html.escape(str(result.get('detail')))}"
