@@ -102,7 +102,7 @@ def _signals_usable() -> bool:
 def time_limit(seconds: float | None = None) -> Iterator[None]:
     """Raise TimedOut if the block runs past `seconds` (LIMIT_S by default), again every 50 ms until it ends;
     only in the main thread (SIGALRM), else not limited; inside another limit, only the outer one applies."""
-    seconds = LIMIT_S if seconds is None else seconds  # read now: tests lower LIMIT_S
+    seconds = LIMIT_S if seconds is None else seconds  # read at the call: a changed LIMIT_S applies
     if not _signals_usable() or signal.getitimer(signal.ITIMER_REAL)[0]:
         yield  # not limited here, or an enclosing limit is armed and will fire
         return
