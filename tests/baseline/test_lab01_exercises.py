@@ -235,6 +235,8 @@ def test_a_diagnosis_passes_exactly_when_stage_step_and_facts_are_the_traces(sta
         ("retrieval", 1, FACTS | {"expected_hit": None}, ["your 'expected_hit' is not what step 1"]),
         (["retrieval"], 1, FACTS, ["choose one of retrieval, control, answer"]),
         (None, None, None, ["not attempted yet"]),
+        (None, 1, FACTS, ["`stage` is still None", "choose one of retrieval"]),  # round 9: the rest filled in
+        (..., 1, None, ["`stage` is still `...`", "choose one of"]),
     ],
 )
 def test_a_diagnosis_the_trace_does_not_bear_out_is_refused(stage, step, evidence, phrases):
