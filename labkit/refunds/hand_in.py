@@ -11,7 +11,6 @@ from labkit.refunds import attacks
 from labkit.refunds.guard_table import RAISED, TABLE_FORMAT, table_problem
 from labkit.refunds.lab import refund_lab
 
-FIELDS = ("attacks", "guards")  # the submission's fields this lab fills
 ATTACK_EXERCISE = "intent_attack"  # the exercise whose payload is an attack
 
 

@@ -143,8 +143,9 @@ def _entry_problem(entry: Any) -> str | None:
     return None
 
 
-# The labs whose submissions carry more than verdicts, and the module that says what (`hand_in.FIELDS`,
-# `handed_in`, and each field's problem function): the course wing names a lab here and nowhere else.
+# The labs whose submissions carry more than verdicts (attacks, guards' tables), and the module that says
+# which (`handed_in`) and why one is unusable (`attack_problem`, `guard_problem`): the course wing names a
+# lab here and nowhere else.
 _HAND_INS = {"03": "labkit.refunds.hand_in"}
 
 
