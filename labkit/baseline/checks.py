@@ -220,9 +220,9 @@ def check_failure_stage(
     expected page ranked among the hits, 1-based, or None when search did not return it}.
     Returns a Check: passed, with what held; else what to fix in a sentence or two (None: not attempted
     yet)."""
-    if unanswered(stage) and unanswered(step) and unanswered(evidence):
+    if unanswered(stage) and unanswered(step):  # the cell as shipped: its evidence dict holds Nones
         return fail(NOT_YET)
-    if unanswered(stage):  # the rest filled in: the stage is what is missing, not the attempt
+    if unanswered(stage):  # the step filled in: the stage is what is missing, not the attempt
         left = "`...`" if stage is Ellipsis else "None"
         return fail(f"`stage` is still {left}: choose one of {', '.join(diagnosis.STAGES)}.")
     if not isinstance(case_id, str):

@@ -237,6 +237,7 @@ def test_a_diagnosis_passes_exactly_when_stage_step_and_facts_are_the_traces(sta
         (None, None, None, ["not attempted yet"]),
         (None, 1, FACTS, ["`stage` is still None", "choose one of retrieval"]),  # round 9: the rest filled in
         (..., 1, None, ["`stage` is still `...`", "choose one of"]),
+        (None, None, {"first_hit": None, "expected_hit": None}, ["not attempted yet"]),  # the cell as shipped
     ],
 )
 def test_a_diagnosis_the_trace_does_not_bear_out_is_refused(stage, step, evidence, phrases):
