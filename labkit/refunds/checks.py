@@ -390,19 +390,6 @@ def check_safe_retry(decide: Callable[..., Any] | None) -> Check:
     )
 
 
-def _after_retry(episode: Any) -> Any:
-    """The decision after the retry of the episode's timed-out refund (its lookup between them), where the
-    retry ran (it has a result); None where there was no such retry or a tool limit stopped it."""
-    trace = [entry for entry in episode.result["trace"] if isinstance(entry.get("decision"), Mapping)]
-    refund, _, retry = hidden.after_timeout(episode)
-    if refund is None or not hidden.same_refund(refund, retry):
-        return None
-    lost = next(n for n, entry in enumerate(trace) if entry["decision"] is refund)
-    if trace[lost + 2].get("result") is None:  # proposed, not run
-        return None
-    return trace[lost + 3]["decision"] if lost + 3 < len(trace) else "nothing (the episode ended)"
-
-
 def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
     """What is wrong with the policy's retries, the first problem first; None if nothing."""
     if any(s.duplicates for _, s in pairs):
@@ -450,7 +437,7 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
     # before paying is owed what every other one is: the next decision is the final answer, not a second
     # refund "to be sure" nor another lookup.
     for case, s in pairs:
-        after = _after_retry(s.episode) if case.fault == "before paying" else None
+        after = hidden.after_retry(s.episode) if case.fault == "before paying" else None
         if after is not None and not (isinstance(after, Mapping) and after.get("action") == Stop.FINAL):
             return (
                 f"{case.where} (no money moved), your retry was paid, and then your policy proposed "

@@ -241,14 +241,32 @@ def retry_cases(lab: RefundLab) -> list[RetryCase]:
     ]
 
 
+def _from_timeout(episode: Any) -> list[Mapping[str, Any]]:
+    """The episode's trace entries that hold a decision, from its first timed-out refund on ([] if none)."""
+    trace = [entry for entry in episode.result["trace"] if isinstance(entry.get("decision"), Mapping)]
+    lost = [
+        n
+        for n, entry in enumerate(trace)
+        if entry["decision"].get("action") == "refund" and timed_out(entry.get("result"))
+    ]
+    return trace[lost[0] :] if lost else []
+
+
 def after_timeout(episode: Any) -> tuple[Mapping[str, Any] | None, Any, Any]:
     """(the episode's first timed-out refund, the decision after it, the decision after that), or Nones."""
-    trace = [entry for entry in episode.result["trace"] if isinstance(entry.get("decision"), Mapping)]
-    for index, entry in enumerate(trace):
-        if entry["decision"].get("action") == "refund" and timed_out(entry.get("result")):
-            rest = [e["decision"] for e in trace[index + 1 : index + 3]]
-            return entry["decision"], *(rest + [None, None])[:2]
-    return None, None, None
+    decisions = [entry["decision"] for entry in _from_timeout(episode)] + [None, None, None]
+    return decisions[0], decisions[1], decisions[2]
+
+
+def after_retry(episode: Any) -> Any:
+    """The decision after the retry of the episode's timed-out refund (the same refund, its lookup between
+    them), where the retry ran (it has a result); None where there was no such retry or a tool limit
+    stopped it, "nothing (the episode ended)" where no decision came after it."""
+    entries = _from_timeout(episode)
+    ran = len(entries) > 2 and entries[2].get("result") is not None
+    if not ran or not same_refund(entries[0]["decision"], entries[2]["decision"]):
+        return None
+    return entries[3]["decision"] if len(entries) > 3 else "nothing (the episode ended)"
 
 
 def looked(episode: Any) -> bool:
