@@ -5,7 +5,9 @@ bootstrap they replaced (the baseline, measured in the same run on the same desi
 
 Prints one row per design (units, trials a unit, rate(s), intra-unit correlation): the coverage of
 `stats.rate` (or, for a paired design, `stats.mover_bounds`) and of the percentile bootstrap, and
-their ratio. tests/core/test_coverage.py holds the course's intervals to 0.93 on the same designs."""
+their ratio. tests/core/test_coverage.py holds the course's intervals to 0.93 on the same designs. Last,
+beyond the labs: lab 03's crossed requests where the attack alone sets an episode's rate (`attack_weight`
+1), the case the request-clustered intervals do not hold."""
 
 from __future__ import annotations
 
@@ -51,6 +53,12 @@ def main() -> None:
         f"\nworst course coverage {table['course'].min():.3f} (held to {coverage.LEVEL}); "
         f"worst bootstrap {table['percentile bootstrap'].min():.3f}"
     )
+    alone = [coverage.crossed_requests(p, icc, 1.0) for p in coverage.SHARES for icc in coverage.ICCS]
+    beyond = pd.DataFrame(
+        {"rate": d.rate, "icc": d.icc, "course": coverage.rate_coverage(d, args.samples)} for d in alone
+    )
+    print("\nbeyond the labs, the attack alone setting the rate (attack_weight 1):")
+    print(beyond.round(3).to_string(index=False))
 
 
 if __name__ == "__main__":

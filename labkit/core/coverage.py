@@ -7,8 +7,17 @@ unit's own rate is drawn from a beta distribution with mean `rate` and intra-uni
 (its parameters sum to 1/icc - 1), and its trials are Bernoulli draws at that rate: at icc 0.6 most
 units nearly always pass or nearly always fail, as a case does for a model at a low temperature. A
 paired design draws the two sides' unit rates through one uniform quantile, shared with chance `corr`,
-so a unit that is hard for one side is often hard for the other. Every draw comes from a seeded
-generator: a result is the same on every machine."""
+so a unit that is hard for one side is often hard for the other.
+
+Lab 03's model suite crosses its units with attacks: most requests ran alone and under each of the same
+9 attacks, so an attack that works on every request would tie the requests' episodes together, which
+clustering by request alone does not see. A crossed design (`attack_weight` w > 0) draws each attack's
+rate as it draws a unit's, and an episode's rate is (1 - w) * its request's + w * its attack's (an
+episode alone counts as a tenth attack): the mean stays `rate`, and at w = 0.7 the attack sets most of
+it. The request-clustered intervals hold there (the designs below); they fall under 0.93 only where the
+attack alone sets the rate (w = 1 at intra-unit correlation 0.6: 0.90-0.94, `python -m benchmarks.coverage`),
+far from the recorded suite, where the 9 attacks' shares under no defense (0.57-0.70) differ no more
+than chance gives. Every draw comes from a seeded generator: a result is the same on every machine."""
 
 from dataclasses import dataclass
 from functools import cache
@@ -22,10 +31,12 @@ LEVEL = 0.93  # the coverage a 95% interval must reach at our sizes to be printe
 # The designs the labs print: units (lab 03's 9 attacks and 10 requests, lab 04's 15 and 50 trials, lab
 # 02's 24 and 40 cases, lab 03's 82 and 154 model cases) and trials a unit (lab 02's 5, lab 03's 250 seeds).
 UNITS = (9, 10, 15, 24, 40, 50, 82, 154)
-# Lab 03's model suite by request (lab03-model), each request's episodes its trials: the 4 pilot requests
-# under every attack at every place (37 episodes), 28 legitimate ones under each attack once (10), and
-# the 6 refused ones alone (1).
-REQUEST_SIZES = (37,) * 4 + (10,) * 28 + (1,) * 6
+# Lab 03's model suite by request (lab03-model), each request's episodes at each attack (the first alone,
+# then the 9 attacks): the 4 pilot requests under every attack at every place (37 episodes), 28
+# legitimate ones under each attack once (10), and the 6 refused ones alone (1).
+REQUEST_ATTACKS = ((1,) + (4,) * 9,) * 4 + ((1,) * 10,) * 28 + ((1,) + (0,) * 9,) * 6
+REQUEST_SIZES = tuple(sum(row) for row in REQUEST_ATTACKS)
+ATTACK_WEIGHTS = (0.0, 0.3, 0.7)  # the share of an episode's rate its attack sets, in the crossed designs
 TRIAL_COUNTS = (1, 5, 15, 50, 250)
 SHARES = (0.1, 0.3, 0.5)
 ICCS = (0.2, 0.6)
@@ -47,6 +58,12 @@ class Design:
     corr: float = 0.0
     trials_b: int | None = None  # b's trials a unit when they differ from a's (a model against 250 seeds)
     sizes: tuple[int, ...] = ()  # each unit's own trials where they differ (`units` of them)
+    attack_weight: float = 0.0  # a crossed design's w (module docstring): its trials are REQUEST_ATTACKS
+
+
+def _cells(design: Design) -> int:
+    """The quantile cells one simulated experiment draws: one a unit, and one an attack when crossed."""
+    return design.units + (len(REQUEST_ATTACKS[0]) if design.attack_weight else 0)
 
 
 def _trials(design: Design) -> np.ndarray:
@@ -66,16 +83,20 @@ def _unit_means(
     rng: np.random.Generator, quantiles: np.ndarray, design: Design, rate: float, trials: int | np.ndarray
 ) -> np.ndarray:
     """The units' observed mean rates (samples x units) over `trials` trials (one count, or one a unit)
-    at the drawn quantile cells."""
-    unit_rates = _inverse_cdf(rate, design.icc)[quantiles]
-    return rng.binomial(trials, unit_rates) / trials
+    at the drawn quantile cells; a crossed design's cells past its units are its attacks'."""
+    rates = _inverse_cdf(rate, design.icc)[quantiles]
+    if not design.attack_weight:
+        return rng.binomial(trials, rates) / trials
+    units, attacks = rates[:, : design.units], rates[:, design.units :]
+    episode_rates = (1 - design.attack_weight) * units[..., None] + design.attack_weight * attacks[:, None, :]
+    return rng.binomial(np.asarray(REQUEST_ATTACKS), episode_rates).sum(axis=-1) / trials
 
 
 def rate_coverage(design: Design, samples: int = 2000, seed: int = 0) -> float:
     """The share of `samples` simulated experiments whose `stats.rate` interval (`stats.rate_bounds`,
     the same computation, row by row) holds the true rate."""
     rng = np.random.default_rng(seed)
-    cells = rng.integers(0, _QUANTILES, size=(samples, design.units))
+    cells = rng.integers(0, _QUANTILES, size=(samples, _cells(design)))
     means = _unit_means(rng, cells, design, design.rate, _trials(design))
     _, low, high = stats.rate_bounds(means, _trials(design))
     return float(np.mean((low <= design.rate) & (design.rate <= high)))
@@ -85,7 +106,7 @@ def difference_coverage(design: Design, samples: int = 2000, seed: int = 0) -> f
     """The share of simulated paired experiments whose `stats.mover_bounds` interval for a - b holds
     the true difference."""
     rng = np.random.default_rng(seed)
-    cells_a = rng.integers(0, _QUANTILES, size=(samples, design.units))
+    cells_a = rng.integers(0, _QUANTILES, size=(samples, _cells(design)))
     fresh = rng.integers(0, _QUANTILES, size=cells_a.shape)
     cells_b = np.where(rng.random(cells_a.shape) < design.corr, cells_a, fresh)
     means_a = _unit_means(rng, cells_a, design, design.rate, _trials(design))
@@ -97,17 +118,22 @@ def difference_coverage(design: Design, samples: int = 2000, seed: int = 0) -> f
 
 def rate_designs() -> list[Design]:
     """Every rate design the labs print, crossed with the rates and correlations above, and lab 03's
-    requests with their own sizes."""
+    requests with their own sizes, crossed with the attacks at each of `ATTACK_WEIGHTS`."""
     return [Design(n, k, p, icc) for n in UNITS for k in TRIAL_COUNTS for p in SHARES for icc in ICCS] + [
-        Design(len(REQUEST_SIZES), 10, p, icc, sizes=REQUEST_SIZES) for p in SHARES for icc in ICCS
+        crossed_requests(p, icc, weight) for p in SHARES for icc in ICCS for weight in ATTACK_WEIGHTS
     ]
+
+
+def crossed_requests(rate: float, icc: float, weight: float, **paired: float) -> Design:
+    """Lab 03's model suite: its requests with their own sizes, crossed with its attacks at `weight`."""
+    return Design(len(REQUEST_SIZES), 10, rate, icc, sizes=REQUEST_SIZES, attack_weight=weight, **paired)
 
 
 def difference_designs() -> list[Design]:
     """Every paired design the labs print, crossed with the rate pairs and correlations above: both
     sides with the same trials, one trial a unit against a 250-seed baseline (lab 03's model
     against random-admissible, over its 10 requests, 82 and 154 cases), and lab 03's requests with
-    their own sizes on both sides."""
+    their own sizes on both sides, crossed with the attacks at each of `ATTACK_WEIGHTS`."""
     return (
         [  # both sides with the same trials
             Design(n, k, a, icc, rate_b=b, corr=corr)
@@ -125,9 +151,10 @@ def difference_designs() -> list[Design]:
             for corr in CORRS
         ]
         + [  # lab 03's requests, each with its own episodes on both sides
-            Design(len(REQUEST_SIZES), 10, a, icc, rate_b=b, corr=corr, sizes=REQUEST_SIZES)
+            crossed_requests(a, icc, weight, rate_b=b, corr=corr)
             for a, b in PAIRS
             for icc in ICCS
             for corr in CORRS
+            for weight in ATTACK_WEIGHTS
         ]
     )

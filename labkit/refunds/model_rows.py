@@ -33,7 +33,9 @@ BASELINES = ("random-admissible", "careful", "gullible")
 COMPARED = ("unauthorized_rate", "benign_utility")
 # The model's comparisons are over requests, each request's episodes (alone and under each attack) its
 # trials: the outcome is driven by the request (its share under no defense runs from 0.00 to 1.00, the
-# attack's far less), so the 434 cases are worth as many units as there are requests, 38.
+# attack's far less), so the 434 cases are worth as many units as there are requests, 38. The requests
+# cross the attacks; `labkit.core.coverage`'s crossed designs show the intervals hold unless the attack
+# alone sets the outcome.
 MODEL_UNIT = "request"
 MODEL_QUESTION = "lab03-model"
 

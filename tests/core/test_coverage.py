@@ -37,3 +37,14 @@ def test_the_simulation_finds_an_interval_that_under_covers():
 @pytest.mark.parametrize("design", [Design(15, 1, 0.3, 0.2), Design(9, 15, 0.1, 0.6)])
 def test_a_design_is_the_same_on_every_run(design):
     assert coverage.rate_coverage(design, samples=500) == coverage.rate_coverage(design, samples=500)
+
+
+def test_the_crossed_simulation_finds_where_clustering_by_request_fails():
+    # an attack that alone sets every episode's rate ties the requests together; at w = 0.7 they hold
+    held = coverage.crossed_requests(0.5, 0.6, 0.7)
+    alone = coverage.crossed_requests(0.5, 0.6, 1.0)
+    assert (
+        coverage.rate_coverage(alone, samples=1500)
+        < coverage.LEVEL
+        <= coverage.rate_coverage(held, samples=1500)
+    )
