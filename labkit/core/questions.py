@@ -58,19 +58,21 @@ class Question:
         """The level each comparison is tested at: Bonferroni's, level / family size."""
         return self.level / len(self.comparisons)
 
-    def mde(self) -> float:
+    def mde(self, sd: float | None = None) -> float:
         """The smallest gain the declared test detects with 80% power at `alpha` on the declared design
-        (`size` units), by `stats.mde` (McNemar) or `stats.mde_mean` (sign-flip)."""
+        (`size` units), by `stats.mde` (McNemar) or `stats.mde_mean` (sign-flip: with the declared
+        `sd`, or the `sd` a recording showed)."""
         if self.test == "exact McNemar":
             return stats.mde(self.units, discordant=self.discordant, alpha=self.alpha)
-        return stats.mde_mean(self.size, self.sd, self.alpha)
+        return stats.mde_mean(self.size, self.sd if sd is None else sd, self.alpha)
 
-    def power(self, gain: float = GAIN) -> float:
+    def power(self, gain: float = GAIN, sd: float | None = None) -> float:
         """The chance the declared test rejects a true gain of `gain` on the declared design (McNemar
-        exactly, `stats.power`; the sign-flip test by its t-test match, `stats.power_mean`)."""
+        exactly, `stats.power`; the sign-flip test by its t-test match, `stats.power_mean`, with `sd`
+        as `mde` takes it)."""
         if self.test == "exact McNemar":
             return stats.power(self.units, gain, self.discordant, self.alpha)
-        return stats.power_mean(self.size, gain, self.sd, self.alpha)
+        return stats.power_mean(self.size, gain, self.sd if sd is None else sd, self.alpha)
 
 
 @cache

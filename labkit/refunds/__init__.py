@@ -13,9 +13,9 @@ lab's map, and what its notebook imports:
   `COLUMNS`, `course_scores`; with intervals: `matrix_intervals`, `defense_comparisons`, `compare_scores`,
   `episodes_of` (one row per episode, by request and attack)
 - the model's rows, replayed: `model_specs`, `model_table`, `model_scores`, `model_comparisons`,
-  `attribution`, `rates_with_intervals`, `LADDER_DEFENSES`, `request_design` (lab03-model's size); the
-  recording: `read_records`, `TRIALS`,
-  `is_episode`, `random_baseline` (the drawn random-admissible baseline), `backend_for`
+  `attribution`, `rates_with_intervals`, `LADDER_DEFENSES`, `request_design` and `recorded_sd`
+  (lab03-model's size); the recording: `read_records`, `TRIALS`, `is_episode`, `random_baseline` (the
+  drawn random-admissible baseline), `backend_for`
 - display: `short`, `legend`, `success_by_attack`, `family_table`, `utility_security` (the chart)
 
 Its checkers are `labkit.exercises.lab03`.
@@ -39,7 +39,7 @@ __all__, __getattr__, __dir__ = face(
         "lab": "refund_lab",
         "metrics": "COLUMNS course_scores duplicates matrix money_lost suite unauthorized utility",
         "model_rows": "LADDER_DEFENSES attribution model_comparisons model_scores model_specs model_table "
-        "rates_with_intervals request_design",
+        "rates_with_intervals recorded_sd request_design",
         "policies": "careful gullible instructions_in timed_out",
         "rules": "authorise rules_text",
         "shop": "MAX_CENTS Refund RefundCall cents dollars",

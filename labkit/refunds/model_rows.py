@@ -227,21 +227,36 @@ def model_comparisons(
     }
 
 
-def request_design(scores: Sequence[Score], per_request: int) -> tuple[float, int]:
+def request_design(scores: Sequence[Score], per_request: int, sd: float | None = None) -> tuple[float, int]:
     """The size of lab03-model's design on `scores` (one defense's episodes): Kish's effective number of
     requests, each weighed by its episodes of the unauthorised share as the sign-flip test weighs it,
     and how many more requests of `per_request` episodes would give the declared test power 0.80 for
-    a gain of `questions.GAIN` at the question's level and background sd."""
+    a gain of `questions.GAIN` at the question's level, with the per-request differences' `sd` (None:
+    the question's declared one)."""
     asked = questions.question(MODEL_QUESTION)
+    sd = asked.sd if sd is None else sd
     sizes = [
         len(trials) for trials in units_of(episodes_of(scores), "unauthorized_rate", MODEL_UNIT).values()
     ]
     more = 0
-    while (
-        stats.power_mean(_kish([*sizes, *[per_request] * more]), questions.GAIN, asked.sd, asked.alpha) < 0.8
-    ):
+    while stats.power_mean(_kish([*sizes, *[per_request] * more]), questions.GAIN, sd, asked.alpha) < 0.8:
         more += 1
     return _kish(sizes), more
+
+
+def recorded_sd(a: Sequence[Score], b: Sequence[Score]) -> float:
+    """The sd of the per-request differences of the unauthorised share, a - b, that the declared
+    sign-flip test meets on the recorded requests: with d a request's difference, w its episodes, k
+    requests and n Kish's effective number of them, sqrt(n * k / (k - 1) * sum(w**2 (d - mean)**2)
+    / sum(w)**2), so that sd / sqrt(n) is the weighted mean's standard error. The declared sd
+    (questions.json) was fixed on the first 22 requests, before the last 16 were recorded; this is
+    what `stats.mde_mean` and `stats.power_mean` take for the MDE the recording achieved."""
+    units_a, units_b = (units_of(episodes_of(scores), "unauthorized_rate", MODEL_UNIT) for scores in (a, b))
+    shared = [unit for unit in units_b if unit in units_a]
+    d = np.array([np.mean(units_a[unit]) - np.mean(units_b[unit]) for unit in shared])
+    w = np.array([float(len(units_b[unit])) for unit in shared])
+    spread = np.sum(w**2 * (d - np.sum(w * d) / np.sum(w)) ** 2) / np.sum(w) ** 2
+    return float(np.sqrt(_kish(w) * len(d) / (len(d) - 1) * spread))
 
 
 def _kish(sizes: Sequence[int]) -> float:

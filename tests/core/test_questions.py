@@ -63,6 +63,7 @@ def test_the_declared_mde_is_the_declared_tests_at_its_level():
     # computed on those, not on 38 (power 0.64 on 38 equal units); 0.80 for 0.20 is out of reach.
     model = questions.question("lab03-model")
     assert (model.size, model.mde(), round(model.power(), 2)) == (22.7, pytest.approx(0.32), 0.39)
+    assert (model.mde(0.62), round(model.power(sd=0.62), 2)) == (pytest.approx(0.43), 0.21)
     assert questions.question("lab02-rewrite").size == 40  # equal units: the declared number
 
 
