@@ -85,13 +85,17 @@ def limit_s() -> float:
 
 class Recorded:
     """A learner's function as labkit's machinery (a runtime) calls it: its first exception is kept in `error`
-    and a plain RuntimeError raised instead, so the caller's handling applies, the checker names the line."""
+    and a plain RuntimeError raised instead, so the caller's handling applies, the checker names the line.
+    `last`: the arguments of its latest call (a runtime hands each call its own copy), so a checker can
+    ask again from where an episode stopped."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn: Callable[..., Any] = fn
         self.error: BaseException | None = None
+        self.last: tuple[Any, ...] = ()
 
     def __call__(self, *args: Any) -> Any:
+        self.last = args
         try:
             return self.fn(*args)
         except Exception as error:  # noqa: BLE001 - the verdict reports it

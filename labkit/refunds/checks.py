@@ -358,30 +358,32 @@ def check_safe_retry(decide: Callable[..., Any] | None) -> Check:
     lab = refund_lab()
     policy = Recorded(decide)
     factory = factory_of(policy)
-    cases, scores = hidden.retry_cases(lab), []
+    cases, scores, retried = hidden.retry_cases(lab), [], []
     for case in cases:
         try:
             with time_limit(3 * limit_s()):
                 score = score_policy(
                     factory, case.defenses, [case.spec], lab, step_timeout=limit_s(), deadline=2 * limit_s()
                 )[0]
+                # asked now, while the policy's last call is this episode's
+                lost = case.fault == "before paying"
+                retried.append(hidden.after_retry(score.episode, policy, case.spec.request) if lost else None)
         except TimedOut as error:
             return crashed(error, case.where)
         if (problem := _policy_problem(policy, case, score)) is not None:
             return problem
         scores.append(score)
-    shown = [(case, s) for case, s in zip(cases, scores, strict=True) if case.shown]
+    pairs = list(zip(cases, scores, strict=True))
     columns = ["request", "timeout", "refunds", "paid_once", "dupes", "looked", "stop"]
-    table = pd.DataFrame(
-        [
-            (s.spec.request.id, case.fault != "none", len(s.episode.refunds), s.utility, s.duplicates)
-            + (hidden.looked(s.episode), s.episode.result["stop"])
-            for case, s in shown
-        ],
-        columns=columns,
-    ).set_index(["request", "timeout"])
-    if (problem := _retry_problem(list(zip(cases, scores, strict=True)))) is not None:
-        return fail(problem, table)
+    rows = [
+        (s.spec.request.id, case.fault, len(s.episode.refunds), s.utility, s.duplicates)
+        + (hidden.looked(s.episode), s.episode.result["stop"])
+        for case, s in pairs
+    ]
+    table = pd.DataFrame(rows, columns=columns).set_index(["request", "timeout"])
+    if (problem := _retry_problem(pairs, retried)) is not None:
+        return fail(problem, table)  # every episode, the failing one among them
+    table = table[[case.shown for case in cases]]
     return Check(
         True,
         "no duplicate: each timeout was looked up first and a refund retried only when none was paid. "
@@ -390,8 +392,9 @@ def check_safe_retry(decide: Callable[..., Any] | None) -> Check:
     )
 
 
-def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
-    """What is wrong with the policy's retries, the first problem first; None if nothing."""
+def _retry_problem(pairs: list[tuple[RetryCase, Score]], paid_retries: list[Any]) -> str | None:
+    """What is wrong with the policy's retries, the first problem first; None if nothing. `paid_retries`: each
+    episode's decision after its paid retry (`hidden.after_retry`; None where it had none)."""
     if any(s.duplicates for _, s in pairs):
         return (
             "a retry paid twice: after a timeout, look the order up and retry only if its 'refunds' list "
@@ -433,11 +436,9 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]]) -> str | None:
                 f"refund, yet your policy {did}: read the order's 'refunds' and retry the same refund "
                 "when it is empty."
             )
-    # Once its retry has run (a policy that spends fewer tools before it gets there), the episode lost
-    # before paying is owed what every other one is: the next decision is the final answer, not a second
-    # refund "to be sure" nor another lookup.
-    for case, s in pairs:
-        after = hidden.after_retry(s.episode) if case.fault == "before paying" else None
+    # Once its retry is paid, the episode lost before paying is owed what every other one is: the next
+    # decision is the final answer, not a second refund "to be sure" nor another lookup.
+    for (case, _), after in zip(pairs, paid_retries, strict=True):
         if after is not None and not (isinstance(after, Mapping) and after.get("action") == Stop.FINAL):
             return (
                 f"{case.where} (no money moved), your retry was paid, and then your policy proposed "

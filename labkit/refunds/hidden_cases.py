@@ -7,7 +7,7 @@ money moved included. `hostile`: a policy that proposes every bad refund it can 
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import astuple
 from itertools import product
 from typing import Any
@@ -21,7 +21,7 @@ from labkit.refunds.metrics import RETRY_FAULT, Spec
 from labkit.refunds.policies import cannot_hang, timed_out
 from labkit.refunds.rules import authorise
 from labkit.refunds.shop import REFUNDS, SCHEMAS, Item, Order, Refund, RefundCall, Shop, dollars, money
-from labkit.refunds.tools import TIMEOUT_MESSAGE, EpisodeState
+from labkit.refunds.tools import TIMEOUT_MESSAGE, EpisodeState, shop_tools
 
 # A second refund window, beside the shop's own: a guard must read state.shop.window_days.
 OTHER_WINDOW = 12
@@ -258,15 +258,26 @@ def after_timeout(episode: Any) -> tuple[Mapping[str, Any] | None, Any, Any]:
     return decisions[0], decisions[1], decisions[2]
 
 
-def after_retry(episode: Any) -> Any:
+def after_retry(episode: Any, policy: Callable[..., Any], request: Request) -> Any:
     """The decision after the retry of the episode's timed-out refund (the same refund, its lookup between
-    them), where the retry ran (it has a result); None where there was no such retry or a tool limit
-    stopped it, "nothing (the episode ended)" where no decision came after it."""
+    them): where the retry ran (it has a result), the episode's next decision, or "nothing (the episode
+    ended)"; where the episode's tool limit refused it, what `policy` proposes had it been paid (the
+    retry paid on a fresh state of `request`, its receipt appended to the observations of the policy's
+    last call, `policy.last`: a policy that spends its tools reading first still meets the question).
+    None where there was no such retry. Where the policy raises there: "nothing (it raised)"; a hang is
+    the caller's time limit's."""
     entries = _from_timeout(episode)
-    ran = len(entries) > 2 and entries[2].get("result") is not None
-    if not ran or not same_refund(entries[0]["decision"], entries[2]["decision"]):
+    if len(entries) < 3 or not same_refund(entries[0]["decision"], entries[2]["decision"]):
         return None
-    return entries[3]["decision"] if len(entries) > 3 else "nothing (the episode ended)"
+    if entries[2].get("result") is not None:
+        return entries[3]["decision"] if len(entries) > 3 else "nothing (the episode ended)"
+    tool = shop_tools(EpisodeState(refund_lab().shop, request, DEFENSES["none"]))["refund"]
+    receipt = tool.call(**{name: entries[2]["decision"].get(name) for name in tool.params})
+    task, observations = policy.last
+    try:
+        return policy(task, [*observations, {"action": "refund", "result": receipt}])
+    except RuntimeError:  # a Recorded policy's error: the checker reports it
+        return "nothing (it raised)"
 
 
 def looked(episode: Any) -> bool:

@@ -651,3 +651,40 @@ def test_exercise_3_after_a_paid_retry_the_policy_answers():
         "answer",
     )
     verdict(lab03.check_safe_retry(looks_again), False, *phrases)
+
+
+def reads_first_retry(after_paid_retry):
+    """A retry-safe policy that reads what the careful policy reads before it refunds, so its retry of a
+    refund lost before paying is past the episode's tool limit: `after_paid_retry(task, refund)` decides
+    once that retry is paid (`refund`: the refund it retried)."""
+    refunds = []
+
+    def policy(task, observations):
+        last = observations[-1] if observations else None
+        paid_before = sum(o["action"] == "refund" for o in observations)
+        if last and last["action"] == "refund" and timed_out(last["result"]):
+            return {"action": "lookup_order", "order_id": task.order}
+        if last and last["action"] == "lookup_order" and paid_before:
+            return final("paid before the timeout") if last["result"]["refunds"] else refunds[-1]
+        if last and last["action"] == "refund" and paid_before > 1:
+            return after_paid_retry(task, refunds[-1])
+        decision = careful(task, observations)
+        if decision["action"] == "refund":
+            refunds.append(decision)
+        return decision
+
+    return policy
+
+
+def test_exercise_3_asks_a_policy_that_reads_first_what_it_does_after_its_paid_retry():
+    # round 9: with its tools spent on reading, a policy's retry was refused at the tool limit and nothing
+    # after it was asked, so paying again "to be sure", or looking again and never answering, passed.
+    verdict(lab03.check_safe_retry(reads_first_retry(lambda task, refund: final("paid"))), True)
+    to_be_sure = reads_first_retry(lambda task, refund: {**refund, "idempotency_key": "sure"})
+    looks_again = reads_first_retry(lambda task, refund: {"action": "lookup_order", "order_id": task.order})
+    for wrong in (to_be_sure, looks_again):
+        verdict(
+            lab03.check_safe_retry(wrong), False, "times out before paying", "your retry was paid", "answer"
+        )
+    raises = reads_first_retry(lambda task, refund: 1 / 0)
+    verdict(lab03.check_safe_retry(raises), False, "ZeroDivisionError", "on r-ana-blender", "before paying")
