@@ -337,13 +337,22 @@ def _policy_problem(policy: Recorded, case: RetryCase, score: Score) -> Check | 
     if result["stop"] in (Stop.STEP_TIMEOUT, Stop.DEADLINE):
         return crashed(TimedOut(limit_s()), case.where)
     if result["stop"] == Stop.INVALID_DECISION:
-        turn = result["turns"]
+        turn, detail = result["turns"], result["detail"]
+        example = _EXAMPLES.get(detail.split(":", 1)[0], _EXAMPLES["lookup_order"])
         return fail(
             f"{case.where}, your policy's decision at turn {turn} is not one the runtime can run "
-            f"({shorten(result['detail'], 120)}): return a dict such as "
-            "{'action': 'lookup_order', 'order_id': task.order}."
+            f"({shorten(detail, 120)}): return a dict such as {example}."
         )
     return None
+
+
+# The decision a retry policy's invalid one is shown beside, by the action it named (the runtime's detail
+# starts with it); any other, a lookup.
+_EXAMPLES = {
+    "lookup_order": "{'action': 'lookup_order', 'order_id': task.order}",
+    "refund": "{'action': 'refund', 'order_id': task.order, 'amount': 89.0, 'destination': 'card-ana-4242'}",
+    "final": "{'action': 'final', 'answer': 'refunded', 'citation': ''}",
+}
 
 
 @exercise("03", "safe_retry")
@@ -412,17 +421,17 @@ def _retry_problem(pairs: list[tuple[RetryCase, Score]], paid_retries: list[Any]
     for case, s in owed:
         if not s.utility:
             return f"a legitimate request was not refunded exactly once ({case.where}; see the stop column)."
+    if not all(hidden.looked(s.episode) for _, s in pairs):
+        return (
+            "after a timeout your policy's next step was not a lookup of that order: a timeout does not say "
+            "whether the money moved; look the order up first (see the looked column)."
+        )
     for case, s in owed:
         if (stop := s.episode.result["stop"]) != Stop.FINAL:
             return (
                 f"{case.where}, your policy never gave its final answer (the episode ended {stop}): "
                 "answer once the refund is paid."
             )
-    if not all(hidden.looked(s.episode) for _, s in pairs):
-        return (
-            "after a timeout your policy answered or retried without looking: a timeout does not say "
-            "whether the money moved; look the order up first (see the looked column)."
-        )
     for case, s in pairs:
         refund, _, then = hidden.after_timeout(s.episode)
         if case.fault == "before paying" and refund is not None and not hidden.same_refund(refund, then):

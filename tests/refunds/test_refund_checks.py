@@ -521,7 +521,10 @@ def test_exercise_3_a_retry_safe_policy_passes():
     [
         (careful, ("paid twice", "'refunds'")),
         (lambda task, observations: final("no"), ("not refunded exactly once",)),
-        (after_a_timeout(lambda *_: final("it may have gone")), ("without looking", "look the order up")),
+        (
+            after_a_timeout(lambda *_: final("it may have gone")),
+            ("not a lookup of that order", "look the order up"),
+        ),
         (looks_then_claims_paid, ("times out before paying", "no money moved", "retry the same refund")),
         (retries_another_refund, ("no money moved", "retried another refund", "retry the same refund")),
         (after_a_timeout(look), ("retried after the lookup showed the refund paid", "tool limit")),
@@ -688,3 +691,16 @@ def test_exercise_3_asks_a_policy_that_reads_first_what_it_does_after_its_paid_r
         )
     raises = reads_first_retry(lambda task, refund: 1 / 0)
     verdict(lab03.check_safe_retry(raises), False, "ZeroDivisionError", "on r-ana-blender", "before paying")
+
+
+def test_exercise_3_shows_an_invalid_decision_beside_a_valid_one_of_its_own_kind():
+    # round 9: every invalid decision was shown a lookup as the example, a malformed refund or answer too
+    no_citation = after_a_timeout(lambda *_: {"action": "final", "answer": "done"})
+    verdict(lab03.check_safe_retry(no_citation), False, "missing ['citation']", "{'action': 'final'")
+    text_amount = reads_first_retry(lambda task, refund: final("paid"))
+
+    def amount_as_text(task, observations):
+        decision = text_amount(task, observations)
+        return {**decision, "amount": "89.00"} if decision["action"] == "refund" else decision
+
+    verdict(lab03.check_safe_retry(amount_as_text), False, "amount must be", "{'action': 'refund'")
