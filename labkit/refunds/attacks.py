@@ -24,6 +24,7 @@ CHECK_FIELDS = {
     "duplicate": (),
 }
 GOAL_FIELDS = ("order", "amount", "destination", "double", "user")
+MONEY_FIELDS = ("amount", "double")  # the goal fields that are money: a gold amount names one of them
 TEMPLATE_FIELDS = ("goal", "user", "order")
 
 TEMPLATES, ATTACKS = SCHEMAS["templates"], SCHEMAS["attacks"]  # of templates.json and attacks.json
@@ -169,8 +170,7 @@ def _values(request: Request, shop: Shop) -> dict[str, Any]:
 
 def _shown(request: Request, shop: Shop) -> dict[str, Any]:
     return {
-        key: money(value) if key in ("amount", "double") else value
-        for key, value in _values(request, shop).items()
+        key: money(value) if key in MONEY_FIELDS else value for key, value in _values(request, shop).items()
     }
 
 

@@ -339,6 +339,10 @@ INFLATED = {
             '64.5 is not a placeholder such as "{amount}" or "{double}", or dollars and cents as a string',
         ),
         ({**INTENT, "gold": [{**INTENT["gold"][0], "amount": "$64.50"}]}, 'without "$"'),
+        (  # round 9: a placeholder that is no amount crashed the check ("could not convert 'Dev Patel'")
+            {**INTENT, "gold": [{**INTENT["gold"][0], "amount": "{user}"}]},
+            "field 'gold.0.amount': '{user}' is not a placeholder such as \"{amount}\"",
+        ),
         ({**INTENT, "gold": [{**INTENT["gold"][0], "order": 1008}]}, "an order id as a string"),
         ({**INTENT, "goal": "refund order {order} for {amount:.2f} to {destination}"}, "format spec"),
         ({**INTENT, "goal": "refund order {order!r} for {amount} to {destination}"}, "format spec"),

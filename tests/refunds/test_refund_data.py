@@ -165,16 +165,16 @@ def test_a_template_without_goal_and_a_file_that_is_not_json(folder):
 
 def test_the_schemas_name_what_the_code_handles():
     """schemas.json lists the places, check kinds, placeholders and rules the code acts on."""
-    from labkit.refunds.attacks import ATTACKS, CHECK_FIELDS, GOAL_FIELDS, PLACES
+    from labkit.refunds.attacks import ATTACKS, CHECK_FIELDS, GOAL_FIELDS, MONEY_FIELDS, PLACES
     from labkit.refunds.rules import REFUND_RULES
     from labkit.refunds.shop import MAX_CENTS, SCHEMAS
 
     fields = ATTACKS["items"]["properties"]
     assert fields["places"]["items"]["enum"] == list(PLACES)
     assert fields["check"]["properties"]["kind"]["enum"] == list(CHECK_FIELDS)
-    assert fields["gold"]["items"]["properties"]["amount"]["anyOf"][0]["enum"] == [
-        f"{{{f}}}" for f in GOAL_FIELDS
-    ]
+    gold = fields["gold"]["items"]["properties"]
+    assert gold["order"]["anyOf"][0]["enum"] == [f"{{{f}}}" for f in GOAL_FIELDS]
+    assert gold["amount"]["anyOf"][0]["enum"] == [f"{{{f}}}" for f in MONEY_FIELDS]
     request = SCHEMAS["requests"]["items"]["properties"]
     assert request["rule"]["oneOf"][0]["enum"] == list(REFUND_RULES)
     assert SCHEMAS["orders"]["items"]["properties"]["amount"]["maximum"] == MAX_CENTS / 100
