@@ -244,6 +244,8 @@ def _checked(proposal: Any, tools: Mapping[str, Tool], entry: dict[str, Any]) ->
     """(the proposal as plain JSON data, noted in the trace and validated, ""), or ({}, what is wrong)."""
     try:
         entry["decision"] = plain_decision(proposal)
+        if not isinstance(proposal, dict):  # named as the policy returned it: JSON makes a tuple a list
+            raise ValueError(f"decision must be an object, got {type(proposal).__name__}")
         return validate_decision(entry["decision"], tools), ""
     except ValueError as error:
         return {}, str(error)

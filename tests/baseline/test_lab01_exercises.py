@@ -132,6 +132,10 @@ def raises_lab_error(task, observations):
     [
         (lambda task, obs: my_decide(task, obs[:1]), ["stopped your policy with tool_limit"]),
         (lambda task, obs: my_decide(task, obs) if len(obs) < 2 else None, ["must be an object"]),
+        (  # round 9: a tuple was named a list (the trace's JSON copy), a type the learner never returned
+            lambda task, obs: tuple(my_decide(task, obs).items()) if obs else my_decide(task, obs),
+            ["must be an object, got tuple"],
+        ),
         (lambda task, obs: my_decide(task, obs) | ({"citation": "x"} if obs else {}), ["invalid_decision"]),
         (hangs, ["did not return within 0.2 s", "case 'deploy-build'"]),
         (raises_lab_error, ["raised LabError", "at line"]),
