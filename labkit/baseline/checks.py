@@ -254,9 +254,11 @@ def check_failure_stage(
         )
     wrong = [key for key, value in facts["evidence"].items() if not _same_fact(evidence[key], value)]
     if wrong:
-        said = evidence[wrong[0]]
-        if wrong[0] == "expected_hit" and isinstance(said, str):  # a rank written as text ("2")
-            return fail(f"your 'expected_hit' is {shown(said, 20)}, a str: a rank is a number (or None).")
+        key, said = wrong[0], evidence[wrong[0]]
+        # a value of the wrong form ("2", [2], ('rollback-v2', 2)) is told its form, not that it is wrong
+        if not (isinstance(said, str) if key == "first_hit" else said is None or whole(said)):
+            form = "a page id, a str" if key == "first_hit" else "a rank, one whole number from 1 (or None)"
+            return fail(f"your {key!r} is {shown(said, 40)}, a {type(said).__name__}: it is {form}.")
         return fail(
             f"your {wrong[0]!r} is not what step 1's result shows: read its hits in §5's trace again."
         )

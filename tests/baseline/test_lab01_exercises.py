@@ -382,8 +382,18 @@ def test_any_answer_to_any_checker_is_a_verdict(answer, stage, value, fields):
         own_verdict(check)
 
 
-def test_a_rank_written_as_text_is_told_its_type():
-    check = lab01.check_failure_stage(
-        "rollback-restore", "retrieval", 1, {"first_hit": "releases-v2", "expected_hit": "2"}
-    )
-    verdict(check, False, "a str: a rank is a number")
+@pytest.mark.parametrize(
+    ("evidence", "phrase"),
+    [
+        ({"first_hit": "releases-v2", "expected_hit": "2"}, "is '2', a str: it is a rank, one whole number"),
+        # round 9: a list or a pair was told it is "not what step 1's result shows"
+        ({"first_hit": "releases-v2", "expected_hit": [2]}, "is [2], a list: it is a rank"),
+        ({"first_hit": "releases-v2", "expected_hit": ("rollback-v2", 2)}, "a tuple: it is a rank"),
+        (
+            {"first_hit": ["releases-v2"], "expected_hit": 2},
+            "'first_hit' is ['releases-v2'], a list: it is a page",
+        ),
+    ],
+)
+def test_evidence_of_the_wrong_form_is_told_its_form(evidence, phrase):
+    verdict(lab01.check_failure_stage("rollback-restore", "retrieval", 1, evidence), False, phrase)
