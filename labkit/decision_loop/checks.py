@@ -535,12 +535,22 @@ def check_stop_policy(reason: str, policy: Callable[[Task, list[dict[str, Any]]]
             result = call(run, TASK, policy, tools=_case_tools([]), **limits)
         except Raised as raised:  # the runtime counts a policy's errors, but re-raises a LabError
             return crashed(raised.error, f"while run asked it for decisions under {under}{episode}")
-        detail = shorten(result["detail"] or "no detail", 120)
+        detail = shorten(result["detail"] or _answered(result), 120)
         if result["stop"] != reason:
             said = f"under {under} your policy ended with stop={result['stop']}{episode} ({detail})"
             return fail(f"{said}; the table of stop reasons says what each one needs.")
     done = f"{result['turns']} turn(s) and {result['tool_calls']} tool call(s)"
     return Check(True, f"stop={reason} after {done} under {under} ({detail}).")
+
+
+def _answered(result: dict[str, Any]) -> str:
+    """What a final answer (the stop that has no detail) cited, as a stop policy's verdict says it."""
+    cited = result.get("citation")
+    return (
+        f"its answer cited {shown(cited, 40)}, a page read in this run"
+        if cited
+        else "its answer cited nothing"
+    )
 
 
 @exercise("02", "pass_hat_k")

@@ -431,6 +431,13 @@ def down(task, observations):
         pytest.param(
             "turn_limit", lambda t, o: {"action": "nope"}, False, ["invalid_decision"], id="turn_limit-nope"
         ),
+        (  # round 9: a final answer's verdict said "(no detail)"
+            "unread_citation",
+            lambda t, o: citer(t, o) if o else {"action": "read", "id": "rollback-v2"},
+            False,
+            ["ended with stop=final", "its answer cited 'rollback-v2', a page read in this run"],
+        ),
+        ("tool_limit", lambda t, o: {**citer(t, o), "citation": ""}, False, ["its answer cited nothing"]),
         ("crash", searcher, False, ["not a stop reason"]),
         ("deadline", searcher, False, ["needs a timer"]),
         ("tool_limit", None, False, ["not attempted yet"]),
