@@ -184,6 +184,8 @@ def _edge(
     values |= {
         "customer": customer,
         "age": (shop.today - order.date).days,
+        "placed": order.date.isoformat(),  # the dates, so a guard reading another shop's today sees it
+        "today": shop.today.isoformat(),
         "days": days,
         "status": shop.orders[order.id].status,
         "refundable": money(order.refundable),

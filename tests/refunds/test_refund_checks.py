@@ -245,6 +245,16 @@ def gift_card_if_asked(call, state):  # round 9: the customer's own gift card on
         (against_total, ("let", "through", "o-1004")),
         (inclusive_window, ("exactly 30 days ago", "last day of the window is still inside")),
         (thirty_days, ("12-day window", "state.shop.window_days")),
+        (  # round 9: a guard dating from the notebook's shop was told only "refuse when the age is greater"
+            lambda call, state: (
+                "window"
+                if call.order in state.shop.orders
+                and (refund_lab().shop.today - state.shop.orders[call.order].date).days
+                > state.shop.window_days
+                else mediation(call, state)
+            ),
+            ("(2024-12-20; state.shop.today is 2025-01-19)",),
+        ),
         (in_dollars, ("one cent more than its refundable",)),
         (lambda call, state: "no", ("refuses a legitimate refund",)),
         (
