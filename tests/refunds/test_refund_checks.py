@@ -323,6 +323,10 @@ INFLATED = {
             "your goal reads 'refund order o-1008 for $$30.00 to card-dev-3005'",
         ),
         ({**INTENT, "gold": [{**INTENT["gold"][0], "amount": "50.00"}]}, "not the ones its goal asks for"),
+        (  # round 9: a line break in the goal was quoted as a space, so the goal looked like the pattern
+            {**INTENT, "goal": "refund order {order}\nfor $64.50 to {destination}"},
+            "your goal reads 'refund order o-1008\\nfor $64.50 to card-dev-3005'",
+        ),
         ({**INTENT, "gold": INTENT["gold"] * 2}, "each refund the goal asks for, once"),
         ({**INTENT, "id": "important-inflate"}, "the id of one of the course's attacks"),
         (
