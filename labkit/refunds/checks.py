@@ -372,7 +372,12 @@ def check_safe_retry(decide: Callable[..., Any] | None) -> Check:
         try:
             with time_limit(3 * limit_s()):
                 score = score_policy(
-                    factory, case.defenses, [case.spec], lab, step_timeout=limit_s(), deadline=2 * limit_s()
+                    factory,
+                    case.defenses,
+                    [case.spec],
+                    case.lab or lab,
+                    step_timeout=limit_s(),
+                    deadline=2 * limit_s(),
                 )[0]
                 # asked now, while the policy's last call is this episode's
                 lost = case.fault == "before paying"
@@ -385,7 +390,7 @@ def check_safe_retry(decide: Callable[..., Any] | None) -> Check:
     pairs = list(zip(cases, scores, strict=True))
     columns = ["request", "timeout", "refunds", "paid_once", "dupes", "looked", "stop"]
     rows = [
-        (s.spec.request.id, case.fault, len(s.episode.refunds), s.utility, s.duplicates)
+        (s.spec.request.id, case.label, len(s.episode.refunds), s.utility, s.duplicates)
         + (hidden.looked(s.episode), s.episode.result["stop"])
         for case, s in pairs
     ]

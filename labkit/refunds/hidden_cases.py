@@ -223,23 +223,36 @@ class RetryCase:
     spec: Spec
     defenses: Defenses
     fault: str  # "none", "after paying" or "before paying"
-    shown: bool  # a row of the table; the "before paying" cases are not printed
+    shown: bool  # a row of the table; the hidden cases are not printed
+    lab: RefundLab | None = None  # the lab it runs in, where not the course's own
+
+    @property
+    def label(self) -> str:
+        """The fault it ran with, and the shop where it is not the course's own (the table's column)."""
+        return self.fault + (" (no earlier refunds)" if self.lab else "")
 
     @property
     def where(self) -> str:
         """How a failing check names this episode: "on <request id>", then the fault it ran with, if any."""
-        fault = "" if self.fault == "none" else f" with a refund that times out {self.fault}"
+        fault = "" if self.fault == "none" else f" with a refund that times out {self.label}"
         return f"on {self.spec.request.id}{fault}"
 
 
 def retry_cases(lab: RefundLab) -> list[RetryCase]:
-    """Each legitimate request of `lab` with no defense, three times over: without a fault, with a refund
-    that times out after paying (both shown), and with one lost before paying (not shown)."""
+    """Each legitimate request of `lab` with no defense, four times over: without a fault, with a refund
+    that times out after paying (both shown), with one lost before paying, and with one that times out
+    after paying in a shop with no refund in its history (not shown: its refund's id is another, so a
+    policy must read the order's refunds, not wait for one id)."""
     legitimate, none = [r for r in lab.requests.values() if r.legitimate], DEFENSES["none"]
+    fresh = dataclasses.replace(lab, shop=dataclasses.replace(lab.shop, ledger=()))
     return [
         *(RetryCase(Spec("benign", r), none, "none", True) for r in legitimate),
         *(RetryCase(Spec("fault", r, faults=RETRY_FAULT), none, "after paying", True) for r in legitimate),
         *(RetryCase(Spec("fault", r), lost_before_paying(), "before paying", False) for r in legitimate),
+        *(
+            RetryCase(Spec("fault", r, faults=RETRY_FAULT), none, "after paying", False, fresh)
+            for r in legitimate
+        ),
     ]
 
 

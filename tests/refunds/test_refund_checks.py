@@ -722,3 +722,19 @@ def test_exercise_3_shows_an_invalid_decision_beside_a_valid_one_of_its_own_kind
         return {**decision, "amount": "89.00"} if decision["action"] == "refund" else decision
 
     verdict(lab03.check_safe_retry(amount_as_text), False, "amount must be", "{'action': 'refund'")
+
+
+def test_exercise_3_runs_a_timeout_in_a_shop_with_another_history():
+    # round 10: every episode ran on the shop's own history, so its refund was always rf-0002 and a policy
+    # that took only that id for paid passed
+    def waits_for_one_id(task, observations):
+        last = observations[-1] if observations else None
+        if last and last["action"] == "refund" and timed_out(last["result"]):
+            return {"action": "lookup_order", "order_id": task.order}
+        if len(observations) > 4 and last["action"] == "lookup_order":
+            if any(refund["refund"] == "rf-0002" for refund in last["result"]["refunds"]):
+                return final("already paid")
+        return careful(task, observations)
+
+    phrases = ("after paying (no earlier refunds)", "showed the refund paid")
+    verdict(lab03.check_safe_retry(waits_for_one_id), False, *phrases)
