@@ -175,13 +175,12 @@ def backend_usable(spec: str, timeout: float = _TIMEOUT_S) -> _Row:
     from labkit.model.factory import backend_name
 
     kind, _, model = backend_name(spec).partition(":")
-    if kind == "replay":
-        return ("ok", "the recorded runs", "")
-    if kind == "local":
-        return local_backend()
-    if kind == "ollama":
-        return ollama_backend(timeout=timeout, tag=model)
-    return room_server(model=model, timeout=timeout)
+    checks = {
+        "replay": lambda: ("ok", "the recorded runs", ""),
+        "local": local_backend,
+        "ollama": lambda: ollama_backend(timeout=timeout, tag=model),
+    }
+    return checks.get(kind, lambda: room_server(model=model, timeout=timeout))()
 
 
 def chosen_model() -> _Row:

@@ -247,13 +247,12 @@ def build(lab: str | int, name: str) -> tuple[dict[str, Any], list[str]]:
             f"no exercise of lab {lab} is recorded in a usable form ({'; '.join(notes)[:200]}); "
             "run the lab's exercise cells, then submit"
         )
-    now = datetime.now(UTC).isoformat(timespec="seconds")
     submission = {
         "format": _FORMAT,
         "lab": lab,
         "name": name,
         "author": author(),
-        "submitted": now,
+        "submitted": datetime.now(UTC).isoformat(timespec="seconds"),
         "exercises": exercises,
         "attacks": attacks,
         "guards": guards,

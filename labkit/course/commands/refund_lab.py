@@ -80,8 +80,7 @@ def _names(given: list[str] | None, known: dict, what: str) -> list[str]:
 
 def _intervals(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows of Interval cells as JSON: each interval an {estimate, low, high, method} object."""
-    cells = table.map(lambda c: vars(c) if isinstance(c, Interval) else c)
-    return plain(cells.reset_index())
+    return plain(table.map(lambda c: vars(c) if isinstance(c, Interval) else c).reset_index())
 
 
 def _families(families: dict[str, list]) -> list[dict[str, Any]]:

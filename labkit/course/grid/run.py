@@ -145,14 +145,16 @@ def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], 
     recorded: set[tuple[Any, ...]] = set()
     failing: dict[str, list[list[dict]]] = {}  # per backend, its current run of provider errors
 
-    def write(records: list[dict]) -> None:
-        if record_key(records[-1]) in recorded:  # a result delivered twice is still one episode
-            return
-        for line in records:
-            writer.write(line)
-        recorded.add(record_key(records[-1]))
-        if on_episode is not None:
-            on_episode(records[-1])
+    def write(held: list[list[dict]]) -> None:
+        """Append each episode of `held` (its calls, then its episode record) not recorded yet."""
+        for records in held:
+            if record_key(records[-1]) in recorded:  # a result delivered twice is still one episode
+                continue
+            for line in records:
+                writer.write(line)
+            recorded.add(record_key(records[-1]))
+            if on_episode is not None:
+                on_episode(records[-1])
 
     results = (run_episode(e) for e in work.todo) if client is None else _on_dask(work.todo, client)
     try:
@@ -160,8 +162,7 @@ def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], 
             held = failing.setdefault(records[-1]["backend"], [])
             held.append(records)
             if records[-1]["stop"] != Stop.PROVIDER_ERROR:
-                for each in held:
-                    write(each)
+                write(held)
                 held.clear()
             elif len(held) == MAX_PROVIDER_FAILURES:  # serves: environment — the backend is down
                 detail = next((r["error"] for r in reversed(records) if "error" in r), "no detail")
@@ -171,8 +172,7 @@ def execute(work: GridPlan, *, client: Any = None, on_episode: Callable[[dict], 
                     f"{work.record}: rerun to resume"
                 )
         for held in failing.values():
-            for each in held:
-                write(each)
+            write(held)
     finally:
         results.close()  # on the cluster: cancel what is still queued or running
     return len(recorded)
