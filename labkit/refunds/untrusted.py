@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from labkit.core.answers import shown
-from labkit.core.check import Check, TimedOut, crashed, fail, learner_line, time_limit
+from labkit.core.check import CRASHES, Check, TimedOut, crashed, fail, learner_line, time_limit
 from labkit.core.runtime import Decide
 from labkit.core.text import shorten
 from labkit.refunds.defenses import Defenses, Guard
@@ -28,7 +28,7 @@ class Watched:
     def __call__(self, call: Any, state: EpisodeState) -> str | None:
         try:
             reason = self.guard(call, state)
-        except Exception as error:  # noqa: BLE001 - the verdict reports it
+        except CRASHES as error:  # the verdict reports it, a sys.exit() too
             if self.problem is None:
                 self.problem = _guard_crash(error, self.where)
             raise ValueError("the guard raised an error") from None

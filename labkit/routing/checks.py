@@ -15,6 +15,7 @@ import pandas as pd
 
 from labkit.core.answers import Recorded, shown, whole
 from labkit.core.check import (
+    CRASHES,
     Check,
     Raised,
     TimedOut,
@@ -161,7 +162,7 @@ def check_ready(my_ready: Callable[..., Any] | None) -> Check:
         try:
             with time_limit():
                 got = my_ready(*given)
-        except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict names the learner's error
+        except (*CRASHES, TimedOut) as error:  # the verdict names the learner's error, a sys.exit() too
             return crashed(error, f"when {case['when']}")
         if (problem := _ready_problem(case, got, given)) is not None:
             return fail(f"When {case['when']}, {problem}")
@@ -172,7 +173,7 @@ def check_ready(my_ready: Callable[..., Any] | None) -> Check:
         try:
             with time_limit():
                 got = run_plan_sync(plan, max_concurrency=2, clock=FakeClock(), ready=yours)
-        except (Exception, TimedOut) as error:  # noqa: BLE001 - the verdict says what went wrong
+        except (*CRASHES, TimedOut) as error:  # the verdict says what went wrong
             if yours.error is not None or isinstance(error, TimedOut):
                 return crashed(yours.error or error, f"while labkit's scheduler ran the {name} graph")
             # The scheduler's own invariant fired, but the step it was handed is what broke it.

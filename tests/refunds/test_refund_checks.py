@@ -4,6 +4,7 @@ says what to fix, anything a cell can hand in gets a verdict, and every verdict 
 
 import dataclasses
 import json
+import sys
 import time
 from typing import Any
 
@@ -262,6 +263,7 @@ def gift_card_if_asked(call, state):  # round 9: the customer's own gift card on
             ("raised AttributeError", "a reason instead"),
         ),
         (raises_lab_error, ("your guard raised LabError: not my fault", "on r-ana-blender", "at line")),
+        (lambda call, state: sys.exit("no"), ("your guard raised SystemExit: no", "at line")),  # round 10
         (hangs, ("did not return within 0.2 s", "on r-ana-blender")),
         (lambda call, state: numpy.array([1, 2]), ("returned array([1, 2]) (ndarray)", "a str")),
         (lambda call, state: 10**400, ("a number of about 401 digits",)),
