@@ -2,7 +2,9 @@
 the first try*; the wait after failed attempt n is ``min(initial_interval * backoff_factor ** (n - 1),
 max_interval)``, no jitter. `retry_on`: exception types or ``error -> bool``; InvalidInput never retries."""
 
+import decimal
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,14 +32,18 @@ class RetryPolicy:
     retry_on: _RetryOn = (ConnectionError, TimeoutError)
 
     def __post_init__(self) -> None:  # serves: user — a RetryPolicy set up wrong is one line
-        if type(self.max_attempts) is not int or self.max_attempts < 1:
-            raise GraphError(
-                f"max_attempts must be an int >= 1 (it counts the first try), got {self.max_attempts!r}"
-            )
+        # Any whole or real number a learner writes (numpy's, a Fraction, a Decimal) is kept as the int or
+        # float it stands for; a bool is no number here.
+        attempts = self.max_attempts
+        if isinstance(attempts, bool) or not isinstance(attempts, numbers.Integral) or attempts < 1:
+            raise GraphError(f"max_attempts must be an int >= 1 (it counts the first try), got {attempts!r}")
+        object.__setattr__(self, "max_attempts", int(attempts))
         for name in ("initial_interval", "backoff_factor", "max_interval"):
             value = getattr(self, name)
-            if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+            real = isinstance(value, numbers.Real | decimal.Decimal) and not isinstance(value, bool)
+            if not real or not math.isfinite(value) or value < 0:
                 raise GraphError(f"{name} must be a finite number >= 0, got {value!r}")
+            object.__setattr__(self, name, float(value))
         if self.backoff_factor < 1:
             raise GraphError(f"backoff_factor must be >= 1 (waits never shrink), got {self.backoff_factor!r}")
         if self.max_interval < self.initial_interval:

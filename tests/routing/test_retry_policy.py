@@ -1,5 +1,9 @@
 """RetryPolicy as plain data: which errors it retries, the waits, and what it refuses to be."""
 
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy
 import pytest
 
 from labkit.routing import GraphError, InvalidInput, RetryPolicy
@@ -32,12 +36,25 @@ def test_backoff_grows_and_is_capped():
         ({"initial_interval": -1}, "initial_interval must be a finite number >= 0, got -1"),
         ({"max_interval": float("inf")}, "max_interval must be a finite number >= 0, got inf"),
         ({"backoff_factor": 0.5}, "backoff_factor must be >= 1 (waits never shrink), got 0.5"),
-        ({"initial_interval": 5, "max_interval": 1}, "max_interval (1) must be >= initial_interval (5)"),
+        ({"initial_interval": 5, "max_interval": 1}, "max_interval (1.0) must be >= initial_interval (5.0)"),
         ({"retry_on": (ValueError, "KeyError")}, "retry_on must hold exception types, got 'KeyError'"),
         ({"retry_on": 3}, "retry_on must be a tuple of exception types or a function error -> bool, got 3"),
+        ({"initial_interval": True}, "initial_interval must be a finite number >= 0, got True"),
+        (
+            {"max_attempts": numpy.float64(3)},
+            "max_attempts must be an int >= 1 (it counts the first try), got np.float64(3.0)",
+        ),
     ],
 )
 def test_retry_policy_validation(kwargs, message):
     with pytest.raises(GraphError) as caught:
         RetryPolicy(**kwargs)
     assert str(caught.value) == message
+
+
+def test_any_number_a_learner_writes_is_the_int_or_float_it_stands_for():
+    # round 10: numpy's numbers, a Fraction and a Decimal were told "must be a finite number >= 0"
+    for interval in (numpy.float64(0.2), Fraction(1, 5), Decimal("0.2"), 0.2):
+        policy = RetryPolicy(max_attempts=numpy.int64(4), initial_interval=interval)
+        assert policy == RetryPolicy(max_attempts=4, initial_interval=0.2)
+        assert (type(policy.max_attempts), type(policy.initial_interval)) == (int, float)
