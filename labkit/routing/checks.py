@@ -440,8 +440,13 @@ def check_goto_runs(runs: Any) -> Check:
     yet)."""
     graph = goto_graph()
     deps = {job.id: list(job.deps) for job in graph.jobs}
-    if unanswered(runs) or (isinstance(runs, dict) and any(unanswered(v) for v in runs.values())):
+    left = [job for job, value in runs.items() if unanswered(value)] if isinstance(runs, dict) else []
+    if unanswered(runs) or (left and len(left) == len(runs)):  # the cell as shipped
         return fail("not attempted yet: replace each None with a number of runs and run the cell again")
+    if left:  # some counts given: say which are still to come
+        return fail(
+            f"no count yet for {', '.join(map(str, left))}: replace each None with its number of runs."
+        )
     if (problem := _runs_problem(runs, list(deps))) is not None:
         return fail(problem)
     runs = {job: int(runs[job]) for job in deps}  # numpy's int64 as the int it is

@@ -296,6 +296,8 @@ def test_the_goto_runs_answer_passes_and_is_what_the_scheduler_does():
         ({"fetch": 1}, ["one count per job"]),
         ({job.capitalize(): n for job, n in RUNS.items()}, ["no job is named 'Fetch', 'Parse', 'Audit'"]),
         (dict.fromkeys(RUNS), ["not attempted"]),
+        # round 10: three counts given and four None read "not attempted yet", as the cell as shipped
+        ({**dict.fromkeys(RUNS), "fetch": 1, "parse": 2}, ["no count yet for audit,", "replace each None"]),
     ],
 )
 def test_wrong_goto_runs_say_what_to_fix(answer, phrases):
