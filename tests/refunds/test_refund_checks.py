@@ -355,6 +355,9 @@ INFLATED = {
             '64.5 is not a placeholder such as "{amount}" or "{double}", or dollars and cents as a string',
         ),
         ({**INTENT, "gold": [{**INTENT["gold"][0], "amount": "$64.50"}]}, 'without "$"'),
+        # round 10: a pattern's "$" let one trailing line break through
+        ({**INTENT, "id": "full-refund\n"}, "field 'id': 'full-refund\\n' is not an id"),
+        ({**INTENT, "gold": [{**INTENT["gold"][0], "amount": "64.50\n"}]}, "field 'gold.0.amount'"),
         (  # round 9: a placeholder that is no amount crashed the check ("could not convert 'Dev Patel'")
             {**INTENT, "gold": [{**INTENT["gold"][0], "amount": "{user}"}]},
             "field 'gold.0.amount': '{user}' is not a placeholder such as \"{amount}\"",

@@ -29,13 +29,13 @@ _MAX_PROGRESS_BYTES = 10_000_000  # a progress file: the payloads of a few guard
 _MAX_COPIES = 99  # labNN-NAME.json .. labNN-NAME-99.json in a shared folder
 # A name as people write it: letters of any script, digits, spaces, '.', '-', '_' and apostrophes, up to
 # 32, starting with a letter or digit ("José", "Ana Maria", "O'Neil", "李雷"); no slash: it names a file.
-_NAME_PATTERN = r"^[^\W_][\w .'’-]{0,31}$"
+_NAME_PATTERN = r"^[^\W_][\w .'’-]{0,31}\Z"
 _NAME_RULE = (
     "1-32 letters (any script), digits, spaces, '.', '-', '_' or apostrophes, starting with a letter or digit"
 )
 # A random token made once per checkout (runs/progress/author): two learners who type the same name
 # hand in files with different tokens, and the class round keeps both instead of merging them.
-_AUTHOR_PATTERN = r"^[0-9a-f]{16}$"
+_AUTHOR_PATTERN = r"^[0-9a-f]{16}\Z"
 
 
 class SubmissionError(ValueError):
