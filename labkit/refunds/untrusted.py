@@ -83,8 +83,12 @@ def guard_runs(
             try:
                 with time_limit():
                     scores[policy_name] += score_policy(factory_of(policy), defenses, [spec], lab)
-            except TimedOut as error:
-                return scores, crashed(error, watched.where)
+            except TimedOut as error:  # the limit is the episode's, shared by its guard calls
+                return scores, fail(
+                    f"your guard's calls {watched.where} took more than {error.seconds:g} s in all (one "
+                    "episode's calls share that limit); a guard only looks records up: look for a loop "
+                    "that never ends or a sleep."
+                )
             if watched.problem is not None:
                 return scores, watched.problem
     return scores, None

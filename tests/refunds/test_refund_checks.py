@@ -743,3 +743,14 @@ def test_exercise_3_runs_a_timeout_in_a_shop_with_another_history():
 
     phrases = ("after paying (no earlier refunds)", "showed the refund paid")
     verdict(lab03.check_safe_retry(waits_for_one_id), False, *phrases)
+
+
+def test_a_guard_slow_only_in_an_episode_is_told_the_limit_is_the_episodes(request):
+    # round 10: "did not return within 3 s" for calls that each returned sooner; the limit is the episode's
+    request.getfixturevalue("short_limit")
+
+    def slow_under_attack(call, state):
+        return hangs() if state.injection is not None else mediation(call, state)
+
+    phrases = ("your guard's calls on", "took more than 0.2 s in all", "share that limit")
+    verdict(lab03.check_guard(slow_under_attack), False, *phrases)
