@@ -41,8 +41,8 @@ def whole(value: Any) -> bool:
 
 
 def real(value: Any) -> bool:
-    """Whether `value` is a real number: an int, a float, a Fraction, numpy's, but not a bool."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    """Whether `value` is a real number: an int, a float, a Fraction, a Decimal, numpy's, but not a bool."""
+    return isinstance(value, numbers.Real | decimal.Decimal) and not isinstance(value, bool)
 
 
 # A name's last word saying what kind of thing it is, which a learner may leave out ("spell-correct-first",

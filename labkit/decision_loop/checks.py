@@ -49,8 +49,9 @@ _TURN_LIMITS = {"max_turns": 2, "max_tools": 3}
 _BUDGET_CASE = "deploy-build"  # exercise 3: SmolLM2's base-prompt T=0 episode, replayed
 RULE_RUN = TRIALS / "docuctl-smollm2-example-t0.jsonl"  # exercise 4: the example prompt at L1, T=0
 # Exercise 2: these cases and _RANDOM_CASES more, drawn by a seeded generator: the same checks for
-# everyone, some of them thirds and sevenths, so an answer rounded to a few places fails; and two with
-# more trials than 20, whose factorials no int64 holds (numpy's products wrap around past 20!).
+# everyone, some of them thirds and sevenths, so an answer rounded to a few places fails; and four with
+# more trials than 20, whose factorials no int64 holds (numpy's products wrap around past 20!), two of
+# them with k large enough that a product of k factors does not fit either (30 * 29 * ... * 16).
 PASS_HAT_K_CASES = (
     (5, 5, 5),
     (0, 5, 1),
@@ -61,6 +62,8 @@ PASS_HAT_K_CASES = (
     (9, 10, 5),
     (20, 25, 3),
     (45, 60, 7),
+    (20, 30, 15),
+    (19, 21, 19),
 )
 _RANDOM_CASES, _DRAWS = 3, "pass^k"
 _CHANGED = "(changed after validation)"  # check_run writes it into a proposal once its tool has run
@@ -461,6 +464,13 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
                 f"On {where} your run handed the policy its own list of observations, the same list on "
                 "every turn, which a policy could rewrite: hand decide a copy, list(observations)."
             )
+        if (
+            seen and seen[0]
+        ):  # serves: learner — a list kept from an earlier run (a default `observations=[]`)
+            return fail(
+                f"On {where} your run's first call handed the policy {shown(seen[0], 60)} before any tool "
+                "ran: start every run with a new, empty list of observations."
+            )
         want_seen: list[Any] = []  # the observations labkit's run hands the policy
         want = _run_reference(case, want_seen)
         if len(ran) != mine["tool_calls"]:
@@ -472,6 +482,11 @@ def check_run(my_run: Callable[..., Any] | None) -> Check:
         if wrong := [key for key in ENDED if mine[key] != want[key]]:
             said = f"{wrong[0]}={shown(mine[wrong[0]], 60)} (expected {want[wrong[0]]!r})"
             return fail(f"On {where}: {said}. The contract: {CONTRACTS[want['stop']]}.")
+        if len(seen) != len(want_seen):  # the same answer by asking the policy more often is another run
+            return fail(
+                f"On {where} your run asked the policy {len(seen)} times in {mine['turns']} turns; labkit's "
+                "run asks it once a turn and goes on with that decision."
+            )
         yours, labkits = (lists[-1] if lists else [] for lists in (seen, want_seen))
         wrong = (n for n, (mine, its) in enumerate(zip_longest(yours, labkits)) if not _observed(mine, its))
         if (n := next(wrong, None)) is not None:

@@ -66,6 +66,18 @@ def reads_every_hit(task, tools):
     return {"answer": page["command"], "citation": page["id"]}
 
 
+def tries_a_second_read(task, tools):  # round 10: the refused third call caught, the first hit answered
+    hits = tools["search"].call(query=task.question)
+    if not hits:
+        return None
+    page = tools["read"].call(id=hits[0]["id"])
+    try:
+        tools["read"].call(id=hits[-1]["id"])
+    except Exception:  # noqa: BLE001 - the budget's refusal, swallowed
+        pass
+    return {"answer": page["command"], "citation": page["id"]}
+
+
 def positional(task, tools):
     hits = tools["search"].call(query=task.question)
     return tools["read"].call(hits[0]["id"])  # and returns the page, not a dict
@@ -89,6 +101,7 @@ def memorised(task, tools, table={}):  # noqa: B006 - the answers to the base ca
     [
         (reads_last_hit, ["case 'deploy-build'", "the first hit was 'deploy-v2'"]),
         (reads_every_hit, ["a tool call past its budget of 2: one search, one read"]),
+        (tries_a_second_read, ["a tool call past its budget of 2: one search, one read"]),
         (
             lambda task, tools: my_workflow(task, tools)["answer"],
             ["return a dict with 'answer' and 'citation'"],

@@ -47,11 +47,11 @@ def says(message: str, number: int) -> bool:
         (Fraction(1, 2), False, True),
         (Fraction(1, 3), False, True),
         (Fraction(4, 2), True, True),  # exact and integral: lab 01's rank 2 as Fraction(2)
-        (Decimal("12"), True, False),  # round 9: a count written as a Decimal (no numbers.Real)
-        (Decimal("12.00"), True, False),
-        (Decimal("12.5"), False, False),
-        (Decimal("NaN"), False, False),
-        (Decimal("Infinity"), False, False),
+        (Decimal("12"), True, True),  # round 9: a count written as a Decimal (no numbers.Real)
+        (Decimal("12.00"), True, True),
+        (Decimal("12.5"), False, True),  # round 10: an exact chance as a Decimal is a number
+        (Decimal("NaN"), False, True),
+        (Decimal("Infinity"), False, True),
         (True, False, False),
         (False, False, False),
         (np.bool_(True), False, False),
