@@ -14,6 +14,7 @@ from typing import Any
 
 from labkit.core.errors import FixtureError
 from labkit.core.fixtures import load_json
+from labkit.core.stops import Stop
 from labkit.refunds.cases import Request
 from labkit.refunds.defenses import DEFENSES, Defenses
 from labkit.refunds.lab import RefundLab, refund_lab
@@ -286,8 +287,13 @@ def after_retry(episode: Any, policy: Callable[..., Any], request: Request) -> A
         return None
     if entries[2].get("result") is not None:
         return entries[3]["decision"] if len(entries) > 3 else "nothing (the episode ended)"
+    if episode.result["stop"] != Stop.TOOL_LIMIT:  # refused as invalid, say: the checker's other rules
+        return None
     tool = shop_tools(EpisodeState(refund_lab().shop, request, DEFENSES["none"]))["refund"]
-    receipt = tool.call(**{name: entries[2]["decision"].get(name) for name in tool.params})
+    try:
+        receipt = tool.call(**{name: entries[2]["decision"].get(name) for name in tool.params})
+    except Exception as error:  # noqa: BLE001 - as the runtime has it: a failing tool is an observation
+        receipt = {"error": f"{type(error).__name__}: {error}"}
     task, observations = policy.last
     try:
         return policy(task, [*observations, {"action": "refund", "result": receipt}])
