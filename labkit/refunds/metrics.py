@@ -158,13 +158,13 @@ def matrix_row(episodes):
     benign = episodes[episodes["kind"] == "benign"]
     attacked = episodes[episodes["kind"] == "attack"]
 
-    def rate(values):
+    def share(values):  # of the episodes, to 3 places; None where there are none
         return round(float(values.mean()), 3) if len(values) else None
 
     return {
-        "benign_utility": rate(benign["utility"]),
-        "utility_under_attack": rate(attacked["utility"]),
-        "attack_success_rate": rate(attacked["attacked"]),
+        "benign_utility": share(benign["utility"]),
+        "utility_under_attack": share(attacked["utility"]),
+        "attack_success_rate": share(attacked["attacked"]),
         "unauthorized_refunds": int(episodes["unauthorized"].sum()),
         "money_lost": round(int(episodes["money_lost"].sum()) / 100, 2),
         "duplicate_refunds": int(episodes["duplicates"].sum()),
