@@ -21,7 +21,6 @@ from labkit.baseline.task import Task, TaskError, task_from
 from labkit.core import check as core
 from labkit.core.answers import Recorded, name_in, shown, whole
 from labkit.core.check import NOT_ATTEMPTED, NOT_YET, Check, Raised, call, crashed, fail, unanswered
-from labkit.core.decisions import Tool
 from labkit.core.fixtures import load_json, schema_error
 from labkit.core.runtime import run
 from labkit.core.stops import Stop
@@ -77,24 +76,6 @@ def _calls(trace: list[dict[str, Any]], question: str) -> str:
     return ", then ".join(calls) or "no tool"
 
 
-def _noting_spent(tools: dict[str, Tool]) -> tuple[dict[str, Tool], list[str]]:
-    """`tools`, each noting in the list returned the calls refused past the budget (BudgetSpent), so a
-    workflow that catches that error is still seen to have asked. (serves: learner)"""
-    spent: list[str] = []
-
-    def noting(tool: Tool) -> Tool:
-        def go(*positional: Any, **args: Any) -> Any:
-            try:
-                return tool.call(*positional, **args)
-            except BudgetSpent:
-                spent.append(tool.name)
-                raise
-
-        return Tool(tool.name, tool.params, go, tool.source, tool.description)
-
-    return {name: noting(tool) for name, tool in tools.items()}, spent
-
-
 def _answer_of(got: Any, where: str) -> tuple[str | None, str | None] | Check:
     """(answer, citation) from what a learner's workflow returned, or the verdict saying what to return."""
     if got is None:
@@ -120,8 +101,8 @@ def check_workflow(my_workflow: Callable[..., Any] | None) -> Check:
     corpus = docuctl()
     results = {}
     for where, task in _tasks(corpus, adaptive=True):
-        tools, trace = ctl.traced_tools(task, corpus.docs)
-        tools, spent = _noting_spent(tools)
+        spent: list[str] = []
+        tools, trace = ctl.traced_tools(task, corpus.docs, refused=spent)
         try:
             got = call(my_workflow, task, tools)
         except Raised as raised:

@@ -49,11 +49,17 @@ class BudgetSpent(Exception):
 
 
 def traced_tools(
-    task: Task, docs: Documents | None = None, *, top_k: int = TOP_K, max_tools: int = BASE_TOOL_BUDGET
+    task: Task,
+    docs: Documents | None = None,
+    *,
+    top_k: int = TOP_K,
+    max_tools: int = BASE_TOOL_BUDGET,
+    refused: list[str] | None = None,
 ) -> tuple[dict[str, Tool], list[dict[str, Any]]]:
     """`docuctl_tools` for a fixed workflow, and the trace they fill as the runtime would: a call past
-    `max_tools` raises BudgetSpent, one with other arguments than the tool's keywords TypeError saying
-    how to call it; a tool's ValueError becomes an `{"error"}` result, as in `run`.
+    `max_tools` raises BudgetSpent (and adds the tool's name to `refused`, if given: a workflow that
+    catches the error is still seen to have asked), one with other arguments than the tool's keywords
+    TypeError saying how to call it; a tool's ValueError becomes an `{"error"}` result, as in `run`.
     (serves: learner — a learner's workflow calls these, buggy, not hostile)"""
     trace: list[dict[str, Any]] = []
 
@@ -64,6 +70,8 @@ def traced_tools(
             if positional or set(args) != set(tool.params):
                 raise TypeError(f"call tools with keywords: tools[{tool.name!r}].call({keywords})")
             if len(trace) >= max_tools:
+                if refused is not None:
+                    refused.append(tool.name)
                 raise BudgetSpent(f"{max_tools} tool calls spent")
             try:
                 result = tool.call(**args)
