@@ -97,8 +97,8 @@ REPO = ROOT.parent
 # observations, pass^k past int64, patterns ending at the end of the text) and for lab 03's crossed
 # request x attack design simulated with an attack effect and the MDE its recording achieved
 # (`recorded_sd`), while a helper found 8 statements to fold (setup_check's table of backends, the grid's
-# held run written at once); labkit to 8,270 for the retry check asking again only past the tool limit.
-BUDGET = {"labkit": 8_270, "tests": 6_640}
+# held run written at once); labkit back to 8,255 in review (traced_tools noting refused calls itself).
+BUDGET = {"labkit": 8_255, "tests": 6_640}
 # What each layer (labkit's subpackage, or "labkit" for the top package) may import besides itself.
 ALLOWED = {
     "core": "",
